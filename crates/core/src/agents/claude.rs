@@ -1,0 +1,267 @@
+//! Claude Code: `claude -p <prompt> --verbose --output-format stream-json --permission-mode <m>`.
+//!
+//! The outcome comes from the structured stream first — the `result` event (`is_error`,
+//! `subtype`, `result`, `total_cost_usd`, `session_id`, `api_error_status`), assistant messages
+//! carrying an `error` (`authentication_failed`, `rate_limit`, `billing_error`…),
+//! `rate_limit_event`s and `system/api_retry` events. A logged-out CLI can exit 0 with
+//! `is_error: true`; that is a failed run, never a success. Text patterns are only a fallback for
+//! a process that failed without saying why in the stream.
+
+use super::patterns::{epoch_to_time, looks_like_auth_failure, looks_like_rate_limit, reset_time};
+use super::tail::json_if;
+use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
+use crate::routine::Mode;
+use crate::run::{Reason, RunStatus};
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+pub struct Claude;
+
+pub fn permission_mode(mode: Mode) -> &'static str {
+    match mode {
+        Mode::Plan => "plan",
+        Mode::Edit => "acceptEdits",
+        Mode::Auto => "auto",
+        Mode::Skip => "bypassPermissions",
+    }
+}
+
+impl AgentDriver for Claude {
+    fn program(&self) -> &'static str {
+        "claude"
+    }
+
+    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
+        let mut args = vec![
+            "-p".to_string(),
+            prompt.to_string(),
+            "--verbose".into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--permission-mode".into(),
+            permission_mode(mode).into(),
+        ];
+        if let Some(model) = model {
+            args.extend(["--model".to_string(), model.to_string()]);
+        }
+        args
+    }
+
+    fn install_hint(&self) -> &'static str {
+        "install Claude Code with `npm install -g @anthropic-ai/claude-code`, or set `[agents.claude] path = \"/path/to/claude\"` in nightshift.toml"
+    }
+
+    fn progress(&self, line: &str) -> Option<String> {
+        if let Some(v) = json_if(line, "\"api_retry\"") {
+            if v["type"] == "system" && v["subtype"] == "api_retry" {
+                let why = match (v["error"].as_str(), v["error_status"].as_u64()) {
+                    (Some(e), Some(s)) => format!("{e} (HTTP {s})"),
+                    (Some(e), None) => e.to_string(),
+                    (None, Some(s)) => format!("HTTP {s}"),
+                    (None, None) => "API error".to_string(),
+                };
+                return Some(match (v["attempt"].as_u64(), v["max_retries"].as_u64()) {
+                    (Some(a), Some(m)) if m > 0 => format!("API retry {a}/{m}: {why}"),
+                    _ => format!("API error: {why}"),
+                });
+            }
+        }
+        if let Some(v) = json_if(line, "\"rate_limit_event\"") {
+            let info = &v["rate_limit_info"];
+            if info["status"] == "rejected" {
+                let kind = info["rateLimitType"].as_str().unwrap_or("usage");
+                return Some(format!("rate limited ({kind})"));
+            }
+        }
+        if let Some(v) = json_if(line, "\"init\"") {
+            if v["type"] == "system" && v["subtype"] == "init" {
+                let model = v["model"].as_str().unwrap_or("?");
+                return Some(format!("session started (model {model})"));
+            }
+        }
+        None
+    }
+
+    fn classify(&self, out: &RunOutput<'_>) -> Outcome {
+        let tail = LogTail::read_until(&out.stdout_path(), |lines| lines.iter().any(|l| is_result(l)));
+        classify_stream(&tail.lines, out.exit_code, &out.stderr_tail(), out.now)
+    }
+}
+
+fn is_result(line: &str) -> bool {
+    json_if(line, "\"result\"").is_some_and(|v| v["type"] == "result")
+}
+
+/// What the stream says, gathered from its tail.
+#[derive(Default)]
+struct Facts {
+    result: Option<Value>,
+    /// The last assistant `error` code, e.g. `authentication_failed`.
+    assistant_error: Option<String>,
+    assistant_text: Option<String>,
+    rate_limit_reset: Option<DateTime<Utc>>,
+    rate_limit_rejected: bool,
+    last_retry_error: Option<String>,
+    session_id: Option<String>,
+}
+
+fn gather(lines: &[String]) -> Facts {
+    let mut f = Facts::default();
+    for line in lines {
+        let Some(v) = json_if(line, "\"type\"") else { continue };
+        if let Some(s) = v["session_id"].as_str() {
+            f.session_id = Some(s.to_string());
+        }
+        match v["type"].as_str() {
+            Some("result") => f.result = Some(v),
+            Some("assistant") => {
+                if let Some(e) = v["error"].as_str() {
+                    f.assistant_error = Some(e.to_string());
+                }
+                // A usage-limit rejection carries its window and reset time on the error message.
+                let info = &v["api_error_params"]["rate_limit_info"];
+                if info["status"] == "rejected" {
+                    f.rate_limit_rejected = true;
+                    if let Some(t) = info["resetsAt"].as_i64().and_then(epoch_to_time) {
+                        f.rate_limit_reset = Some(t);
+                    }
+                }
+                let text: Vec<&str> = v["message"]["content"]
+                    .as_array()
+                    .map(|c| c.iter().filter_map(|b| (b["type"] == "text").then(|| b["text"].as_str()).flatten()).collect())
+                    .unwrap_or_default();
+                if !text.is_empty() {
+                    f.assistant_text = Some(text.join("\n"));
+                }
+            }
+            Some("rate_limit_event") => {
+                let info = &v["rate_limit_info"];
+                if info["status"] == "rejected" {
+                    f.rate_limit_rejected = true;
+                    if let Some(t) = info["resetsAt"].as_i64().and_then(epoch_to_time) {
+                        f.rate_limit_reset = Some(t);
+                    }
+                }
+            }
+            Some("system") if v["subtype"] == "api_retry" => {
+                f.last_retry_error = v["error"].as_str().map(str::to_string);
+            }
+            _ => {}
+        }
+    }
+    f
+}
+
+/// Classify a Claude stream (its tail lines), the exit code and stderr.
+pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTail, now: DateTime<Utc>) -> Outcome {
+    let facts = gather(lines);
+    let mut outcome = match &facts.result {
+        Some(result) => from_result(result, &facts, now),
+        None => without_result(&facts, lines, exit_code, stderr, now),
+    };
+    if outcome.session_id.is_none() {
+        outcome.session_id = facts.session_id.clone();
+    }
+    if outcome.reason == Some(Reason::RateLimited) && outcome.resets_at.is_none() {
+        outcome.resets_at = facts.rate_limit_reset.or_else(|| outcome.message.as_deref().and_then(|m| reset_time(m, now)));
+    }
+    outcome
+}
+
+fn from_result(result: &Value, facts: &Facts, now: DateTime<Utc>) -> Outcome {
+    let text = result["result"].as_str().unwrap_or("").to_string();
+    let is_error = result["is_error"].as_bool().unwrap_or(false);
+    let subtype = result["subtype"].as_str().unwrap_or("");
+    let mut outcome = if !is_error && subtype == "success" {
+        Outcome::completed((!text.trim().is_empty()).then(|| text.clone()))
+    } else {
+        let errors: Vec<String> = result["errors"]
+            .as_array()
+            .map(|e| e.iter().filter_map(|x| x.as_str().map(str::to_string)).collect())
+            .unwrap_or_default();
+        let message = if !text.trim().is_empty() {
+            first_line(&text, 300)
+        } else if !errors.is_empty() {
+            first_line(&errors.join("; "), 300)
+        } else {
+            match subtype {
+                "error_max_turns" => "stopped: the maximum number of turns was reached".into(),
+                "error_during_execution" => "Claude Code reported an error during execution".into(),
+                other => format!("Claude Code ended with an error ({other})"),
+            }
+        };
+        let status_code = result["api_error_status"].as_u64();
+        let reason = reason_from(facts.assistant_error.as_deref(), status_code, facts.rate_limit_rejected)
+            .or_else(|| {
+                let all = format!("{text} {}", errors.join(" "));
+                if looks_like_auth_failure(&all) {
+                    Some(Reason::AuthFailed)
+                } else if looks_like_rate_limit(&all) {
+                    Some(Reason::RateLimited)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or(Reason::AgentError);
+        let mut o = Outcome::failed(reason, message);
+        if reason == Reason::RateLimited {
+            o.resets_at = facts.rate_limit_reset.or_else(|| reset_time(&text, now));
+        }
+        o
+    };
+    outcome.from_final_event = true;
+    outcome.cost_usd = result["total_cost_usd"].as_f64();
+    outcome.session_id = result["session_id"].as_str().map(str::to_string);
+    outcome
+}
+
+/// The structured signals, strongest first.
+fn reason_from(assistant_error: Option<&str>, status: Option<u64>, rate_rejected: bool) -> Option<Reason> {
+    match assistant_error {
+        Some("authentication_failed" | "oauth_org_not_allowed" | "invalid_api_key" | "token_revoked") => {
+            return Some(Reason::AuthFailed)
+        }
+        Some("rate_limit" | "rate_limited") => return Some(Reason::RateLimited),
+        _ => {}
+    }
+    match status {
+        Some(401 | 403) => return Some(Reason::AuthFailed),
+        Some(429) => return Some(Reason::RateLimited),
+        _ => {}
+    }
+    rate_rejected.then_some(Reason::RateLimited)
+}
+
+fn without_result(facts: &Facts, lines: &[String], exit_code: Option<i32>, stderr: &LogTail, now: DateTime<Utc>) -> Outcome {
+    let stderr_text = stderr.lines.join("\n");
+    if let Some(reason) = reason_from(facts.assistant_error.as_deref(), None, facts.rate_limit_rejected) {
+        let message = facts.assistant_text.clone().unwrap_or_else(|| facts.assistant_error.clone().unwrap_or_default());
+        let mut o = Outcome::failed(reason, first_line(&message, 300));
+        o.resets_at = facts.rate_limit_reset;
+        return o;
+    }
+    // No structured signal: fall back to the text the process printed.
+    let recent = format!("{}\n{}", lines.iter().rev().take(20).cloned().collect::<Vec<_>>().join("\n"), stderr_text);
+    let detail = stderr.last_line().map(|l| first_line(l, 300));
+    if exit_code != Some(0) && looks_like_auth_failure(&recent) {
+        return Outcome::failed(Reason::AuthFailed, detail.unwrap_or_else(|| "Claude Code is not logged in".into()));
+    }
+    if exit_code != Some(0) && looks_like_rate_limit(&recent) {
+        let mut o = Outcome::failed(Reason::RateLimited, detail.unwrap_or_else(|| "rate limited".into()));
+        o.resets_at = reset_time(&recent, now);
+        return o;
+    }
+    let message = match (exit_code, detail) {
+        (Some(0), _) => "Claude Code exited without reporting a result (the stream ended early)".to_string(),
+        (Some(c), Some(d)) if !d.is_empty() => format!("Claude Code exited with code {c}: {d}"),
+        (Some(c), _) => format!("Claude Code exited with code {c} without reporting a result"),
+        (None, _) => "Claude Code ended without reporting a result (the process was interrupted)".to_string(),
+    };
+    let reason = if facts.last_retry_error.is_some() || exit_code == Some(0) { Reason::AgentError } else { Reason::ExitNonzero };
+    let mut o = Outcome::failed(reason, message);
+    if let Some(retry) = &facts.last_retry_error {
+        o.message = Some(format!("{} (last API error: {retry})", o.message.unwrap_or_default()));
+    }
+    o.status = Some(RunStatus::Failed);
+    o
+}

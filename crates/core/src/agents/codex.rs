@@ -1,0 +1,107 @@
+//! Codex: `codex exec --json [--model m] <sandbox flags> <prompt>`.
+//!
+//! JSONL events: `thread.started {thread_id}`, `turn.started`, `item.started|updated|completed
+//! {item: {type: agent_message|reasoning|command_execution|…}}`, `turn.completed {usage}`,
+//! `turn.failed {error: {message}}`, `error {message}`. A run completed when its last turn
+//! completed and the process exited 0; the report is the last `agent_message`.
+
+use super::patterns::{looks_like_auth_failure, looks_like_rate_limit, reset_time};
+use super::tail::json_if;
+use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
+use crate::routine::Mode;
+use crate::run::Reason;
+
+pub struct Codex;
+
+impl AgentDriver for Codex {
+    fn program(&self) -> &'static str {
+        "codex"
+    }
+
+    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
+        let mut args = vec!["exec".to_string(), "--json".into(), "--skip-git-repo-check".into()];
+        match mode {
+            Mode::Plan => args.extend(["--sandbox".into(), "read-only".into()]),
+            Mode::Edit | Mode::Auto => args.push("--full-auto".into()),
+            Mode::Skip => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
+        }
+        if let Some(model) = model {
+            args.extend(["--model".to_string(), model.to_string()]);
+        }
+        args.push(prompt.to_string());
+        args
+    }
+
+    fn install_hint(&self) -> &'static str {
+        "install Codex with `npm install -g @openai/codex`, or set `[agents.codex] path = \"/path/to/codex\"` in nightshift.toml"
+    }
+
+    fn progress(&self, line: &str) -> Option<String> {
+        let v = json_if(line, "\"type\"")?;
+        match v["type"].as_str()? {
+            "thread.started" => Some("session started".into()),
+            "error" => v["message"].as_str().map(|m| format!("error: {}", first_line(m, 160))),
+            "item.started" if v["item"]["type"] == "command_execution" => {
+                v["item"]["command"].as_str().map(|c| format!("running: {}", first_line(c, 120)))
+            }
+            _ => None,
+        }
+    }
+
+    fn classify(&self, out: &RunOutput<'_>) -> Outcome {
+        let tail = LogTail::read_until(&out.stdout_path(), |lines| {
+            lines.iter().any(|l| l.contains("\"turn.completed\"") || l.contains("\"turn.failed\""))
+        });
+        let mut session_id = None;
+        let mut report = None;
+        let mut completed = false;
+        let mut failure: Option<String> = None;
+        for line in &tail.lines {
+            let Some(v) = json_if(line, "\"type\"") else { continue };
+            match v["type"].as_str() {
+                Some("thread.started") => session_id = v["thread_id"].as_str().map(str::to_string),
+                Some("turn.started") => {
+                    completed = false;
+                    failure = None;
+                }
+                Some("item.completed") if v["item"]["type"] == "agent_message" => {
+                    report = v["item"]["text"].as_str().map(str::to_string)
+                }
+                Some("turn.completed") => completed = true,
+                Some("turn.failed") => failure = v["error"]["message"].as_str().map(str::to_string).or(Some("the turn failed".into())),
+                Some("error") => failure = v["message"].as_str().map(str::to_string).or(failure),
+                _ => {}
+            }
+        }
+        let mut outcome = if completed && failure.is_none() && out.exit_code == Some(0) {
+            Outcome::completed(report)
+        } else {
+            let stderr = out.stderr_tail();
+            let text = failure
+                .clone()
+                .or_else(|| stderr.last_line().map(str::to_string))
+                .unwrap_or_else(|| match out.exit_code {
+                    Some(c) => format!("Codex exited with code {c} without finishing its turn"),
+                    None => "Codex ended without finishing its turn (the process was interrupted)".into(),
+                });
+            let all = format!("{text}\n{}", stderr.lines.join("\n"));
+            let reason = if looks_like_auth_failure(&all) {
+                Reason::AuthFailed
+            } else if looks_like_rate_limit(&all) {
+                Reason::RateLimited
+            } else if failure.is_some() {
+                Reason::AgentError
+            } else {
+                Reason::ExitNonzero
+            };
+            let mut o = Outcome::failed(reason, first_line(&text, 300));
+            if reason == Reason::RateLimited {
+                o.resets_at = reset_time(&all, out.now);
+            }
+            o
+        };
+        outcome.session_id = session_id;
+        outcome.from_final_event = completed || failure.is_some();
+        outcome
+    }
+}

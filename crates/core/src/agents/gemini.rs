@@ -1,0 +1,113 @@
+//! Gemini CLI: `gemini -p <prompt> --output-format stream-json [--model m] [--approval-mode m]`.
+//!
+//! JSONL events: `init {session_id, model}`, `message {role, content, delta?}`, `tool_use`,
+//! `tool_result`, `error {severity, message}`, `result {status: success|error, error?, stats}`.
+//! Exit codes: 0 success, 1 error, 42 bad input, 53 turn limit exceeded.
+
+use super::patterns::{looks_like_auth_failure, looks_like_rate_limit, reset_time};
+use super::tail::json_if;
+use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
+use crate::routine::Mode;
+use crate::run::Reason;
+
+pub struct Gemini;
+
+impl AgentDriver for Gemini {
+    fn program(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
+        let approval = match mode {
+            Mode::Plan => "default",
+            Mode::Edit => "auto_edit",
+            Mode::Auto | Mode::Skip => "yolo",
+        };
+        let mut args = vec![
+            "-p".to_string(),
+            prompt.to_string(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--approval-mode".into(),
+            approval.into(),
+        ];
+        if let Some(model) = model {
+            args.extend(["--model".to_string(), model.to_string()]);
+        }
+        args
+    }
+
+    fn install_hint(&self) -> &'static str {
+        "install Gemini CLI with `npm install -g @google/gemini-cli`, or set `[agents.gemini] path = \"/path/to/gemini\"` in nightshift.toml"
+    }
+
+    fn progress(&self, line: &str) -> Option<String> {
+        let v = json_if(line, "\"type\"")?;
+        match v["type"].as_str()? {
+            "init" => Some(format!("session started (model {})", v["model"].as_str().unwrap_or("?"))),
+            "error" => v["message"].as_str().map(|m| format!("error: {}", first_line(m, 160))),
+            "tool_use" => v["tool_name"].as_str().map(|t| format!("tool: {t}")),
+            _ => None,
+        }
+    }
+
+    fn classify(&self, out: &RunOutput<'_>) -> Outcome {
+        let tail = LogTail::read_until(&out.stdout_path(), |lines| lines.iter().any(|l| l.contains("\"result\"")));
+        let mut session_id = None;
+        let mut reply = String::new();
+        let mut result = None;
+        let mut last_error: Option<String> = None;
+        for line in &tail.lines {
+            let Some(v) = json_if(line, "\"type\"") else { continue };
+            match v["type"].as_str() {
+                Some("init") => session_id = v["session_id"].as_str().map(str::to_string),
+                Some("message") if v["role"] == "user" => reply.clear(),
+                Some("message") if v["role"] == "assistant" => {
+                    let text = v["content"].as_str().unwrap_or("");
+                    if v["delta"].as_bool() != Some(true) {
+                        reply.clear();
+                    }
+                    reply.push_str(text);
+                }
+                Some("error") => last_error = v["message"].as_str().map(str::to_string),
+                Some("result") => result = Some(v),
+                _ => {}
+            }
+        }
+        let success = result.as_ref().is_some_and(|r| r["status"] == "success") && out.exit_code == Some(0);
+        let mut outcome = if success {
+            Outcome::completed((!reply.trim().is_empty()).then_some(reply))
+        } else {
+            let stderr = out.stderr_tail();
+            let text = result
+                .as_ref()
+                .and_then(|r| r["error"]["message"].as_str().map(str::to_string))
+                .or(last_error)
+                .or_else(|| stderr.last_line().map(str::to_string))
+                .unwrap_or_else(|| match out.exit_code {
+                    Some(42) => "Gemini CLI rejected its input (exit 42)".into(),
+                    Some(53) => "Gemini CLI stopped: turn limit exceeded (exit 53)".into(),
+                    Some(c) => format!("Gemini CLI exited with code {c}"),
+                    None => "Gemini CLI ended without a result (the process was interrupted)".into(),
+                });
+            let all = format!("{text}\n{}", stderr.lines.join("\n"));
+            let reason = if looks_like_auth_failure(&all) || all.contains("GEMINI_API_KEY") {
+                Reason::AuthFailed
+            } else if looks_like_rate_limit(&all) {
+                Reason::RateLimited
+            } else if result.is_some() || out.exit_code == Some(53) {
+                Reason::AgentError
+            } else {
+                Reason::ExitNonzero
+            };
+            let mut o = Outcome::failed(reason, first_line(&text, 300));
+            if reason == Reason::RateLimited {
+                o.resets_at = reset_time(&all, out.now);
+            }
+            o
+        };
+        outcome.from_final_event = result.is_some();
+        outcome.session_id = session_id;
+        outcome
+    }
+}

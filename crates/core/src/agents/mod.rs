@@ -1,0 +1,109 @@
+//! One module per agent CLI: how to invoke it, how to read its stream live (progress), and how to
+//! classify how a run ended and extract its report — from the tail of its log.
+
+pub mod claude;
+pub mod codex;
+pub mod command;
+pub mod gemini;
+mod patterns;
+pub mod tail;
+
+use crate::routine::{Action, AgentKind, Mode};
+use crate::run::{Reason, RunStatus};
+use chrono::{DateTime, Utc};
+use std::path::Path;
+pub use tail::LogTail;
+
+/// How a run's process ended, as far as the agent module can tell from its output.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Outcome {
+    pub status: Option<RunStatus>,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    pub resets_at: Option<DateTime<Utc>>,
+    pub cost_usd: Option<f64>,
+    pub session_id: Option<String>,
+    /// Markdown to save as report.md — only ever for a completed run.
+    pub report: Option<String>,
+    /// The outcome comes from the agent's own final event (Claude's `result`, Codex's
+    /// `turn.completed`…), not from guessing; crash recovery trusts only such outcomes.
+    pub from_final_event: bool,
+}
+
+impl Outcome {
+    pub fn completed(report: Option<String>) -> Outcome {
+        Outcome { status: Some(RunStatus::Completed), report, ..Outcome::default() }
+    }
+    pub fn failed(reason: Reason, message: impl Into<String>) -> Outcome {
+        Outcome { status: Some(RunStatus::Failed), reason: Some(reason), message: Some(message.into()), ..Outcome::default() }
+    }
+    pub fn status(&self) -> RunStatus {
+        self.status.unwrap_or(RunStatus::Failed)
+    }
+}
+
+/// What the run left behind, for classification.
+pub struct RunOutput<'a> {
+    pub run_dir: &'a Path,
+    /// The process's exit code; `None` when unknown (killed by a signal, or lost in a crash).
+    pub exit_code: Option<i32>,
+    pub now: DateTime<Utc>,
+}
+
+impl RunOutput<'_> {
+    pub fn stdout_path(&self) -> std::path::PathBuf {
+        self.run_dir.join(crate::runner::process::STDOUT_LOG)
+    }
+    /// The last lines of stderr: the best message when a CLI dies without a structured event.
+    pub fn stderr_tail(&self) -> LogTail {
+        LogTail::read(&self.run_dir.join(crate::runner::process::STDERR_LOG), 16 * 1024)
+    }
+}
+
+pub trait AgentDriver: Send + Sync {
+    /// The executable's name on PATH (`claude`), or an absolute path for `command`.
+    fn program(&self) -> &'static str;
+    /// Arguments after the program.
+    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String>;
+    /// How to install the CLI, for the "not found" message.
+    fn install_hint(&self) -> &'static str;
+    /// A human progress message for one line of live output, if it deserves one.
+    fn progress(&self, line: &str) -> Option<String>;
+    /// Whether following the live stream can yield progress at all.
+    fn has_progress(&self) -> bool {
+        true
+    }
+    /// How the run ended and its report.
+    fn classify(&self, out: &RunOutput<'_>) -> Outcome;
+}
+
+pub fn driver(agent: Option<AgentKind>) -> &'static dyn AgentDriver {
+    match agent {
+        Some(AgentKind::Claude) => &claude::Claude,
+        Some(AgentKind::Codex) => &codex::Codex,
+        Some(AgentKind::Gemini) => &gemini::Gemini,
+        None => &command::Command,
+    }
+}
+
+/// The driver and arguments for a routine's action (the prompt already rendered).
+pub fn invocation(action: &Action, rendered_prompt: &str) -> (&'static dyn AgentDriver, Vec<String>) {
+    match action {
+        Action::Agent { agent, mode, model, .. } => {
+            let d = driver(Some(*agent));
+            (d, d.args(rendered_prompt, *mode, model.as_deref()))
+        }
+        Action::Command { command } => (&command::Command, vec!["-c".into(), command.clone()]),
+    }
+}
+
+/// The first line of `text`, trimmed and cut to `max` characters — for messages and summaries.
+pub fn first_line(text: &str, max: usize) -> String {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+    if line.chars().count() > max {
+        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
+        format!("{cut}…")
+    } else {
+        line.to_string()
+    }
+}

@@ -1,0 +1,158 @@
+//! The engine: the one API both faces (tray app, `nightshiftctl`) drive.
+//!
+//! It owns the home, settings, store, clock, event channel and settle hooks — no globals: two
+//! engines on two homes live side by side in one process (tests do exactly that).
+
+mod launch;
+mod recovery;
+mod settle;
+
+pub use launch::RunHandle;
+pub use recovery::RecoveryMode;
+
+use crate::clock::{Clock, SystemClock};
+use crate::error::{Error, ErrorCode, Result};
+use crate::events::{EngineEvent, EventReceiver, EventSender};
+use crate::home::Home;
+use crate::routine::{self, Routine, RoutineSet};
+use crate::run::Trigger;
+use crate::runner::SettleHook;
+use crate::settings::Settings;
+use crate::store::Store;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+use tokio::sync::Notify;
+
+/// How to build an [`Engine`]; everything has a default except the home.
+pub struct EngineOptions {
+    pub home: Home,
+    pub clock: Arc<dyn Clock>,
+    /// The environment runs inherit from (filtered by the allow-list). Default: this process's.
+    pub env: Vec<(String, String)>,
+}
+
+impl EngineOptions {
+    pub fn new(home: Home) -> Self {
+        EngineOptions { home, clock: Arc::new(SystemClock), env: std::env::vars().collect() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Engine {
+    core: Arc<Core>,
+}
+
+/// Shared state of one engine.
+pub(crate) struct Core {
+    pub home: Home,
+    pub settings: Settings,
+    pub store: Store,
+    pub clock: Arc<dyn Clock>,
+    pub env: Vec<(String, String)>,
+    pub events: EventSender,
+    pub hooks: RwLock<Vec<Arc<dyn SettleHook>>>,
+    /// Runs this engine supervises: id → cancel signal.
+    pub active: Mutex<HashMap<String, Arc<Notify>>>,
+    /// This process, as the owner recorded on the runs it supervises.
+    pub identity: (u32, String),
+}
+
+impl Engine {
+    /// Open the engine on a home: read settings, open (and migrate) the database.
+    pub fn open(opts: EngineOptions) -> Result<Engine> {
+        let settings = Settings::load(&opts.home.settings_path())?;
+        let store = Store::open(&opts.home.db_path())?;
+        let (events, _) = tokio::sync::broadcast::channel(1024);
+        Ok(Engine {
+            core: Arc::new(Core {
+                home: opts.home,
+                settings,
+                store,
+                clock: opts.clock,
+                env: opts.env,
+                events,
+                hooks: RwLock::new(Vec::new()),
+                active: Mutex::new(HashMap::new()),
+                identity: crate::runner::process::self_identity(),
+            }),
+        })
+    }
+
+    pub fn home(&self) -> &Home {
+        &self.core.home
+    }
+    pub fn settings(&self) -> &Settings {
+        &self.core.settings
+    }
+    pub fn store(&self) -> &Store {
+        &self.core.store
+    }
+    pub fn subscribe(&self) -> EventReceiver {
+        self.core.events.subscribe()
+    }
+
+    /// Register a hook called after every run's record is final.
+    pub fn add_settle_hook(&self, hook: Arc<dyn SettleHook>) {
+        self.core.hooks.write().unwrap_or_else(|e| e.into_inner()).push(hook);
+    }
+
+    /// Load the routines now (files are the source of truth; cheap enough to read on demand).
+    pub fn routines(&self) -> RoutineSet {
+        let mut extra = Vec::new();
+        if self.core.settings.import_agents_cli {
+            if let Some(home) = std::env::var_os("HOME") {
+                extra.push(std::path::PathBuf::from(home).join(".agents").join("routines"));
+            }
+        }
+        routine::load_dir(&self.core.home, &extra)
+    }
+
+    /// A routine by name, or an error that says what is wrong with it or what exists instead.
+    pub fn routine(&self, name: &str) -> Result<Routine> {
+        let set = self.routines();
+        if let Some(r) = set.get(name) {
+            return Ok(r.clone());
+        }
+        if let Some(bad) = set.get_invalid(name) {
+            let errors: Vec<String> = bad.errors.iter().map(ToString::to_string).collect();
+            return Err(Error::new(ErrorCode::RoutineInvalid, format!("routine \"{name}\" is invalid:\n  {}", errors.join("\n  "))));
+        }
+        let names: Vec<&str> = set.names().collect();
+        let hint = match crate::routine::nearest_name(name, &names) {
+            Some(near) => format!("; did you mean \"{near}\"?"),
+            None if names.is_empty() => format!("; there are no routines in {}", self.core.home.routines_dir().display()),
+            None => format!(" (routines: {})", names.join(", ")),
+        };
+        Err(Error::new(ErrorCode::RoutineNotFound, format!("no routine named \"{name}\"{hint}")))
+    }
+
+    /// Start a run of routine `name` now. Returns once the run's record exists and its process is
+    /// started (or the run has already failed to start — that is recorded too).
+    pub async fn run_now(&self, name: &str, trigger: Trigger) -> Result<RunHandle> {
+        let routine = self.routine(name)?;
+        launch::start(&self.core, routine, trigger, None).await
+    }
+
+    /// Ask a run this engine supervises to stop (SIGTERM to its group, then SIGKILL after the
+    /// grace period). Returns false when this engine does not supervise that run.
+    pub fn cancel(&self, run_id: &str) -> bool {
+        let active = self.core.active.lock().unwrap_or_else(|e| e.into_inner());
+        match active.get(run_id) {
+            Some(signal) => {
+                signal.notify_one();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Settle (or, with [`RecoveryMode::Adopt`], re-adopt) runs left `running` by an engine that
+    /// is gone. Returns the ids it settled or adopted.
+    pub async fn recover(&self, mode: RecoveryMode) -> Result<Vec<String>> {
+        recovery::recover(&self.core, mode).await
+    }
+
+    pub(crate) fn emit(core: &Core, event: EngineEvent) {
+        let _ = core.events.send(event);
+    }
+}

@@ -1,0 +1,70 @@
+//! One error type for the whole engine: a stable machine `code` plus a human `message`.
+//!
+//! Both faces rely on it: the CLI prints `error: <message>` and picks its exit code from the
+//! code; the tray/UI receives `{code, message}` as JSON. Messages are written for the user and say
+//! what to do. They never contain secrets (callers redact before building one).
+
+use serde::Serialize;
+
+/// Stable identifiers; the UI and scripts may match on these, so never rename one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    /// A routine file (or several) has problems; the message lists each as file:line:col.
+    RoutineInvalid,
+    /// No routine with that name.
+    RoutineNotFound,
+    /// No run with that id.
+    RunNotFound,
+    /// `nightshift.toml` is malformed.
+    SettingsInvalid,
+    /// The SQLite database cannot be opened, migrated or written.
+    StoreUnavailable,
+    /// A file or directory could not be read or written.
+    Io,
+    /// The run's process could not be started.
+    SpawnFailed,
+    /// The caller asked for something impossible (bad argument).
+    Usage,
+}
+
+impl ErrorCode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::RoutineInvalid => "routine_invalid",
+            ErrorCode::RoutineNotFound => "routine_not_found",
+            ErrorCode::RunNotFound => "run_not_found",
+            ErrorCode::SettingsInvalid => "settings_invalid",
+            ErrorCode::StoreUnavailable => "store_unavailable",
+            ErrorCode::Io => "io",
+            ErrorCode::SpawnFailed => "spawn_failed",
+            ErrorCode::Usage => "usage",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[error("{message}")]
+pub struct Error {
+    pub code: ErrorCode,
+    pub message: String,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        Error { code, message: message.into() }
+    }
+
+    /// An I/O failure on `path`, phrased so the user knows which file and why.
+    pub fn io(action: &str, path: &std::path::Path, err: &std::io::Error) -> Self {
+        Error::new(ErrorCode::Io, format!("cannot {action} {}: {err}", path.display()))
+    }
+}
+
+impl From<rusqlite::Error> for Error {
+    fn from(err: rusqlite::Error) -> Self {
+        Error::new(ErrorCode::StoreUnavailable, format!("database error: {err}"))
+    }
+}

@@ -1,0 +1,19 @@
+//! Typed engine events on a broadcast channel. Both faces (tray app, `nightshiftctl`) subscribe;
+//! the tray icon, menu, notifications and UI are driven from these, never from polling.
+
+use crate::run::RunRecord;
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EngineEvent {
+    RunQueued { run: RunRecord },
+    RunStarted { run: RunRecord },
+    /// A human line about a live run, e.g. "API retry 3/10: authentication_failed".
+    RunProgress { run_id: String, routine: String, message: String },
+    RunFinished { run: RunRecord },
+    RoutinesChanged,
+}
+
+pub type EventSender = tokio::sync::broadcast::Sender<EngineEvent>;
+pub type EventReceiver = tokio::sync::broadcast::Receiver<EngineEvent>;

@@ -1,0 +1,25 @@
+//! `nightshift-core`: the Nightshift engine — routines, schedules, runs, agents, store.
+//!
+//! No GUI dependency: this crate builds and tests on a bare server. The tray app (`nightshift`)
+//! and the CLI (`nightshiftctl`) are two thin faces over [`engine::Engine`].
+
+pub mod agents;
+pub mod clock;
+pub mod engine;
+pub mod error;
+pub mod events;
+pub mod fsutil;
+pub mod home;
+pub mod routine;
+pub mod run;
+pub mod runner;
+pub mod schedule;
+pub mod settings;
+pub mod store;
+
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use engine::{Engine, EngineOptions, RecoveryMode, RunHandle};
+pub use error::{Error, ErrorCode, Result};
+pub use events::EngineEvent;
+pub use home::Home;
+pub use run::{Reason, RunRecord, RunStatus, Trigger};

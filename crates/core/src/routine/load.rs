@@ -1,0 +1,105 @@
+//! Load every routine file in a directory.
+
+use super::{parse_routine, Diagnostic, InvalidRoutine, Routine};
+use crate::home::Home;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The routines of a home: the valid ones and, separately, the files that failed with their errors.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RoutineSet {
+    pub routines: Vec<Routine>,
+    pub invalid: Vec<InvalidRoutine>,
+}
+
+impl RoutineSet {
+    pub fn get(&self, name: &str) -> Option<&Routine> {
+        self.routines.iter().find(|r| r.name == name)
+    }
+    pub fn get_invalid(&self, name: &str) -> Option<&InvalidRoutine> {
+        self.invalid.iter().find(|r| r.name == name)
+    }
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.routines.iter().map(|r| r.name.as_str()).chain(self.invalid.iter().map(|r| r.name.as_str()))
+    }
+    /// Every diagnostic, in file order.
+    pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.invalid.iter().flat_map(|r| r.errors.iter())
+    }
+}
+
+/// Routine files in `dirs`, in name order: `*.yaml` and `*.yml`, skipping hidden files.
+pub fn routine_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for dir in dirs {
+        let Ok(entries) = std::fs::read_dir(dir) else { continue };
+        let mut here: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| is_routine_file(p))
+            .collect();
+        here.sort();
+        files.extend(here);
+    }
+    files
+}
+
+fn is_routine_file(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml")) && path.is_file()
+}
+
+/// Load the given files. Names shared by several files make all of them invalid: running either
+/// one would be a guess.
+pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
+    let mut set = RoutineSet::default();
+    for file in files {
+        let display = home.display_path(file);
+        let parsed = match std::fs::read_to_string(file) {
+            Ok(src) => parse_routine(&src, file, &display),
+            Err(e) => Err(InvalidRoutine {
+                name: file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
+                file: file.clone(),
+                errors: vec![Diagnostic { file: display, line: 1, col: 1, message: format!("cannot read the file: {e}") }],
+            }),
+        };
+        match parsed {
+            Ok(r) => set.routines.push(r),
+            Err(bad) => set.invalid.push(bad),
+        }
+    }
+
+    let mut by_name: BTreeMap<String, Vec<PathBuf>> = BTreeMap::new();
+    for r in &set.routines {
+        by_name.entry(r.name.clone()).or_default().push(r.file.clone());
+    }
+    for bad in &set.invalid {
+        by_name.entry(bad.name.clone()).or_default().push(bad.file.clone());
+    }
+    let dup_names: Vec<(String, Vec<PathBuf>)> = by_name.into_iter().filter(|(_, f)| f.len() > 1).collect();
+    for (name, files) in dup_names {
+        let listed: Vec<String> = files.iter().map(|f| home.display_path(f)).collect();
+        let (moved, kept): (Vec<Routine>, Vec<Routine>) = std::mem::take(&mut set.routines).into_iter().partition(|r| r.name == name);
+        set.routines = kept;
+        for r in moved {
+            set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors: Vec::new() });
+        }
+        for bad in set.invalid.iter_mut().filter(|b| b.name == name) {
+            let others: Vec<&String> = listed.iter().filter(|f| **f != home.display_path(&bad.file)).collect();
+            let message = format!(
+                "duplicate routine name \"{name}\" (also in {}); give each routine its own `name:`",
+                others.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
+            );
+            bad.errors.insert(0, Diagnostic { file: home.display_path(&bad.file), line: 1, col: 1, message });
+        }
+    }
+    set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
+    set
+}
+
+/// Load the home's routines directory (plus agents-cli's, when imported).
+pub fn load_dir(home: &Home, extra_dirs: &[PathBuf]) -> RoutineSet {
+    let mut dirs = vec![home.routines_dir()];
+    dirs.extend(extra_dirs.iter().cloned());
+    load_files(home, &routine_files(&dirs))
+}

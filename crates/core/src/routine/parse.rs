@@ -1,0 +1,380 @@
+//! Turn one routine file into a [`Routine`], collecting every problem with its position.
+
+use super::yaml::{self, Node, Pos};
+use super::{check_name, AccountChoice, Action, AgentKind, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Routine};
+use crate::schedule::{local_tz, parse_tz, Schedule};
+use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
+use chrono_tz::Tz;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+const KEYS: &[&str] = &[
+    "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
+    "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
+    "end_at",
+];
+const CONFIG_KEYS: &[&str] = &["model"];
+
+/// Parse the text of one routine file. `display` is how the file is named in messages.
+pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, InvalidRoutine> {
+    let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let mut cx = Cx { display, errors: Vec::new() };
+    let fallback_name = stem.clone();
+    let invalid = |name: String, errors: Vec<Diagnostic>| InvalidRoutine { name, file: file.to_path_buf(), errors };
+
+    let root = match yaml::parse(src) {
+        Ok(Some(root)) => root,
+        Ok(None) => {
+            cx.err(Pos { line: 1, col: 1 }, "the file is empty; a routine needs at least `schedule` and `agent` + `prompt` or `command`");
+            return Err(invalid(fallback_name, cx.errors));
+        }
+        Err((pos, msg)) => {
+            cx.err(pos, format!("YAML syntax error: {msg}"));
+            return Err(invalid(fallback_name, cx.errors));
+        }
+    };
+    let Node::Map { entries, .. } = &root else {
+        cx.err(root.pos(), format!("a routine file must be a mapping of keys (name:, schedule:, …), found {}", root.kind()));
+        return Err(invalid(fallback_name, cx.errors));
+    };
+
+    // Index the keys, reporting unknown and duplicate ones.
+    let mut fields: BTreeMap<&str, (&Node, &Node)> = BTreeMap::new();
+    for (key, value) in entries {
+        let Node::Scalar { value: k, .. } = key else {
+            cx.err(key.pos(), "keys must be plain words");
+            continue;
+        };
+        match KEYS.iter().find(|known| **known == k.as_str()) {
+            Some(known) => {
+                if fields.insert(known, (key, value)).is_some() {
+                    cx.err(key.pos(), format!("`{k}` is given twice"));
+                }
+            }
+            None => cx.err(key.pos(), unknown_key(k, KEYS, "")),
+        }
+    }
+    let get = |k: &str| fields.get(k).map(|(_, v)| *v).filter(|v| !v.is_null());
+    let key_pos = |k: &str| fields.get(k).map(|(key, _)| key.pos()).unwrap_or(Pos { line: 1, col: 1 });
+
+    let name = match get("name") {
+        Some(node) => cx.string(node, "name").unwrap_or_else(|| stem.clone()),
+        None => stem.clone(),
+    };
+    if let Err(msg) = check_name(&name) {
+        let pos = if fields.contains_key("name") { get("name").map(Node::pos).unwrap_or(key_pos("name")) } else { Pos { line: 1, col: 1 } };
+        let hint = if fields.contains_key("name") { "" } else { " (the name comes from the file name; set `name:` to choose another)" };
+        cx.err(pos, format!("{msg}{hint}"));
+    }
+    let description = get("description").and_then(|n| cx.string(n, "description"));
+
+    let timezone = match get("timezone") {
+        Some(node) => match cx.string(node, "timezone") {
+            Some(tz) => parse_tz(&tz).map_err(|m| cx.err(node.pos(), m)).unwrap_or(Tz::UTC),
+            None => Tz::UTC,
+        },
+        None => local_tz(),
+    };
+
+    let schedule = get("schedule").and_then(|node| {
+        let expr = cx.string(node, "schedule")?;
+        Schedule::parse(&expr, timezone).map_err(|m| cx.err(node.pos(), m)).ok()
+    });
+    let at = get("at").and_then(|n| cx.timestamp(n, "at", timezone));
+    let end_at = get("end_at").and_then(|n| cx.timestamp(n, "end_at", timezone));
+    if get("schedule").is_none() && get("at").is_none() {
+        cx.err(Pos { line: 1, col: 1 }, "missing `schedule` (a cron expression such as \"0 9 * * 1-5\") or `at` (a one-shot time)");
+    }
+    if get("schedule").is_some() && get("at").is_some() {
+        cx.err(key_pos("at"), "give either `schedule` (repeating) or `at` (once), not both");
+    }
+
+    // What to run: exactly one of agent/command.
+    let mode = get("mode").and_then(|n| {
+        let s = cx.string(n, "mode")?;
+        match s.as_str() {
+            "plan" => Some(Mode::Plan),
+            "edit" => Some(Mode::Edit),
+            "auto" => Some(Mode::Auto),
+            "skip" => Some(Mode::Skip),
+            other => {
+                cx.err(n.pos(), format!("unknown mode \"{other}\" (expected plan, edit, auto or skip)"));
+                None
+            }
+        }
+    });
+    let mut model = get("model").and_then(|n| cx.string(n, "model"));
+    if let Some(config) = get("config") {
+        match config {
+            Node::Map { entries, .. } => {
+                for (k, v) in entries {
+                    let key = match k {
+                        Node::Scalar { value, .. } => value.as_str(),
+                        _ => "",
+                    };
+                    if key == "model" {
+                        if model.is_some() {
+                            cx.err(k.pos(), "`model` is given twice (as `model` and `config.model`)");
+                        } else {
+                            model = cx.string(v, "config.model");
+                        }
+                    } else {
+                        cx.err(k.pos(), unknown_key(key, CONFIG_KEYS, "config."));
+                    }
+                }
+            }
+            other => cx.err(other.pos(), format!("`config` must be a mapping, found {}", other.kind())),
+        }
+    }
+    let prompt = get("prompt").and_then(|n| cx.string(n, "prompt"));
+    let command = get("command").and_then(|n| cx.string(n, "command"));
+    let agent_node = get("agent");
+    let action = match (agent_node, command) {
+        (Some(_), Some(_)) => {
+            cx.err(key_pos("command"), "give either `agent` (with a `prompt`) or `command`, not both");
+            None
+        }
+        (None, None) => {
+            cx.err(Pos { line: 1, col: 1 }, "missing `agent` (claude, codex or gemini, with a `prompt`) or `command` (a shell command)");
+            None
+        }
+        (Some(node), None) => {
+            let agent = cx.string(node, "agent").and_then(|a| match AgentKind::from_name(&a) {
+                Some(kind) => Some(kind),
+                None => {
+                    let near = nearest(&a, &["claude", "codex", "gemini"]).map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default();
+                    cx.err(node.pos(), format!("unknown agent \"{a}\" (expected claude, codex, gemini){near}"));
+                    None
+                }
+            });
+            match prompt.clone().filter(|p| !p.trim().is_empty()) {
+                Some(prompt) => agent.map(|agent| Action::Agent { agent, prompt, mode: mode.unwrap_or(Mode::Auto), model: model.clone() }),
+                None => {
+                    cx.err(key_pos("agent"), "an agent routine needs a `prompt`: what should the agent do?");
+                    None
+                }
+            }
+        }
+        (None, Some(command)) => {
+            if command.trim().is_empty() {
+                cx.err(key_pos("command"), "`command` is empty");
+            }
+            for (key, given) in [("prompt", prompt.is_some()), ("mode", mode.is_some()), ("model", model.is_some())] {
+                if given {
+                    cx.err(key_pos(key), format!("`{key}` only applies to agent routines; this one runs a `command`"));
+                }
+            }
+            Some(Action::Command { command })
+        }
+    };
+
+    let timeout = match get("timeout") {
+        Some(node) => cx.duration(node, "timeout").unwrap_or(Routine::DEFAULT_TIMEOUT),
+        None => Routine::DEFAULT_TIMEOUT,
+    };
+    let cwd = get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| crate::fsutil::expand_tilde(&c));
+    let env = get("env").map(|n| cx.string_map(n, "env")).unwrap_or_default();
+    for (k, _) in &env {
+        if k.is_empty() || k.contains('=') || k.contains('\0') {
+            cx.err(key_pos("env"), format!("invalid environment variable name \"{k}\""));
+        }
+    }
+    let variables = get("variables").map(|n| cx.string_map(n, "variables")).unwrap_or_default();
+
+    let account = match (get("account"), get("accounts")) {
+        (Some(_), Some(_)) => {
+            cx.err(key_pos("accounts"), "give either `account` (pin one) or `accounts` (a failover pool), not both");
+            AccountChoice::Any
+        }
+        (Some(n), None) => cx.string(n, "account").map(AccountChoice::Pinned).unwrap_or(AccountChoice::Any),
+        (None, Some(n)) => {
+            let list = cx.string_list(n, "accounts");
+            if list.is_empty() {
+                cx.err(n.pos(), "`accounts` is an empty list");
+            }
+            AccountChoice::Pool(list)
+        }
+        (None, None) => AccountChoice::Any,
+    };
+    if matches!(action, Some(Action::Command { .. })) && !matches!(account, AccountChoice::Any) {
+        cx.err(key_pos(if fields.contains_key("account") { "account" } else { "accounts" }), "accounts only apply to agent routines");
+    }
+
+    let catchup = get("catchup").and_then(|n| cx.boolean(n, "catchup")).unwrap_or(true);
+    let enabled = get("enabled").and_then(|n| cx.boolean(n, "enabled")).unwrap_or(true);
+    let notify = get("notify").and_then(|n| {
+        let s = cx.string(n, "notify")?;
+        match s.as_str() {
+            "always" => Some(NotifyPolicy::Always),
+            "failures" => Some(NotifyPolicy::Failures),
+            "never" => Some(NotifyPolicy::Never),
+            other => {
+                cx.err(n.pos(), format!("unknown notify policy \"{other}\" (expected always, failures or never)"));
+                None
+            }
+        }
+    });
+    let devices = get("devices").map(|n| cx.string_list(n, "devices")).unwrap_or_default();
+
+    match action {
+        Some(action) if cx.errors.is_empty() => {
+            let notify = notify.unwrap_or(match action {
+                Action::Command { .. } => NotifyPolicy::Failures,
+                Action::Agent { .. } => NotifyPolicy::Always,
+            });
+            Ok(Routine {
+                name,
+                file: file.to_path_buf(),
+                description,
+                schedule,
+                timezone,
+                at,
+                end_at,
+                action,
+                timeout,
+                cwd,
+                env,
+                account,
+                catchup,
+                notify,
+                enabled,
+                variables,
+                devices,
+            })
+        }
+        _ => {
+            cx.errors.sort_by_key(|d| (d.line, d.col));
+            Err(invalid(name, cx.errors))
+        }
+    }
+}
+
+struct Cx<'a> {
+    display: &'a str,
+    errors: Vec<Diagnostic>,
+}
+
+impl Cx<'_> {
+    fn err(&mut self, pos: Pos, message: impl Into<String>) {
+        self.errors.push(Diagnostic { file: self.display.to_string(), line: pos.line, col: pos.col, message: message.into() });
+    }
+
+    fn string(&mut self, node: &Node, key: &str) -> Option<String> {
+        match node {
+            Node::Scalar { value, .. } => Some(value.clone()),
+            other => {
+                self.err(other.pos(), format!("`{key}` must be a text value, found {}", other.kind()));
+                None
+            }
+        }
+    }
+
+    fn boolean(&mut self, node: &Node, key: &str) -> Option<bool> {
+        match node {
+            Node::Scalar { value, quoted: false, .. } if value.eq_ignore_ascii_case("true") => Some(true),
+            Node::Scalar { value, quoted: false, .. } if value.eq_ignore_ascii_case("false") => Some(false),
+            other => {
+                self.err(other.pos(), format!("`{key}` must be true or false"));
+                None
+            }
+        }
+    }
+
+    fn duration(&mut self, node: &Node, key: &str) -> Option<std::time::Duration> {
+        let text = self.string(node, key)?;
+        if text.trim().chars().all(|c| c.is_ascii_digit()) {
+            self.err(node.pos(), format!("`{key}: {text}` has no unit; write e.g. {text}s or {text}m"));
+            return None;
+        }
+        match humantime::parse_duration(text.trim()) {
+            Ok(d) if d.is_zero() => {
+                self.err(node.pos(), format!("`{key}` must be longer than zero"));
+                None
+            }
+            Ok(d) => Some(d),
+            Err(e) => {
+                self.err(node.pos(), format!("invalid duration \"{text}\" for `{key}`: {e} (examples: 90s, 10m, 1h30m)"));
+                None
+            }
+        }
+    }
+
+    fn timestamp(&mut self, node: &Node, key: &str, tz: Tz) -> Option<DateTime<Utc>> {
+        let text = self.string(node, key)?;
+        if let Ok(t) = DateTime::parse_from_rfc3339(text.trim()) {
+            return Some(t.with_timezone(&Utc));
+        }
+        for fmt in ["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M"] {
+            if let Ok(naive) = NaiveDateTime::parse_from_str(text.trim(), fmt) {
+                return match tz.from_local_datetime(&naive).earliest() {
+                    Some(t) => Some(t.with_timezone(&Utc)),
+                    None => {
+                        self.err(node.pos(), format!("`{key}: {text}` does not exist in {} (a daylight-saving gap)", tz.name()));
+                        None
+                    }
+                };
+            }
+        }
+        self.err(node.pos(), format!("invalid time \"{text}\" for `{key}` (expected e.g. 2026-12-01T09:00:00+01:00 or 2026-12-01 09:00)"));
+        None
+    }
+
+    fn string_map(&mut self, node: &Node, key: &str) -> BTreeMap<String, String> {
+        let mut out = BTreeMap::new();
+        match node {
+            Node::Map { entries, .. } => {
+                for (k, v) in entries {
+                    match (k, v) {
+                        (Node::Scalar { value: k, .. }, Node::Scalar { value: v, .. }) => {
+                            out.insert(k.clone(), v.clone());
+                        }
+                        (_, v) => self.err(v.pos(), format!("values in `{key}` must be text, found {}", v.kind())),
+                    }
+                }
+            }
+            other => self.err(other.pos(), format!("`{key}` must be a mapping (KEY: value), found {}", other.kind())),
+        }
+        out
+    }
+
+    fn string_list(&mut self, node: &Node, key: &str) -> Vec<String> {
+        match node {
+            Node::Seq { items, .. } => items.iter().filter_map(|i| self.string(i, key)).collect(),
+            Node::Scalar { value, .. } => vec![value.clone()],
+            other => {
+                self.err(other.pos(), format!("`{key}` must be a list, found {}", other.kind()));
+                Vec::new()
+            }
+        }
+    }
+}
+
+fn unknown_key(key: &str, known: &[&str], prefix: &str) -> String {
+    match nearest(key, known) {
+        Some(near) => format!("unknown key `{prefix}{key}`; did you mean `{prefix}{near}`?"),
+        None => format!("unknown key `{prefix}{key}` (known keys: {})", known.join(", ")),
+    }
+}
+
+/// The known word closest to `word`, if it is close enough to be a likely typo.
+pub(crate) fn nearest<'a>(word: &str, known: &[&'a str]) -> Option<&'a str> {
+    known
+        .iter()
+        .map(|k| (levenshtein(word, k), *k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 3))
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}

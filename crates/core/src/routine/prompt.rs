@@ -1,0 +1,76 @@
+//! Prompt placeholders: `{date} {time} {day} {routine} {last_report}` and the routine's `variables`.
+//!
+//! Unknown `{words}` are left as they are: prompts often contain braces (JSON, code) that are not
+//! meant as placeholders.
+
+use chrono::{DateTime, Utc};
+use chrono_tz::Tz;
+use std::collections::BTreeMap;
+
+pub struct PromptContext<'a> {
+    pub routine: &'a str,
+    pub now: DateTime<Utc>,
+    pub tz: Tz,
+    /// The report of the last *completed* run; never a failed run's text.
+    pub last_report: Option<&'a str>,
+    pub variables: &'a BTreeMap<String, String>,
+}
+
+pub fn render(template: &str, cx: &PromptContext<'_>) -> String {
+    let local = cx.now.with_timezone(&cx.tz);
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(open) = rest.find('{') {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 1..];
+        let close = after.find('}');
+        let word = close.map(|c| &after[..c]).filter(|w| !w.is_empty() && w.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-'));
+        let value = word.and_then(|w| match w {
+            "date" => Some(local.format("%Y-%m-%d").to_string()),
+            "time" => Some(local.format("%H:%M").to_string()),
+            "day" => Some(local.format("%A").to_string()),
+            "routine" => Some(cx.routine.to_string()),
+            "last_report" => Some(cx.last_report.unwrap_or("(no previous report)").to_string()),
+            other => cx.variables.get(other).cloned(),
+        });
+        match (value, close) {
+            (Some(v), Some(c)) => {
+                out.push_str(&v);
+                rest = &after[c + 1..];
+            }
+            _ => {
+                out.push('{');
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    #[test]
+    fn fills_known_placeholders_and_keeps_other_braces() {
+        let vars = BTreeMap::from([("repo".to_string(), "acme/app".to_string())]);
+        let cx = PromptContext {
+            routine: "pr-review",
+            now: Utc.with_ymd_and_hms(2026, 11, 30, 8, 5, 0).unwrap(),
+            tz: "Europe/Berlin".parse().unwrap(),
+            last_report: Some("all green"),
+            variables: &vars,
+        };
+        let out = render("{routine} on {day} {date} {time} for {repo}: {last_report} {\"json\": 1} {unknown}", &cx);
+        assert_eq!(out, "pr-review on Monday 2026-11-30 09:05 for acme/app: all green {\"json\": 1} {unknown}");
+    }
+
+    #[test]
+    fn no_previous_report_is_said_plainly() {
+        let vars = BTreeMap::new();
+        let cx = PromptContext { routine: "r", now: Utc::now(), tz: Tz::UTC, last_report: None, variables: &vars };
+        assert_eq!(render("Last: {last_report}", &cx), "Last: (no previous report)");
+    }
+}

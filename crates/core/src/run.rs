@@ -1,0 +1,124 @@
+//! The run record (DESIGN.md "Run record" contract): what `--json` prints and the UI receives.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize, Serializer};
+
+macro_rules! string_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($variant),+ }
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub fn as_str(self) -> &'static str { match self { $($name::$variant => $text),+ } }
+            pub fn parse(s: &str) -> Option<Self> { match s { $($text => Some($name::$variant),)+ _ => None } }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.as_str()) }
+        }
+    };
+}
+
+string_enum!(
+    /// Why a run exists.
+    Trigger { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli" }
+);
+
+string_enum!(
+    RunStatus {
+        Queued = "queued",
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
+        TimedOut = "timed_out",
+        Cancelled = "cancelled",
+        Blocked = "blocked",
+        Missed = "missed",
+        Skipped = "skipped",
+    }
+);
+
+string_enum!(
+    /// The cause behind a status other than `completed`.
+    Reason {
+        AuthFailed = "auth_failed",
+        RateLimited = "rate_limited",
+        AgentError = "agent_error",
+        ExitNonzero = "exit_nonzero",
+        SpawnFailed = "spawn_failed",
+        Interrupted = "interrupted",
+        AuthPreflight = "auth_preflight",
+        NoAccount = "no_account",
+        Superseded = "superseded",
+        ActiveRun = "active_run",
+    }
+);
+
+impl RunStatus {
+    /// A status that will not change any more.
+    pub fn is_final(self) -> bool {
+        !matches!(self, RunStatus::Queued | RunStatus::Running)
+    }
+}
+
+/// One try of a run on one account (failover makes several).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub account: Option<String>,
+    pub status: RunStatus,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub resets_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub routine: String,
+    pub trigger: Trigger,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub scheduled_for: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub finished_at: Option<DateTime<Utc>>,
+    pub status: RunStatus,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    pub exit_code: Option<i32>,
+    pub account: Option<String>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub resets_at: Option<DateTime<Utc>>,
+    pub attempts: Vec<Attempt>,
+    pub duration_ms: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub session_id: Option<String>,
+    pub report_path: Option<String>,
+    /// `claude`, `codex`, `gemini` or `command`.
+    pub agent: String,
+    /// Where stdout.log, stderr.log and report.md live.
+    pub run_dir: String,
+}
+
+/// RFC 3339 in UTC with milliseconds — the one time format of every payload.
+pub fn fmt_time(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+}
+
+fn ser_opt_time<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&fmt_time(t)),
+        None => s.serialize_none(),
+    }
+}
+
+/// A new run id: a ULID (sortable by creation time), lower-cased for paths.
+pub fn new_run_id() -> String {
+    ulid::Ulid::new().to_string().to_lowercase()
+}

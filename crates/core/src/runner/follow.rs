@@ -1,0 +1,51 @@
+//! Follow a growing stdout log and turn new lines into progress messages.
+
+use crate::agents::AgentDriver;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const POLL: Duration = Duration::from_millis(250);
+/// Longest line we keep buffering for progress; longer ones are skipped (they are never progress).
+const MAX_LINE: usize = 1 << 20;
+
+/// Read new lines from `path` until the task is aborted, calling `emit` for each progress message.
+pub async fn follow(path: PathBuf, driver: &'static dyn AgentDriver, emit: impl Fn(String) + Send + 'static) {
+    let mut offset = 0u64;
+    let mut partial: Vec<u8> = Vec::new();
+    let mut skipping = false;
+    loop {
+        let chunk = read_from(&path, offset);
+        offset += chunk.len() as u64;
+        for byte_line in chunk.split_inclusive(|b| *b == b'\n') {
+            let complete = byte_line.ends_with(b"\n");
+            if !skipping {
+                partial.extend_from_slice(byte_line);
+            }
+            if partial.len() > MAX_LINE {
+                partial.clear();
+                skipping = true;
+            }
+            if complete {
+                if !skipping {
+                    if let Some(msg) = driver.progress(String::from_utf8_lossy(&partial).trim_end()) {
+                        emit(msg);
+                    }
+                }
+                partial.clear();
+                skipping = false;
+            }
+        }
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+fn read_from(path: &PathBuf, offset: u64) -> Vec<u8> {
+    let mut buf = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        if f.seek(SeekFrom::Start(offset)).is_ok() {
+            let _ = f.take(8 << 20).read_to_end(&mut buf);
+        }
+    }
+    buf
+}

@@ -1,0 +1,9 @@
+//! The mechanics of one run: its process (group, files, wrapper), environment, live-progress
+//! follower and settle hooks. The engine decides *when* and *what*; this module does *how*.
+
+pub mod env;
+pub mod follow;
+pub mod hooks;
+pub mod process;
+
+pub use hooks::SettleHook;

@@ -1,0 +1,163 @@
+//! Spawning a run's process and ending it — the OS-level part of the runner.
+//!
+//! * The agent runs in its **own process group**, so a timeout or cancel reaches every child it
+//!   forked (SIGTERM to the group, a grace period, then SIGKILL to the group).
+//! * stdout and stderr go **straight to files** in the run directory: the run keeps going and its
+//!   output is kept even if the engine dies.
+//! * It runs under a tiny `sh` wrapper that writes the agent's exit code to `exit_code` in the run
+//!   directory. After an engine crash the new engine is not the process's parent and cannot
+//!   `wait()` for it; the file tells it how the run ended.
+
+use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+pub const STDOUT_LOG: &str = "stdout.log";
+pub const STDERR_LOG: &str = "stderr.log";
+pub const EXIT_CODE_FILE: &str = "exit_code";
+pub const REPORT_FILE: &str = "report.md";
+
+/// `sh -c WRAPPER nightshift-run <exit file> <program> <args…>`
+const WRAPPER: &str = r#"f="$1"; shift; "$@"; c=$?; printf '%s\n' "$c" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$c""#;
+
+/// Everything needed to start one run's process.
+#[derive(Debug, Clone)]
+pub struct SpawnSpec {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// The complete environment of the child (nothing else is inherited).
+    pub env: BTreeMap<String, String>,
+    pub cwd: Option<PathBuf>,
+    pub run_dir: PathBuf,
+}
+
+pub struct RunProcess {
+    pub child: Box<dyn ChildWrapper>,
+    pub pid: u32,
+    /// The process's start time as the OS reports it: with the pid it identifies the process
+    /// across pid reuse.
+    pub start_time: Option<String>,
+}
+
+pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
+    std::fs::create_dir_all(&spec.run_dir)?;
+    let stdout = std::fs::File::create(spec.run_dir.join(STDOUT_LOG))?;
+    let stderr = std::fs::File::create(spec.run_dir.join(STDERR_LOG))?;
+    let exit_file = spec.run_dir.join(EXIT_CODE_FILE);
+
+    let mut cmd = tokio::process::Command::new("/bin/sh");
+    cmd.arg("-c").arg(WRAPPER).arg("nightshift-run").arg(&exit_file).arg(&spec.program).args(&spec.args);
+    cmd.env_clear().envs(&spec.env);
+    if let Some(cwd) = &spec.cwd {
+        cmd.current_dir(cwd);
+    }
+    cmd.stdin(Stdio::null()).stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
+    let mut wrapped = CommandWrap::from(cmd);
+    wrapped.wrap(ProcessGroup::leader());
+    let child = wrapped.spawn()?;
+    let pid = child.id().ok_or_else(|| std::io::Error::other("the process exited before its pid could be read"))?;
+    Ok(RunProcess { child, pid, start_time: process_start_time(pid) })
+}
+
+/// The exit code the wrapper recorded, if the run's process has finished.
+pub fn recorded_exit_code(run_dir: &Path) -> Option<i32> {
+    std::fs::read_to_string(run_dir.join(EXIT_CODE_FILE)).ok()?.trim().parse().ok()
+}
+
+/// SIGTERM the whole group, wait up to `grace` for it to be gone, then SIGKILL the group.
+/// `leader_exited` resolves when the group leader has exited (it is reaped by our waiter).
+pub async fn terminate_group(pgid: u32, grace: Duration) {
+    signal_group(pgid, libc::SIGTERM);
+    let deadline = tokio::time::Instant::now() + grace;
+    while tokio::time::Instant::now() < deadline {
+        if !group_alive(pgid) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    signal_group(pgid, libc::SIGKILL);
+}
+
+pub fn signal_group(pgid: u32, sig: i32) {
+    // SAFETY: killpg has no memory-safety preconditions; ESRCH (already gone) is fine.
+    unsafe {
+        libc::killpg(pgid as libc::pid_t, sig);
+    }
+}
+
+/// Does any process of the group still exist?
+pub fn group_alive(pgid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence.
+    unsafe { libc::killpg(pgid as libc::pid_t, 0) == 0 }
+}
+
+/// Is `pid` alive *and* the same process we started (same start time)? Zombies count as gone.
+pub fn same_process_alive(pid: u32, start_time: Option<&str>) -> bool {
+    match (process_start_time(pid), start_time) {
+        (Some(now), Some(then)) => now == then && !is_zombie(pid),
+        (Some(_), None) => !is_zombie(pid),
+        (None, _) => false,
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn stat_fields(pid: u32) -> Option<Vec<String>> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces and parentheses; fields resume after the last ')'.
+    let after = &stat[stat.rfind(')')? + 2..];
+    Some(after.split_whitespace().map(str::to_string).collect())
+}
+
+/// The process's start time: clock ticks since boot on Linux (field 22 of /proc/PID/stat).
+#[cfg(target_os = "linux")]
+pub fn process_start_time(pid: u32) -> Option<String> {
+    stat_fields(pid)?.get(19).cloned()
+}
+
+#[cfg(target_os = "linux")]
+fn is_zombie(pid: u32) -> bool {
+    stat_fields(pid).and_then(|f| f.first().cloned()).is_some_and(|s| s == "Z" || s == "X")
+}
+
+/// The process's start time as `ps` prints it (macOS and other Unixes).
+#[cfg(not(target_os = "linux"))]
+pub fn process_start_time(pid: u32) -> Option<String> {
+    let out = std::process::Command::new("ps").args(["-o", "lstart=", "-p", &pid.to_string()]).output().ok()?;
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (out.status.success() && !s.is_empty()).then_some(s)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn is_zombie(pid: u32) -> bool {
+    std::process::Command::new("ps")
+        .args(["-o", "stat=", "-p", &pid.to_string()])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim_start().starts_with('Z'))
+        .unwrap_or(false)
+}
+
+/// Identity of this process (the engine), stored as the owner of the runs it supervises.
+pub fn self_identity() -> (u32, String) {
+    let pid = std::process::id();
+    (pid, process_start_time(pid).unwrap_or_default())
+}
+
+/// Find `name` on a PATH string, like the shell would.
+pub fn find_on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return is_executable(&p).then_some(p);
+    }
+    path_var?
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}

@@ -1,0 +1,42 @@
+//! Versioned schema migrations, applied in order inside one transaction each; the version lives in
+//! `PRAGMA user_version`. Never edit a released migration — add a new one.
+
+pub const MIGRATIONS: &[&str] = &[
+    // 1: run history.
+    r#"
+    CREATE TABLE runs (
+        id            TEXT PRIMARY KEY,
+        routine       TEXT NOT NULL,
+        trigger       TEXT NOT NULL,
+        agent         TEXT NOT NULL,
+        -- the instant history sorts by (ms): the slot for missed/skipped rows, else creation time
+        sort_ms       INTEGER NOT NULL,
+        scheduled_for TEXT,
+        started_at    TEXT,
+        finished_at   TEXT,
+        status        TEXT NOT NULL,
+        reason        TEXT,
+        message       TEXT,
+        exit_code     INTEGER,
+        account       TEXT,
+        resets_at     TEXT,
+        attempts      TEXT NOT NULL DEFAULT '[]',
+        duration_ms   INTEGER,
+        cost_usd      REAL,
+        session_id    TEXT,
+        report_path   TEXT,
+        run_dir       TEXT NOT NULL,
+        -- the run's process (its group leader) and its start time, to re-adopt it after a crash
+        pid           INTEGER,
+        pid_start     TEXT,
+        -- the engine process that supervises the run; recovery only touches runs whose owner is gone
+        owner_pid     INTEGER,
+        owner_start   TEXT
+    );
+    CREATE INDEX runs_by_time    ON runs(sort_ms DESC, id DESC);
+    CREATE INDEX runs_by_routine ON runs(routine, sort_ms DESC, id DESC);
+    CREATE INDEX runs_by_status  ON runs(status, sort_ms DESC, id DESC);
+    -- one record per scheduled slot: the scheduler claims a slot by inserting it
+    CREATE UNIQUE INDEX runs_slot ON runs(routine, scheduled_for) WHERE scheduled_for IS NOT NULL;
+    "#,
+];

@@ -1,0 +1,85 @@
+//! SQLite storage (bundled, WAL, versioned migrations): the run history.
+//!
+//! The database is the coordination point between processes (tray app, daemon, CLI): every
+//! process opens it; SQLite's locking plus conditional updates make each transition happen once.
+
+mod migrations;
+mod runs;
+
+pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
+
+use crate::error::{Error, ErrorCode, Result};
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+pub struct Store {
+    conn: Mutex<Connection>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Open (creating if needed) and migrate the database at `path`.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
+        }
+        let conn = Connection::open(path).map_err(|e| open_error(path, &e))?;
+        let store = Store { conn: Mutex::new(conn), path: path.to_path_buf() };
+        store.init().map_err(|e| open_error(path, &e))?;
+        Ok(store)
+    }
+
+    fn init(&self) -> rusqlite::Result<()> {
+        let mut conn = self.conn();
+        conn.busy_timeout(Duration::from_secs(10))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        for (i, sql) in migrations::MIGRATIONS.iter().enumerate().skip(version) {
+            let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+            // Another process may have migrated while we waited for the lock.
+            let now: usize = tx.pragma_query_value(None, "user_version", |r| r.get(0))?;
+            if now > i {
+                continue;
+            }
+            tx.execute_batch(sql)?;
+            tx.pragma_update(None, "user_version", i + 1)?;
+            tx.commit()?;
+        }
+        Ok(())
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
+        // A panic while holding the lock cannot leave SQLite half-written (transactions roll back),
+        // so a poisoned mutex is safe to keep using.
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Turn SQLite's terse errors into something a user can act on.
+fn open_error(path: &Path, err: &rusqlite::Error) -> Error {
+    let detail = err.to_string();
+    let hint = match err.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
+            " — the file is damaged or not a Nightshift database; move it aside to start a fresh history"
+        }
+        Some(rusqlite::ErrorCode::ReadOnly) | Some(rusqlite::ErrorCode::PermissionDenied) | Some(rusqlite::ErrorCode::CannotOpen) => {
+            " — check that the directory exists and is writable by this user"
+        }
+        Some(rusqlite::ErrorCode::DiskFull) => " — the disk is full; free some space",
+        _ => "",
+    };
+    Error::new(ErrorCode::StoreUnavailable, format!("cannot open the database {}: {detail}{hint}", path.display()))
+}

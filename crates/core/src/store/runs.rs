@@ -1,0 +1,378 @@
+//! Run rows: written when a run starts (atuin-style), finalized exactly once when it ends.
+
+use super::Store;
+use crate::error::{Error, ErrorCode, Result};
+use crate::run::{fmt_time, parse_time, Attempt, Reason, RunRecord, RunStatus, Trigger};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension, Row};
+
+/// What is known when a run row is first written.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: String,
+    pub routine: String,
+    pub trigger: Trigger,
+    pub agent: String,
+    pub status: RunStatus,
+    pub scheduled_for: Option<DateTime<Utc>>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub account: Option<String>,
+    pub run_dir: String,
+    /// The process supervising this run (pid, start time).
+    pub owner: Option<(u32, String)>,
+    /// When it sorts in history.
+    pub sort_at: DateTime<Utc>,
+}
+
+/// The final facts of a run, written once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    pub status: RunStatus,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    pub exit_code: Option<i32>,
+    pub account: Option<String>,
+    pub resets_at: Option<DateTime<Utc>>,
+    pub attempts: Vec<Attempt>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub session_id: Option<String>,
+    pub report_path: Option<String>,
+}
+
+/// A row still `running`, as recovery sees it.
+#[derive(Debug, Clone)]
+pub struct OpenRun {
+    pub record: RunRecord,
+    pub pid: Option<u32>,
+    pub pid_start: Option<String>,
+    pub owner_pid: Option<u32>,
+    pub owner_start: Option<String>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RunQuery {
+    pub routine: Option<String>,
+    pub status: Option<RunStatus>,
+    /// From a previous [`Page::next_cursor`].
+    pub cursor: Option<String>,
+    pub limit: usize,
+}
+
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Page {
+    pub runs: Vec<RunRecord>,
+    /// Pass back to get the next (older) page; `None` at the end.
+    pub next_cursor: Option<String>,
+}
+
+const COLUMNS: &str = "id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, message, \
+    exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms";
+
+impl Store {
+    pub fn insert_run(&self, run: &NewRun) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO runs (id, routine, trigger, agent, sort_ms, scheduled_for, started_at, status, account, run_dir, owner_pid, owner_start)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                run.id,
+                run.routine,
+                run.trigger.as_str(),
+                run.agent,
+                run.sort_at.timestamp_millis(),
+                run.scheduled_for.as_ref().map(fmt_time),
+                run.started_at.as_ref().map(fmt_time),
+                run.status.as_str(),
+                run.account,
+                run.run_dir,
+                run.owner.as_ref().map(|o| o.0),
+                run.owner.as_ref().map(|o| o.1.clone()),
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Record the process that runs `id`, right after it was spawned.
+    pub fn set_process(&self, id: &str, pid: u32, pid_start: Option<&str>) -> Result<()> {
+        self.conn().execute("UPDATE runs SET pid = ?2, pid_start = ?3 WHERE id = ?1", params![id, pid, pid_start])?;
+        Ok(())
+    }
+
+    /// Hand a running run to another supervisor (crash recovery re-adopts it).
+    pub fn set_owner(&self, id: &str, owner: (u32, &str)) -> Result<()> {
+        self.conn().execute("UPDATE runs SET owner_pid = ?2, owner_start = ?3 WHERE id = ?1", params![id, owner.0, owner.1])?;
+        Ok(())
+    }
+
+    /// Finalize a run. Returns `false` (and changes nothing) when it was already final: the
+    /// conditional update is what makes settling happen exactly once, across processes too.
+    pub fn finalize(&self, id: &str, s: &Settlement) -> Result<bool> {
+        let attempts = serde_json::to_string(&s.attempts).unwrap_or_else(|_| "[]".into());
+        let changed = self.conn().execute(
+            "UPDATE runs SET status = ?2, reason = ?3, message = ?4, exit_code = ?5, account = ?6, resets_at = ?7,
+                 attempts = ?8, finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13
+             WHERE id = ?1 AND status IN ('queued', 'running')",
+            params![
+                id,
+                s.status.as_str(),
+                s.reason.map(|r| r.as_str()),
+                s.message,
+                s.exit_code,
+                s.account,
+                s.resets_at.as_ref().map(fmt_time),
+                attempts,
+                fmt_time(&s.finished_at),
+                s.duration_ms.map(|d| d as i64),
+                s.cost_usd,
+                s.session_id,
+                s.report_path,
+            ],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// A run by id, or by a unique prefix of one (ids are long; `show 01jf3k` is friendlier).
+    pub fn get_run(&self, id: &str) -> Result<RunRecord> {
+        let conn = self.conn();
+        let exact = conn
+            .query_row(&format!("SELECT {COLUMNS} FROM runs WHERE id = ?1"), [id], row_to_record)
+            .optional()?;
+        if let Some(run) = exact {
+            return Ok(run);
+        }
+        let escaped = id.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_");
+        let mut stmt = conn.prepare(&format!("SELECT {COLUMNS} FROM runs WHERE id LIKE ?1 ESCAPE '\\' LIMIT 2"))?;
+        let found: Vec<RunRecord> = stmt.query_map([format!("{escaped}%")], row_to_record)?.collect::<Result<_, _>>()?;
+        match found.len() {
+            1 => Ok(found.into_iter().next().expect("one row")),
+            0 => Err(Error::new(ErrorCode::RunNotFound, format!("no run with id \"{id}\" (see `nightshiftctl runs`)"))),
+            _ => Err(Error::new(ErrorCode::Usage, format!("run id prefix \"{id}\" is ambiguous; give more characters"))),
+        }
+    }
+
+    /// History, newest first, filtered, one page at a time (keyset pagination: the cost of a page
+    /// does not grow with how far back it is).
+    pub fn list_runs(&self, q: &RunQuery) -> Result<Page> {
+        let limit = q.limit.clamp(1, 1000);
+        let mut sql = format!("SELECT {COLUMNS} FROM runs WHERE 1=1");
+        let mut args: Vec<rusqlite::types::Value> = Vec::new();
+        if let Some(r) = &q.routine {
+            args.push(r.clone().into());
+            sql += &format!(" AND routine = ?{}", args.len());
+        }
+        if let Some(s) = q.status {
+            args.push(s.as_str().to_string().into());
+            sql += &format!(" AND status = ?{}", args.len());
+        }
+        if let Some(cursor) = &q.cursor {
+            let (ms, id) = parse_cursor(cursor)?;
+            args.push(ms.into());
+            args.push(id.into());
+            sql += &format!(" AND (sort_ms, id) < (?{}, ?{})", args.len() - 1, args.len());
+        }
+        args.push(((limit + 1) as i64).into());
+        sql += &format!(" ORDER BY sort_ms DESC, id DESC LIMIT ?{}", args.len());
+
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let mut rows: Vec<(RunRecord, i64)> = stmt
+            .query_map(rusqlite::params_from_iter(args), |row| Ok((row_to_record(row)?, row.get::<_, i64>(19)?)))?
+            .collect::<Result<_, _>>()?;
+        let next_cursor = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last().map(|(r, ms)| format!("{ms}:{}", r.id))
+        } else {
+            None
+        };
+        Ok(Page { runs: rows.into_iter().map(|(r, _)| r).collect(), next_cursor })
+    }
+
+    /// Rows still `running` (for crash recovery).
+    pub fn open_runs(&self) -> Result<Vec<OpenRun>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT {COLUMNS}, pid, pid_start, owner_pid, owner_start FROM runs WHERE status = 'running' ORDER BY id"
+        ))?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok(OpenRun {
+                    record: row_to_record(row)?,
+                    pid: row.get(20)?,
+                    pid_start: row.get(21)?,
+                    owner_pid: row.get(22)?,
+                    owner_start: row.get(23)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// The report of the routine's last *completed* run — a failed run never feeds `{last_report}`.
+    pub fn last_completed_report(&self, routine: &str) -> Result<Option<String>> {
+        let path: Option<String> = self
+            .conn()
+            .query_row(
+                "SELECT report_path FROM runs WHERE routine = ?1 AND status = 'completed' AND report_path IS NOT NULL
+                 ORDER BY sort_ms DESC, id DESC LIMIT 1",
+                [routine],
+                |r| r.get(0),
+            )
+            .optional()?
+            .flatten();
+        Ok(path.and_then(|p| std::fs::read_to_string(p).ok()))
+    }
+}
+
+fn parse_cursor(cursor: &str) -> Result<(i64, String)> {
+    cursor
+        .split_once(':')
+        .and_then(|(ms, id)| Some((ms.parse().ok()?, id.to_string())))
+        .ok_or_else(|| Error::new(ErrorCode::Usage, format!("invalid cursor \"{cursor}\"")))
+}
+
+fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
+    let time = |i: usize| -> rusqlite::Result<Option<DateTime<Utc>>> {
+        Ok(row.get::<_, Option<String>>(i)?.as_deref().and_then(parse_time))
+    };
+    let trigger: String = row.get(2)?;
+    let status: String = row.get(6)?;
+    let reason: Option<String> = row.get(7)?;
+    let attempts: String = row.get(12)?;
+    Ok(RunRecord {
+        id: row.get(0)?,
+        routine: row.get(1)?,
+        trigger: Trigger::parse(&trigger).unwrap_or(Trigger::Manual),
+        scheduled_for: time(3)?,
+        started_at: time(4)?,
+        finished_at: time(5)?,
+        status: RunStatus::parse(&status).unwrap_or(RunStatus::Failed),
+        reason: reason.as_deref().and_then(Reason::parse),
+        message: row.get(8)?,
+        exit_code: row.get(9)?,
+        account: row.get(10)?,
+        resets_at: time(11)?,
+        attempts: serde_json::from_str(&attempts).unwrap_or_default(),
+        duration_ms: row.get::<_, Option<i64>>(13)?.map(|d| d.max(0) as u64),
+        cost_usd: row.get(14)?,
+        session_id: row.get(15)?,
+        report_path: row.get(16)?,
+        agent: row.get(17)?,
+        run_dir: row.get(18)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::Duration;
+
+    fn new_run(store: &Store, id: &str, routine: &str, at: DateTime<Utc>) {
+        store
+            .insert_run(&NewRun {
+                id: id.into(),
+                routine: routine.into(),
+                trigger: Trigger::Manual,
+                agent: "command".into(),
+                status: RunStatus::Running,
+                scheduled_for: None,
+                started_at: Some(at),
+                account: None,
+                run_dir: format!("/runs/{routine}/{id}"),
+                owner: None,
+                sort_at: at,
+            })
+            .unwrap();
+    }
+
+    fn settlement(status: RunStatus) -> Settlement {
+        Settlement {
+            status,
+            reason: None,
+            message: Some("done".into()),
+            exit_code: Some(0),
+            account: None,
+            resets_at: None,
+            attempts: vec![],
+            finished_at: Utc::now(),
+            duration_ms: Some(5),
+            cost_usd: Some(0.25),
+            session_id: None,
+            report_path: None,
+        }
+    }
+
+    #[test]
+    fn finalize_happens_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        new_run(&store, "a1", "r", Utc::now());
+        assert!(store.finalize("a1", &settlement(RunStatus::Completed)).unwrap());
+        assert!(!store.finalize("a1", &settlement(RunStatus::Failed)).unwrap());
+        let run = store.get_run("a1").unwrap();
+        assert_eq!(run.status, RunStatus::Completed);
+        assert_eq!(run.cost_usd, Some(0.25));
+    }
+
+    #[test]
+    fn pages_newest_first_with_filters_and_cursor() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let t0 = Utc::now();
+        for i in 0..25 {
+            new_run(&store, &format!("id{i:02}"), if i % 2 == 0 { "even" } else { "odd" }, t0 + Duration::seconds(i));
+        }
+        let first = store.list_runs(&RunQuery { limit: 10, ..Default::default() }).unwrap();
+        assert_eq!(first.runs.first().unwrap().id, "id24");
+        assert_eq!(first.runs.len(), 10);
+        let mut seen: Vec<String> = first.runs.iter().map(|r| r.id.clone()).collect();
+        let mut cursor = first.next_cursor;
+        while let Some(c) = cursor {
+            let page = store.list_runs(&RunQuery { limit: 10, cursor: Some(c), ..Default::default() }).unwrap();
+            seen.extend(page.runs.iter().map(|r| r.id.clone()));
+            cursor = page.next_cursor;
+        }
+        assert_eq!(seen.len(), 25, "every run exactly once across pages");
+        seen.dedup();
+        assert_eq!(seen.len(), 25);
+
+        let odd = store.list_runs(&RunQuery { routine: Some("odd".into()), limit: 100, ..Default::default() }).unwrap();
+        assert_eq!(odd.runs.len(), 12);
+        assert!(odd.next_cursor.is_none());
+        store.finalize("id03", &settlement(RunStatus::Failed)).unwrap();
+        let failed = store.list_runs(&RunQuery { status: Some(RunStatus::Failed), limit: 100, ..Default::default() }).unwrap();
+        assert_eq!(failed.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["id03"]);
+    }
+
+    #[test]
+    fn prefix_lookup_and_clear_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        new_run(&store, "01abc", "r", Utc::now());
+        new_run(&store, "01abd", "r", Utc::now());
+        assert_eq!(store.get_run("01abc").unwrap().id, "01abc");
+        assert_eq!(store.get_run("01ab").unwrap_err().code, ErrorCode::Usage);
+        assert_eq!(store.get_run("zz").unwrap_err().code, ErrorCode::RunNotFound);
+    }
+
+    #[test]
+    fn a_corrupt_database_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nightshift.db");
+        std::fs::write(&path, vec![b'x'; 8192]).unwrap();
+        let err = Store::open(&path).unwrap_err();
+        assert_eq!(err.code, ErrorCode::StoreUnavailable);
+        assert!(err.message.contains("move it aside"), "{}", err.message);
+    }
+
+    #[test]
+    fn migrations_are_idempotent_across_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db");
+        let store = Store::open(&path).unwrap();
+        new_run(&store, "x", "r", Utc::now());
+        drop(store);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.get_run("x").unwrap().routine, "r");
+    }
+}

@@ -1,0 +1,240 @@
+//! A faithful fake of the Anthropic Messages API on loopback, for driving the *real* Claude Code
+//! CLI in tests (`ANTHROPIC_BASE_URL=http://127.0.0.1:PORT`).
+//!
+//! It answers by credential: each bearer token / API key can be given its own [`Reply`], so a
+//! test sees which account a run used. Replies mirror the real API: SSE events for a streamed
+//! success, JSON error bodies with the real `type`s, and the unified rate-limit headers.
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, Request, StatusCode};
+use axum::response::Response;
+use axum::Router;
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+/// How the fake answers a credential.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// 200 with this assistant text.
+    Success { text: String },
+    /// 401 `authentication_error`.
+    Unauthorized,
+    /// 429 `rate_limit_error` without unified headers.
+    RateLimited,
+    /// 429 with `anthropic-ratelimit-unified-status: rejected` and a reset time (epoch seconds).
+    UnifiedLimit { reset_epoch: i64 },
+    /// 500 `api_error` (overloaded-style server failure).
+    ServerError,
+    /// Accept the connection and send a first event, then never finish (for kill-mid-run tests).
+    Hang,
+}
+
+/// One request as the fake saw it.
+#[derive(Debug, Clone)]
+pub struct SeenRequest {
+    pub method: String,
+    pub path: String,
+    /// `Authorization: Bearer <token>` or `x-api-key`, whichever was sent.
+    pub credential: Option<String>,
+    pub streamed: bool,
+}
+
+#[derive(Default)]
+struct Inner {
+    default: Option<Reply>,
+    by_credential: HashMap<String, Reply>,
+    seen: Vec<SeenRequest>,
+}
+
+#[derive(Clone)]
+pub struct FakeAnthropic {
+    addr: SocketAddr,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl FakeAnthropic {
+    /// Start on 127.0.0.1 with an ephemeral port. Requests with an unknown credential get
+    /// `default` (or 401 when `None`: an unknown token is not a valid one).
+    pub async fn start(default: Option<Reply>) -> FakeAnthropic {
+        let inner = Arc::new(Mutex::new(Inner { default, ..Inner::default() }));
+        let app = Router::new().fallback(handle).with_state(Arc::clone(&inner));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+        let addr = listener.local_addr().expect("local addr");
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        FakeAnthropic { addr, inner }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Answer `credential` (a bearer token or API key) with `reply`.
+    pub fn set(&self, credential: &str, reply: Reply) {
+        self.inner.lock().unwrap().by_credential.insert(credential.to_string(), reply);
+    }
+
+    /// Every request seen so far.
+    pub fn requests(&self) -> Vec<SeenRequest> {
+        self.inner.lock().unwrap().seen.clone()
+    }
+
+    /// The credentials of the `/v1/messages` requests, in order, without repeats in a row.
+    pub fn message_credentials(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in self.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens")) {
+            let c = r.credential.unwrap_or_default();
+            if out.last() != Some(&c) {
+                out.push(c);
+            }
+        }
+        out
+    }
+}
+
+fn credential(headers: &HeaderMap) -> Option<String> {
+    if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
+        return Some(v.trim_start_matches("Bearer ").to_string());
+    }
+    headers.get("x-api-key").and_then(|v| v.to_str().ok()).map(str::to_string)
+}
+
+async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> Response {
+    let method = req.method().to_string();
+    let path = req.uri().path().to_string();
+    let cred = credential(req.headers());
+    let body = axum::body::to_bytes(req.into_body(), 64 << 20).await.unwrap_or_default();
+    let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
+    let streamed = json["stream"].as_bool().unwrap_or(false);
+    let reply = {
+        let mut g = inner.lock().unwrap();
+        g.seen.push(SeenRequest { method: method.clone(), path: path.clone(), credential: cred.clone(), streamed });
+        cred.as_ref().and_then(|c| g.by_credential.get(c).cloned()).or_else(|| g.default.clone()).unwrap_or(Reply::Unauthorized)
+    };
+    if method != "POST" || !path.starts_with("/v1/messages") {
+        return json_response(StatusCode::NOT_FOUND, error_body("not_found_error", &format!("Not found: {method} {path}")), &[]);
+    }
+    if path.ends_with("/count_tokens") {
+        return json_response(StatusCode::OK, serde_json::json!({"input_tokens": 12}), &[]);
+    }
+    let model = json["model"].as_str().unwrap_or("claude-fake-1").to_string();
+    match reply {
+        Reply::Success { text } if streamed => sse_success(&model, &text),
+        Reply::Success { text } => json_response(StatusCode::OK, message_json(&model, &text), &[]),
+        Reply::Unauthorized => json_response(
+            StatusCode::UNAUTHORIZED,
+            error_body("authentication_error", "Invalid bearer token"),
+            &[],
+        ),
+        Reply::RateLimited => json_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            error_body("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+            &[("retry-after", "60".to_string())],
+        ),
+        Reply::UnifiedLimit { reset_epoch } => json_response(
+            StatusCode::TOO_MANY_REQUESTS,
+            error_body("rate_limit_error", "This request would exceed your account's rate limit. Please try again later."),
+            &[
+                ("anthropic-ratelimit-unified-status", "rejected".to_string()),
+                ("anthropic-ratelimit-unified-reset", reset_epoch.to_string()),
+                ("anthropic-ratelimit-unified-representative-claim", "five_hour".to_string()),
+                ("anthropic-ratelimit-unified-5h-status", "rejected".to_string()),
+                ("anthropic-ratelimit-unified-5h-reset", reset_epoch.to_string()),
+                ("anthropic-ratelimit-unified-5h-utilization", "1.0".to_string()),
+                ("retry-after", "3600".to_string()),
+            ],
+        ),
+        Reply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, error_body("api_error", "Internal server error"), &[]),
+        Reply::Hang => hang(&model),
+    }
+}
+
+fn error_body(kind: &str, message: &str) -> serde_json::Value {
+    serde_json::json!({"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_fake_0001"})
+}
+
+fn json_response(status: StatusCode, body: serde_json::Value, headers: &[(&str, String)]) -> Response {
+    let mut b = Response::builder().status(status).header("content-type", "application/json").header("request-id", "req_fake_0001");
+    for (k, v) in headers {
+        b = b.header(*k, v);
+    }
+    b.body(Body::from(body.to_string())).expect("response")
+}
+
+fn usage() -> serde_json::Value {
+    serde_json::json!({"input_tokens": 25, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "output_tokens": 12})
+}
+
+fn message_json(model: &str, text: &str) -> serde_json::Value {
+    serde_json::json!({
+        "id": "msg_fake_0001", "type": "message", "role": "assistant", "model": model,
+        "content": [{"type": "text", "text": text}],
+        "stop_reason": "end_turn", "stop_sequence": null, "usage": usage()
+    })
+}
+
+fn sse_event(name: &str, data: serde_json::Value) -> String {
+    format!("event: {name}\ndata: {data}\n\n")
+}
+
+fn sse_start(model: &str) -> String {
+    let mut start = message_json(model, "");
+    start["content"] = serde_json::json!([]);
+    start["stop_reason"] = serde_json::Value::Null;
+    start["usage"]["output_tokens"] = 1.into();
+    sse_event("message_start", serde_json::json!({"type": "message_start", "message": start}))
+}
+
+fn sse_success(model: &str, text: &str) -> Response {
+    let mut out = sse_start(model);
+    out += &sse_event("content_block_start", serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}));
+    // Split the text into a few deltas, like the real API streams it.
+    let chars: Vec<char> = text.chars().collect();
+    for chunk in chars.chunks(24) {
+        let piece: String = chunk.iter().collect();
+        out += &sse_event("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}));
+    }
+    out += &sse_event("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": 0}));
+    out += &sse_event("message_delta", serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 12}}));
+    out += &sse_event("message_stop", serde_json::json!({"type": "message_stop"}));
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .header("cache-control", "no-cache")
+        .header("request-id", "req_fake_0001")
+        .body(Body::from(out))
+        .expect("response")
+}
+
+fn hang(model: &str) -> Response {
+    let first = sse_start(model);
+    let stream = async_stream(first);
+    Response::builder()
+        .status(StatusCode::OK)
+        .header("content-type", "text/event-stream")
+        .body(Body::from_stream(stream))
+        .expect("response")
+}
+
+/// A body that sends `first` and then stays open, quietly, for up to ten minutes.
+fn async_stream(first: String) -> impl futures_core::Stream<Item = Result<Vec<u8>, std::io::Error>> {
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<Vec<u8>, std::io::Error>>(4);
+    tokio::spawn(async move {
+        let _ = tx.send(Ok(first.into_bytes())).await;
+        tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+        drop(tx);
+    });
+    ReceiverStream(rx)
+}
+
+struct ReceiverStream<T>(tokio::sync::mpsc::Receiver<T>);
+
+impl<T> futures_core::Stream for ReceiverStream<T> {
+    type Item = T;
+    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<T>> {
+        self.0.poll_recv(cx)
+    }
+}

@@ -1,0 +1,83 @@
+//! Throwaway Nightshift homes (`NIGHTSHIFT_HOME`) with routine files, and the paths of the real
+//! agent CLIs installed by `.ci/run` into `tests/agents-cli/node_modules`.
+
+use std::path::{Path, PathBuf};
+
+pub struct TestHome {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestHome {
+    pub fn new() -> TestHome {
+        let dir = tempfile::Builder::new().prefix("nightshift-test-").tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("routines")).unwrap();
+        TestHome { dir }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Write `routines/<name>.yaml`.
+    pub fn routine(&self, name: &str, yaml: &str) -> PathBuf {
+        let path = self.path().join("routines").join(format!("{name}.yaml"));
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
+
+    /// An isolated HOME for agent CLIs (their config, caches) inside this test home.
+    pub fn user_home(&self) -> PathBuf {
+        let p = self.path().join("user-home");
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    /// A directory for fake agent executables; put it first on PATH.
+    pub fn bin_dir(&self) -> PathBuf {
+        let p = self.path().join("bin");
+        std::fs::create_dir_all(&p).unwrap();
+        p
+    }
+
+    /// Write an executable script named `name` into [`bin_dir`](Self::bin_dir).
+    pub fn script(&self, name: &str, body: &str) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.bin_dir().join(name);
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+}
+
+impl Default for TestHome {
+    fn default() -> Self {
+        TestHome::new()
+    }
+}
+
+/// The workspace root (where `tests/agents-cli` lives).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("workspace root").to_path_buf()
+}
+
+/// The real Claude Code CLI installed by `.ci/run` (`npm ci` in tests/agents-cli), if present.
+pub fn claude_cli() -> Option<PathBuf> {
+    let p = workspace_root().join("tests/agents-cli/node_modules/.bin/claude");
+    p.exists().then_some(p)
+}
+
+/// Like [`claude_cli`], but a test that needs the real CLI fails loudly when it is missing,
+/// unless `NIGHTSHIFT_SKIP_REAL_CLI=1` says the developer chose to skip those tests.
+pub fn require_claude_cli() -> Option<PathBuf> {
+    match claude_cli() {
+        Some(p) => Some(p),
+        None if std::env::var("NIGHTSHIFT_SKIP_REAL_CLI").as_deref() == Ok("1") => {
+            eprintln!("skipping: the real Claude CLI is not installed and NIGHTSHIFT_SKIP_REAL_CLI=1");
+            None
+        }
+        None => panic!(
+            "the real Claude Code CLI is not installed: run `npm ci --prefix tests/agents-cli` (the test script does it), \
+             or set NIGHTSHIFT_SKIP_REAL_CLI=1 to skip these tests"
+        ),
+    }
+}

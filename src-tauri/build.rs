@@ -1,0 +1,1 @@
+fn main(){ tauri_build::build() }

@@ -1,0 +1,1 @@
+fn main(){ nightshift_app::run() }
