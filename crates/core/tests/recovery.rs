@@ -1,0 +1,178 @@
+//! Crash recovery: runs left `running` by an engine that died are settled from their files or
+//! re-adopted while still alive — never lost, never settled twice.
+
+use chrono::Utc;
+use nightshift_core::events::EngineEvent;
+use nightshift_core::run::{Reason, RunStatus, Trigger};
+use nightshift_core::runner::process::{self, SpawnSpec};
+use nightshift_core::store::NewRun;
+use nightshift_core::{Engine, EngineOptions, Home, RecoveryMode};
+use nightshift_testkit::TestHome;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// The identity of a process that has exited: an owner engine that is gone.
+fn dead_owner() -> (u32, String) {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    (pid, "0".into())
+}
+
+fn engine(th: &TestHome) -> Engine {
+    Engine::open(EngineOptions::new(Home::at(th.path()))).unwrap()
+}
+
+/// Insert a `running` row as a crashed engine would have left it.
+fn orphan_row(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option<(u32, Option<String>)>) -> std::path::PathBuf {
+    let run_dir = th.path().join("runs/job").join(id);
+    std::fs::create_dir_all(&run_dir).unwrap();
+    engine
+        .store()
+        .insert_run(&NewRun {
+            id: id.into(),
+            routine: "job".into(),
+            trigger: Trigger::Schedule,
+            agent: agent.into(),
+            status: RunStatus::Running,
+            scheduled_for: None,
+            started_at: Some(Utc::now()),
+            account: None,
+            run_dir: run_dir.display().to_string(),
+            owner: Some(dead_owner()),
+            sort_at: Utc::now(),
+        })
+        .unwrap();
+    if let Some((pid, start)) = pid {
+        engine.store().set_process(id, pid, start.as_deref()).unwrap();
+    }
+    run_dir
+}
+
+async fn spawn_sh(run_dir: &std::path::Path, script: &str) -> process::RunProcess {
+    let spec = SpawnSpec {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), script.into()],
+        env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
+        cwd: None,
+        run_dir: run_dir.to_path_buf(),
+    };
+    process::spawn(&spec).unwrap()
+}
+
+#[tokio::test]
+async fn a_finished_orphan_is_settled_from_its_exit_code_file_and_log() {
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo\n");
+    let engine = engine(&th);
+    let run_dir = th.path().join("runs/job/r1");
+    let mut p = spawn_sh(&run_dir, "echo finished while nobody watched").await;
+    p.child.wait().await.unwrap();
+    orphan_row(&engine, &th, "r1", "command", Some((p.pid, p.start_time.clone())));
+
+    let settled = engine.recover(RecoveryMode::SettleFinished).await.unwrap();
+    assert_eq!(settled, vec!["r1"]);
+    let rec = engine.store().get_run("r1").unwrap();
+    assert_eq!((rec.status, rec.exit_code), (RunStatus::Completed, Some(0)));
+    assert_eq!(std::fs::read_to_string(rec.report_path.unwrap()).unwrap(), "finished while nobody watched");
+    // Idempotent: nothing left to do, nothing settled twice.
+    assert!(engine.recover(RecoveryMode::Adopt).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_vanished_process_without_a_result_is_interrupted() {
+    let th = TestHome::new();
+    let engine = engine(&th);
+    let run_dir = orphan_row(&engine, &th, "r2", "claude", Some((dead_owner().0, Some("1".into()))));
+    let truncated = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.332/truncated.jsonl")).unwrap();
+    std::fs::write(run_dir.join("stdout.log"), truncated).unwrap();
+    engine.recover(RecoveryMode::SettleFinished).await.unwrap();
+    let rec = engine.store().get_run("r2").unwrap();
+    assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::Interrupted)));
+    assert!(rec.message.unwrap().starts_with("interrupted"));
+}
+
+#[tokio::test]
+async fn a_vanished_process_whose_log_has_a_result_keeps_that_outcome() {
+    let th = TestHome::new();
+    let engine = engine(&th);
+    let run_dir = orphan_row(&engine, &th, "r3", "claude", Some((dead_owner().0, Some("1".into()))));
+    let success = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.332/success.jsonl")).unwrap();
+    std::fs::write(run_dir.join("stdout.log"), success).unwrap();
+    engine.recover(RecoveryMode::SettleFinished).await.unwrap();
+    let rec = engine.store().get_run("r3").unwrap();
+    assert_eq!(rec.status, RunStatus::Completed);
+    assert!(rec.cost_usd.unwrap() > 0.0);
+}
+
+#[tokio::test]
+async fn a_row_whose_process_never_started_is_interrupted() {
+    let th = TestHome::new();
+    let engine = engine(&th);
+    orphan_row(&engine, &th, "r4", "command", None);
+    engine.recover(RecoveryMode::SettleFinished).await.unwrap();
+    let rec = engine.store().get_run("r4").unwrap();
+    assert_eq!(rec.status, RunStatus::Failed);
+    assert!(rec.message.unwrap().contains("before the run's process started"));
+}
+
+#[tokio::test]
+async fn a_live_orphan_is_left_to_long_running_engines_and_then_adopted() {
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo\n");
+    let engine = engine(&th);
+    let run_dir = th.path().join("runs/job/r5");
+    let p = spawn_sh(&run_dir, "sleep 1; echo adopted and finished").await;
+    orphan_row(&engine, &th, "r5", "command", Some((p.pid, p.start_time.clone())));
+
+    assert!(engine.recover(RecoveryMode::SettleFinished).await.unwrap().is_empty());
+    assert_eq!(engine.store().get_run("r5").unwrap().status, RunStatus::Running);
+
+    let mut events = engine.subscribe();
+    assert_eq!(engine.recover(RecoveryMode::Adopt).await.unwrap(), vec!["r5"]);
+    let finished = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            if let Ok(EngineEvent::RunFinished { run }) = events.recv().await {
+                return run;
+            }
+        }
+    })
+    .await
+    .unwrap();
+    assert_eq!(finished.id, "r5");
+    assert_eq!(finished.status, RunStatus::Completed);
+    assert_eq!(std::fs::read_to_string(finished.report_path.unwrap()).unwrap(), "adopted and finished");
+    drop(p);
+}
+
+#[tokio::test]
+async fn runs_supervised_by_a_live_engine_are_not_touched() {
+    let th = TestHome::new();
+    let engine = engine(&th);
+    // Another live process (standing in for a daemon) owns the run.
+    let mut owner = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let run_dir = th.path().join("runs/job/r6");
+    std::fs::create_dir_all(&run_dir).unwrap();
+    engine
+        .store()
+        .insert_run(&NewRun {
+            id: "r6".into(),
+            routine: "job".into(),
+            trigger: Trigger::Manual,
+            agent: "command".into(),
+            status: RunStatus::Running,
+            scheduled_for: None,
+            started_at: Some(Utc::now()),
+            account: None,
+            run_dir: run_dir.display().to_string(),
+            owner: Some((owner.id(), process::process_start_time(owner.id()).unwrap())),
+            sort_at: Utc::now(),
+        })
+        .unwrap();
+    assert!(engine.recover(RecoveryMode::Adopt).await.unwrap().is_empty());
+    assert_eq!(engine.store().get_run("r6").unwrap().status, RunStatus::Running);
+    owner.kill().unwrap();
+    owner.wait().unwrap();
+    // Its owner is gone now, and so is its (never started) process: recovery settles it.
+    assert_eq!(engine.recover(RecoveryMode::SettleFinished).await.unwrap(), vec!["r6"]);
+}

@@ -1,0 +1,166 @@
+//! Routine files: every problem reported with file:line:col, all at once; one bad file never
+//! stops the others.
+
+use nightshift_core::routine::{load_dir, AccountChoice, Action, AgentKind, Mode, NotifyPolicy};
+use nightshift_core::Home;
+use nightshift_testkit::TestHome;
+use std::time::Duration;
+
+fn messages(th: &TestHome) -> Vec<String> {
+    let set = load_dir(&Home::at(th.path()), &[]);
+    set.diagnostics().map(|d| d.to_string()).collect()
+}
+
+#[test]
+fn a_full_routine_parses_with_agents_cli_field_names() {
+    let th = TestHome::new();
+    th.routine(
+        "pr-review",
+        r#"
+schedule: "0 9 * * 1-5"
+timezone: Europe/Berlin
+agent: claude
+prompt: "Review open PRs in {repo}. Last time: {last_report}"
+mode: plan
+config:
+  model: opus
+timeout: 30m
+cwd: /tmp
+env: { FOO: bar }
+accounts: [me@home.dev, work@acme.dev]
+catchup: false
+variables: { repo: acme/app }
+"#,
+    );
+    let set = load_dir(&Home::at(th.path()), &[]);
+    assert!(set.invalid.is_empty(), "{:?}", set.invalid);
+    let r = set.get("pr-review").unwrap();
+    assert_eq!(r.timezone.name(), "Europe/Berlin");
+    assert_eq!(r.timeout, Duration::from_secs(1800));
+    assert!(!r.catchup);
+    assert!(r.enabled);
+    assert_eq!(r.notify, NotifyPolicy::Always, "agent routines notify always by default");
+    assert_eq!(r.account, AccountChoice::Pool(vec!["me@home.dev".into(), "work@acme.dev".into()]));
+    match &r.action {
+        Action::Agent { agent, mode, model, .. } => {
+            assert_eq!(*agent, AgentKind::Claude);
+            assert_eq!(*mode, Mode::Plan);
+            assert_eq!(model.as_deref(), Some("opus"));
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn command_routines_default_to_failure_notifications_and_ten_minutes() {
+    let th = TestHome::new();
+    th.routine("check", "schedule: \"*/5 * * * *\"\ncommand: ./check.sh\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let r = set.get("check").unwrap();
+    assert_eq!(r.notify, NotifyPolicy::Failures);
+    assert_eq!(r.timeout, Duration::from_secs(600));
+}
+
+#[test]
+fn every_problem_in_a_file_is_reported_with_its_position() {
+    let th = TestHome::new();
+    th.routine(
+        "x",
+        "schedule: \"61 9 * * *\"\ntimezone: Mars/Olympus\nagent: claud\nshedule: x\ntimeout: 5\nmode: yolo\n",
+    );
+    let msgs = messages(&th);
+    let expect = [
+        "routines/x.yaml:1:11: invalid cron expression \"61 9 * * *\"",
+        "routines/x.yaml:2:11: unknown time zone \"Mars/Olympus\"",
+        "routines/x.yaml:3:8: unknown agent \"claud\" (expected claude, codex, gemini); did you mean \"claude\"?",
+        "routines/x.yaml:4:1: unknown key `shedule`; did you mean `schedule`?",
+        "routines/x.yaml:5:10: `timeout: 5` has no unit",
+        "routines/x.yaml:6:7: unknown mode \"yolo\"",
+    ];
+    for e in expect {
+        assert!(msgs.iter().any(|m| m.starts_with(e)), "missing {e:?} in {msgs:#?}");
+    }
+    // The agent has no prompt either.
+    assert!(msgs.iter().any(|m| m.contains("needs a `prompt`")), "{msgs:#?}");
+}
+
+#[test]
+fn both_or_neither_of_agent_and_command() {
+    let th = TestHome::new();
+    th.routine("both", "schedule: \"0 * * * *\"\nagent: claude\nprompt: hi\ncommand: ls\n");
+    th.routine("neither", "schedule: \"0 * * * *\"\n");
+    let msgs = messages(&th);
+    assert!(msgs.iter().any(|m| m.starts_with("routines/both.yaml:4:1: give either `agent`")), "{msgs:#?}");
+    assert!(msgs.iter().any(|m| m.starts_with("routines/neither.yaml:1:1: missing `agent`")), "{msgs:#?}");
+}
+
+#[test]
+fn unsafe_names_are_rejected() {
+    let th = TestHome::new();
+    th.routine("a", "name: ../../etc\nschedule: \"0 * * * *\"\ncommand: ls\n");
+    th.routine("b", "name: \"\"\nschedule: \"0 * * * *\"\ncommand: ls\n");
+    th.routine("c", "name: \"a/b\"\nschedule: \"0 * * * *\"\ncommand: ls\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    assert!(set.routines.is_empty());
+    let msgs: Vec<String> = set.diagnostics().map(|d| d.to_string()).collect();
+    assert!(msgs.iter().any(|m| m.starts_with("routines/a.yaml:1:7: routine name \"../../etc\" must not start with a dot")), "{msgs:#?}");
+    assert!(msgs.iter().any(|m| m.starts_with("routines/c.yaml:1:7: routine name \"a/b\" contains '/'")), "{msgs:#?}");
+    assert_eq!(set.invalid.len(), 3);
+}
+
+#[test]
+fn duplicate_names_across_files_invalidate_each_and_name_the_other() {
+    let th = TestHome::new();
+    th.routine("one", "name: same\nschedule: \"0 * * * *\"\ncommand: ls\n");
+    th.routine("two", "name: same\nschedule: \"0 * * * *\"\ncommand: ls\n");
+    th.routine("ok", "schedule: \"0 * * * *\"\ncommand: ls\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    assert_eq!(set.routines.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), vec!["ok"]);
+    let msgs: Vec<String> = set.diagnostics().map(|d| d.to_string()).collect();
+    assert!(msgs.contains(&"routines/one.yaml:1:1: duplicate routine name \"same\" (also in routines/two.yaml); give each routine its own `name:`".to_string()), "{msgs:#?}");
+    assert!(msgs.iter().any(|m| m.starts_with("routines/two.yaml:1:1: duplicate routine name \"same\" (also in routines/one.yaml)")), "{msgs:#?}");
+}
+
+#[test]
+fn a_syntax_error_in_one_file_does_not_stop_the_others() {
+    let th = TestHome::new();
+    th.routine("broken", "schedule: [unclosed\ncommand: ls\n");
+    th.routine("fine", "schedule: \"0 * * * *\"\ncommand: ls\n");
+    std::fs::write(th.path().join("routines/also.yml"), "schedule: \"0 * * * *\"\ncommand: ls\n").unwrap();
+    std::fs::write(th.path().join("routines/notes.txt"), "not a routine").unwrap();
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let mut names: Vec<&str> = set.routines.iter().map(|r| r.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, vec!["also", "fine"]);
+    let msgs: Vec<String> = set.diagnostics().map(|d| d.to_string()).collect();
+    assert_eq!(msgs.len(), 1, "{msgs:#?}");
+    assert!(msgs[0].starts_with("routines/broken.yaml:2:"), "{msgs:#?}");
+    assert!(msgs[0].contains("YAML syntax error"), "{msgs:#?}");
+}
+
+#[test]
+fn wrong_value_shapes_are_explained() {
+    let th = TestHome::new();
+    th.routine("s", "schedule: \"0 * * * *\"\ncommand: ls\nenv: [a, b]\nenabled: maybe\naccount: x\n");
+    let msgs = messages(&th);
+    assert!(msgs.iter().any(|m| m.starts_with("routines/s.yaml:3:6: `env` must be a mapping")), "{msgs:#?}");
+    assert!(msgs.iter().any(|m| m.starts_with("routines/s.yaml:4:10: `enabled` must be true or false")), "{msgs:#?}");
+    assert!(msgs.iter().any(|m| m.starts_with("routines/s.yaml:5:1: accounts only apply to agent routines")), "{msgs:#?}");
+}
+
+#[test]
+fn bootstrap_writes_working_examples_once() {
+    let th = tempfile::tempdir().unwrap();
+    let home = Home::at(th.path().join("home"));
+    let b = home.bootstrap().unwrap();
+    assert!(b.created);
+    assert_eq!(b.example_routines.len(), 2);
+    let set = load_dir(&home, &[]);
+    assert!(set.invalid.is_empty(), "examples must be valid: {:?}", set.invalid);
+    assert!(set.get("hello").unwrap().enabled);
+    assert!(!set.get("pr-review").unwrap().enabled, "the agent example stays disabled until set up");
+    std::fs::remove_file(home.routines_dir().join("hello.yaml")).unwrap();
+    let again = home.bootstrap().unwrap();
+    assert!(!again.created, "a deleted example is not written back");
+    assert!(!home.routines_dir().join("hello.yaml").exists());
+}

@@ -1,0 +1,272 @@
+//! Running routines for real: processes, process groups, timeouts, cancel, settle hooks, prompts.
+
+use nightshift_core::events::EngineEvent;
+use nightshift_core::run::{Reason, RunRecord, RunStatus, Trigger};
+use nightshift_core::runner::SettleHook;
+use nightshift_core::{Engine, EngineOptions, Home};
+use nightshift_testkit::TestHome;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+fn engine(th: &TestHome) -> Engine {
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\n").unwrap();
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", th.bin_dir().display());
+    opts.env = vec![("PATH".into(), path), ("HOME".into(), th.user_home().display().to_string())];
+    Engine::open(opts).unwrap()
+}
+
+async fn run(engine: &Engine, name: &str) -> RunRecord {
+    let handle = engine.run_now(name, Trigger::Manual).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), handle.wait()).await.expect("run settles").unwrap()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    // A zombie is dead for our purposes.
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    !stat.is_empty() && !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')
+}
+
+#[tokio::test]
+async fn a_command_completes_with_its_output_as_report() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 * * * *\"\ncommand: 'echo line one; echo line two; echo oops >&2'\n");
+    let engine = engine(&th);
+    let mut events = engine.subscribe();
+    let rec = run(&engine, "hello").await;
+    assert_eq!(rec.status, RunStatus::Completed);
+    assert_eq!(rec.exit_code, Some(0));
+    assert_eq!(rec.trigger, Trigger::Manual);
+    assert_eq!(rec.agent, "command");
+    let report = std::fs::read_to_string(rec.report_path.as_ref().unwrap()).unwrap();
+    assert_eq!(report, "line one\nline two");
+    let dir = std::path::Path::new(&rec.run_dir);
+    assert_eq!(std::fs::read_to_string(dir.join("stderr.log")).unwrap(), "oops\n");
+    assert!(dir.starts_with(th.path().join("runs/hello")));
+    // Started then finished, once each.
+    let mut seen = Vec::new();
+    while let Ok(ev) = events.try_recv() {
+        seen.push(match ev {
+            EngineEvent::RunStarted { run } => format!("started {}", run.status),
+            EngineEvent::RunFinished { run } => format!("finished {}", run.status),
+            other => format!("{other:?}"),
+        });
+    }
+    assert_eq!(seen, vec!["started running", "finished completed"]);
+    // The stored record is the one returned.
+    assert_eq!(engine.store().get_run(&rec.id).unwrap(), rec);
+}
+
+#[tokio::test]
+async fn a_failing_command_says_why() {
+    let th = TestHome::new();
+    th.routine("bad", "schedule: \"0 * * * *\"\ncommand: 'echo working; echo \"disk quota exceeded\" >&2; exit 3'\n");
+    let rec = run(&engine(&th), "bad").await;
+    assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::ExitNonzero)));
+    assert_eq!(rec.exit_code, Some(3));
+    assert_eq!(rec.message.as_deref(), Some("exited with code 3: disk quota exceeded"));
+    assert_eq!(rec.report_path, None, "a failed run has no report");
+}
+
+#[tokio::test]
+async fn timeout_kills_the_whole_process_group_including_children_that_ignore_sigterm() {
+    let th = TestHome::new();
+    let pids = th.path().join("pids");
+    th.routine(
+        "stuck",
+        &format!(
+            "schedule: \"0 * * * *\"\ntimeout: 1s\ncommand: |\n  sh -c 'trap \"\" TERM; echo $$ >> {p}; while :; do sleep 1; done' &\n  sh -c 'trap \"\" TERM; echo $$ >> {p}; while :; do sleep 1; done' &\n  trap '' TERM\n  wait\n",
+            p = pids.display()
+        ),
+    );
+    let rec = run(&engine(&th), "stuck").await;
+    assert_eq!(rec.status, RunStatus::TimedOut);
+    assert_eq!(rec.message.as_deref(), Some("timed out after 1s"));
+    let children: Vec<i32> = std::fs::read_to_string(&pids).unwrap().lines().map(|l| l.parse().unwrap()).collect();
+    assert_eq!(children.len(), 2);
+    for pid in children {
+        assert!(!pid_alive(pid), "child {pid} survived the timeout");
+    }
+}
+
+#[tokio::test]
+async fn cancel_stops_the_run_and_its_children() {
+    let th = TestHome::new();
+    let pids = th.path().join("pids");
+    th.routine(
+        "long",
+        &format!("schedule: \"0 * * * *\"\ncommand: \"sh -c 'echo $$ > {}; sleep 300' & wait\"\n", pids.display()),
+    );
+    let engine = engine(&th);
+    let handle = engine.run_now("long", Trigger::Manual).await.unwrap();
+    for _ in 0..100 {
+        if pids.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(engine.cancel(&handle.id));
+    let rec = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.unwrap().unwrap();
+    assert_eq!(rec.status, RunStatus::Cancelled);
+    let child: i32 = std::fs::read_to_string(&pids).unwrap().trim().parse().unwrap();
+    assert!(!pid_alive(child));
+    assert!(!engine.cancel(&rec.id), "a settled run cannot be cancelled again");
+}
+
+#[tokio::test]
+async fn a_missing_agent_binary_is_recorded_with_how_to_install_it() {
+    let th = TestHome::new();
+    th.routine("review", "schedule: \"0 9 * * *\"\nagent: codex\nprompt: hi\n");
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.env = vec![("PATH".into(), th.bin_dir().display().to_string())];
+    let engine = Engine::open(opts).unwrap();
+    let rec = run(&engine, "review").await;
+    assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::SpawnFailed)));
+    let msg = rec.message.unwrap();
+    assert!(msg.contains("`codex` was not found on PATH"), "{msg}");
+    assert!(msg.contains("npm install -g @openai/codex"), "{msg}");
+}
+
+#[tokio::test]
+async fn a_missing_working_directory_is_a_clear_spawn_failure() {
+    let th = TestHome::new();
+    th.routine("r", "schedule: \"0 9 * * *\"\ncommand: ls\ncwd: /nonexistent/nightshift-test\n");
+    let rec = run(&engine(&th), "r").await;
+    assert_eq!(rec.reason, Some(Reason::SpawnFailed));
+    assert!(rec.message.unwrap().contains("/nonexistent/nightshift-test does not exist"));
+}
+
+#[tokio::test]
+async fn unknown_and_invalid_routines_are_errors_not_runs() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 * * * *\"\ncommand: ls\n");
+    th.routine("broken", "schedule: \"0 * * *\"\ncommand: ls\n");
+    let engine = engine(&th);
+    let err = engine.run_now("helo", Trigger::Manual).await.err().unwrap();
+    assert_eq!(err.message, "no routine named \"helo\"; did you mean \"hello\"?");
+    let err = engine.run_now("broken", Trigger::Manual).await.err().unwrap();
+    assert!(err.message.contains("routines/broken.yaml:1:11: invalid cron expression"), "{}", err.message);
+    assert!(engine.store().list_runs(&Default::default()).unwrap().runs.is_empty());
+}
+
+struct Panicking;
+impl SettleHook for Panicking {
+    fn name(&self) -> &str {
+        "panicking"
+    }
+    fn on_settled(&self, _: &RunRecord) -> Result<(), String> {
+        panic!("hook bug")
+    }
+}
+struct Hanging(Arc<AtomicUsize>);
+impl SettleHook for Hanging {
+    fn name(&self) -> &str {
+        "hanging"
+    }
+    fn on_settled(&self, _: &RunRecord) -> Result<(), String> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(Duration::from_secs(7));
+        Ok(())
+    }
+}
+struct Failing(Arc<AtomicUsize>);
+impl SettleHook for Failing {
+    fn name(&self) -> &str {
+        "failing"
+    }
+    fn on_settled(&self, _: &RunRecord) -> Result<(), String> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Err("notification server missing".into())
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hooks_that_panic_fail_or_hang_do_not_affect_settling() {
+    let th = TestHome::new();
+    th.routine("a", "schedule: \"0 * * * *\"\ncommand: echo a\n");
+    th.routine("b", "schedule: \"0 * * * *\"\ncommand: echo b\n");
+    let engine = engine(&th);
+    let hung = Arc::new(AtomicUsize::new(0));
+    let failed = Arc::new(AtomicUsize::new(0));
+    engine.add_settle_hook(Arc::new(Panicking));
+    engine.add_settle_hook(Arc::new(Hanging(hung.clone())));
+    engine.add_settle_hook(Arc::new(Failing(failed.clone())));
+    let mut events = engine.subscribe();
+    let a = engine.run_now("a", Trigger::Manual).await.unwrap();
+    let b = engine.run_now("b", Trigger::Manual).await.unwrap();
+    // Both records become final while the hanging hook is still sleeping.
+    let mut finished = 0;
+    while finished < 2 {
+        if let EngineEvent::RunFinished { run } = tokio::time::timeout(Duration::from_secs(20), events.recv()).await.unwrap().unwrap() {
+            assert_eq!(engine.store().get_run(&run.id).unwrap().status, RunStatus::Completed);
+            finished += 1;
+        }
+    }
+    // wait() returns once the hooks' bounded time is up, with the final record.
+    assert_eq!(a.wait().await.unwrap().status, RunStatus::Completed);
+    assert_eq!(b.wait().await.unwrap().status, RunStatus::Completed);
+    assert_eq!(hung.load(Ordering::SeqCst), 2, "each hook called once per run");
+    assert_eq!(failed.load(Ordering::SeqCst), 2);
+}
+
+/// A fake `claude` that records its prompt and replays a recorded real stream.
+fn fake_claude(th: &TestHome) {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    th.script(
+        "claude",
+        &format!(
+            "printf '%s' \"$2\" > \"$NIGHTSHIFT_RUN_DIR/prompt.txt\"\nf=$(cat {home}/next-fixture)\ncat {fx}/$f.jsonl\nexit $(cat {fx}/$f.exit)",
+            home = th.path().display(),
+            fx = fixtures.display()
+        ),
+    );
+}
+
+#[tokio::test]
+async fn last_report_comes_only_from_completed_runs() {
+    let th = TestHome::new();
+    fake_claude(&th);
+    th.routine("review", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: \"Previously: {last_report}\"\n");
+    let engine = engine(&th);
+    let next = |f: &str| std::fs::write(th.path().join("next-fixture"), f).unwrap();
+
+    next("success");
+    let first = run(&engine, "review").await;
+    assert_eq!(first.status, RunStatus::Completed);
+    assert_eq!(std::fs::read_to_string(format!("{}/prompt.txt", first.run_dir)).unwrap(), "Previously: (no previous report)");
+
+    next("logged-out");
+    let second = run(&engine, "review").await;
+    assert_eq!((second.status, second.reason), (RunStatus::Failed, Some(Reason::AuthFailed)));
+    assert_eq!(second.message.as_deref(), Some("Not logged in · Please run /login"));
+    assert_eq!(second.report_path, None);
+
+    next("success");
+    let third = run(&engine, "review").await;
+    let prompt = std::fs::read_to_string(format!("{}/prompt.txt", third.run_dir)).unwrap();
+    assert_eq!(prompt, "Previously: ## PR review\n\nAll 3 open PRs look good. No action needed.");
+    assert!(!prompt.contains("login"));
+}
+
+#[tokio::test]
+async fn claude_runs_get_the_stream_flags_and_a_clean_environment() {
+    let th = TestHome::new();
+    th.script("claude", "printf '%s\\n' \"$@\" > \"$NIGHTSHIFT_RUN_DIR/args\"; env > \"$NIGHTSHIFT_RUN_DIR/env\"; exit 0");
+    th.routine("r", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: hi\nmode: edit\nmodel: opus\nenv: { EXTRA: yes }\n");
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.env = vec![
+        ("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display())),
+        ("CLAUDE_CODE_OAUTH_TOKEN".into(), "sk-ant-oat01-inherited-secret".into()),
+        ("ANTHROPIC_API_KEY".into(), "sk-ant-api-inherited".into()),
+    ];
+    let engine = Engine::open(opts).unwrap();
+    let rec = run(&engine, "r").await;
+    let args = std::fs::read_to_string(format!("{}/args", rec.run_dir)).unwrap();
+    assert_eq!(args, "-p\nhi\n--verbose\n--output-format\nstream-json\n--permission-mode\nacceptEdits\n--model\nopus\n");
+    let env = std::fs::read_to_string(format!("{}/env", rec.run_dir)).unwrap();
+    assert!(!env.contains("inherited"), "{env}");
+    assert!(env.contains("EXTRA=yes"));
+    // Exit 0 with no result event is not a success.
+    assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::AgentError)));
+}
