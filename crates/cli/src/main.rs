@@ -1,1 +1,121 @@
-fn main(){}
+//! `nightshiftctl`: the headless face of Nightshift — same engine as the tray app, no GUI
+//! libraries. For servers, scripts and people who live in a terminal.
+//!
+//! Exit codes: 0 success; 1 a run (with `--wait`) ended other than `completed`; 2 usage or
+//! configuration errors (bad arguments, invalid routine, unknown run…), printed as `error: …`.
+
+mod format;
+mod history;
+mod routines;
+mod run;
+
+use clap::{Parser, Subcommand};
+use nightshift_core::{Engine, EngineOptions, Error, Home, RecoveryMode};
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "nightshiftctl", version, about = "Run AI coding agents and commands on a schedule — headless Nightshift")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List, validate and preview routines.
+    Routines {
+        #[command(subcommand)]
+        command: routines::RoutinesCommand,
+    },
+    /// Run a routine now.
+    Run(run::RunArgs),
+    /// Run history, newest first.
+    Runs(history::RunsArgs),
+    /// One run in detail.
+    Show {
+        run_id: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a run's report (Markdown).
+    Report { run_id: String },
+    /// Print a run's output log.
+    Logs {
+        run_id: String,
+        /// Keep printing new output until the run ends.
+        #[arg(long, short)]
+        follow: bool,
+        /// Show stderr instead of stdout.
+        #[arg(long)]
+        stderr: bool,
+    },
+    /// Create the home directory with example routines (the tray app does this on first launch).
+    Init,
+}
+
+/// What a command ended with.
+pub enum Outcome {
+    Ok,
+    /// A run ended other than completed (exit 1).
+    RunNotCompleted,
+    /// Problems were already printed (e.g. `routines validate`); exit 2.
+    Invalid,
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> ExitCode {
+    init_tracing();
+    let cli = Cli::parse();
+    match dispatch(cli.command).await {
+        Ok(Outcome::Ok) => ExitCode::SUCCESS,
+        Ok(Outcome::RunNotCompleted) => ExitCode::from(1),
+        Ok(Outcome::Invalid) => ExitCode::from(2),
+        Err(e) => {
+            for line in e.message.lines() {
+                eprintln!("error: {line}");
+            }
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn dispatch(command: Command) -> Result<Outcome, Error> {
+    let home = Home::from_env()?;
+    match command {
+        Command::Init => {
+            let b = home.bootstrap()?;
+            if b.created {
+                println!("Created {} with example routines:", home.config_dir().display());
+                for p in &b.example_routines {
+                    println!("  {}", p.display());
+                }
+                println!("Try: nightshiftctl run hello --wait");
+            } else {
+                println!("{} already exists; nothing changed.", home.routines_dir().display());
+            }
+            Ok(Outcome::Ok)
+        }
+        Command::Routines { command } => routines::run(&open(home).await?, command),
+        Command::Run(args) => run::run(&open(home).await?, args).await,
+        Command::Runs(args) => history::runs(&open(home).await?, args),
+        Command::Show { run_id, json } => history::show(&open(home).await?, &run_id, json),
+        Command::Report { run_id } => history::report(&open(home).await?, &run_id),
+        Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,
+    }
+}
+
+/// Open the engine and settle runs whose engine died (their process is gone). Live orphans are
+/// left for a long-running engine (daemon, tray) to re-adopt.
+async fn open(home: Home) -> Result<Engine, Error> {
+    let engine = Engine::open(EngineOptions::new(home))?;
+    if let Err(e) = engine.recover(RecoveryMode::SettleFinished).await {
+        tracing::warn!(error = %e, "could not settle runs left by a previous engine");
+    }
+    Ok(engine)
+}
+
+/// Logs go to stderr, quiet by default; `NIGHTSHIFT_LOG=debug` (or any tracing filter) for more.
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}

@@ -114,8 +114,9 @@ impl Engine {
             return Ok(r.clone());
         }
         if let Some(bad) = set.get_invalid(name) {
+            // One self-explanatory line per problem (each names file:line:col).
             let errors: Vec<String> = bad.errors.iter().map(ToString::to_string).collect();
-            return Err(Error::new(ErrorCode::RoutineInvalid, format!("routine \"{name}\" is invalid:\n  {}", errors.join("\n  "))));
+            return Err(Error::new(ErrorCode::RoutineInvalid, errors.join("\n")));
         }
         let names: Vec<&str> = set.names().collect();
         let hint = match crate::routine::nearest_name(name, &names) {

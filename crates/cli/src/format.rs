@@ -1,0 +1,83 @@
+//! Human-readable output: times in the user's zone, durations, status words, tables.
+
+use chrono::{DateTime, Local, Utc};
+use nightshift_core::run::{RunRecord, RunStatus};
+
+pub fn local(t: &DateTime<Utc>) -> String {
+    t.with_timezone(&Local).format("%Y-%m-%d %H:%M:%S").to_string()
+}
+
+pub fn duration_ms(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms}ms"),
+        1..=59 => format!("{:.1}s", ms as f64 / 1000.0),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+/// A relative time like "in 3h 12m" or "5m ago".
+pub fn relative(t: &DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let secs = (*t - now).num_seconds();
+    let d = duration_ms(secs.unsigned_abs() * 1000);
+    let d = d.trim_end_matches(".0s").to_string();
+    if secs >= 0 {
+        format!("in {d}")
+    } else {
+        format!("{d} ago")
+    }
+}
+
+pub fn symbol(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Completed => "✓",
+        RunStatus::Running => "▶",
+        RunStatus::Queued => "…",
+        RunStatus::TimedOut => "⏱",
+        RunStatus::Cancelled | RunStatus::Skipped | RunStatus::Missed => "–",
+        RunStatus::Failed | RunStatus::Blocked => "✗",
+    }
+}
+
+/// "failed (auth_failed)" or "completed".
+pub fn status_text(run: &RunRecord) -> String {
+    match run.reason {
+        Some(r) => format!("{} ({})", run.status, r),
+        None => run.status.to_string(),
+    }
+}
+
+pub fn cost(c: Option<f64>) -> String {
+    c.map(|c| format!("${c:.4}")).unwrap_or_else(|| "-".into())
+}
+
+/// Print rows as aligned columns (the last column is not padded).
+pub fn table(header: &[&str], rows: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            widths[i] = widths[i].max(cell.chars().count());
+        }
+    }
+    let line = |cells: Vec<String>| {
+        let mut out = String::new();
+        for (i, cell) in cells.iter().enumerate() {
+            if i + 1 == cells.len() {
+                out.push_str(cell);
+            } else {
+                out.push_str(cell);
+                out.push_str(&" ".repeat(widths[i] - cell.chars().count() + 2));
+            }
+        }
+        println!("{}", out.trim_end());
+    };
+    line(header.iter().map(|h| h.to_string()).collect());
+    for row in rows {
+        line(row.clone());
+    }
+}
+
+pub fn json<T: serde::Serialize>(value: &T) {
+    println!("{}", serde_json::to_string_pretty(value).expect("serialisable"));
+}

@@ -1,0 +1,159 @@
+//! `nightshiftctl runs | show | report | logs`
+
+use crate::format::{self, json, table};
+use crate::Outcome;
+use clap::Args;
+use nightshift_core::run::RunStatus;
+use nightshift_core::store::RunQuery;
+use nightshift_core::{Engine, Error, ErrorCode};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::time::Duration;
+
+#[derive(Args)]
+pub struct RunsArgs {
+    /// Only this routine's runs.
+    #[arg(long)]
+    routine: Option<String>,
+    /// Only runs with this status (queued, running, completed, failed, timed_out, cancelled, blocked, missed, skipped).
+    #[arg(long)]
+    status: Option<String>,
+    #[arg(long, default_value_t = 20)]
+    limit: usize,
+    /// Continue after a previous page (printed at the end of it).
+    #[arg(long)]
+    cursor: Option<String>,
+    /// A JSON array of run records.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn runs(engine: &Engine, args: RunsArgs) -> Result<Outcome, Error> {
+    let status = match args.status.as_deref() {
+        None => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+            let all: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
+            Error::new(ErrorCode::Usage, format!("unknown status \"{s}\" (expected one of {})", all.join(", ")))
+        })?),
+    };
+    let page = engine.store().list_runs(&RunQuery { routine: args.routine.clone(), status, cursor: args.cursor, limit: args.limit })?;
+    if args.json {
+        json(&page.runs);
+        return Ok(Outcome::Ok);
+    }
+    if page.runs.is_empty() {
+        println!("No runs yet{}. Start one with `nightshiftctl run NAME --wait`.", args.routine.map(|r| format!(" of {r}")).unwrap_or_default());
+        return Ok(Outcome::Ok);
+    }
+    let rows: Vec<Vec<String>> = page
+        .runs
+        .iter()
+        .map(|r| {
+            vec![
+                r.id.clone(),
+                r.routine.clone(),
+                r.trigger.to_string(),
+                format!("{} {}", format::symbol(r.status), format::status_text(r)),
+                r.started_at.or(r.scheduled_for).map(|t| format::local(&t)).unwrap_or_default(),
+                r.duration_ms.map(format::duration_ms).unwrap_or_else(|| "-".into()),
+                format::cost(r.cost_usd),
+            ]
+        })
+        .collect();
+    table(&["ID", "ROUTINE", "TRIGGER", "STATUS", "STARTED", "DURATION", "COST"], &rows);
+    if let Some(c) = page.next_cursor {
+        eprintln!("(more: --cursor {c})");
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> {
+    let r = engine.store().get_run(id)?;
+    if as_json {
+        json(&r);
+        return Ok(Outcome::Ok);
+    }
+    let opt = |v: Option<String>| v.unwrap_or_else(|| "-".into());
+    println!("{} {} · {}", format::symbol(r.status), r.routine, format::status_text(&r));
+    if let Some(m) = &r.message {
+        println!("  {m}");
+    }
+    println!("id           {}", r.id);
+    println!("agent        {}", r.agent);
+    println!("trigger      {}", r.trigger);
+    println!("scheduled    {}", opt(r.scheduled_for.map(|t| format::local(&t))));
+    println!("started      {}", opt(r.started_at.map(|t| format::local(&t))));
+    println!("finished     {}", opt(r.finished_at.map(|t| format::local(&t))));
+    println!("duration     {}", opt(r.duration_ms.map(format::duration_ms)));
+    println!("exit code    {}", opt(r.exit_code.map(|c| c.to_string())));
+    println!("account      {}", opt(r.account.clone()));
+    if let Some(t) = r.resets_at {
+        println!("resets at    {}", format::local(&t));
+    }
+    println!("cost         {}", format::cost(r.cost_usd));
+    println!("session      {}", opt(r.session_id.clone()));
+    println!("report       {}", opt(r.report_path.clone()));
+    println!("run dir      {}", r.run_dir);
+    for (i, a) in r.attempts.iter().enumerate() {
+        println!("attempt {}    {} {} {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
+    }
+    Ok(Outcome::Ok)
+}
+
+pub fn report(engine: &Engine, id: &str) -> Result<Outcome, Error> {
+    let r = engine.store().get_run(id)?;
+    match &r.report_path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", std::path::Path::new(path), &e))?;
+            print!("{text}");
+            if !text.ends_with('\n') {
+                println!();
+            }
+            Ok(Outcome::Ok)
+        }
+        None => {
+            let why = match (&r.status, &r.message) {
+                (RunStatus::Completed, _) => "it completed without output".to_string(),
+                (RunStatus::Running | RunStatus::Queued, _) => format!("it is still {}", r.status),
+                (s, Some(m)) => format!("it ended {s}: {m}"),
+                (s, None) => format!("it ended {s}"),
+            };
+            Err(Error::new(ErrorCode::Usage, format!("run {} has no report: {why}", r.id)))
+        }
+    }
+}
+
+pub async fn logs(engine: &Engine, id: &str, follow: bool, stderr: bool) -> Result<Outcome, Error> {
+    let r = engine.store().get_run(id)?;
+    let path = std::path::Path::new(&r.run_dir).join(if stderr { "stderr.log" } else { "stdout.log" });
+    let mut offset = 0u64;
+    let mut out = std::io::stdout().lock();
+    loop {
+        if let Ok(mut f) = std::fs::File::open(&path) {
+            if f.seek(SeekFrom::Start(offset)).is_ok() {
+                let mut buf = Vec::new();
+                let n = f.read_to_end(&mut buf).unwrap_or(0);
+                offset += n as u64;
+                let _ = out.write_all(&buf);
+                let _ = out.flush();
+            }
+        }
+        if !follow {
+            break;
+        }
+        // A run started without --wait has no live supervisor; settle it once its process is gone.
+        let _ = engine.recover(nightshift_core::RecoveryMode::SettleFinished).await;
+        let now = engine.store().get_run(&r.id)?;
+        if now.status.is_final() {
+            // One last read for anything written just before the end.
+            if let Ok(mut f) = std::fs::File::open(&path) {
+                let _ = f.seek(SeekFrom::Start(offset));
+                let mut buf = Vec::new();
+                let _ = f.read_to_end(&mut buf);
+                let _ = out.write_all(&buf);
+            }
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,88 @@
+//! `nightshiftctl run NAME [--wait] [--json]`
+
+use crate::format::{self, json};
+use crate::Outcome;
+use clap::Args;
+use nightshift_core::agents::first_line;
+use nightshift_core::events::EngineEvent;
+use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::{Engine, Error};
+use std::io::IsTerminal;
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The routine to run.
+    name: String,
+    /// Wait for the run to end; exit 0 if it completed, 1 otherwise. Ctrl-C cancels the run.
+    #[arg(long)]
+    wait: bool,
+    /// Print the run record as JSON (the final one with --wait).
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
+    let live = std::io::stderr().is_terminal();
+    let mut events = engine.subscribe();
+    let handle = engine.run_now(&args.name, Trigger::Cli).await?;
+    let id = handle.id.clone();
+
+    if !args.wait {
+        if args.json {
+            json(&engine.store().get_run(&id)?);
+        } else {
+            println!("{id}");
+            eprintln!("started {} (run {id}); follow it with `nightshiftctl logs {id} --follow`", args.name);
+        }
+        return Ok(Outcome::Ok);
+    }
+
+    if live {
+        eprintln!("▶ {} started (run {id})", args.name);
+    }
+    // Live progress (API retries, rate limits…) while we wait, on a terminal.
+    let progress_id = id.clone();
+    let progress = tokio::spawn(async move {
+        while let Ok(ev) = events.recv().await {
+            if let EngineEvent::RunProgress { run_id, message, .. } = ev {
+                if live && run_id == progress_id {
+                    eprintln!("  … {message}");
+                }
+            }
+        }
+    });
+    let cancel_engine = engine.clone();
+    let cancel_id = id.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            eprintln!("cancelling run {cancel_id} (Ctrl-C again to stop waiting; the run then continues in the background)");
+            cancel_engine.cancel(&cancel_id);
+            if tokio::signal::ctrl_c().await.is_ok() {
+                std::process::exit(130);
+            }
+        }
+    });
+    let record = handle.wait().await?;
+    progress.abort();
+    ctrl_c.abort();
+
+    if args.json {
+        json(&record);
+    } else {
+        let took = record.duration_ms.map(format::duration_ms).unwrap_or_default();
+        let cost = record.cost_usd.filter(|c| *c > 0.0).map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+        eprintln!("{} {} {} in {took}{cost}", format::symbol(record.status), args.name, format::status_text(&record));
+        if let Some(msg) = &record.message {
+            eprintln!("  {msg}");
+        }
+        if let Some(path) = &record.report_path {
+            if let Ok(report) = std::fs::read_to_string(path) {
+                let line = first_line(&report, 140);
+                if !line.is_empty() {
+                    eprintln!("  report: {line}   (nightshiftctl report {id})");
+                }
+            }
+        }
+    }
+    Ok(if record.status == RunStatus::Completed { Outcome::Ok } else { Outcome::RunNotCompleted })
+}

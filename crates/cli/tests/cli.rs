@@ -1,0 +1,220 @@
+//! `nightshiftctl` as a user meets it: exit codes, error lines, history, and surviving a crash.
+
+mod common;
+
+use common::{ctl, json, stderr, stdout};
+use nightshift_testkit::TestHome;
+use std::time::{Duration, Instant};
+
+#[test]
+fn validate_prints_every_problem_as_file_line_col_and_exits_2() {
+    let th = TestHome::new();
+    th.routine("ok", "schedule: \"0 * * * *\"\ncommand: echo ok\n");
+    th.routine("x", "schedule: \"0 9 * * *\"\nagent: claud\nprompt: hi\n");
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out).lines().next().unwrap(),
+        "error: routines/x.yaml:2:8: unknown agent \"claud\" (expected claude, codex, gemini); did you mean \"claude\"?"
+    );
+    assert!(stderr(&out).contains("1 valid, 1 invalid (1 problem)"));
+
+    std::fs::remove_file(th.path().join("routines/x.yaml")).unwrap();
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "✓ 1 routine valid\n");
+}
+
+#[test]
+fn validate_named_files() {
+    let th = TestHome::new();
+    let f = th.path().join("elsewhere.yaml");
+    std::fs::write(&f, "schedule: \"0 * * * *\"\ncommand: ls\ntimeout: forever\n").unwrap();
+    let out = ctl(&th).args(["routines", "validate"]).arg(&f).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("elsewhere.yaml:3:10: invalid duration \"forever\""), "{}", stderr(&out));
+    let out = ctl(&th).args(["routines", "validate", "missing.yaml"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "error: missing.yaml: no such file\n");
+}
+
+#[test]
+fn usage_errors_exit_2_with_one_clear_line() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 * * * *\"\ncommand: echo hi\n");
+    let out = ctl(&th).args(["run", "helo", "--wait"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "error: no routine named \"helo\"; did you mean \"hello\"?\n");
+    let out = ctl(&th).args(["show", "nope"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "error: no run with id \"nope\" (see `nightshiftctl runs`)\n");
+    let out = ctl(&th).args(["runs", "--status", "done"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).starts_with("error: unknown status \"done\""));
+}
+
+#[test]
+fn a_corrupt_database_is_reported_not_a_panic() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.db"), vec![7u8; 4096]).unwrap();
+    let out = ctl(&th).args(["runs"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.starts_with("error: cannot open the database"), "{err}");
+    assert!(err.contains("move it aside"), "{err}");
+    assert!(!err.contains("panicked"));
+}
+
+#[test]
+fn run_wait_exit_codes_history_show_report_and_logs() {
+    let th = TestHome::new();
+    th.routine("good", "schedule: \"0 * * * *\"\ncommand: 'echo \"# Report\"; echo all fine'\n");
+    th.routine("bad", "schedule: \"0 * * * *\"\ncommand: 'echo nope >&2; exit 4'\n");
+    let good = ctl(&th).args(["run", "good", "--wait", "--json"]).output().unwrap();
+    assert_eq!(good.status.code(), Some(0));
+    let good = json(&good);
+    assert_eq!(good["status"], "completed");
+    assert_eq!(good["trigger"], "cli");
+    let bad = ctl(&th).args(["run", "bad", "--wait", "--json"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let bad = json(&bad);
+    assert_eq!((bad["status"].as_str(), bad["reason"].as_str()), (Some("failed"), Some("exit_nonzero")));
+
+    let runs = json(&ctl(&th).args(["runs", "--json"]).output().unwrap());
+    let ids: Vec<&str> = runs.as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, vec![bad["id"].as_str().unwrap(), good["id"].as_str().unwrap()], "newest first");
+    let only_good = json(&ctl(&th).args(["runs", "--json", "--routine", "good"]).output().unwrap());
+    assert_eq!(only_good.as_array().unwrap().len(), 1);
+    let failed = json(&ctl(&th).args(["runs", "--json", "--status", "failed"]).output().unwrap());
+    assert_eq!(failed[0]["id"], bad["id"]);
+
+    let id = good["id"].as_str().unwrap();
+    let shown = json(&ctl(&th).args(["show", &id[..12], "--json"]).output().unwrap());
+    assert_eq!(shown, good, "show by id prefix gives the same record");
+    let report = ctl(&th).args(["report", id]).output().unwrap();
+    assert_eq!(stdout(&report), "# Report\nall fine\n");
+    let logs = ctl(&th).args(["logs", id]).output().unwrap();
+    assert_eq!(stdout(&logs), "# Report\nall fine\n");
+    let no_report = ctl(&th).args(["report", bad["id"].as_str().unwrap()]).output().unwrap();
+    assert_eq!(no_report.status.code(), Some(2));
+    assert!(stderr(&no_report).contains("has no report: it ended failed: exited with code 4: nope"), "{}", stderr(&no_report));
+    let errlog = ctl(&th).args(["logs", bad["id"].as_str().unwrap(), "--stderr"]).output().unwrap();
+    assert_eq!(stdout(&errlog), "nope\n");
+
+    let human = stdout(&ctl(&th).args(["runs"]).output().unwrap());
+    assert!(human.starts_with("ID "), "{human}");
+    assert!(human.contains("✗ failed (exit_nonzero)"), "{human}");
+}
+
+fn wait_for(mut f: impl FnMut() -> bool, what: &str) {
+    let start = Instant::now();
+    while !f() {
+        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn run_rows(th: &TestHome) -> Vec<serde_json::Value> {
+    json(&ctl(th).args(["runs", "--json"]).output().unwrap()).as_array().unwrap().clone()
+}
+
+#[test]
+fn a_run_survives_its_engine_being_killed_and_is_settled_from_its_files() {
+    let th = TestHome::new();
+    let marker = th.path().join("started");
+    th.routine(
+        "slow",
+        &format!("schedule: \"0 * * * *\"\ncommand: 'touch {}; sleep 2; echo survived the crash'\n", marker.display()),
+    );
+    let mut engine = ctl(&th).args(["run", "slow", "--wait"]).spawn().unwrap();
+    wait_for(|| marker.exists(), "the run to start");
+    // SIGKILL the engine mid-run: no chance to clean up.
+    unsafe { libc::kill(engine.id() as i32, libc::SIGKILL) };
+    engine.wait().unwrap();
+
+    // The agent is in its own process group and keeps running; a short-lived command does not
+    // pretend it has ended.
+    let rows = run_rows(&th);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["status"], "running");
+
+    // Once its process is done, the next engine settles it from its exit code file and log.
+    let id = rows[0]["id"].as_str().unwrap().to_string();
+    wait_for(|| json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap())["status"] != "running", "settling");
+    let rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert_eq!(rec["exit_code"], 0);
+    assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), "survived the crash");
+    assert_eq!(run_rows(&th).len(), 1, "no duplicate record");
+}
+
+#[test]
+fn a_run_killed_together_with_its_engine_is_recorded_as_interrupted() {
+    let th = TestHome::new();
+    let marker = th.path().join("pgid");
+    th.routine("slow", &format!("schedule: \"0 * * * *\"\ncommand: 'cut -d" " -f5 /proc/$$/stat > {}; sleep 30'\n", marker.display()));
+    let mut engine = ctl(&th).args(["run", "slow", "--wait"]).spawn().unwrap();
+    wait_for(|| std::fs::read_to_string(&marker).map(|s| !s.trim().is_empty()).unwrap_or(false), "the run to start");
+    let pgid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
+    unsafe {
+        libc::kill(engine.id() as i32, libc::SIGKILL);
+        libc::killpg(pgid, libc::SIGKILL);
+    }
+    engine.wait().unwrap();
+    let id = run_rows(&th)[0]["id"].as_str().unwrap().to_string();
+    wait_for(|| json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap())["status"] != "running", "settling");
+    let rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("interrupted")), "{rec:#}");
+}
+
+#[test]
+fn run_without_wait_returns_at_once_and_logs_follow_to_the_end() {
+    let th = TestHome::new();
+    th.routine("bg", "schedule: \"0 * * * *\"\ncommand: 'echo one; sleep 1; echo two'\n");
+    let out = ctl(&th).args(["run", "bg"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let id = stdout(&out).trim().to_string();
+    assert_eq!(id.len(), 26, "prints the run id: {id}");
+    let logs = ctl(&th).args(["logs", &id, "--follow"]).output().unwrap();
+    assert_eq!(stdout(&logs), "one\ntwo\n");
+    let rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
+    assert_eq!(rec["status"], "completed");
+}
+
+#[test]
+fn list_shows_valid_and_invalid_routines_with_next_fire() {
+    let th = TestHome::new();
+    th.routine("hourly", "schedule: \"0 * * * *\"\ntimezone: Europe/Berlin\ncommand: echo\n");
+    th.routine("broken", "schedule: \"0 * * * *\"\ncommand: echo\nnotify: sometimes\n");
+    let rows = json(&ctl(&th).args(["routines", "list", "--json"]).output().unwrap());
+    let hourly = rows.as_array().unwrap().iter().find(|r| r["name"] == "hourly").unwrap();
+    assert_eq!(hourly["valid"], true);
+    assert_eq!(hourly["timezone"], "Europe/Berlin");
+    assert!(hourly["next_fire"].as_str().unwrap().ends_with(":00:00.000Z"));
+    let broken = rows.as_array().unwrap().iter().find(|r| r["name"] == "broken").unwrap();
+    assert_eq!(broken["valid"], false);
+    assert_eq!(broken["errors"][0], "routines/broken.yaml:3:9: unknown notify policy \"sometimes\" (expected always, failures or never)");
+    let next = json(&ctl(&th).args(["routines", "next", "--json", "--count", "2"]).output().unwrap());
+    assert_eq!(next[0]["fires"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn init_creates_a_home_whose_example_runs() {
+    let th = tempfile::tempdir().unwrap();
+    let home = th.path().join("fresh");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nightshiftctl"))
+        .env("NIGHTSHIFT_HOME", &home)
+        .args(["init"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_nightshiftctl"))
+        .env("NIGHTSHIFT_HOME", &home)
+        .args(["run", "hello", "--wait", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(0), "{}", String::from_utf8_lossy(&run.stderr));
+    let rec: serde_json::Value = serde_json::from_slice(&run.stdout).unwrap();
+    let report = std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap();
+    assert!(report.starts_with("Hello from Nightshift on "), "{report}");
+}

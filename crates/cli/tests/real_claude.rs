@@ -1,0 +1,121 @@
+//! The real Claude Code CLI (npm), driven by `nightshiftctl run --wait --json`, against the fake
+//! Anthropic Messages API on loopback. Asserts what a user would see: status, reason, message,
+//! reset time, report and cost.
+
+mod common;
+
+use common::{json, stderr, tokio_ctl};
+use nightshift_testkit::home::require_claude_cli;
+use nightshift_testkit::{FakeAnthropic, Reply, TestHome};
+
+const REPORT: &str = "## Nightly triage\n\n2 new issues labelled; nothing urgent.";
+
+/// A claude routine whose env points the CLI at the fake API with `token`.
+fn routine(th: &TestHome, fake: Option<&FakeAnthropic>, token: Option<&str>) {
+    let mut env = String::from("  CLAUDE_CODE_MAX_RETRIES: \"0\"\n");
+    if let Some(f) = fake {
+        env += &format!("  ANTHROPIC_BASE_URL: {}\n", f.url());
+    }
+    if let Some(t) = token {
+        env += &format!("  CLAUDE_CODE_OAUTH_TOKEN: {t}\n");
+    }
+    th.routine(
+        "triage",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: claude\nmode: plan\nprompt: Triage new issues\ntimeout: 2m\ncwd: {}\nenv:\n{env}",
+            th.user_home().display()
+        ),
+    );
+    // Claude Code keeps its config under CLAUDE_CONFIG_DIR or ~/.claude; HOME is the test's own.
+}
+
+async fn run(th: &TestHome) -> (serde_json::Value, i32) {
+    let out = tokio_ctl(th).args(["run", "triage", "--wait", "--json"]).output().await.unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    let v = json(&out);
+    assert!(stderr(&out).is_empty() || !stderr(&out).contains("error:"), "{}", stderr(&out));
+    (v, code)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn success_is_completed_with_report_and_cost() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-good", Reply::Success { text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, Some(&fake), Some("tok-good"));
+    let (rec, code) = run(&th).await;
+    assert_eq!(code, 0, "{rec:#}");
+    assert_eq!(rec["status"], "completed");
+    assert_eq!(rec["reason"], serde_json::Value::Null);
+    assert_eq!(rec["exit_code"], 0);
+    assert!(rec["cost_usd"].as_f64().unwrap() > 0.0, "{rec:#}");
+    assert!(rec["session_id"].as_str().is_some());
+    let report = std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap();
+    assert_eq!(report, REPORT);
+    assert_eq!(fake.message_credentials(), vec!["tok-good"], "the CLI used the routine's token");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized_is_auth_failed() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-revoked", Reply::Unauthorized);
+    let th = TestHome::new();
+    routine(&th, Some(&fake), Some("tok-revoked"));
+    let (rec, code) = run(&th).await;
+    assert_eq!(code, 1);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
+    assert_eq!(rec["message"], "Failed to authenticate. API Error: 401 Invalid bearer token");
+    assert_eq!(rec["report_path"], serde_json::Value::Null);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_429_is_rate_limited() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-busy", Reply::RateLimited);
+    let th = TestHome::new();
+    routine(&th, Some(&fake), Some("tok-busy"));
+    let (rec, code) = run(&th).await;
+    assert_eq!(code, 1);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("rate_limited")), "{rec:#}");
+    assert_eq!(rec["resets_at"], serde_json::Value::Null, "a plain 429 says nothing about a reset");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unified_limit_is_rate_limited_until_the_reset_the_api_sent() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let reset = (chrono::Utc::now().timestamp() / 3600 + 4) * 3600;
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-limited", Reply::UnifiedLimit { reset_epoch: reset });
+    let th = TestHome::new();
+    routine(&th, Some(&fake), Some("tok-limited"));
+    let (rec, code) = run(&th).await;
+    assert_eq!(code, 1);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("rate_limited")), "{rec:#}");
+    let expected = chrono::DateTime::from_timestamp(reset, 0).unwrap();
+    assert_eq!(rec["resets_at"].as_str(), Some(nightshift_core::run::fmt_time(&expected).as_str()));
+    assert!(rec["message"].as_str().unwrap().starts_with("You've hit your 5-hour limit"), "{rec:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logged_out_cli_is_auth_failed() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let th = TestHome::new();
+    routine(&th, None, None);
+    let (rec, code) = run(&th).await;
+    assert_eq!(code, 1);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
+    assert_eq!(rec["message"], "Not logged in · Please run /login");
+}
