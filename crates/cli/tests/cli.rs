@@ -152,7 +152,7 @@ fn a_run_survives_its_engine_being_killed_and_is_settled_from_its_files() {
 fn a_run_killed_together_with_its_engine_is_recorded_as_interrupted() {
     let th = TestHome::new();
     let marker = th.path().join("pgid");
-    th.routine("slow", &format!("schedule: \"0 * * * *\"\ncommand: 'cut -d" " -f5 /proc/$$/stat > {}; sleep 30'\n", marker.display()));
+    th.routine("slow", &format!("schedule: \"0 * * * *\"\ncommand: 'cut -d\" \" -f5 /proc/$$/stat > {}; sleep 30'\n", marker.display()));
     let mut engine = ctl(&th).args(["run", "slow", "--wait"]).spawn().unwrap();
     wait_for(|| std::fs::read_to_string(&marker).map(|s| !s.trim().is_empty()).unwrap_or(false), "the run to start");
     let pgid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
