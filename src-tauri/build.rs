@@ -1,1 +1,3 @@
-fn main(){ tauri_build::build() }
+fn main() {
+    tauri_build::build()
+}

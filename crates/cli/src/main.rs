@@ -117,5 +117,5 @@ async fn open(home: Home) -> Result<Engine, Error> {
 /// Logs go to stderr, quiet by default; `NIGHTSHIFT_LOG=debug` (or any tracing filter) for more.
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("error"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).with_target(false).try_init();
 }

@@ -1,1 +1,202 @@
-fn main(){}
+//! Benchmarks, side by side with a baseline in the same run (not tests: nothing here asserts a
+//! time). `cargo bench -p nightshift-core` prints a table; `NIGHTSHIFT_BENCH_QUICK=1` uses small
+//! sizes (a smoke run for CI).
+//!
+//! 1. Settling a run: outcome + report extraction from a Claude stream-json log of 16–256 MB,
+//!    Nightshift's tail reader vs a baseline that parses every line (what agents-cli does).
+//! 2. History: one page of 50 filtered rows among 100k runs, SQLite keyset query vs a baseline
+//!    that scans run directories and reads every run's metadata file.
+
+use chrono::{Duration as ChronoDuration, Utc};
+use nightshift_core::agents::{driver, RunOutput};
+use nightshift_core::routine::AgentKind;
+use nightshift_core::run::RunStatus;
+use nightshift_core::store::{RunQuery, Store};
+use std::io::{BufRead, BufWriter, Write};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+fn main() {
+    let quick = std::env::var("NIGHTSHIFT_BENCH_QUICK").as_deref() == Ok("1");
+    println!("Nightshift benchmarks ({}) on {}", if quick { "quick" } else { "full" }, machine());
+    println!();
+    settle_bench(if quick { &[4, 16] } else { &[16, 64, 256] });
+    println!();
+    history_bench(if quick { 10_000 } else { 100_000 });
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| c.lines().find(|l| l.starts_with("model name")).map(|l| l.split(':').nth(1).unwrap_or("").trim().to_string()))
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    format!("{cpu}, {cores} cores")
+}
+
+/// Median wall time of `runs` calls.
+fn median(runs: usize, mut f: impl FnMut()) -> Duration {
+    let mut times: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[times.len() / 2]
+}
+
+fn fmt(d: Duration) -> String {
+    if d.as_secs_f64() >= 1.0 {
+        format!("{:.2} s", d.as_secs_f64())
+    } else if d.as_micros() >= 1000 {
+        format!("{:.2} ms", d.as_secs_f64() * 1e3)
+    } else {
+        format!("{} µs", d.as_micros())
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. Settling: outcome + report from the log.
+
+/// Write a realistic stream: the real init event, then assistant/tool turns (~2 KB lines), then
+/// the real result event, until `mb` megabytes.
+fn write_stream(path: &Path, mb: usize) {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332/success.jsonl");
+    let real = std::fs::read_to_string(fixtures).unwrap();
+    let lines: Vec<&str> = real.lines().collect();
+    let (init, result) = (lines[0], lines[lines.len() - 1]);
+    let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
+    writeln!(w, "{init}").unwrap();
+    let text = "Looking at src/lib.rs: the retry loop re-reads the config on every attempt. ".repeat(20);
+    let mut i = 0u64;
+    let target = (mb as u64) << 20;
+    let mut written = 0u64;
+    while written < target {
+        let line = if i % 2 == 0 {
+            format!(r#"{{"type":"assistant","message":{{"id":"msg_{i}","role":"assistant","content":[{{"type":"text","text":"{text}"}}]}},"session_id":"s"}}"#)
+        } else {
+            format!(r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{i}","content":"{text}"}}]}},"session_id":"s"}}"#)
+        };
+        written += line.len() as u64 + 1;
+        writeln!(w, "{line}").unwrap();
+        i += 1;
+    }
+    writeln!(w, "{result}").unwrap();
+}
+
+/// The baseline: parse every line as JSON, keep the last `result` event.
+fn baseline_outcome(path: &Path) -> (bool, Option<String>) {
+    let f = std::io::BufReader::new(std::fs::File::open(path).unwrap());
+    let mut last = None;
+    for line in f.lines() {
+        let v: serde_json::Value = match serde_json::from_str(&line.unwrap()) {
+            Ok(v) => v,
+            Err(_) => continue,
+        };
+        if v["type"] == "result" {
+            last = Some(v);
+        }
+    }
+    let r = last.expect("result");
+    (r["is_error"] == false, r["result"].as_str().map(str::to_string))
+}
+
+fn settle_bench(sizes_mb: &[usize]) {
+    println!("Settling a run: outcome + report from a Claude stream-json log");
+    println!("{:>8}  {:>14}  {:>14}  {:>9}", "log", "baseline", "nightshift", "speed-up");
+    let dir = tempfile::tempdir().unwrap();
+    let now = Utc::now();
+    for &mb in sizes_mb {
+        let run_dir = dir.path().join(format!("run{mb}"));
+        std::fs::create_dir_all(&run_dir).unwrap();
+        let log = run_dir.join("stdout.log");
+        write_stream(&log, mb);
+        let ours = median(21, || {
+            let o = driver(Some(AgentKind::Claude)).classify(&RunOutput { run_dir: &run_dir, exit_code: Some(0), now });
+            assert_eq!(o.status(), RunStatus::Completed);
+            assert!(o.report.is_some());
+        });
+        let base = median(3, || {
+            let (ok, report) = baseline_outcome(&log);
+            assert!(ok && report.is_some());
+        });
+        println!("{:>5} MB  {:>14}  {:>14}  {:>8.0}×", mb, fmt(base), fmt(ours), base.as_secs_f64() / ours.as_secs_f64());
+        std::fs::remove_file(&log).unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. History page.
+
+const ROUTINES: usize = 20;
+const STATUSES: [&str; 4] = ["completed", "completed", "completed", "failed"];
+
+fn history_bench(n: usize) {
+    println!("History: newest 50 runs of one routine with status=failed, among {n} runs");
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("nightshift.db");
+    let store = Store::open(&db).unwrap();
+    drop(store);
+    let t0 = Utc::now() - ChronoDuration::days(365);
+    {
+        // Bulk-load with one transaction (setup, not measured).
+        let mut conn = rusqlite::Connection::open(&db).unwrap();
+        let tx = conn.transaction().unwrap();
+        {
+            let mut stmt = tx
+                .prepare("INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, status, run_dir) VALUES (?1, ?2, 'schedule', 'claude', ?3, ?4, ?5, ?6)")
+                .unwrap();
+            for i in 0..n {
+                let at = t0 + ChronoDuration::minutes(i as i64);
+                let routine = format!("routine-{}", i % ROUTINES);
+                stmt.execute(rusqlite::params![
+                    format!("{i:026}"),
+                    routine,
+                    at.timestamp_millis(),
+                    nightshift_core::run::fmt_time(&at),
+                    STATUSES[(i / ROUTINES) % STATUSES.len()],
+                    format!("/runs/{routine}/{i}"),
+                ])
+                .unwrap();
+            }
+        }
+        tx.commit().unwrap();
+    }
+    // The baseline's layout: one directory per run holding its metadata file.
+    let runs_dir = dir.path().join("runs");
+    for i in 0..n {
+        let at = t0 + ChronoDuration::minutes(i as i64);
+        let routine = format!("routine-{}", i % ROUTINES);
+        let d = runs_dir.join(&routine).join(format!("{i:026}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let meta = serde_json::json!({"id": format!("{i:026}"), "routine": routine, "status": STATUSES[(i / ROUTINES) % STATUSES.len()],
+            "started_at": nightshift_core::run::fmt_time(&at), "trigger": "schedule", "exit_code": 0, "duration_ms": 1234});
+        std::fs::write(d.join("meta.json"), meta.to_string()).unwrap();
+    }
+
+    let store = Store::open(&db).unwrap();
+    let query = RunQuery { routine: Some("routine-7".into()), status: Some(RunStatus::Failed), cursor: None, limit: 50 };
+    let ours = median(51, || {
+        let page = store.list_runs(&query).unwrap();
+        assert_eq!(page.runs.len(), 50);
+    });
+    let base = median(3, || {
+        let mut found: Vec<serde_json::Value> = Vec::new();
+        for routine in std::fs::read_dir(&runs_dir).unwrap() {
+            for run in std::fs::read_dir(routine.unwrap().path()).unwrap() {
+                let text = std::fs::read_to_string(run.unwrap().path().join("meta.json")).unwrap();
+                let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+                if v["routine"] == "routine-7" && v["status"] == "failed" {
+                    found.push(v);
+                }
+            }
+        }
+        found.sort_by(|a, b| b["started_at"].as_str().cmp(&a["started_at"].as_str()));
+        found.truncate(50);
+        assert_eq!(found.len(), 50);
+    });
+    println!("{:>14}  {:>14}  {:>9}", "baseline", "nightshift", "speed-up");
+    println!("{:>14}  {:>14}  {:>8.0}×", fmt(base), fmt(ours), base.as_secs_f64() / ours.as_secs_f64());
+}

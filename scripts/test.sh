@@ -1,0 +1,55 @@
+#!/bin/sh
+# Run the whole Nightshift test suite with real parts: the real Claude Code CLI (npm), a real
+# SQLite database, real processes, the real app under Xvfb, a private D-Bus session with a
+# gnome-keyring, and a benchmark smoke run. Installs what it needs first (idempotent).
+#   scripts/test.sh            everything
+#   scripts/test.sh -p nightshift-core   extra arguments go to `cargo test`
+set -eu
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+. scripts/lib.sh
+need_cargo
+
+echo "==> system packages"
+ensure_apt_packages $BUILD_PACKAGES $TEST_PACKAGES
+
+echo "==> agent CLIs for the integration tests (tests/agents-cli)"
+command -v npm >/dev/null 2>&1 || ensure_apt_packages nodejs npm
+want=$(sed -n 's/.*"@anthropic-ai\/claude-code": "\(.*\)".*/\1/p' tests/agents-cli/package.json)
+have=$(tests/agents-cli/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1 || true)
+if [ "$have" != "$want" ]; then
+  (cd tests/agents-cli && npm ci --no-audit --no-fund --loglevel=error)
+fi
+tests/agents-cli/node_modules/.bin/claude --version
+
+# Private services: each run gets its own session bus, keyring and X server, torn down at exit.
+RUNTIME=$(mktemp -d "${TMPDIR:-/tmp}/nightshift-test.XXXXXX")
+mkdir -p "$RUNTIME/xdg-data" "$RUNTIME/run" "$ROOT/tests/artifacts"
+chmod 700 "$RUNTIME/run"
+export XDG_DATA_HOME="$RUNTIME/xdg-data" XDG_RUNTIME_DIR="$RUNTIME/run"
+cleanup() { [ -n "${XVFB_PID:-}" ] && kill "$XVFB_PID" 2>/dev/null; rm -rf "$RUNTIME"; }
+trap cleanup EXIT INT TERM
+
+if [ -z "${DISPLAY:-}" ]; then
+  echo "==> starting Xvfb"
+  for n in $(seq 90 120); do
+    [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ] && continue
+    Xvfb ":$n" -screen 0 1280x800x24 -nolisten tcp >"$RUNTIME/xvfb.log" 2>&1 &
+    XVFB_PID=$!
+    export DISPLAY=":$n"
+    break
+  done
+  i=0; until xdpyinfo >/dev/null 2>&1; do i=$((i+1)); [ $i -gt 100 ] && { echo "error: Xvfb did not start" >&2; cat "$RUNTIME/xvfb.log" >&2; exit 1; }; sleep 0.1; done
+fi
+
+echo "==> cargo test (inside a private D-Bus session with gnome-keyring)"
+export NIGHTSHIFT_ARTIFACTS="$ROOT/tests/artifacts"
+dbus-run-session -- sh -c '
+  set -e
+  printf %s ci-keyring-pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1 || true
+  gnome-keyring-daemon --start --components=secrets >/dev/null 2>&1 || true
+  cargo test --workspace --all-targets "$@"
+' nightshift-tests "$@"
+
+echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo bench -p nightshift-core)"
+NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
