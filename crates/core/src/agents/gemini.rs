@@ -2,7 +2,8 @@
 //!
 //! JSONL events: `init {session_id, model}`, `message {role, content, delta?}`, `tool_use`,
 //! `tool_result`, `error {severity, message}`, `result {status: success|error, error?, stats}`.
-//! Exit codes: 0 success, 1 error, 42 bad input, 53 turn limit exceeded.
+//! Exit codes: 0 success, 1 error, 41 authentication (no or bad credentials), 42 bad input,
+//! 53 turn limit exceeded.
 
 use super::patterns::{looks_like_auth_failure, looks_like_rate_limit, reset_time};
 use super::tail::json_if;
@@ -91,7 +92,7 @@ impl AgentDriver for Gemini {
                     None => "Gemini CLI ended without a result (the process was interrupted)".into(),
                 });
             let all = format!("{text}\n{}", stderr.lines.join("\n"));
-            let reason = if looks_like_auth_failure(&all) || all.contains("GEMINI_API_KEY") {
+            let reason = if out.exit_code == Some(41) || looks_like_auth_failure(&all) || all.contains("GEMINI_API_KEY") {
                 Reason::AuthFailed
             } else if looks_like_rate_limit(&all) {
                 Reason::RateLimited

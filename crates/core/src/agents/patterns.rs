@@ -27,6 +27,7 @@ const AUTH: &[&str] = &[
 
 const RATE: &[&str] = &[
     "you've hit your",
+    "you’ve hit your",
     "usage limit reached",
     "usage limit",
     "rate limit",
