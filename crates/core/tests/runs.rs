@@ -270,3 +270,23 @@ async fn claude_runs_get_the_stream_flags_and_a_clean_environment() {
     // Exit 0 with no result event is not a success.
     assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::AgentError)));
 }
+
+#[tokio::test]
+async fn a_long_stream_settles_from_its_tail() {
+    // ~30 MB of agent output before the real result event, written by a fake `claude`.
+    let th = TestHome::new();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    th.script(
+        "claude",
+        &format!(
+            "head -n 1 {fx}/success.jsonl\nyes '{{\"type\":\"user\",\"message\":{{\"content\":\"'$(printf '%0500d' 0)'\"}}}}' | head -n 60000\ntail -n 1 {fx}/success.jsonl",
+            fx = fixtures.display()
+        ),
+    );
+    th.routine("big", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: go\n");
+    let rec = run(&engine(&th), "big").await;
+    let size = std::fs::metadata(format!("{}/stdout.log", rec.run_dir)).unwrap().len();
+    assert!(size > 30_000_000, "{size}");
+    assert_eq!(rec.status, RunStatus::Completed, "{rec:?}");
+    assert_eq!(std::fs::read_to_string(rec.report_path.unwrap()).unwrap(), "## PR review\n\nAll 3 open PRs look good. No action needed.");
+}
