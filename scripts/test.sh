@@ -48,7 +48,7 @@ dbus-run-session -- sh -c '
   set -e
   printf %s ci-keyring-pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1 || true
   gnome-keyring-daemon --start --components=secrets >/dev/null 2>&1 || true
-  cargo test --workspace --all-targets "$@"
+  cargo test --workspace "$@"
 ' nightshift-tests "$@"
 
 echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo bench -p nightshift-core)"

@@ -56,7 +56,7 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     let ctrl_c = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
             eprintln!("cancelling run {cancel_id} (Ctrl-C again to stop waiting; the run then continues in the background)");
-            cancel_engine.cancel(&cancel_id);
+            cancel_engine.cancel(&cancel_id).await;
             if tokio::signal::ctrl_c().await.is_ok() {
                 std::process::exit(130);
             }

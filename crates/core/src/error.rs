@@ -26,6 +26,8 @@ pub enum ErrorCode {
     SpawnFailed,
     /// The caller asked for something impossible (bad argument).
     Usage,
+    /// Another process already runs the scheduler for this home.
+    AlreadyScheduled,
 }
 
 impl ErrorCode {
@@ -39,6 +41,7 @@ impl ErrorCode {
             ErrorCode::Io => "io",
             ErrorCode::SpawnFailed => "spawn_failed",
             ErrorCode::Usage => "usage",
+            ErrorCode::AlreadyScheduled => "already_scheduled",
         }
     }
 }

@@ -13,6 +13,10 @@ pub enum EngineEvent {
     RunProgress { run_id: String, routine: String, message: String },
     RunFinished { run: RunRecord },
     RoutinesChanged,
+    /// A routine was paused automatically (too many failures in a row).
+    RoutinePaused { routine: String, reason: String },
+    /// Counts the tray icon shows.
+    EngineState { running: usize, queued: usize, paused: bool },
 }
 
 pub type EventSender = tokio::sync::broadcast::Sender<EngineEvent>;

@@ -18,7 +18,7 @@ pub mod settings;
 pub mod store;
 
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use engine::{Engine, EngineOptions, RecoveryMode, RunHandle};
+pub use engine::{Engine, EngineOptions, RecoveryMode, RunHandle, Scheduler, SchedulerLock, TickReport};
 pub use error::{Error, ErrorCode, Result};
 pub use events::EngineEvent;
 pub use home::Home;

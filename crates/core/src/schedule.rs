@@ -63,6 +63,26 @@ impl serde::Serialize for Schedule {
 }
 
 impl Schedule {
+    /// The fires in `(after, until]`, newest first, at most `keep` of them, plus how many there
+    /// were in all (the rest are the oldest).
+    pub fn fires_between(&self, after: DateTime<Utc>, until: DateTime<Utc>, keep: usize) -> (Vec<DateTime<Utc>>, usize) {
+        let mut newest = std::collections::VecDeque::with_capacity(keep.min(1024));
+        let mut total = 0usize;
+        let mut t = after;
+        while let Some(next) = self.next_after(t) {
+            if next > until {
+                break;
+            }
+            total += 1;
+            if newest.len() == keep {
+                newest.pop_front();
+            }
+            newest.push_back(next);
+            t = next;
+        }
+        (newest.into_iter().rev().collect(), total)
+    }
+
     /// A short English description ("At 09:00 on Monday through Friday").
     pub fn describe(&self) -> String {
         self.cron.describe()

@@ -18,6 +18,8 @@ pub struct Settings {
     pub import_agents_cli: bool,
     /// Seconds between SIGTERM and SIGKILL when a run times out or is cancelled.
     pub kill_grace_secs: u64,
+    /// Pause a routine after this many failed runs in a row (0 = never).
+    pub auto_pause_after: usize,
     /// Per-agent overrides, e.g. `[agents.claude] path = "/opt/claude/bin/claude"`.
     pub agents: BTreeMap<String, AgentSettings>,
 }
@@ -36,6 +38,7 @@ impl Default for Settings {
             device_name: None,
             import_agents_cli: false,
             kill_grace_secs: 5,
+            auto_pause_after: 3,
             agents: BTreeMap::new(),
         }
     }

@@ -50,6 +50,7 @@ async fn a_command_completes_with_its_output_as_report() {
         seen.push(match ev {
             EngineEvent::RunStarted { run } => format!("started {}", run.status),
             EngineEvent::RunFinished { run } => format!("finished {}", run.status),
+            EngineEvent::EngineState { .. } => continue,
             other => format!("{other:?}"),
         });
     }
@@ -106,12 +107,12 @@ async fn cancel_stops_the_run_and_its_children() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    assert!(engine.cancel(&handle.id));
+    assert!(engine.cancel(&handle.id).await);
     let rec = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.unwrap().unwrap();
     assert_eq!(rec.status, RunStatus::Cancelled);
     let child: i32 = std::fs::read_to_string(&pids).unwrap().trim().parse().unwrap();
     assert!(!pid_alive(child));
-    assert!(!engine.cancel(&rec.id), "a settled run cannot be cancelled again");
+    assert!(!engine.cancel(&rec.id).await, "a settled run cannot be cancelled again");
 }
 
 #[tokio::test]

@@ -4,11 +4,15 @@
 //! engines on two homes live side by side in one process (tests do exactly that).
 
 mod launch;
+mod lock;
 mod recovery;
+pub mod scheduler;
 mod settle;
 
 pub use launch::RunHandle;
+pub use lock::SchedulerLock;
 pub use recovery::RecoveryMode;
+pub use scheduler::{Scheduler, TickReport};
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, ErrorCode, Result};
@@ -55,6 +59,20 @@ pub(crate) struct Core {
     pub active: Mutex<HashMap<String, Arc<Notify>>>,
     /// This process, as the owner recorded on the runs it supervises.
     pub identity: (u32, String),
+    /// Runs waiting for a lane, in order.
+    pub queue: tokio::sync::Mutex<std::collections::VecDeque<launch::Pending>>,
+    /// Signalled whenever a run of this engine settles.
+    pub lane_freed: Notify,
+    /// A task is already waiting to re-dispatch the queue.
+    pub dispatcher_awake: std::sync::atomic::AtomicBool,
+}
+
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "localhost".into() }
 }
 
 impl Engine {
@@ -74,6 +92,9 @@ impl Engine {
                 hooks: RwLock::new(Vec::new()),
                 active: Mutex::new(HashMap::new()),
                 identity: crate::runner::process::self_identity(),
+                queue: tokio::sync::Mutex::new(std::collections::VecDeque::new()),
+                lane_freed: Notify::new(),
+                dispatcher_awake: std::sync::atomic::AtomicBool::new(false),
             }),
         })
     }
@@ -131,20 +152,55 @@ impl Engine {
     /// started (or the run has already failed to start — that is recorded too).
     pub async fn run_now(&self, name: &str, trigger: Trigger) -> Result<RunHandle> {
         let routine = self.routine(name)?;
-        launch::start(&self.core, routine, trigger, None).await
+        launch::submit(&self.core, routine, trigger, None, None).await
     }
 
     /// Ask a run this engine supervises to stop (SIGTERM to its group, then SIGKILL after the
-    /// grace period). Returns false when this engine does not supervise that run.
-    pub fn cancel(&self, run_id: &str) -> bool {
-        let active = self.core.active.lock().unwrap_or_else(|e| e.into_inner());
-        match active.get(run_id) {
+    /// grace period), or drop it from the queue. Returns false when this engine has no such run.
+    pub async fn cancel(&self, run_id: &str) -> bool {
+        let signal = self.core.active.lock().unwrap_or_else(|e| e.into_inner()).get(run_id).cloned();
+        match signal {
             Some(signal) => {
                 signal.notify_one();
                 true
             }
-            None => false,
+            None => launch::cancel_queued(&self.core, run_id).await,
         }
+    }
+
+    /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
+    pub fn device_name(&self) -> String {
+        self.core.settings.device_name.clone().unwrap_or_else(hostname)
+    }
+
+    /// Pause or resume all scheduling (stored per machine; manual runs still work).
+    pub fn set_paused(&self, paused: bool) -> Result<()> {
+        self.core.store.set_global_paused(paused)?;
+        Engine::emit_state(&self.core);
+        Ok(())
+    }
+
+    /// Pause or resume one routine (stored per machine, never written into its YAML).
+    pub fn set_routine_paused(&self, name: &str, paused: bool) -> Result<()> {
+        let set = self.routines();
+        if set.get(name).is_none() && set.get_invalid(name).is_none() {
+            self.routine(name)?;
+        }
+        self.core.store.set_routine_paused(name, paused, None, self.core.clock.now())?;
+        Engine::emit(&self.core, EngineEvent::RoutinesChanged);
+        Ok(())
+    }
+
+    /// Runs waiting for a lane in this engine.
+    pub async fn queued(&self) -> usize {
+        self.core.queue.lock().await.len()
+    }
+
+    pub(crate) fn emit_state(core: &Core) {
+        let running = core.store.running_count().unwrap_or(0);
+        let queued = core.queue.try_lock().map(|q| q.len()).unwrap_or(0);
+        let paused = core.store.global_paused().unwrap_or(false);
+        Engine::emit(core, EngineEvent::EngineState { running, queued, paused });
     }
 
     /// Settle (or, with [`RecoveryMode::Adopt`], re-adopt) runs left `running` by an engine that

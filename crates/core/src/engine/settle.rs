@@ -138,6 +138,12 @@ pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ending: Ending, noti
             return;
         }
     };
+    // A lane is free: start whatever waits (without waiting for the hooks below).
+    core.lane_freed.notify_waiters();
+    {
+        let core = Arc::clone(core);
+        tokio::spawn(async move { super::launch::dispatch(&core).await });
+    }
     if finalized != Some(true) {
         // Someone else settled it (or we could not): no second event, no second hook call.
         if let Some(tx) = notify {
@@ -147,11 +153,40 @@ pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ending: Ending, noti
     }
     tracing::info!(run = %run.id, routine = %run.routine.name, status = %record.status, "run settled");
     Engine::emit(core, EngineEvent::RunFinished { run: record.clone() });
-    if let Some(tx) = notify {
-        let _ = tx.send(record.clone());
-    }
+    auto_pause(core, &record);
     let hooks = core.hooks.read().unwrap_or_else(|e| e.into_inner()).clone();
     run_hooks(&hooks, &record, HOOK_TIMEOUT).await;
+    if let Some(tx) = notify {
+        let _ = tx.send(record);
+    }
+}
+
+/// After N failed runs in a row (setting `auto_pause_after`, 0 = never) pause the routine, with
+/// the reason the user will see, and tell the faces.
+fn auto_pause(core: &Arc<Core>, record: &RunRecord) {
+    let limit = core.settings.auto_pause_after;
+    if limit == 0 || !matches!(record.status, RunStatus::Failed | RunStatus::TimedOut) {
+        return;
+    }
+    let failures = core.store.consecutive_failures(&record.routine).unwrap_or(0);
+    if failures < limit {
+        return;
+    }
+    let now = core.clock.now();
+    match core.store.routine_state(&record.routine, now) {
+        Ok(state) if !state.paused => {
+            let last = record.message.clone().unwrap_or_else(|| record.status.to_string());
+            let reason = format!(
+                "auto-paused after {failures} failed runs in a row (last: {last}); resume with `nightshiftctl resume {}`",
+                record.routine
+            );
+            if core.store.set_routine_paused(&record.routine, true, Some(&reason), now).is_ok() {
+                tracing::warn!(routine = %record.routine, failures, "routine auto-paused");
+                Engine::emit(core, EngineEvent::RoutinePaused { routine: record.routine.clone(), reason });
+            }
+        }
+        _ => {}
+    }
 }
 
 /// The outcome for an ending: the agent's classification, overridden by what the engine itself

@@ -45,8 +45,13 @@ pub fn routine_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
 }
 
 fn is_routine_file(path: &Path) -> bool {
+    is_routine_path(path) && path.is_file()
+}
+
+/// A `*.yaml`/`*.yml` name that is not hidden (editors' temp files are).
+pub fn is_routine_path(path: &Path) -> bool {
     let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-    !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml")) && path.is_file()
+    !name.starts_with('.') && (name.ends_with(".yaml") || name.ends_with(".yml"))
 }
 
 /// Load the given files. Names shared by several files make all of them invalid: running either

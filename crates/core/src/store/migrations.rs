@@ -39,4 +39,23 @@ pub const MIGRATIONS: &[&str] = &[
     -- one record per scheduled slot: the scheduler claims a slot by inserting it
     CREATE UNIQUE INDEX runs_slot ON runs(routine, scheduled_for) WHERE scheduled_for IS NOT NULL;
     "#,
+    // 2: scheduler state per routine (per machine: never written into the user's YAML).
+    r#"
+    CREATE TABLE routine_state (
+        routine        TEXT PRIMARY KEY,
+        -- when this engine first saw the routine: catch-up never reaches before it
+        first_seen     TEXT NOT NULL,
+        -- the scheduler has evaluated every slot up to here; slots after it were missed if the
+        -- engine was not running
+        checked_until  TEXT NOT NULL,
+        paused         INTEGER NOT NULL DEFAULT 0,
+        -- why: NULL when the user paused it, else e.g. the auto-pause reason
+        paused_reason  TEXT,
+        paused_at      TEXT
+    );
+    CREATE TABLE engine_state (
+        key   TEXT PRIMARY KEY,
+        value TEXT NOT NULL
+    );
+    "#,
 ];

@@ -5,8 +5,10 @@
 
 mod migrations;
 mod runs;
+mod scheduling;
 
 pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
+pub use scheduling::RoutineState;
 
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::Connection;

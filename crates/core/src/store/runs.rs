@@ -14,8 +14,12 @@ pub struct NewRun {
     pub trigger: Trigger,
     pub agent: String,
     pub status: RunStatus,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
     pub scheduled_for: Option<DateTime<Utc>>,
     pub started_at: Option<DateTime<Utc>>,
+    /// Set for rows that are final from the start (missed, skipped).
+    pub finished_at: Option<DateTime<Utc>>,
     pub account: Option<String>,
     pub run_dir: String,
     /// The process supervising this run (pid, start time).
@@ -72,9 +76,21 @@ const COLUMNS: &str = "id, routine, trigger, scheduled_for, started_at, finished
 
 impl Store {
     pub fn insert_run(&self, run: &NewRun) -> Result<()> {
-        self.conn().execute(
-            "INSERT INTO runs (id, routine, trigger, agent, sort_ms, scheduled_for, started_at, status, account, run_dir, owner_pid, owner_start)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        self.insert(run, false).map(|_| ())
+    }
+
+    /// Claim a scheduled slot by inserting its row. `false` when the slot already has a row (another
+    /// engine, or an earlier pass, claimed it): then nothing is written and nothing may be spawned.
+    pub fn claim_slot(&self, run: &NewRun) -> Result<bool> {
+        debug_assert!(run.scheduled_for.is_some(), "a slot claim needs scheduled_for");
+        self.insert(run, true)
+    }
+
+    fn insert(&self, run: &NewRun, or_ignore: bool) -> Result<bool> {
+        let verb = if or_ignore { "INSERT OR IGNORE" } else { "INSERT" };
+        let changed = self.conn().execute(
+            &format!("{verb} INTO runs (id, routine, trigger, agent, sort_ms, scheduled_for, started_at, status, account, run_dir, owner_pid, owner_start, reason, message, finished_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
             params![
                 run.id,
                 run.routine,
@@ -88,9 +104,53 @@ impl Store {
                 run.run_dir,
                 run.owner.as_ref().map(|o| o.0),
                 run.owner.as_ref().map(|o| o.1.clone()),
+                run.reason.map(|r| r.as_str()),
+                run.message,
+                run.finished_at.as_ref().map(fmt_time),
             ],
         )?;
+        Ok(changed == 1)
+    }
+
+    /// A queued run starts: `queued` → `running`, once.
+    pub fn mark_running(&self, id: &str, started_at: DateTime<Utc>, owner: (u32, &str)) -> Result<bool> {
+        let changed = self.conn().execute(
+            "UPDATE runs SET status = 'running', started_at = ?2, owner_pid = ?3, owner_start = ?4, message = NULL
+             WHERE id = ?1 AND status = 'queued'",
+            params![id, fmt_time(&started_at), owner.0, owner.1],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// The human note on a queued run ("queued (2nd): waiting for a free slot").
+    pub fn set_queue_message(&self, id: &str, message: &str) -> Result<()> {
+        self.conn().execute("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'", params![id, message])?;
         Ok(())
+    }
+
+    /// Runs `running` now, across every process on this home.
+    pub fn running_count(&self) -> Result<usize> {
+        let n: i64 = self.conn().query_row("SELECT COUNT(*) FROM runs WHERE status = 'running'", [], |r| r.get(0))?;
+        Ok(n as usize)
+    }
+
+    /// The id of the routine's running run, if any.
+    pub fn running_run_of(&self, routine: &str) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .query_row("SELECT id FROM runs WHERE routine = ?1 AND status = 'running' LIMIT 1", [routine], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// Failed or timed-out runs in a row, newest first, until a completed one.
+    pub fn consecutive_failures(&self, routine: &str) -> Result<usize> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT status FROM runs WHERE routine = ?1 AND status IN ('completed', 'failed', 'timed_out')
+             ORDER BY sort_ms DESC, id DESC LIMIT 100",
+        )?;
+        let statuses: Vec<String> = stmt.query_map([routine], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok(statuses.iter().take_while(|s| s.as_str() != "completed").count())
     }
 
     /// Record the process that runs `id`, right after it was spawned.
@@ -275,6 +335,9 @@ mod tests {
                 trigger: Trigger::Manual,
                 agent: "command".into(),
                 status: RunStatus::Running,
+                reason: None,
+                message: None,
+                finished_at: None,
                 scheduled_for: None,
                 started_at: Some(at),
                 account: None,

@@ -1,0 +1,263 @@
+//! The scheduler: fires routines at their slots — exactly once each — catches up honestly after
+//! sleep or downtime, and reloads routine files as they change.
+//!
+//! * **Time** comes from the engine's [`Clock`](crate::Clock). [`Scheduler::tick`] does one pass at
+//!   "now"; tests drive it with a manual clock and never sleep for a schedule.
+//! * **Timers that survive sleep**: the loop sleeps until the next fire in slices of at most
+//!   30 s and re-reads the *wall* clock after each. Monotonic timers stop during suspend, so a plain
+//!   `sleep(until_next)` would fire hours late; a slice re-checks within 30 s of waking.
+//! * **Catch-up**: each routine's state remembers up to when its slots were evaluated
+//!   (`checked_until`). Slots after that — the engine was off or the machine asleep — are due now:
+//!   the newest runs once (trigger `catchup`, or `schedule` when it is less than 90 s late), the
+//!   older ones are recorded `missed` (reason `superseded`). Never a burst. Look-back is at most 7
+//!   days and never before the routine first appeared. While a routine is paused, disabled or not
+//!   on this device its slots are evaluated and dropped, so resuming does not replay them.
+//! * **Exactly once**: a slot is claimed by inserting its row (`unique(routine, scheduled_for)`)
+//!   before anything is spawned; a refused claim means another engine (or an earlier pass) has it.
+
+use super::launch::{self, queued_row};
+use super::{Core, Engine};
+use crate::error::Result;
+use crate::events::EngineEvent;
+use crate::routine::{self, Routine, RoutineSet};
+use crate::run::{new_run_id, Reason, RunStatus, Trigger};
+use crate::store::NewRun;
+use chrono::{DateTime, Duration as Span, Utc};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The longest the loop sleeps before re-reading the wall clock.
+pub const SLICE: Duration = Duration::from_secs(30);
+/// How far back missed slots are looked for.
+pub const LOOKBACK_DAYS: i64 = 7;
+/// A slot fired at most this late counts as on time (trigger `schedule`, not `catchup`).
+pub const ON_TIME_SECS: i64 = 90;
+/// At most this many missed slots per routine are written per pass (an every-second cron asleep
+/// for a week would otherwise write 600k rows); the count of the rest goes into a message.
+pub const MAX_MISSED_ROWS: usize = 1000;
+/// Quiet time after a routine file changes before reloading (editors write in several steps).
+const DEBOUNCE: Duration = Duration::from_millis(300);
+
+/// What one pass did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct TickReport {
+    /// Runs submitted: (routine, run id, trigger).
+    pub fired: Vec<(String, String, Trigger)>,
+    pub missed: usize,
+    pub skipped: usize,
+}
+
+pub struct Scheduler {
+    engine: Engine,
+    routines: Mutex<RoutineSet>,
+}
+
+impl Scheduler {
+    pub fn new(engine: Engine) -> Arc<Scheduler> {
+        let routines = engine.routines();
+        Arc::new(Scheduler { engine, routines: Mutex::new(routines) })
+    }
+
+    fn core(&self) -> &Arc<Core> {
+        &self.engine.core
+    }
+
+    /// The routines as the scheduler currently knows them.
+    pub fn routines(&self) -> RoutineSet {
+        self.routines.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Re-read the routine files (added, changed, broken, removed) and tell the faces.
+    pub fn reload(&self) {
+        let set = self.engine.routines();
+        for bad in &set.invalid {
+            for e in &bad.errors {
+                tracing::warn!(routine = %bad.name, "{e}");
+            }
+        }
+        *self.routines.lock().unwrap_or_else(|e| e.into_inner()) = set;
+        Engine::emit(self.core(), EngineEvent::RoutinesChanged);
+    }
+
+    /// Whether `routine` fires on this machine (`devices:`).
+    pub fn on_this_device(&self, routine: &Routine) -> bool {
+        routine.devices.is_empty() || routine.devices.iter().any(|d| *d == self.engine.device_name())
+    }
+
+    /// One pass at the clock's now: fire what is due, record what was missed.
+    pub async fn tick(&self) -> Result<TickReport> {
+        let core = Arc::clone(self.core());
+        let now = core.clock.now();
+        let set = self.routines();
+        let all_paused = core.store.global_paused()?;
+        let mut report = TickReport::default();
+        let mut evaluated: Vec<&str> = Vec::with_capacity(set.routines.len());
+        for r in &set.routines {
+            let state = core.store.routine_state(&r.name, now)?;
+            evaluated.push(&r.name);
+            if !r.enabled || state.paused || all_paused || !self.on_this_device(r) {
+                continue;
+            }
+            let from = state.checked_until.max(state.first_seen).max(now - Span::days(LOOKBACK_DAYS));
+            let (mut slots, total) = match (&r.schedule, r.at) {
+                (Some(s), _) => s.fires_between(from, now, MAX_MISSED_ROWS + 1),
+                (None, Some(at)) if at > from && at <= now => (vec![at], 1),
+                _ => (Vec::new(), 0),
+            };
+            slots.retain(|t| r.end_at.is_none_or(|end| *t <= end));
+            if slots.is_empty() {
+                continue;
+            }
+            self.plan(r, &slots, total, now, &mut report).await?;
+        }
+        core.store.set_checked_until(&evaluated, now)?;
+        Ok(report)
+    }
+
+    /// Decide what happens to a routine's due slots (newest first).
+    async fn plan(&self, r: &Routine, slots: &[DateTime<Utc>], total: usize, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+        let newest = slots[0];
+        let late = now - newest > Span::seconds(ON_TIME_SECS);
+        if !late {
+            self.fire(r, newest, Trigger::Schedule, now, report).await?;
+        } else if r.catchup {
+            self.fire(r, newest, Trigger::Catchup, now, report).await?;
+        } else {
+            let msg = "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string();
+            self.record(r, newest, RunStatus::Missed, None, msg, now, report)?;
+        }
+        let when = local(r, newest);
+        for (i, older) in slots.iter().enumerate().skip(1) {
+            let mut msg = if r.catchup {
+                format!("missed while Nightshift was not running; superseded by the run for {when}")
+            } else {
+                "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string()
+            };
+            if i == slots.len() - 1 && total > slots.len() {
+                msg += &format!(" ({} earlier missed slots were not recorded one by one)", total - slots.len());
+            }
+            let reason = r.catchup.then_some(Reason::Superseded);
+            self.record(r, *older, RunStatus::Missed, reason, msg, now, report)?;
+        }
+        Ok(())
+    }
+
+    /// Claim the slot and submit its run — or record it `skipped` while the routine is busy.
+    async fn fire(&self, r: &Routine, slot: DateTime<Utc>, trigger: Trigger, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+        let core = self.core();
+        let busy = match core.store.running_run_of(&r.name)? {
+            Some(id) => Some(format!("skipped: the previous run ({id}) was still running")),
+            None if core.queue.lock().await.iter().any(|p| p.routine.name == r.name) => {
+                Some("skipped: a run of this routine was still waiting for a free lane".to_string())
+            }
+            None => None,
+        };
+        if let Some(msg) = busy {
+            return self.record(r, slot, RunStatus::Skipped, Some(Reason::ActiveRun), msg, now, report);
+        }
+        let id = new_run_id();
+        if core.store.claim_slot(&queued_row(core, r, &id, trigger, Some(slot), now))? {
+            if trigger == Trigger::Catchup {
+                tracing::info!(routine = %r.name, slot = %slot, "catching up a missed slot");
+            }
+            launch::submit(core, r.clone(), trigger, Some(slot), Some(id.clone())).await?;
+            report.fired.push((r.name.clone(), id, trigger));
+        }
+        Ok(())
+    }
+
+    /// A final row for a slot that does not run (missed, skipped), if the slot is still unclaimed.
+    #[allow(clippy::too_many_arguments)]
+    fn record(&self, r: &Routine, slot: DateTime<Utc>, status: RunStatus, reason: Option<Reason>, message: String, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+        let core = self.core();
+        let id = new_run_id();
+        let row = NewRun {
+            status,
+            reason,
+            message: Some(message),
+            finished_at: Some(now),
+            ..queued_row(core, r, &id, Trigger::Schedule, Some(slot), now)
+        };
+        if core.store.claim_slot(&row)? {
+            match status {
+                RunStatus::Missed => report.missed += 1,
+                _ => report.skipped += 1,
+            }
+            if let Ok(run) = core.store.get_run(&id) {
+                Engine::emit(core, EngineEvent::RunFinished { run });
+            }
+        }
+        Ok(())
+    }
+
+    /// The next instant any active routine fires.
+    pub fn next_fire(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.routines()
+            .routines
+            .iter()
+            .filter(|r| r.enabled && self.on_this_device(r))
+            .filter_map(|r| {
+                let next = match (&r.schedule, r.at) {
+                    (Some(s), _) => s.next_after(now),
+                    (None, Some(at)) if at > now => Some(at),
+                    _ => None,
+                };
+                next.filter(|t| r.end_at.is_none_or(|end| *t <= end))
+            })
+            .min()
+    }
+
+    /// The long-running loop, until `shutdown` is notified. Never returns early on errors: a
+    /// failing pass is logged and retried at the next wake.
+    pub async fn run(self: Arc<Self>, shutdown: Arc<Notify>) {
+        let (tx, mut changes) = tokio::sync::mpsc::channel::<()>(16);
+        let _watcher = watch_routines(&self.engine.home().routines_dir(), tx);
+        Engine::emit_state(self.core());
+        loop {
+            if let Err(e) = self.tick().await {
+                tracing::error!(error = %e, "scheduler pass failed; retrying at the next wake");
+            }
+            let now = self.core().clock.now();
+            let wait = self
+                .next_fire(now)
+                .and_then(|t| (t - now).to_std().ok())
+                .map(|d| d.min(SLICE))
+                .unwrap_or(SLICE);
+            tokio::select! {
+                _ = tokio::time::sleep(wait) => {}
+                Some(()) = changes.recv() => {
+                    tokio::time::sleep(DEBOUNCE).await;
+                    while changes.try_recv().is_ok() {}
+                    self.reload();
+                }
+                _ = shutdown.notified() => return,
+            }
+        }
+    }
+}
+
+/// A slot as the routine's owner reads it: "2026-11-30 09:00 CET".
+fn local(r: &Routine, t: DateTime<Utc>) -> String {
+    t.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M %Z").to_string()
+}
+
+/// Watch the routines directory; each change sends a nudge (the loop debounces and reloads).
+fn watch_routines(dir: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let _ = std::fs::create_dir_all(dir);
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            if ev.paths.iter().any(|p| routine::is_routine_path(p)) {
+                let _ = tx.try_send(());
+            }
+        }
+    })
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch routine files; changes need a restart"))
+    .ok()?;
+    watcher
+        .watch(dir, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| tracing::warn!(error = %e, dir = %dir.display(), "cannot watch routine files; changes need a restart"))
+        .ok()?;
+    Some(watcher)
+}

@@ -1,0 +1,112 @@
+//! Per-routine scheduler state and engine-wide flags (pause), stored per machine in the database.
+
+use super::Store;
+use crate::error::Result;
+use crate::run::{fmt_time, parse_time};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutineState {
+    pub first_seen: DateTime<Utc>,
+    pub checked_until: DateTime<Utc>,
+    pub paused: bool,
+    /// `None` when paused by the user; the auto-pause reason otherwise.
+    pub paused_reason: Option<String>,
+    pub paused_at: Option<DateTime<Utc>>,
+}
+
+impl Store {
+    /// The routine's state, creating it (first seen now, checked until now) on first sight.
+    pub fn routine_state(&self, routine: &str, now: DateTime<Utc>) -> Result<RoutineState> {
+        let conn = self.conn();
+        conn.execute(
+            "INSERT OR IGNORE INTO routine_state (routine, first_seen, checked_until) VALUES (?1, ?2, ?2)",
+            params![routine, fmt_time(&now)],
+        )?;
+        let row = conn.query_row(
+            "SELECT first_seen, checked_until, paused, paused_reason, paused_at FROM routine_state WHERE routine = ?1",
+            [routine],
+            |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, bool>(2)?,
+                    r.get::<_, Option<String>>(3)?,
+                    r.get::<_, Option<String>>(4)?,
+                ))
+            },
+        )?;
+        Ok(RoutineState {
+            first_seen: parse_time(&row.0).unwrap_or(now),
+            checked_until: parse_time(&row.1).unwrap_or(now),
+            paused: row.2,
+            paused_reason: row.3,
+            paused_at: row.4.as_deref().and_then(parse_time),
+        })
+    }
+
+    /// The state without creating it (for display).
+    pub fn peek_routine_state(&self, routine: &str) -> Result<Option<RoutineState>> {
+        let exists: Option<i64> =
+            self.conn().query_row("SELECT 1 FROM routine_state WHERE routine = ?1", [routine], |r| r.get(0)).optional()?;
+        match exists {
+            Some(_) => self.routine_state(routine, Utc::now()).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Every slot of these routines up to `until` has been evaluated.
+    pub fn set_checked_until(&self, routines: &[&str], until: DateTime<Utc>) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached("UPDATE routine_state SET checked_until = ?2 WHERE routine = ?1 AND checked_until < ?2")?;
+            for r in routines {
+                stmt.execute(params![r, fmt_time(&until)])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Pause (with an optional reason; `None` = by the user) or resume one routine.
+    pub fn set_routine_paused(&self, routine: &str, paused: bool, reason: Option<&str>, now: DateTime<Utc>) -> Result<()> {
+        self.routine_state(routine, now)?;
+        self.conn().execute(
+            "UPDATE routine_state SET paused = ?2, paused_reason = ?3, paused_at = ?4 WHERE routine = ?1",
+            params![routine, paused, if paused { reason } else { None }, if paused { Some(fmt_time(&now)) } else { None }],
+        )?;
+        Ok(())
+    }
+
+    pub fn global_paused(&self) -> Result<bool> {
+        Ok(self.flag("paused")?.as_deref() == Some("1"))
+    }
+
+    pub fn set_global_paused(&self, paused: bool) -> Result<()> {
+        self.set_flag("paused", if paused { "1" } else { "0" })
+    }
+
+    fn flag(&self, key: &str) -> Result<Option<String>> {
+        Ok(self.conn().query_row("SELECT value FROM engine_state WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+    }
+
+    fn set_flag(&self, key: &str, value: &str) -> Result<()> {
+        self.conn().execute(
+            "INSERT INTO engine_state (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            params![key, value],
+        )?;
+        Ok(())
+    }
+
+    /// The latest scheduled slot on record for a routine.
+    pub fn last_slot(&self, routine: &str) -> Result<Option<DateTime<Utc>>> {
+        let s: Option<String> = self
+            .conn()
+            .query_row("SELECT MAX(scheduled_for) FROM runs WHERE routine = ?1", [routine], |r| r.get(0))
+            .optional()?
+            .flatten();
+        Ok(s.as_deref().and_then(parse_time))
+    }
+}

@@ -1,0 +1,403 @@
+//! The scheduler under a manual clock: DST, zones, suspend and downtime catch-up, one-shots,
+//! end_at, pause, auto-pause, lanes, hot reload, and two engines racing for the same slots.
+//! Nothing here sleeps to wait for a schedule: time moves when the test says so.
+
+use chrono::{DateTime, Duration, TimeZone, Utc};
+use nightshift_core::events::EngineEvent;
+use nightshift_core::run::{Reason, RunRecord, RunStatus, Trigger};
+use nightshift_core::store::RunQuery;
+use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
+use nightshift_testkit::TestHome;
+use std::sync::Arc;
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+struct Rig {
+    th: TestHome,
+    clock: Arc<ManualClock>,
+    engine: Engine,
+    sched: Arc<Scheduler>,
+}
+
+fn rig_with(th: TestHome, start: DateTime<Utc>, settings: &str) -> Rig {
+    std::fs::write(th.path().join("nightshift.toml"), format!("kill_grace_secs = 1\n{settings}")).unwrap();
+    let clock = Arc::new(ManualClock::new(start));
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.clock = clock.clone();
+    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let engine = Engine::open(opts).unwrap();
+    let sched = Scheduler::new(engine.clone());
+    Rig { th, clock, engine, sched }
+}
+
+fn rig(routines: &[(&str, &str)], start: DateTime<Utc>) -> Rig {
+    let th = TestHome::new();
+    for (name, yaml) in routines {
+        th.routine(name, yaml);
+    }
+    rig_with(th, start, "")
+}
+
+impl Rig {
+    async fn tick_at(&self, t: DateTime<Utc>) -> nightshift_core::TickReport {
+        self.clock.set(t);
+        self.sched.tick().await.unwrap()
+    }
+
+    /// Advance minute by minute from the current time to `until`, ticking each minute.
+    async fn walk(&self, until: DateTime<Utc>, step: Duration) {
+        let mut t = self.clock.now_utc();
+        while t < until {
+            t += step;
+            if !self.tick_at(t).await.fired.is_empty() {
+                self.settle().await;
+            }
+        }
+    }
+
+    /// Wait (really) until no run of this home is queued or running.
+    async fn settle(&self) {
+        for _ in 0..600 {
+            if self.engine.store().running_count().unwrap() == 0 && self.engine.queued().await == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("runs did not settle");
+    }
+
+    fn rows(&self, routine: &str) -> Vec<RunRecord> {
+        let mut rows = self.engine.store().list_runs(&RunQuery { routine: Some(routine.into()), limit: 1000, ..Default::default() }).unwrap().runs;
+        rows.reverse(); // oldest first
+        rows
+    }
+}
+
+trait NowUtc {
+    fn now_utc(&self) -> DateTime<Utc>;
+}
+impl NowUtc for ManualClock {
+    fn now_utc(&self) -> DateTime<Utc> {
+        nightshift_core::Clock::now(self)
+    }
+}
+
+fn slots(rows: &[RunRecord]) -> Vec<DateTime<Utc>> {
+    rows.iter().map(|r| r.scheduled_for.unwrap()).collect()
+}
+
+#[tokio::test]
+async fn spring_forward_fires_a_gap_time_once() {
+    // 02:30 does not exist in Berlin on 2026-03-29 (02:00 CET → 03:00 CEST).
+    let r = rig(&[("nightly", "schedule: \"30 2 * * *\"\ntimezone: Europe/Berlin\ncommand: \"true\"\n")], at("2026-03-28T12:00:00Z"));
+    r.tick_at(at("2026-03-28T12:00:00Z")).await;
+    r.walk(at("2026-03-30T12:00:00Z"), Duration::minutes(1)).await;
+    r.settle().await;
+    let rows = r.rows("nightly");
+    let on_the_29th: Vec<_> = slots(&rows).into_iter().filter(|t| t.with_timezone(&chrono_tz::Europe::Berlin).format("%d").to_string() == "29").collect();
+    assert_eq!(on_the_29th.len(), 1, "{:?}", slots(&rows));
+    assert_eq!(rows.len(), 2, "29th and 30th: {:?}", slots(&rows));
+    assert!(rows.iter().all(|r| r.trigger == Trigger::Schedule && r.status == RunStatus::Completed), "{rows:?}");
+}
+
+#[tokio::test]
+async fn fall_back_fires_a_repeated_time_once() {
+    // 02:30 happens twice in Berlin on 2026-10-25 (03:00 CEST → 02:00 CET).
+    let r = rig(&[("nightly", "schedule: \"30 2 * * *\"\ntimezone: Europe/Berlin\ncommand: \"true\"\n")], at("2026-10-24T12:00:00Z"));
+    r.tick_at(at("2026-10-24T12:00:00Z")).await;
+    r.walk(at("2026-10-25T12:00:00Z"), Duration::minutes(1)).await;
+    r.settle().await;
+    let rows = r.rows("nightly");
+    assert_eq!(rows.len(), 1, "{:?}", slots(&rows));
+    assert_eq!(rows[0].status, RunStatus::Completed);
+}
+
+#[tokio::test]
+async fn a_routine_fires_in_its_own_zone() {
+    let r = rig(&[("ny", "schedule: \"0 9 * * *\"\ntimezone: America/New_York\ncommand: \"true\"\n")], at("2026-01-10T00:00:00Z"));
+    r.tick_at(at("2026-01-10T00:00:00Z")).await;
+    r.walk(at("2026-01-10T20:00:00Z"), Duration::minutes(1)).await;
+    r.settle().await;
+    assert_eq!(slots(&r.rows("ny")), vec![at("2026-01-10T14:00:00Z")]);
+}
+
+#[tokio::test]
+async fn waking_from_a_3h_suspend_runs_once_and_records_the_rest_missed() {
+    let r = rig(&[("hourly", "schedule: \"0 * * * *\"\ntimezone: UTC\ncommand: \"true\"\n")], at("2026-11-30T10:05:00Z"));
+    r.tick_at(at("2026-11-30T10:05:00Z")).await;
+    let report = r.tick_at(at("2026-11-30T13:05:00Z")).await;
+    assert_eq!(report.fired.len(), 1);
+    assert_eq!(report.fired[0].2, Trigger::Catchup);
+    assert_eq!(report.missed, 2);
+    r.settle().await;
+    let rows = r.rows("hourly");
+    assert_eq!(slots(&rows), vec![at("2026-11-30T11:00:00Z"), at("2026-11-30T12:00:00Z"), at("2026-11-30T13:00:00Z")]);
+    assert_eq!((rows[0].status, rows[0].reason), (RunStatus::Missed, Some(Reason::Superseded)));
+    assert!(rows[0].message.as_deref().unwrap().contains("superseded by the run for 2026-11-30 13:00 UTC"), "{:?}", rows[0].message);
+    assert_eq!((rows[2].status, rows[2].trigger), (RunStatus::Completed, Trigger::Catchup));
+    // The next pass has nothing left to do.
+    let again = r.tick_at(at("2026-11-30T13:06:00Z")).await;
+    assert_eq!((again.fired.len(), again.missed), (0, 0));
+}
+
+#[tokio::test]
+async fn two_days_closed_with_an_hourly_routine_is_one_run_and_47_missed() {
+    let r = rig(&[("hourly", "schedule: \"0 * * * *\"\ntimezone: UTC\ncommand: \"true\"\n")], at("2026-11-28T10:05:00Z"));
+    r.tick_at(at("2026-11-28T10:05:00Z")).await;
+    // The app is closed: a new engine on the same home two days later.
+    let later = rig_with(r.th, at("2026-11-30T10:05:00Z"), "");
+    let report = later.tick_at(at("2026-11-30T10:05:00Z")).await;
+    later.settle().await;
+    assert_eq!((report.fired.len(), report.missed), (1, 47));
+    let rows = later.rows("hourly");
+    assert_eq!(rows.len(), 48);
+    assert_eq!(rows.iter().filter(|r| r.status == RunStatus::Missed).count(), 47);
+    assert_eq!(rows.last().unwrap().trigger, Trigger::Catchup);
+}
+
+#[tokio::test]
+async fn catchup_false_records_everything_missed_and_runs_nothing() {
+    let r = rig(&[("hourly", "schedule: \"0 * * * *\"\ntimezone: UTC\ncatchup: false\ncommand: \"true\"\n")], at("2026-11-30T10:05:00Z"));
+    r.tick_at(at("2026-11-30T10:05:00Z")).await;
+    let report = r.tick_at(at("2026-11-30T13:05:00Z")).await;
+    assert_eq!((report.fired.len(), report.missed), (0, 3));
+    let rows = r.rows("hourly");
+    assert!(rows.iter().all(|r| r.status == RunStatus::Missed && r.reason.is_none()), "{rows:?}");
+    assert!(rows[0].message.as_deref().unwrap().contains("catchup: false"));
+}
+
+#[tokio::test]
+async fn a_new_routine_does_not_catch_up_slots_from_before_it_existed() {
+    let r = rig(&[], at("2026-11-30T10:05:00Z"));
+    r.tick_at(at("2026-11-30T10:05:00Z")).await;
+    r.th.routine("new", "schedule: \"*/5 * * * *\"\ntimezone: UTC\ncommand: \"true\"\n");
+    r.sched.reload();
+    let report = r.tick_at(at("2026-11-30T10:06:00Z")).await;
+    assert_eq!((report.fired.len(), report.missed), (0, 0));
+    let report = r.tick_at(at("2026-11-30T10:10:00Z")).await;
+    assert_eq!(report.fired.len(), 1);
+    r.settle().await;
+}
+
+#[tokio::test]
+async fn end_at_and_one_shot() {
+    let r = rig(
+        &[
+            ("until", "schedule: \"*/10 * * * *\"\ntimezone: UTC\nend_at: 2026-11-30T10:30:00Z\ncommand: \"true\"\n"),
+            ("once", "at: 2026-11-30T10:15:00Z\ncommand: \"true\"\n"),
+        ],
+        at("2026-11-30T10:00:00Z"),
+    );
+    r.tick_at(at("2026-11-30T10:00:00Z")).await;
+    r.walk(at("2026-11-30T11:30:00Z"), Duration::minutes(1)).await;
+    r.settle().await;
+    assert_eq!(slots(&r.rows("until")), vec![at("2026-11-30T10:10:00Z"), at("2026-11-30T10:20:00Z"), at("2026-11-30T10:30:00Z")]);
+    let once = r.rows("once");
+    assert_eq!(slots(&once), vec![at("2026-11-30T10:15:00Z")]);
+    assert_eq!(once[0].trigger, Trigger::Schedule);
+}
+
+#[tokio::test]
+async fn devices_limit_where_a_routine_fires() {
+    let th = TestHome::new();
+    th.routine("here", "schedule: \"* * * * *\"\ndevices: [laptop]\ncommand: \"true\"\n");
+    th.routine("there", "schedule: \"* * * * *\"\ndevices: [server]\ncommand: \"true\"\n");
+    let r = rig_with(th, at("2026-11-30T10:00:30Z"), "device_name = \"laptop\"\n");
+    r.tick_at(at("2026-11-30T10:00:30Z")).await;
+    let report = r.tick_at(at("2026-11-30T10:01:00Z")).await;
+    r.settle().await;
+    assert_eq!(report.fired.iter().map(|f| f.0.as_str()).collect::<Vec<_>>(), vec!["here"]);
+    assert!(r.rows("there").is_empty());
+}
+
+#[tokio::test]
+async fn pausing_stops_fires_and_resuming_does_not_replay_the_pause() {
+    let r = rig(&[("tick", "schedule: \"*/10 * * * *\"\ntimezone: UTC\ncommand: \"true\"\n")], at("2026-11-30T10:05:00Z"));
+    r.tick_at(at("2026-11-30T10:05:00Z")).await;
+    r.engine.set_routine_paused("tick", true).unwrap();
+    r.walk(at("2026-11-30T10:45:00Z"), Duration::minutes(5)).await;
+    assert!(r.rows("tick").is_empty(), "paused: nothing fires, nothing is recorded");
+    r.engine.set_routine_paused("tick", false).unwrap();
+    let report = r.tick_at(at("2026-11-30T10:50:00Z")).await;
+    assert_eq!((report.fired.len(), report.missed), (1, 0));
+    r.settle().await;
+    // Pause all works the same way, and is stored in the database, not in the YAML.
+    r.engine.set_paused(true).unwrap();
+    assert_eq!(r.tick_at(at("2026-11-30T11:00:00Z")).await.fired.len(), 0);
+    r.engine.set_paused(false).unwrap();
+    assert_eq!(r.tick_at(at("2026-11-30T11:10:00Z")).await.fired.len(), 1);
+    r.settle().await;
+    assert!(!std::fs::read_to_string(r.th.path().join("routines/tick.yaml")).unwrap().contains("paused"));
+}
+
+#[tokio::test]
+async fn three_failures_in_a_row_auto_pause_the_routine() {
+    let r = rig(&[("flaky", "schedule: \"* * * * *\"\ntimezone: UTC\ncommand: \"echo broken >&2; exit 1\"\n")], at("2026-11-30T10:00:30Z"));
+    let mut events = r.engine.subscribe();
+    r.tick_at(at("2026-11-30T10:00:30Z")).await;
+    for m in 1..=3 {
+        r.tick_at(at("2026-11-30T10:00:00Z") + Duration::minutes(m)).await;
+        r.settle().await;
+    }
+    let state = r.engine.store().peek_routine_state("flaky").unwrap().unwrap();
+    assert!(state.paused);
+    let reason = state.paused_reason.unwrap();
+    assert!(reason.starts_with("auto-paused after 3 failed runs in a row (last: exited with code 1: broken)"), "{reason}");
+    assert!(reason.contains("nightshiftctl resume flaky"));
+    let mut saw = false;
+    while let Ok(ev) = events.try_recv() {
+        if let EngineEvent::RoutinePaused { routine, .. } = ev {
+            saw = routine == "flaky";
+        }
+    }
+    assert!(saw, "a RoutinePaused event for the tray");
+    assert_eq!(r.tick_at(at("2026-11-30T10:04:00Z")).await.fired.len(), 0);
+    r.engine.set_routine_paused("flaky", false).unwrap();
+    assert_eq!(r.tick_at(at("2026-11-30T10:05:00Z")).await.fired.len(), 1);
+    r.settle().await;
+}
+
+#[tokio::test]
+async fn a_slot_due_while_the_previous_run_still_runs_is_skipped() {
+    let r = rig(&[("slow", "schedule: \"* * * * *\"\ntimezone: UTC\ncommand: \"sleep 2\"\n")], at("2026-11-30T10:00:30Z"));
+    r.tick_at(at("2026-11-30T10:00:30Z")).await;
+    assert_eq!(r.tick_at(at("2026-11-30T10:01:00Z")).await.fired.len(), 1);
+    let report = r.tick_at(at("2026-11-30T10:02:00Z")).await;
+    assert_eq!(report.skipped, 1);
+    r.settle().await;
+    let rows = r.rows("slow");
+    assert_eq!((rows[1].status, rows[1].reason), (RunStatus::Skipped, Some(Reason::ActiveRun)));
+    assert!(rows[1].message.as_deref().unwrap().starts_with("skipped: the previous run ("));
+}
+
+#[tokio::test]
+async fn run_now_starts_at_once_while_scheduled_runs_wait_visibly() {
+    let r = rig(
+        &[
+            ("a", "schedule: \"0 * * * *\"\ntimezone: UTC\ncommand: \"sleep 30\"\n"),
+            ("b", "schedule: \"0 * * * *\"\ntimezone: UTC\ncommand: \"sleep 30\"\n"),
+            ("manual", "schedule: \"0 0 1 1 *\"\ncommand: \"echo by hand\"\n"),
+        ],
+        at("2026-11-30T09:59:00Z"),
+    );
+    r.tick_at(at("2026-11-30T09:59:00Z")).await;
+    let report = r.tick_at(at("2026-11-30T10:00:00Z")).await;
+    assert_eq!(report.fired.len(), 2, "both slots claimed");
+    // max_parallel 2: scheduled runs leave the last lane free, so one runs and one waits, visibly.
+    let queued = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Queued), limit: 10, ..Default::default() }).unwrap().runs;
+    assert_eq!(queued.len(), 1);
+    assert_eq!(
+        queued[0].message.as_deref(),
+        Some("queued (position 1): waiting for a free lane (1 running; scheduled runs leave one of 2 free for Run now)")
+    );
+    // Run now is not held back by them.
+    let manual = r.engine.run_now("manual", Trigger::Manual).await.unwrap();
+    let rec = tokio::time::timeout(std::time::Duration::from_secs(10), manual.wait()).await.unwrap().unwrap();
+    assert_eq!(rec.status, RunStatus::Completed);
+    // Cancelling the running one lets the queued one start.
+    let running = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Running), limit: 10, ..Default::default() }).unwrap().runs;
+    assert_eq!(running.len(), 1);
+    assert!(r.engine.cancel(&running[0].id).await);
+    for _ in 0..200 {
+        if r.engine.store().get_run(&queued[0].id).unwrap().status == RunStatus::Running {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert_eq!(r.engine.store().get_run(&queued[0].id).unwrap().status, RunStatus::Running);
+    assert!(r.engine.cancel(&queued[0].id).await);
+    r.settle().await;
+}
+
+#[tokio::test]
+async fn reload_picks_up_added_changed_broken_and_removed_files() {
+    let r = rig(&[("a", "schedule: \"0 * * * *\"\ncommand: \"true\"\n")], at("2026-11-30T10:00:00Z"));
+    let names = |r: &Rig| {
+        let set = r.sched.routines();
+        (set.routines.iter().map(|x| x.name.clone()).collect::<Vec<_>>(), set.invalid.iter().map(|x| x.name.clone()).collect::<Vec<_>>())
+    };
+    r.th.routine("b", "schedule: \"*/5 * * * *\"\ncommand: \"true\"\n");
+    r.sched.reload();
+    assert_eq!(names(&r), (vec!["a".to_string(), "b".to_string()], vec![]));
+    r.th.routine("b", "schedule: \"*/5 * * *\"\ncommand: \"true\"\n");
+    r.sched.reload();
+    assert_eq!(names(&r), (vec!["a".to_string()], vec!["b".to_string()]));
+    assert!(r.sched.routines().invalid[0].errors[0].to_string().starts_with("routines/b.yaml:1:11: invalid cron expression"));
+    std::fs::remove_file(r.th.path().join("routines/a.yaml")).unwrap();
+    r.sched.reload();
+    assert_eq!(names(&r), (vec![], vec!["b".to_string()]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_loop_notices_file_changes_by_itself() {
+    let r = rig(&[], at("2026-11-30T10:00:00Z"));
+    let mut events = r.engine.subscribe();
+    let shutdown = Arc::new(tokio::sync::Notify::new());
+    let task = tokio::spawn(r.sched.clone().run(shutdown.clone()));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    r.th.routine("fresh", "schedule: \"0 * * * *\"\ncommand: \"true\"\n");
+    let changed = tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            if let Ok(EngineEvent::RoutinesChanged) = events.recv().await {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(changed.is_ok(), "no RoutinesChanged after writing a routine file");
+    assert!(r.sched.routines().get("fresh").is_some());
+    shutdown.notify_one();
+    tokio::time::timeout(std::time::Duration::from_secs(5), task).await.expect("the loop stops on shutdown").unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
+    let th = TestHome::new();
+    for i in 0..20 {
+        th.routine(&format!("r{i:02}"), "schedule: \"* * * * *\"\ntimezone: UTC\ncommand: \"true\"\n");
+    }
+    let start = at("2026-11-30T00:00:30Z");
+    let a = rig_with(th, start, "max_parallel = 64\n");
+    let clock_b = Arc::new(ManualClock::new(start));
+    let mut opts = EngineOptions::new(Home::at(a.th.path()));
+    opts.clock = clock_b.clone();
+    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let engine_b = Engine::open(opts).unwrap();
+    let sched_b = Scheduler::new(engine_b.clone());
+    a.tick_at(start).await;
+    sched_b.tick().await.unwrap();
+    let mut fired = 0;
+    for m in 1..=50 {
+        let t = at("2026-11-30T00:00:00Z") + Duration::minutes(m);
+        a.clock.set(t);
+        clock_b.set(t);
+        // Both engines race for the same 20 slots.
+        let (ra, rb) = tokio::join!(a.sched.tick(), sched_b.tick());
+        fired += ra.unwrap().fired.len() + rb.unwrap().fired.len();
+        a.settle().await;
+        for _ in 0..500 {
+            if engine_b.queued().await == 0 && engine_b.store().running_count().unwrap() == 0 {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    }
+    let all = a.engine.store().list_runs(&RunQuery { limit: 1000, ..Default::default() }).unwrap();
+    let mut page = all.runs;
+    let mut cursor = all.next_cursor;
+    while let Some(c) = cursor {
+        let next = a.engine.store().list_runs(&RunQuery { limit: 1000, cursor: Some(c), ..Default::default() }).unwrap();
+        page.extend(next.runs);
+        cursor = next.next_cursor;
+    }
+    assert_eq!(fired, 1000, "every slot fired by exactly one engine");
+    assert_eq!(page.len(), 1000, "one record per slot");
+    let mut keys: Vec<(String, DateTime<Utc>)> = page.iter().map(|r| (r.routine.clone(), r.scheduled_for.unwrap())).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 1000, "0 duplicates");
+    assert!(page.iter().all(|r| r.status == RunStatus::Completed), "{:?}", page.iter().find(|r| r.status != RunStatus::Completed));
+    let _ = Utc.timestamp_opt(0, 0);
+}
