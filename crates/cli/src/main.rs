@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 a run (with `--wait`) ended other than `completed`; 2 usage or
 //! configuration errors (bad arguments, invalid routine, unknown run…), printed as `error: …`.
 
+mod daemon;
 mod format;
 mod history;
 mod routines;
@@ -51,6 +52,16 @@ enum Command {
     },
     /// Create the home directory with example routines (the tray app does this on first launch).
     Init,
+    /// Run the scheduler in the foreground, printing what happens (one per home).
+    Daemon {
+        /// One JSON event per line instead of readable lines.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Pause scheduling: one routine, or all of them (manual runs still work).
+    Pause { routine: Option<String> },
+    /// Resume scheduling: one routine (also after an auto-pause), or all of them.
+    Resume { routine: Option<String> },
 }
 
 /// What a command ended with.
@@ -95,6 +106,9 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
             }
             Ok(Outcome::Ok)
         }
+        Command::Daemon { json } => daemon::daemon(Engine::open(EngineOptions::new(home))?, json).await,
+        Command::Pause { routine } => pause(&open(home).await?, routine, true),
+        Command::Resume { routine } => pause(&open(home).await?, routine, false),
         Command::Routines { command } => routines::run(&open(home).await?, command),
         Command::Run(args) => run::run(&open(home).await?, args).await,
         Command::Runs(args) => history::runs(&open(home).await?, args),
@@ -102,6 +116,21 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Report { run_id } => history::report(&open(home).await?, &run_id),
         Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,
     }
+}
+
+fn pause(engine: &Engine, routine: Option<String>, paused: bool) -> Result<Outcome, Error> {
+    let verb = if paused { "paused" } else { "resumed" };
+    match routine {
+        Some(name) => {
+            engine.set_routine_paused(&name, paused)?;
+            println!("{verb} {name}");
+        }
+        None => {
+            engine.set_paused(paused)?;
+            println!("{verb} all scheduling{}", if paused { " (manual runs still work)" } else { "" });
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 /// Open the engine and settle runs whose engine died (their process is gone). Live orphans are

@@ -46,6 +46,10 @@ struct RoutineRow {
     schedule: Option<String>,
     timezone: Option<String>,
     enabled: Option<bool>,
+    /// Paused on this machine (by the user, or automatically: see `paused_reason`).
+    paused: bool,
+    paused_reason: Option<String>,
+    on_this_device: bool,
     next_fire: Option<String>,
     last_run: Option<LastRun>,
     errors: Vec<String>,
@@ -71,8 +75,14 @@ fn next_fire(r: &Routine) -> Option<chrono::DateTime<Utc>> {
 
 fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
     let set = engine.routines();
+    let all_paused = engine.store().global_paused()?;
+    let device = engine.device_name();
     let mut rows = Vec::new();
     for r in &set.routines {
+        let state = engine.store().peek_routine_state(&r.name)?;
+        let paused = state.as_ref().is_some_and(|s| s.paused);
+        let on_this_device = r.devices.is_empty() || r.devices.contains(&device);
+        let active = r.enabled && !paused && !all_paused && on_this_device;
         let last = engine.store().list_runs(&RunQuery { routine: Some(r.name.clone()), limit: 1, ..Default::default() })?.runs.into_iter().next();
         rows.push(RoutineRow {
             name: r.name.clone(),
@@ -82,7 +92,10 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
             schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", nightshift_core::run::fmt_time(&t)))),
             timezone: Some(r.timezone.name().to_string()),
             enabled: Some(r.enabled),
-            next_fire: if r.enabled { next_fire(r).map(|t| nightshift_core::run::fmt_time(&t)) } else { None },
+            paused,
+            paused_reason: state.and_then(|s| s.paused_reason),
+            on_this_device,
+            next_fire: if active { next_fire(r).map(|t| nightshift_core::run::fmt_time(&t)) } else { None },
             last_run: last.map(|l| LastRun {
                 id: l.id,
                 status: l.status.to_string(),
@@ -101,6 +114,9 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
             schedule: None,
             timezone: None,
             enabled: None,
+            paused: false,
+            paused_reason: None,
+            on_this_device: true,
             next_fire: None,
             last_run: None,
             errors: bad.errors.iter().map(ToString::to_string).collect(),
@@ -118,10 +134,20 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
     let table_rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let state = match (r.valid, r.enabled) {
-                (false, _) => "invalid".to_string(),
-                (true, Some(false)) => "disabled".to_string(),
-                _ => "enabled".to_string(),
+            let state = if !r.valid {
+                "invalid".to_string()
+            } else if r.enabled == Some(false) {
+                "disabled".to_string()
+            } else if !r.on_this_device {
+                format!("not on this device ({device})")
+            } else if r.paused_reason.is_some() {
+                "auto-paused".to_string()
+            } else if r.paused {
+                "paused".to_string()
+            } else if all_paused {
+                "paused (all)".to_string()
+            } else {
+                "enabled".to_string()
             };
             let next = r
                 .next_fire
@@ -147,6 +173,9 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
         })
         .collect();
     table(&["NAME", "KIND", "SCHEDULE", "STATE", "NEXT", "LAST RUN"], &table_rows);
+    for r in rows.iter().filter(|r| r.paused_reason.is_some()) {
+        eprintln!("note: {}: {}", r.name, r.paused_reason.as_deref().unwrap_or(""));
+    }
     for r in rows.iter().filter(|r| !r.valid) {
         for e in &r.errors {
             eprintln!("error: {e}");

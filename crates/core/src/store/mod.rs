@@ -35,14 +35,25 @@ impl Store {
         }
         let conn = Connection::open(path).map_err(|e| open_error(path, &e))?;
         let store = Store { conn: Mutex::new(conn), path: path.to_path_buf() };
-        store.init().map_err(|e| open_error(path, &e))?;
-        Ok(store)
+        // Several processes may open a new home at the same moment (a daemon and a CLI command);
+        // switching to WAL and migrating can then report "locked" without waiting, so retry.
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            match store.init() {
+                Ok(()) => return Ok(store),
+                Err(e) if is_busy(&e) && std::time::Instant::now() < deadline => std::thread::sleep(Duration::from_millis(25)),
+                Err(e) => return Err(open_error(path, &e)),
+            }
+        }
     }
 
     fn init(&self) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         conn.busy_timeout(Duration::from_secs(10))?;
-        conn.pragma_update(None, "journal_mode", "WAL")?;
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0))?;
+        if !mode.eq_ignore_ascii_case("wal") {
+            conn.pragma_update(None, "journal_mode", "WAL")?;
+        }
         conn.pragma_update(None, "synchronous", "NORMAL")?;
         let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
         for (i, sql) in migrations::MIGRATIONS.iter().enumerate().skip(version) {
@@ -68,6 +79,10 @@ impl Store {
         // so a poisoned mutex is safe to keep using.
         self.conn.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
 
 /// Turn SQLite's terse errors into something a user can act on.

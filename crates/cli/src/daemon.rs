@@ -1,0 +1,95 @@
+//! `nightshiftctl daemon [--json]`: the scheduler in the foreground, printing engine events.
+
+use crate::format;
+use crate::Outcome;
+use nightshift_core::events::EngineEvent;
+use nightshift_core::{Engine, Error, RecoveryMode, Scheduler, SchedulerLock};
+use std::sync::Arc;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::Notify;
+
+pub async fn daemon(engine: Engine, json: bool) -> Result<Outcome, Error> {
+    // One scheduler per home; say who has it otherwise.
+    let _lock = SchedulerLock::acquire(engine.home(), "nightshiftctl daemon")?;
+    let mut events = engine.subscribe();
+    let adopted = engine.recover(RecoveryMode::Adopt).await?;
+    let sched = Scheduler::new(engine.clone());
+    let set = sched.routines();
+    if !json {
+        println!(
+            "nightshift daemon: scheduling {} routine{} from {} (pid {}); SIGTERM or Ctrl-C stops",
+            set.routines.len(),
+            if set.routines.len() == 1 { "" } else { "s" },
+            engine.home().routines_dir().display(),
+            std::process::id()
+        );
+        for e in set.diagnostics() {
+            println!("✗ invalid: {e}");
+        }
+        if !adopted.is_empty() {
+            println!("↺ settled or re-adopted {} run(s) left by a previous engine", adopted.len());
+        }
+    }
+    let printer = tokio::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(ev) => print_event(&ev, json),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => eprintln!("(missed {n} events)"),
+                Err(_) => break,
+            }
+        }
+    });
+
+    let shutdown = Arc::new(Notify::new());
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let mut term = signal(SignalKind::terminate()).expect("SIGTERM handler");
+        let mut int = signal(SignalKind::interrupt()).expect("SIGINT handler");
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
+        }
+        stop.notify_one();
+    });
+    sched.run(shutdown).await;
+    printer.abort();
+    let running = engine.store().running_count().unwrap_or(0);
+    if !json {
+        if running > 0 {
+            println!("stopped scheduling; {running} run(s) keep going and are re-adopted at the next start");
+        } else {
+            println!("stopped scheduling");
+        }
+    }
+    Ok(Outcome::Ok)
+}
+
+/// Print one event. Output errors (a closed pipe) are ignored: printing never stops scheduling.
+fn print_event(ev: &EngineEvent, json: bool) {
+    use std::io::Write;
+    let line = render_event(ev, json);
+    if let Some(line) = line {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}").and_then(|_| out.flush());
+    }
+}
+
+fn render_event(ev: &EngineEvent, json: bool) -> Option<String> {
+    if json {
+        return serde_json::to_string(ev).ok();
+    }
+    let now = chrono::Local::now().format("%H:%M:%S");
+    Some(match ev {
+        EngineEvent::RunQueued { run } => format!("{now} … {} queued ({})", run.routine, run.message.as_deref().unwrap_or("")),
+        EngineEvent::RunStarted { run } => format!("{now} ▶ {} started ({}, run {})", run.routine, run.trigger, run.id),
+        EngineEvent::RunProgress { routine, message, .. } => format!("{now}   {routine}: {message}"),
+        EngineEvent::RunFinished { run } => {
+            let took = run.duration_ms.map(|d| format!(" in {}", format::duration_ms(d))).unwrap_or_default();
+            let msg = run.message.as_deref().map(|m| format!(" — {m}")).unwrap_or_default();
+            format!("{now} {} {} {}{took}{msg}", format::symbol(run.status), run.routine, format::status_text(run))
+        }
+        EngineEvent::RoutinesChanged => format!("{now} ↻ routines reloaded"),
+        EngineEvent::RoutinePaused { routine, reason } => format!("{now} ⏸ {routine}: {reason}"),
+        EngineEvent::EngineState { .. } => return None,
+    })
+}
