@@ -4,7 +4,8 @@
 //! runs, settling, recovery) lives in the engine crate; this shell only wires windows, tray and
 //! notifications to it.
 
-use nightshift_core::{Engine, EngineOptions, Home, RecoveryMode};
+use nightshift_core::{Engine, EngineOptions, Home, RecoveryMode, Scheduler, SchedulerLock};
+use std::sync::Arc;
 
 pub fn run() {
     init_tracing();
@@ -24,12 +25,22 @@ pub fn run() {
     tauri::Builder::default()
         .setup(move |_app| {
             let engine = Engine::open(EngineOptions::new(home))?;
-            let adopting = engine.clone();
+            let engine2 = engine.clone();
             tauri::async_runtime::spawn(async move {
-                match adopting.recover(RecoveryMode::Adopt).await {
+                match engine2.recover(RecoveryMode::Adopt).await {
                     Ok(ids) if !ids.is_empty() => tracing::info!(count = ids.len(), "settled or re-adopted runs left by a previous engine"),
                     Ok(_) => {}
                     Err(e) => tracing::error!(error = %e, "crash recovery failed"),
+                }
+                // Schedule here unless a `nightshiftctl daemon` already does for this home; then
+                // this app is a viewer/controller (manual runs still work).
+                match SchedulerLock::acquire(engine2.home(), "the Nightshift app") {
+                    Ok(lock) => {
+                        let scheduler = Scheduler::new(engine2.clone());
+                        scheduler.run(Arc::new(tokio::sync::Notify::new())).await;
+                        drop(lock);
+                    }
+                    Err(e) => tracing::warn!("{}", e.message),
                 }
             });
             Ok(())
