@@ -51,5 +51,6 @@ dbus-run-session -- sh -c '
   cargo test --workspace "$@"
 ' nightshift-tests "$@"
 
-echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo bench -p nightshift-core)"
+echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo bench -p nightshift-core -p nightshiftctl)"
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
+NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench daemon

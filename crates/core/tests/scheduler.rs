@@ -26,7 +26,7 @@ fn rig_with(th: TestHome, start: DateTime<Utc>, settings: &str) -> Rig {
     let clock = Arc::new(ManualClock::new(start));
     let mut opts = EngineOptions::new(Home::at(th.path()));
     opts.clock = clock.clone();
-    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
     let engine = Engine::open(opts).unwrap();
     let sched = Scheduler::new(engine.clone());
     Rig { th, clock, engine, sched }
@@ -400,4 +400,28 @@ async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
     assert_eq!(keys.len(), 1000, "0 duplicates");
     assert!(page.iter().all(|r| r.status == RunStatus::Completed), "{:?}", page.iter().find(|r| r.status != RunStatus::Completed));
     let _ = Utc.timestamp_opt(0, 0);
+}
+
+#[tokio::test]
+async fn one_run_per_account_at_a_time() {
+    let th = TestHome::new();
+    th.script("claude", "sleep 30");
+    for name in ["a", "b"] {
+        th.routine(name, "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\naccount: work@acme.dev\n");
+    }
+    let r = rig_with(th, at("2026-11-30T09:59:00Z"), "max_parallel = 4\n");
+    r.tick_at(at("2026-11-30T09:59:00Z")).await;
+    assert_eq!(r.tick_at(at("2026-11-30T10:00:00Z")).await.fired.len(), 2);
+    let running = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Running), limit: 10, ..Default::default() }).unwrap().runs;
+    let queued = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Queued), limit: 10, ..Default::default() }).unwrap().runs;
+    assert_eq!((running.len(), queued.len()), (1, 1));
+    assert_eq!(running[0].account.as_deref(), Some("work@acme.dev"));
+    assert_eq!(
+        queued[0].message.as_deref(),
+        Some("queued (position 1): waiting: account work@acme.dev is busy with another run (one run per account at a time)")
+    );
+    assert!(r.engine.cancel(&queued[0].id).await);
+    assert!(r.engine.cancel(&running[0].id).await);
+    r.settle().await;
+    assert_eq!(r.engine.store().get_run(&running[0].id).unwrap().account.as_deref(), Some("work@acme.dev"), "settling keeps the account");
 }

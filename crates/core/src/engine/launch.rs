@@ -88,10 +88,18 @@ pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trig
         scheduled_for,
         started_at: None,
         finished_at: None,
-        account: None,
+        account: pinned_account(routine),
         run_dir: core.home.run_dir(&routine.name, id).display().to_string(),
         owner: Some(core.identity.clone()),
         sort_at: scheduled_for.unwrap_or(now),
+    }
+}
+
+/// The account a routine is pinned to (pools are resolved when accounts choose one).
+fn pinned_account(routine: &Routine) -> Option<String> {
+    match &routine.account {
+        crate::routine::AccountChoice::Pinned(a) => Some(a.clone()),
+        _ => None,
     }
 }
 
@@ -106,18 +114,28 @@ async fn dispatch_now(core: &Arc<Core>) {
     let max = core.settings.max_parallel.max(1);
     let mut waiting = std::collections::VecDeque::new();
     let mut started_routines: Vec<String> = Vec::new();
+    let mut started_accounts: Vec<String> = Vec::new();
     while let Some(p) = queue.pop_front() {
         let running = core.store.running_count().unwrap_or(usize::MAX);
         let cap = if p.is_manual() { max } else { max.saturating_sub(1).max(1) };
         let busy = started_routines.contains(&p.routine.name)
             || waiting.iter().any(|w: &Pending| w.routine.name == p.routine.name)
             || core.store.running_run_of(&p.routine.name).ok().flatten().is_some();
-        if !busy && running < cap {
+        // One run per account at a time: concurrent runs on one Claude login can get its OAuth
+        // credential revoked.
+        let account = pinned_account(&p.routine);
+        let account_busy = account.as_ref().is_some_and(|a| {
+            started_accounts.contains(a) || core.store.running_on_account(a).unwrap_or(false)
+        });
+        if !busy && !account_busy && running < cap {
             started_routines.push(p.routine.name.clone());
+            started_accounts.extend(account);
             start(core, p).await;
         } else {
             let why = if busy {
                 format!("waiting for the running {} run to finish", p.routine.name)
+            } else if account_busy {
+                format!("waiting: account {} is busy with another run (one run per account at a time)", account.unwrap_or_default())
             } else if p.is_manual() {
                 format!("waiting for a free lane ({running} of {max} running)")
             } else {

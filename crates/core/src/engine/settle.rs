@@ -106,7 +106,7 @@ pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ending: Ending, noti
         reason: outcome.reason,
         message: outcome.message.clone(),
         exit_code,
-        account: None,
+        account: core.store.get_run(&run.id).ok().and_then(|r| r.account),
         resets_at: outcome.resets_at,
         attempts: Vec::new(),
         finished_at: now,

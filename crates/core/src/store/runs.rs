@@ -142,6 +142,12 @@ impl Store {
             .optional()?)
     }
 
+    /// Is a run on `account` running now (any process on this home)?
+    pub fn running_on_account(&self, account: &str) -> Result<bool> {
+        let n: i64 = self.conn().query_row("SELECT COUNT(*) FROM runs WHERE status = 'running' AND account = ?1", [account], |r| r.get(0))?;
+        Ok(n > 0)
+    }
+
     /// Failed or timed-out runs in a row, newest first, until a completed one.
     pub fn consecutive_failures(&self, routine: &str) -> Result<usize> {
         let conn = self.conn();
