@@ -43,6 +43,8 @@ pub(crate) struct Pending {
     pub routine: Routine,
     pub trigger: Trigger,
     pub done: oneshot::Sender<RunRecord>,
+    /// The queue note last written to its row (written again only when it changes).
+    pub note: Option<String>,
 }
 
 impl Pending {
@@ -70,7 +72,7 @@ pub(crate) async fn submit(
     };
     let (tx, done) = oneshot::channel();
     let name = routine.name.clone();
-    core.queue.lock().await.push_back(Pending { id: id.clone(), routine, trigger, done: tx });
+    core.queue.lock().await.push_back(Pending { id: id.clone(), routine, trigger, done: tx, note: None });
     dispatch(core).await;
     Ok(RunHandle { id, routine: name, done })
 }
@@ -111,25 +113,31 @@ pub(crate) fn dispatch(core: &Arc<Core>) -> std::pin::Pin<Box<dyn std::future::F
 
 async fn dispatch_now(core: &Arc<Core>) {
     let mut queue = core.queue.lock().await;
+    if queue.is_empty() {
+        return;
+    }
     let max = core.settings.max_parallel.max(1);
+    // One look at what runs now (in every process on this home); then decide in memory.
+    let (mut running, mut busy_routines, mut busy_accounts) = match core.store.running_lanes() {
+        Ok(lanes) => (lanes.len(), lanes.iter().map(|l| l.0.clone()).collect::<Vec<_>>(), lanes.into_iter().filter_map(|l| l.1).collect::<Vec<_>>()),
+        Err(e) => {
+            tracing::error!(error = %e, "cannot read running runs; dispatching later");
+            return;
+        }
+    };
     let mut waiting = std::collections::VecDeque::new();
-    let mut started_routines: Vec<String> = Vec::new();
-    let mut started_accounts: Vec<String> = Vec::new();
-    while let Some(p) = queue.pop_front() {
-        let running = core.store.running_count().unwrap_or(usize::MAX);
+    let mut notes: Vec<(String, String)> = Vec::new();
+    while let Some(mut p) = queue.pop_front() {
         let cap = if p.is_manual() { max } else { max.saturating_sub(1).max(1) };
-        let busy = started_routines.contains(&p.routine.name)
-            || waiting.iter().any(|w: &Pending| w.routine.name == p.routine.name)
-            || core.store.running_run_of(&p.routine.name).ok().flatten().is_some();
+        let busy = busy_routines.contains(&p.routine.name) || waiting.iter().any(|w: &Pending| w.routine.name == p.routine.name);
         // One run per account at a time: concurrent runs on one Claude login can get its OAuth
         // credential revoked.
         let account = pinned_account(&p.routine);
-        let account_busy = account.as_ref().is_some_and(|a| {
-            started_accounts.contains(a) || core.store.running_on_account(a).unwrap_or(false)
-        });
+        let account_busy = account.as_ref().is_some_and(|a| busy_accounts.contains(a));
         if !busy && !account_busy && running < cap {
-            started_routines.push(p.routine.name.clone());
-            started_accounts.extend(account);
+            running += 1;
+            busy_routines.push(p.routine.name.clone());
+            busy_accounts.extend(account);
             start(core, p).await;
         } else {
             let why = if busy {
@@ -142,9 +150,15 @@ async fn dispatch_now(core: &Arc<Core>) {
                 format!("waiting for a free lane ({running} running; scheduled runs leave one of {max} free for Run now)")
             };
             let message = format!("queued (position {}): {why}", waiting.len() + 1);
-            let _ = core.store.set_queue_message(&p.id, &message);
+            if p.note.as_deref() != Some(message.as_str()) {
+                notes.push((p.id.clone(), message.clone()));
+                p.note = Some(message);
+            }
             waiting.push_back(p);
         }
+    }
+    if let Err(e) = core.store.set_queue_messages(&notes) {
+        tracing::warn!(error = %e, "cannot update queue positions");
     }
     let has_waiting = !waiting.is_empty();
     *queue = waiting;
@@ -206,7 +220,7 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
 
 /// Start one run: `queued` → `running`, spawn its process, hand it to the supervisor.
 async fn start(core: &Arc<Core>, p: Pending) {
-    let Pending { id, routine, trigger: _, done } = p;
+    let Pending { id, routine, done, .. } = p;
     let now = core.clock.now();
     match core.store.mark_running(&id, now, (core.identity.0, &core.identity.1)) {
         Ok(true) => {}

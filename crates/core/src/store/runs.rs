@@ -122,13 +122,33 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// The human note on a queued run ("queued (2nd): waiting for a free slot").
-    pub fn set_queue_message(&self, id: &str, message: &str) -> Result<()> {
-        self.conn().execute("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'", params![id, message])?;
+    /// The human notes on queued runs ("queued (position 2): waiting for a free lane…"), in one
+    /// transaction.
+    pub fn set_queue_messages(&self, notes: &[(String, String)]) -> Result<()> {
+        if notes.is_empty() {
+            return Ok(());
+        }
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        {
+            let mut stmt = tx.prepare_cached("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'")?;
+            for (id, message) in notes {
+                stmt.execute(params![id, message])?;
+            }
+        }
+        tx.commit()?;
         Ok(())
     }
 
-    /// Runs `running` now, across every process on this home.
+    /// (routine, account) of every running run, across every process on this home.
+    pub fn running_lanes(&self) -> Result<Vec<(String, Option<String>)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT routine, account FROM runs WHERE status = 'running'")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// How many runs are `running` now, across every process on this home.
     pub fn running_count(&self) -> Result<usize> {
         let n: i64 = self.conn().query_row("SELECT COUNT(*) FROM runs WHERE status = 'running'", [], |r| r.get(0))?;
         Ok(n as usize)
@@ -140,12 +160,6 @@ impl Store {
             .conn()
             .query_row("SELECT id FROM runs WHERE routine = ?1 AND status = 'running' LIMIT 1", [routine], |r| r.get(0))
             .optional()?)
-    }
-
-    /// Is a run on `account` running now (any process on this home)?
-    pub fn running_on_account(&self, account: &str) -> Result<bool> {
-        let n: i64 = self.conn().query_row("SELECT COUNT(*) FROM runs WHERE status = 'running' AND account = ?1", [account], |r| r.get(0))?;
-        Ok(n > 0)
     }
 
     /// Failed or timed-out runs in a row, newest first, until a completed one.
