@@ -89,6 +89,7 @@ fn render_event(ev: &EngineEvent, json: bool) -> Option<String> {
             format!("{now} {} {} {}{took}{msg}", format::symbol(run.status), run.routine, format::status_text(run))
         }
         EngineEvent::RoutinesChanged => format!("{now} ↻ routines reloaded"),
+        EngineEvent::AccountsChanged => format!("{now} ⚿ account health changed (nightshiftctl accounts list)"),
         EngineEvent::RoutinePaused { routine, reason } => format!("{now} ⏸ {routine}: {reason}"),
         EngineEvent::EngineState { .. } => return None,
     })

@@ -13,6 +13,8 @@ pub enum EngineEvent {
     RunProgress { run_id: String, routine: String, message: String },
     RunFinished { run: RunRecord },
     RoutinesChanged,
+    /// An account's health verdict changed, or accounts were added/removed.
+    AccountsChanged,
     /// A routine was paused automatically (too many failures in a row).
     RoutinePaused { routine: String, reason: String },
     /// Counts the tray icon shows.

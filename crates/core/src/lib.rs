@@ -3,12 +3,14 @@
 //! No GUI dependency: this crate builds and tests on a bare server. The tray app (`nightshift`)
 //! and the CLI (`nightshiftctl`) are two thin faces over [`engine::Engine`].
 
+pub mod accounts;
 pub mod agents;
 pub mod clock;
 pub mod engine;
 pub mod error;
 pub mod events;
 pub mod fsutil;
+pub mod health;
 pub mod home;
 pub mod routine;
 pub mod run;

@@ -22,6 +22,27 @@ pub struct Settings {
     pub auto_pause_after: usize,
     /// Per-agent overrides, e.g. `[agents.claude] path = "/opt/claude/bin/claude"`.
     pub agents: BTreeMap<String, AgentSettings>,
+    /// The accounts runs may use (`[[accounts]]`; `nightshiftctl accounts add` writes them).
+    pub accounts: Vec<AccountSettings>,
+    /// The OS keychain service name setup tokens are stored under.
+    pub keychain_service: String,
+    /// How long an account counts as rate limited when the agent did not say when it resets.
+    pub rate_limit_cooldown_mins: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct AccountSettings {
+    /// `claude` (default) or `codex`.
+    #[serde(default = "default_agent")]
+    pub agent: String,
+    pub email: String,
+    /// The agent's config dir for this account; default `accounts/<agent>/<slug>/` in the home.
+    pub config_dir: Option<PathBuf>,
+}
+
+fn default_agent() -> String {
+    "claude".into()
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -40,6 +61,9 @@ impl Default for Settings {
             kill_grace_secs: 5,
             auto_pause_after: 3,
             agents: BTreeMap::new(),
+            accounts: Vec::new(),
+            keychain_service: "nightshift".into(),
+            rate_limit_cooldown_mins: 60,
         }
     }
 }

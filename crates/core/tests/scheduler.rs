@@ -26,7 +26,10 @@ fn rig_with(th: TestHome, start: DateTime<Utc>, settings: &str) -> Rig {
     let clock = Arc::new(ManualClock::new(start));
     let mut opts = EngineOptions::new(Home::at(th.path()));
     opts.clock = clock.clone();
-    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
+    opts.env = vec![
+        ("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display())),
+        ("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), "tok-work-for-tests".into()),
+    ];
     let engine = Engine::open(opts).unwrap();
     let sched = Scheduler::new(engine.clone());
     Rig { th, clock, engine, sched }
@@ -409,7 +412,11 @@ async fn one_run_per_account_at_a_time() {
     for name in ["a", "b"] {
         th.routine(name, "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\naccount: work@acme.dev\n");
     }
-    let r = rig_with(th, at("2026-11-30T09:59:00Z"), "max_parallel = 4\n");
+    let r = rig_with(
+        th,
+        at("2026-11-30T09:59:00Z"),
+        "max_parallel = 4\nkeychain_service = \"nightshift-test-lanes\"\n[[accounts]]\nemail = \"work@acme.dev\"\n",
+    );
     r.tick_at(at("2026-11-30T09:59:00Z")).await;
     assert_eq!(r.tick_at(at("2026-11-30T10:00:00Z")).await.fired.len(), 2);
     let running = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Running), limit: 10, ..Default::default() }).unwrap().runs;

@@ -5,14 +5,17 @@
 //! processes on this home count too); scheduled and catch-up runs never take the last free lane,
 //! so a manual "Run now" starts at once; one run per routine at a time.
 
+use super::accounts::AccountPlan;
 use super::settle::{self, Ending, LiveRun};
 use super::{Core, Engine};
 use crate::agents::{self, AgentDriver};
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::prompt::{render, PromptContext};
-use crate::routine::{Action, Routine};
-use crate::run::{new_run_id, RunRecord, RunStatus, Trigger};
+use crate::accounts::Account;
+use crate::health::Credential;
+use crate::routine::{Action, AgentKind, Routine};
+use crate::run::{new_run_id, Attempt, Reason, RunRecord, RunStatus, Trigger};
 use crate::runner::{env, process};
 use crate::store::{NewRun, Settlement};
 use chrono::{DateTime, Utc};
@@ -218,10 +221,28 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
     true
 }
 
-/// Start one run: `queued` → `running`, spawn its process, hand it to the supervisor.
+/// Start one run: choose its account (preflight), `queued` → `running`, spawn its process, hand
+/// it to the supervisor — which fails over to the next account on a rate limit.
 async fn start(core: &Arc<Core>, p: Pending) {
     let Pending { id, routine, done, .. } = p;
     let now = core.clock.now();
+    let run_dir = core.home.run_dir(&routine.name, &id);
+    let (driver, _) = agents::invocation(&routine.action, "");
+    let live = LiveRun { id: id.clone(), routine: routine.clone(), driver, run_dir: run_dir.clone(), started_at: now };
+
+    let (account, credential) = match super::accounts::plan(core, &routine, &[]) {
+        AccountPlan::Blocked { reason, message, account, resets_at } => {
+            let _ = core.store.set_run_account(&id, account.as_deref());
+            tracing::warn!(run = %id, routine = %routine.name, %message, "run blocked before start");
+            let core2 = Arc::clone(core);
+            tokio::spawn(async move {
+                settle::settle(&core2, &live, Ending::Blocked { reason, message, resets_at }, Vec::new(), None, Some(done)).await;
+            });
+            return;
+        }
+        AccountPlan::Default => (None, None),
+        AccountPlan::Use(a, c) => (Some(a), Some(c)),
+    };
     match core.store.mark_running(&id, now, (core.identity.0, &core.identity.1)) {
         Ok(true) => {}
         Ok(false) => return, // finalized while queued (cancelled); nothing to start
@@ -230,45 +251,117 @@ async fn start(core: &Arc<Core>, p: Pending) {
             return;
         }
     }
-    let run_dir = core.home.run_dir(&routine.name, &id);
-    let prepared = prepare(core, &routine, &id, &run_dir, now);
+    let _ = core.store.set_run_account(&id, account.as_ref().map(|a| a.email.as_str()));
     if let Ok(run) = core.store.get_run(&id) {
         Engine::emit(core, EngineEvent::RunStarted { run });
     }
-    let (driver, spawned) = match prepared {
-        Ok((driver, spec)) => (driver, process::spawn(&spec).map_err(|e| format!("could not start {}: {e}", spec.program.display()))),
-        Err((driver, message)) => (driver, Err(message)),
-    };
-    let live = LiveRun { id: id.clone(), routine: routine.clone(), driver, run_dir, started_at: now };
+    let spawned = spawn_attempt(core, &routine, &id, &run_dir, now, account.as_ref().zip(credential.as_ref()));
     let core2 = Arc::clone(core);
-    match spawned {
-        Ok(proc) => {
-            if let Err(e) = core.store.set_process(&id, proc.pid, proc.start_time.as_deref()) {
-                tracing::error!(run = %id, error = %e, "could not record the run's process");
-            }
-            let cancel = Arc::new(Notify::new());
-            core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), Arc::clone(&cancel));
-            tokio::spawn(async move {
-                let ending = settle::supervise(&core2, &live, proc, cancel, routine.timeout).await;
-                settle::settle(&core2, &live, ending, Some(done)).await;
-            });
-        }
+    let proc = match spawned {
+        Ok(proc) => proc,
         Err(message) => {
             tracing::warn!(run = %id, routine = %routine.name, %message, "run could not start");
             tokio::spawn(async move {
-                settle::settle(&core2, &live, Ending::SpawnFailed(message), Some(done)).await;
+                settle::settle(&core2, &live, Ending::SpawnFailed(message), Vec::new(), None, Some(done)).await;
             });
+            return;
         }
-    }
+    };
+    let cancel = Arc::new(Notify::new());
+    core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), Arc::clone(&cancel));
+    tokio::spawn(async move {
+        let core = core2;
+        let mut proc = proc;
+        let mut account = account;
+        let mut attempts: Vec<Attempt> = Vec::new();
+        let mut tried: Vec<String> = Vec::new();
+        loop {
+            let ending = settle::supervise(&core, &live, proc, Arc::clone(&cancel), routine.timeout).await;
+            let outcome = settle::classify(&core, &live, &ending).await;
+            if let Some(acc) = &account {
+                if super::accounts::record_outcome(&core, &acc.email, &id, &outcome) {
+                    let (core, email) = (Arc::clone(&core), acc.email.clone());
+                    tokio::spawn(async move { super::accounts::make_up_blocked(&core, &email).await });
+                }
+                // Fail over on a rate limit — never on an auth failure — when the routine may use
+                // another account and one is healthy.
+                let may_switch = !matches!(routine.account, crate::routine::AccountChoice::Pinned(_));
+                if may_switch && outcome.reason == Some(Reason::RateLimited) && matches!(ending, Ending::Exited(_)) {
+                    tried.push(acc.email.clone());
+                    if let AccountPlan::Use(next, cred) = super::accounts::plan(&core, &routine, &tried) {
+                        attempts.push(Attempt {
+                            account: Some(acc.email.clone()),
+                            status: outcome.status(),
+                            reason: outcome.reason,
+                            message: outcome.message.clone().map(|m| core.redactor.redact(&m)),
+                            resets_at: outcome.resets_at,
+                        });
+                        archive_attempt_logs(&live.run_dir, attempts.len());
+                        let now = core.clock.now();
+                        match spawn_attempt(&core, &routine, &id, &live.run_dir, now, Some((&next, &cred))) {
+                            Ok(p) => {
+                                let _ = core.store.set_run_account(&id, Some(&next.email));
+                                Engine::emit(&core, EngineEvent::RunProgress {
+                                    run_id: id.clone(),
+                                    routine: routine.name.clone(),
+                                    message: format!("{} is rate limited; retrying on {}", acc.email, next.email),
+                                });
+                                tracing::info!(run = %id, from = %acc.email, to = %next.email, "failing over to the next account");
+                                account = Some(next);
+                                proc = p;
+                                continue;
+                            }
+                            Err(message) => {
+                                settle::settle(&core, &live, Ending::SpawnFailed(message), attempts, None, Some(done)).await;
+                                return;
+                            }
+                        }
+                    }
+                }
+            }
+            settle::settle(&core, &live, ending, attempts, Some(outcome), Some(done)).await;
+            return;
+        }
+    });
 }
 
-type Prepared = std::result::Result<(&'static dyn AgentDriver, process::SpawnSpec), (&'static dyn AgentDriver, String)>;
+/// Keep an earlier attempt's output beside the next one: `stdout.attempt-1.log`, …
+fn archive_attempt_logs(run_dir: &std::path::Path, n: usize) {
+    for log in ["stdout", "stderr"] {
+        let _ = std::fs::rename(run_dir.join(format!("{log}.log")), run_dir.join(format!("{log}.attempt-{n}.log")));
+    }
+    let _ = std::fs::remove_file(run_dir.join(process::EXIT_CODE_FILE));
+}
 
-/// Render the prompt, build the command line and environment, find the executable.
-fn prepare(core: &Core, routine: &Routine, id: &str, run_dir: &std::path::Path, now: DateTime<Utc>) -> Prepared {
-    let (driver, _) = agents::invocation(&routine.action, "");
+/// Prepare and spawn one attempt; record its process.
+fn spawn_attempt(
+    core: &Arc<Core>,
+    routine: &Routine,
+    id: &str,
+    run_dir: &std::path::Path,
+    now: DateTime<Utc>,
+    account: Option<(&Account, &Credential)>,
+) -> Result<process::RunProcess, String> {
+    let spec = prepare(core, routine, id, run_dir, now, account)?;
+    let proc = process::spawn(&spec).map_err(|e| format!("could not start {}: {e}", spec.program.display()))?;
+    if let Err(e) = core.store.set_process(id, proc.pid, proc.start_time.as_deref()) {
+        tracing::error!(run = %id, error = %e, "could not record the run's process");
+    }
+    Ok(proc)
+}
+
+/// Render the prompt, build the command line and environment (with the account's config dir and
+/// token), find the executable.
+fn prepare(
+    core: &Core,
+    routine: &Routine,
+    id: &str,
+    run_dir: &std::path::Path,
+    now: DateTime<Utc>,
+    account: Option<(&Account, &Credential)>,
+) -> Result<process::SpawnSpec, String> {
     if let Err(e) = std::fs::create_dir_all(run_dir) {
-        return Err((driver, format!("cannot create the run directory {}: {e}", run_dir.display())));
+        return Err(format!("cannot create the run directory {}: {e}", run_dir.display()));
     }
     let prompt = match &routine.action {
         Action::Agent { prompt, .. } => {
@@ -278,19 +371,29 @@ fn prepare(core: &Core, routine: &Routine, id: &str, run_dir: &std::path::Path, 
         Action::Command { command } => command.clone(),
     };
     let (driver, args) = agents::invocation(&routine.action, &prompt);
-    let env = env::build(
-        core.env.iter().cloned(),
-        &routine.env,
-        &[
-            ("NIGHTSHIFT_RUN_ID", id.to_string()),
-            ("NIGHTSHIFT_ROUTINE", routine.name.clone()),
-            ("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()),
-        ],
-    );
-    match resolve_program(core, routine, driver, env.get("PATH").map(String::as_str)) {
-        Ok(program) => Ok((driver, process::SpawnSpec { program, args, env, cwd: routine.cwd.clone(), run_dir: run_dir.to_path_buf() })),
-        Err(message) => Err((driver, message)),
+    let mut extra = vec![
+        ("NIGHTSHIFT_RUN_ID", id.to_string()),
+        ("NIGHTSHIFT_ROUTINE", routine.name.clone()),
+        ("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()),
+    ];
+    if let Some((account, cred)) = account {
+        if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
+            return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
+        }
+        match account.agent {
+            AgentKind::Claude => {
+                extra.push(("CLAUDE_CONFIG_DIR", account.config_dir.display().to_string()));
+                if let Some(token) = &cred.token {
+                    extra.push(("CLAUDE_CODE_OAUTH_TOKEN", token.clone()));
+                }
+            }
+            AgentKind::Codex => extra.push(("CODEX_HOME", account.config_dir.display().to_string())),
+            AgentKind::Gemini => {}
+        }
     }
+    let env = env::build(core.env.iter().cloned(), &routine.env, &extra);
+    let program = resolve_program(core, routine, driver, env.get("PATH").map(String::as_str))?;
+    Ok(process::SpawnSpec { program, args, env, cwd: routine.cwd.clone(), run_dir: run_dir.to_path_buf() })
 }
 
 /// The executable to run, or a message saying exactly what is missing and how to fix it.

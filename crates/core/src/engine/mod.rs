@@ -3,6 +3,7 @@
 //! It owns the home, settings, store, clock, event channel and settle hooks — no globals: two
 //! engines on two homes live side by side in one process (tests do exactly that).
 
+mod accounts;
 mod launch;
 mod lock;
 mod recovery;
@@ -65,6 +66,8 @@ pub(crate) struct Core {
     pub lane_freed: Notify,
     /// A task is already waiting to re-dispatch the queue.
     pub dispatcher_awake: std::sync::atomic::AtomicBool,
+    /// Masks every secret the engine has handled in anything it writes or returns.
+    pub redactor: crate::accounts::redact::Redactor,
 }
 
 fn hostname() -> String {
@@ -95,6 +98,7 @@ impl Engine {
                 queue: tokio::sync::Mutex::new(std::collections::VecDeque::new()),
                 lane_freed: Notify::new(),
                 dispatcher_awake: std::sync::atomic::AtomicBool::new(false),
+                redactor: Default::default(),
             }),
         })
     }

@@ -49,7 +49,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
                     let ending = watch_orphan(&core, &live, pid, open.pid_start.clone(), cancel).await;
-                    settle::settle(&core, &live, ending, None).await;
+                    settle::settle(&core, &live, ending, Vec::new(), None, None).await;
                 });
                 handled.push(open.record.id.clone());
             }
@@ -61,7 +61,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
             None => Ending::Lost,
         };
         tracing::info!(run = %open.record.id, ?ending, "settling a run left by a previous engine");
-        settle::settle(core, &live, ending, None).await;
+        settle::settle(core, &live, ending, Vec::new(), None, None).await;
         handled.push(open.record.id.clone());
     }
     Ok(handled)

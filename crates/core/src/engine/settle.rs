@@ -5,7 +5,7 @@ use crate::agents::{AgentDriver, Outcome, RunOutput};
 use crate::events::EngineEvent;
 use crate::fsutil::write_atomic;
 use crate::routine::Routine;
-use crate::run::{Reason, RunRecord, RunStatus};
+use crate::run::{Attempt, Reason, RunRecord, RunStatus};
 use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
 use crate::runner::process::{self, RunProcess, REPORT_FILE};
 use crate::runner::follow::follow;
@@ -37,6 +37,8 @@ pub(crate) enum Ending {
     SpawnFailed(String),
     /// Its process is gone and left no exit code (the engine and the run were both killed).
     Lost,
+    /// Refused before spawning (account preflight).
+    Blocked { reason: Reason, message: String, resets_at: Option<DateTime<Utc>> },
 }
 
 /// Wait for the process, enforcing timeout and cancel on its whole process group.
@@ -68,17 +70,50 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
     ending
 }
 
-/// Classify, write the report, finalize the record once, then run the settle hooks.
-pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ending: Ending, notify: Option<oneshot::Sender<RunRecord>>) {
+/// How the run ended, from its output and what the engine itself knows.
+pub(crate) async fn classify(core: &Arc<Core>, run: &LiveRun, ending: &Ending) -> Outcome {
+    let now = core.clock.now();
+    let (driver, run_dir, ending) = (run.driver, run.run_dir.clone(), ending.clone());
+    tokio::task::spawn_blocking(move || outcome_for(driver, &run_dir, &ending, now))
+        .await
+        .unwrap_or_else(|e| Outcome::failed(Reason::AgentError, format!("classifying the run's output failed: {e}")))
+}
+
+/// Classify (unless already done), write the report, finalize the record once, then run the
+/// settle hooks. `attempts` lists earlier tries on other accounts (failover).
+pub(crate) async fn settle(
+    core: &Arc<Core>,
+    run: &LiveRun,
+    ending: Ending,
+    mut attempts: Vec<Attempt>,
+    outcome: Option<Outcome>,
+    notify: Option<oneshot::Sender<RunRecord>>,
+) {
     core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
     let now = core.clock.now();
-    let outcome = {
-        let (driver, run_dir, ending) = (run.driver, run.run_dir.clone(), ending.clone());
-        tokio::task::spawn_blocking(move || outcome_for(driver, &run_dir, &ending, now)).await.unwrap_or_else(|e| {
-            Outcome::failed(Reason::AgentError, format!("classifying the run's output failed: {e}"))
-        })
+    let outcome = match outcome {
+        Some(o) => o,
+        None => classify(core, run, &ending).await,
     };
     let mut outcome = outcome;
+    // Nothing secret leaves the engine: not in the record, the report, or the logs on disk.
+    outcome.message = outcome.message.map(|m| core.redactor.redact(&m));
+    outcome.report = outcome.report.map(|r| core.redactor.redact(&r));
+    for log in [process::STDOUT_LOG, process::STDERR_LOG] {
+        if let Err(e) = core.redactor.scrub_file(&run.run_dir.join(log)) {
+            tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
+        }
+    }
+    let account = core.store.get_run(&run.id).ok().and_then(|r| r.account);
+    if account.is_some() && !matches!(ending, Ending::Blocked { .. }) {
+        attempts.push(Attempt {
+            account: account.clone(),
+            status: outcome.status(),
+            reason: outcome.reason,
+            message: outcome.message.clone(),
+            resets_at: outcome.resets_at,
+        });
+    }
     match &ending {
         Ending::TimedOut => outcome.message = Some(timeout_message(run.routine.timeout)),
         Ending::Cancelled => outcome.message = Some("cancelled".into()),
@@ -106,9 +141,9 @@ pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ending: Ending, noti
         reason: outcome.reason,
         message: outcome.message.clone(),
         exit_code,
-        account: core.store.get_run(&run.id).ok().and_then(|r| r.account),
+        account,
         resets_at: outcome.resets_at,
-        attempts: Vec::new(),
+        attempts,
         finished_at: now,
         duration_ms: Some((now - run.started_at).num_milliseconds().max(0) as u64),
         cost_usd: outcome.cost_usd,
@@ -199,6 +234,13 @@ fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path::Path, endi
     let out = RunOutput { run_dir, exit_code, now };
     match ending {
         Ending::SpawnFailed(message) => Outcome::failed(Reason::SpawnFailed, message.clone()),
+        Ending::Blocked { reason, message, resets_at } => Outcome {
+            status: Some(RunStatus::Blocked),
+            reason: Some(*reason),
+            message: Some(message.clone()),
+            resets_at: *resets_at,
+            ..Outcome::default()
+        },
         Ending::Exited(_) => driver.classify(&out),
         Ending::TimedOut | Ending::Cancelled => {
             // Keep what the stream says about cost and session; the status is ours.

@@ -58,4 +58,25 @@ pub const MIGRATIONS: &[&str] = &[
         value TEXT NOT NULL
     );
     "#,
+    // 3: account health as runs and credentials showed it, with its history.
+    r#"
+    CREATE TABLE account_health (
+        account    TEXT PRIMARY KEY,
+        verdict    TEXT NOT NULL,
+        evidence   TEXT NOT NULL,
+        at         TEXT NOT NULL,
+        resets_at  TEXT,
+        run_id     TEXT
+    );
+    CREATE TABLE account_health_history (
+        id         INTEGER PRIMARY KEY AUTOINCREMENT,
+        account    TEXT NOT NULL,
+        verdict    TEXT NOT NULL,
+        evidence   TEXT NOT NULL,
+        at         TEXT NOT NULL,
+        resets_at  TEXT,
+        run_id     TEXT
+    );
+    CREATE INDEX account_health_history_by_account ON account_health_history(account, id DESC);
+    "#,
 ];

@@ -3,11 +3,13 @@
 //! The database is the coordination point between processes (tray app, daemon, CLI): every
 //! process opens it; SQLite's locking plus conditional updates make each transition happen once.
 
+mod accounts;
 mod migrations;
 mod runs;
 mod scheduling;
 
 pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
+pub use accounts::HealthRecord;
 pub use scheduling::RoutineState;
 
 use crate::error::{Error, ErrorCode, Result};

@@ -1,0 +1,91 @@
+//! Claude Code's own login for an account, read-only: facts for auth health (present, scopes,
+//! expiry, email). Never refreshed, never written, never copied anywhere.
+//!
+//! Linux/Windows: `<config dir>/.credentials.json`. macOS: the keychain item Claude Code writes,
+//! service `Claude Code-credentials` (+ `-<first 8 hex of sha256(config dir)>` when
+//! `CLAUDE_CONFIG_DIR` is set), account = the OS user. JSON:
+//! `{"claudeAiOauth": {accessToken, refreshToken, expiresAt (ms), refreshTokenExpiresAt?, scopes, subscriptionType}}`.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+pub struct LoginFacts {
+    pub present: bool,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub refresh_expires_at: Option<DateTime<Utc>>,
+    pub has_refresh_token: bool,
+    pub scopes: Vec<String>,
+    pub subscription: Option<String>,
+    /// `oauthAccount.emailAddress` from `<config dir>/.claude.json`.
+    pub email: Option<String>,
+}
+
+/// Parse the credentials JSON (no secret leaves this function).
+pub fn parse(json: &str) -> LoginFacts {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    let o = &v["claudeAiOauth"];
+    let ms = |k: &str| o[k].as_i64().and_then(|ms| DateTime::from_timestamp_millis(ms));
+    LoginFacts {
+        present: o["accessToken"].as_str().is_some_and(|t| !t.is_empty()),
+        expires_at: ms("expiresAt"),
+        refresh_expires_at: ms("refreshTokenExpiresAt"),
+        has_refresh_token: o["refreshToken"].as_str().is_some_and(|t| !t.is_empty()),
+        scopes: o["scopes"].as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default(),
+        subscription: o["subscriptionType"].as_str().map(str::to_string),
+        email: None,
+    }
+}
+
+/// The login facts of the account whose config dir is `dir`.
+pub fn read(dir: &Path) -> LoginFacts {
+    let mut facts = credentials_json(dir).map(|j| parse(&j)).unwrap_or_default();
+    if let Ok(text) = std::fs::read_to_string(dir.join(".claude.json")) {
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        facts.email = v["oauthAccount"]["emailAddress"].as_str().map(str::to_string);
+    }
+    facts
+}
+
+#[cfg(not(target_os = "macos"))]
+fn credentials_json(dir: &Path) -> Option<String> {
+    std::fs::read_to_string(dir.join(".credentials.json")).ok()
+}
+
+#[cfg(target_os = "macos")]
+fn credentials_json(dir: &Path) -> Option<String> {
+    let service = macos_service(dir);
+    let user = std::env::var("USER").ok()?;
+    keyring::Entry::new(&service, &user).ok()?.get_password().ok()
+}
+
+/// `Claude Code-credentials-<first 8 hex of sha256(config dir)>`.
+pub fn macos_service(dir: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(dir.display().to_string().as_bytes());
+    let hex: String = digest.iter().take(4).map(|b| format!("{b:02x}")).collect();
+    format!("Claude Code-credentials-{hex}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_facts_without_keeping_secrets() {
+        let f = parse(r#"{"claudeAiOauth":{"accessToken":"sk-ant-oat01-x","refreshToken":"sk-ant-ort01-y","expiresAt":1796004000000,"scopes":["user:inference","user:profile"],"subscriptionType":"max"}}"#);
+        assert!(f.present && f.has_refresh_token);
+        assert_eq!(f.expires_at, DateTime::from_timestamp(1796004000, 0));
+        assert_eq!(f.scopes, vec!["user:inference", "user:profile"]);
+        assert_eq!(f.subscription.as_deref(), Some("max"));
+        assert!(!format!("{f:?}").contains("sk-ant"));
+        assert_eq!(parse("not json"), LoginFacts::default());
+    }
+
+    #[test]
+    fn macos_service_name_hashes_the_config_dir() {
+        let s = macos_service(Path::new("/Users/me/.claude-work"));
+        assert!(s.starts_with("Claude Code-credentials-") && s.len() == "Claude Code-credentials-".len() + 8, "{s}");
+    }
+}

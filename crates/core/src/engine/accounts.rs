@@ -1,0 +1,254 @@
+//! Accounts in the engine: choosing the account for a run (preflight), updating health from
+//! outcomes, failover on rate limits, and making up blocked work once an account is healthy.
+
+use super::{Core, Engine};
+use crate::accounts::{self, keychain, Account};
+use crate::agents::Outcome;
+use crate::error::{Error, ErrorCode, Result};
+use crate::events::EngineEvent;
+use crate::health::{self, AccountHealth, Credential, Verdict};
+use crate::routine::{AccountChoice, Routine};
+use crate::run::{Reason, Trigger};
+use crate::store::HealthRecord;
+use chrono::{DateTime, Duration, Utc};
+use std::sync::Arc;
+
+/// What a run will authenticate with.
+pub(crate) enum AccountPlan {
+    /// No account involved (a command, or no accounts configured for this agent).
+    Default,
+    Use(Account, Credential),
+    /// Refused before spawning anything.
+    Blocked { reason: Reason, message: String, account: Option<String>, resets_at: Option<DateTime<Utc>> },
+}
+
+impl Core {
+    pub(crate) fn accounts(&self) -> Vec<Account> {
+        accounts::accounts(&self.home, &self.settings)
+    }
+
+    pub(crate) fn credential(&self, account: &Account) -> Credential {
+        let cred = health::credential(account, &self.settings.keychain_service, &self.env);
+        if let Some(t) = &cred.token {
+            self.redactor.register(t);
+        }
+        cred
+    }
+
+    pub(crate) fn assess(&self, account: &Account, cred: &Credential) -> AccountHealth {
+        let record = self.store.account_health(&account.email).ok().flatten();
+        health::assess(account, cred, record.as_ref(), self.clock.now())
+    }
+}
+
+/// Choose the account for a run of `routine`, skipping `tried` (earlier failover attempts).
+pub(crate) fn plan(core: &Core, routine: &Routine, tried: &[String]) -> AccountPlan {
+    let Some(agent) = routine.agent() else { return AccountPlan::Default };
+    let all: Vec<Account> = core.accounts().into_iter().filter(|a| a.agent == agent).collect();
+    let candidates: Vec<String> = match &routine.account {
+        AccountChoice::Pinned(email) => {
+            let Some(account) = all.iter().find(|a| a.email == *email) else {
+                return AccountPlan::Blocked {
+                    reason: Reason::NoAccount,
+                    message: format!("account {email} is not configured; add it with `nightshiftctl accounts add {} {email}`", agent.as_str()),
+                    account: Some(email.clone()),
+                    resets_at: None,
+                };
+            };
+            let cred = core.credential(account);
+            let h = core.assess(account, &cred);
+            if h.verdict.blocks() {
+                return blocked_by(account, &h);
+            }
+            return AccountPlan::Use(account.clone(), cred);
+        }
+        AccountChoice::Pool(list) => list.clone(),
+        AccountChoice::Any if all.is_empty() => return AccountPlan::Default,
+        AccountChoice::Any => all.iter().map(|a| a.email.clone()).collect(),
+    };
+    let mut refused: Vec<AccountHealth> = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
+    for email in candidates.iter().filter(|e| !tried.contains(e)) {
+        let Some(account) = all.iter().find(|a| a.email == *email) else {
+            unknown.push(email.clone());
+            continue;
+        };
+        let cred = core.credential(account);
+        let h = core.assess(account, &cred);
+        if h.verdict.healthy() {
+            return AccountPlan::Use(account.clone(), cred);
+        }
+        refused.push(h);
+    }
+    // Nobody healthy. Rate limits pass; say when the first one resets.
+    if let Some(first) = refused.iter().filter(|h| h.verdict == Verdict::RateLimited).min_by_key(|h| h.resets_at) {
+        let list: Vec<String> = refused.iter().map(|h| format!("{} {}", h.account, h.verdict.as_str())).collect();
+        return AccountPlan::Blocked {
+            reason: Reason::RateLimited,
+            message: format!("no account can run now ({}); the first limit resets at {}", list.join(", "), first.resets_at.map(|t| crate::run::fmt_time(&t)).unwrap_or_default()),
+            account: Some(first.account.clone()),
+            resets_at: first.resets_at,
+        };
+    }
+    if let Some(h) = refused.first() {
+        if let Some(account) = all.iter().find(|a| a.email == h.account) {
+            return blocked_by(account, h);
+        }
+    }
+    AccountPlan::Blocked {
+        reason: Reason::NoAccount,
+        message: format!("none of the accounts {} is configured; add one with `nightshiftctl accounts add {} EMAIL`", unknown.join(", "), agent.as_str()),
+        account: None,
+        resets_at: None,
+    }
+}
+
+fn blocked_by(account: &Account, h: &AccountHealth) -> AccountPlan {
+    let what = match h.verdict {
+        Verdict::Revoked => "was refused by the API (revoked or logged out)",
+        Verdict::Unconfigured => "has no usable credential",
+        _ => "cannot run",
+    };
+    AccountPlan::Blocked {
+        reason: Reason::AuthPreflight,
+        message: format!("account {} {what}: {} — {}", account.email, h.evidence, health::relogin_hint(account)),
+        account: Some(account.email.clone()),
+        resets_at: None,
+    }
+}
+
+/// Record what a run's outcome says about its account. Returns true if the account just became
+/// healthy again (it authenticated after being revoked or limited).
+pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outcome: &Outcome) -> bool {
+    let now = core.clock.now();
+    let before = core.store.account_health(account).ok().flatten();
+    let record = match (outcome.status(), outcome.reason) {
+        (crate::run::RunStatus::Completed, _) => HealthRecord {
+            account: account.into(),
+            verdict: "live".into(),
+            evidence: format!("run {run_id} authenticated"),
+            at: now,
+            resets_at: None,
+            run_id: Some(run_id.into()),
+        },
+        (_, Some(Reason::AuthFailed)) => HealthRecord {
+            account: account.into(),
+            verdict: "revoked".into(),
+            evidence: format!("run {run_id} failed auth_failed: {}", outcome.message.clone().unwrap_or_default()),
+            at: now,
+            resets_at: None,
+            run_id: Some(run_id.into()),
+        },
+        (_, Some(Reason::RateLimited)) => HealthRecord {
+            account: account.into(),
+            verdict: "rate_limited".into(),
+            evidence: format!("run {run_id} was rate limited: {}", outcome.message.clone().unwrap_or_default()),
+            at: now,
+            resets_at: Some(outcome.resets_at.unwrap_or(now + Duration::minutes(core.settings.rate_limit_cooldown_mins as i64))),
+            run_id: Some(run_id.into()),
+        },
+        _ => return false,
+    };
+    let recovered = record.verdict == "live" && before.as_ref().is_some_and(|b| b.verdict == "revoked" || b.verdict == "rate_limited");
+    match core.store.set_account_health(&record) {
+        Ok(true) => Engine::emit(core, EngineEvent::AccountsChanged),
+        Ok(false) => {}
+        Err(e) => tracing::error!(account, error = %e, "could not record account health"),
+    }
+    recovered
+}
+
+/// Held, not lost: each routine whose most recent scheduled run was blocked by this account in the
+/// last 24 h runs once now (trigger `catchup`).
+pub(crate) async fn make_up_blocked(core: &Arc<Core>, account: &str) {
+    let since = core.clock.now() - Duration::hours(24);
+    let Ok(names) = core.store.routines_blocked_by(account, since) else { return };
+    let set = crate::routine::load_dir(&core.home, &[]);
+    for name in names {
+        if let Some(routine) = set.get(&name) {
+            tracing::info!(routine = %name, account, "account healthy again: running the blocked routine once");
+            if let Err(e) = super::launch::submit(core, routine.clone(), Trigger::Catchup, None, None).await {
+                tracing::error!(routine = %name, error = %e, "could not run the held routine");
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Configured accounts.
+    pub fn accounts(&self) -> Vec<Account> {
+        self.core.accounts()
+    }
+
+    fn account(&self, email: &str) -> Result<Account> {
+        self.core.accounts().into_iter().find(|a| a.email == email).ok_or_else(|| {
+            Error::new(ErrorCode::Usage, format!("no account {email}; add it with `nightshiftctl accounts add claude {email}`"))
+        })
+    }
+
+    /// Health of every account (reads the keychain: call off latency-sensitive paths).
+    pub fn accounts_health(&self) -> Vec<AccountHealth> {
+        self.core
+            .accounts()
+            .iter()
+            .map(|a| {
+                let cred = self.core.credential(a);
+                self.core.assess(a, &cred)
+            })
+            .collect()
+    }
+
+    pub fn account_health(&self, email: &str) -> Result<AccountHealth> {
+        let a = self.account(email)?;
+        let cred = self.core.credential(&a);
+        Ok(self.core.assess(&a, &cred))
+    }
+
+    /// Verdict history of an account, newest first.
+    pub fn account_history(&self, email: &str, limit: usize) -> Result<Vec<HealthRecord>> {
+        self.core.store.account_health_history(email, limit)
+    }
+
+    /// Store a setup token in the OS keychain. The account is healthy again as far as we know:
+    /// routines blocked by it in the last 24 h run once.
+    pub async fn set_token(&self, email: &str, token: &str) -> Result<()> {
+        let a = self.account(email)?;
+        let token = token.trim();
+        if token.is_empty() {
+            return Err(Error::new(ErrorCode::Usage, "the token is empty (paste the output of `claude setup-token` on stdin)"));
+        }
+        self.core.redactor.register(token);
+        keychain::set_token(&self.core.settings.keychain_service, &a, token).map_err(|e| Error::new(ErrorCode::Usage, e.0))?;
+        let now = self.core.clock.now();
+        self.core.store.set_account_health(&HealthRecord {
+            account: a.email.clone(),
+            verdict: "ok".into(),
+            evidence: "setup token stored in the OS keychain".into(),
+            at: now,
+            resets_at: None,
+            run_id: None,
+        })?;
+        Engine::emit(&self.core, EngineEvent::AccountsChanged);
+        make_up_blocked(&self.core, &a.email).await;
+        Ok(())
+    }
+
+    /// Add an account to nightshift.toml (the engine must be reopened to use it).
+    pub fn add_account(&self, agent: crate::routine::AgentKind, email: &str) -> Result<()> {
+        accounts::add_account(&self.core.home, agent, email)
+    }
+
+    /// Remove an account from nightshift.toml and its setup token from the keychain.
+    pub fn remove_account(&self, email: &str) -> Result<bool> {
+        let a = self.account(email)?;
+        let removed = keychain::delete_token(&self.core.settings.keychain_service, &a).unwrap_or(false);
+        accounts::remove_account(&self.core.home, email)?;
+        Engine::emit(&self.core, EngineEvent::AccountsChanged);
+        Ok(removed)
+    }
+
+    /// The engine's secret masker (for faces that print anything agent- or account-derived).
+    pub fn redact(&self, text: &str) -> String {
+        self.core.redactor.redact(text)
+    }
+}

@@ -1,0 +1,242 @@
+//! Auth health: a verdict per account, with the time and evidence behind it, from local facts
+//! (which credential exists, when it expires) and run outcomes (a run authenticated, a run was
+//! refused, a rate limit). Never from the interactive login and never by refreshing a token —
+//! background refreshes are suspected of getting tokens revoked.
+
+use crate::accounts::claude_login::{self, LoginFacts};
+use crate::accounts::{keychain, Account};
+use crate::routine::AgentKind;
+use crate::store::HealthRecord;
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+/// A credential "expiring" this close to its expiry.
+pub const EXPIRING_HOURS: i64 = 72;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// The last run on it authenticated.
+    Live,
+    /// A credential is present and not expired.
+    Ok,
+    /// Expires within 72 h.
+    Expiring,
+    Expired,
+    /// A run failed `auth_failed` on it since its last success.
+    Revoked,
+    /// Until `resets_at`.
+    RateLimited,
+    /// No credential, or the keychain is unavailable.
+    Unconfigured,
+    Unknown,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Verdict::Live => "live",
+            Verdict::Ok => "ok",
+            Verdict::Expiring => "expiring",
+            Verdict::Expired => "expired",
+            Verdict::Revoked => "revoked",
+            Verdict::RateLimited => "rate_limited",
+            Verdict::Unconfigured => "unconfigured",
+            Verdict::Unknown => "unknown",
+        }
+    }
+    /// Preflight refuses to start a run on these; every other verdict fails open.
+    pub fn blocks(self) -> bool {
+        matches!(self, Verdict::Revoked | Verdict::Unconfigured)
+    }
+    /// Fit to be chosen from a pool.
+    pub fn healthy(self) -> bool {
+        matches!(self, Verdict::Live | Verdict::Ok | Verdict::Expiring | Verdict::Unknown)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CredentialSource {
+    /// A setup token in the OS keychain.
+    Keychain,
+    /// A setup token in `CLAUDE_CODE_OAUTH_TOKEN_<SLUG>`.
+    Env,
+    /// The agent's own login in the account's config dir.
+    AgentLogin,
+    None,
+}
+
+/// What an account can authenticate with right now. The token stays inside the engine.
+#[derive(Clone)]
+pub struct Credential {
+    pub source: CredentialSource,
+    pub token: Option<String>,
+    pub login: LoginFacts,
+    /// When the agent login file last changed (a fresh `claude /login` clears `revoked`).
+    pub login_changed_at: Option<DateTime<Utc>>,
+    /// Why the keychain could not be read, if it could not.
+    pub keychain_problem: Option<String>,
+}
+
+impl std::fmt::Debug for Credential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Credential")
+            .field("source", &self.source)
+            .field("token", &self.token.as_ref().map(|_| "[redacted]"))
+            .field("keychain_problem", &self.keychain_problem)
+            .finish()
+    }
+}
+
+/// Find the account's credential: keychain, then environment, then the agent's own login.
+pub fn credential(account: &Account, keychain_service: &str, env: &[(String, String)]) -> Credential {
+    let (login, login_file) = match account.agent {
+        AgentKind::Claude => (claude_login::read(&account.config_dir), account.config_dir.join(".credentials.json")),
+        _ => {
+            let file = account.config_dir.join("auth.json");
+            (LoginFacts { present: file.exists(), ..LoginFacts::default() }, file)
+        }
+    };
+    let login_changed_at = std::fs::metadata(&login_file).and_then(|m| m.modified()).ok().map(DateTime::<Utc>::from);
+    let mut cred = Credential { source: CredentialSource::None, token: None, login, login_changed_at, keychain_problem: None };
+    if account.agent == AgentKind::Claude {
+        match keychain::get_token(keychain_service, account) {
+            Ok(Some(token)) => {
+                cred.source = CredentialSource::Keychain;
+                cred.token = Some(token);
+                return cred;
+            }
+            Ok(None) => {}
+            Err(problem) => cred.keychain_problem = Some(problem.0),
+        }
+        let var = account.env_token_var();
+        if let Some((_, token)) = env.iter().find(|(k, v)| *k == var && !v.is_empty()) {
+            cred.source = CredentialSource::Env;
+            cred.token = Some(token.clone());
+            return cred;
+        }
+    }
+    if cred.login.present {
+        cred.source = CredentialSource::AgentLogin;
+    }
+    cred
+}
+
+/// An account's health as the UI and CLI show it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AccountHealth {
+    pub account: String,
+    pub agent: AgentKind,
+    pub verdict: Verdict,
+    /// Why, in words ("run 01j… failed auth_failed: Invalid bearer token").
+    pub evidence: String,
+    /// When the evidence was seen.
+    pub since: Option<DateTime<Utc>>,
+    pub source: CredentialSource,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub resets_at: Option<DateTime<Utc>>,
+    pub config_dir: String,
+    /// The exact fix, when there is one.
+    pub fix: Option<String>,
+}
+
+/// The fix for an account that cannot authenticate.
+pub fn relogin_hint(account: &Account) -> String {
+    match account.agent {
+        AgentKind::Claude => format!(
+            "re-login: nightshiftctl accounts set-token {}, or claude /login with CLAUDE_CONFIG_DIR={}",
+            account.email,
+            account.config_dir.display()
+        ),
+        other => format!("re-login: {} login with its config dir {}", other.as_str(), account.config_dir.display()),
+    }
+}
+
+/// Decide the verdict from the credential and what runs showed.
+pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord>, now: DateTime<Utc>) -> AccountHealth {
+    let mut h = AccountHealth {
+        account: account.email.clone(),
+        agent: account.agent,
+        verdict: Verdict::Unknown,
+        evidence: String::new(),
+        since: None,
+        source: cred.source,
+        expires_at: None,
+        resets_at: None,
+        config_dir: account.config_dir.display().to_string(),
+        fix: None,
+    };
+    // A run refused this account: revoked, until a new credential appears.
+    if let Some(r) = record.filter(|r| r.verdict == "revoked") {
+        let relogged = cred.source == CredentialSource::AgentLogin && cred.login_changed_at.is_some_and(|t| t > r.at);
+        if !relogged {
+            h.verdict = Verdict::Revoked;
+            h.evidence = r.evidence.clone();
+            h.since = Some(r.at);
+            h.fix = Some(relogin_hint(account));
+            return h;
+        }
+    }
+    if let Some(r) = record.filter(|r| r.verdict == "rate_limited") {
+        let until = r.resets_at.unwrap_or(r.at);
+        if until > now {
+            h.verdict = Verdict::RateLimited;
+            h.evidence = r.evidence.clone();
+            h.since = Some(r.at);
+            h.resets_at = Some(until);
+            return h;
+        }
+    }
+    match cred.source {
+        CredentialSource::None => {
+            h.verdict = Verdict::Unconfigured;
+            h.evidence = match &cred.keychain_problem {
+                Some(p) => p.clone(),
+                None => "no credential: no setup token in the keychain or environment, and no agent login in its config dir".into(),
+            };
+            h.fix = Some(relogin_hint(account));
+            h.since = Some(now);
+            return h;
+        }
+        CredentialSource::Keychain | CredentialSource::Env => {
+            h.verdict = Verdict::Ok;
+            h.evidence = format!(
+                "setup token in the {}",
+                if cred.source == CredentialSource::Keychain { "OS keychain".to_string() } else { format!("environment ({})", account.env_token_var()) }
+            );
+        }
+        CredentialSource::AgentLogin => {
+            // With a refresh token the CLI renews its access token itself; what can run out is
+            // the refresh token.
+            let expiry = if cred.login.has_refresh_token { cred.login.refresh_expires_at } else { cred.login.expires_at };
+            h.expires_at = expiry;
+            h.verdict = Verdict::Ok;
+            h.evidence = "agent login in its config dir".into();
+            if let Some(t) = expiry {
+                if t <= now {
+                    h.verdict = Verdict::Expired;
+                    h.evidence = format!("the login expired at {}", crate::run::fmt_time(&t));
+                    h.fix = Some(relogin_hint(account));
+                    h.since = Some(t);
+                    return h;
+                }
+                if t - now <= Duration::hours(EXPIRING_HOURS) {
+                    h.verdict = Verdict::Expiring;
+                    h.evidence = format!("the login expires at {}", crate::run::fmt_time(&t));
+                    h.fix = Some(relogin_hint(account));
+                }
+            }
+        }
+    }
+    if let Some(r) = record.filter(|r| r.verdict == "live") {
+        if h.verdict == Verdict::Ok {
+            h.verdict = Verdict::Live;
+        }
+        h.evidence = r.evidence.clone();
+        h.since = Some(r.at);
+    } else if let Some(r) = record {
+        h.since = Some(r.at);
+    }
+    h
+}

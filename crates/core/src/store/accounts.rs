@@ -1,0 +1,99 @@
+//! What runs and credential changes showed about each account, with history.
+
+use super::Store;
+use crate::error::Result;
+use crate::run::{fmt_time, parse_time};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+use serde::Serialize;
+
+/// The latest run-derived verdict on an account (`live`, `revoked`, `rate_limited`, `ok`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HealthRecord {
+    pub account: String,
+    pub verdict: String,
+    pub evidence: String,
+    pub at: DateTime<Utc>,
+    pub resets_at: Option<DateTime<Utc>>,
+    pub run_id: Option<String>,
+}
+
+impl Store {
+    pub fn account_health(&self, account: &str) -> Result<Option<HealthRecord>> {
+        Ok(self
+            .conn()
+            .query_row(
+                "SELECT account, verdict, evidence, at, resets_at, run_id FROM account_health WHERE account = ?1",
+                [account],
+                |r| {
+                    Ok(HealthRecord {
+                        account: r.get(0)?,
+                        verdict: r.get(1)?,
+                        evidence: r.get(2)?,
+                        at: parse_time(&r.get::<_, String>(3)?).unwrap_or_default(),
+                        resets_at: r.get::<_, Option<String>>(4)?.as_deref().and_then(parse_time),
+                        run_id: r.get(5)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Record a verdict; returns true when it changed (a new history row was written).
+    pub fn set_account_health(&self, h: &HealthRecord) -> Result<bool> {
+        let previous = self.account_health(&h.account)?;
+        let changed = previous.as_ref().is_none_or(|p| p.verdict != h.verdict || p.resets_at != h.resets_at);
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT INTO account_health (account, verdict, evidence, at, resets_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+             ON CONFLICT(account) DO UPDATE SET verdict = excluded.verdict, evidence = excluded.evidence, at = excluded.at,
+                 resets_at = excluded.resets_at, run_id = excluded.run_id",
+            params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
+        )?;
+        if changed {
+            tx.execute(
+                "INSERT INTO account_health_history (account, verdict, evidence, at, resets_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(changed)
+    }
+
+    /// Verdict changes, newest first.
+    pub fn account_health_history(&self, account: &str, limit: usize) -> Result<Vec<HealthRecord>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT account, verdict, evidence, at, resets_at, run_id FROM account_health_history WHERE account = ?1 ORDER BY id DESC LIMIT ?2",
+        )?;
+        let rows = stmt
+            .query_map(params![account, limit as i64], |r| {
+                Ok(HealthRecord {
+                    account: r.get(0)?,
+                    verdict: r.get(1)?,
+                    evidence: r.get(2)?,
+                    at: parse_time(&r.get::<_, String>(3)?).unwrap_or_default(),
+                    resets_at: r.get::<_, Option<String>>(4)?.as_deref().and_then(parse_time),
+                    run_id: r.get(5)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Routines whose most recent scheduled run was blocked by `account` since `since` — the work
+    /// owed once the account is healthy again.
+    pub fn routines_blocked_by(&self, account: &str, since: DateTime<Utc>) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT r.routine FROM runs r
+             WHERE r.status = 'blocked' AND r.account = ?1 AND r.scheduled_for IS NOT NULL AND r.sort_ms >= ?2
+               AND r.sort_ms = (SELECT MAX(x.sort_ms) FROM runs x WHERE x.routine = r.routine AND x.scheduled_for IS NOT NULL
+                                AND x.status NOT IN ('missed', 'skipped'))
+             GROUP BY r.routine",
+        )?;
+        let rows = stmt.query_map(params![account, since.timestamp_millis()], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+}
