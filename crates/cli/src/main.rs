@@ -4,6 +4,7 @@
 //! Exit codes: 0 success; 1 a run (with `--wait`) ended other than `completed`; 2 usage or
 //! configuration errors (bad arguments, invalid routine, unknown run…), printed as `error: …`.
 
+mod accounts;
 mod daemon;
 mod format;
 mod history;
@@ -49,6 +50,11 @@ enum Command {
         /// Show stderr instead of stdout.
         #[arg(long)]
         stderr: bool,
+    },
+    /// Accounts: auth health, setup tokens in the OS keychain.
+    Accounts {
+        #[command(subcommand)]
+        command: accounts::AccountsCommand,
     },
     /// Create the home directory with example routines (the tray app does this on first launch).
     Init,
@@ -109,6 +115,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Daemon { json } => daemon::daemon(Engine::open(EngineOptions::new(home))?, json).await,
         Command::Pause { routine } => pause(&open(home).await?, routine, true),
         Command::Resume { routine } => pause(&open(home).await?, routine, false),
+        Command::Accounts { command } => accounts::run(&open(home).await?, command).await,
         Command::Routines { command } => routines::run(&open(home).await?, command),
         Command::Run(args) => run::run(&open(home).await?, args).await,
         Command::Runs(args) => history::runs(&open(home).await?, args),

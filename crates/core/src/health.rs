@@ -132,9 +132,12 @@ pub struct AccountHealth {
     /// Why, in words ("run 01j… failed auth_failed: Invalid bearer token").
     pub evidence: String,
     /// When the evidence was seen.
+    #[serde(serialize_with = "crate::run::ser_opt_time")]
     pub since: Option<DateTime<Utc>>,
     pub source: CredentialSource,
+    #[serde(serialize_with = "crate::run::ser_opt_time")]
     pub expires_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "crate::run::ser_opt_time")]
     pub resets_at: Option<DateTime<Utc>>,
     pub config_dir: String,
     /// The exact fix, when there is one.

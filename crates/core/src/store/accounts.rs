@@ -13,7 +13,9 @@ pub struct HealthRecord {
     pub account: String,
     pub verdict: String,
     pub evidence: String,
+    #[serde(serialize_with = "crate::run::ser_time")]
     pub at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::run::ser_opt_time")]
     pub resets_at: Option<DateTime<Utc>>,
     pub run_id: Option<String>,
 }
@@ -87,11 +89,10 @@ impl Store {
     pub fn routines_blocked_by(&self, account: &str, since: DateTime<Utc>) -> Result<Vec<String>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT r.routine FROM runs r
+            "SELECT DISTINCT r.routine FROM runs r
              WHERE r.status = 'blocked' AND r.account = ?1 AND r.scheduled_for IS NOT NULL AND r.sort_ms >= ?2
-               AND r.sort_ms = (SELECT MAX(x.sort_ms) FROM runs x WHERE x.routine = r.routine AND x.scheduled_for IS NOT NULL
-                                AND x.status NOT IN ('missed', 'skipped'))
-             GROUP BY r.routine",
+               AND NOT EXISTS (SELECT 1 FROM runs y WHERE y.routine = r.routine AND (y.sort_ms, y.id) > (r.sort_ms, r.id)
+                               AND y.status NOT IN ('missed', 'skipped'))",
         )?;
         let rows = stmt.query_map(params![account, since.timestamp_millis()], |r| r.get(0))?.collect::<Result<_, _>>()?;
         Ok(rows)

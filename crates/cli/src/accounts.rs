@@ -1,0 +1,154 @@
+//! `nightshiftctl accounts list | add | remove | set-token | check`
+
+use crate::format::{self, json, table};
+use crate::Outcome;
+use clap::Subcommand;
+use nightshift_core::health::{AccountHealth, CredentialSource, Verdict};
+use nightshift_core::routine::AgentKind;
+use nightshift_core::{Engine, Error, ErrorCode};
+use std::io::{IsTerminal, Read};
+
+#[derive(Subcommand)]
+pub enum AccountsCommand {
+    /// Every account with its auth health, the evidence behind it and its credential source.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add an account: AGENT is claude (or codex), EMAIL its identity.
+    Add { agent: String, email: String },
+    /// Remove an account and its setup token from the OS keychain.
+    Remove { email: String },
+    /// Store a setup token (`claude setup-token`) in the OS keychain; the token is read from stdin
+    /// and never echoed.
+    SetToken { email: String },
+    /// Check accounts now; exit 1 if any needs attention (revoked, unconfigured, expired).
+    Check {
+        email: Option<String>,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error> {
+    match cmd {
+        AccountsCommand::List { json: as_json } => {
+            let all = health(engine, None).await?;
+            print_list(&all, as_json);
+            Ok(Outcome::Ok)
+        }
+        AccountsCommand::Add { agent, email } => {
+            let kind = AgentKind::from_name(&agent)
+                .filter(|k| *k != AgentKind::Gemini)
+                .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected claude or codex)")))?;
+            engine.add_account(kind, &email)?;
+            println!("added {email} ({agent}); its config dir is under {}", engine.home().accounts_dir().display());
+            if kind == AgentKind::Claude {
+                println!("next: `claude setup-token`, then `nightshiftctl accounts set-token {email}` (paste the token)");
+            }
+            Ok(Outcome::Ok)
+        }
+        AccountsCommand::Remove { email } => {
+            let had_token = engine.remove_account(&email)?;
+            println!("removed {email}{}", if had_token { " and its setup token" } else { "" });
+            Ok(Outcome::Ok)
+        }
+        AccountsCommand::SetToken { email } => {
+            let token = read_secret(&format!("Paste the setup token for {email} (input hidden), then Enter: "))?;
+            engine.set_token(&email, &token).await?;
+            println!("stored the setup token for {email} in the OS keychain");
+            Ok(Outcome::Ok)
+        }
+        AccountsCommand::Check { email, json: as_json } => {
+            let all = health(engine, email.as_deref()).await?;
+            if as_json {
+                json(&all);
+            } else {
+                for h in &all {
+                    println!("{} · {}", h.account, h.verdict.as_str());
+                    println!("  {}", h.evidence);
+                    if let Some(fix) = &h.fix {
+                        println!("  fix: {fix}");
+                    }
+                    for past in engine.account_history(&h.account, 5)? {
+                        println!("  {}  {:<12} {}", format::local(&past.at), past.verdict, past.evidence);
+                    }
+                }
+            }
+            let attention = all.iter().any(|h| h.verdict.blocks() || h.verdict == Verdict::Expired);
+            Ok(if attention { Outcome::RunNotCompleted } else { Outcome::Ok })
+        }
+    }
+}
+
+/// Health off the async workers (the keychain is asked on a thread of its own, with a limit).
+async fn health(engine: &Engine, only: Option<&str>) -> Result<Vec<AccountHealth>, Error> {
+    let e = engine.clone();
+    let only = only.map(str::to_string);
+    tokio::task::spawn_blocking(move || match only {
+        Some(email) => e.account_health(&email).map(|h| vec![h]),
+        None => Ok(e.accounts_health()),
+    })
+    .await
+    .map_err(|err| Error::new(ErrorCode::Io, format!("checking accounts failed: {err}")))?
+}
+
+fn print_list(all: &[AccountHealth], as_json: bool) {
+    if as_json {
+        json(&all);
+        return;
+    }
+    if all.is_empty() {
+        println!("No accounts yet. Add one with `nightshiftctl accounts add claude you@example.com`.");
+        return;
+    }
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|h| {
+            let when = match (h.verdict, h.resets_at, h.expires_at) {
+                (Verdict::RateLimited, Some(t), _) => format!("resets {}", format::local(&t)),
+                (_, _, Some(t)) => format!("expires {}", format::local(&t)),
+                _ => h.since.map(|t| format!("since {}", format::local(&t))).unwrap_or_default(),
+            };
+            let source = match h.source {
+                CredentialSource::Keychain => "keychain",
+                CredentialSource::Env => "env",
+                CredentialSource::AgentLogin => "agent login",
+                CredentialSource::None => "none",
+            };
+            vec![h.account.clone(), h.agent.as_str().into(), h.verdict.as_str().into(), source.into(), when, h.evidence.clone()]
+        })
+        .collect();
+    table(&["ACCOUNT", "AGENT", "HEALTH", "CREDENTIAL", "WHEN", "EVIDENCE"], &rows);
+    for h in all.iter().filter(|h| h.fix.is_some()) {
+        eprintln!("{}: {}", h.account, h.fix.as_deref().unwrap_or(""));
+    }
+}
+
+/// Read a secret: hidden when typed at a terminal, else all of stdin. Never echoed, never in argv.
+fn read_secret(prompt: &str) -> Result<String, Error> {
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        let mut s = String::new();
+        stdin.lock().read_to_string(&mut s).map_err(|e| Error::new(ErrorCode::Io, format!("cannot read the token from stdin: {e}")))?;
+        return Ok(s.trim().to_string());
+    }
+    eprint!("{prompt}");
+    let fd = libc::STDIN_FILENO;
+    // SAFETY: plain termios calls on stdin; the original settings are restored below.
+    let mut term: libc::termios = unsafe { std::mem::zeroed() };
+    let have = unsafe { libc::tcgetattr(fd, &mut term) } == 0;
+    let original = term;
+    if have {
+        term.c_lflag &= !libc::ECHO;
+        unsafe { libc::tcsetattr(fd, libc::TCSANOW, &term) };
+    }
+    let mut line = String::new();
+    let read = stdin.read_line(&mut line);
+    if have {
+        unsafe { libc::tcsetattr(fd, libc::TCSANOW, &original) };
+    }
+    eprintln!();
+    read.map_err(|e| Error::new(ErrorCode::Io, format!("cannot read the token: {e}")))?;
+    Ok(line.trim().to_string())
+}

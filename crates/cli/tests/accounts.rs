@@ -1,0 +1,279 @@
+//! Accounts for real: the OS keychain (gnome-keyring on a private D-Bus session, started by
+//! scripts/test.sh), the "no Secret Service" path, and the real Claude CLI against the loopback
+//! fake API answering by bearer token — failover, revocation, preflight, recovery, redaction.
+
+mod common;
+
+use common::{ctl, json, stderr, stdout, tokio_ctl};
+use nightshift_testkit::home::require_claude_cli;
+use nightshift_testkit::{FakeAnthropic, Reply, TestHome};
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+/// Tests that need the real keychain fail loudly without one, unless skipped on purpose.
+fn keychain_available() -> bool {
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() {
+        return true;
+    }
+    if std::env::var("NIGHTSHIFT_SKIP_KEYCHAIN").as_deref() == Ok("1") {
+        eprintln!("skipping: no D-Bus session and NIGHTSHIFT_SKIP_KEYCHAIN=1");
+        return false;
+    }
+    panic!("no D-Bus session bus: run the suite through scripts/test.sh (it starts one with gnome-keyring), or set NIGHTSHIFT_SKIP_KEYCHAIN=1");
+}
+
+/// A home whose keychain service is unique to this test.
+fn home_with_accounts(accounts: &[&str]) -> (TestHome, String) {
+    let th = TestHome::new();
+    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
+    let mut toml = format!("keychain_service = \"{service}\"\nkill_grace_secs = 1\n");
+    for a in accounts {
+        toml += &format!("[[accounts]]\nemail = \"{a}\"\n");
+    }
+    std::fs::write(th.path().join("nightshift.toml"), toml).unwrap();
+    (th, service)
+}
+
+fn ctl_bus(th: &TestHome) -> Command {
+    let mut c = ctl(th);
+    for var in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"] {
+        if let Some(v) = std::env::var_os(var) {
+            c.env(var, v);
+        }
+    }
+    c
+}
+
+fn set_token(th: &TestHome, email: &str, token: &str) -> std::process::Output {
+    let mut child = ctl_bus(th).args(["accounts", "set-token", email]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(format!("{token}\n").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn health(th: &TestHome) -> Vec<serde_json::Value> {
+    json(&ctl_bus(th).args(["accounts", "list", "--json"]).output().unwrap()).as_array().unwrap().clone()
+}
+
+fn health_of(th: &TestHome, email: &str) -> serde_json::Value {
+    health(th).into_iter().find(|h| h["account"] == email).unwrap()
+}
+
+#[test]
+fn setup_tokens_live_in_the_os_keychain() {
+    if !keychain_available() {
+        return;
+    }
+    let (th, service) = home_with_accounts(&[]);
+    let out = ctl_bus(&th).args(["accounts", "add", "claude", "me@home.dev"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(health_of(&th, "me@home.dev")["verdict"], "unconfigured");
+
+    let out = set_token(&th, "me@home.dev", "nightshift-test-setup-token-0001");
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("nightshift-test-setup-token-0001") && !stderr(&out).contains("nightshift-test-setup-token-0001"), "never echoed");
+    let h = health_of(&th, "me@home.dev");
+    assert_eq!((h["verdict"].as_str(), h["source"].as_str()), (Some("ok"), Some("keychain")), "{h:#}");
+    // The item is a normal Secret Service item: another program can read it…
+    let looked = Command::new("secret-tool").args(["lookup", "service", &service, "username", "claude:me@home.dev"]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&looked.stdout), "nightshift-test-setup-token-0001");
+    // …and an item another program wrote is read by us.
+    let mut st = Command::new("secret-tool")
+        .args(["store", "--label=test", "service", &service, "username", "claude:other@home.dev"])
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap();
+    st.stdin.take().unwrap().write_all(b"written-by-secret-tool-0002").unwrap();
+    assert!(st.wait().unwrap().success());
+    ctl_bus(&th).args(["accounts", "add", "claude", "other@home.dev"]).output().unwrap();
+    assert_eq!(health_of(&th, "other@home.dev")["source"], "keychain");
+    // Nothing secret in what the CLI prints.
+    let listing = ctl_bus(&th).args(["accounts", "list", "--json"]).output().unwrap();
+    assert!(!stdout(&listing).contains("nightshift-test-setup-token") && !stdout(&listing).contains("written-by-secret-tool"));
+    // Remove deletes the keychain item too.
+    assert!(ctl_bus(&th).args(["accounts", "remove", "me@home.dev"]).status().unwrap().success());
+    assert!(ctl_bus(&th).args(["accounts", "remove", "other@home.dev"]).status().unwrap().success());
+    let gone = Command::new("secret-tool").args(["lookup", "service", &service, "username", "claude:me@home.dev"]).output().unwrap();
+    assert!(!gone.status.success());
+}
+
+#[test]
+fn without_a_secret_service_accounts_say_why_and_everything_else_works() {
+    // A private session bus that starts no services: no org.freedesktop.secrets.
+    let conf = std::fs::read_to_string("/usr/share/dbus-1/session.conf").expect("dbus session.conf");
+    let bare: String = conf.lines().filter(|l| !l.contains("servicedir") && !l.contains("standard_session_servicedirs")).collect::<Vec<_>>().join("\n");
+    let (th, _) = home_with_accounts(&["me@home.dev"]);
+    let conf_path = th.path().join("bare-session.conf");
+    std::fs::write(&conf_path, bare).unwrap();
+    th.routine("hello", "schedule: \"0 * * * *\"\ncommand: echo still works\n");
+    let script = format!(
+        "{ctl} accounts list --json > {d}/list.json 2> {d}/list.err; echo token-abcdefgh | {ctl} accounts set-token me@home.dev > {d}/set.out 2> {d}/set.err; echo $? > {d}/set.code; {ctl} run hello --wait --json > {d}/run.json",
+        ctl = env!("CARGO_BIN_EXE_nightshiftctl"),
+        d = th.path().display()
+    );
+    let out = Command::new("dbus-run-session")
+        .arg(format!("--config-file={}", conf_path.display()))
+        .args(["--", "sh", "-c", &script])
+        .env("NIGHTSHIFT_HOME", th.path())
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", th.user_home())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let read = |f: &str| std::fs::read_to_string(th.path().join(f)).unwrap();
+    let list: serde_json::Value = serde_json::from_str(&read("list.json")).unwrap();
+    assert_eq!(list[0]["verdict"], "unconfigured");
+    assert_eq!(
+        list[0]["evidence"],
+        "OS keychain unavailable: no Secret Service on the session bus — start gnome-keyring (or another Secret Service) or set CLAUDE_CODE_OAUTH_TOKEN_ME_AT_HOME_DOT_DEV"
+    );
+    assert_eq!(read("set.code").trim(), "2");
+    assert!(read("set.err").starts_with("error: OS keychain unavailable: no Secret Service on the session bus"), "{}", read("set.err"));
+    let run: serde_json::Value = serde_json::from_str(&read("run.json")).unwrap();
+    assert_eq!(run["status"], "completed", "command routines keep working");
+}
+
+#[test]
+fn an_environment_token_is_the_headless_fallback() {
+    let (th, _) = home_with_accounts(&["me@home.dev"]);
+    let out = ctl(&th)
+        .args(["accounts", "list", "--json"])
+        .env("CLAUDE_CODE_OAUTH_TOKEN_ME_AT_HOME_DOT_DEV", "env-token-for-headless-0003")
+        .output()
+        .unwrap();
+    let h = &json(&out)[0];
+    assert_eq!((h["verdict"].as_str(), h["source"].as_str()), (Some("ok"), Some("env")), "{h:#}");
+    assert!(!stdout(&out).contains("env-token-for-headless"));
+}
+
+/// Every file under `dir` (the whole home: database, logs, reports, account dirs).
+fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    let mut hits = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    hits.push(p.display().to_string());
+                }
+            }
+        }
+    }
+    hits
+}
+
+const TOK_A: &str = "nightshift-test-token-alpha-0001";
+const TOK_B: &str = "nightshift-test-token-bravo-0002";
+const TOK_C: &str = "nightshift-test-token-charlie-0003";
+const TOK_C2: &str = "nightshift-test-token-charlie-new-0004";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_revocation_preflight_recovery_and_no_leaks_with_the_real_cli() {
+    if require_claude_cli().is_none() || !keychain_available() {
+        return;
+    }
+    let reset = (chrono::Utc::now().timestamp() / 3600 + 3) * 3600;
+    let fake = FakeAnthropic::start(None).await;
+    fake.set(TOK_A, Reply::UnifiedLimit { reset_epoch: reset });
+    fake.set(TOK_B, Reply::Success { text: "Triaged 4 issues.".into() });
+    fake.set(TOK_C, Reply::Unauthorized);
+    fake.set(TOK_C2, Reply::Success { text: "Back in business.".into() });
+    let (th, _) = home_with_accounts(&["a@x.dev", "b@x.dev", "c@x.dev"]);
+    for (email, tok) in [("a@x.dev", TOK_A), ("b@x.dev", TOK_B), ("c@x.dev", TOK_C)] {
+        assert!(set_token(&th, email, tok).status.success());
+    }
+    let env = format!("env:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n", fake.url());
+    th.routine("pool", &format!("schedule: \"0 2 * * *\"\nagent: claude\nprompt: Triage\naccounts: [a@x.dev, b@x.dev]\ncwd: {}\n{env}", th.user_home().display()));
+    th.routine("pinned", &format!("schedule: \"0 3 * * *\"\nagent: claude\nprompt: Check\naccount: c@x.dev\ncwd: {}\n{env}", th.user_home().display()));
+    let mut printed = String::new();
+    let run = |name: &'static str| {
+        let th = &th;
+        async move {
+            let mut cmd = tokio_ctl(th);
+            for var in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"] {
+                if let Some(v) = std::env::var_os(var) {
+                    cmd.env(var, v);
+                }
+            }
+            let out = cmd.args(["run", name, "--wait", "--json"]).output().await.unwrap();
+            (json(&out), format!("{}{}", stdout(&out), stderr(&out)))
+        }
+    };
+
+    // A is limited → the same run retries on B and completes; A is rate limited until the reset.
+    let (rec, out) = run("pool").await;
+    printed += &out;
+    assert_eq!((rec["status"].as_str(), rec["account"].as_str()), (Some("completed"), Some("b@x.dev")), "{rec:#}");
+    let attempts = rec["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{rec:#}");
+    assert_eq!((attempts[0]["account"].as_str(), attempts[0]["reason"].as_str()), (Some("a@x.dev"), Some("rate_limited")));
+    assert_eq!(attempts[1]["status"], "completed");
+    assert_eq!(fake.message_credentials(), vec![TOK_A, TOK_B], "the API saw A's token, then B's");
+    let expected_reset = nightshift_core::run::fmt_time(&chrono::DateTime::from_timestamp(reset, 0).unwrap());
+    let a = health_of(&th, "a@x.dev");
+    assert_eq!((a["verdict"].as_str(), a["resets_at"].as_str()), (Some("rate_limited"), Some(expected_reset.as_str())), "{a:#}");
+    assert_eq!(health_of(&th, "b@x.dev")["verdict"], "live");
+
+    // C's token is refused → failed/auth_failed, no failover, C revoked.
+    let (rec, out) = run("pinned").await;
+    printed += &out;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
+    assert_eq!(rec["attempts"].as_array().unwrap().len(), 1);
+    assert_eq!(health_of(&th, "c@x.dev")["verdict"], "revoked");
+
+    // The next run on C is blocked before anything is spawned.
+    let seen = fake.requests().len();
+    let (rec, out) = run("pinned").await;
+    printed += &out;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("auth_preflight")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().contains("nightshiftctl accounts set-token c@x.dev"), "{rec:#}");
+    assert_eq!(fake.requests().len(), seen, "nothing reached the API");
+
+    // A new token → it runs, and C is live again.
+    assert!(set_token(&th, "c@x.dev", TOK_C2).status.success());
+    let (rec, out) = run("pinned").await;
+    printed += &out;
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert_eq!(health_of(&th, "c@x.dev")["verdict"], "live");
+
+    // No token anywhere: not in the home (database, logs, reports, account dirs), not in output.
+    for tok in [TOK_A, TOK_B, TOK_C, TOK_C2] {
+        assert_eq!(files_containing(th.path(), tok), Vec::<String>::new(), "{tok} leaked");
+        assert!(!printed.contains(tok), "{tok} printed");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stale_claude_login_is_auth_failed_and_the_account_revoked() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await; // every credential gets 401
+    let (th, _) = home_with_accounts(&["old@x.dev"]);
+    let dir = th.path().join("accounts/claude/old-at-x.dev");
+    std::fs::create_dir_all(&dir).unwrap();
+    let expires = (chrono::Utc::now().timestamp() + 86_400) * 1000;
+    std::fs::write(
+        dir.join(".credentials.json"),
+        format!(r#"{{"claudeAiOauth":{{"accessToken":"stale-access-token-0005","refreshToken":"stale-refresh-0006","expiresAt":{expires},"scopes":["user:inference"],"subscriptionType":"max"}}}}"#),
+    )
+    .unwrap();
+    th.routine(
+        "r",
+        &format!("schedule: \"0 2 * * *\"\nagent: claude\nprompt: Go\naccount: old@x.dev\ncwd: {}\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n", th.user_home().display(), fake.url()),
+    );
+    assert_eq!(json(&ctl(&th).args(["accounts", "list", "--json"]).output().unwrap())[0]["source"], "agent_login");
+    let out = tokio_ctl(&th).args(["run", "r", "--wait", "--json"]).output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
+    let h = &json(&ctl(&th).args(["accounts", "list", "--json"]).output().unwrap())[0];
+    assert_eq!(h["verdict"], "revoked", "{h:#}");
+    // A login with no credentials at all never reaches the CLI: it is blocked as unconfigured.
+    std::fs::remove_file(dir.join(".credentials.json")).unwrap();
+    let _ = std::fs::remove_file(th.path().join("nightshift.db"));
+    let out = tokio_ctl(&th).args(["run", "r", "--wait", "--json"]).output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("auth_preflight")), "{rec:#}");
+}

@@ -1,0 +1,119 @@
+//! Accounts in the engine: health verdicts from facts and outcomes, and "held, not lost".
+
+use chrono::{DateTime, Duration, Utc};
+use nightshift_core::accounts::{claude_login::LoginFacts, Account};
+use nightshift_core::health::{assess, Credential, CredentialSource, Verdict};
+use nightshift_core::routine::AgentKind;
+use nightshift_core::run::{Reason, RunStatus, Trigger};
+use nightshift_core::store::{HealthRecord, RunQuery};
+use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
+use nightshift_testkit::TestHome;
+use std::sync::Arc;
+
+fn account() -> Account {
+    Account { agent: AgentKind::Claude, email: "me@home.dev".into(), config_dir: "/tmp/me".into() }
+}
+
+fn login(expires_in_h: Option<i64>, refresh: bool, now: DateTime<Utc>) -> Credential {
+    Credential {
+        source: CredentialSource::AgentLogin,
+        token: None,
+        login: LoginFacts {
+            present: true,
+            expires_at: expires_in_h.map(|h| now + Duration::hours(h)),
+            refresh_expires_at: None,
+            has_refresh_token: refresh,
+            ..LoginFacts::default()
+        },
+        login_changed_at: Some(now - Duration::days(1)),
+        keychain_problem: None,
+    }
+}
+
+fn record(verdict: &str, at: DateTime<Utc>, resets: Option<DateTime<Utc>>) -> HealthRecord {
+    HealthRecord { account: "me@home.dev".into(), verdict: verdict.into(), evidence: format!("{verdict} evidence"), at, resets_at: resets, run_id: None }
+}
+
+#[test]
+fn verdicts_from_facts_and_outcomes() {
+    let now = Utc::now();
+    let a = account();
+    assert_eq!(assess(&a, &login(Some(24 * 30), false, now), None, now).verdict, Verdict::Ok);
+    assert_eq!(assess(&a, &login(Some(10), false, now), None, now).verdict, Verdict::Expiring);
+    let expired = assess(&a, &login(Some(-1), false, now), None, now);
+    assert_eq!(expired.verdict, Verdict::Expired);
+    assert!(expired.fix.unwrap().contains("claude /login with CLAUDE_CONFIG_DIR=/tmp/me"));
+    // With a refresh token the CLI renews the access token itself: not "expired".
+    assert_eq!(assess(&a, &login(Some(-1), true, now), None, now).verdict, Verdict::Ok);
+    assert_eq!(assess(&a, &login(None, true, now), Some(&record("live", now, None)), now).verdict, Verdict::Live);
+    let revoked = assess(&a, &login(None, true, now), Some(&record("revoked", now, None)), now);
+    assert_eq!((revoked.verdict, revoked.evidence.as_str()), (Verdict::Revoked, "revoked evidence"));
+    // A fresh `claude /login` after the failure clears it.
+    let mut relogged = login(None, true, now);
+    relogged.login_changed_at = Some(now + Duration::minutes(1));
+    assert_eq!(assess(&a, &relogged, Some(&record("revoked", now, None)), now).verdict, Verdict::Ok);
+    let limited = assess(&a, &login(None, true, now), Some(&record("rate_limited", now, Some(now + Duration::hours(2)))), now);
+    assert_eq!((limited.verdict, limited.resets_at), (Verdict::RateLimited, Some(now + Duration::hours(2))));
+    // After the reset it is fine again.
+    assert_eq!(assess(&a, &login(None, true, now), Some(&record("rate_limited", now, Some(now - Duration::minutes(1)))), now).verdict, Verdict::Ok);
+    let none = Credential { source: CredentialSource::None, token: None, login: LoginFacts::default(), login_changed_at: None, keychain_problem: Some("OS keychain unavailable: x".into()) };
+    let h = assess(&a, &none, None, now);
+    assert_eq!((h.verdict, h.evidence.as_str()), (Verdict::Unconfigured, "OS keychain unavailable: x"));
+    assert!(Verdict::Revoked.blocks() && Verdict::Unconfigured.blocks() && !Verdict::Expired.blocks() && !Verdict::RateLimited.blocks());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_none() {
+        assert_eq!(std::env::var("NIGHTSHIFT_SKIP_KEYCHAIN").as_deref(), Ok("1"), "needs the keychain: run through scripts/test.sh");
+        return;
+    }
+    let th = TestHome::new();
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    th.script("claude", &format!("cat {}/success.jsonl", fixtures.display()));
+    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
+    std::fs::write(th.path().join("nightshift.toml"), format!("keychain_service = \"{service}\"\n[[accounts]]\nemail = \"c@x.dev\"\n")).unwrap();
+    th.routine("nightly", "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccount: c@x.dev\n");
+    let start = DateTime::parse_from_rfc3339("2026-11-30T09:59:00Z").unwrap().with_timezone(&Utc);
+    let clock = Arc::new(ManualClock::new(start));
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.clock = clock.clone();
+    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
+    for var in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"] {
+        if let Ok(v) = std::env::var(var) {
+            opts.env.push((var.into(), v));
+        }
+    }
+    let engine = Engine::open(opts).unwrap();
+    let sched = Scheduler::new(engine.clone());
+    sched.tick().await.unwrap();
+    clock.set(start + Duration::minutes(1));
+    sched.tick().await.unwrap();
+    let rows = || engine.store().list_runs(&RunQuery { routine: Some("nightly".into()), limit: 10, ..Default::default() }).unwrap().runs;
+    for _ in 0..200 {
+        if rows().first().is_some_and(|r| r.status.is_final()) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let blocked = rows();
+    assert_eq!(blocked.len(), 1);
+    assert_eq!((blocked[0].status, blocked[0].reason), (RunStatus::Blocked, Some(Reason::AuthPreflight)), "{blocked:?}");
+    assert_eq!(blocked[0].account.as_deref(), Some("c@x.dev"));
+
+    engine.set_token("c@x.dev", "nightshift-test-token-held-0007").await.unwrap();
+    for _ in 0..200 {
+        if rows().len() == 2 && rows()[0].status.is_final() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let after = rows();
+    assert_eq!(after.len(), 2, "{after:?}");
+    assert_eq!((after[0].status, after[0].trigger), (RunStatus::Completed, Trigger::Catchup), "{after:?}");
+    // Owed once, not again.
+    engine.set_token("c@x.dev", "nightshift-test-token-held-0007").await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(rows().len(), 2);
+    let _ = nightshift_core::accounts::keychain::delete_token(&service, &engine.accounts()[0]);
+}
