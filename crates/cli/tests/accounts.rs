@@ -277,3 +277,16 @@ async fn a_stale_claude_login_is_auth_failed_and_the_account_revoked() {
     let rec = json(&out);
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("auth_preflight")), "{rec:#}");
 }
+
+#[test]
+fn a_pinned_account_that_is_not_configured_blocks_with_no_account() {
+    let (th, _) = home_with_accounts(&[]);
+    th.script("claude", "echo should not run > ran; exit 0");
+    th.routine("r", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Go\naccount: ghost@x.dev\n");
+    let out = ctl(&th).args(["run", "r", "--wait", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("no_account")), "{rec:#}");
+    assert_eq!(rec["message"], "account ghost@x.dev is not configured; add it with `nightshiftctl accounts add claude ghost@x.dev`");
+    assert!(!th.path().join("ran").exists(), "nothing was spawned");
+}
