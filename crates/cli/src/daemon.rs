@@ -8,9 +8,12 @@ use std::sync::Arc;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::Notify;
 
-pub async fn daemon(engine: Engine, json: bool) -> Result<Outcome, Error> {
+pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome, Error> {
     // One scheduler per home; say who has it otherwise.
     let _lock = SchedulerLock::acquire(engine.home(), "nightshiftctl daemon")?;
+    if notify {
+        crate::enable_desktop_notifications(&engine);
+    }
     let mut events = engine.subscribe();
     let adopted = engine.recover(RecoveryMode::Adopt).await?;
     let sched = Scheduler::new(engine.clone());

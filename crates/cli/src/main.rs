@@ -63,6 +63,9 @@ enum Command {
         /// One JSON event per line instead of readable lines.
         #[arg(long)]
         json: bool,
+        /// Also send desktop notifications (finish notices, revoked accounts, auto-pauses).
+        #[arg(long)]
+        notify: bool,
     },
     /// Pause scheduling: one routine, or all of them (manual runs still work).
     Pause { routine: Option<String> },
@@ -112,7 +115,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
             }
             Ok(Outcome::Ok)
         }
-        Command::Daemon { json } => daemon::daemon(Engine::open(EngineOptions::new(home))?, json).await,
+        Command::Daemon { json, notify } => daemon::daemon(Engine::open(EngineOptions::new(home))?, json, notify).await,
         Command::Pause { routine } => pause(&open(home).await?, routine, true),
         Command::Resume { routine } => pause(&open(home).await?, routine, false),
         Command::Accounts { command } => accounts::run(&open(home).await?, command).await,
@@ -148,6 +151,12 @@ async fn open(home: Home) -> Result<Engine, Error> {
         tracing::warn!(error = %e, "could not settle runs left by a previous engine");
     }
     Ok(engine)
+}
+
+/// Desktop notifications through notify-rust, branded with the bundled icon.
+pub fn enable_desktop_notifications(engine: &Engine) {
+    use nightshift_desktop::DesktopNotifier;
+    engine.enable_notifications(std::sync::Arc::new(DesktopNotifier::new(Some(DesktopNotifier::bundled_icon()), None)));
 }
 
 /// Logs go to stderr, quiet by default; `NIGHTSHIFT_LOG=debug` (or any tracing filter) for more.

@@ -19,10 +19,16 @@ pub struct RunArgs {
     /// Print the run record as JSON (the final one with --wait).
     #[arg(long)]
     json: bool,
+    /// With --wait: also send the desktop finish notification.
+    #[arg(long)]
+    notify: bool,
 }
 
 pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     let live = std::io::stderr().is_terminal();
+    if args.notify && args.wait {
+        crate::enable_desktop_notifications(engine);
+    }
     let mut events = engine.subscribe();
     let handle = engine.run_now(&args.name, Trigger::Cli).await?;
     let id = handle.id.clone();

@@ -12,6 +12,7 @@ pub mod events;
 pub mod fsutil;
 pub mod health;
 pub mod home;
+pub mod notify;
 pub mod routine;
 pub mod run;
 pub mod runner;

@@ -51,7 +51,7 @@ pub struct Engine {
 pub(crate) struct Core {
     pub home: Home,
     pub settings: Settings,
-    pub store: Store,
+    pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub env: Vec<(String, String)>,
     pub events: EventSender,
@@ -82,7 +82,7 @@ impl Engine {
     /// Open the engine on a home: read settings, open (and migrate) the database.
     pub fn open(opts: EngineOptions) -> Result<Engine> {
         let settings = Settings::load(&opts.home.settings_path())?;
-        let store = Store::open(&opts.home.db_path())?;
+        let store = Arc::new(Store::open(&opts.home.db_path())?);
         let (events, _) = tokio::sync::broadcast::channel(1024);
         Ok(Engine {
             core: Arc::new(Core {
@@ -114,6 +114,44 @@ impl Engine {
     }
     pub fn subscribe(&self) -> EventReceiver {
         self.core.events.subscribe()
+    }
+
+    /// Send desktop notifications through `notifier`: a finish notification per run (per the
+    /// routine's `notify:` policy, exactly once), and a notice when an account turns `revoked` or
+    /// a routine is auto-paused. Must be called inside a tokio runtime.
+    pub fn enable_notifications(&self, notifier: Arc<dyn crate::notify::Notifier>) {
+        let hook = Arc::new(crate::notify::NotifyHook::new(notifier, Arc::clone(&self.core.store), self.core.home.clone()));
+        self.add_settle_hook(hook.clone());
+        let mut events = self.subscribe();
+        let store = Arc::clone(&self.core.store);
+        let accounts: Vec<String> = self.accounts().into_iter().map(|a| a.email).collect();
+        tokio::spawn(async move {
+            let mut told: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+            loop {
+                let notice = match events.recv().await {
+                    Ok(EngineEvent::RoutinePaused { routine, reason }) => {
+                        Some(crate::notify::Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true })
+                    }
+                    Ok(EngineEvent::AccountsChanged) => accounts.iter().find_map(|a| {
+                        let h = store.account_health(a).ok().flatten()?;
+                        let key = (a.clone(), crate::run::fmt_time(&h.at));
+                        (h.verdict == "revoked" && told.insert(key)).then(|| crate::notify::Notice {
+                            summary: format!("✗ {a} needs login"),
+                            body: crate::agents::first_line(&h.evidence, 140),
+                            run_id: h.run_id.clone(),
+                            critical: true,
+                        })
+                    }),
+                    Ok(_) => None,
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                    Err(_) => return,
+                };
+                if let Some(n) = notice {
+                    let hook = hook.clone();
+                    tokio::task::spawn_blocking(move || hook.send_bounded(n));
+                }
+            }
+        });
     }
 
     /// Register a hook called after every run's record is final.

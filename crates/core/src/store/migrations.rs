@@ -79,4 +79,8 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX account_health_history_by_account ON account_health_history(account, id DESC);
     "#,
+    // 4: a run's finish notification is sent exactly once, even across crashes.
+    r#"
+    ALTER TABLE runs ADD COLUMN notified_at TEXT;
+    "#,
 ];

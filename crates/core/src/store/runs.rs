@@ -179,6 +179,15 @@ impl Store {
         Ok(())
     }
 
+    /// Claim the right to send a run's finish notification: `true` once, `false` ever after.
+    pub fn mark_notified(&self, id: &str) -> Result<bool> {
+        let changed = self.conn().execute(
+            "UPDATE runs SET notified_at = ?2 WHERE id = ?1 AND notified_at IS NULL",
+            params![id, fmt_time(&Utc::now())],
+        )?;
+        Ok(changed == 1)
+    }
+
     /// The account a run uses (or was blocked by).
     pub fn set_run_account(&self, id: &str, account: Option<&str>) -> Result<()> {
         self.conn().execute("UPDATE runs SET account = ?2 WHERE id = ?1", params![id, account])?;

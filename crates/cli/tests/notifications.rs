@@ -1,0 +1,150 @@
+//! Finish notifications through a real D-Bus notification server (tests/support/
+//! notification_server.py) on a private session bus: branding, texts, policy, and a hung server
+//! that must not delay settling.
+
+mod common;
+
+use common::{ctl, json, stderr};
+use nightshift_testkit::TestHome;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A private session bus (starting no services) with the recording server on it.
+struct Bus {
+    daemon: Child,
+    server: Child,
+    address: String,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Bus {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.daemon.kill();
+        let _ = self.server.wait();
+        let _ = self.daemon.wait();
+    }
+}
+
+fn bus(th: &TestHome, mode: &str) -> Bus {
+    let conf = std::fs::read_to_string("/usr/share/dbus-1/session.conf").expect("dbus session.conf (apt: dbus)");
+    let bare: String = conf.lines().filter(|l| !l.contains("servicedir") && !l.contains("standard_session_servicedirs")).collect::<Vec<_>>().join("\n");
+    let conf_path = th.path().join(format!("bus-{mode}.conf"));
+    std::fs::write(&conf_path, bare).unwrap();
+    let mut daemon = Command::new("dbus-daemon")
+        .arg(format!("--config-file={}", conf_path.display()))
+        .args(["--nofork", "--print-address"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(daemon.stdout.take().unwrap()), &mut line).unwrap();
+    let address = line.trim().to_string();
+    let log = th.path().join(format!("notifications-{mode}.jsonl"));
+    let script = nightshift_testkit::home::workspace_root().join("tests/support/notification_server.py");
+    let server = Command::new("/usr/bin/python3").arg(script).args([mode, &log.display().to_string()]).env("DBUS_SESSION_BUS_ADDRESS", &address).spawn().unwrap();
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log).unwrap_or_default().contains("ready") {
+        assert!(start.elapsed() < Duration::from_secs(15), "the notification server did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Bus { daemon, server, address, log }
+}
+
+impl Bus {
+    fn notifications(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|v| v.get("ready").is_none())
+            .collect()
+    }
+}
+
+fn run_notify(th: &TestHome, bus: &Bus, name: &str) -> (serde_json::Value, Duration) {
+    let start = Instant::now();
+    let out = ctl(th).args(["run", name, "--wait", "--json", "--notify"]).env("DBUS_SESSION_BUS_ADDRESS", &bus.address).output().unwrap();
+    let took = start.elapsed();
+    assert!(out.status.code() == Some(0) || out.status.code() == Some(1), "{}", stderr(&out));
+    (json(&out), took)
+}
+
+#[test]
+fn finish_notifications_are_branded_and_follow_the_policy() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\n").unwrap();
+    th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: 'echo \"All 3 PRs are green\"; echo more'\n");
+    th.routine("quiet", "schedule: \"0 * * * *\"\ncommand: echo fine\n");
+    th.routine("broken", "schedule: \"0 * * * *\"\ncommand: 'echo disk full >&2; exit 3'\n");
+    th.routine("slow", "schedule: \"0 * * * *\"\ntimeout: 1s\ncommand: sleep 30\n");
+    th.routine("never", "schedule: \"0 * * * *\"\nnotify: never\ncommand: 'exit 1'\n");
+    let bus = bus(&th, "record");
+
+    run_notify(&th, &bus, "report");
+    let n = bus.notifications();
+    assert_eq!(n.len(), 1, "{n:#?}");
+    assert_eq!(n[0]["app_name"], "Nightshift");
+    assert!(n[0]["summary"].as_str().unwrap().starts_with("✓ report · "), "{n:#?}");
+    assert_eq!(n[0]["body"], "All 3 PRs are green");
+    assert!(n[0]["icon"].as_str().unwrap().ends_with("icons/notification.png"), "{n:#?}");
+    assert_eq!(n[0]["actions"], serde_json::json!(["default", "Open", "open", "Open"]));
+
+    // Commands notify on failures only by default; `never` means never.
+    run_notify(&th, &bus, "quiet");
+    run_notify(&th, &bus, "never");
+    assert_eq!(bus.notifications().len(), 1);
+
+    run_notify(&th, &bus, "broken");
+    let n = bus.notifications();
+    assert_eq!(n.len(), 2);
+    assert_eq!(n[1]["summary"], "✗ broken · exit_nonzero");
+    assert_eq!(n[1]["body"], "exited with code 3: disk full");
+    assert_eq!(n[1]["hints"]["urgency"], 2, "failures are critical");
+
+    run_notify(&th, &bus, "slow");
+    let n = bus.notifications();
+    assert_eq!(n[2]["summary"], "⏱ slow timed out after 1s");
+}
+
+#[test]
+fn a_login_failure_says_which_account_needs_login() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n").unwrap();
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/claude-2.1.332");
+    th.script("claude", &format!("cat {}/logged-out.jsonl; exit 1", fx.display()));
+    th.routine("review", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: go\naccount: work@acme.dev\n");
+    let bus = bus(&th, "record");
+    let out = ctl(&th)
+        .args(["run", "review", "--wait", "--json", "--notify"])
+        .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
+        .env("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV", "nightshift-test-token-work-0009")
+        .output()
+        .unwrap();
+    assert_eq!(json(&out)["reason"], "auth_failed");
+    let start = Instant::now();
+    while bus.notifications().len() < 2 && start.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let n = bus.notifications();
+    let summaries: Vec<&str> = n.iter().map(|x| x["summary"].as_str().unwrap()).collect();
+    assert!(summaries.contains(&"✗ review · login needed for work@acme.dev"), "{summaries:?}");
+    let finish = n.iter().find(|x| x["summary"] == "✗ review · login needed for work@acme.dev").unwrap();
+    assert_eq!(finish["body"], "Not logged in · Please run /login");
+}
+
+#[test]
+fn a_hung_notification_server_does_not_delay_settling() {
+    let th = TestHome::new();
+    th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo done\n");
+    let bus = bus(&th, "hang");
+    let (rec, took) = run_notify(&th, &bus, "report");
+    assert_eq!(rec["status"], "completed");
+    // The record was final long before the bounded notification attempt gave up.
+    let started = chrono::DateTime::parse_from_rfc3339(rec["started_at"].as_str().unwrap()).unwrap();
+    let finished = chrono::DateTime::parse_from_rfc3339(rec["finished_at"].as_str().unwrap()).unwrap();
+    assert!((finished - started).num_milliseconds() < 2000, "{rec:#}");
+    assert!(took < Duration::from_secs(15), "run --wait returned after {took:?}");
+    assert_eq!(bus.notifications().len(), 1, "the server did receive the call");
+}

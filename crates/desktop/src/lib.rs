@@ -1,0 +1,66 @@
+//! Desktop notifications with notify-rust (pure-Rust D-Bus on Linux, native elsewhere), branded
+//! "Nightshift" with the brand icon, with an "Open" action that opens the run.
+//!
+//! Shared by the tray app and `nightshiftctl daemon --notify`, so both faces notify identically.
+
+use nightshift_core::notify::{Notice, Notifier};
+use notify_rust::{Notification, Timeout, Urgency};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub const APP_NAME: &str = "Nightshift";
+
+/// Called with the run id when the user clicks "Open" on a notification.
+pub type OpenRun = Arc<dyn Fn(String) + Send + Sync>;
+
+pub struct DesktopNotifier {
+    icon: Option<PathBuf>,
+    on_open: Option<OpenRun>,
+}
+
+impl DesktopNotifier {
+    /// `icon`: the brand icon (PNG) to show; `on_open`: what "Open" does (where supported).
+    pub fn new(icon: Option<PathBuf>, on_open: Option<OpenRun>) -> Self {
+        DesktopNotifier { icon: icon.filter(|p| p.exists()), on_open }
+    }
+
+    /// The brand notification icon shipped in the repository (`icons/notification.png`).
+    pub fn bundled_icon() -> PathBuf {
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../icons/notification.png")
+    }
+}
+
+impl Notifier for DesktopNotifier {
+    fn send(&self, notice: &Notice) -> Result<(), String> {
+        let mut n = Notification::new();
+        n.appname(APP_NAME).summary(&notice.summary).body(&notice.body).timeout(Timeout::Milliseconds(if notice.critical { 15_000 } else { 8_000 }));
+        if let Some(icon) = &self.icon {
+            n.icon(&icon.display().to_string());
+        }
+        if notice.run_id.is_some() {
+            n.action("default", "Open").action("open", "Open");
+        }
+        #[cfg(all(unix, not(target_os = "macos")))]
+        {
+            n.urgency(if notice.critical { Urgency::Critical } else { Urgency::Normal });
+            n.hint(notify_rust::Hint::DesktopEntry("nightshift".into()));
+        }
+        #[cfg(not(all(unix, not(target_os = "macos"))))]
+        let _ = Urgency::Normal;
+        let handle = n.show().map_err(|e| e.to_string())?;
+        #[cfg(all(unix, not(target_os = "macos")))]
+        if let (Some(on_open), Some(run_id)) = (self.on_open.clone(), notice.run_id.clone()) {
+            // Waiting for the click blocks until the notification closes: never on the engine's path.
+            std::thread::spawn(move || {
+                handle.wait_for_action(|action| {
+                    if action == "open" || action == "default" {
+                        on_open(run_id.clone());
+                    }
+                });
+            });
+        }
+        #[cfg(not(all(unix, not(target_os = "macos"))))]
+        let _ = handle;
+        Ok(())
+    }
+}

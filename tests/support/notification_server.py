@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""A real org.freedesktop.Notifications server for tests: owns the name on the session bus it is
+started on and records every Notify call as one JSON line (app_name, summary, body, icon, actions,
+hints, timeout).
+
+    notification_server.py record OUT.jsonl   answer every call
+    notification_server.py hang   OUT.jsonl   record, but never reply (a hung server)
+
+It writes {"ready": true} as its first line once it owns the name. Needs Debian's python3-dbus and
+python3-gi (/usr/bin/python3, not a pyenv python).
+"""
+import json
+import sys
+
+import dbus
+import dbus.mainloop.glib
+import dbus.service
+from gi.repository import GLib
+
+MODE, OUT = sys.argv[1], sys.argv[2]
+IFACE = "org.freedesktop.Notifications"
+
+
+def plain(v):
+    if isinstance(v, (dbus.Byte, dbus.Int16, dbus.Int32, dbus.Int64, dbus.UInt16, dbus.UInt32, dbus.UInt64)):
+        return int(v)
+    if isinstance(v, dbus.Boolean):
+        return bool(v)
+    if isinstance(v, (dbus.Array, list)):
+        return [plain(x) for x in v]
+    if isinstance(v, (dbus.Dictionary, dict)):
+        return {str(k): plain(x) for k, x in v.items()}
+    if isinstance(v, (dbus.Struct, tuple)):
+        return [plain(x) for x in v]
+    return str(v)
+
+
+def write(record):
+    with open(OUT, "a") as f:
+        f.write(json.dumps(record) + "\n")
+
+
+class Server(dbus.service.Object):
+    def __init__(self, bus):
+        self.bus_name = dbus.service.BusName(IFACE, bus, do_not_queue=True)
+        super().__init__(self.bus_name, "/org/freedesktop/Notifications")
+        self.count = 0
+
+    @dbus.service.method(IFACE, in_signature="susssasa{sv}i", out_signature="u", async_callbacks=("ok", "err"))
+    def Notify(self, app_name, replaces_id, app_icon, summary, body, actions, hints, timeout, ok, err):
+        self.count += 1
+        write({"app_name": str(app_name), "summary": str(summary), "body": str(body), "icon": str(app_icon),
+               "actions": plain(actions), "hints": {k: plain(v) for k, v in hints.items() if k != "image-data"},
+               "timeout": int(timeout)})
+        if MODE != "hang":
+            ok(dbus.UInt32(self.count))
+
+    @dbus.service.method(IFACE, in_signature="", out_signature="as")
+    def GetCapabilities(self):
+        return ["actions", "body", "icon-static"]
+
+    @dbus.service.method(IFACE, in_signature="", out_signature="ssss")
+    def GetServerInformation(self):
+        return ("nightshift-test-server", "nightshift", "1.0", "1.2")
+
+    @dbus.service.method(IFACE, in_signature="u", out_signature="")
+    def CloseNotification(self, nid):
+        pass
+
+
+dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
+server = Server(dbus.SessionBus())
+write({"ready": True})
+GLib.MainLoop().run()
