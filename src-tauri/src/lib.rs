@@ -1,14 +1,41 @@
 //! The Nightshift tray app: a thin Tauri shell over `nightshift-core`.
 //!
-//! It hosts the engine in-process on Tauri's tokio runtime. Everything that matters (routines,
-//! runs, settling, recovery) lives in the engine crate; this shell only wires windows, tray and
-//! notifications to it.
+//! It hosts the engine in-process on Tauri's tokio runtime: the scheduler (unless a
+//! `nightshiftctl daemon` already schedules this home), crash recovery, desktop notifications.
+//! Users meet it as a status icon (idle / running / attention) with a menu, and as finish
+//! notifications. Closing the window destroys it (an idle tray app should not keep a webview
+//! alive); the app lives on in the tray until Quit.
 
-use nightshift_core::{Engine, EngineOptions, Home, RecoveryMode, Scheduler, SchedulerLock};
-use std::sync::Arc;
+mod relogin;
+pub mod tray;
+
+use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::store::RunQuery;
+use nightshift_core::{Engine, EngineEvent, EngineOptions, Home, RecoveryMode, Scheduler, SchedulerLock};
+use nightshift_desktop::DesktopNotifier;
+use std::sync::{Arc, Mutex};
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::TrayIconBuilder;
+use tauri::{AppHandle, Emitter, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, Wry};
+use tauri_plugin_autostart::ManagerExt;
+use tray::{MenuEntry, TrayFacts};
+
+const TRAY_ID: &str = "nightshift";
+
+/// What the shell keeps: the engine, and who schedules this home if not us.
+pub struct AppState {
+    pub engine: Engine,
+    pub scheduled_elsewhere: Mutex<Option<String>>,
+}
+
+/// `--run-now NAME` on the command line (also sent to the running instance by a second launch).
+fn run_now_arg(argv: &[String]) -> Option<String> {
+    argv.iter().position(|a| a == "--run-now").and_then(|i| argv.get(i + 1)).cloned()
+}
 
 pub fn run() {
     init_tracing();
+    let argv: Vec<String> = std::env::args().collect();
     let home = match Home::from_env().and_then(|home| home.bootstrap().map(|b| (home, b))) {
         Ok((home, boot)) => {
             if boot.created {
@@ -22,34 +49,254 @@ pub fn run() {
         }
     };
 
-    tauri::Builder::default()
-        .setup(move |_app| {
+    let app = tauri::Builder::default()
+        .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
+            // A second launch: run a routine if asked, else bring the window up.
+            match run_now_arg(&argv) {
+                Some(name) => run_now(app, name),
+                None => show_window(app),
+            }
+        }))
+        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .setup(move |app| {
             let engine = Engine::open(EngineOptions::new(home))?;
-            let engine2 = engine.clone();
-            tauri::async_runtime::spawn(async move {
-                match engine2.recover(RecoveryMode::Adopt).await {
-                    Ok(ids) if !ids.is_empty() => tracing::info!(count = ids.len(), "settled or re-adopted runs left by a previous engine"),
-                    Ok(_) => {}
-                    Err(e) => tracing::error!(error = %e, "crash recovery failed"),
-                }
-                // Schedule here unless a `nightshiftctl daemon` already does for this home; then
-                // this app is a viewer/controller (manual runs still work).
-                match SchedulerLock::acquire(engine2.home(), "the Nightshift app") {
-                    Ok(lock) => {
-                        let scheduler = Scheduler::new(engine2.clone());
-                        scheduler.run(Arc::new(tokio::sync::Notify::new())).await;
-                        drop(lock);
-                    }
-                    Err(e) => tracing::warn!("{}", e.message),
-                }
+            let handle = app.handle().clone();
+            let on_open: nightshift_desktop::OpenRun = Arc::new(move |run_id: String| {
+                show_window(&handle);
+                let _ = handle.emit("open-run", run_id);
             });
+            // The engine spawns its listeners on Tauri's tokio runtime.
+            let runtime = tauri::async_runtime::handle();
+            let _entered = runtime.inner().enter();
+            engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open))));
+            app.manage(AppState { engine: engine.clone(), scheduled_elsewhere: Mutex::new(None) });
+            install_tray(app.handle())?;
+            let handle = app.handle().clone();
+            tauri::async_runtime::spawn(async move { run_engine(handle, engine).await });
+            if let Some(name) = run_now_arg(&argv) {
+                run_now(app.handle(), name);
+            }
             Ok(())
         })
-        .run(tauri::generate_context!())
+        .build(tauri::generate_context!())
         .unwrap_or_else(|e| {
-            eprintln!("error: Nightshift could not start its window: {e}");
+            eprintln!("error: Nightshift could not start: {e}");
             std::process::exit(1);
         });
+    app.run(|_app, event| {
+        // Closing the last window keeps the app in the tray; only Quit (an explicit exit code) ends it.
+        if let RunEvent::ExitRequested { code: None, api, .. } = event {
+            api.prevent_exit();
+        }
+    });
+}
+
+/// Recovery, the scheduler (if this home is not scheduled elsewhere) and tray updates from events.
+async fn run_engine(app: AppHandle, engine: Engine) {
+    match engine.recover(RecoveryMode::Adopt).await {
+        Ok(ids) if !ids.is_empty() => tracing::info!(count = ids.len(), "settled or re-adopted runs left by a previous engine"),
+        Ok(_) => {}
+        Err(e) => tracing::error!(error = %e, "crash recovery failed"),
+    }
+    let mut events = engine.subscribe();
+    let tray_app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        refresh_tray(&tray_app).await;
+        loop {
+            match events.recv().await {
+                Ok(EngineEvent::RunProgress { .. }) => continue,
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    // Coalesce bursts (a catch-up pass emits many events at once).
+                    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+                    while events.try_recv().is_ok() {}
+                    refresh_tray(&tray_app).await;
+                }
+                Err(_) => return,
+            }
+        }
+    });
+    match SchedulerLock::acquire(engine.home(), "the Nightshift app") {
+        Ok(lock) => {
+            Scheduler::new(engine.clone()).run(Arc::new(tokio::sync::Notify::new())).await;
+            drop(lock);
+        }
+        Err(e) => {
+            // A daemon schedules this home: this app views and controls (Run now still works).
+            tracing::warn!("{}", e.message);
+            let who = e.message.split(" already schedules").next().unwrap_or("another process").to_string();
+            *app.state::<AppState>().scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(who);
+            refresh_tray(&app).await;
+        }
+    }
+}
+
+fn notification_icon(app: &AppHandle) -> std::path::PathBuf {
+    app.path()
+        .resource_dir()
+        .ok()
+        .map(|d| d.join("icons/notification.png"))
+        .filter(|p| p.exists())
+        .unwrap_or_else(DesktopNotifier::bundled_icon)
+}
+
+/// Show the window, recreating it if it was closed (closing destroys it to free the webview).
+pub fn show_window(app: &AppHandle) {
+    if let Some(w) = app.get_webview_window("main") {
+        let _ = w.show();
+        let _ = w.unminimize();
+        let _ = w.set_focus();
+        return;
+    }
+    let built = WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
+        .title("Nightshift")
+        .inner_size(920.0, 640.0)
+        .min_inner_size(560.0, 420.0)
+        .build();
+    if let Err(e) = built {
+        tracing::error!(error = %e, "could not open the window");
+    }
+}
+
+/// Start a routine now (a manual run never waits silently: it starts, or is visibly queued).
+fn run_now(app: &AppHandle, name: String) {
+    let engine = app.state::<AppState>().engine.clone();
+    tauri::async_runtime::spawn(async move {
+        if let Err(e) = engine.run_now(&name, Trigger::Manual).await {
+            tracing::error!(routine = %name, "Run now failed: {}", e.message);
+        }
+    });
+}
+
+/// Gather what the tray shows (reads the keychain for account health: off the UI thread).
+async fn facts(app: &AppHandle) -> TrayFacts {
+    let state = app.state::<AppState>();
+    let engine = state.engine.clone();
+    let elsewhere = state.scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let autostart = app.autolaunch().is_enabled().unwrap_or(false);
+    let queued = engine.queued().await;
+    tauri::async_runtime::spawn_blocking(move || {
+        let now = chrono::Utc::now();
+        let store = engine.store();
+        let paused = store.global_paused().unwrap_or(false);
+        let set = engine.routines();
+        let mut routines: Vec<tray::RoutineLine> = set
+            .routines
+            .iter()
+            .map(|r| {
+                let last = store.list_runs(&RunQuery { routine: Some(r.name.clone()), limit: 1, ..Default::default() }).ok().and_then(|p| p.runs.into_iter().next());
+                let routine_paused = store.peek_routine_state(&r.name).ok().flatten().is_some_and(|s| s.paused);
+                let next = (r.enabled && !routine_paused).then(|| r.schedule.as_ref().and_then(|s| s.next_after(now))).flatten();
+                tray::RoutineLine { name: r.name.clone(), last: last.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next, valid: true }
+            })
+            .collect();
+        routines.extend(set.invalid.iter().map(|b| tray::RoutineLine { name: b.name.clone(), last: None, next: None, valid: false }));
+        TrayFacts {
+            running: store.running_count().unwrap_or(0),
+            queued,
+            paused,
+            scheduled_elsewhere: elsewhere,
+            routines,
+            accounts: engine.accounts_health(),
+            autostart,
+        }
+    })
+    .await
+    .unwrap_or_default()
+}
+
+async fn refresh_tray(app: &AppHandle) {
+    let view = tray::view(&facts(app).await);
+    let handle = app.clone();
+    let _ = app.run_on_main_thread(move || {
+        let Some(tray) = handle.tray_by_id(TRAY_ID) else { return };
+        if let Ok(img) = tauri::image::Image::from_bytes(view.icon.png()) {
+            let _ = tray.set_icon(Some(img));
+        }
+        let _ = tray.set_tooltip(Some(&view.tooltip));
+        match build_menu(&handle, &view.menu) {
+            Ok(menu) => {
+                let _ = tray.set_menu(Some(menu));
+            }
+            Err(e) => tracing::error!(error = %e, "could not build the tray menu"),
+        }
+    });
+}
+
+fn install_tray(app: &AppHandle) -> tauri::Result<()> {
+    let initial = tray::view(&TrayFacts::default());
+    TrayIconBuilder::with_id(TRAY_ID)
+        .icon(tauri::image::Image::from_bytes(initial.icon.png())?)
+        .tooltip(&initial.tooltip)
+        .menu(&build_menu(app, &initial.menu)?)
+        .show_menu_on_left_click(true)
+        .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
+        .build(app)?;
+    Ok(())
+}
+
+fn build_menu(app: &AppHandle, entries: &[MenuEntry]) -> tauri::Result<Menu<Wry>> {
+    let menu = Menu::new(app)?;
+    for e in entries {
+        let item = menu_item(app, e)?;
+        menu.append(&*item)?;
+    }
+    Ok(menu)
+}
+
+fn menu_item(app: &AppHandle, e: &MenuEntry) -> tauri::Result<Box<dyn IsMenuItem<Wry>>> {
+    Ok(match e {
+        MenuEntry::Item { id, text, enabled } => Box::new(MenuItem::with_id(app, id, text, *enabled, None::<&str>)?),
+        MenuEntry::Check { id, text, checked } => Box::new(CheckMenuItem::with_id(app, id, text, true, *checked, None::<&str>)?),
+        MenuEntry::Separator => Box::new(PredefinedMenuItem::separator(app)?),
+        MenuEntry::Submenu { text, items } => {
+            let sub = Submenu::new(app, text, true)?;
+            for i in items {
+                sub.append(&*menu_item(app, i)?)?;
+            }
+            Box::new(sub)
+        }
+    })
+}
+
+/// Tray menu clicks. Kept here (not in the model) because they act on the running app.
+pub fn on_menu(app: &AppHandle, id: &str) {
+    let engine = app.state::<AppState>().engine.clone();
+    if let Some(name) = id.strip_prefix(tray::RUN_PREFIX) {
+        return run_now(app, name.to_string());
+    }
+    if let Some(email) = id.strip_prefix(tray::RELOGIN_PREFIX) {
+        let Some(account) = engine.accounts().into_iter().find(|a| a.email == email) else { return };
+        if let Err(command) = relogin::open_terminal(&account.config_dir) {
+            // No terminal here: the window shows the exact command (and a field for a setup token).
+            show_window(app);
+            let _ = app.emit("relogin", serde_json::json!({ "account": email, "command": command }));
+        }
+        return;
+    }
+    match id {
+        "pause" | "resume" => {
+            if let Err(e) = engine.set_paused(id == "pause") {
+                tracing::error!("{}", e.message);
+            }
+        }
+        "autostart" => {
+            let al = app.autolaunch();
+            let on = al.is_enabled().unwrap_or(false);
+            let _ = if on { al.disable() } else { al.enable() };
+            let app = app.clone();
+            tauri::async_runtime::spawn(async move { refresh_tray(&app).await });
+        }
+        "open" => show_window(app),
+        "quit" => {
+            // Runs keep going in their own process groups and are re-adopted at the next start.
+            let running = engine.store().running_count().unwrap_or(0);
+            if running > 0 {
+                tracing::info!(running, "quitting; running runs continue and are re-adopted at the next start");
+            }
+            app.exit(0);
+        }
+        _ => {}
+    }
 }
 
 fn init_tracing() {

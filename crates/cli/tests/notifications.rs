@@ -6,61 +6,12 @@ mod common;
 
 use common::{ctl, json, stderr};
 use nightshift_testkit::TestHome;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A private session bus (starting no services) with the recording server on it.
-struct Bus {
-    daemon: Child,
-    server: Child,
-    address: String,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Bus {
-    fn drop(&mut self) {
-        let _ = self.server.kill();
-        let _ = self.daemon.kill();
-        let _ = self.server.wait();
-        let _ = self.daemon.wait();
-    }
-}
+use nightshift_testkit::dbus::NotificationBus as Bus;
 
 fn bus(th: &TestHome, mode: &str) -> Bus {
-    let conf = std::fs::read_to_string("/usr/share/dbus-1/session.conf").expect("dbus session.conf (apt: dbus)");
-    let bare: String = conf.lines().filter(|l| !l.contains("servicedir") && !l.contains("standard_session_servicedirs")).collect::<Vec<_>>().join("\n");
-    let conf_path = th.path().join(format!("bus-{mode}.conf"));
-    std::fs::write(&conf_path, bare).unwrap();
-    let mut daemon = Command::new("dbus-daemon")
-        .arg(format!("--config-file={}", conf_path.display()))
-        .args(["--nofork", "--print-address"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut std::io::BufReader::new(daemon.stdout.take().unwrap()), &mut line).unwrap();
-    let address = line.trim().to_string();
-    let log = th.path().join(format!("notifications-{mode}.jsonl"));
-    let script = nightshift_testkit::home::workspace_root().join("tests/support/notification_server.py");
-    let server = Command::new("/usr/bin/python3").arg(script).args([mode, &log.display().to_string()]).env("DBUS_SESSION_BUS_ADDRESS", &address).spawn().unwrap();
-    let start = Instant::now();
-    while !std::fs::read_to_string(&log).unwrap_or_default().contains("ready") {
-        assert!(start.elapsed() < Duration::from_secs(15), "the notification server did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    Bus { daemon, server, address, log }
-}
-
-impl Bus {
-    fn notifications(&self) -> Vec<serde_json::Value> {
-        std::fs::read_to_string(&self.log)
-            .unwrap_or_default()
-            .lines()
-            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-            .filter(|v| v.get("ready").is_none())
-            .collect()
-    }
+    Bus::start(th.path(), mode)
 }
 
 fn run_notify(th: &TestHome, bus: &Bus, name: &str) -> (serde_json::Value, Duration) {

@@ -1,0 +1,78 @@
+//! A private D-Bus session bus (starting no services) with the real test notification server
+//! (tests/support/notification_server.py) on it, recording every Notify call.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct NotificationBus {
+    daemon: Child,
+    server: Child,
+    /// Pass as `DBUS_SESSION_BUS_ADDRESS` to the process under test.
+    pub address: String,
+    log: std::path::PathBuf,
+}
+
+impl Drop for NotificationBus {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.daemon.kill();
+        let _ = self.server.wait();
+        let _ = self.daemon.wait();
+    }
+}
+
+impl NotificationBus {
+    /// `mode`: "record" answers every call, "hang" never replies. Files go into `dir`.
+    pub fn start(dir: &std::path::Path, mode: &str) -> NotificationBus {
+        let conf = std::fs::read_to_string("/usr/share/dbus-1/session.conf").expect("dbus session.conf (apt: dbus)");
+        let bare: String = conf.lines().filter(|l| !l.contains("servicedir") && !l.contains("standard_session_servicedirs")).collect::<Vec<_>>().join("\n");
+        let conf_path = dir.join(format!("bus-{mode}.conf"));
+        std::fs::write(&conf_path, bare).unwrap();
+        let mut daemon = Command::new("dbus-daemon")
+            .arg(format!("--config-file={}", conf_path.display()))
+            .args(["--nofork", "--print-address"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("dbus-daemon (apt: dbus)");
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(daemon.stdout.take().unwrap()), &mut line).unwrap();
+        let address = line.trim().to_string();
+        let log = dir.join(format!("notifications-{mode}.jsonl"));
+        let script = crate::home::workspace_root().join("tests/support/notification_server.py");
+        let server = Command::new("/usr/bin/python3")
+            .arg(script)
+            .args([mode, &log.display().to_string()])
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .spawn()
+            .expect("python3 with python3-dbus and python3-gi");
+        let start = Instant::now();
+        while !std::fs::read_to_string(&log).unwrap_or_default().contains("ready") {
+            assert!(start.elapsed() < Duration::from_secs(15), "the notification server did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        NotificationBus { daemon, server, address, log }
+    }
+
+    /// Every Notify call so far.
+    pub fn notifications(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v.get("ready").is_none())
+            .collect()
+    }
+
+    /// Wait until at least `n` notifications arrived (or `limit` passed).
+    pub fn wait_for(&self, n: usize, limit: Duration) -> Vec<serde_json::Value> {
+        let start = Instant::now();
+        loop {
+            let got = self.notifications();
+            if got.len() >= n || start.elapsed() > limit {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! The status icon: what it shows (a pure model, tested without a display) and the Tauri wiring
+//! that renders it. Driven by engine events, never by polling.
+
+use chrono::{DateTime, Local, Utc};
+use nightshift_core::health::{AccountHealth, Verdict};
+use nightshift_core::run::RunStatus;
+
+/// The three branded icon states.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IconState {
+    Idle,
+    Running,
+    Attention,
+}
+
+impl IconState {
+    pub fn png(self) -> &'static [u8] {
+        match self {
+            IconState::Idle => include_bytes!("../../icons/tray-idle.png"),
+            IconState::Running => include_bytes!("../../icons/tray-running.png"),
+            IconState::Attention => include_bytes!("../../icons/tray-attention.png"),
+        }
+    }
+}
+
+/// A routine as the menu lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoutineLine {
+    pub name: String,
+    pub last: Option<RunStatus>,
+    pub next: Option<DateTime<Utc>>,
+    pub valid: bool,
+}
+
+/// Everything the tray shows, gathered from the engine.
+#[derive(Debug, Clone, Default)]
+pub struct TrayFacts {
+    pub running: usize,
+    pub queued: usize,
+    pub paused: bool,
+    /// Another process (a `nightshiftctl daemon`) schedules this home.
+    pub scheduled_elsewhere: Option<String>,
+    pub routines: Vec<RoutineLine>,
+    pub accounts: Vec<AccountHealth>,
+    pub autostart: bool,
+}
+
+/// One menu entry; ids are what click handlers match on.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MenuEntry {
+    Item { id: String, text: String, enabled: bool },
+    Check { id: String, text: String, checked: bool },
+    Submenu { text: String, items: Vec<MenuEntry> },
+    Separator,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct TrayView {
+    pub icon: IconState,
+    pub tooltip: String,
+    pub menu: Vec<MenuEntry>,
+}
+
+pub const RUN_PREFIX: &str = "run:";
+pub const RELOGIN_PREFIX: &str = "relogin:";
+
+fn needs_login(h: &AccountHealth) -> bool {
+    matches!(h.verdict, Verdict::Revoked | Verdict::Unconfigured | Verdict::Expired)
+}
+
+fn failed(s: Option<RunStatus>) -> bool {
+    matches!(s, Some(RunStatus::Failed | RunStatus::TimedOut | RunStatus::Blocked))
+}
+
+fn status_mark(s: Option<RunStatus>) -> &'static str {
+    match s {
+        Some(RunStatus::Completed) => "✓ ",
+        Some(RunStatus::Running | RunStatus::Queued) => "▶ ",
+        Some(RunStatus::Failed | RunStatus::Blocked) => "✗ ",
+        Some(RunStatus::TimedOut) => "⏱ ",
+        _ => "",
+    }
+}
+
+/// Decide icon, tooltip and menu from the facts.
+pub fn view(f: &TrayFacts) -> TrayView {
+    let logins: Vec<&AccountHealth> = f.accounts.iter().filter(|h| needs_login(h)).collect();
+    let failing = f.routines.iter().filter(|r| failed(r.last) || !r.valid).count();
+    let icon = if f.running > 0 {
+        IconState::Running
+    } else if !logins.is_empty() || failing > 0 {
+        IconState::Attention
+    } else {
+        IconState::Idle
+    };
+
+    let mut parts: Vec<String> = Vec::new();
+    if f.running > 0 {
+        parts.push(format!("{} running", f.running));
+    }
+    if f.queued > 0 {
+        parts.push(format!("{} queued", f.queued));
+    }
+    if f.paused {
+        parts.push("paused".into());
+    } else if let Some(r) = f.routines.iter().filter(|r| r.next.is_some()).min_by_key(|r| r.next) {
+        let at = r.next.expect("filtered").with_timezone(&Local).format("%H:%M");
+        parts.push(format!("next: {} {at}", r.name));
+    }
+    if !logins.is_empty() {
+        parts.push(format!("{} account{} need{} login", logins.len(), if logins.len() == 1 { "" } else { "s" }, if logins.len() == 1 { "s" } else { "" }));
+    }
+    if failing > 0 {
+        parts.push(format!("{failing} routine{} failing", if failing == 1 { "" } else { "s" }));
+    }
+    if let Some(who) = &f.scheduled_elsewhere {
+        parts.push(format!("scheduled by {who}"));
+    }
+    let tooltip = if parts.is_empty() { "Nightshift · idle".to_string() } else { format!("Nightshift · {}", parts.join(" · ")) };
+
+    let mut menu = Vec::new();
+    let runs: Vec<MenuEntry> = if f.routines.is_empty() {
+        vec![MenuEntry::Item { id: "none".into(), text: "No routines yet".into(), enabled: false }]
+    } else {
+        f.routines
+            .iter()
+            .map(|r| MenuEntry::Item {
+                id: format!("{RUN_PREFIX}{}", r.name),
+                text: if r.valid { format!("{}{}", status_mark(r.last), r.name) } else { format!("{} (invalid)", r.name) },
+                enabled: r.valid,
+            })
+            .collect()
+    };
+    menu.push(MenuEntry::Submenu { text: "Run now".into(), items: runs });
+    if !logins.is_empty() {
+        menu.push(MenuEntry::Submenu {
+            text: "Re-login".into(),
+            items: logins
+                .iter()
+                .map(|h| MenuEntry::Item { id: format!("{RELOGIN_PREFIX}{}", h.account), text: format!("{} ({})", h.account, h.verdict.as_str()), enabled: true })
+                .collect(),
+        });
+    }
+    menu.push(MenuEntry::Separator);
+    menu.push(if f.paused {
+        MenuEntry::Item { id: "resume".into(), text: "Resume".into(), enabled: true }
+    } else {
+        MenuEntry::Item { id: "pause".into(), text: "Pause all".into(), enabled: true }
+    });
+    menu.push(MenuEntry::Check { id: "autostart".into(), text: "Start at login".into(), checked: f.autostart });
+    menu.push(MenuEntry::Item { id: "open".into(), text: "Open Nightshift".into(), enabled: true });
+    menu.push(MenuEntry::Separator);
+    menu.push(MenuEntry::Item { id: "quit".into(), text: "Quit".into(), enabled: true });
+    TrayView { icon, tooltip, menu }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nightshift_core::health::CredentialSource;
+    use nightshift_core::routine::AgentKind;
+
+    fn routine(name: &str, last: Option<RunStatus>) -> RoutineLine {
+        RoutineLine { name: name.into(), last, next: None, valid: true }
+    }
+
+    fn account(email: &str, verdict: Verdict) -> AccountHealth {
+        AccountHealth {
+            account: email.into(),
+            agent: AgentKind::Claude,
+            verdict,
+            evidence: String::new(),
+            since: None,
+            source: CredentialSource::Keychain,
+            expires_at: None,
+            resets_at: None,
+            config_dir: "/x".into(),
+            fix: None,
+        }
+    }
+
+    #[test]
+    fn idle_running_attention() {
+        let mut f = TrayFacts { routines: vec![routine("a", Some(RunStatus::Completed))], ..Default::default() };
+        assert_eq!(view(&f).icon, IconState::Idle);
+        assert_eq!(view(&f).tooltip, "Nightshift · idle");
+        f.routines.push(routine("b", Some(RunStatus::Failed)));
+        assert_eq!(view(&f).icon, IconState::Attention);
+        f.running = 2;
+        assert_eq!(view(&f).icon, IconState::Running, "running wins while runs are going");
+        assert!(view(&f).tooltip.starts_with("Nightshift · 2 running"));
+        f.running = 0;
+        f.routines.pop();
+        f.accounts.push(account("work@acme.dev", Verdict::Revoked));
+        assert_eq!(view(&f).icon, IconState::Attention);
+        f.accounts[0].verdict = Verdict::Live;
+        assert_eq!(view(&f).icon, IconState::Idle);
+    }
+
+    #[test]
+    fn tooltip_summarises() {
+        let next = Utc::now() + chrono::Duration::hours(2);
+        let f = TrayFacts {
+            running: 2,
+            routines: vec![RoutineLine { name: "pr-review".into(), last: None, next: Some(next), valid: true }],
+            accounts: vec![account("work@acme.dev", Verdict::Unconfigured)],
+            ..Default::default()
+        };
+        let at = next.with_timezone(&Local).format("%H:%M");
+        assert_eq!(view(&f).tooltip, format!("Nightshift · 2 running · next: pr-review {at} · 1 account needs login"));
+    }
+
+    #[test]
+    fn menu_has_run_now_relogin_pause_open_quit() {
+        let f = TrayFacts {
+            routines: vec![routine("hello", Some(RunStatus::Completed)), RoutineLine { name: "bad".into(), last: None, next: None, valid: false }],
+            accounts: vec![account("work@acme.dev", Verdict::Revoked), account("me@home.dev", Verdict::Live)],
+            ..Default::default()
+        };
+        let v = view(&f);
+        let MenuEntry::Submenu { text, items } = &v.menu[0] else { panic!() };
+        assert_eq!(text, "Run now");
+        assert_eq!(items[0], MenuEntry::Item { id: "run:hello".into(), text: "✓ hello".into(), enabled: true });
+        assert_eq!(items[1], MenuEntry::Item { id: "run:bad".into(), text: "bad (invalid)".into(), enabled: false });
+        let MenuEntry::Submenu { text, items } = &v.menu[1] else { panic!() };
+        assert_eq!(text, "Re-login");
+        assert_eq!(items, &vec![MenuEntry::Item { id: "relogin:work@acme.dev".into(), text: "work@acme.dev (revoked)".into(), enabled: true }]);
+        let ids: Vec<String> = v
+            .menu
+            .iter()
+            .filter_map(|e| match e {
+                MenuEntry::Item { id, .. } | MenuEntry::Check { id, .. } => Some(id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ids, vec!["pause", "autostart", "open", "quit"]);
+        let paused = view(&TrayFacts { paused: true, ..f });
+        assert!(paused.menu.iter().any(|e| matches!(e, MenuEntry::Item { id, text, .. } if id == "resume" && text == "Resume")));
+        assert!(paused.tooltip.contains("paused"));
+    }
+}
