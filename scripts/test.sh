@@ -22,6 +22,11 @@ if [ "$have" != "$want" ]; then
 fi
 tests/agents-cli/node_modules/.bin/claude --version
 
+echo "==> tauri-driver (WebDriver for the real app in WebKitGTK)"
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+command -v tauri-driver >/dev/null 2>&1 || cargo install tauri-driver --locked --quiet
+tauri-driver --help >/dev/null
+
 # Private services: each run gets its own session bus, keyring and X server, torn down at exit.
 RUNTIME=$(mktemp -d "${TMPDIR:-/tmp}/nightshift-test.XXXXXX")
 mkdir -p "$RUNTIME/xdg-data" "$RUNTIME/run" "$ROOT/tests/artifacts"
