@@ -5,11 +5,10 @@
 //! `turn.failed {error: {message}}`, `error {message}`. A run completed when its last turn
 //! completed and the process exited 0; the report is the last `agent_message`.
 
-use super::patterns::{looks_like_auth_failure, looks_like_rate_limit, reset_time};
+use super::patterns::failure_from_text;
 use super::tail::json_if;
 use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
 use crate::routine::Mode;
-use crate::run::Reason;
 
 pub struct Codex;
 
@@ -84,21 +83,7 @@ impl AgentDriver for Codex {
                     Some(c) => format!("Codex exited with code {c} without finishing its turn"),
                     None => "Codex ended without finishing its turn (the process was interrupted)".into(),
                 });
-            let all = format!("{text}\n{}", stderr.lines.join("\n"));
-            let reason = if looks_like_auth_failure(&all) {
-                Reason::AuthFailed
-            } else if looks_like_rate_limit(&all) {
-                Reason::RateLimited
-            } else if failure.is_some() {
-                Reason::AgentError
-            } else {
-                Reason::ExitNonzero
-            };
-            let mut o = Outcome::failed(reason, first_line(&text, 300));
-            if reason == Reason::RateLimited {
-                o.resets_at = reset_time(&all, out.now);
-            }
-            o
+            failure_from_text(&text, &stderr, failure.is_some(), false, out.now)
         };
         outcome.session_id = session_id;
         outcome.from_final_event = completed || failure.is_some();

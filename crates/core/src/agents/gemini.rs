@@ -5,11 +5,10 @@
 //! Exit codes: 0 success, 1 error, 41 authentication (no or bad credentials), 42 bad input,
 //! 53 turn limit exceeded.
 
-use super::patterns::{looks_like_auth_failure, looks_like_rate_limit, reset_time};
+use super::patterns::failure_from_text;
 use super::tail::json_if;
 use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
 use crate::routine::Mode;
-use crate::run::Reason;
 
 pub struct Gemini;
 
@@ -91,21 +90,8 @@ impl AgentDriver for Gemini {
                     Some(c) => format!("Gemini CLI exited with code {c}"),
                     None => "Gemini CLI ended without a result (the process was interrupted)".into(),
                 });
-            let all = format!("{text}\n{}", stderr.lines.join("\n"));
-            let reason = if out.exit_code == Some(41) || looks_like_auth_failure(&all) || all.contains("GEMINI_API_KEY") {
-                Reason::AuthFailed
-            } else if looks_like_rate_limit(&all) {
-                Reason::RateLimited
-            } else if result.is_some() || out.exit_code == Some(53) {
-                Reason::AgentError
-            } else {
-                Reason::ExitNonzero
-            };
-            let mut o = Outcome::failed(reason, first_line(&text, 300));
-            if reason == Reason::RateLimited {
-                o.resets_at = reset_time(&all, out.now);
-            }
-            o
+            let auth = out.exit_code == Some(41) || text.contains("GEMINI_API_KEY");
+            failure_from_text(&text, &stderr, result.is_some() || out.exit_code == Some(53), auth, out.now)
         };
         outcome.from_final_event = result.is_some();
         outcome.session_id = session_id;

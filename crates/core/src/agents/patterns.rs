@@ -2,6 +2,8 @@
 //! when a process failed without a structured event saying why: a completed run whose report
 //! merely *mentions* "login" must stay completed, so callers never apply these to successes.
 
+use super::{first_line, LogTail, Outcome};
+use crate::run::Reason;
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;
 
@@ -48,6 +50,27 @@ pub fn looks_like_auth_failure(text: &str) -> bool {
 pub fn looks_like_rate_limit(text: &str) -> bool {
     let t = text.to_lowercase();
     RATE.iter().any(|p| t.contains(p))
+}
+
+/// A failed run judged by the words of its failure (`text`) and stderr: auth, rate limit, else an
+/// agent error (`structured`: the agent reported it) or a plain non-zero exit. `known_auth` lets
+/// an agent pass what it knows for sure (an exit code that means "not authenticated").
+pub fn failure_from_text(text: &str, stderr: &LogTail, structured: bool, known_auth: bool, now: DateTime<Utc>) -> Outcome {
+    let all = format!("{text}\n{}", stderr.lines.join("\n"));
+    let reason = if known_auth || looks_like_auth_failure(&all) {
+        Reason::AuthFailed
+    } else if looks_like_rate_limit(&all) {
+        Reason::RateLimited
+    } else if structured {
+        Reason::AgentError
+    } else {
+        Reason::ExitNonzero
+    };
+    let mut o = Outcome::failed(reason, first_line(text, 300));
+    if reason == Reason::RateLimited {
+        o.resets_at = reset_time(&all, now);
+    }
+    o
 }
 
 /// When a limit resets, if the text says: Claude's `usage limit reached|<epoch>` or

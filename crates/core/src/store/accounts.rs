@@ -20,6 +20,17 @@ pub struct HealthRecord {
     pub run_id: Option<String>,
 }
 
+fn row_to_health(r: &rusqlite::Row<'_>) -> rusqlite::Result<HealthRecord> {
+    Ok(HealthRecord {
+        account: r.get(0)?,
+        verdict: r.get(1)?,
+        evidence: r.get(2)?,
+        at: parse_time(&r.get::<_, String>(3)?).unwrap_or_default(),
+        resets_at: r.get::<_, Option<String>>(4)?.as_deref().and_then(parse_time),
+        run_id: r.get(5)?,
+    })
+}
+
 impl Store {
     pub fn account_health(&self, account: &str) -> Result<Option<HealthRecord>> {
         Ok(self
@@ -27,16 +38,7 @@ impl Store {
             .query_row(
                 "SELECT account, verdict, evidence, at, resets_at, run_id FROM account_health WHERE account = ?1",
                 [account],
-                |r| {
-                    Ok(HealthRecord {
-                        account: r.get(0)?,
-                        verdict: r.get(1)?,
-                        evidence: r.get(2)?,
-                        at: parse_time(&r.get::<_, String>(3)?).unwrap_or_default(),
-                        resets_at: r.get::<_, Option<String>>(4)?.as_deref().and_then(parse_time),
-                        run_id: r.get(5)?,
-                    })
-                },
+                row_to_health,
             )
             .optional()?)
     }
@@ -70,16 +72,7 @@ impl Store {
             "SELECT account, verdict, evidence, at, resets_at, run_id FROM account_health_history WHERE account = ?1 ORDER BY id DESC LIMIT ?2",
         )?;
         let rows = stmt
-            .query_map(params![account, limit as i64], |r| {
-                Ok(HealthRecord {
-                    account: r.get(0)?,
-                    verdict: r.get(1)?,
-                    evidence: r.get(2)?,
-                    at: parse_time(&r.get::<_, String>(3)?).unwrap_or_default(),
-                    resets_at: r.get::<_, Option<String>>(4)?.as_deref().and_then(parse_time),
-                    run_id: r.get(5)?,
-                })
-            })?
+            .query_map(params![account, limit as i64], row_to_health)?
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
