@@ -26,7 +26,7 @@ pub struct LoginFacts {
 pub fn parse(json: &str) -> LoginFacts {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
     let o = &v["claudeAiOauth"];
-    let ms = |k: &str| o[k].as_i64().and_then(|ms| DateTime::from_timestamp_millis(ms));
+    let ms = |k: &str| o[k].as_i64().and_then(DateTime::from_timestamp_millis);
     LoginFacts {
         present: o["accessToken"].as_str().is_some_and(|t| !t.is_empty()),
         expires_at: ms("expiresAt"),

@@ -174,7 +174,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     };
     let cwd = get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| crate::fsutil::expand_tilde(&c));
     let env = get("env").map(|n| cx.string_map(n, "env")).unwrap_or_default();
-    for (k, _) in &env {
+    for k in env.keys() {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
             cx.err(key_pos("env"), format!("invalid environment variable name \"{k}\""));
         }
