@@ -136,3 +136,39 @@ fn pause_and_resume_from_the_cli() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).starts_with("error: no routine named \"nope\""));
 }
+
+#[test]
+fn the_daemon_adopts_a_run_whose_cli_went_away() {
+    let th = TestHome::new();
+    th.routine("bg", "schedule: \"0 0 1 1 *\"\ncommand: 'sleep 1; echo adopted'\n");
+    let d = start_daemon(&th);
+    std::thread::sleep(Duration::from_millis(500));
+    // Started without --wait: the CLI returns at once and nobody supervises the run…
+    let out = ctl(&th).args(["run", "bg"]).output().unwrap();
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // …until the daemon adopts it and records its end (no CLI command needed).
+    let start = Instant::now();
+    let db = th.path().join("nightshift.db");
+    loop {
+        let status = rusqlite_status(&db, &id);
+        if status == "completed" {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(45), "not adopted: {status}\n{}", d.output());
+        std::thread::sleep(Duration::from_millis(250));
+    }
+    let (code, out) = stop(d);
+    assert_eq!(code, 0);
+    assert!(out.contains("✓ bg completed"), "{out}");
+}
+
+/// Read a run's status straight from the database (a CLI command would settle it itself).
+fn rusqlite_status(db: &std::path::Path, id: &str) -> String {
+    let out = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); r=c.execute('select status from runs where id=?',(sys.argv[2],)).fetchone(); print(r[0] if r else '')"])
+        .arg(db)
+        .arg(id)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}

@@ -218,6 +218,11 @@ impl Scheduler {
             if let Err(e) = self.tick().await {
                 tracing::error!(error = %e, "scheduler pass failed; retrying at the next wake");
             }
+            // Runs whose supervisor is gone (e.g. `nightshiftctl run` without --wait, or a CLI
+            // that was killed) are adopted here within one slice, so their end is recorded promptly.
+            if let Err(e) = self.engine.recover(super::RecoveryMode::Adopt).await {
+                tracing::warn!(error = %e, "could not adopt orphaned runs");
+            }
             let now = self.core().clock.now();
             let wait = self
                 .next_fire(now)
