@@ -29,6 +29,7 @@ fn rig_with(th: TestHome, start: DateTime<Utc>, settings: &str) -> Rig {
     opts.env = vec![
         ("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display())),
         ("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), "tok-work-for-tests".into()),
+        ("CLAUDE_CODE_OAUTH_TOKEN_ME_AT_HOME_DOT_DEV".into(), "tok-me-for-tests".into()),
     ];
     let engine = Engine::open(opts).unwrap();
     let sched = Scheduler::new(engine.clone());
@@ -431,4 +432,34 @@ async fn one_run_per_account_at_a_time() {
     assert!(r.engine.cancel(&running[0].id).await);
     r.settle().await;
     assert_eq!(r.engine.store().get_run(&running[0].id).unwrap().account.as_deref(), Some("work@acme.dev"), "settling keeps the account");
+}
+
+#[tokio::test]
+async fn a_pool_uses_a_free_account_and_waits_when_all_are_busy() {
+    let th = TestHome::new();
+    th.script("claude", "sleep 30");
+    for name in ["p1", "p2", "p3"] {
+        th.routine(name, "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\naccounts: [work@acme.dev, me@home.dev]\n");
+    }
+    let r = rig_with(
+        th,
+        at("2026-11-30T09:59:00Z"),
+        "max_parallel = 8\nkeychain_service = \"nightshift-test-pool\"\n[[accounts]]\nemail = \"work@acme.dev\"\n[[accounts]]\nemail = \"me@home.dev\"\n",
+    );
+    r.tick_at(at("2026-11-30T09:59:00Z")).await;
+    assert_eq!(r.tick_at(at("2026-11-30T10:00:00Z")).await.fired.len(), 3);
+    let running = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Running), limit: 10, ..Default::default() }).unwrap().runs;
+    let queued = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Queued), limit: 10, ..Default::default() }).unwrap().runs;
+    let mut accounts: Vec<String> = running.iter().filter_map(|x| x.account.clone()).collect();
+    accounts.sort();
+    assert_eq!(accounts, vec!["me@home.dev", "work@acme.dev"], "two runs, one per account");
+    assert_eq!(queued.len(), 1);
+    assert_eq!(
+        queued[0].message.as_deref(),
+        Some("queued (position 1): waiting: all its accounts (work@acme.dev, me@home.dev) are busy with other runs (one run per account at a time)")
+    );
+    for x in running.iter().chain(queued.iter()) {
+        r.engine.cancel(&x.id).await;
+    }
+    r.settle().await;
 }

@@ -108,6 +108,16 @@ fn pinned_account(routine: &Routine) -> Option<String> {
     }
 }
 
+/// The accounts a run of `routine` could use; empty when it uses none.
+fn candidate_accounts(core: &Core, routine: &Routine) -> Vec<String> {
+    let Some(agent) = routine.agent() else { return Vec::new() };
+    match &routine.account {
+        crate::routine::AccountChoice::Pinned(a) => vec![a.clone()],
+        crate::routine::AccountChoice::Pool(list) => list.clone(),
+        crate::routine::AccountChoice::Any => core.accounts().into_iter().filter(|a| a.agent == agent).map(|a| a.email).collect(),
+    }
+}
+
 /// Start every queued run that fits, in order; note the position and reason on the others.
 /// (Boxed with an explicit `Send` type: dispatching starts runs whose settling dispatches again.)
 pub(crate) fn dispatch(core: &Arc<Core>) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + '_>> {
@@ -134,19 +144,26 @@ async fn dispatch_now(core: &Arc<Core>) {
         let cap = if p.is_manual() { max } else { max.saturating_sub(1).max(1) };
         let busy = busy_routines.contains(&p.routine.name) || waiting.iter().any(|w: &Pending| w.routine.name == p.routine.name);
         // One run per account at a time: concurrent runs on one Claude login can get its OAuth
-        // credential revoked.
-        let account = pinned_account(&p.routine);
-        let account_busy = account.as_ref().is_some_and(|a| busy_accounts.contains(a));
+        // credential revoked. A pool fits while one of its accounts is free.
+        let candidates = candidate_accounts(core, &p.routine);
+        let account_busy = !candidates.is_empty() && candidates.iter().all(|a| busy_accounts.contains(a));
+        let account = candidates.first().cloned().filter(|_| candidates.len() == 1);
         if !busy && !account_busy && running < cap {
             running += 1;
             busy_routines.push(p.routine.name.clone());
-            busy_accounts.extend(account);
-            start(core, p).await;
+            let id = p.id.clone();
+            start(core, p, &busy_accounts).await;
+            if let Some(a) = core.store.get_run(&id).ok().and_then(|r| r.account) {
+                busy_accounts.push(a);
+            }
         } else {
             let why = if busy {
                 format!("waiting for the running {} run to finish", p.routine.name)
             } else if account_busy {
-                format!("waiting: account {} is busy with another run (one run per account at a time)", account.unwrap_or_default())
+                match &account {
+                    Some(a) => format!("waiting: account {a} is busy with another run (one run per account at a time)"),
+                    None => format!("waiting: all its accounts ({}) are busy with other runs (one run per account at a time)", candidates.join(", ")),
+                }
             } else if p.is_manual() {
                 format!("waiting for a free lane ({running} of {max} running)")
             } else {
@@ -223,14 +240,14 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
 
 /// Start one run: choose its account (preflight), `queued` → `running`, spawn its process, hand
 /// it to the supervisor — which fails over to the next account on a rate limit.
-async fn start(core: &Arc<Core>, p: Pending) {
+async fn start(core: &Arc<Core>, p: Pending, busy_accounts: &[String]) {
     let Pending { id, routine, done, .. } = p;
     let now = core.clock.now();
     let run_dir = core.home.run_dir(&routine.name, &id);
     let (driver, _) = agents::invocation(&routine.action, "");
     let live = LiveRun { id: id.clone(), routine: routine.clone(), driver, run_dir: run_dir.clone(), started_at: now };
 
-    let (account, credential) = match super::accounts::plan(core, &routine, &[]) {
+    let (account, credential) = match super::accounts::plan(core, &routine, busy_accounts) {
         AccountPlan::Blocked { reason, message, account, resets_at } => {
             let _ = core.store.set_run_account(&id, account.as_deref());
             tracing::warn!(run = %id, routine = %routine.name, %message, "run blocked before start");
