@@ -33,6 +33,15 @@ impl Drop for Driver {
     }
 }
 
+fn latest_run_id(home: &std::path::Path) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select id from runs order by sort_ms desc limit 1').fetchone()[0])"])
+        .arg(home.join("nightshift.db"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
@@ -94,6 +103,30 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     assert_eq!(got.len(), 1, "{got:#?}");
     assert_eq!(got[0]["app_name"], "Nightshift");
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ hello · "), "{got:#?}");
+
+    // "Open" on the notification shows that run in the window: its report as inert text.
+    let id = latest_run_id(&home);
+    client.execute("window.nightshiftUi.openRun(arguments[0])", vec![serde_json::json!(id)]).await.unwrap();
+    let title = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#run:not([hidden]) #run-title")).await.unwrap();
+    assert_eq!(title.text().await.unwrap(), "hello · completed");
+    let report = client.find(Locator::Id("run-report")).await.unwrap().text().await.unwrap();
+    assert!(report.starts_with("Hello from Nightshift on "), "{report}");
+
+    // Re-login without a terminal: the exact command, and a token field that says what went wrong
+    // (this private bus has no Secret Service) and never keeps the token on screen.
+    client
+        .execute("window.nightshiftUi.relogin(arguments[0])", vec![serde_json::json!({"account": "work@acme.dev", "command": "CLAUDE_CONFIG_DIR='/x' claude /login"})])
+        .await
+        .unwrap();
+    assert_eq!(client.find(Locator::Id("relogin-command")).await.unwrap().text().await.unwrap(), "CLAUDE_CONFIG_DIR='/x' claude /login");
+    let field = client.find(Locator::Id("token")).await.unwrap();
+    field.send_keys("nightshift-test-token-ui-0010").await.unwrap();
+    client.find(Locator::Css("#token-form button")).await.unwrap().click().await.unwrap();
+    let result = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::XPath("//p[@id='token-result' and string-length(normalize-space()) > 0]")).await.unwrap();
+    assert_eq!(result.text().await.unwrap(), "no account work@acme.dev; add it with `nightshiftctl accounts add claude work@acme.dev`");
+    let value = client.execute("return document.getElementById('token').value", vec![]).await.unwrap();
+    assert_eq!(value, serde_json::json!(""), "the field is cleared at once");
+    let _ = field;
 
     let png = client.screenshot().await.unwrap();
     std::fs::write(artifacts().join("e2e-window.png"), png).unwrap();

@@ -6,6 +6,7 @@
 //! notifications. Closing the window destroys it (an idle tray app should not keep a webview
 //! alive); the app lives on in the tray until Quit.
 
+mod commands;
 mod relogin;
 pub mod tray;
 
@@ -58,6 +59,7 @@ pub fn run() {
             }
         }))
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .invoke_handler(tauri::generate_handler![commands::get_run, commands::set_token])
         .setup(move |app| {
             let engine = Engine::open(EngineOptions::new(home))?;
             let handle = app.handle().clone();
