@@ -59,6 +59,7 @@ pub fn run() {
             }
         }))
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .plugin(tauri_plugin_dialog::init())
         .invoke_handler(tauri::generate_handler![commands::get_run, commands::set_token])
         .setup(move |app| {
             let engine = Engine::open(EngineOptions::new(home))?;
@@ -290,12 +291,28 @@ pub fn on_menu(app: &AppHandle, id: &str) {
         }
         "open" => show_window(app),
         "quit" => {
-            // Runs keep going in their own process groups and are re-adopted at the next start.
+            // Runs keep going in their own process groups and are re-adopted at the next start;
+            // still, quitting while they run is worth a question.
             let running = engine.store().running_count().unwrap_or(0);
-            if running > 0 {
-                tracing::info!(running, "quitting; running runs continue and are re-adopted at the next start");
+            if running == 0 {
+                return app.exit(0);
             }
-            app.exit(0);
+            use tauri_plugin_dialog::{DialogExt, MessageDialogButtons};
+            let app2 = app.clone();
+            app.dialog()
+                .message(format!(
+                    "{running} run{} still going. If you quit, {} keep running and Nightshift picks {} up (records, notifications) at its next start.",
+                    if running == 1 { " is" } else { "s are" },
+                    if running == 1 { "it" } else { "they" },
+                    if running == 1 { "it" } else { "them" },
+                ))
+                .title("Quit Nightshift?")
+                .buttons(MessageDialogButtons::OkCancelCustom("Quit".into(), "Keep Nightshift running".into()))
+                .show(move |quit| {
+                    if quit {
+                        app2.exit(0);
+                    }
+                });
         }
         _ => {}
     }
