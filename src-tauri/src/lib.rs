@@ -17,7 +17,7 @@ use nightshift_desktop::DesktopNotifier;
 use std::sync::{Arc, Mutex};
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
-use tauri::{AppHandle, Emitter, Manager, RunEvent, WebviewUrl, WebviewWindowBuilder, Wry};
+use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
 use tauri_plugin_autostart::ManagerExt;
 use tray::{MenuEntry, TrayFacts};
 
@@ -95,7 +95,7 @@ pub fn run() {
 }
 
 /// Recovery, the scheduler (if this home is not scheduled elsewhere) and tray updates from events.
-async fn run_engine(app: AppHandle, engine: Engine) {
+async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     match engine.recover(RecoveryMode::Adopt).await {
         Ok(ids) if !ids.is_empty() => tracing::info!(count = ids.len(), "settled or re-adopted runs left by a previous engine"),
         Ok(_) => {}
@@ -133,7 +133,7 @@ async fn run_engine(app: AppHandle, engine: Engine) {
     }
 }
 
-fn notification_icon(app: &AppHandle) -> std::path::PathBuf {
+fn notification_icon<R: Runtime>(app: &AppHandle<R>) -> std::path::PathBuf {
     app.path()
         .resource_dir()
         .ok()
@@ -143,7 +143,7 @@ fn notification_icon(app: &AppHandle) -> std::path::PathBuf {
 }
 
 /// Show the window, recreating it if it was closed (closing destroys it to free the webview).
-pub fn show_window(app: &AppHandle) {
+pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
     if let Some(w) = app.get_webview_window("main") {
         let _ = w.show();
         let _ = w.unminimize();
@@ -161,7 +161,7 @@ pub fn show_window(app: &AppHandle) {
 }
 
 /// Start a routine now (a manual run never waits silently: it starts, or is visibly queued).
-fn run_now(app: &AppHandle, name: String) {
+fn run_now<R: Runtime>(app: &AppHandle<R>, name: String) {
     let engine = app.state::<AppState>().engine.clone();
     tauri::async_runtime::spawn(async move {
         if let Err(e) = engine.run_now(&name, Trigger::Manual).await {
@@ -171,7 +171,7 @@ fn run_now(app: &AppHandle, name: String) {
 }
 
 /// Gather what the tray shows (reads the keychain for account health: off the UI thread).
-async fn facts(app: &AppHandle) -> TrayFacts {
+async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
     let state = app.state::<AppState>();
     let engine = state.engine.clone();
     let elsewhere = state.scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -207,7 +207,7 @@ async fn facts(app: &AppHandle) -> TrayFacts {
     .unwrap_or_default()
 }
 
-async fn refresh_tray(app: &AppHandle) {
+async fn refresh_tray<R: Runtime>(app: &AppHandle<R>) {
     let view = tray::view(&facts(app).await);
     let handle = app.clone();
     let _ = app.run_on_main_thread(move || {
@@ -225,7 +225,7 @@ async fn refresh_tray(app: &AppHandle) {
     });
 }
 
-fn install_tray(app: &AppHandle) -> tauri::Result<()> {
+fn install_tray<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let initial = tray::view(&TrayFacts::default());
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(tauri::image::Image::from_bytes(initial.icon.png())?)
@@ -237,7 +237,7 @@ fn install_tray(app: &AppHandle) -> tauri::Result<()> {
     Ok(())
 }
 
-fn build_menu(app: &AppHandle, entries: &[MenuEntry]) -> tauri::Result<Menu<Wry>> {
+fn build_menu<R: Runtime>(app: &AppHandle<R>, entries: &[MenuEntry]) -> tauri::Result<Menu<R>> {
     let menu = Menu::new(app)?;
     for e in entries {
         let item = menu_item(app, e)?;
@@ -246,7 +246,7 @@ fn build_menu(app: &AppHandle, entries: &[MenuEntry]) -> tauri::Result<Menu<Wry>
     Ok(menu)
 }
 
-fn menu_item(app: &AppHandle, e: &MenuEntry) -> tauri::Result<Box<dyn IsMenuItem<Wry>>> {
+fn menu_item<R: Runtime>(app: &AppHandle<R>, e: &MenuEntry) -> tauri::Result<Box<dyn IsMenuItem<R>>> {
     Ok(match e {
         MenuEntry::Item { id, text, enabled } => Box::new(MenuItem::with_id(app, id, text, *enabled, None::<&str>)?),
         MenuEntry::Check { id, text, checked } => Box::new(CheckMenuItem::with_id(app, id, text, true, *checked, None::<&str>)?),
@@ -262,7 +262,7 @@ fn menu_item(app: &AppHandle, e: &MenuEntry) -> tauri::Result<Box<dyn IsMenuItem
 }
 
 /// Tray menu clicks. Kept here (not in the model) because they act on the running app.
-pub fn on_menu(app: &AppHandle, id: &str) {
+pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
     let engine = app.state::<AppState>().engine.clone();
     if let Some(name) = id.strip_prefix(tray::RUN_PREFIX) {
         return run_now(app, name.to_string());
@@ -321,4 +321,52 @@ pub fn on_menu(app: &AppHandle, id: &str) {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn app_with_engine(home: &std::path::Path) -> (tauri::App<tauri::test::MockRuntime>, Engine) {
+        let home = Home::at(home);
+        home.bootstrap().unwrap();
+        let engine = Engine::open(EngineOptions::new(home)).unwrap();
+        let app = tauri::test::mock_builder().build(tauri::test::mock_context(tauri::test::noop_assets())).unwrap();
+        app.manage(AppState { engine: engine.clone(), scheduled_elsewhere: Mutex::new(None) });
+        (app, engine)
+    }
+
+    #[test]
+    fn pause_and_resume_from_the_menu() {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, engine) = app_with_engine(dir.path());
+        on_menu(app.handle(), "pause");
+        assert!(engine.store().global_paused().unwrap());
+        on_menu(app.handle(), "resume");
+        assert!(!engine.store().global_paused().unwrap());
+    }
+
+    #[test]
+    fn run_now_from_the_menu_starts_the_routine_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let (app, engine) = app_with_engine(dir.path());
+        on_menu(app.handle(), "run:hello");
+        let start = std::time::Instant::now();
+        loop {
+            let runs = engine.store().list_runs(&RunQuery { limit: 5, ..Default::default() }).unwrap().runs;
+            if let Some(r) = runs.first().filter(|r| r.status.is_final()) {
+                assert_eq!((r.routine.as_str(), r.trigger, r.status), ("hello", Trigger::Manual, RunStatus::Completed));
+                break;
+            }
+            assert!(start.elapsed() < std::time::Duration::from_secs(20), "Run now did nothing");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    #[test]
+    fn second_launch_arguments() {
+        let argv: Vec<String> = ["nightshift", "--run-now", "pr-review"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(run_now_arg(&argv).as_deref(), Some("pr-review"));
+        assert_eq!(run_now_arg(&["nightshift".to_string()]), None);
+    }
 }

@@ -463,3 +463,55 @@ async fn a_pool_uses_a_free_account_and_waits_when_all_are_busy() {
     }
     r.settle().await;
 }
+
+/// A notifier that records what it would show.
+struct Recorder(std::sync::Mutex<Vec<nightshift_core::notify::Notice>>);
+impl nightshift_core::notify::Notifier for Recorder {
+    fn send(&self, n: &nightshift_core::notify::Notice) -> Result<(), String> {
+        self.0.lock().unwrap().push(n.clone());
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_catch_up_run_says_so_in_its_notification() {
+    let r = rig(&[("hourly", "schedule: \"0 * * * *\"\ntimezone: UTC\nnotify: always\ncommand: \"echo caught up\"\n")], at("2026-11-30T10:05:00Z"));
+    let recorder = Arc::new(Recorder(std::sync::Mutex::new(Vec::new())));
+    r.engine.enable_notifications(recorder.clone());
+    r.tick_at(at("2026-11-30T10:05:00Z")).await;
+    r.tick_at(at("2026-11-30T13:05:00Z")).await;
+    r.settle().await;
+    for _ in 0..100 {
+        if !recorder.0.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let sent = recorder.0.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "one run, one notification; the missed slots stay quiet: {sent:?}");
+    assert!(sent[0].summary.starts_with("↻ hourly (catch-up) · "), "{sent:?}");
+    assert_eq!(sent[0].body, "caught up");
+}
+
+#[tokio::test]
+async fn an_account_turning_revoked_is_announced_once() {
+    let th = TestHome::new();
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    th.script("claude", &format!("cat {}/logged-out.jsonl; exit 1", fx.display()));
+    th.routine("review", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: go\naccount: work@acme.dev\n");
+    let r = rig_with(th, at("2026-11-30T10:00:00Z"), "keychain_service = \"nightshift-test-revoked\"\n[[accounts]]\nemail = \"work@acme.dev\"\n");
+    let recorder = Arc::new(Recorder(std::sync::Mutex::new(Vec::new())));
+    r.engine.enable_notifications(recorder.clone());
+    let rec = r.engine.run_now("review", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!(rec.reason, Some(Reason::AuthFailed));
+    for _ in 0..100 {
+        if recorder.0.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let summaries: Vec<String> = recorder.0.lock().unwrap().iter().map(|n| n.summary.clone()).collect();
+    assert!(summaries.contains(&"✗ review · login needed for work@acme.dev".to_string()), "{summaries:?}");
+    assert!(summaries.contains(&"✗ work@acme.dev needs login".to_string()), "{summaries:?}");
+    assert_eq!(summaries.len(), 2, "{summaries:?}");
+}
