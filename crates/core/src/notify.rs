@@ -86,16 +86,17 @@ pub struct NotifyHook {
     notifier: Arc<dyn Notifier>,
     store: Arc<Store>,
     home: crate::home::Home,
+    settings: crate::settings::Settings,
     warned: Mutex<bool>,
 }
 
 impl NotifyHook {
-    pub fn new(notifier: Arc<dyn Notifier>, store: Arc<Store>, home: crate::home::Home) -> Self {
-        NotifyHook { notifier, store, home, warned: Mutex::new(false) }
+    pub fn new(notifier: Arc<dyn Notifier>, store: Arc<Store>, home: crate::home::Home, settings: crate::settings::Settings) -> Self {
+        NotifyHook { notifier, store, home, settings, warned: Mutex::new(false) }
     }
 
     fn policy(&self, run: &RunRecord) -> (NotifyPolicy, Option<Duration>) {
-        let set = crate::routine::load_dir(&self.home, &[]);
+        let set = crate::routine::load_home(&self.home, &self.settings);
         match set.get(&run.routine) {
             Some(r) => (r.notify, Some(r.timeout)),
             None if run.agent == "command" => (NotifyPolicy::Failures, None),

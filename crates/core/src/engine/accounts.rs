@@ -163,7 +163,7 @@ pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outc
 pub(crate) async fn make_up_blocked(core: &Arc<Core>, account: &str) {
     let since = core.clock.now() - Duration::hours(24);
     let Ok(names) = core.store.routines_blocked_by(account, since) else { return };
-    let set = crate::routine::load_dir(&core.home, &[]);
+    let set = crate::routine::load_home(&core.home, &core.settings);
     for name in names {
         if let Some(routine) = set.get(&name) {
             tracing::info!(routine = %name, account, "account healthy again: running the blocked routine once");

@@ -120,7 +120,7 @@ impl Engine {
     /// routine's `notify:` policy, exactly once), and a notice when an account turns `revoked` or
     /// a routine is auto-paused. Must be called inside a tokio runtime.
     pub fn enable_notifications(&self, notifier: Arc<dyn crate::notify::Notifier>) {
-        let hook = Arc::new(crate::notify::NotifyHook::new(notifier, Arc::clone(&self.core.store), self.core.home.clone()));
+        let hook = Arc::new(crate::notify::NotifyHook::new(notifier, Arc::clone(&self.core.store), self.core.home.clone(), self.core.settings.clone()));
         self.add_settle_hook(hook.clone());
         let mut events = self.subscribe();
         let store = Arc::clone(&self.core.store);
@@ -161,13 +161,7 @@ impl Engine {
 
     /// Load the routines now (files are the source of truth; cheap enough to read on demand).
     pub fn routines(&self) -> RoutineSet {
-        let mut extra = Vec::new();
-        if self.core.settings.import_agents_cli {
-            if let Some(home) = std::env::var_os("HOME") {
-                extra.push(std::path::PathBuf::from(home).join(".agents").join("routines"));
-            }
-        }
-        routine::load_dir(&self.core.home, &extra)
+        routine::load_home(&self.core.home, &self.core.settings)
     }
 
     /// A routine by name, or an error that says what is wrong with it or what exists instead.

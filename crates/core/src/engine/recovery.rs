@@ -82,7 +82,7 @@ fn live_run(core: &Core, open: &OpenRun) -> LiveRun {
 }
 
 fn routine_for(core: &Core, rec: &crate::run::RunRecord) -> Routine {
-    let set = crate::routine::load_dir(&core.home, &[]);
+    let set = crate::routine::load_home(&core.home, &core.settings);
     set.get(&rec.routine).cloned().unwrap_or_else(|| Routine {
         name: rec.routine.clone(),
         file: core.home.routines_dir(),

@@ -102,7 +102,19 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
     set
 }
 
-/// Load the home's routines directory (plus agents-cli's, when imported).
+/// The routines of a home as its settings say: its routines directory, plus agents-cli's
+/// `~/.agents/routines/` when `import_agents_cli` is on. Every part of the engine loads through this.
+pub fn load_home(home: &Home, settings: &crate::settings::Settings) -> RoutineSet {
+    let mut extra = Vec::new();
+    if settings.import_agents_cli {
+        if let Some(user_home) = std::env::var_os("HOME") {
+            extra.push(PathBuf::from(user_home).join(".agents").join("routines"));
+        }
+    }
+    load_dir(home, &extra)
+}
+
+/// Load the home's routines directory plus `extra_dirs`.
 pub fn load_dir(home: &Home, extra_dirs: &[PathBuf]) -> RoutineSet {
     let mut dirs = vec![home.routines_dir()];
     dirs.extend(extra_dirs.iter().cloned());
