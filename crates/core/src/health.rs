@@ -171,7 +171,7 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
         fix: None,
     };
     // A run refused this account: revoked, until a new credential appears.
-    if let Some(r) = record.filter(|r| r.verdict == "revoked") {
+    if let Some(r) = record.filter(|r| r.verdict == Verdict::Revoked.as_str()) {
         let relogged = cred.source == CredentialSource::AgentLogin && cred.login_changed_at.is_some_and(|t| t > r.at);
         if !relogged {
             h.verdict = Verdict::Revoked;
@@ -181,7 +181,7 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
             return h;
         }
     }
-    if let Some(r) = record.filter(|r| r.verdict == "rate_limited") {
+    if let Some(r) = record.filter(|r| r.verdict == Verdict::RateLimited.as_str()) {
         let until = r.resets_at.unwrap_or(r.at);
         if until > now {
             h.verdict = Verdict::RateLimited;
@@ -232,7 +232,7 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
             }
         }
     }
-    if let Some(r) = record.filter(|r| r.verdict == "live") {
+    if let Some(r) = record.filter(|r| r.verdict == Verdict::Live.as_str()) {
         if h.verdict == Verdict::Ok {
             h.verdict = Verdict::Live;
         }

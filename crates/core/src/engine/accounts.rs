@@ -122,34 +122,27 @@ fn blocked_by(account: &Account, h: &AccountHealth) -> AccountPlan {
 pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outcome: &Outcome) -> bool {
     let now = core.clock.now();
     let before = core.store.account_health(account).ok().flatten();
-    let record = match (outcome.status(), outcome.reason) {
-        (crate::run::RunStatus::Completed, _) => HealthRecord {
-            account: account.into(),
-            verdict: "live".into(),
-            evidence: format!("run {run_id} authenticated"),
-            at: now,
-            resets_at: None,
-            run_id: Some(run_id.into()),
-        },
-        (_, Some(Reason::AuthFailed)) => HealthRecord {
-            account: account.into(),
-            verdict: "revoked".into(),
-            evidence: format!("run {run_id} failed auth_failed: {}", outcome.message.clone().unwrap_or_default()),
-            at: now,
-            resets_at: None,
-            run_id: Some(run_id.into()),
-        },
-        (_, Some(Reason::RateLimited)) => HealthRecord {
-            account: account.into(),
-            verdict: "rate_limited".into(),
-            evidence: format!("run {run_id} was rate limited: {}", outcome.message.clone().unwrap_or_default()),
-            at: now,
-            resets_at: Some(outcome.resets_at.unwrap_or(now + Duration::minutes(core.settings.rate_limit_cooldown_mins as i64))),
-            run_id: Some(run_id.into()),
-        },
+    let message = outcome.message.clone().unwrap_or_default();
+    let (verdict, evidence, resets_at) = match (outcome.status(), outcome.reason) {
+        (crate::run::RunStatus::Completed, _) => (Verdict::Live, format!("run {run_id} authenticated"), None),
+        (_, Some(Reason::AuthFailed)) => (Verdict::Revoked, format!("run {run_id} failed auth_failed: {message}"), None),
+        (_, Some(Reason::RateLimited)) => (
+            Verdict::RateLimited,
+            format!("run {run_id} was rate limited: {message}"),
+            Some(outcome.resets_at.unwrap_or(now + Duration::minutes(core.settings.rate_limit_cooldown_mins as i64))),
+        ),
         _ => return false,
     };
-    let recovered = record.verdict == "live" && before.as_ref().is_some_and(|b| b.verdict == "revoked" || b.verdict == "rate_limited");
+    let record = HealthRecord {
+        account: account.into(),
+        verdict: verdict.as_str().into(),
+        evidence,
+        at: now,
+        resets_at,
+        run_id: Some(run_id.into()),
+    };
+    let was_unhealthy = before.as_ref().is_some_and(|b| b.verdict == Verdict::Revoked.as_str() || b.verdict == Verdict::RateLimited.as_str());
+    let recovered = verdict == Verdict::Live && was_unhealthy;
     match core.store.set_account_health(&record) {
         Ok(true) => Engine::emit(core, EngineEvent::AccountsChanged),
         Ok(false) => {}
@@ -222,7 +215,7 @@ impl Engine {
         let now = self.core.clock.now();
         self.core.store.set_account_health(&HealthRecord {
             account: a.email.clone(),
-            verdict: "ok".into(),
+            verdict: Verdict::Ok.as_str().into(),
             evidence: "setup token stored in the OS keychain".into(),
             at: now,
             resets_at: None,

@@ -135,7 +135,7 @@ impl Engine {
                     Ok(EngineEvent::AccountsChanged) => accounts.iter().find_map(|a| {
                         let h = store.account_health(a).ok().flatten()?;
                         let key = (a.clone(), crate::run::fmt_time(&h.at));
-                        (h.verdict == "revoked" && told.insert(key)).then(|| crate::notify::Notice {
+                        (h.verdict == crate::health::Verdict::Revoked.as_str() && told.insert(key)).then(|| crate::notify::Notice {
                             summary: format!("✗ {a} needs login"),
                             body: crate::agents::first_line(&h.evidence, 140),
                             run_id: h.run_id.clone(),
