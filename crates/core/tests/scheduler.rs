@@ -432,6 +432,9 @@ async fn one_run_per_account_at_a_time() {
     assert!(r.engine.cancel(&running[0].id).await);
     r.settle().await;
     assert_eq!(r.engine.store().get_run(&running[0].id).unwrap().account.as_deref(), Some("work@acme.dev"), "settling keeps the account");
+    let cancelled = r.engine.store().get_run(&running[0].id).unwrap();
+    assert_eq!(cancelled.attempts.len(), 1);
+    assert_eq!(cancelled.attempts[0].message.as_deref(), Some("cancelled"), "the attempt says why it ended, like the run");
 }
 
 #[tokio::test]

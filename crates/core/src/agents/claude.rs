@@ -11,7 +11,7 @@ use super::patterns::{epoch_to_time, looks_like_auth_failure, looks_like_rate_li
 use super::tail::json_if;
 use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
 use crate::routine::Mode;
-use crate::run::{Reason, RunStatus};
+use crate::run::Reason;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -262,6 +262,5 @@ fn without_result(facts: &Facts, lines: &[String], exit_code: Option<i32>, stder
     if let Some(retry) = &facts.last_retry_error {
         o.message = Some(format!("{} (last API error: {retry})", o.message.unwrap_or_default()));
     }
-    o.status = Some(RunStatus::Failed);
     o
 }

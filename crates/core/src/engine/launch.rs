@@ -244,7 +244,7 @@ async fn start(core: &Arc<Core>, p: Pending, busy_accounts: &[String]) {
     let Pending { id, routine, done, .. } = p;
     let now = core.clock.now();
     let run_dir = core.home.run_dir(&routine.name, &id);
-    let (driver, _) = agents::invocation(&routine.action, "");
+    let driver = agents::driver(routine.agent());
     let live = LiveRun { id: id.clone(), routine: routine.clone(), driver, run_dir: run_dir.clone(), started_at: now };
 
     let (account, credential) = match super::accounts::plan(core, &routine, busy_accounts) {

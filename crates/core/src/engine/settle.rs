@@ -73,8 +73,8 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
 /// How the run ended, from its output and what the engine itself knows.
 pub(crate) async fn classify(core: &Arc<Core>, run: &LiveRun, ending: &Ending) -> Outcome {
     let now = core.clock.now();
-    let (driver, run_dir, ending) = (run.driver, run.run_dir.clone(), ending.clone());
-    tokio::task::spawn_blocking(move || outcome_for(driver, &run_dir, &ending, now))
+    let (driver, run_dir, ending, timeout) = (run.driver, run.run_dir.clone(), ending.clone(), run.routine.timeout);
+    tokio::task::spawn_blocking(move || outcome_for(driver, &run_dir, &ending, timeout, now))
         .await
         .unwrap_or_else(|e| Outcome::failed(Reason::AgentError, format!("classifying the run's output failed: {e}")))
 }
@@ -113,11 +113,6 @@ pub(crate) async fn settle(
             message: outcome.message.clone(),
             resets_at: outcome.resets_at,
         });
-    }
-    match &ending {
-        Ending::TimedOut => outcome.message = Some(timeout_message(run.routine.timeout)),
-        Ending::Cancelled => outcome.message = Some("cancelled".into()),
-        _ => {}
     }
     let report_path = match (&outcome.status(), &outcome.report) {
         (RunStatus::Completed, Some(report)) => {
@@ -226,7 +221,7 @@ fn auto_pause(core: &Arc<Core>, record: &RunRecord) {
 
 /// The outcome for an ending: the agent's classification, overridden by what the engine itself
 /// knows (it timed the run out, cancelled it, or could not start it).
-fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path::Path, ending: &Ending, now: DateTime<Utc>) -> Outcome {
+fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path::Path, ending: &Ending, timeout: Duration, now: DateTime<Utc>) -> Outcome {
     let exit_code = match ending {
         Ending::Exited(code) => *code,
         _ => process::recorded_exit_code(run_dir),
@@ -245,11 +240,15 @@ fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path::Path, endi
         Ending::TimedOut | Ending::Cancelled => {
             // Keep what the stream says about cost and session; the status is ours.
             let seen = driver.classify(&out);
-            let status = if *ending == Ending::TimedOut { RunStatus::TimedOut } else { RunStatus::Cancelled };
+            let (status, message) = if *ending == Ending::TimedOut {
+                (RunStatus::TimedOut, timeout_message(timeout))
+            } else {
+                (RunStatus::Cancelled, "cancelled".to_string())
+            };
             Outcome {
                 status: Some(status),
                 reason: None,
-                message: None,
+                message: Some(message),
                 cost_usd: seen.cost_usd,
                 session_id: seen.session_id,
                 ..Outcome::default()

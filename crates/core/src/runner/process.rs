@@ -66,8 +66,8 @@ pub fn recorded_exit_code(run_dir: &Path) -> Option<i32> {
     std::fs::read_to_string(run_dir.join(EXIT_CODE_FILE)).ok()?.trim().parse().ok()
 }
 
-/// SIGTERM the whole group, wait up to `grace` for it to be gone, then SIGKILL the group.
-/// `leader_exited` resolves when the group leader has exited (it is reaped by our waiter).
+/// SIGTERM the whole group, wait up to `grace` for every member to be gone, then SIGKILL the group
+/// (children that ignore SIGTERM included).
 pub async fn terminate_group(pgid: u32, grace: Duration) {
     signal_group(pgid, libc::SIGTERM);
     let deadline = tokio::time::Instant::now() + grace;
