@@ -4,8 +4,8 @@ use crate::format::{self, json, table};
 use crate::Outcome;
 use chrono::Utc;
 use clap::Subcommand;
-use nightshift_core::routine::{load_files, Routine};
-use nightshift_core::store::RunQuery;
+use nightshift_core::routine::load_files;
+use nightshift_core::view::routines::RoutineState;
 use nightshift_core::{Engine, Error, ErrorCode};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -37,91 +37,9 @@ pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
     }
 }
 
-#[derive(Serialize)]
-struct RoutineRow {
-    name: String,
-    file: String,
-    valid: bool,
-    kind: Option<&'static str>,
-    schedule: Option<String>,
-    timezone: Option<String>,
-    enabled: Option<bool>,
-    /// Paused on this machine (by the user, or automatically: see `paused_reason`).
-    paused: bool,
-    paused_reason: Option<String>,
-    on_this_device: bool,
-    next_fire: Option<String>,
-    last_run: Option<LastRun>,
-    errors: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct LastRun {
-    id: String,
-    status: String,
-    reason: Option<String>,
-    started_at: Option<String>,
-}
-
-fn next_fire(r: &Routine) -> Option<chrono::DateTime<Utc>> {
-    let now = Utc::now();
-    let next = match (&r.schedule, r.at) {
-        (Some(s), _) => s.next_after(now),
-        (None, Some(at)) if at > now => Some(at),
-        _ => None,
-    };
-    next.filter(|t| r.end_at.is_none_or(|end| *t <= end))
-}
-
 fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
-    let set = engine.routines();
-    let all_paused = engine.store().global_paused()?;
-    let device = engine.device_name();
-    let mut rows = Vec::new();
-    for r in &set.routines {
-        let state = engine.store().peek_routine_state(&r.name)?;
-        let paused = state.as_ref().is_some_and(|s| s.paused);
-        let on_this_device = r.devices.is_empty() || r.devices.contains(&device);
-        let active = r.enabled && !paused && !all_paused && on_this_device;
-        let last = engine.store().list_runs(&RunQuery { routine: Some(r.name.clone()), limit: 1, ..Default::default() })?.runs.into_iter().next();
-        rows.push(RoutineRow {
-            name: r.name.clone(),
-            file: engine.home().display_path(&r.file),
-            valid: true,
-            kind: Some(r.kind_name()),
-            schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", nightshift_core::run::fmt_time(&t)))),
-            timezone: Some(r.timezone.name().to_string()),
-            enabled: Some(r.enabled),
-            paused,
-            paused_reason: state.and_then(|s| s.paused_reason),
-            on_this_device,
-            next_fire: if active { next_fire(r).map(|t| nightshift_core::run::fmt_time(&t)) } else { None },
-            last_run: last.map(|l| LastRun {
-                id: l.id,
-                status: l.status.to_string(),
-                reason: l.reason.map(|r| r.to_string()),
-                started_at: l.started_at.map(|t| nightshift_core::run::fmt_time(&t)),
-            }),
-            errors: Vec::new(),
-        });
-    }
-    for bad in &set.invalid {
-        rows.push(RoutineRow {
-            name: bad.name.clone(),
-            file: engine.home().display_path(&bad.file),
-            valid: false,
-            kind: None,
-            schedule: None,
-            timezone: None,
-            enabled: None,
-            paused: false,
-            paused_reason: None,
-            on_this_device: true,
-            next_fire: None,
-            last_run: None,
-            errors: bad.errors.iter().map(ToString::to_string).collect(),
-        });
-    }
+    let now = Utc::now();
+    let rows = nightshift_core::view::routines::overview(engine, now)?;
     if as_json {
         json(&rows);
         return Ok(Outcome::Ok);
@@ -130,34 +48,18 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
         println!("No routines yet — add a YAML file to {} (or run `nightshiftctl init` for examples).", engine.home().routines_dir().display());
         return Ok(Outcome::Ok);
     }
-    let now = Utc::now();
+    let device = engine.device_name();
     let table_rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {
-            let state = if !r.valid {
-                "invalid".to_string()
-            } else if r.enabled == Some(false) {
-                "disabled".to_string()
-            } else if !r.on_this_device {
-                format!("not on this device ({device})")
-            } else if r.paused_reason.is_some() {
-                "auto-paused".to_string()
-            } else if r.paused {
-                "paused".to_string()
-            } else if all_paused {
-                "paused (all)".to_string()
-            } else {
-                "enabled".to_string()
+            let state = match r.state {
+                RoutineState::OtherDevice => format!("not on this device ({device})"),
+                s => s.words().to_string(),
             };
-            let next = r
-                .next_fire
-                .as_deref()
-                .and_then(nightshift_core::run::parse_time)
-                .map(|t| format!("{} ({})", format::local(&t), format::relative(&t, now)))
-                .unwrap_or_else(|| "-".into());
+            let next = r.next_fire.map(|t| format!("{} ({})", format::local(&t), format::relative(&t, now))).unwrap_or_else(|| "-".into());
             let last = r.last_run.as_ref().map(|l| match &l.reason {
                 Some(reason) => format!("{} ({reason})", l.status),
-                None => l.status.clone(),
+                None => l.status.to_string(),
             });
             vec![
                 r.name.clone(),

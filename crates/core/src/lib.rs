@@ -19,6 +19,7 @@ pub mod runner;
 pub mod schedule;
 pub mod settings;
 pub mod store;
+pub mod view;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Engine, EngineOptions, RecoveryMode, RunHandle, Scheduler, SchedulerLock, TickReport};

@@ -9,7 +9,8 @@
 
 use super::patterns::{epoch_to_time, looks_like_auth_failure, looks_like_rate_limit, reset_time};
 use super::tail::json_if;
-use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
+use super::transcript::{not_json, result_text, tool_input};
+use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
 use crate::routine::Mode;
 use crate::run::Reason;
 use chrono::{DateTime, Utc};
@@ -85,6 +86,51 @@ impl AgentDriver for Claude {
     fn classify(&self, out: &RunOutput<'_>) -> Outcome {
         let tail = LogTail::read_until(&out.stdout_path(), |lines| lines.iter().any(|l| is_result(l)));
         classify_stream(&tail.lines, out.exit_code, &out.stderr_tail(), out.now)
+    }
+
+    fn transcript(&self, line: &str) -> Vec<LogEntry> {
+        let Some(v) = json_if(line, "\"type\"") else { return not_json(line) };
+        let entry = |kind, text: String| vec![LogEntry::new(kind, text)];
+        match v["type"].as_str().unwrap_or("") {
+            "system" if v["subtype"] == "init" => entry(
+                LogKind::Info,
+                format!("Session started · model {} · in {}", v["model"].as_str().unwrap_or("?"), v["cwd"].as_str().unwrap_or("?")),
+            ),
+            "system" if v["subtype"] == "api_retry" => self.progress(line).map(|m| entry(LogKind::Retry, m)).unwrap_or_default(),
+            "rate_limit_event" => self.progress(line).map(|m| entry(LogKind::Retry, m)).unwrap_or_default(),
+            "assistant" | "user" => {
+                let mut out = Vec::new();
+                for block in v["message"]["content"].as_array().into_iter().flatten() {
+                    match block["type"].as_str().unwrap_or("") {
+                        "text" => out.push(LogEntry::new(LogKind::Text, block["text"].as_str().unwrap_or(""))),
+                        "tool_use" => out.push(LogEntry::new(
+                            LogKind::Tool,
+                            format!("{}: {}", block["name"].as_str().unwrap_or("tool"), tool_input(&block["input"])).trim_end_matches(": "),
+                        )),
+                        "tool_result" => {
+                            let kind = if block["is_error"] == true { LogKind::Error } else { LogKind::ToolResult };
+                            out.push(LogEntry::new(kind, result_text(&block["content"])));
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(e) = v["error"].as_str() {
+                    out.push(LogEntry::new(LogKind::Error, format!("API error: {e}")));
+                }
+                out
+            }
+            "result" => {
+                let turns = v["num_turns"].as_u64().map(|n| format!(" · {n} turn{}", if n == 1 { "" } else { "s" })).unwrap_or_default();
+                let cost = v["total_cost_usd"].as_f64().map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+                if v["is_error"] == true {
+                    let why = v["result"].as_str().or(v["subtype"].as_str()).unwrap_or("error");
+                    entry(LogKind::Error, format!("Finished with an error{turns}: {why}"))
+                } else {
+                    entry(LogKind::Result, format!("Finished{turns}{cost}"))
+                }
+            }
+            _ => Vec::new(),
+        }
     }
 }
 

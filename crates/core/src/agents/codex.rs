@@ -7,7 +7,8 @@
 
 use super::patterns::failure_from_text;
 use super::tail::json_if;
-use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
+use super::transcript::not_json;
+use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
 use crate::routine::Mode;
 
 pub struct Codex;
@@ -44,6 +45,33 @@ impl AgentDriver for Codex {
                 v["item"]["command"].as_str().map(|c| format!("running: {}", first_line(c, 120)))
             }
             _ => None,
+        }
+    }
+
+    fn transcript(&self, line: &str) -> Vec<LogEntry> {
+        let Some(v) = json_if(line, "\"type\"") else { return not_json(line) };
+        let item = &v["item"];
+        let entry = |kind, text: String| vec![LogEntry::new(kind, text)];
+        match (v["type"].as_str().unwrap_or(""), item["type"].as_str().unwrap_or("")) {
+            ("thread.started", _) => entry(LogKind::Info, format!("Session started · thread {}", v["thread_id"].as_str().unwrap_or("?"))),
+            ("item.completed", "agent_message") => entry(LogKind::Text, item["text"].as_str().unwrap_or("").to_string()),
+            ("item.completed", "reasoning") => entry(LogKind::Info, item["text"].as_str().unwrap_or("").to_string()),
+            ("item.started", "command_execution") => entry(LogKind::Tool, format!("$ {}", item["command"].as_str().unwrap_or(""))),
+            ("item.completed", "command_execution") => {
+                let code = item["exit_code"].as_i64().map(|c| format!("exit {c}")).unwrap_or_default();
+                let output = item["aggregated_output"].as_str().unwrap_or("").trim_end();
+                let kind = if item["exit_code"].as_i64().is_some_and(|c| c != 0) { LogKind::Error } else { LogKind::ToolResult };
+                entry(kind, if output.is_empty() { code } else { format!("{output}\n({code})") })
+            }
+            ("item.completed", "error") | ("error", _) => {
+                entry(LogKind::Error, item["message"].as_str().or(v["message"].as_str()).unwrap_or("error").to_string())
+            }
+            ("turn.failed", _) => entry(LogKind::Error, format!("Turn failed: {}", v["error"]["message"].as_str().unwrap_or("error"))),
+            ("turn.completed", _) => {
+                let u = &v["usage"];
+                entry(LogKind::Result, format!("Finished · {} tokens in, {} out", u["input_tokens"].as_u64().unwrap_or(0), u["output_tokens"].as_u64().unwrap_or(0)))
+            }
+            _ => Vec::new(),
         }
     }
 

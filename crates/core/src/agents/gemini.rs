@@ -7,7 +7,8 @@
 
 use super::patterns::failure_from_text;
 use super::tail::json_if;
-use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
+use super::transcript::{not_json, tool_input};
+use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
 use crate::routine::Mode;
 
 pub struct Gemini;
@@ -48,6 +49,34 @@ impl AgentDriver for Gemini {
             "error" => v["message"].as_str().map(|m| format!("error: {}", first_line(m, 160))),
             "tool_use" => v["tool_name"].as_str().map(|t| format!("tool: {t}")),
             _ => None,
+        }
+    }
+
+    fn transcript(&self, line: &str) -> Vec<LogEntry> {
+        let Some(v) = json_if(line, "\"type\"") else { return not_json(line) };
+        let entry = |kind, text: String| vec![LogEntry::new(kind, text)];
+        match v["type"].as_str().unwrap_or("") {
+            "init" => entry(LogKind::Info, format!("Session started · model {}", v["model"].as_str().unwrap_or("?"))),
+            "message" if v["role"] == "assistant" => {
+                let mut e = LogEntry::new(LogKind::Text, v["content"].as_str().unwrap_or(""));
+                e.joins = v["delta"] == true;
+                vec![e]
+            }
+            "tool_use" => entry(LogKind::Tool, format!("{}: {}", v["tool_name"].as_str().unwrap_or("tool"), tool_input(&v["parameters"]))),
+            "tool_result" => {
+                let kind = if v["status"] == "success" { LogKind::ToolResult } else { LogKind::Error };
+                let text = v["output"].as_str().or(v["error"]["message"].as_str()).unwrap_or("").to_string();
+                entry(kind, text)
+            }
+            "error" => entry(LogKind::Error, v["message"].as_str().unwrap_or("error").to_string()),
+            "result" => {
+                let s = &v["stats"];
+                match v["status"].as_str() {
+                    Some("success") => entry(LogKind::Result, format!("Finished · {} tokens · {} tool calls", s["total_tokens"].as_u64().unwrap_or(0), s["tool_calls"].as_u64().unwrap_or(0))),
+                    other => entry(LogKind::Error, format!("Finished: {}", v["error"]["message"].as_str().or(other).unwrap_or("error"))),
+                }
+            }
+            _ => Vec::new(),
         }
     }
 

@@ -7,12 +7,14 @@ pub mod command;
 pub mod gemini;
 mod patterns;
 pub mod tail;
+pub mod transcript;
 
 use crate::routine::{Action, AgentKind, Mode};
 use crate::run::{Reason, RunStatus};
 use chrono::{DateTime, Utc};
 use std::path::Path;
 pub use tail::LogTail;
+pub use transcript::{LogEntry, LogKind};
 
 /// How a run's process ended, as far as the agent module can tell from its output.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -75,6 +77,10 @@ pub trait AgentDriver: Send + Sync {
     }
     /// How the run ended and its report.
     fn classify(&self, out: &RunOutput<'_>) -> Outcome;
+    /// One line of the log as people read it (the window's log view). Plain lines by default.
+    fn transcript(&self, line: &str) -> Vec<LogEntry> {
+        transcript::not_json(line)
+    }
 }
 
 pub fn driver(agent: Option<AgentKind>) -> &'static dyn AgentDriver {

@@ -1,0 +1,119 @@
+//! A run's outcome in plain words, with the fix when there is one — what the run detail view and
+//! `nightshiftctl show` say on top of the raw status, reason and message.
+
+use crate::run::{Reason, RunRecord, RunStatus};
+use serde::Serialize;
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// One sentence a user understands without knowing the reason codes.
+    pub summary: String,
+    /// What to do about it, when something can be done.
+    pub fix: Option<String>,
+    /// The account to log in again, when that is the fix (the window offers Re-login).
+    pub relogin: Option<String>,
+}
+
+pub fn explain(run: &RunRecord) -> Explanation {
+    let account = run.account.clone();
+    let who = account.as_deref().unwrap_or("the account");
+    let said = run.message.as_deref().filter(|m| !m.is_empty());
+    let plain = |summary: String, fix: Option<&str>| Explanation { summary, fix: fix.map(str::to_string), relogin: None };
+    match (run.status, run.reason) {
+        (RunStatus::Completed, _) => plain("Completed.".into(), None),
+        (RunStatus::Queued, _) => plain(said.unwrap_or("Waiting for a free lane; it starts as soon as one is free.").to_string(), None),
+        (RunStatus::Running, _) => plain("Running now. The log below follows it live.".into(), None),
+        (_, Some(Reason::AuthFailed | Reason::AuthPreflight)) => Explanation {
+            summary: if run.status == RunStatus::Blocked {
+                format!("Not started: account {who} cannot log in, so the run was held instead of failing against the API.")
+            } else {
+                format!("Account {who} is logged out or its login was refused.")
+            },
+            fix: Some(format!("Re-login {who} (claude /login), or paste a setup token from `claude setup-token`. Routines it held run once when it works again.")),
+            relogin: account,
+        },
+        (_, Some(Reason::RateLimited)) => plain(
+            format!("Account {who} hit its usage limit{}.", if run.resets_at.is_some() { " (see when it resets below)" } else { "" }),
+            Some("Nightshift moves to another healthy account when one is configured; add a second account for failover, or wait for the reset."),
+        ),
+        (_, Some(Reason::NoAccount)) => plain(
+            "No account can run this routine: none is configured for its agent, or every one is blocked.".into(),
+            Some("Add one with `nightshiftctl accounts add claude you@example.com`, then store its token with `nightshiftctl accounts set-token`."),
+        ),
+        (_, Some(Reason::SpawnFailed)) => plain(format!("The agent could not be started: {}", said.unwrap_or("unknown error")), Some("Install the agent's CLI or set its path under [agents] in nightshift.toml.")),
+        (_, Some(Reason::ExitNonzero)) => plain(format!("The command failed: {}", said.unwrap_or("it exited with an error")), Some("The log below shows what it printed.")),
+        (_, Some(Reason::AgentError)) => plain(format!("The agent reported an error: {}", said.unwrap_or("no details")), Some("The log below shows the agent's own account of it.")),
+        (_, Some(Reason::Interrupted)) => plain(
+            "Nightshift stopped while this run was going (quit, crash or reboot), and the run's process was gone when it came back.".into(),
+            Some("Run it again."),
+        ),
+        (RunStatus::TimedOut, _) => plain(
+            format!("Stopped: it ran longer than its timeout{}.", said.map(|m| format!(" ({m})")).unwrap_or_default()),
+            Some("Raise `timeout:` in the routine file if it needs longer."),
+        ),
+        (RunStatus::Cancelled, _) => plain(said.unwrap_or("Cancelled by hand.").to_string(), None),
+        (RunStatus::Missed, _) => plain(
+            format!("Not run: {}", said.unwrap_or("the computer was asleep or Nightshift was not running when it was due.")),
+            Some("With `catchup: true` (the default) one catch-up run is made after waking; the other missed slots are only recorded."),
+        ),
+        (RunStatus::Skipped, Some(Reason::ActiveRun)) => plain("Skipped: the routine's previous run was still going.".into(), None),
+        (RunStatus::Skipped, _) => plain(format!("Skipped{}", said.map(|m| format!(": {m}")).unwrap_or_else(|| ".".into())), None),
+        (status, _) => plain(format!("{}{}", capitalise(status.as_str()), said.map(|m| format!(": {m}")).unwrap_or_else(|| ".".into())), None),
+    }
+}
+
+fn capitalise(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect::<String>().replace('_', " ")).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::Trigger;
+
+    fn run(status: RunStatus, reason: Option<Reason>, message: Option<&str>) -> RunRecord {
+        RunRecord {
+            id: "r".into(),
+            routine: "pr-review".into(),
+            trigger: Trigger::Schedule,
+            scheduled_for: None,
+            started_at: None,
+            finished_at: None,
+            status,
+            reason,
+            message: message.map(str::to_string),
+            exit_code: None,
+            account: Some("work@acme.dev".into()),
+            resets_at: None,
+            attempts: Vec::new(),
+            duration_ms: None,
+            cost_usd: None,
+            session_id: None,
+            report_path: None,
+            agent: "claude".into(),
+            run_dir: "/x".into(),
+        }
+    }
+
+    #[test]
+    fn a_logged_out_account_names_the_account_and_offers_relogin() {
+        let e = explain(&run(RunStatus::Failed, Some(Reason::AuthFailed), Some("Invalid bearer token")));
+        assert_eq!(e.summary, "Account work@acme.dev is logged out or its login was refused.");
+        assert_eq!(e.relogin.as_deref(), Some("work@acme.dev"));
+        assert!(e.fix.unwrap().starts_with("Re-login work@acme.dev"));
+        let blocked = explain(&run(RunStatus::Blocked, Some(Reason::AuthPreflight), None));
+        assert!(blocked.summary.starts_with("Not started: account work@acme.dev cannot log in"));
+    }
+
+    #[test]
+    fn every_status_and_reason_gets_words() {
+        for status in RunStatus::ALL {
+            for reason in std::iter::once(None).chain(Reason::ALL.iter().copied().map(Some)) {
+                let e = explain(&run(*status, reason, Some("detail")));
+                assert!(e.summary.len() > 5 && !e.summary.contains('_'), "{status:?} {reason:?}: {}", e.summary);
+            }
+        }
+        assert_eq!(explain(&run(RunStatus::Failed, Some(Reason::ExitNonzero), Some("exited with code 3: boom"))).summary, "The command failed: exited with code 3: boom");
+    }
+}

@@ -1,0 +1,165 @@
+//! Every routine as the faces list it (`nightshiftctl routines list`, the window's Routines view,
+//! the tray): schedule in words, state, next fire, last run, and an invalid file's errors.
+
+use crate::engine::Engine;
+use crate::error::Result;
+use crate::routine::Routine;
+use crate::run::{fmt_time, Reason, RunStatus};
+use crate::store::RunQuery;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// Why a routine will or will not fire here, one word the UI turns into a badge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineState {
+    Enabled,
+    Disabled,
+    /// Paused by the user.
+    Paused,
+    /// Paused by the engine after failures in a row (`paused_reason` says why).
+    AutoPaused,
+    /// Everything is paused ("Pause all").
+    PausedAll,
+    /// `devices:` does not list this machine.
+    OtherDevice,
+    /// The file has errors; it never runs until they are fixed.
+    Invalid,
+}
+
+impl RoutineState {
+    pub fn words(self) -> &'static str {
+        match self {
+            RoutineState::Enabled => "enabled",
+            RoutineState::Disabled => "disabled",
+            RoutineState::Paused => "paused",
+            RoutineState::AutoPaused => "auto-paused",
+            RoutineState::PausedAll => "paused (all)",
+            RoutineState::OtherDevice => "not on this device",
+            RoutineState::Invalid => "invalid",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LastRun {
+    pub id: String,
+    pub status: RunStatus,
+    pub reason: Option<Reason>,
+    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    pub started_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RoutineOverview {
+    pub name: String,
+    /// The file, relative to the home when inside it.
+    pub file: String,
+    pub valid: bool,
+    /// `claude`, `codex`, `gemini` or `command`.
+    pub kind: Option<&'static str>,
+    /// The cron expression (or `at …` for a one-shot).
+    pub schedule: Option<String>,
+    /// The schedule in words: "At 09:00 on Monday through Friday, Europe/Berlin".
+    pub schedule_words: Option<String>,
+    pub timezone: Option<String>,
+    pub enabled: Option<bool>,
+    /// Paused on this machine (by the user, or automatically: see `paused_reason`).
+    pub paused: bool,
+    pub paused_reason: Option<String>,
+    pub on_this_device: bool,
+    pub state: RoutineState,
+    /// Only when the routine will actually fire (enabled, not paused, on this device).
+    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    pub next_fire: Option<DateTime<Utc>>,
+    pub last_run: Option<LastRun>,
+    /// file:line:col problems of an invalid file.
+    pub errors: Vec<String>,
+}
+
+/// The next time a routine fires after `now` (cron or one-shot), within its `end_at`.
+pub fn next_fire(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let next = match (&r.schedule, r.at) {
+        (Some(s), _) => s.next_after(now),
+        (None, Some(at)) if at > now => Some(at),
+        _ => None,
+    };
+    next.filter(|t| r.end_at.is_none_or(|end| *t <= end))
+}
+
+/// "At 09:00 on Monday through Friday, Europe/Berlin", "Once at 2026-12-01 09:00 Europe/Berlin",
+/// or "Only when run by hand".
+pub fn schedule_words(r: &Routine) -> String {
+    let zone = r.timezone.name();
+    match (&r.schedule, r.at) {
+        (Some(s), _) => format!("{}, {zone}", s.describe()),
+        (None, Some(at)) => format!("Once at {} {zone}", at.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M")),
+        _ => "Only when run by hand".into(),
+    }
+}
+
+/// Every routine (valid ones first, by name) and every invalid file.
+pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOverview>> {
+    let set = engine.routines();
+    let store = engine.store();
+    let all_paused = store.global_paused()?;
+    let device = engine.device_name();
+    let mut rows = Vec::with_capacity(set.routines.len() + set.invalid.len());
+    for r in &set.routines {
+        let routine_state = store.peek_routine_state(&r.name)?;
+        let paused = routine_state.as_ref().is_some_and(|s| s.paused);
+        let paused_reason = routine_state.and_then(|s| s.paused_reason);
+        let on_this_device = r.devices.is_empty() || r.devices.contains(&device);
+        let state = if !r.enabled {
+            RoutineState::Disabled
+        } else if !on_this_device {
+            RoutineState::OtherDevice
+        } else if paused && paused_reason.is_some() {
+            RoutineState::AutoPaused
+        } else if paused {
+            RoutineState::Paused
+        } else if all_paused {
+            RoutineState::PausedAll
+        } else {
+            RoutineState::Enabled
+        };
+        let last = store.list_runs(&RunQuery { routine: Some(r.name.clone()), limit: 1, ..Default::default() })?.runs.into_iter().next();
+        rows.push(RoutineOverview {
+            name: r.name.clone(),
+            file: engine.home().display_path(&r.file),
+            valid: true,
+            kind: Some(r.kind_name()),
+            schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", fmt_time(&t)))),
+            schedule_words: Some(schedule_words(r)),
+            timezone: Some(r.timezone.name().to_string()),
+            enabled: Some(r.enabled),
+            paused,
+            paused_reason,
+            on_this_device,
+            state,
+            next_fire: if state == RoutineState::Enabled { next_fire(r, now) } else { None },
+            last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
+            errors: Vec::new(),
+        });
+    }
+    for bad in &set.invalid {
+        rows.push(RoutineOverview {
+            name: bad.name.clone(),
+            file: engine.home().display_path(&bad.file),
+            valid: false,
+            kind: None,
+            schedule: None,
+            schedule_words: None,
+            timezone: None,
+            enabled: None,
+            paused: false,
+            paused_reason: None,
+            on_this_device: true,
+            state: RoutineState::Invalid,
+            next_fire: None,
+            last_run: None,
+            errors: bad.errors.iter().map(ToString::to_string).collect(),
+        });
+    }
+    Ok(rows)
+}
