@@ -1,58 +1,126 @@
-// The window's behaviour. Agent output is untrusted: it is only ever inserted as text.
-const tauri = window.__TAURI__;
+// The window: a header with the engine's state, three views (Routines, History, Accounts) and a
+// run's detail, routed by the URL hash. Agent output is never inserted as HTML except a report
+// the engine rendered and sanitized (see lib/dom.js).
+import { call, errorText, listen, onEngine } from "./lib/api.js";
+import { h, replace } from "./lib/dom.js";
+import * as accounts from "./views/accounts.js";
+import * as history from "./views/history.js";
+import * as routines from "./views/routines.js";
+import * as run from "./views/run.js";
 
-function show(id) {
-  document.getElementById(id).hidden = false;
+const VIEWS = { routines, history, accounts, run };
+const view = document.getElementById("view");
+const ui = { state: null, go, relogin, showRelogin };
+let unmount = null;
+
+function go(hash) {
+  if (location.hash === hash) route();
+  else location.hash = hash;
 }
 
-function text(id, value) {
-  document.getElementById(id).textContent = value ?? "";
+/** "#/history?routine=x" → ["history", URLSearchParams]; "#/run/ID" → ["run", {id}]. */
+function parseHash() {
+  const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
+  const [name, id] = path.split("/");
+  const params = new URLSearchParams(query ?? "");
+  if (id) params.set("id", decodeURIComponent(id));
+  return [VIEWS[name] ? name : "routines", params];
 }
 
-// A notification's "Open": show that run.
-async function openRun(id) {
+function route() {
+  const [name, params] = parseHash();
+  unmount?.();
+  for (const a of document.querySelectorAll("nav a")) {
+    const current = a.dataset.view === name || (name === "run" && a.dataset.view === "history");
+    if (current) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  unmount = VIEWS[name].mount(view, params, ui) ?? null;
+  view.dataset.view = name;
+}
+
+// Header: who schedules this home, how many runs are going, pause all.
+const stateLine = document.getElementById("engine-state");
+const pauseButton = document.getElementById("pause-all");
+async function refreshState() {
   try {
-    const view = await tauri.core.invoke("get_run", { id });
-    const run = view.run;
-    text("run-title", `${run.routine} · ${run.status}${run.reason ? ` (${run.reason})` : ""}`);
-    text("run-message", run.message);
-    text("run-report", view.report);
-    show("run");
+    const s = await call("engine_state");
+    ui.state = s;
+    const going = [s.running && `${s.running} running`, s.queued && `${s.queued} queued`].filter(Boolean).join(" · ");
+    let text;
+    if (s.scheduled_elsewhere) text = `${s.scheduled_elsewhere} schedules this home; this window views and controls it`;
+    else if (s.paused) text = "Paused — no scheduled runs start";
+    else text = "Scheduling";
+    replace(stateLine, h("span", { class: `dot ${s.paused ? "paused" : s.running ? "running" : "idle"}` }), text, going ? ` · ${going}` : "");
+    stateLine.title = `Home: ${s.home} · device: ${s.device}`;
+    pauseButton.textContent = s.paused ? "Resume all" : "Pause all";
+    pauseButton.dataset.paused = s.paused ? "1" : "";
+    pauseButton.hidden = false;
   } catch (e) {
-    text("run-title", "Run not found");
-    text("run-message", e.message ?? String(e));
-    show("run");
+    stateLine.textContent = `Engine unavailable: ${errorText(e)}`;
   }
 }
+pauseButton.addEventListener("click", async () => {
+  try {
+    await call("set_paused", { paused: !pauseButton.dataset.paused });
+  } catch (e) {
+    stateLine.textContent = errorText(e);
+  }
+  refreshState();
+});
+let stateTimer = null;
+onEngine((ev) => {
+  if (["engine_state", "run_started", "run_finished", "run_queued", "resync"].includes(ev.type)) {
+    clearTimeout(stateTimer);
+    stateTimer = setTimeout(refreshState, 100);
+  }
+});
 
-// Re-login where no terminal could be opened: the exact command, and a field for a setup token.
+// Re-login: a terminal with `claude /login` when one can be opened, else this panel with the
+// exact command and a field for a setup token.
+const panel = document.getElementById("relogin");
 let reloginAccount = null;
-function relogin({ account, command }) {
+function showRelogin({ account, command, opened }) {
   reloginAccount = account;
-  text("relogin-account", account);
-  text("relogin-command", command);
-  text("token-result", "");
-  show("relogin");
+  document.getElementById("relogin-account").textContent = account;
+  document.getElementById("relogin-command").textContent = command;
+  document.getElementById("relogin-opened").textContent = opened ? `Opened ${opened} running the login. When it is done, press Check on the account.` : "No terminal could be opened here. Run this in a terminal:";
+  document.getElementById("token-result").textContent = "";
+  panel.hidden = false;
   document.getElementById("token").focus();
 }
-
+async function relogin(account) {
+  try {
+    const r = await call("relogin", { email: account });
+    showRelogin({ account, command: r.command, opened: r.opened });
+  } catch (e) {
+    showRelogin({ account, command: "", opened: null });
+    document.getElementById("token-result").textContent = errorText(e);
+  }
+}
+document.getElementById("relogin-close").addEventListener("click", () => (panel.hidden = true));
 document.getElementById("token-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const field = document.getElementById("token");
   const token = field.value;
   field.value = ""; // never kept on screen
   try {
-    await tauri.core.invoke("set_token", { email: reloginAccount, token });
-    text("token-result", `Stored the setup token for ${reloginAccount} in the OS keychain.`);
+    await call("set_token", { email: reloginAccount, token });
+    document.getElementById("token-result").textContent = `Stored the setup token for ${reloginAccount} in the OS keychain.`;
   } catch (e) {
-    text("token-result", e.message ?? String(e));
+    document.getElementById("token-result").textContent = errorText(e);
   }
 });
+document.addEventListener("keydown", (ev) => {
+  if (ev.key === "Escape" && !panel.hidden) panel.hidden = true;
+});
 
-if (tauri) {
-  tauri.event.listen("open-run", (e) => openRun(e.payload));
-  tauri.event.listen("relogin", (e) => relogin(e.payload));
-}
+listen("open-run", (id) => go(`#/run/${id}`));
+listen("relogin", (p) => showRelogin(p));
+window.addEventListener("hashchange", route);
+
+refreshState();
+route();
 
 // The page's entry points, also used by the end-to-end test through WebDriver.
-window.nightshiftUi = { openRun, relogin };
+window.nightshiftUi = { openRun: (id) => go(`#/run/${id}`), relogin: showRelogin, go };

@@ -7,6 +7,8 @@
 //! alive); the app lives on in the tray until Quit.
 
 mod commands;
+#[cfg(test)]
+mod ipc_tests;
 mod relogin;
 pub mod tray;
 
@@ -29,6 +31,9 @@ pub struct AppState {
     pub scheduled_elsewhere: Mutex<Option<String>>,
 }
 
+/// Start in the tray without a window (what Start at login launches).
+const MINIMIZED: &str = "--minimized";
+
 /// `--run-now NAME` on the command line (also sent to the running instance by a second launch).
 fn run_now_arg(argv: &[String]) -> Option<String> {
     argv.iter().position(|a| a == "--run-now").and_then(|i| argv.get(i + 1)).cloned()
@@ -50,7 +55,7 @@ pub fn run() {
         }
     };
 
-    let app = tauri::Builder::default()
+    let app = with_commands(tauri::Builder::default())
         .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
             // A second launch: run a routine if asked, else bring the window up.
             match run_now_arg(&argv) {
@@ -58,9 +63,9 @@ pub fn run() {
                 None => show_window(app),
             }
         }))
-        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, None))
+        .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![MINIMIZED])))
         .plugin(tauri_plugin_dialog::init())
-        .invoke_handler(tauri::generate_handler![commands::get_run, commands::set_token])
+        .plugin(tauri_plugin_opener::init())
         .setup(move |app| {
             let engine = Engine::open(EngineOptions::new(home))?;
             let handle = app.handle().clone();
@@ -76,6 +81,10 @@ pub fn run() {
             install_tray(app.handle())?;
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move { run_engine(handle, engine).await });
+            // Started at login: straight to the tray. Otherwise the user launched it: show the window.
+            if !argv.iter().any(|a| a == MINIMIZED) {
+                show_window(app.handle());
+            }
             if let Some(name) = run_now_arg(&argv) {
                 run_now(app.handle(), name);
             }
@@ -94,6 +103,27 @@ pub fn run() {
     });
 }
 
+/// The window's commands (their permissions: build.rs and capabilities/main.json).
+pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
+    builder
+        .invoke_handler(tauri::generate_handler![
+            commands::engine_state,
+            commands::list_routines,
+            commands::run_now,
+            commands::set_routine_paused,
+            commands::set_paused,
+            commands::list_runs,
+            commands::get_run,
+            commands::read_log,
+            commands::cancel_run,
+            commands::list_accounts,
+            commands::check_account,
+            commands::set_token,
+            commands::relogin,
+            commands::open_link,
+        ])
+}
+
 /// Recovery, the scheduler (if this home is not scheduled elsewhere) and tray updates from events.
 async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     match engine.recover(RecoveryMode::Adopt).await {
@@ -101,6 +131,7 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "crash recovery failed"),
     }
+    forward_events_to_window(&app, &engine);
     let mut events = engine.subscribe();
     let tray_app = app.clone();
     tauri::async_runtime::spawn(async move {
@@ -128,9 +159,40 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             tracing::warn!("{}", e.message);
             let who = e.message.split(" already schedules").next().unwrap_or("another process").to_string();
             *app.state::<AppState>().scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(who);
+            let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "engine_state" }));
             refresh_tray(&app).await;
         }
     }
+}
+
+/// The window's one event channel: every engine event as it happens (`{"type": "run_started", …}`),
+/// so History turns rows from queued to running to final without a reload and nothing polls.
+pub const WINDOW_EVENT: &str = "engine";
+
+fn forward_events_to_window<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
+    let mut events = engine.subscribe();
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(event) => {
+                    let _ = app.emit(WINDOW_EVENT, &event);
+                }
+                // The window missed some: it reloads what it shows.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "resync" }));
+                }
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+/// The window shows only the app's own pages: any other navigation (a link in a report that
+/// slipped past everything else, a script setting `location`) is refused. Links open in the
+/// system browser through the `open_link` command instead.
+fn own_page(url: &tauri::Url) -> bool {
+    url.scheme() == "tauri" || url.host_str() == Some("tauri.localhost")
 }
 
 fn notification_icon<R: Runtime>(app: &AppHandle<R>) -> std::path::PathBuf {
@@ -151,6 +213,13 @@ pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
         return;
     }
     let built = WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
+        .on_navigation(|url| {
+            let ok = own_page(url);
+            if !ok {
+                tracing::warn!(%url, "refused to navigate the window away from the app");
+            }
+            ok
+        })
         .title("Nightshift")
         .inner_size(920.0, 640.0)
         .min_inner_size(560.0, 420.0)

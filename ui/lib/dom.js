@@ -1,0 +1,51 @@
+// Building DOM without HTML strings: every string becomes a text node, so agent output and file
+// contents are inert wherever they appear. The one exception is a report, which arrives as HTML
+// already sanitized in Rust (pulldown-cmark + ammonia) and is inserted by `trustedReport` only.
+
+/** h("a", {href: "#/x", class: "y", onclick: fn}, "text", child…) */
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+    else if (k === "class") el.className = v;
+    else if (k === "dataset") Object.assign(el.dataset, v);
+    else el.setAttribute(k, v === true ? "" : String(v));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const c of children.flat(Infinity)) {
+    if (c === undefined || c === null || c === false) continue;
+    el.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+}
+
+export function replace(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+/** A status or verdict as a coloured word. */
+export function badge(word, title) {
+  const text = String(word ?? "").replaceAll("_", " ");
+  return h("span", { class: `badge badge-${word}`, title }, text);
+}
+
+/** Insert a report rendered and sanitized by the engine. Links never navigate the window. */
+export function trustedReport(el, sanitizedHtml, openLink) {
+  el.innerHTML = sanitizedHtml; // sanitized in Rust: no script, no handlers, only http/https/mailto links
+  for (const a of el.querySelectorAll("a[href]")) {
+    a.addEventListener("click", (ev) => {
+      ev.preventDefault();
+      openLink(a.getAttribute("href"));
+    });
+  }
+}
+
+export function empty(text, ...more) {
+  return h("div", { class: "empty" }, h("p", {}, text), ...more);
+}

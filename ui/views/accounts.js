@@ -1,0 +1,105 @@
+// Accounts: each account's auth health with the evidence behind it, where its credential comes
+// from, expiry and rate-limit reset; Re-login, Set token (paste → OS keychain; never shown
+// again), Check.
+import { call, errorText, onEngine } from "../lib/api.js";
+import { badge, empty, h, replace } from "../lib/dom.js";
+import { ago, full } from "../lib/format.js";
+
+const SOURCES = { keychain: "setup token in the OS keychain", env: "token from the environment", agent_login: "Claude login in its config dir", none: "no credential" };
+
+export function mount(root, _params, ui) {
+  const status = h("p", { class: "notice", role: "status", id: "accounts-status" });
+  const body = h("div", { id: "accounts" }, h("p", { class: "muted" }, "Checking accounts…"));
+  replace(root, h("h2", {}, "Accounts"), status, body);
+
+  async function load() {
+    try {
+      render(await call("list_accounts"));
+    } catch (e) {
+      replace(body, empty(`Could not check accounts: ${errorText(e)}`));
+    }
+  }
+
+  function render(accounts) {
+    if (accounts.length === 0) {
+      replace(
+        body,
+        empty(
+          "No accounts yet. Command routines need none; for Claude routines add one:",
+          h("pre", {}, h("code", {}, "nightshiftctl accounts add claude you@example.com\nnightshiftctl accounts set-token you@example.com")),
+        ),
+      );
+      return;
+    }
+    replace(body, accounts.map(card));
+  }
+
+  function card({ health: a, history }) {
+    const tokenField = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true, "aria-label": `Setup token for ${a.account}`, class: "token" });
+    const tokenForm = h(
+      "form",
+      { class: "token-form", hidden: true, onsubmit: (ev) => saveToken(ev, a.account, tokenField, tokenForm) },
+      tokenField,
+      h("button", { type: "submit", class: "primary" }, "Save token"),
+    );
+    const when = [];
+    if (a.resets_at) when.push(h("p", {}, "Rate limit resets ", h("strong", { title: full(a.resets_at) }, ago(a.resets_at)), ` (${full(a.resets_at)})`));
+    if (a.expires_at) when.push(h("p", {}, new Date(a.expires_at) > new Date() ? "Login expires " : "Login expired ", h("strong", { title: full(a.expires_at), class: "countdown", dataset: { at: a.expires_at } }, ago(a.expires_at))));
+    return h(
+      "section",
+      { class: "card account", dataset: { account: a.account, verdict: a.verdict } },
+      h("div", { class: "toolbar" }, h("h3", {}, a.account), badge(a.verdict), h("span", { class: "muted small" }, a.agent)),
+      h("p", { class: "evidence" }, a.evidence, a.since ? h("span", { class: "muted small", title: full(a.since) }, ` · ${ago(a.since)}`) : null),
+      when,
+      h("p", { class: "muted small" }, `Credential: ${SOURCES[a.source] ?? a.source} · config dir `, h("code", {}, a.config_dir)),
+      a.fix ? h("p", { class: "fix" }, a.fix) : null,
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { class: a.verdict === "ok" || a.verdict === "live" ? "" : "primary", onclick: () => ui.relogin(a.account) }, "Re-login"),
+        h("button", { onclick: () => { tokenForm.hidden = !tokenForm.hidden; if (!tokenForm.hidden) tokenField.focus(); } }, "Set token"),
+        h("button", { onclick: () => check(a.account) }, "Check"),
+      ),
+      tokenForm,
+      history.length
+        ? h("details", {}, h("summary", {}, "History"), h("ul", { class: "history" }, history.map((r) => h("li", {}, h("span", { class: "muted small" }, full(r.at)), " ", badge(r.verdict), " ", r.evidence))))
+        : null,
+    );
+  }
+
+  async function saveToken(ev, account, field, form) {
+    ev.preventDefault();
+    const token = field.value;
+    field.value = ""; // never kept on screen
+    try {
+      await call("set_token", { email: account, token });
+      status.textContent = `Stored the setup token for ${account} in the OS keychain.`;
+      form.hidden = true;
+      load();
+    } catch (e) {
+      status.textContent = errorText(e);
+    }
+  }
+
+  async function check(account) {
+    status.textContent = `Checking ${account}…`;
+    try {
+      const { health } = await call("check_account", { email: account });
+      status.textContent = `${account}: ${health.verdict.replaceAll("_", " ")} — ${health.evidence}`;
+      load();
+    } catch (e) {
+      status.textContent = errorText(e);
+    }
+  }
+
+  // Countdowns tick while the view is open.
+  const tick = setInterval(() => {
+    for (const el of root.querySelectorAll(".countdown")) el.textContent = ago(el.dataset.at);
+  }, 30000);
+  load();
+  const stop = onEngine((ev) => ev.type === "accounts_changed" && load());
+  return () => {
+    clearInterval(tick);
+    stop();
+  };
+}

@@ -1,0 +1,200 @@
+// Run detail: what happened in plain words with the fix, the facts, the report rendered as
+// Markdown (sanitized in Rust), and the log — readable by default, raw on a toggle — following
+// live while the run is going. Cancel a running run; run it again.
+import { call, errorText, onEngine, openLink } from "../lib/api.js";
+import { badge, h, replace, trustedReport } from "../lib/dom.js";
+import { cost, duration, full, trigger } from "../lib/format.js";
+
+const FOLLOW_MS = 700;
+
+export function mount(root, params, ui) {
+  const id = params.get("id");
+  const head = h("div", { id: "run-head" });
+  const explanation = h("section", { id: "run-explanation", class: "card" });
+  const facts = h("dl", { id: "run-facts", class: "facts" });
+  const attempts = h("div", { id: "run-attempts" });
+  const report = h("article", { id: "run-report", class: "report" });
+  const logBox = h("pre", { id: "run-log", class: "log", tabindex: "0", "aria-label": "Log" });
+  const logMode = { readable: true, stream: "stdout" };
+  const readableToggle = h("input", { type: "checkbox", id: "log-raw", onchange: () => restartLog({ readable: !readableToggle.checked }) });
+  const streamSelect = h("select", { id: "log-stream", "aria-label": "Stream", onchange: () => restartLog({ stream: streamSelect.value }) }, h("option", { value: "stdout" }, "output"), h("option", { value: "stderr" }, "errors (stderr)"));
+  const logStatus = h("span", { class: "muted small", id: "log-status", role: "status" });
+  replace(
+    root,
+    h("p", {}, h("a", { href: "#/history" }, "← History")),
+    head,
+    explanation,
+    facts,
+    attempts,
+    h("section", { "aria-labelledby": "report-title" }, h("h3", { id: "report-title" }, "Report"), report),
+    h(
+      "section",
+      { "aria-labelledby": "log-title" },
+      h("div", { class: "toolbar" }, h("h3", { id: "log-title" }, "Log"), streamSelect, h("label", { class: "check" }, readableToggle, " raw"), logStatus),
+      logBox,
+    ),
+  );
+
+  let run = null;
+  let offset = 0;
+  let logGeneration = 0;
+  let timer = null;
+  let stopped = false;
+
+  async function load() {
+    try {
+      const detail = await call("get_run", { id });
+      run = detail.run;
+      render(detail);
+      return detail;
+    } catch (e) {
+      replace(head, h("h2", { id: "run-title" }, "Run not found"));
+      replace(explanation, h("p", { id: "run-summary" }, errorText(e)));
+      return null;
+    }
+  }
+
+  function render(detail) {
+    const r = detail.run;
+    const actions = h("div", { class: "actions" });
+    if (!["completed", "failed", "timed_out", "cancelled", "blocked", "missed", "skipped"].includes(r.status)) {
+      actions.append(h("button", { id: "cancel-run", class: "danger", onclick: cancel }, "Cancel"));
+    }
+    if (detail.routine_exists) actions.append(h("button", { id: "run-again", onclick: runAgain }, "Run again"));
+    replace(head, h("div", { class: "toolbar" }, h("h2", { id: "run-title" }, r.routine, " ", badge(r.status)), actions));
+
+    const x = detail.explanation;
+    replace(
+      explanation,
+      h("p", { id: "run-summary", class: "summary" }, x.summary),
+      r.message && !x.summary.includes(r.message) ? h("p", { id: "run-message", class: "muted" }, r.message) : null,
+      x.fix ? h("p", { id: "run-fix", class: "fix" }, x.fix) : null,
+      x.relogin ? h("button", { id: "run-relogin", class: "primary", onclick: () => ui.relogin(x.relogin) }, `Re-login ${x.relogin}`) : null,
+    );
+    explanation.dataset.tone = r.status === "completed" ? "ok" : ["failed", "timed_out", "blocked"].includes(r.status) ? "bad" : "neutral";
+
+    const fact = (label, value, title) => (value === null || value === undefined || value === "" ? [] : [h("dt", {}, label), h("dd", { title }, value)]);
+    replace(
+      facts,
+      fact("Status", [r.status.replaceAll("_", " "), r.reason ? ` (${r.reason.replaceAll("_", " ")})` : ""].join("")),
+      fact("Trigger", trigger(r.trigger)),
+      fact("Scheduled for", r.scheduled_for && full(r.scheduled_for)),
+      fact("Started", r.started_at && full(r.started_at)),
+      fact("Finished", r.finished_at && full(r.finished_at)),
+      fact("Duration", r.duration_ms !== null ? duration(r.duration_ms) : null),
+      fact("Agent", r.agent),
+      fact("Account", r.account),
+      fact("Rate limit resets", r.resets_at && full(r.resets_at)),
+      fact("Cost", r.cost_usd !== null ? cost(r.cost_usd) : null),
+      fact("Exit code", r.exit_code),
+      fact("Session", r.session_id),
+      fact("Run id", r.id),
+    );
+
+    if (r.attempts.length > 1) {
+      replace(
+        attempts,
+        h("h3", {}, "Attempts"),
+        h("ol", { class: "attempts" }, r.attempts.map((a) => h("li", {}, h("strong", {}, a.account ?? "—"), " ", badge(a.status), a.reason ? ` ${a.reason.replaceAll("_", " ")}` : "", a.message ? h("div", { class: "muted small" }, a.message) : null))),
+      );
+    } else attempts.replaceChildren();
+
+    if (detail.report_html) trustedReport(report, detail.report_html, openLink);
+    else replace(report, h("p", { class: "muted" }, r.status === "completed" ? "This run wrote no report." : r.status === "running" || r.status === "queued" ? "The report appears when the run completes." : "No report: the run did not complete."));
+  }
+
+  function restartLog(change) {
+    Object.assign(logMode, change);
+    logGeneration += 1;
+    offset = 0;
+    logBox.replaceChildren();
+    logBox.classList.toggle("raw", !logMode.readable);
+    pumpLog();
+  }
+
+  // One reader at a time (events, the follow timer and toggles all ask): no line twice.
+  let pumping = false;
+  let again = false;
+  async function pumpLog() {
+    if (pumping) {
+      again = true;
+      return;
+    }
+    pumping = true;
+    clearTimeout(timer);
+    const mine = logGeneration;
+    try {
+      // Read everything there is now, a chunk at a time.
+      for (;;) {
+        const chunk = await call("read_log", { id, stream: logMode.stream, offset, readable: logMode.readable });
+        if (mine !== logGeneration || stopped) return;
+        const atBottom = logBox.scrollTop + logBox.clientHeight >= logBox.scrollHeight - 20;
+        if (logMode.readable) appendEntries(chunk.entries);
+        else if (chunk.raw) logBox.append(chunk.raw);
+        if (atBottom) logBox.scrollTop = logBox.scrollHeight;
+        const progressed = chunk.next_offset > offset;
+        offset = chunk.next_offset;
+        if (!progressed || offset >= chunk.size) break;
+      }
+      const live = run && (run.status === "running" || run.status === "queued");
+      logStatus.textContent = live ? "following live…" : "";
+      if (!logBox.childNodes.length) logBox.append(h("span", { class: "muted" }, live ? "Waiting for output…" : "(empty)"));
+      // Following a live run: the log file grows, so ask again shortly (only while it is open).
+      if (live) timer = setTimeout(pumpLog, FOLLOW_MS);
+    } catch (e) {
+      logStatus.textContent = errorText(e);
+    } finally {
+      pumping = false;
+      if (again && !stopped) {
+        again = false;
+        pumpLog();
+      }
+    }
+  }
+
+  function appendEntries(entries) {
+    for (const e of entries) {
+      const last = logBox.lastElementChild;
+      if (e.joins && last?.dataset.kind === e.kind) {
+        last.querySelector(".text").append(e.text);
+        continue;
+      }
+      logBox.querySelector(":scope > .muted")?.remove();
+      logBox.append(h("div", { class: `entry entry-${e.kind}`, dataset: { kind: e.kind } }, h("span", { class: "kind" }, LABELS[e.kind] ?? e.kind), h("span", { class: "text" }, e.text)));
+    }
+  }
+
+  async function cancel() {
+    try {
+      await call("cancel_run", { id });
+    } catch (e) {
+      replace(explanation, h("p", {}, errorText(e)));
+    }
+  }
+
+  async function runAgain() {
+    try {
+      const newId = await call("run_now", { name: run.routine });
+      ui.go(`#/run/${newId}`);
+    } catch (e) {
+      explanation.append(h("p", { class: "fix" }, `Could not start it: ${errorText(e)}`));
+    }
+  }
+
+  const stop = onEngine(async (ev) => {
+    if (ev.run?.id === id || (ev.type === "run_progress" && ev.run_id === id) || ev.type === "resync") {
+      if (ev.type === "run_progress") return pumpLog();
+      await load();
+      pumpLog();
+    }
+  });
+
+  load().then(() => pumpLog());
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+    stop();
+  };
+}
+
+const LABELS = { text: "agent", tool: "tool", tool_result: "result", retry: "retry", error: "error", info: "info", result: "done", output: "" };
