@@ -3,87 +3,23 @@
 //! started in the running app completes in its in-process engine, and its finish notification
 //! reaches a real D-Bus notification server. A screenshot is kept in tests/artifacts.
 
-use fantoccini::{ClientBuilder, Locator};
+mod common;
+
+use common::*;
+use fantoccini::Locator;
 use nightshift_testkit::dbus::NotificationBus;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-fn tauri_driver() -> Option<PathBuf> {
-    let candidates = [std::env::var_os("CARGO_HOME").map(PathBuf::from), std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo"))];
-    let found = candidates.into_iter().flatten().map(|d| d.join("bin/tauri-driver")).find(|p| p.exists());
-    match found {
-        Some(p) => Some(p),
-        None if std::env::var("NIGHTSHIFT_SKIP_GUI").as_deref() == Ok("1") => None,
-        None => panic!("tauri-driver is not installed: `cargo install tauri-driver --locked` (scripts/test.sh does it), or NIGHTSHIFT_SKIP_GUI=1"),
-    }
-}
-
-/// Stops tauri-driver with SIGTERM (SIGKILL would orphan WebKitWebDriver, which keeps its port).
-struct Driver(Child);
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
-        let start = Instant::now();
-        while self.0.try_wait().ok().flatten().is_none() && start.elapsed() < Duration::from_secs(5) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = self.0.kill();
-    }
-}
-
-fn latest_run_id(home: &std::path::Path) -> String {
-    let out = Command::new("/usr/bin/python3")
-        .args(["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select id from runs order by sort_ms desc limit 1').fetchone()[0])"])
-        .arg(home.join("nightshift.db"))
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-fn artifacts() -> PathBuf {
-    let dir = std::env::var_os("NIGHTSHIFT_ARTIFACTS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/artifacts"));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+use std::process::Command;
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
-    if std::env::var_os("DISPLAY").is_none() {
-        assert_eq!(std::env::var("NIGHTSHIFT_SKIP_GUI").as_deref(), Ok("1"), "no X display: run through scripts/test.sh");
+    if !gui_available() {
         return;
     }
-    let Some(driver_bin) = tauri_driver() else { return };
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let bus = NotificationBus::start(tmp.path(), "record");
-    let (port, native) = (free_port(), free_port());
-    // The app inherits tauri-driver's environment: its home and the private bus.
-    let driver = Driver(
-        Command::new(driver_bin)
-            .args(["--port", &port.to_string(), "--native-port", &native.to_string()])
-            .env("NIGHTSHIFT_HOME", &home)
-            .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
-            .env("NO_AT_BRIDGE", "1")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let start = Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "tauri-driver did not listen");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let mut caps = serde_json::Map::new();
-    caps.insert("browserName".into(), "wry".into());
-    caps.insert("tauri:options".into(), serde_json::json!({ "application": env!("CARGO_BIN_EXE_nightshift") }));
-    let client = ClientBuilder::native().capabilities(caps).connect(&format!("http://127.0.0.1:{port}")).await.expect("a WebDriver session with the app");
+    let Some((driver, client)) = launch(&home, &bus.address).await else { return };
 
     let h1 = client.wait().at_most(Duration::from_secs(30)).for_element(Locator::Css("h1")).await.unwrap();
     assert_eq!(h1.text().await.unwrap(), "Nightshift");
@@ -107,9 +43,9 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     // "Open" on the notification shows that run in the window: its report as inert text.
     let id = latest_run_id(&home);
     client.execute("window.nightshiftUi.openRun(arguments[0])", vec![serde_json::json!(id)]).await.unwrap();
-    let title = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#run:not([hidden]) #run-title")).await.unwrap();
-    assert_eq!(title.text().await.unwrap(), "hello · completed");
-    let report = client.find(Locator::Id("run-report")).await.unwrap().text().await.unwrap();
+    let title = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("[data-view='run'] #run-title")).await.unwrap();
+    assert_eq!(title.text().await.unwrap(), "hello completed");
+    let report = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#run-report p")).await.unwrap().text().await.unwrap();
     assert!(report.starts_with("Hello from Nightshift on "), "{report}");
 
     // Re-login without a terminal: the exact command, and a token field that says what went wrong

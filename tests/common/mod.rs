@@ -1,0 +1,89 @@
+//! Shared by the end-to-end tests: tauri-driver + WebKitWebDriver around the real app binary.
+#![allow(dead_code)]
+
+use fantoccini::{Client, ClientBuilder};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub fn tauri_driver() -> Option<PathBuf> {
+    let candidates = [std::env::var_os("CARGO_HOME").map(PathBuf::from), std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo"))];
+    let found = candidates.into_iter().flatten().map(|d| d.join("bin/tauri-driver")).find(|p| p.exists());
+    match found {
+        Some(p) => Some(p),
+        None if std::env::var("NIGHTSHIFT_SKIP_GUI").as_deref() == Ok("1") => None,
+        None => panic!("tauri-driver is not installed: `cargo install tauri-driver --locked` (scripts/test.sh does it), or NIGHTSHIFT_SKIP_GUI=1"),
+    }
+}
+
+/// Stops tauri-driver with SIGTERM (SIGKILL would orphan WebKitWebDriver, which keeps its port).
+pub struct Driver(pub Child);
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let start = Instant::now();
+        while self.0.try_wait().ok().flatten().is_none() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.0.kill();
+    }
+}
+
+pub fn latest_run_id(home: &std::path::Path) -> String {
+    let out = Command::new("/usr/bin/python3")
+        .args(["-c", "import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute('select id from runs order by sort_ms desc limit 1').fetchone()[0])"])
+        .arg(home.join("nightshift.db"))
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+pub fn artifacts() -> PathBuf {
+    let dir = std::env::var_os("NIGHTSHIFT_ARTIFACTS").map(PathBuf::from).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/artifacts"));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+
+/// Whether this run can drive the real app (an X display); without one only NIGHTSHIFT_SKIP_GUI=1
+/// may skip, so CI never passes by skipping silently.
+pub fn gui_available() -> bool {
+    if std::env::var_os("DISPLAY").is_none() {
+        assert_eq!(std::env::var("NIGHTSHIFT_SKIP_GUI").as_deref(), Ok("1"), "no X display: run through scripts/test.sh");
+        return false;
+    }
+    true
+}
+
+/// Start tauri-driver (the app inherits its environment: the home and the private bus) and open
+/// a WebDriver session with the real app.
+pub async fn launch(home: &Path, bus_address: &str) -> Option<(Driver, Client)> {
+    let driver_bin = tauri_driver()?;
+    let (port, native) = (free_port(), free_port());
+    let driver = Driver(
+        Command::new(driver_bin)
+            .args(["--port", &port.to_string(), "--native-port", &native.to_string()])
+            .env("NIGHTSHIFT_HOME", home)
+            .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
+            .env("NO_AT_BRIDGE", "1")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(20), "tauri-driver did not listen");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut caps = serde_json::Map::new();
+    caps.insert("browserName".into(), "wry".into());
+    caps.insert("tauri:options".into(), serde_json::json!({ "application": env!("CARGO_BIN_EXE_nightshift") }));
+    let client = ClientBuilder::native().capabilities(caps).connect(&format!("http://127.0.0.1:{port}")).await.expect("a WebDriver session with the app");
+    Some((driver, client))
+}

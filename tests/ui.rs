@@ -1,0 +1,254 @@
+//! The web UI end to end, in the real app (WebKitGTK through tauri-driver, under Xvfb): a test
+//! home with a slow command routine, a failing one, a hostile one, an invalid file, an account
+//! without a credential and 10,000 seeded runs. Routines lists them in words with next fires;
+//! Run now → the run detail follows the log live → History shows the row running and turns it to
+//! completed without a reload; the report is rendered; the failing run says why and what to do;
+//! the hostile report is inert and the window never navigates away; History pages through 10k
+//! runs; Accounts shows the verdict and a token field that never keeps the token.
+//! Screenshots of each view go to tests/artifacts (ui-*.png).
+
+mod common;
+
+use common::*;
+use fantoccini::{Client, Locator};
+use nightshift_testkit::dbus::NotificationBus;
+use serde_json::{json, Value};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const SEEDED: usize = 10_000;
+
+fn write_home(home: &Path) {
+    nightshift_core::Home::at(home).bootstrap().unwrap();
+    let routines = home.join("routines");
+    let files = [
+        ("slow.yaml", "name: slow\nschedule: \"0 9 * * 1-5\"\ntimezone: Europe/Berlin\ncommand: \"echo 'step 1'; sleep 3; echo 'step 2'; sleep 2; printf '## Slow done\\\\n\\\\n- **all** good\\\\n'\"\nnotify: never\n"),
+        ("failing.yaml", "name: failing\nschedule: \"30 7 * * *\"\ncommand: \"echo checking; echo 'disk full' >&2; exit 3\"\nnotify: never\n"),
+        (
+            "hostile.yaml",
+            "name: hostile\nschedule: \"0 3 1 1 *\"\nnotify: never\ncommand: |\n  echo '## Findings'\n  echo '<script>window.__pwned=1</script>'\n  echo\n  echo '<img src=x onerror=\"window.__pwned=2\">'\n  echo\n  echo '[click me](javascript:window.__pwned=3) and [docs](https://example.invalid/docs)'\n  echo\n  echo 'text <a href=\"#\" onclick=\"window.__pwned=4\">inline</a>'\n",
+        ),
+        ("broken.yaml", "name: broken\ncommand: echo hi\nschedule: \"0 9 * * *\"\nretrys: 3\n"),
+    ];
+    for (name, text) in files {
+        std::fs::write(routines.join(name), text).unwrap();
+    }
+    std::fs::write(home.join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n").unwrap();
+    seed_history(&home.join("nightshift.db"));
+}
+
+/// 10,000 finished runs of a routine `nightly`, one a minute until an hour ago (one transaction).
+fn seed_history(db: &Path) {
+    drop(nightshift_core::store::Store::open(db).unwrap()); // create and migrate
+    let mut conn = rusqlite::Connection::open(db).unwrap();
+    let tx = conn.transaction().unwrap();
+    {
+        let mut stmt = tx
+            .prepare("INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, finished_at, status, reason, duration_ms, run_dir) VALUES (?1, 'nightly', 'schedule', 'command', ?2, ?3, ?3, ?4, ?5, 1500, ?6)")
+            .unwrap();
+        let t0 = chrono::Utc::now() - chrono::Duration::hours(1) - chrono::Duration::minutes(SEEDED as i64);
+        for i in 0..SEEDED {
+            let at = t0 + chrono::Duration::minutes(i as i64);
+            let (status, reason) = if i % 7 == 0 { ("failed", Some("exit_nonzero")) } else { ("completed", None) };
+            stmt.execute(rusqlite::params![format!("seed{i:022}"), at.timestamp_millis(), nightshift_core::run::fmt_time(&at), status, reason, format!("/nonexistent/{i}")]).unwrap();
+        }
+    }
+    tx.commit().unwrap();
+}
+
+async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap_or_else(|e| panic!("{script}: {e}"))
+}
+
+/// Wait until a script returns something truthy; return it.
+async fn until(c: &Client, what: &str, script: &str, secs: u64) -> Value {
+    let start = Instant::now();
+    loop {
+        let v = js(c, script).await;
+        if !(v.is_null() || v == json!(false) || v == json!(0) || v == json!("")) {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn text(c: &Client, css: &str) -> String {
+    // Read through JS: views re-render on engine events, so a held element can go stale.
+    let script = format!("const e = document.querySelector({}); return e && e.innerText", json!(css));
+    until(c, css, &script, 15).await.as_str().unwrap().to_string()
+}
+
+/// A real WebDriver click, retried when a re-render replaced the element in between.
+async fn click(c: &Client, css: &str) {
+    let start = Instant::now();
+    loop {
+        let tried = match c.find(Locator::Css(css)).await {
+            Ok(el) => el.click().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match tried {
+            Ok(_) => return,
+            Err(e) => assert!(start.elapsed() < Duration::from_secs(15), "{css}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn screenshot(c: &Client, name: &str) {
+    std::fs::write(artifacts().join(name), c.screenshot().await.unwrap()).unwrap();
+}
+
+async fn go(c: &Client, hash: &str) {
+    c.execute("window.nightshiftUi.go(arguments[0])", vec![json!(hash)]).await.unwrap();
+}
+
+/// Start a routine from its Run now button; the window moves to the new run. Returns its id.
+async fn run_now_from_routines(c: &Client, name: &str) -> String {
+    go(c, "#/routines").await;
+    click(c, &format!("#routines tr[data-routine='{name}'] button.primary")).await;
+    let id = until(c, "the run detail", "return location.hash.startsWith('#/run/') && location.hash.slice(6)", 15).await;
+    id.as_str().unwrap().to_string()
+}
+
+async fn wait_status(c: &Client, status: &str, secs: u64) {
+    until(c, &format!("run status {status}"), &format!("const b = document.querySelector('#run-title .badge'); return b && b.classList.contains('badge-{status}')"), secs).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_web_ui_in_the_real_app() {
+    if !gui_available() {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    write_home(&home);
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let Some((driver, c)) = launch(&home, &bus.address).await else { return };
+
+    // --- Routines: every routine in words, with next fire; the invalid file with its position.
+    let slow = text(&c, "#routines tr[data-routine='slow']").await;
+    assert!(slow.contains("At 09:00 on weekdays, Europe/Berlin"), "{slow}");
+    assert!(slow.contains("enabled") && slow.contains("never"), "{slow}");
+    let next = js(&c, "return document.querySelector(\"#routines tr[data-routine='slow'] td:nth-child(3) span[title]\")?.title").await;
+    assert!(next.as_str().is_some_and(|t| t.len() > 5), "slow has a next fire: {next}");
+    let failing = text(&c, "#routines tr[data-routine='failing']").await;
+    assert!(failing.contains("At 07:30"), "{failing}");
+    let broken = text(&c, "#routines tr[data-routine='broken']").await;
+    assert!(broken.contains("invalid") && broken.contains("routines/broken.yaml:4:1: unknown key `retrys`"), "{broken}");
+    assert!(text(&c, "#routines tr[data-routine='pr-review']").await.contains("disabled"));
+    let timing = js(&c, "const p = performance.getEntriesByName('first-contentful-paint')[0]; const n = performance.getEntriesByType('navigation')[0]; return { first_contentful_paint_ms: p ? p.startTime : null, dom_content_loaded_ms: n ? n.domContentLoadedEventEnd : null }").await;
+    std::fs::write(artifacts().join("ui-timing.json"), timing.to_string()).unwrap();
+    screenshot(&c, "ui-routines.png").await;
+
+    // --- Header: pause all and back.
+    assert!(text(&c, "#engine-state").await.starts_with("Scheduling"));
+    click(&c, "#pause-all").await;
+    until(&c, "paused header", "return document.getElementById('engine-state').textContent.startsWith('Paused')", 10).await;
+    assert_eq!(text(&c, "#pause-all").await, "Resume all");
+    click(&c, "#pause-all").await;
+    until(&c, "scheduling header", "return document.getElementById('engine-state').textContent.startsWith('Scheduling')", 10).await;
+
+    // --- Run now: the detail follows the live log while the run is going.
+    let id = run_now_from_routines(&c, "slow").await;
+    until(&c, "step 1 in the live log", "return document.getElementById('run-log')?.textContent.includes('step 1')", 15).await;
+    let still = js(&c, "return document.querySelector('#run-title .badge')?.textContent").await;
+    assert_eq!(still, json!("running"), "the log followed the run while it was going");
+    assert!(js(&c, "return !!document.getElementById('cancel-run')").await == json!(true), "a running run can be cancelled");
+
+    // --- History: the row is there as running and turns completed in place, no reload.
+    click(&c, "main a[href='#/history']").await;
+    let row = format!("#history-rows tr[data-id='{id}']");
+    let status = until(&c, "the running row", &format!("return document.querySelector(\"{row}\")?.dataset.status"), 10).await;
+    assert_eq!(status, json!("running"));
+    js(&c, "window.__historyBody = document.getElementById('history-rows'); return 1").await;
+    until(&c, "the row turning completed", &format!("return document.querySelector(\"{row}\")?.dataset.status === 'completed'"), 30).await;
+    let same = js(&c, "return window.__historyBody === document.getElementById('history-rows')").await;
+    assert_eq!(same, json!(true), "the row changed live, without reloading the list");
+    screenshot(&c, "ui-history.png").await;
+
+    // --- Run detail: the report rendered as Markdown, the readable log, raw on a toggle.
+    go(&c, &format!("#/run/{id}")).await;
+    assert_eq!(text(&c, "#run-report h2").await, "Slow done");
+    assert_eq!(text(&c, "#run-report li strong").await, "all");
+    until(&c, "step 2 in the log", "return document.getElementById('run-log').textContent.includes('step 2')", 10).await;
+    assert_eq!(text(&c, "#run-summary").await, "Completed.");
+    screenshot(&c, "ui-run-completed.png").await;
+    click(&c, "#log-raw").await;
+    until(&c, "the raw log", "const l = document.getElementById('run-log'); return l.classList.contains('raw') && !l.querySelector('.entry') && l.textContent.startsWith('step 1\\nstep 2')", 10).await;
+
+    // --- A failing run: its reason in plain words, and the fix.
+    run_now_from_routines(&c, "failing").await;
+    wait_status(&c, "failed", 20).await;
+    assert_eq!(text(&c, "#run-summary").await, "The command failed: exited with code 3: disk full");
+    assert_eq!(text(&c, "#run-fix").await, "The log below shows what it printed.");
+    until(&c, "the failing output", "return document.getElementById('run-log').textContent.includes('checking')", 10).await;
+    screenshot(&c, "ui-run-failed.png").await;
+
+    // --- A hostile report is inert: nothing runs, nothing loads, the window never navigates.
+    run_now_from_routines(&c, "hostile").await;
+    wait_status(&c, "completed", 20).await;
+    assert_eq!(text(&c, "#run-report h2").await, "Findings");
+    let report = js(&c, "const r = document.getElementById('run-report'); return { pwned: window.__pwned ?? null, active: r.querySelectorAll('script, img, iframe, [onerror], [onclick], form, style').length, text: r.textContent, hrefs: [...r.querySelectorAll('a')].map(a => a.getAttribute('href')) }").await;
+    assert_eq!(report["pwned"], Value::Null, "{report}");
+    assert_eq!(report["active"], json!(0), "{report}");
+    assert!(report["text"].as_str().unwrap().contains("<script>window.__pwned=1</script>"), "raw HTML shows as text: {report}");
+    assert_eq!(report["hrefs"], json!([null, "https://example.invalid/docs"]), "{report}");
+    for i in 0..2 {
+        js(&c, &format!("document.querySelectorAll('#run-report a')[{i}].click(); return 1")).await;
+    }
+    js(&c, "setTimeout(() => { location.href = 'https://example.invalid/escape'; }, 0); return 1").await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let after = js(&c, "return { href: location.href, pwned: window.__pwned ?? null, report: !!document.getElementById('run-report') }").await;
+    let href = after["href"].as_str().unwrap();
+    assert!(href.starts_with("tauri://localhost#/run/") || href.starts_with("tauri://localhost/"), "the window navigated away: {after}");
+    assert_eq!((after["pwned"].clone(), after["report"].clone()), (Value::Null, json!(true)), "{after}");
+    screenshot(&c, "ui-run-hostile.png").await;
+
+    // --- History pages through 10,000 runs a page at a time, newest first, none twice.
+    go(&c, "#/history?routine=nightly").await;
+    until(&c, "the first page", "return document.querySelectorAll('#history-rows tr').length >= 50", 15).await;
+    for target in [100, 150] {
+        js(&c, "document.getElementById('history-footer').scrollIntoView(); return 1").await;
+        until(&c, &format!("{target} rows"), &format!("return document.querySelectorAll('#history-rows tr').length >= {target}"), 15).await;
+    }
+    click(&c, "#load-more").await;
+    until(&c, "200 rows", "return document.querySelectorAll('#history-rows tr').length >= 200", 15).await;
+    let ids = js(&c, "return [...document.querySelectorAll('#history-rows tr')].map(r => r.dataset.id)").await;
+    let ids: Vec<&str> = ids.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
+    assert!(ids.len() < 400, "pages load as needed, not the whole history: {}", ids.len());
+    let mut sorted = ids.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    sorted.dedup();
+    assert_eq!(ids, sorted, "newest first, none twice");
+    assert_eq!(ids[0], format!("seed{:022}", SEEDED - 1));
+    assert!(text(&c, "#history-footer").await.contains(&format!("{} runs shown", ids.len())));
+    screenshot(&c, "ui-history-10k.png").await;
+    // Filter by status: only failed runs of `nightly` (every 7th).
+    c.execute("const s = document.getElementById('filter-status'); s.value = 'failed'; s.dispatchEvent(new Event('change')); return 1", vec![]).await.unwrap();
+    until(&c, "the failed filter", "const rows = [...document.querySelectorAll('#history-rows tr')]; return rows.length >= 50 && rows.every(r => r.dataset.status === 'failed')", 15).await;
+    let first = js(&c, "return document.querySelector('#history-rows tr').dataset.id").await;
+    assert_eq!(first, json!(format!("seed{:022}", (SEEDED - 1) / 7 * 7)));
+
+    // --- Accounts: the verdict with its evidence; a token field that never keeps the token.
+    go(&c, "#/accounts").await;
+    let card = "#accounts .account[data-account='work@acme.dev']";
+    let verdict = until(&c, "the account card", &format!("return document.querySelector(\"{card}\")?.dataset.verdict"), 20).await;
+    assert_eq!(verdict, json!("unconfigured"));
+    let card_text = text(&c, card).await;
+    assert!(card_text.contains("Credential: no credential") && card_text.contains("keychain"), "{card_text}");
+    click(&c, &format!("{card} .actions button:nth-child(2)")).await;
+    let field = c.find(Locator::Css(&format!("{card} input.token"))).await.unwrap();
+    field.send_keys("sk-ant-oat01-ui-test-token-do-not-show").await.unwrap();
+    click(&c, &format!("{card} .token-form button")).await;
+    let said = until(&c, "the set-token result", "return document.getElementById('accounts-status').textContent", 20).await;
+    assert!(said.as_str().unwrap().to_lowercase().contains("keychain") || said.as_str().unwrap().contains("Secret Service"), "{said}");
+    let value = js(&c, &format!("return document.querySelector(\"{card} input.token\").value")).await;
+    assert_eq!(value, json!(""), "the token is cleared from the field at once");
+    let page = js(&c, "return document.documentElement.outerHTML").await;
+    assert!(!page.as_str().unwrap().contains("ui-test-token"), "the token is nowhere in the page");
+    screenshot(&c, "ui-accounts.png").await;
+
+    c.close().await.unwrap();
+    drop(driver);
+}
