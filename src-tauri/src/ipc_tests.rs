@@ -38,6 +38,7 @@ fn fixture() -> Fixture {
         "name: hostile\nschedule: \"0 3 1 1 *\"\ncommand: |\n  echo '## Report'\n  echo '<script>window.__pwned=1</script>'\n  echo '<img src=x onerror=\"window.__pwned=2\">'\n  echo '[x](javascript:window.__pwned=3)'\n",
     )
     .unwrap();
+    std::fs::write(home_dir.join("routines/sleepy.yaml"), "name: sleepy\nschedule: \"0 3 1 1 *\"\ncommand: \"echo started; sleep 60\"\n").unwrap();
     // A run that echoes the token: its log and record must reach the window masked.
     std::fs::write(home_dir.join("routines/leak.yaml"), format!("name: leak\nschedule: \"0 3 1 1 *\"\ncommand: \"echo token={TOKEN}; echo {TOKEN} >&2; exit 1\"\n")).unwrap();
     let mut opts = EngineOptions::new(home);
@@ -117,6 +118,26 @@ fn run_now_then_history_detail_and_log() {
     assert_eq!(detail["explanation"]["summary"], "The command failed: exited with code 3: disk full");
     assert_eq!(detail["explanation"]["fix"], "The log below shows what it printed.");
     assert_eq!(detail["report_html"], Value::Null);
+}
+
+#[test]
+fn cancel_a_running_run_from_the_window() {
+    let f = fixture();
+    let id = ipc(&f.main, "run_now", json!({ "name": "sleepy" })).unwrap();
+    let id = id.as_str().unwrap().to_string();
+    let start = std::time::Instant::now();
+    while ipc(&f.main, "read_log", json!({ "id": id, "stream": "stdout", "offset": 0, "readable": false })).unwrap()["raw"] != "started\n" {
+        assert!(start.elapsed() < std::time::Duration::from_secs(20), "the run never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let running = ipc(&f.main, "get_run", json!({ "id": id })).unwrap();
+    assert_eq!(running["run"]["status"], "running");
+    assert_eq!(running["explanation"]["summary"], "Running now. The log below follows it live.");
+    assert_eq!(ipc(&f.main, "cancel_run", json!({ "id": id })).unwrap(), json!(true));
+    let detail = wait_final(&f, &id);
+    assert_eq!(detail["run"]["status"], "cancelled", "{detail:#}");
+    assert_eq!(ipc(&f.main, "cancel_run", json!({ "id": id })).unwrap(), json!(false), "nothing left to cancel");
+    assert_eq!(ipc(&f.main, "cancel_run", json!({ "id": "01nope" })).unwrap_err()["code"], "run_not_found");
 }
 
 #[test]

@@ -50,6 +50,7 @@ export function mount(root, params, ui) {
     generation += 1;
     cursor = null;
     done = false;
+    loading = false; // a page still loading for the old filter is dropped when it arrives
     rows.clear();
     tbody.replaceChildren();
     loadMore();
@@ -108,6 +109,10 @@ export function mount(root, params, ui) {
   // Infinite scroll: the footer coming into view loads the next page.
   const observer = new IntersectionObserver((entries) => entries.some((e) => e.isIntersecting) && loadMore(), { rootMargin: "200px" });
   observer.observe(footer);
+  // Also on scroll: the observer only reports changes, and a page that arrived while the footer
+  // stayed in view would otherwise wait for the next change.
+  const onScroll = () => footerVisible() && loadMore();
+  window.addEventListener("scroll", onScroll, { passive: true });
 
   const stop = onEngine((ev) => {
     if (ev.type === "resync") return reset();
@@ -127,5 +132,6 @@ export function mount(root, params, ui) {
   return () => {
     stop();
     observer.disconnect();
+    window.removeEventListener("scroll", onScroll);
   };
 }
