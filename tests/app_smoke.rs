@@ -9,6 +9,9 @@ use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
+/// The tests here share one X display and find the window by its title: one app at a time.
+static ONE_APP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn display_available() -> bool {
     if std::env::var_os("DISPLAY").is_some() {
         return true;
@@ -63,6 +66,7 @@ fn first_launch_run_now_and_a_real_finish_notification() {
     if !display_available() {
         return;
     }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let bus = NotificationBus::start(tmp.path(), "record");
@@ -91,4 +95,94 @@ fn first_launch_run_now_and_a_real_finish_notification() {
     let shot = artifacts().join("app-first-launch.png");
     let _ = Command::new("import").args(["-window", "root"]).arg(&shot).status();
     stop(first);
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ")
+}
+
+/// Any process below `pid` still alive (not a zombie) whose name starts with `prefix`.
+fn live_descendant_named(pid: u32, prefix: &str) -> bool {
+    let out = Command::new("ps").args(["-e", "-o", "pid=,ppid=,stat=,comm="]).output().unwrap();
+    let rows: Vec<(u32, u32, String, String)> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?, f.get(2)?.to_string(), f.get(3..)?.join(" ")))
+        })
+        .collect();
+    let mut tree = vec![pid];
+    let mut i = 0;
+    while i < tree.len() {
+        let cur = tree[i];
+        tree.extend(rows.iter().filter(|r| r.1 == cur).map(|r| r.0));
+        i += 1;
+    }
+    rows.iter().any(|r| tree[1..].contains(&r.0) && r.3.starts_with(prefix) && !r.2.starts_with('Z'))
+}
+
+/// Closing the window gives its memory back by restarting tray-only (same pid, fresh image) —
+/// but never while a run is going, and afterwards everything still works: the single-instance
+/// handover, the in-process engine and scheduler, notifications (exactly once), reopening.
+#[test]
+fn closing_the_window_restarts_tray_only_once_runs_are_done() {
+    if !display_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    std::fs::write(home.join("routines/slow.yaml"), "name: slow\nschedule: \"0 3 1 1 *\"\ncommand: \"sleep 8; echo slow done\"\nnotify: always\n").unwrap();
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
+    let running = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
+    let pid = running.id();
+    let start = Instant::now();
+    while !window_titles().contains("\"Nightshift\": (") {
+        assert!(start.elapsed() < Duration::from_secs(60), "no window");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(live_descendant_named(pid, "WebKitNetwork"), "the window's network process runs");
+
+    // A run is going when the window closes: the app does not restart under it.
+    assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
+    std::thread::sleep(Duration::from_secs(1));
+    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg("Nightshift").status().unwrap();
+    assert!(closed.success(), "could not close the window (python3-xlib)");
+    std::thread::sleep(Duration::from_secs(4));
+    assert!(!cmdline(pid).contains("--minimized"), "restarted while a run was going");
+
+    // The run finishes and notifies; then the app restarts tray-only, WebKit's helpers gone.
+    let got = bus.wait_for(1, Duration::from_secs(30));
+    assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
+    let start = Instant::now();
+    while !cmdline(pid).contains("--minimized") {
+        assert!(start.elapsed() < Duration::from_secs(20), "never restarted in the tray: {}", cmdline(pid));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!live_descendant_named(pid, "WebKit"), "WebKit processes outlived the window");
+
+    // The fresh image is the same app: a second launch reaches it, its engine runs and notifies.
+    assert!(app(&home, &bus, &["--run-now", "hello"]).status().unwrap().success());
+    let got = bus.wait_for(2, Duration::from_secs(30));
+    assert_eq!(got.len(), 2, "exactly one notification per run across the restart: {got:#?}");
+    assert!(got[1]["summary"].as_str().unwrap().starts_with("✓ hello · "), "{got:#?}");
+
+    // And reopening shows the window again.
+    assert!(app(&home, &bus, &[]).status().unwrap().success());
+    let start = Instant::now();
+    while !window_titles().contains("\"Nightshift\": (") {
+        assert!(start.elapsed() < Duration::from_secs(30), "the window did not reopen");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-reopened.png")).status();
+    stop(running);
+    let log = std::fs::read_to_string(tmp.path().join("app.log")).unwrap();
+    assert!(log.contains("restarting in the tray"), "{log}");
+    assert!(!log.contains("already schedules"), "the fresh image lost the scheduler lock: {log}");
+    assert_eq!(bus.wait_for(2, Duration::from_millis(500)).len(), 2, "no late duplicate");
 }

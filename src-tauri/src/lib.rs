@@ -7,6 +7,7 @@
 //! alive); the app lives on in the tray until Quit.
 
 mod commands;
+mod idle;
 #[cfg(test)]
 mod ipc_tests;
 mod relogin;
@@ -32,7 +33,7 @@ pub struct AppState {
 }
 
 /// Start in the tray without a window (what Start at login launches).
-const MINIMIZED: &str = "--minimized";
+pub(crate) const MINIMIZED: &str = "--minimized";
 
 /// `--run-now NAME` on the command line (also sent to the running instance by a second launch).
 fn run_now_arg(argv: &[String]) -> Option<String> {
@@ -66,6 +67,11 @@ pub fn run() {
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![MINIMIZED])))
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
+        .on_window_event(|window, event| {
+            if let tauri::WindowEvent::Destroyed = event {
+                rest_when_idle(window.app_handle());
+            }
+        })
         .setup(move |app| {
             let engine = Engine::open(EngineOptions::new(home))?;
             let handle = app.handle().clone();
@@ -82,7 +88,9 @@ pub fn run() {
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move { run_engine(handle, engine).await });
             // Started at login: straight to the tray. Otherwise the user launched it: show the window.
-            if !argv.iter().any(|a| a == MINIMIZED) {
+            if argv.iter().any(|a| a == MINIMIZED) {
+                release_when_idle(app.handle(), IDLE_AFTER_START);
+            } else {
                 show_window(app.handle());
             }
             if let Some(name) = run_now_arg(&argv) {
@@ -202,6 +210,57 @@ fn notification_icon<R: Runtime>(app: &AppHandle<R>) -> std::path::PathBuf {
         .map(|d| d.join("icons/notification.png"))
         .filter(|p| p.exists())
         .unwrap_or_else(DesktopNotifier::bundled_icon)
+}
+
+/// How long after the window closed (WebKit finishes tearing the page down) and after a start
+/// without a window (startup work done) the app gives back what an idle tray app does not need.
+const IDLE_AFTER_CLOSE: std::time::Duration = std::time::Duration::from_secs(3);
+const IDLE_AFTER_START: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The window closed. Once nothing needs this image — no window came back, no run is queued or
+/// going (in any process: a run's row must be final first) — restart tray-only ([`idle`]); until
+/// then trim, and look again whenever a run finishes.
+fn rest_when_idle<R: Runtime>(app: &AppHandle<R>) {
+    let app = app.clone();
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(IDLE_AFTER_CLOSE).await;
+        let engine = app.state::<AppState>().engine.clone();
+        let mut events = engine.subscribe();
+        loop {
+            if !app.webview_windows().is_empty() {
+                return; // reopened: its own close starts this again
+            }
+            let open_runs = engine.store().open_runs().map(|r| r.len()).unwrap_or(usize::MAX);
+            if open_runs == 0 && engine.queued().await == 0 {
+                #[cfg(target_os = "linux")]
+                {
+                    let err = idle::restart_in_tray();
+                    tracing::warn!(error = %err, "could not restart in the tray; trimming memory instead");
+                }
+                return tauri::async_runtime::spawn_blocking(idle::release).await.unwrap_or(());
+            }
+            let _ = tauri::async_runtime::spawn_blocking(idle::release).await;
+            loop {
+                match events.recv().await {
+                    Ok(EngineEvent::RunFinished { .. }) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
+                    Ok(_) => continue,
+                    Err(_) => return,
+                }
+            }
+            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+        }
+    });
+}
+
+/// After `delay`, if no window exists, release WebKit's leftovers and clean pages ([`idle`]).
+fn release_when_idle<R: Runtime>(app: &AppHandle<R>, delay: std::time::Duration) {
+    let app = app.clone();
+    std::thread::spawn(move || {
+        std::thread::sleep(delay);
+        if app.webview_windows().is_empty() {
+            idle::release();
+        }
+    });
 }
 
 /// Show the window, recreating it if it was closed (closing destroys it to free the webview).

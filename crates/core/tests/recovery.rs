@@ -25,6 +25,11 @@ fn engine(th: &TestHome) -> Engine {
 
 /// Insert a `running` row as a crashed engine would have left it.
 fn orphan_row(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option<(u32, Option<String>)>) -> std::path::PathBuf {
+    owned_row(engine, th, id, agent, pid, dead_owner())
+}
+
+/// Insert a `running` row supervised by `owner`.
+fn owned_row(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option<(u32, Option<String>)>, owner: (u32, String)) -> std::path::PathBuf {
     let run_dir = th.path().join("runs/job").join(id);
     std::fs::create_dir_all(&run_dir).unwrap();
     engine
@@ -42,7 +47,7 @@ fn orphan_row(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option
             started_at: Some(Utc::now()),
             account: None,
             run_dir: run_dir.display().to_string(),
-            owner: Some(dead_owner()),
+            owner: Some(owner),
             sort_at: Utc::now(),
         })
         .unwrap();
@@ -181,4 +186,27 @@ async fn runs_supervised_by_a_live_engine_are_not_touched() {
     owner.wait().unwrap();
     // Its owner is gone now, and so is its (never started) process: recovery settles it.
     assert_eq!(engine.recover(RecoveryMode::SettleFinished).await.unwrap(), vec!["r6"]);
+}
+
+#[tokio::test]
+async fn runs_of_an_earlier_image_of_this_process_are_recovered_after_it_re_executed() {
+    // The tray app re-executes itself to drop the window's memory: same pid, same start time.
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo\n");
+    let (pid, start) = process::self_identity();
+    let earlier = (pid, start.clone());
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.identity = (pid, format!("{start}#1"));
+    let engine = Engine::open(opts).unwrap();
+    let run_dir = th.path().join("runs/job/r8");
+    let mut p = spawn_sh(&run_dir, "echo done before the re-exec").await;
+    p.child.wait().await.unwrap();
+    owned_row(&engine, &th, "r8", "command", Some((p.pid, p.start_time.clone())), earlier);
+    // A run of this very image is left alone.
+    owned_row(&engine, &th, "r9", "command", None, (pid, format!("{start}#1")));
+
+    assert_eq!(engine.recover(RecoveryMode::Adopt).await.unwrap(), vec!["r8"]);
+    let rec = engine.store().get_run("r8").unwrap();
+    assert_eq!((rec.status, rec.exit_code), (RunStatus::Completed, Some(0)));
+    assert_eq!(engine.store().get_run("r9").unwrap().status, RunStatus::Running);
 }

@@ -34,11 +34,14 @@ pub struct EngineOptions {
     pub clock: Arc<dyn Clock>,
     /// The environment runs inherit from (filtered by the allow-list). Default: this process's.
     pub env: Vec<(String, String)>,
+    /// Who this engine is in run rows (pid, start time[#image]): recovery tells its own runs from
+    /// those of engines that are gone by it. Default: this process.
+    pub identity: (u32, String),
 }
 
 impl EngineOptions {
     pub fn new(home: Home) -> Self {
-        EngineOptions { home, clock: Arc::new(SystemClock), env: std::env::vars().collect() }
+        EngineOptions { home, clock: Arc::new(SystemClock), env: std::env::vars().collect(), identity: crate::runner::process::self_identity() }
     }
 }
 
@@ -94,7 +97,7 @@ impl Engine {
                 events,
                 hooks: RwLock::new(Vec::new()),
                 active: Mutex::new(HashMap::new()),
-                identity: crate::runner::process::self_identity(),
+                identity: opts.identity,
                 queue: tokio::sync::Mutex::new(std::collections::VecDeque::new()),
                 lane_freed: Notify::new(),
                 dispatcher_awake: std::sync::atomic::AtomicBool::new(false),

@@ -32,7 +32,11 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
     let mut handled = Vec::new();
     for open in core.store.open_runs()? {
         let owner_is_me = open.owner_pid == Some(core.identity.0) && open.owner_start.as_deref() == Some(core.identity.1.as_str());
+        // My pid with another identity: an earlier image of this process (it re-executed itself),
+        // which is gone even though the pid and start time are the same.
+        let earlier_image_of_me = open.owner_pid == Some(core.identity.0) && !owner_is_me;
         let owner_alive = !owner_is_me
+            && !earlier_image_of_me
             && open.owner_pid.is_some_and(|pid| process::same_process_alive(pid, open.owner_start.as_deref()));
         if owner_is_me || owner_alive {
             continue;
