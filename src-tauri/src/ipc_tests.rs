@@ -91,7 +91,7 @@ fn routines_in_words_with_invalid_files_and_their_positions() {
     let broken = by_name("broken");
     assert_eq!((broken["valid"].clone(), broken["state"].clone()), (json!(false), json!("invalid")));
     let errors: Vec<&str> = broken["errors"].as_array().unwrap().iter().map(|e| e.as_str().unwrap()).collect();
-    assert!(errors.iter().any(|e| *e == "routines/broken.yaml:3:1: unknown key `schedul`; did you mean `schedule`?"), "{errors:#?}");
+    assert!(errors.contains(&"routines/broken.yaml:3:1: unknown key `schedul`; did you mean `schedule`?"), "{errors:#?}");
 }
 
 #[test]

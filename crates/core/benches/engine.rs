@@ -79,7 +79,7 @@ fn write_stream(path: &Path, mb: usize) {
     let target = (mb as u64) << 20;
     let mut written = 0u64;
     while written < target {
-        let line = if i % 2 == 0 {
+        let line = if i & 1 == 0 {
             format!(r#"{{"type":"assistant","message":{{"id":"msg_{i}","role":"assistant","content":[{{"type":"text","text":"{text}"}}]}},"session_id":"s"}}"#)
         } else {
             format!(r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{i}","content":"{text}"}}]}},"session_id":"s"}}"#)
