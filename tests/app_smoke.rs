@@ -186,3 +186,56 @@ fn closing_the_window_restarts_tray_only_once_runs_are_done() {
     assert!(!log.contains("already schedules"), "the fresh image lost the scheduler lock: {log}");
     assert_eq!(bus.wait_for(2, Duration::from_millis(500)).len(), 2, "no late duplicate");
 }
+
+/// `nightshift --quit` (a second launch, like the tray's Quit): with a run going it asks first and
+/// keeps running when the user says so; with nothing going it quits at once.
+#[test]
+fn quit_asks_while_a_run_is_going_and_not_otherwise() {
+    if !display_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    std::fs::write(home.join("routines/slow.yaml"), "name: slow\nschedule: \"0 3 1 1 *\"\ncommand: \"sleep 6; echo slow done\"\nnotify: always\n").unwrap();
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let mut running = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(1500));
+
+    assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
+    let start = Instant::now();
+    let shown = || {
+        let out = Command::new("xwininfo").args(["-name", "Quit Nightshift?"]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
+        out.contains("Map State: IsViewable")
+    };
+    while !shown() {
+        assert!(start.elapsed() < Duration::from_secs(15), "no question shown:\n{}", window_titles());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-quit-question.png")).status();
+    // Dismissing the question (the window manager's close) keeps the app and its run going.
+    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg("Quit Nightshift?").status().unwrap();
+    assert!(closed.success());
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(running.try_wait().unwrap().is_none(), "the app quit although the question was dismissed");
+    let got = bus.wait_for(1, Duration::from_secs(30));
+    assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "the run went on to the end: {got:#?}");
+
+    // Nothing going: quit at once, no question.
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
+    let start = Instant::now();
+    while running.try_wait().unwrap().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(15), "the app did not quit:\n{}", window_titles());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(!window_titles().contains("Quit Nightshift?"));
+    // With no app running, --quit says so and does nothing else.
+    let out = app(&home, &bus, &["--quit"]).output().unwrap();
+    assert!(out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Nightshift is not running."), "{}", String::from_utf8_lossy(&out.stderr));
+}

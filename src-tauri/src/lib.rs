@@ -35,6 +35,9 @@ pub struct AppState {
 /// Start in the tray without a window (what Start at login launches).
 pub(crate) const MINIMIZED: &str = "--minimized";
 
+/// Quit the running app (asks first when runs are going, like the tray's Quit).
+const QUIT: &str = "--quit";
+
 /// `--run-now NAME` on the command line (also sent to the running instance by a second launch).
 fn run_now_arg(argv: &[String]) -> Option<String> {
     argv.iter().position(|a| a == "--run-now").and_then(|i| argv.get(i + 1)).cloned()
@@ -58,7 +61,10 @@ pub fn run() {
 
     let app = with_commands(tauri::Builder::default())
         .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
-            // A second launch: run a routine if asked, else bring the window up.
+            // A second launch: quit or run a routine if asked, else bring the window up.
+            if argv.iter().any(|a| a == QUIT) {
+                return on_menu(app, "quit");
+            }
             match run_now_arg(&argv) {
                 Some(name) => run_now(app, name),
                 None => show_window(app),
@@ -73,6 +79,11 @@ pub fn run() {
             }
         })
         .setup(move |app| {
+            if argv.iter().any(|a| a == QUIT) {
+                // Nothing to quit: this is the only instance (a running one would have got the request).
+                eprintln!("Nightshift is not running.");
+                std::process::exit(0);
+            }
             let engine = Engine::open(EngineOptions::new(home))?;
             let handle = app.handle().clone();
             let on_open: nightshift_desktop::OpenRun = Arc::new(move |run_id: String| {
@@ -429,9 +440,9 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
             let app2 = app.clone();
             app.dialog()
                 .message(format!(
-                    "{running} run{} still going. If you quit, {} keep running and Nightshift picks {} up (records, notifications) at its next start.",
+                    "{running} run{} still going. If you quit, {} running and Nightshift picks {} up (records, notifications) at its next start.",
                     if running == 1 { " is" } else { "s are" },
-                    if running == 1 { "it" } else { "they" },
+                    if running == 1 { "it keeps" } else { "they keep" },
                     if running == 1 { "it" } else { "them" },
                 ))
                 .title("Quit Nightshift?")
