@@ -14,7 +14,6 @@ mod relogin;
 pub mod tray;
 
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::store::RunQuery;
 use nightshift_core::{Engine, EngineEvent, EngineOptions, Home, RecoveryMode, Scheduler, SchedulerLock};
 use nightshift_desktop::DesktopNotifier;
 use std::sync::{Arc, Mutex};
@@ -317,21 +316,19 @@ async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
     let queued = engine.queued().await;
     tauri::async_runtime::spawn_blocking(move || {
-        let now = chrono::Utc::now();
         let store = engine.store();
         let paused = store.global_paused().unwrap_or(false);
-        let set = engine.routines();
-        let mut routines: Vec<tray::RoutineLine> = set
-            .routines
-            .iter()
-            .map(|r| {
-                let last = store.list_runs(&RunQuery { routine: Some(r.name.clone()), limit: 1, ..Default::default() }).ok().and_then(|p| p.runs.into_iter().next());
-                let routine_paused = store.peek_routine_state(&r.name).ok().flatten().is_some_and(|s| s.paused);
-                let next = (r.enabled && !routine_paused).then(|| r.schedule.as_ref().and_then(|s| s.next_after(now))).flatten();
-                tray::RoutineLine { name: r.name.clone(), last: last.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next, valid: true }
+        // The same overview the window and `nightshiftctl routines list` show.
+        let routines = nightshift_core::view::routines::overview(&engine, chrono::Utc::now())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| tray::RoutineLine {
+                last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed),
+                next: r.next_fire,
+                valid: r.valid,
+                name: r.name,
             })
             .collect();
-        routines.extend(set.invalid.iter().map(|b| tray::RoutineLine { name: b.name.clone(), last: None, next: None, valid: false }));
         TrayFacts {
             running: store.running_count().unwrap_or(0),
             queued,
@@ -465,6 +462,7 @@ fn init_tracing() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use nightshift_core::store::RunQuery;
 
     fn app_with_engine(home: &std::path::Path) -> (tauri::App<tauri::test::MockRuntime>, Engine) {
         let home = Home::at(home);

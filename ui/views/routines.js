@@ -83,8 +83,16 @@ export function mount(root, _params, ui) {
     }
   }
 
-  load();
-  return onEngine((ev) => {
-    if (["routines_changed", "run_finished", "run_started", "routine_paused", "engine_state", "resync"].includes(ev.type)) load();
+  // A catch-up pass emits many events at once: reload once for a burst.
+  let pending = null;
+  const stop = onEngine((ev) => {
+    if (!["routines_changed", "run_finished", "run_started", "routine_paused", "engine_state", "resync"].includes(ev.type)) return;
+    clearTimeout(pending);
+    pending = setTimeout(load, 150);
   });
+  load();
+  return () => {
+    clearTimeout(pending);
+    stop();
+  };
 }
