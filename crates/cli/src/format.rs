@@ -7,21 +7,15 @@ pub fn local(t: &DateTime<Utc>) -> String {
     t.with_timezone(&Local).format("%Y-%m-%d %H:%M:%S").to_string()
 }
 
+/// The engine's one duration format ("4m 12s").
 pub fn duration_ms(ms: u64) -> String {
-    let s = ms / 1000;
-    match s {
-        0 => format!("{ms}ms"),
-        1..=59 => format!("{:.1}s", ms as f64 / 1000.0),
-        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
-        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
-    }
+    nightshift_core::view::duration(ms)
 }
 
 /// A relative time like "in 3h 12m" or "5m ago".
 pub fn relative(t: &DateTime<Utc>, now: DateTime<Utc>) -> String {
     let secs = (*t - now).num_seconds();
     let d = duration_ms(secs.unsigned_abs() * 1000);
-    let d = d.trim_end_matches(".0s").to_string();
     if secs >= 0 {
         format!("in {d}")
     } else {

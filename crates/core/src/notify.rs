@@ -31,17 +31,6 @@ pub trait Notifier: Send + Sync + 'static {
     fn send(&self, notice: &Notice) -> Result<(), String>;
 }
 
-/// "4m 12s", "850ms", "1h 05m".
-pub fn human_duration(ms: u64) -> String {
-    let s = ms / 1000;
-    match s {
-        0 => format!("{ms}ms"),
-        1..=59 => format!("{s}s"),
-        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
-        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
-    }
-}
-
 /// The notification for a finished run under `policy`, or `None` when it should stay quiet.
 /// `report` is the run's report text when it has one.
 pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, timeout: Option<Duration>) -> Option<Notice> {
@@ -56,7 +45,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         _ => {}
     }
     let name = if run.trigger == Trigger::Catchup { format!("↻ {} (catch-up)", run.routine) } else { run.routine.clone() };
-    let took = run.duration_ms.map(human_duration).unwrap_or_default();
+    let took = run.duration_ms.map(crate::view::duration).unwrap_or_default();
     let login = matches!(run.reason, Some(Reason::AuthFailed | Reason::AuthPreflight | Reason::NoAccount));
     let summary = match run.status {
         RunStatus::Completed if run.trigger == Trigger::Catchup => format!("{name} · {took}"),
