@@ -18,6 +18,9 @@ use std::time::{Duration, Instant};
 
 const SEEDED: usize = 10_000;
 
+/// One app at a time on the shared display (keyboard focus, window lookup).
+static ONE_APP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 fn write_home(home: &Path) {
     nightshift_core::Home::at(home).bootstrap().unwrap();
     let routines = home.join("routines");
@@ -123,6 +126,7 @@ async fn the_web_ui_in_the_real_app() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     write_home(&home);
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let bus = NotificationBus::start(tmp.path(), "record");
     let Some((driver, c)) = launch(&home, &bus.address).await else { return };
 
@@ -140,6 +144,25 @@ async fn the_web_ui_in_the_real_app() {
     let timing = js(&c, "const p = performance.getEntriesByName('first-contentful-paint')[0]; const n = performance.getEntriesByType('navigation')[0]; return { first_contentful_paint_ms: p ? p.startTime : null, dom_content_loaded_ms: n ? n.domContentLoadedEventEnd : null }").await;
     std::fs::write(artifacts().join("ui-timing.json"), timing.to_string()).unwrap();
     screenshot(&c, "ui-routines.png").await;
+
+    // --- Keyboard: Tab reaches the views and Enter opens one; Esc closes the re-login panel.
+    js(&c, "document.activeElement?.blur(); window.scrollTo(0, 0); return 1").await;
+    let mut reached = false;
+    for _ in 0..8 {
+        c.active_element().await.unwrap().send_keys("\u{E004}").await.unwrap(); // Tab
+        if js(&c, "return document.activeElement?.dataset?.view === 'history'").await == json!(true) {
+            reached = true;
+            break;
+        }
+    }
+    assert!(reached, "History is not reachable with Tab");
+    c.active_element().await.unwrap().send_keys("\u{E007}").await.unwrap(); // Enter
+    until(&c, "History opened from the keyboard", "return location.hash.startsWith('#/history') && !!document.getElementById('history-rows')", 10).await;
+    js(&c, "window.nightshiftUi.relogin({account: 'a@b.c', command: 'x'}); return 1").await;
+    c.active_element().await.unwrap().send_keys("\u{E00C}").await.unwrap(); // Escape
+    until(&c, "Esc closing the panel", "return document.getElementById('relogin').hidden", 10).await;
+    go(&c, "#/routines").await;
+    text(&c, "#routines tr[data-routine='slow']").await;
 
     // --- Header: pause all and back.
     assert!(text(&c, "#engine-state").await.starts_with("Scheduling"));
@@ -249,6 +272,27 @@ async fn the_web_ui_in_the_real_app() {
     assert!(!page.as_str().unwrap().contains("ui-test-token"), "the token is nowhere in the page");
     screenshot(&c, "ui-accounts.png").await;
 
+    c.close().await.unwrap();
+    drop(driver);
+}
+
+/// Light and dark follow the system: with a dark GTK theme the page sees `prefers-color-scheme:
+/// dark` and paints dark; the default theme paints light (checked in the test above's screenshots).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_follows_a_dark_system_theme() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let Some((driver, c)) = launch_with(&home, &bus.address, &[("GTK_THEME", "Adwaita:dark")]).await else { return };
+    text(&c, "#routines tr[data-routine='hello']").await;
+    let look = js(&c, "return { dark: matchMedia('(prefers-color-scheme: dark)').matches, bg: getComputedStyle(document.body).backgroundColor }").await;
+    assert_eq!(look["dark"], json!(true), "{look}");
+    assert_eq!(look["bg"], json!("rgb(20, 20, 29)"), "the dark palette is used: {look}");
+    screenshot(&c, "ui-dark.png").await;
     c.close().await.unwrap();
     drop(driver);
 }

@@ -63,6 +63,11 @@ pub fn gui_available() -> bool {
 /// Start tauri-driver (the app inherits its environment: the home and the private bus) and open
 /// a WebDriver session with the real app.
 pub async fn launch(home: &Path, bus_address: &str) -> Option<(Driver, Client)> {
+    launch_with(home, bus_address, &[]).await
+}
+
+/// [`launch`] with extra environment for the app (e.g. a GTK theme).
+pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -> Option<(Driver, Client)> {
     let driver_bin = tauri_driver()?;
     let (port, native) = (free_port(), free_port());
     let driver = Driver(
@@ -71,6 +76,7 @@ pub async fn launch(home: &Path, bus_address: &str) -> Option<(Driver, Client)> 
             .env("NIGHTSHIFT_HOME", home)
             .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
             .env("NO_AT_BRIDGE", "1")
+            .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
