@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 const SEEDED: usize = 10_000;
 
 /// One app at a time on the shared display (keyboard focus, window lookup).
-static ONE_APP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+static ONE_APP_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn write_home(home: &Path) {
     nightshift_core::Home::at(home).bootstrap().unwrap();
@@ -126,7 +126,7 @@ async fn the_web_ui_in_the_real_app() {
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     write_home(&home);
-    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_APP_AT_A_TIME.lock().await;
     let bus = NotificationBus::start(tmp.path(), "record");
     let Some((driver, c)) = launch(&home, &bus.address).await else { return };
 
@@ -283,7 +283,7 @@ async fn the_window_follows_a_dark_system_theme() {
     if !gui_available() {
         return;
     }
-    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let _one = ONE_APP_AT_A_TIME.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let bus = NotificationBus::start(tmp.path(), "record");
