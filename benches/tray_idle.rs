@@ -91,23 +91,8 @@ fn tree_rss_kb(pid: u32) -> u64 {
 
 /// A `key: N kB` figure from /proc/PID/`file`, summed over `pid` and all its descendants.
 fn tree_kb(pid: u32, file: &str, key: &str) -> u64 {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for e in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
-        if let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) {
-            if let Some(after) = stat.rfind(')').map(|i| &stat[i + 2..]) {
-                let ppid: u32 = after.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(0);
-                parents.push((p, ppid));
-            }
-        }
-    }
-    let mut tree = vec![pid];
-    let mut i = 0;
-    while i < tree.len() {
-        let cur = tree[i];
-        tree.extend(parents.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
-        i += 1;
-    }
+    let mut tree = nightshift_core::runner::process::descendants(pid);
+    tree.push(pid);
     tree.iter()
         .map(|p| {
             std::fs::read_to_string(format!("/proc/{p}{file}"))

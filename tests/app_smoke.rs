@@ -4,24 +4,15 @@
 //! app's in-process engine, and the finish notification reaches a real D-Bus notification server.
 //! Keeps a screenshot in tests/artifacts.
 
+mod common;
+
+use common::{artifacts, gui_available};
 use nightshift_testkit::dbus::NotificationBus;
-use std::path::PathBuf;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// The tests here share one X display and find the window by its title: one app at a time.
 static ONE_APP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
-fn display_available() -> bool {
-    if std::env::var_os("DISPLAY").is_some() {
-        return true;
-    }
-    if std::env::var("NIGHTSHIFT_SKIP_GUI").as_deref() == Ok("1") {
-        eprintln!("skipping: no DISPLAY and NIGHTSHIFT_SKIP_GUI=1");
-        return false;
-    }
-    panic!("no X display: run the suite through scripts/test.sh (it starts Xvfb), or set NIGHTSHIFT_SKIP_GUI=1 to skip GUI tests");
-}
 
 fn window_titles() -> String {
     Command::new("xwininfo")
@@ -29,14 +20,6 @@ fn window_titles() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default()
-}
-
-fn artifacts() -> PathBuf {
-    let dir = std::env::var_os("NIGHTSHIFT_ARTIFACTS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/artifacts"));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 fn app(home: &std::path::Path, bus: &NotificationBus, args: &[&str]) -> Command {
@@ -61,9 +44,33 @@ fn stop(mut app: Child) {
     }
 }
 
+/// Poll `done` until it holds; fail with `what` (and the windows there are) after `secs`.
+fn wait_until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}; windows:\n{}", window_titles());
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Close the X window titled `title` as a window manager's close button does.
+fn close_window(title: &str) {
+    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg(title).status().unwrap();
+    assert!(closed.success(), "could not close the window {title:?} (python3-xlib)");
+}
+
+/// A fresh home with the examples and a command routine `slow` that takes `secs` and notifies.
+fn home_with_slow_routine(dir: &std::path::Path, secs: u32) -> std::path::PathBuf {
+    let home = dir.join("home");
+    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    let routine = format!("name: slow\nschedule: \"0 3 1 1 *\"\ncommand: \"sleep {secs}; echo slow done\"\nnotify: always\n");
+    std::fs::write(home.join("routines/slow.yaml"), routine).unwrap();
+    home
+}
+
 #[test]
 fn first_launch_run_now_and_a_real_finish_notification() {
-    if !display_available() {
+    if !gui_available() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
@@ -72,11 +79,7 @@ fn first_launch_run_now_and_a_real_finish_notification() {
     let bus = NotificationBus::start(tmp.path(), "record");
     let first = app(&home, &bus, &[]).spawn().expect("start the app");
 
-    let start = Instant::now();
-    while !window_titles().contains("\"Nightshift\"") || !home.join("nightshift.db").exists() {
-        assert!(start.elapsed() < Duration::from_secs(60), "no Nightshift window appeared:\n{}", window_titles());
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until("the Nightshift window and its database", 60, || window_titles().contains("\"Nightshift\"") && home.join("nightshift.db").exists());
     assert!(home.join("routines/hello.yaml").exists(), "example routine created");
     assert!(home.join("routines/pr-review.yaml").exists());
     assert!(home.join("nightshift.db").exists(), "the in-process engine opened its database");
@@ -103,22 +106,8 @@ fn cmdline(pid: u32) -> String {
 
 /// Any process below `pid` still alive (not a zombie) whose name starts with `prefix`.
 fn live_descendant_named(pid: u32, prefix: &str) -> bool {
-    let out = Command::new("ps").args(["-e", "-o", "pid=,ppid=,stat=,comm="]).output().unwrap();
-    let rows: Vec<(u32, u32, String, String)> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            Some((f.first()?.parse().ok()?, f.get(1)?.parse().ok()?, f.get(2)?.to_string(), f.get(3..)?.join(" ")))
-        })
-        .collect();
-    let mut tree = vec![pid];
-    let mut i = 0;
-    while i < tree.len() {
-        let cur = tree[i];
-        tree.extend(rows.iter().filter(|r| r.1 == cur).map(|r| r.0));
-        i += 1;
-    }
-    rows.iter().any(|r| tree[1..].contains(&r.0) && r.3.starts_with(prefix) && !r.2.starts_with('Z'))
+    use nightshift_core::runner::process::{descendants, is_zombie, process_name};
+    descendants(pid).into_iter().any(|p| process_name(p).is_some_and(|n| n.starts_with(prefix)) && !is_zombie(p))
 }
 
 /// Closing the window gives its memory back by restarting tray-only (same pid, fresh image) —
@@ -126,42 +115,31 @@ fn live_descendant_named(pid: u32, prefix: &str) -> bool {
 /// handover, the in-process engine and scheduler, notifications (exactly once), reopening.
 #[test]
 fn closing_the_window_restarts_tray_only_once_runs_are_done() {
-    if !display_available() {
+    if !gui_available() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    nightshift_core::Home::at(&home).bootstrap().unwrap();
-    std::fs::write(home.join("routines/slow.yaml"), "name: slow\nschedule: \"0 3 1 1 *\"\ncommand: \"sleep 8; echo slow done\"\nnotify: always\n").unwrap();
+    let home = home_with_slow_routine(tmp.path(), 8);
     let bus = NotificationBus::start(tmp.path(), "record");
     let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
     let running = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
     let pid = running.id();
-    let start = Instant::now();
-    while !window_titles().contains("\"Nightshift\": (") {
-        assert!(start.elapsed() < Duration::from_secs(60), "no window");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_until("the window", 60, || window_titles().contains("\"Nightshift\": ("));
     std::thread::sleep(Duration::from_secs(2));
     assert!(live_descendant_named(pid, "WebKitNetwork"), "the window's network process runs");
 
     // A run is going when the window closes: the app does not restart under it.
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
     std::thread::sleep(Duration::from_secs(1));
-    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg("Nightshift").status().unwrap();
-    assert!(closed.success(), "could not close the window (python3-xlib)");
+    close_window("Nightshift");
     std::thread::sleep(Duration::from_secs(4));
     assert!(!cmdline(pid).contains("--minimized"), "restarted while a run was going");
 
     // The run finishes and notifies; then the app restarts tray-only, WebKit's helpers gone.
     let got = bus.wait_for(1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
-    let start = Instant::now();
-    while !cmdline(pid).contains("--minimized") {
-        assert!(start.elapsed() < Duration::from_secs(20), "never restarted in the tray: {}", cmdline(pid));
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("the restart in the tray", 20, || cmdline(pid).contains("--minimized"));
     std::thread::sleep(Duration::from_secs(2));
     assert!(!live_descendant_named(pid, "WebKit"), "WebKit processes outlived the window");
 
@@ -173,11 +151,7 @@ fn closing_the_window_restarts_tray_only_once_runs_are_done() {
 
     // And reopening shows the window again.
     assert!(app(&home, &bus, &[]).status().unwrap().success());
-    let start = Instant::now();
-    while !window_titles().contains("\"Nightshift\": (") {
-        assert!(start.elapsed() < Duration::from_secs(30), "the window did not reopen");
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("the window to reopen", 30, || window_titles().contains("\"Nightshift\": ("));
     std::thread::sleep(Duration::from_secs(1));
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-reopened.png")).status();
     stop(running);
@@ -191,14 +165,12 @@ fn closing_the_window_restarts_tray_only_once_runs_are_done() {
 /// keeps running when the user says so; with nothing going it quits at once.
 #[test]
 fn quit_asks_while_a_run_is_going_and_not_otherwise() {
-    if !display_available() {
+    if !gui_available() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    nightshift_core::Home::at(&home).bootstrap().unwrap();
-    std::fs::write(home.join("routines/slow.yaml"), "name: slow\nschedule: \"0 3 1 1 *\"\ncommand: \"sleep 6; echo slow done\"\nnotify: always\n").unwrap();
+    let home = home_with_slow_routine(tmp.path(), 6);
     let bus = NotificationBus::start(tmp.path(), "record");
     let mut running = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
     std::thread::sleep(Duration::from_secs(3));
@@ -206,20 +178,14 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     std::thread::sleep(Duration::from_millis(1500));
 
     assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
-    let start = Instant::now();
-    let shown = || {
+    wait_until("the question on screen", 15, || {
         let out = Command::new("xwininfo").args(["-name", "Quit Nightshift?"]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
         out.contains("Map State: IsViewable")
-    };
-    while !shown() {
-        assert!(start.elapsed() < Duration::from_secs(15), "no question shown:\n{}", window_titles());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    });
     std::thread::sleep(Duration::from_millis(500));
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-quit-question.png")).status();
     // Dismissing the question (the window manager's close) keeps the app and its run going.
-    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg("Quit Nightshift?").status().unwrap();
-    assert!(closed.success());
+    close_window("Quit Nightshift?");
     std::thread::sleep(Duration::from_secs(1));
     assert!(running.try_wait().unwrap().is_none(), "the app quit although the question was dismissed");
     let got = bus.wait_for(1, Duration::from_secs(30));
@@ -228,11 +194,7 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     // Nothing going: quit at once, no question.
     std::thread::sleep(Duration::from_secs(1));
     assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
-    let start = Instant::now();
-    while running.try_wait().unwrap().is_none() {
-        assert!(start.elapsed() < Duration::from_secs(15), "the app did not quit:\n{}", window_titles());
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_until("the app to quit", 15, || running.try_wait().unwrap().is_some());
     assert!(!window_titles().contains("Quit Nightshift?"));
     // With no app running, --quit says so and does nothing else.
     let out = app(&home, &bus, &["--quit"]).output().unwrap();

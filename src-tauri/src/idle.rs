@@ -67,14 +67,11 @@ pub fn restart_in_tray() -> std::io::Error {
 /// Our descendant WebKit helper processes: (pid, is a zombie).
 #[cfg(target_os = "linux")]
 fn webkit_helpers() -> Vec<(u32, bool)> {
+    use nightshift_core::runner::process::{descendants, is_zombie, process_name};
     descendants(std::process::id())
         .into_iter()
-        .filter_map(|pid| {
-            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let state = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().next()).unwrap_or("");
-            WEBKIT_HELPERS.contains(&comm.trim()).then_some((pid, state == "Z"))
-        })
+        .filter(|pid| process_name(*pid).is_some_and(|n| WEBKIT_HELPERS.contains(&n.as_str())))
+        .map(|pid| (pid, is_zombie(pid)))
         .collect()
 }
 
@@ -100,30 +97,6 @@ fn reap_webkit_zombies() {
         // SAFETY: waitpid on one specific pid that is our zombie child; WNOHANG never blocks.
         unsafe { libc::waitpid(pid as i32, &mut status, libc::WNOHANG) };
     }
-}
-
-/// All descendants of `root` (children, their children…).
-#[cfg(target_os = "linux")]
-fn descendants(root: u32) -> Vec<u32> {
-    let mut parent_of = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        // The fields after the parenthesised command: state, ppid, …
-        let ppid = stat.rfind(')').and_then(|i| stat[i + 1..].split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            parent_of.push((pid, ppid));
-        }
-    }
-    let mut out = vec![root];
-    let mut i = 0;
-    while i < out.len() {
-        let cur = out[i];
-        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
-        i += 1;
-    }
-    out.remove(0);
-    out
 }
 
 /// `madvise(MADV_PAGEOUT)` every read-only or executable file mapping; how many were advised.
@@ -205,17 +178,5 @@ mod tests {
     fn rss_file_kb() -> u64 {
         let status = std::fs::read_to_string("/proc/self/status").unwrap();
         status.lines().find(|l| l.starts_with("RssFile:")).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap()
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn helpers_are_found_among_descendants_only() {
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        let found = descendants(std::process::id());
-        assert!(found.contains(&child.id()), "{found:?}");
-        assert!(!found.contains(&std::process::id()));
-        assert!(!found.contains(&1));
-        let _ = child.kill();
-        let _ = child.wait();
     }
 }

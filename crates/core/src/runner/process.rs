@@ -116,9 +116,43 @@ pub fn process_start_time(pid: u32) -> Option<String> {
     stat_fields(pid)?.get(19).cloned()
 }
 
+/// Has `pid` exited without being waited for (a zombie)?
 #[cfg(target_os = "linux")]
-fn is_zombie(pid: u32) -> bool {
+pub fn is_zombie(pid: u32) -> bool {
     stat_fields(pid).and_then(|f| f.first().cloned()).is_some_and(|s| s == "Z" || s == "X")
+}
+
+/// The process's parent (field 4 of /proc/PID/stat).
+#[cfg(target_os = "linux")]
+pub fn parent_pid(pid: u32) -> Option<u32> {
+    stat_fields(pid)?.get(1)?.parse().ok()
+}
+
+/// The process's short name (/proc/PID/comm, at most 15 bytes).
+#[cfg(target_os = "linux")]
+pub fn process_name(pid: u32) -> Option<String> {
+    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|n| n.trim_end().to_string())
+}
+
+/// Every descendant of `root` (its children, their children…), read from /proc.
+#[cfg(target_os = "linux")]
+pub fn descendants(root: u32) -> Vec<u32> {
+    let parent_of: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, parent_pid(pid)?)))
+        .collect();
+    let mut out = vec![root];
+    let mut i = 0;
+    while i < out.len() {
+        let cur = out[i];
+        out.extend(parent_of.iter().filter(|(_, pp)| *pp == cur).map(|(p, _)| *p));
+        i += 1;
+    }
+    out.remove(0);
+    out
 }
 
 /// The process's start time as `ps` prints it (macOS and other Unixes).
@@ -130,7 +164,7 @@ pub fn process_start_time(pid: u32) -> Option<String> {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn is_zombie(pid: u32) -> bool {
+pub fn is_zombie(pid: u32) -> bool {
     std::process::Command::new("ps")
         .args(["-o", "stat=", "-p", &pid.to_string()])
         .output()
@@ -169,4 +203,29 @@ pub fn find_on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descendants_are_found_below_a_process_only() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let found = descendants(std::process::id());
+        assert!(found.contains(&child.id()), "{found:?}");
+        assert!(!found.contains(&std::process::id()));
+        assert!(!found.contains(&1));
+        assert_eq!(parent_pid(child.id()), Some(std::process::id()));
+        assert_eq!(process_name(child.id()).as_deref(), Some("sleep"));
+        assert!(!is_zombie(child.id()));
+        child.kill().unwrap();
+        // Killed and not yet waited for: a zombie until reaped.
+        let start = std::time::Instant::now();
+        while !is_zombie(child.id()) {
+            assert!(start.elapsed() < std::time::Duration::from_secs(5), "never became a zombie");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        child.wait().unwrap();
+    }
 }
