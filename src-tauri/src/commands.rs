@@ -175,7 +175,7 @@ pub struct Relogin {
 /// dir, or (no terminal here) the command to copy.
 #[tauri::command]
 pub fn relogin(state: State<'_, AppState>, email: String) -> Result<Relogin, Error> {
-    let account = state.engine.accounts().into_iter().find(|a| a.email == email).ok_or_else(|| Error::new(ErrorCode::Usage, format!("no account {email}")))?;
+    let account = state.engine.account(&email)?;
     Ok(match crate::relogin::open_terminal(&account.config_dir) {
         Ok(terminal) => Relogin { opened: Some(terminal), command: crate::relogin::login_command(&account.config_dir) },
         Err(command) => Relogin { opened: None, command },

@@ -404,7 +404,7 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
         return run_now(app, name.to_string());
     }
     if let Some(email) = id.strip_prefix(tray::RELOGIN_PREFIX) {
-        let Some(account) = engine.accounts().into_iter().find(|a| a.email == email) else { return };
+        let Ok(account) = engine.account(email) else { return };
         if let Err(command) = relogin::open_terminal(&account.config_dir) {
             // No terminal here: the window shows the exact command (and a field for a setup token).
             show_window(app);

@@ -173,7 +173,8 @@ impl Engine {
         self.core.accounts()
     }
 
-    fn account(&self, email: &str) -> Result<Account> {
+    /// A configured account by its email; the error says how to add it.
+    pub fn account(&self, email: &str) -> Result<Account> {
         self.core.accounts().into_iter().find(|a| a.email == email).ok_or_else(|| {
             Error::new(ErrorCode::Usage, format!("no account {email}; add it with `nightshiftctl accounts add claude {email}`"))
         })
