@@ -137,25 +137,11 @@ mod tests {
 
     fn record(status: RunStatus, reason: Option<Reason>, trigger: Trigger) -> RunRecord {
         RunRecord {
-            id: "r1".into(),
-            routine: "pr-review".into(),
             trigger,
-            scheduled_for: None,
-            started_at: None,
-            finished_at: None,
-            status,
-            reason,
             message: Some("Not logged in · Please run /login".into()),
             exit_code: Some(1),
-            account: Some("work@acme.dev".into()),
-            resets_at: None,
-            attempts: vec![],
             duration_ms: Some(252_000),
-            cost_usd: None,
-            session_id: None,
-            report_path: None,
-            agent: "claude".into(),
-            run_dir: "/x".into(),
+            ..RunRecord::sample(status, reason)
         }
     }
 

@@ -102,6 +102,34 @@ pub struct RunRecord {
     pub run_dir: String,
 }
 
+#[cfg(test)]
+impl RunRecord {
+    /// A finished Claude run of `pr-review` on work@acme.dev, for unit tests to adjust.
+    pub(crate) fn sample(status: RunStatus, reason: Option<Reason>) -> RunRecord {
+        RunRecord {
+            id: "r1".into(),
+            routine: "pr-review".into(),
+            trigger: Trigger::Schedule,
+            scheduled_for: None,
+            started_at: None,
+            finished_at: None,
+            status,
+            reason,
+            message: None,
+            exit_code: None,
+            account: Some("work@acme.dev".into()),
+            resets_at: None,
+            attempts: Vec::new(),
+            duration_ms: None,
+            cost_usd: None,
+            session_id: None,
+            report_path: None,
+            agent: "claude".into(),
+            run_dir: "/x".into(),
+        }
+    }
+}
+
 /// RFC 3339 in UTC with milliseconds — the one time format of every payload.
 pub fn fmt_time(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)

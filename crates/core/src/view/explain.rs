@@ -70,30 +70,9 @@ fn capitalise(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::Trigger;
 
     fn run(status: RunStatus, reason: Option<Reason>, message: Option<&str>) -> RunRecord {
-        RunRecord {
-            id: "r".into(),
-            routine: "pr-review".into(),
-            trigger: Trigger::Schedule,
-            scheduled_for: None,
-            started_at: None,
-            finished_at: None,
-            status,
-            reason,
-            message: message.map(str::to_string),
-            exit_code: None,
-            account: Some("work@acme.dev".into()),
-            resets_at: None,
-            attempts: Vec::new(),
-            duration_ms: None,
-            cost_usd: None,
-            session_id: None,
-            report_path: None,
-            agent: "claude".into(),
-            run_dir: "/x".into(),
-        }
+        RunRecord { message: message.map(str::to_string), ..RunRecord::sample(status, reason) }
     }
 
     #[test]
