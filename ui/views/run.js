@@ -7,6 +7,9 @@ import { cost, duration, full, trigger } from "../lib/format.js";
 
 const FOLLOW_MS = 700;
 
+/** Queued or running: the record can still change (the engine's `is_final`, negated). */
+const isLive = (status) => status === "queued" || status === "running";
+
 export function mount(root, params, ui) {
   const id = params.get("id");
   const head = h("div", { id: "run-head" });
@@ -57,7 +60,7 @@ export function mount(root, params, ui) {
   function render(detail) {
     const r = detail.run;
     const actions = h("div", { class: "actions" });
-    if (!["completed", "failed", "timed_out", "cancelled", "blocked", "missed", "skipped"].includes(r.status)) {
+    if (isLive(r.status)) {
       actions.append(h("button", { id: "cancel-run", class: "danger", onclick: cancel }, "Cancel"));
     }
     if (detail.routine_exists) actions.append(h("button", { id: "run-again", onclick: runAgain }, "Run again"));
@@ -100,7 +103,7 @@ export function mount(root, params, ui) {
     } else attempts.replaceChildren();
 
     if (detail.report_html) trustedReport(report, detail.report_html, openLink);
-    else replace(report, h("p", { class: "muted" }, r.status === "completed" ? "This run wrote no report." : r.status === "running" || r.status === "queued" ? "The report appears when the run completes." : "No report: the run did not complete."));
+    else replace(report, h("p", { class: "muted" }, r.status === "completed" ? "This run wrote no report." : isLive(r.status) ? "The report appears when the run completes." : "No report: the run did not complete."));
   }
 
   function restartLog(change) {
@@ -136,7 +139,7 @@ export function mount(root, params, ui) {
         offset = chunk.next_offset;
         if (!progressed || offset >= chunk.size) break;
       }
-      const live = run && (run.status === "running" || run.status === "queued");
+      const live = run && isLive(run.status);
       logStatus.textContent = live ? "following live…" : "";
       if (!logBox.childNodes.length) logBox.append(h("span", { class: "muted" }, live ? "Waiting for output…" : "(empty)"));
       // Following a live run: the log file grows, so ask again shortly (only while it is open).

@@ -75,8 +75,8 @@ pub fn read_chunk(path: &Path, driver: &dyn AgentDriver, offset: u64, readable: 
 pub fn run_log(engine: &Engine, run_id: &str, stream: LogStream, offset: u64, readable: bool) -> Result<LogChunk> {
     let run = engine.store().get_run(run_id)?;
     let (file, driver): (_, &dyn AgentDriver) = match stream {
-        Stdout => (STDOUT_LOG, crate::agents::driver(crate::routine::AgentKind::from_name(&run.agent))),
-        Stderr => (STDERR_LOG, &crate::agents::command::Command),
+        LogStream::Stdout => (STDOUT_LOG, crate::agents::driver(crate::routine::AgentKind::from_name(&run.agent))),
+        LogStream::Stderr => (STDERR_LOG, &crate::agents::command::Command),
     };
     let mut chunk = read_chunk(&Path::new(&run.run_dir).join(file), driver, offset, readable, run.status.is_final(), CHUNK_BYTES);
     for e in &mut chunk.entries {
@@ -85,8 +85,6 @@ pub fn run_log(engine: &Engine, run_id: &str, stream: LogStream, offset: u64, re
     chunk.raw = chunk.raw.map(|r| engine.redact(&r));
     Ok(chunk)
 }
-
-use LogStream::{Stderr, Stdout};
 
 #[cfg(test)]
 mod tests {
