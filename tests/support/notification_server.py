@@ -5,6 +5,7 @@ hints, timeout).
 
     notification_server.py record OUT.jsonl   answer every call
     notification_server.py hang   OUT.jsonl   record, but never reply (a hung server)
+    notification_server.py refuse:N OUT.jsonl  answer the first N calls with an error, then record
 
 It writes {"ready": true} as its first line once it owns the name. Needs Debian's python3-dbus and
 python3-gi (/usr/bin/python3, not a pyenv python).
@@ -45,9 +46,15 @@ class Server(dbus.service.Object):
         self.bus_name = dbus.service.BusName(IFACE, bus, do_not_queue=True)
         super().__init__(self.bus_name, "/org/freedesktop/Notifications")
         self.count = 0
+        self.refused = 0
 
     @dbus.service.method(IFACE, in_signature="susssasa{sv}i", out_signature="u", async_callbacks=("ok", "err"))
     def Notify(self, app_name, replaces_id, app_icon, summary, body, actions, hints, timeout, ok, err):
+        if MODE.startswith("refuse:") and self.refused < int(MODE.split(":")[1]):
+            self.refused += 1
+            write({"refused": self.refused})
+            err(dbus.exceptions.DBusException("refused for the test", name="org.freedesktop.Notifications.Error.Refused"))
+            return
         self.count += 1
         write({"app_name": str(app_name), "summary": str(summary), "body": str(body), "icon": str(app_icon),
                "actions": plain(actions), "hints": {k: plain(v) for k, v in hints.items() if k != "image-data"},

@@ -93,6 +93,17 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     println!("session      {}", opt(r.session_id.clone()));
     println!("report       {}", opt(r.report_path.clone()));
     println!("run dir      {}", r.run_dir);
+    if let Some(by) = &r.made_up_by {
+        println!("made up by   {by} (the account worked again)");
+    }
+    if let Some(n) = &r.notified {
+        let why = match n.as_str() {
+            "not_delivered" => engine.store().delivery_error(&r.id, "notify")?.map(|e| format!(" ({e})")).unwrap_or_default(),
+            "pending" => " (sent by the Nightshift app or `nightshiftctl daemon --notify`)".to_string(),
+            _ => String::new(),
+        };
+        println!("notification {}{why}", n.replace('_', " "));
+    }
     for (i, a) in r.attempts.iter().enumerate() {
         println!("attempt {}    {} {} {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
     }

@@ -154,9 +154,14 @@ async fn open(home: Home) -> Result<Engine, Error> {
 }
 
 /// Desktop notifications through notify-rust, branded with the bundled icon.
-pub fn enable_desktop_notifications(engine: &Engine) {
+pub fn desktop_notifier() -> std::sync::Arc<dyn nightshift_core::notify::Notifier> {
     use nightshift_desktop::DesktopNotifier;
-    engine.enable_notifications(std::sync::Arc::new(DesktopNotifier::new(Some(DesktopNotifier::bundled_icon()), None)));
+    std::sync::Arc::new(DesktopNotifier::new(Some(DesktopNotifier::bundled_icon()), None))
+}
+
+/// Deliver finish notifications (and account/auto-pause notices) for as long as this runs.
+pub fn enable_desktop_notifications(engine: &Engine) {
+    engine.enable_notifications(desktop_notifier());
 }
 
 /// Logs go to stderr, quiet by default; `NIGHTSHIFT_LOG=debug` (or any tracing filter) for more.

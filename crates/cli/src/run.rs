@@ -26,19 +26,23 @@ pub struct RunArgs {
 
 pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     let live = std::io::stderr().is_terminal();
-    if args.notify && args.wait {
-        crate::enable_desktop_notifications(engine);
-    }
     let mut events = engine.subscribe();
     let handle = engine.run_now(&args.name, Trigger::Cli).await?;
     let id = handle.id.clone();
 
     if !args.wait {
+        // A run still waiting for a lane outlives this command as a queued row: say who starts it.
+        let waiting = engine.hand_off_queued()? > 0;
+        let record = engine.store().get_run(&id)?;
         if args.json {
-            json(&engine.store().get_run(&id)?);
+            json(&record);
         } else {
             println!("{id}");
-            eprintln!("started {} (run {id}); follow it with `nightshiftctl logs {id} --follow`", args.name);
+            if waiting && record.status == RunStatus::Queued {
+                eprintln!("queued {} (run {id}): {}", args.name, record.message.as_deref().unwrap_or(""));
+            } else {
+                eprintln!("started {} (run {id}); follow it with `nightshiftctl logs {id} --follow`", args.name);
+            }
         }
         return Ok(Outcome::Ok);
     }
@@ -71,6 +75,10 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     let record = handle.wait().await?;
     progress.abort();
     ctrl_c.abort();
+    if args.notify {
+        // Once, before exiting (bounded); what is not shown is owed to the next notifier.
+        engine.deliver_notifications_now(crate::desktop_notifier()).await;
+    }
 
     if args.json {
         json(&record);

@@ -1,13 +1,12 @@
 //! Finish notifications: whether a run deserves one (the routine's `notify:` policy), what it
-//! says, and sending it exactly once — without ever holding up settling.
+//! says, and sending it without ever holding up settling. Exactly-once delivery, retries and
+//! "not delivered" live in the engine's outbox deliverer.
 //!
 //! The sending itself goes through [`Notifier`]; the tray app and `nightshiftctl daemon --notify`
 //! provide a desktop implementation (notify-rust), tests a recorder or a real D-Bus server.
 
 use crate::routine::NotifyPolicy;
 use crate::run::{Reason, RunRecord, RunStatus, Trigger};
-use crate::runner::SettleHook;
-use crate::store::Store;
 use serde::Serialize;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -68,40 +67,63 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     Some(Notice { summary, body, run_id: Some(run.id.clone()), critical: failed })
 }
 
-/// The settle hook that notifies: policy from the routine, exactly once per run (recorded in the
-/// database before sending, so a crash and re-adoption cannot notify twice), sent on a thread of
-/// its own with [`SEND_TIMEOUT`]. A missing or hanging server is logged once, and runs keep settling.
-pub struct NotifyHook {
+/// The routine's notification policy and time limit for a run (the routine may be gone: then
+/// commands notify on failures, agents always).
+pub fn policy_for(run: &RunRecord, set: &crate::routine::RoutineSet) -> (NotifyPolicy, Option<Duration>) {
+    match set.get(&run.routine) {
+        Some(r) => (r.notify, Some(r.timeout)),
+        None if run.agent == "command" => (NotifyPolicy::Failures, None),
+        None => (NotifyPolicy::Always, None),
+    }
+}
+
+/// One notification for runs that finished long ago, while nothing could notify (a week away
+/// must not bring a storm of stale notifications).
+pub fn summary_for(runs: &[RunRecord]) -> Notice {
+    let failed = runs.iter().filter(|r| r.status != RunStatus::Completed).count();
+    let oldest = runs.iter().filter_map(|r| r.finished_at).min();
+    let since = oldest.map(|t| format!(" since {}", t.with_timezone(&chrono::Local).format("%a %H:%M"))).unwrap_or_default();
+    let n = runs.len();
+    Notice {
+        summary: format!("Nightshift · {n} run{} finished while you were away", if n == 1 { "" } else { "s" }),
+        body: format!("{} completed, {failed} did not{since} — see History", n - failed),
+        run_id: None,
+        critical: failed > 0,
+    }
+}
+
+/// Sends notifications through a [`Notifier`] without ever blocking the caller longer than
+/// [`SEND_TIMEOUT`]: each send runs on a thread of its own. While an earlier send still hangs
+/// (a server that owns the name but never answers), no new thread is started — that try fails
+/// at once. A broken server is logged once.
+pub struct BoundedSender {
     notifier: Arc<dyn Notifier>,
-    store: Arc<Store>,
-    home: crate::home::Home,
-    settings: crate::settings::Settings,
+    hung: Arc<std::sync::atomic::AtomicBool>,
     warned: Mutex<bool>,
 }
 
-impl NotifyHook {
-    pub fn new(notifier: Arc<dyn Notifier>, store: Arc<Store>, home: crate::home::Home, settings: crate::settings::Settings) -> Self {
-        NotifyHook { notifier, store, home, settings, warned: Mutex::new(false) }
+impl BoundedSender {
+    pub fn new(notifier: Arc<dyn Notifier>) -> Self {
+        BoundedSender { notifier, hung: Default::default(), warned: Mutex::new(false) }
     }
 
-    fn policy(&self, run: &RunRecord) -> (NotifyPolicy, Option<Duration>) {
-        let set = crate::routine::load_home(&self.home, &self.settings);
-        match set.get(&run.routine) {
-            Some(r) => (r.notify, Some(r.timeout)),
-            None if run.agent == "command" => (NotifyPolicy::Failures, None),
-            None => (NotifyPolicy::Always, None),
+    /// Send one notice; `Err` says why it was not shown.
+    pub fn send(&self, notice: Notice) -> Result<(), String> {
+        use std::sync::atomic::Ordering;
+        if self.hung.load(Ordering::SeqCst) {
+            return Err("the notification server has not answered an earlier notification yet".into());
         }
-    }
-
-    /// Send with a bound, from a thread of its own (the caller never waits longer than the bound).
-    pub fn send_bounded(&self, notice: Notice) {
         let notifier = Arc::clone(&self.notifier);
+        let hung = Arc::clone(&self.hung);
         let (tx, rx) = std::sync::mpsc::channel();
+        hung.store(true, Ordering::SeqCst);
         std::thread::spawn(move || {
-            let _ = tx.send(notifier.send(&notice));
+            let result = notifier.send(&notice);
+            hung.store(false, Ordering::SeqCst);
+            let _ = tx.send(result);
         });
         let problem = match rx.recv_timeout(SEND_TIMEOUT) {
-            Ok(Ok(())) => return,
+            Ok(Ok(())) => return Ok(()),
             Ok(Err(e)) => format!("the notification server refused: {e}"),
             Err(_) => format!("the notification server did not answer within {} s", SEND_TIMEOUT.as_secs()),
         };
@@ -110,24 +132,7 @@ impl NotifyHook {
             *warned = true;
             tracing::warn!("desktop notifications are not working: {problem} (further failures are not logged)");
         }
-    }
-}
-
-impl SettleHook for NotifyHook {
-    fn name(&self) -> &str {
-        "desktop-notification"
-    }
-
-    fn on_settled(&self, run: &RunRecord) -> Result<(), String> {
-        let (policy, timeout) = self.policy(run);
-        let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-        let Some(notice) = notice_for(run, policy, report.as_deref(), timeout) else { return Ok(()) };
-        // Claim first: exactly one notification per run, across processes and crashes.
-        if !self.store.mark_notified(&run.id).map_err(|e| e.message)? {
-            return Ok(());
-        }
-        self.send_bounded(notice);
-        Ok(())
+        Err(problem)
     }
 }
 
@@ -168,31 +173,5 @@ mod tests {
         assert!(notice_for(&record(RunStatus::Failed, None, Trigger::Schedule), NotifyPolicy::Failures, None, None).is_some());
         assert!(notice_for(&record(RunStatus::Missed, Some(Reason::Superseded), Trigger::Schedule), NotifyPolicy::Always, None, None).is_none());
         assert!(notice_for(&record(RunStatus::Skipped, Some(Reason::ActiveRun), Trigger::Schedule), NotifyPolicy::Always, None, None).is_none());
-    }
-
-    #[test]
-    fn a_run_is_notified_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("db")).unwrap();
-        store
-            .insert_run(&crate::store::NewRun {
-                id: "n1".into(),
-                routine: "r".into(),
-                trigger: Trigger::Manual,
-                agent: "command".into(),
-                status: RunStatus::Running,
-                reason: None,
-                message: None,
-                scheduled_for: None,
-                started_at: None,
-                finished_at: None,
-                account: None,
-                run_dir: "/x".into(),
-                owner: None,
-                sort_at: chrono::Utc::now(),
-            })
-            .unwrap();
-        assert!(store.mark_notified("n1").unwrap());
-        assert!(!store.mark_notified("n1").unwrap(), "a second engine (or a re-adoption) does not notify again");
     }
 }

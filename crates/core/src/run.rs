@@ -100,6 +100,11 @@ pub struct RunRecord {
     pub agent: String,
     /// Where stdout.log, stderr.log and report.md live.
     pub run_dir: String,
+    /// For a run held by a sign-in failure: the run that made it up once the account worked again.
+    pub made_up_by: Option<String>,
+    /// Its finish notification: `pending`, `delivered`, `not_delivered` or `summarized`; `null`
+    /// when none is due (the routine's `notify:` policy, or a missed/skipped slot).
+    pub notified: Option<String>,
 }
 
 #[cfg(test)]
@@ -126,6 +131,8 @@ impl RunRecord {
             report_path: None,
             agent: "claude".into(),
             run_dir: "/x".into(),
+            made_up_by: None,
+            notified: None,
         }
     }
 }

@@ -102,6 +102,9 @@ async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
     assert_eq!(blocked[0].account.as_deref(), Some("c@x.dev"));
 
     engine.set_token("c@x.dev", "nightshift-test-token-held-0007").await.unwrap();
+    // The scheduler makes up held work (the running loop is woken by the token change).
+    clock.set(start + Duration::minutes(2));
+    sched.tick().await.unwrap();
     for _ in 0..200 {
         if rows().len() == 2 && rows()[0].status.is_final() {
             break;
@@ -111,8 +114,11 @@ async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
     let after = rows();
     assert_eq!(after.len(), 2, "{after:?}");
     assert_eq!((after[0].status, after[0].trigger), (RunStatus::Completed, Trigger::Catchup), "{after:?}");
+    assert_eq!(after[1].made_up_by.as_deref(), Some(after[0].id.as_str()), "the held row names the run that made it up");
     // Owed once, not again.
     engine.set_token("c@x.dev", "nightshift-test-token-held-0007").await.unwrap();
+    clock.set(start + Duration::minutes(3));
+    sched.tick().await.unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     assert_eq!(rows().len(), 2);
     let _ = nightshift_core::accounts::keychain::delete_token(&service, &engine.accounts()[0]);

@@ -64,6 +64,8 @@ async fn spawn_sh(run_dir: &std::path::Path, script: &str) -> process::RunProces
         env: BTreeMap::from([("PATH".to_string(), "/usr/bin:/bin".to_string())]),
         cwd: None,
         run_dir: run_dir.to_path_buf(),
+        timeout: None,
+        kill_grace: Duration::from_secs(1),
     };
     process::spawn(&spec).unwrap()
 }
@@ -114,14 +116,35 @@ async fn a_vanished_process_whose_log_has_a_result_keeps_that_outcome() {
 }
 
 #[tokio::test]
-async fn a_row_whose_process_never_started_is_interrupted() {
+async fn a_row_whose_process_never_started_goes_back_to_the_queue_and_runs() {
     let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo ran after all\n");
     let engine = engine(&th);
     orphan_row(&engine, &th, "r4", "command", None);
+    // A short-lived command only says who will start it.
     engine.recover(RecoveryMode::SettleFinished).await.unwrap();
     let rec = engine.store().get_run("r4").unwrap();
-    assert_eq!(rec.status, RunStatus::Failed);
-    assert!(rec.message.unwrap().contains("before the run's process started"));
+    assert_eq!(rec.status, RunStatus::Queued);
+    assert!(rec.message.as_deref().unwrap().contains("starts when the Nightshift app or `nightshiftctl daemon` runs"), "{rec:?}");
+    // A long-running engine adopts it and its queue starts it: nothing was lost.
+    let mut events = engine.subscribe();
+    let other = Engine::open(EngineOptions::new(Home::at(th.path()))).unwrap();
+    drop(engine);
+    assert_eq!(other.recover(RecoveryMode::Adopt).await.unwrap(), Vec::<String>::new(), "queued, not running: nothing to adopt as running");
+    let done = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let r = other.store().get_run("r4").unwrap();
+            if r.status.is_final() {
+                return r;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the requeued run was started and settled");
+    assert_eq!(done.status, RunStatus::Completed);
+    assert_eq!(std::fs::read_to_string(done.report_path.unwrap()).unwrap(), "ran after all");
+    let _ = events.try_recv();
 }
 
 #[tokio::test]

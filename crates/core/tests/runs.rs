@@ -48,13 +48,14 @@ async fn a_command_completes_with_its_output_as_report() {
     let mut seen = Vec::new();
     while let Ok(ev) = events.try_recv() {
         seen.push(match ev {
+            EngineEvent::RunQueued { run } => format!("queued {}", run.status),
             EngineEvent::RunStarted { run } => format!("started {}", run.status),
             EngineEvent::RunFinished { run } => format!("finished {}", run.status),
             EngineEvent::EngineState { .. } => continue,
             other => format!("{other:?}"),
         });
     }
-    assert_eq!(seen, vec!["started running", "finished completed"]);
+    assert_eq!(seen, vec!["queued queued", "started running", "finished completed"]);
     // The stored record is the one returned.
     assert_eq!(engine.store().get_run(&rec.id).unwrap(), rec);
 }

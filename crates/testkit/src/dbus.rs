@@ -22,11 +22,13 @@ impl Drop for NotificationBus {
 }
 
 impl NotificationBus {
-    /// `mode`: "record" answers every call, "hang" never replies. Files go into `dir`.
+    /// `mode`: "record" answers every call, "hang" never replies, "refuse:N" answers the first N
+    /// calls with an error. Files go into `dir`.
     pub fn start(dir: &std::path::Path, mode: &str) -> NotificationBus {
         let conf = std::fs::read_to_string("/usr/share/dbus-1/session.conf").expect("dbus session.conf (apt: dbus)");
         let bare: String = conf.lines().filter(|l| !l.contains("servicedir") && !l.contains("standard_session_servicedirs")).collect::<Vec<_>>().join("\n");
-        let conf_path = dir.join(format!("bus-{mode}.conf"));
+        let tag = mode.replace(':', "-");
+        let conf_path = dir.join(format!("bus-{tag}.conf"));
         std::fs::write(&conf_path, bare).unwrap();
         let mut daemon = Command::new("dbus-daemon")
             .arg(format!("--config-file={}", conf_path.display()))
@@ -38,7 +40,7 @@ impl NotificationBus {
         let mut line = String::new();
         std::io::BufRead::read_line(&mut std::io::BufReader::new(daemon.stdout.take().unwrap()), &mut line).unwrap();
         let address = line.trim().to_string();
-        let log = dir.join(format!("notifications-{mode}.jsonl"));
+        let log = dir.join(format!("notifications-{tag}.jsonl"));
         let script = crate::home::workspace_root().join("tests/support/notification_server.py");
         let server = Command::new("/usr/bin/python3")
             .arg(script)
@@ -60,7 +62,7 @@ impl NotificationBus {
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v.get("ready").is_none())
+            .filter(|v| v.get("ready").is_none() && v.get("refused").is_none())
             .collect()
     }
 

@@ -1,5 +1,5 @@
-//! Accounts in the engine: choosing the account for a run (preflight), updating health from
-//! outcomes, failover on rate limits, and making up blocked work once an account is healthy.
+//! Accounts in the engine: choosing the account for a run (preflight and failover), updating
+//! health from outcomes and new logins. Making up held work is the scheduler's job (`held`).
 
 use super::{Core, Engine};
 use crate::accounts::{self, keychain, Account};
@@ -8,7 +8,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::health::{self, AccountHealth, Credential, Verdict};
 use crate::routine::{AccountChoice, Routine};
-use crate::run::{Reason, Trigger};
+use crate::run::Reason;
 use crate::store::HealthRecord;
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Arc;
@@ -41,8 +41,9 @@ impl Core {
     }
 }
 
-/// Choose the account for a run of `routine`, skipping `tried` (earlier failover attempts).
-pub(crate) fn plan(core: &Core, routine: &Routine, tried: &[String]) -> AccountPlan {
+/// Choose the account for a run of `routine`: `prefer` first (the lane decision reserved it),
+/// never one in `skip` (tried already) and, for pools, none `busy` with another run.
+pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &[String], busy: &[String]) -> AccountPlan {
     let Some(agent) = routine.agent() else { return AccountPlan::Default };
     let all: Vec<Account> = core.accounts().into_iter().filter(|a| a.agent == agent).collect();
     let candidates: Vec<String> = match &routine.account {
@@ -66,9 +67,16 @@ pub(crate) fn plan(core: &Core, routine: &Routine, tried: &[String]) -> AccountP
         AccountChoice::Any if all.is_empty() => return AccountPlan::Default,
         AccountChoice::Any => all.iter().map(|a| a.email.clone()).collect(),
     };
+    let order = prefer.filter(|p| candidates.iter().any(|c| c == p)).into_iter().map(str::to_string).chain(candidates.iter().filter(|c| Some(c.as_str()) != prefer).cloned());
     let mut refused: Vec<AccountHealth> = Vec::new();
     let mut unknown: Vec<String> = Vec::new();
-    for email in candidates.iter().filter(|e| !tried.contains(e)) {
+    let mut taken: Vec<String> = Vec::new();
+    for email in order.filter(|e| !skip.contains(e)) {
+        if busy.contains(&email) {
+            taken.push(email);
+            continue;
+        }
+        let email = &email;
         let Some(account) = all.iter().find(|a| a.email == *email) else {
             unknown.push(email.clone());
             continue;
@@ -82,7 +90,11 @@ pub(crate) fn plan(core: &Core, routine: &Routine, tried: &[String]) -> AccountP
     }
     // Nobody healthy. Rate limits pass; say when the first one resets.
     if let Some(first) = refused.iter().filter(|h| h.verdict == Verdict::RateLimited).min_by_key(|h| h.resets_at) {
-        let list: Vec<String> = refused.iter().map(|h| format!("{} {}", h.account, h.verdict.as_str())).collect();
+        let list: Vec<String> = refused
+            .iter()
+            .map(|h| format!("{} {}", h.account, h.verdict.as_str()))
+            .chain(taken.iter().map(|a| format!("{a} busy with another run")))
+            .collect();
         return AccountPlan::Blocked {
             reason: Reason::RateLimited,
             message: format!("no account can run now ({}); the first limit resets at {}", list.join(", "), first.resets_at.map(|t| crate::run::fmt_time(&t)).unwrap_or_default()),
@@ -94,6 +106,14 @@ pub(crate) fn plan(core: &Core, routine: &Routine, tried: &[String]) -> AccountP
         if let Some(account) = all.iter().find(|a| a.email == h.account) {
             return blocked_by(account, h);
         }
+    }
+    if !taken.is_empty() {
+        return AccountPlan::Blocked {
+            reason: Reason::RateLimited,
+            message: format!("no free account: {} busy with other runs (one run per account at a time)", taken.join(", ")),
+            account: None,
+            resets_at: None,
+        };
     }
     AccountPlan::Blocked {
         reason: Reason::NoAccount,
@@ -117,11 +137,10 @@ fn blocked_by(account: &Account, h: &AccountHealth) -> AccountPlan {
     }
 }
 
-/// Record what a run's outcome says about its account. Returns true if the account just became
-/// healthy again (it authenticated after being revoked or limited).
-pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outcome: &Outcome) -> bool {
+/// Record what a run's outcome says about its account. When the account works again after a
+/// sign-in failure, the scheduler is woken to make up the work that failure held.
+pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outcome: &Outcome) {
     let now = core.clock.now();
-    let before = core.store.account_health(account).ok().flatten();
     let message = outcome.message.clone().unwrap_or_default();
     let (verdict, evidence, resets_at) = match (outcome.status(), outcome.reason) {
         (crate::run::RunStatus::Completed, _) => (Verdict::Live, format!("run {run_id} authenticated"), None),
@@ -131,7 +150,7 @@ pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outc
             format!("run {run_id} was rate limited: {message}"),
             Some(outcome.resets_at.unwrap_or(now + Duration::minutes(core.settings.rate_limit_cooldown_mins as i64))),
         ),
-        _ => return false,
+        _ => return,
     };
     let record = HealthRecord {
         account: account.into(),
@@ -141,28 +160,43 @@ pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outc
         resets_at,
         run_id: Some(run_id.into()),
     };
-    let was_unhealthy = before.as_ref().is_some_and(|b| b.verdict == Verdict::Revoked.as_str() || b.verdict == Verdict::RateLimited.as_str());
-    let recovered = verdict == Verdict::Live && was_unhealthy;
-    match core.store.set_account_health(&record) {
-        Ok(true) => Engine::emit(core, EngineEvent::AccountsChanged),
-        Ok(false) => {}
-        Err(e) => tracing::error!(account, error = %e, "could not record account health"),
-    }
-    recovered
+    set_health(core, &record);
 }
 
-/// Held, not lost: each routine whose most recent scheduled run was blocked by this account in the
-/// last 24 h runs once now (trigger `catchup`).
-pub(crate) async fn make_up_blocked(core: &Arc<Core>, account: &str) {
-    let since = core.clock.now() - Duration::hours(24);
-    let Ok(names) = core.store.routines_blocked_by(account, since) else { return };
-    let set = crate::routine::load_home(&core.home, &core.settings);
-    for name in names {
-        if let Some(routine) = set.get(&name) {
-            tracing::info!(routine = %name, account, "account healthy again: running the blocked routine once");
-            if let Err(e) = super::launch::submit(core, routine.clone(), Trigger::Catchup, None, None).await {
-                tracing::error!(routine = %name, error = %e, "could not run the held routine");
-            }
+/// Record a verdict; tell the faces when it changed and the scheduler when the account works.
+pub(crate) fn set_health(core: &Arc<Core>, record: &HealthRecord) {
+    match core.store.set_account_health(record) {
+        Ok(true) => Engine::emit(core, EngineEvent::AccountsChanged),
+        Ok(false) => {}
+        Err(e) => tracing::error!(account = %record.account, error = %e, "could not record account health"),
+    }
+    if record.verdict == Verdict::Live.as_str() || record.verdict == Verdict::Ok.as_str() {
+        core.scheduler_kick.notify_one();
+    }
+}
+
+/// A new Claude login in an account's config dir (`claude /login`, what the tray's Re-login
+/// runs) after the account was refused: the account may work again. Only a stat per revoked
+/// account; called by the scheduler on each pass and when the login file changes.
+pub(crate) fn notice_new_logins(core: &Arc<Core>) {
+    for account in core.accounts().into_iter().filter(|a| a.agent == crate::routine::AgentKind::Claude) {
+        let Some(h) = core.store.account_health(&account.email).ok().flatten() else { continue };
+        if h.verdict != Verdict::Revoked.as_str() {
+            continue;
+        }
+        let file = account.config_dir.join(".credentials.json");
+        let Ok(changed) = std::fs::metadata(&file).and_then(|m| m.modified()) else { continue };
+        let changed: DateTime<Utc> = changed.into();
+        if changed > h.at && crate::accounts::claude_login::read(&account.config_dir).present {
+            tracing::info!(account = %account.email, "a new Claude login was found; the account may work again");
+            set_health(core, &HealthRecord {
+                account: account.email.clone(),
+                verdict: Verdict::Ok.as_str().into(),
+                evidence: format!("a new login was written to {} at {}", file.display(), crate::run::fmt_time(&changed)),
+                at: core.clock.now().max(changed),
+                resets_at: None,
+                run_id: None,
+            });
         }
     }
 }
@@ -204,7 +238,7 @@ impl Engine {
     }
 
     /// Store a setup token in the OS keychain. The account is healthy again as far as we know:
-    /// routines blocked by it in the last 24 h run once.
+    /// routines held by it in the last 24 h run once (the scheduler makes them up).
     pub async fn set_token(&self, email: &str, token: &str) -> Result<()> {
         let a = self.account(email)?;
         let token = token.trim();
@@ -214,16 +248,17 @@ impl Engine {
         self.core.redactor.register(token);
         keychain::set_token(&self.core.settings.keychain_service, &a, token).map_err(|e| Error::new(ErrorCode::Usage, e.0))?;
         let now = self.core.clock.now();
-        self.core.store.set_account_health(&HealthRecord {
+        set_health(&self.core, &HealthRecord {
             account: a.email.clone(),
             verdict: Verdict::Ok.as_str().into(),
             evidence: "setup token stored in the OS keychain".into(),
             at: now,
             resets_at: None,
             run_id: None,
-        })?;
+        });
         Engine::emit(&self.core, EngineEvent::AccountsChanged);
-        make_up_blocked(&self.core, &a.email).await;
+        // A scheduler in another process (the app, a daemon) makes up held work at once.
+        super::queue::wake(&self.core);
         Ok(())
     }
 

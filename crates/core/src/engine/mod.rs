@@ -2,15 +2,28 @@
 //!
 //! It owns the home, settings, store, clock, event channel and settle hooks — no globals: two
 //! engines on two homes live side by side in one process (tests do exactly that).
+//!
+//! A run's life, and the module for each part (no module imports one that imports it back):
+//! `queue` (a queued row; dispatch passes decided by `lanes`) → `driver` (preflight with
+//! `accounts`, each try prepared by `attempt` and watched by `supervise`) → `finalize` (the final
+//! row and its outbox entry, in one transaction) → `delivery` (the notification). `recovery`
+//! takes over what a dead engine left; `scheduler` fires slots and makes up `held` work.
 
 mod accounts;
-mod launch;
+mod attempt;
+mod delivery;
+mod driver;
+mod finalize;
+mod held;
+pub mod lanes;
 mod lock;
+mod queue;
 mod recovery;
 pub mod scheduler;
-mod settle;
+mod supervise;
 
-pub use launch::RunHandle;
+pub use delivery::DEFAULT_BACKOFF;
+pub use queue::RunHandle;
 pub use lock::SchedulerLock;
 pub use recovery::RecoveryMode;
 pub use scheduler::{Scheduler, TickReport};
@@ -37,11 +50,19 @@ pub struct EngineOptions {
     /// Who this engine is in run rows (pid, start time[#image]): recovery tells its own runs from
     /// those of engines that are gone by it. Default: this process.
     pub identity: (u32, String),
+    /// Waits between tries of a notification that was not shown. Default [`DEFAULT_BACKOFF`].
+    pub delivery_backoff: Vec<std::time::Duration>,
 }
 
 impl EngineOptions {
     pub fn new(home: Home) -> Self {
-        EngineOptions { home, clock: Arc::new(SystemClock), env: std::env::vars().collect(), identity: crate::runner::process::self_identity() }
+        EngineOptions {
+            home,
+            clock: Arc::new(SystemClock),
+            env: std::env::vars().collect(),
+            identity: crate::runner::process::self_identity(),
+            delivery_backoff: DEFAULT_BACKOFF.to_vec(),
+        }
     }
 }
 
@@ -63,14 +84,25 @@ pub(crate) struct Core {
     pub active: Mutex<HashMap<String, Arc<Notify>>>,
     /// This process, as the owner recorded on the runs it supervises.
     pub identity: (u32, String),
-    /// Runs waiting for a lane, in order.
-    pub queue: tokio::sync::Mutex<std::collections::VecDeque<launch::Pending>>,
-    /// Signalled whenever a run of this engine settles.
-    pub lane_freed: Notify,
-    /// A task is already waiting to re-dispatch the queue.
-    pub dispatcher_awake: std::sync::atomic::AtomicBool,
+    /// Callers waiting for a run's final record (`RunHandle::wait`).
+    pub waiters: Mutex<HashMap<String, Vec<tokio::sync::oneshot::Sender<crate::run::RunRecord>>>>,
+    /// Wakes this engine's dispatcher (a run was queued or a lane freed).
+    pub dispatch_kick: Notify,
+    pub dispatcher_started: std::sync::atomic::AtomicBool,
+    /// Wakes the scheduler loop (an account works again: held work is owed).
+    pub scheduler_kick: Notify,
+    /// Wakes the outbox deliverer (a run became final).
+    pub outbox_kick: Notify,
+    pub delivery_backoff: Vec<std::time::Duration>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
+}
+
+impl Core {
+    /// The routines now (files are the source of truth).
+    pub(crate) fn routines(&self) -> RoutineSet {
+        routine::load_home(&self.home, &self.settings)
+    }
 }
 
 fn hostname() -> String {
@@ -98,9 +130,12 @@ impl Engine {
                 hooks: RwLock::new(Vec::new()),
                 active: Mutex::new(HashMap::new()),
                 identity: opts.identity,
-                queue: tokio::sync::Mutex::new(std::collections::VecDeque::new()),
-                lane_freed: Notify::new(),
-                dispatcher_awake: std::sync::atomic::AtomicBool::new(false),
+                waiters: Mutex::new(HashMap::new()),
+                dispatch_kick: Notify::new(),
+                dispatcher_started: Default::default(),
+                scheduler_kick: Notify::new(),
+                outbox_kick: Notify::new(),
+                delivery_backoff: opts.delivery_backoff,
                 redactor: Default::default(),
             }),
         })
@@ -120,14 +155,15 @@ impl Engine {
     }
 
     /// Send desktop notifications through `notifier`: a finish notification per run (per the
-    /// routine's `notify:` policy, exactly once), and a notice when an account turns `revoked` or
-    /// a routine is auto-paused. Must be called inside a tokio runtime.
+    /// routine's `notify:` policy, exactly once, from the outbox — also for runs other processes
+    /// settled), and a notice when an account turns `revoked` or a routine is auto-paused. Must be
+    /// called inside a tokio runtime.
     pub fn enable_notifications(&self, notifier: Arc<dyn crate::notify::Notifier>) {
-        let hook = Arc::new(crate::notify::NotifyHook::new(notifier, Arc::clone(&self.core.store), self.core.home.clone(), self.core.settings.clone()));
-        self.add_settle_hook(hook.clone());
+        let sender = Arc::new(crate::notify::BoundedSender::new(notifier));
+        delivery::start(&self.core, Arc::clone(&sender));
         let mut events = self.subscribe();
         let store = Arc::clone(&self.core.store);
-        let accounts: Vec<String> = self.accounts().into_iter().map(|a| a.email).collect();
+        let core = Arc::clone(&self.core);
         tokio::spawn(async move {
             let mut told: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
             loop {
@@ -135,11 +171,11 @@ impl Engine {
                     Ok(EngineEvent::RoutinePaused { routine, reason }) => {
                         Some(crate::notify::Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true })
                     }
-                    Ok(EngineEvent::AccountsChanged) => accounts.iter().find_map(|a| {
-                        let h = store.account_health(a).ok().flatten()?;
-                        let key = (a.clone(), crate::run::fmt_time(&h.at));
+                    Ok(EngineEvent::AccountsChanged) => core.accounts().iter().find_map(|a| {
+                        let h = store.account_health(&a.email).ok().flatten()?;
+                        let key = (a.email.clone(), crate::run::fmt_time(&h.at));
                         (h.verdict == crate::health::Verdict::Revoked.as_str() && told.insert(key)).then(|| crate::notify::Notice {
-                            summary: format!("✗ {a} needs login"),
+                            summary: format!("✗ {} needs login", a.email),
                             body: crate::agents::first_line(&h.evidence, 140),
                             run_id: h.run_id.clone(),
                             critical: true,
@@ -150,21 +186,29 @@ impl Engine {
                     Err(_) => return,
                 };
                 if let Some(n) = notice {
-                    let hook = hook.clone();
-                    tokio::task::spawn_blocking(move || hook.send_bounded(n));
+                    let sender = Arc::clone(&sender);
+                    tokio::task::spawn_blocking(move || sender.send(n));
                 }
             }
         });
     }
 
-    /// Register a hook called after every run's record is final.
+    /// Deliver the notifications that are due now through `notifier`, once, and return (for a
+    /// short-lived process such as `run --wait --notify`; long-running ones use
+    /// [`Engine::enable_notifications`]). What cannot be shown stays owed to the next notifier.
+    pub async fn deliver_notifications_now(&self, notifier: Arc<dyn crate::notify::Notifier>) {
+        delivery::once(&self.core, Arc::new(crate::notify::BoundedSender::new(notifier))).await;
+    }
+
+    /// Register a hook called in this process after every run's record it finalizes is final
+    /// (best effort, bounded; durable deliveries go through the outbox).
     pub fn add_settle_hook(&self, hook: Arc<dyn SettleHook>) {
         self.core.hooks.write().unwrap_or_else(|e| e.into_inner()).push(hook);
     }
 
     /// Load the routines now (files are the source of truth; cheap enough to read on demand).
     pub fn routines(&self) -> RoutineSet {
-        routine::load_home(&self.core.home, &self.core.settings)
+        self.core.routines()
     }
 
     /// A routine by name, or an error that says what is wrong with it or what exists instead.
@@ -191,11 +235,12 @@ impl Engine {
     /// started (or the run has already failed to start — that is recorded too).
     pub async fn run_now(&self, name: &str, trigger: Trigger) -> Result<RunHandle> {
         let routine = self.routine(name)?;
-        launch::submit(&self.core, routine, trigger, None, None).await
+        queue::submit(&self.core, &routine, trigger, None, None).await
     }
 
     /// Ask a run this engine supervises to stop (SIGTERM to its group, then SIGKILL after the
-    /// grace period), or drop it from the queue. Returns false when this engine has no such run.
+    /// grace period), or drop it from the queue (whichever process queued it). Returns false when
+    /// there is no such run to stop here.
     pub async fn cancel(&self, run_id: &str) -> bool {
         let signal = self.core.active.lock().unwrap_or_else(|e| e.into_inner()).get(run_id).cloned();
         match signal {
@@ -203,8 +248,13 @@ impl Engine {
                 signal.notify_one();
                 true
             }
-            None => launch::cancel_queued(&self.core, run_id).await,
+            None => queue::cancel_queued(&self.core, run_id).await,
         }
+    }
+
+    /// Before a short-lived process exits: its runs that still wait say who will start them.
+    pub fn hand_off_queued(&self) -> Result<usize> {
+        queue::hand_off(&self.core)
     }
 
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
@@ -230,14 +280,16 @@ impl Engine {
         Ok(())
     }
 
-    /// Runs waiting for a lane in this engine.
+    /// Runs waiting for a lane, in every process on this home.
     pub async fn queued(&self) -> usize {
-        self.core.queue.lock().await.len()
+        let core = Arc::clone(&self.core);
+        tokio::task::spawn_blocking(move || core.store.open_counts().map(|c| c.1).unwrap_or(0)).await.unwrap_or(0)
     }
 
+    /// Tell the faces how many runs are going and waiting (read from the store, so it counts
+    /// every process and never under-reports).
     pub(crate) fn emit_state(core: &Core) {
-        let running = core.store.running_count().unwrap_or(0);
-        let queued = core.queue.try_lock().map(|q| q.len()).unwrap_or(0);
+        let Ok((running, queued)) = core.store.open_counts() else { return };
         let paused = core.store.global_paused().unwrap_or(false);
         Engine::emit(core, EngineEvent::EngineState { running, queued, paused });
     }

@@ -1,18 +1,21 @@
-//! Crash recovery: runs left `running` by an engine that died.
+//! Crash recovery: runs left `running` (or `queued`) by an engine that died.
 //!
 //! Each such row is examined. If its process is still alive (same pid *and* same start time — a
 //! reused pid is not our run) it is re-adopted: watched until it exits, then settled from its log
 //! and the exit code its wrapper wrote. Otherwise it is settled now from what its files show: the
-//! agent's own final event when present, else `failed`/`interrupted`. Rows whose supervising
-//! engine is still alive (another process: the tray, a daemon, a `run --wait`) are left alone.
+//! agent's own final event when present, else `failed`/`interrupted` — finished at the time its
+//! files say the process ended, not when recovery noticed. Rows whose supervising engine is still
+//! alive (another process: the tray, a daemon, a `run --wait`) are left alone.
+//!
+//! Queued work is recovered too: a queued row whose engine is gone is adopted by a long-running
+//! engine (and started by its queue); a row claimed by an engine that died before spawning goes
+//! back to the queue.
 
-use super::settle::{self, Ending, LiveRun};
+use super::finalize::{self, Ended};
+use super::supervise::{Ending, LiveRun};
 use super::Core;
-use crate::agents;
 use crate::error::Result;
-use crate::routine::{Action, AgentKind, Routine};
 use crate::runner::process;
-use crate::store::OpenRun;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -30,82 +33,116 @@ const ADOPT_POLL: Duration = Duration::from_millis(500);
 
 pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<String>> {
     let mut handled = Vec::new();
-    for open in core.store.open_runs()? {
-        let owner_is_me = open.owner_pid == Some(core.identity.0) && open.owner_start.as_deref() == Some(core.identity.1.as_str());
-        // My pid with another identity: an earlier image of this process (it re-executed itself),
-        // which is gone even though the pid and start time are the same.
-        let earlier_image_of_me = open.owner_pid == Some(core.identity.0) && !owner_is_me;
-        let owner_alive = !owner_is_me
-            && !earlier_image_of_me
-            && open.owner_pid.is_some_and(|pid| process::same_process_alive(pid, open.owner_start.as_deref()));
-        if owner_is_me || owner_alive {
+    let open_runs = {
+        let core = Arc::clone(core);
+        tokio::task::spawn_blocking(move || core.store.open_runs()).await.map_err(|e| crate::error::Error::new(crate::error::ErrorCode::StoreUnavailable, e.to_string()))??
+    };
+    let mut set = None;
+    for open in open_runs {
+        if !owner_gone(core, open.owner_pid, open.owner_start.as_deref()) {
             continue;
         }
-        let live = live_run(core, &open);
-        let alive = open.pid.is_some_and(|pid| process::same_process_alive(pid, open.pid_start.as_deref()));
+        let set = set.get_or_insert_with(|| core.routines());
+        let live = LiveRun::for_record(core, &open.record, set);
+        let from = (open.owner_pid, open.owner_start.as_deref());
+        let me = (core.identity.0, core.identity.1.as_str());
+        if open.pid.is_none() {
+            // Claimed, but its engine died before spawning anything: nothing was done, so the
+            // run goes back to the queue instead of being lost.
+            let note = match mode {
+                RecoveryMode::Adopt => "queued again: the engine that started it stopped before its process began".to_string(),
+                RecoveryMode::SettleFinished => super::queue::handed_off_note(Some("queued again: the engine that started it stopped before its process began")),
+            };
+            if core.store.requeue_unstarted(&open.record.id, from, me, &note)? {
+                tracing::info!(run = %open.record.id, "a run claimed by an engine that is gone goes back to the queue");
+                handled.push(open.record.id.clone());
+            }
+            continue;
+        }
+        let pid = open.pid.expect("checked above");
+        let alive = process::same_process_alive(pid, open.pid_start.as_deref());
         if alive {
             if mode == RecoveryMode::Adopt {
-                let pid = open.pid.expect("alive implies a pid");
-                core.store.set_owner(&open.record.id, (core.identity.0, &core.identity.1))?;
+                core.store.set_owner(&open.record.id, me)?;
                 tracing::info!(run = %open.record.id, pid, "re-adopting a run left by a previous engine");
                 let cancel = Arc::new(Notify::new());
                 core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(open.record.id.clone(), Arc::clone(&cancel));
                 let core = Arc::clone(core);
+                let account = open.record.account.clone();
                 tokio::spawn(async move {
                     let ending = watch_orphan(&core, &live, pid, open.pid_start.clone(), cancel).await;
-                    settle::settle(&core, &live, ending, Vec::new(), None, None).await;
+                    let mut ended = Ended::new(ending);
+                    ended.account = account;
+                    ended.finished_at = Some(process::ended_at(&live.run_dir).unwrap_or_else(|| core.clock.now()));
+                    finalize::settle(&core, &live, ended).await;
                 });
                 handled.push(open.record.id.clone());
             }
             continue;
         }
-        let ending = match process::recorded_exit_code(&live.run_dir) {
-            Some(code) => Ending::Exited(Some(code)),
-            None if open.pid.is_none() => Ending::SpawnFailed("interrupted: Nightshift stopped before the run's process started".into()),
-            None => Ending::Lost,
-        };
+        let ending = ending_from_files(&live.run_dir);
         tracing::info!(run = %open.record.id, ?ending, "settling a run left by a previous engine");
-        settle::settle(core, &live, ending, Vec::new(), None, None).await;
+        let mut ended = Ended::new(ending);
+        ended.account = open.record.account.clone();
+        // The run ended when its process did, not now (it may have been hours ago).
+        ended.finished_at = process::ended_at(&live.run_dir);
+        finalize::settle(core, &live, ended).await;
         handled.push(open.record.id.clone());
     }
+    handled.extend(recover_queued(core, mode)?);
     Ok(handled)
 }
 
-/// Rebuild what settling needs. The routine file may have changed or gone since; the record's
-/// agent decides how its output is read.
-fn live_run(core: &Core, open: &OpenRun) -> LiveRun {
-    let rec = &open.record;
-    let routine = routine_for(core, rec);
-    LiveRun {
-        id: rec.id.clone(),
-        driver: agents::driver(AgentKind::from_name(&rec.agent)),
-        run_dir: rec.run_dir.clone().into(),
-        started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
-        routine,
+/// Queued runs whose owner is gone: a long-running engine adopts them (the queue then starts
+/// them in order); a short-lived command only says who will.
+fn recover_queued(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<String>> {
+    let me = (core.identity.0, core.identity.1.as_str());
+    let mut adopted = Vec::new();
+    for q in core.store.queued_rows()? {
+        if !owner_gone(core, q.owner_pid, q.owner_start.as_deref()) {
+            continue;
+        }
+        match mode {
+            RecoveryMode::Adopt => {
+                if core.store.adopt_queued(&q.id, (q.owner_pid, q.owner_start.as_deref()), me)? {
+                    tracing::info!(run = %q.id, routine = %q.routine, "adopting a queued run whose engine is gone");
+                    adopted.push(q.id);
+                }
+            }
+            RecoveryMode::SettleFinished => {
+                let note = super::queue::handed_off_note(q.message.as_deref());
+                if q.message.as_deref() != Some(note.as_str()) {
+                    core.store.set_queued_message(&q.id, &note)?;
+                }
+            }
+        }
     }
+    if mode == RecoveryMode::Adopt {
+        super::queue::kick(core);
+    }
+    Ok(adopted)
 }
 
-fn routine_for(core: &Core, rec: &crate::run::RunRecord) -> Routine {
-    let set = crate::routine::load_home(&core.home, &core.settings);
-    set.get(&rec.routine).cloned().unwrap_or_else(|| Routine {
-        name: rec.routine.clone(),
-        file: core.home.routines_dir(),
-        description: None,
-        schedule: None,
-        timezone: chrono_tz::Tz::UTC,
-        at: None,
-        end_at: None,
-        action: Action::Command { command: String::new() },
-        timeout: Routine::DEFAULT_TIMEOUT,
-        cwd: None,
-        env: Default::default(),
-        account: crate::routine::AccountChoice::Any,
-        catchup: false,
-        notify: crate::routine::NotifyPolicy::Failures,
-        enabled: false,
-        variables: Default::default(),
-        devices: Vec::new(),
-    })
+/// Is the engine recorded as owner gone? "Me" is not gone; my pid with another identity is an
+/// earlier image of this process (it re-executed itself), which is.
+fn owner_gone(core: &Core, pid: Option<u32>, start: Option<&str>) -> bool {
+    let owner_is_me = pid == Some(core.identity.0) && start == Some(core.identity.1.as_str());
+    if owner_is_me {
+        return false;
+    }
+    let earlier_image_of_me = pid == Some(core.identity.0);
+    earlier_image_of_me || !pid.is_some_and(|p| process::same_process_alive(p, start))
+}
+
+/// How a run whose process is gone ended, from its files alone.
+fn ending_from_files(run_dir: &std::path::Path) -> Ending {
+    if process::timed_out_by_wrapper(run_dir) {
+        return Ending::TimedOut;
+    }
+    match process::recorded_exit_code(run_dir) {
+        Some(code) => Ending::Exited(Some(code)),
+        None => Ending::Lost,
+    }
 }
 
 /// Watch a process we are not the parent of until it exits, still enforcing the routine's
@@ -115,10 +152,7 @@ async fn watch_orphan(core: &Arc<Core>, run: &LiveRun, pid: u32, start: Option<S
     let deadline = tokio::time::Instant::now() + run.routine.timeout.saturating_sub(elapsed);
     loop {
         if !process::same_process_alive(pid, start.as_deref()) {
-            return match process::recorded_exit_code(&run.run_dir) {
-                Some(code) => Ending::Exited(Some(code)),
-                None => Ending::Lost,
-            };
+            return ending_from_files(&run.run_dir);
         }
         tokio::select! {
             _ = tokio::time::sleep(ADOPT_POLL) => {}

@@ -14,10 +14,13 @@
 //!   on this device its slots are evaluated and dropped, so resuming does not replay them.
 //! * **Exactly once**: a slot is claimed by inserting its row (`unique(routine, scheduled_for)`)
 //!   before anything is spawned; a refused claim means another engine (or an earlier pass) has it.
+//!   The row is the queue entry: the queue starts it when a lane is free.
+//! * **Held work**: each pass also makes up runs a sign-in failure held (see `held`).
+//! * **No blocking**: a pass's store work runs on a blocking thread, never on the async workers.
 
-use super::launch::{self, queued_row};
-use super::{Core, Engine};
-use crate::error::Result;
+use super::queue::{self, queued_row};
+use super::{finalize, held, Core, Engine};
+use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{self, Routine, RoutineSet};
 use crate::run::{new_run_id, Reason, RunStatus, Trigger};
@@ -82,113 +85,31 @@ impl Scheduler {
 
     /// Whether `routine` fires on this machine (`devices:`).
     pub fn on_this_device(&self, routine: &Routine) -> bool {
-        routine.devices.is_empty() || routine.devices.iter().any(|d| *d == self.engine.device_name())
+        on_device(routine, &self.engine.device_name())
     }
 
-    /// One pass at the clock's now: fire what is due, record what was missed.
+    /// One pass at the clock's now: fire what is due, record what was missed, make up held
+    /// work; then start what fits.
     pub async fn tick(&self) -> Result<TickReport> {
         let core = Arc::clone(self.core());
-        let now = core.clock.now();
         let set = self.routines();
-        let all_paused = core.store.global_paused()?;
-        let mut report = TickReport::default();
-        let mut evaluated: Vec<&str> = Vec::with_capacity(set.routines.len());
-        for r in &set.routines {
-            let state = core.store.routine_state(&r.name, now)?;
-            evaluated.push(&r.name);
-            if !r.enabled || state.paused || all_paused || !self.on_this_device(r) {
-                continue;
-            }
-            let from = state.checked_until.max(state.first_seen).max(now - Span::days(LOOKBACK_DAYS));
-            let (mut slots, total) = match (&r.schedule, r.at) {
-                (Some(s), _) => s.fires_between(from, now, MAX_MISSED_ROWS + 1),
-                (None, Some(at)) if at > from && at <= now => (vec![at], 1),
-                _ => (Vec::new(), 0),
-            };
-            slots.retain(|t| r.end_at.is_none_or(|end| *t <= end));
-            if slots.is_empty() {
-                continue;
-            }
-            self.plan(r, &slots, total, now, &mut report).await?;
+        let device = self.engine.device_name();
+        let (report, finals) = {
+            let core = Arc::clone(&core);
+            tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, finals: Vec::new() }.run())
+                .await
+                .map_err(|e| Error::new(ErrorCode::StoreUnavailable, format!("scheduler pass failed: {e}")))??
+        };
+        for run in finals {
+            finalize::announce(&core, &run).await;
         }
-        core.store.set_checked_until(&evaluated, now)?;
+        for (_, id, _) in &report.fired {
+            if let Ok(run) = core.store.get_run(id) {
+                Engine::emit(&core, EngineEvent::RunQueued { run });
+            }
+        }
+        queue::dispatch(&core).await;
         Ok(report)
-    }
-
-    /// Decide what happens to a routine's due slots (newest first).
-    async fn plan(&self, r: &Routine, slots: &[DateTime<Utc>], total: usize, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
-        let newest = slots[0];
-        let late = now - newest > Span::seconds(ON_TIME_SECS);
-        if !late {
-            self.fire(r, newest, Trigger::Schedule, now, report).await?;
-        } else if r.catchup {
-            self.fire(r, newest, Trigger::Catchup, now, report).await?;
-        } else {
-            let msg = "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string();
-            self.record(r, newest, RunStatus::Missed, None, msg, now, report)?;
-        }
-        let when = local(r, newest);
-        for (i, older) in slots.iter().enumerate().skip(1) {
-            let mut msg = if r.catchup {
-                format!("missed while Nightshift was not running; superseded by the run for {when}")
-            } else {
-                "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string()
-            };
-            if i == slots.len() - 1 && total > slots.len() {
-                msg += &format!(" ({} earlier missed slots were not recorded one by one)", total - slots.len());
-            }
-            let reason = r.catchup.then_some(Reason::Superseded);
-            self.record(r, *older, RunStatus::Missed, reason, msg, now, report)?;
-        }
-        Ok(())
-    }
-
-    /// Claim the slot and submit its run — or record it `skipped` while the routine is busy.
-    async fn fire(&self, r: &Routine, slot: DateTime<Utc>, trigger: Trigger, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
-        let core = self.core();
-        let busy = match core.store.running_run_of(&r.name)? {
-            Some(id) => Some(format!("skipped: the previous run ({id}) was still running")),
-            None if core.queue.lock().await.iter().any(|p| p.routine.name == r.name) => {
-                Some("skipped: a run of this routine was still waiting for a free lane".to_string())
-            }
-            None => None,
-        };
-        if let Some(msg) = busy {
-            return self.record(r, slot, RunStatus::Skipped, Some(Reason::ActiveRun), msg, now, report);
-        }
-        let id = new_run_id();
-        if core.store.claim_slot(&queued_row(core, r, &id, trigger, Some(slot), now))? {
-            if trigger == Trigger::Catchup {
-                tracing::info!(routine = %r.name, slot = %slot, "catching up a missed slot");
-            }
-            launch::submit(core, r.clone(), trigger, Some(slot), Some(id.clone())).await?;
-            report.fired.push((r.name.clone(), id, trigger));
-        }
-        Ok(())
-    }
-
-    /// A final row for a slot that does not run (missed, skipped), if the slot is still unclaimed.
-    #[allow(clippy::too_many_arguments)]
-    fn record(&self, r: &Routine, slot: DateTime<Utc>, status: RunStatus, reason: Option<Reason>, message: String, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
-        let core = self.core();
-        let id = new_run_id();
-        let row = NewRun {
-            status,
-            reason,
-            message: Some(message),
-            finished_at: Some(now),
-            ..queued_row(core, r, &id, Trigger::Schedule, Some(slot), now)
-        };
-        if core.store.claim_slot(&row)? {
-            match status {
-                RunStatus::Missed => report.missed += 1,
-                _ => report.skipped += 1,
-            }
-            if let Ok(run) = core.store.get_run(&id) {
-                Engine::emit(core, EngineEvent::RunFinished { run });
-            }
-        }
-        Ok(())
     }
 
     /// The next instant any active routine fires.
@@ -213,13 +134,15 @@ impl Scheduler {
     pub async fn run(self: Arc<Self>, shutdown: Arc<Notify>) {
         let (tx, mut changes) = tokio::sync::mpsc::channel::<()>(16);
         let _watcher = watch_routines(&self.engine.home().routines_dir(), tx);
+        let (wake_tx, mut wakes) = tokio::sync::mpsc::channel::<()>(16);
+        let _wake_watcher = watch_wakes(&self.engine, wake_tx);
         Engine::emit_state(self.core());
         loop {
             if let Err(e) = self.tick().await {
                 tracing::error!(error = %e, "scheduler pass failed; retrying at the next wake");
             }
-            // Runs whose supervisor is gone (e.g. `nightshiftctl run` without --wait, or a CLI
-            // that was killed) are adopted here within one slice, so their end is recorded promptly.
+            // Runs (and queued runs) whose engine is gone — e.g. `nightshiftctl run` without
+            // --wait, or a CLI that was killed — are adopted here, so they end up recorded.
             if let Err(e) = self.engine.recover(super::RecoveryMode::Adopt).await {
                 tracing::warn!(error = %e, "could not adopt orphaned runs");
             }
@@ -236,15 +159,165 @@ impl Scheduler {
                     while changes.try_recv().is_ok() {}
                     self.reload();
                 }
+                // Another process queued or settled a run, a login changed, an account works again.
+                Some(()) = wakes.recv() => {
+                    while wakes.try_recv().is_ok() {}
+                }
+                _ = self.core().scheduler_kick.notified() => {}
                 _ = shutdown.notified() => return,
             }
         }
     }
 }
 
+/// Whether `routine` fires on the device named `device` (`devices:`).
+fn on_device(routine: &Routine, device: &str) -> bool {
+    routine.devices.is_empty() || routine.devices.iter().any(|d| d == device)
+}
+
+/// One scheduler pass over the store (on a blocking thread).
+struct Pass<'a> {
+    core: &'a Arc<Core>,
+    set: &'a RoutineSet,
+    device: &'a str,
+    /// Rows that were final from the start (missed, skipped), to announce.
+    finals: Vec<crate::run::RunRecord>,
+}
+
+impl Pass<'_> {
+    fn run(mut self) -> Result<(TickReport, Vec<crate::run::RunRecord>)> {
+        let core = self.core;
+        let now = core.clock.now();
+        let all_paused = core.store.global_paused()?;
+        let mut report = TickReport::default();
+        let mut evaluated: Vec<&str> = Vec::with_capacity(self.set.routines.len());
+        for r in &self.set.routines {
+            let state = core.store.routine_state(&r.name, now)?;
+            evaluated.push(&r.name);
+            if !r.enabled || state.paused || all_paused || !on_device(r, self.device) {
+                continue;
+            }
+            let from = state.checked_until.max(state.first_seen).max(now - Span::days(LOOKBACK_DAYS));
+            let (mut slots, total) = match (&r.schedule, r.at) {
+                (Some(s), _) => s.fires_between(from, now, MAX_MISSED_ROWS + 1),
+                (None, Some(at)) if at > from && at <= now => (vec![at], 1),
+                _ => (Vec::new(), 0),
+            };
+            slots.retain(|t| r.end_at.is_none_or(|end| *t <= end));
+            if slots.is_empty() {
+                continue;
+            }
+            self.plan(r, &slots, total, now, &mut report)?;
+        }
+        core.store.set_checked_until(&evaluated, now)?;
+        for (routine, id) in held::make_up_owed(core, self.set)? {
+            report.fired.push((routine, id, Trigger::Catchup));
+        }
+        Ok((report, self.finals))
+    }
+
+    /// Decide what happens to a routine's due slots (newest first).
+    fn plan(&mut self, r: &Routine, slots: &[DateTime<Utc>], total: usize, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+        let newest = slots[0];
+        let late = now - newest > Span::seconds(ON_TIME_SECS);
+        if !late {
+            self.fire(r, newest, Trigger::Schedule, now, report)?;
+        } else if r.catchup {
+            self.fire(r, newest, Trigger::Catchup, now, report)?;
+        } else {
+            let msg = "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string();
+            self.record(r, newest, RunStatus::Missed, None, msg, now, report)?;
+        }
+        let when = local(r, newest);
+        for (i, older) in slots.iter().enumerate().skip(1) {
+            let mut msg = if r.catchup {
+                format!("missed while Nightshift was not running; superseded by the run for {when}")
+            } else {
+                "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string()
+            };
+            if i == slots.len() - 1 && total > slots.len() {
+                msg += &format!(" ({} earlier missed slots were not recorded one by one)", total - slots.len());
+            }
+            let reason = r.catchup.then_some(Reason::Superseded);
+            self.record(r, *older, RunStatus::Missed, reason, msg, now, report)?;
+        }
+        Ok(())
+    }
+
+    /// Claim the slot as a queued run — or record it `skipped` while the routine is busy.
+    fn fire(&mut self, r: &Routine, slot: DateTime<Utc>, trigger: Trigger, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+        let core = self.core;
+        if let Some((id, status)) = core.store.open_run_of(&r.name)? {
+            let msg = if status == RunStatus::Running {
+                format!("skipped: the previous run ({id}) was still running")
+            } else {
+                "skipped: a run of this routine was still waiting for a free lane".to_string()
+            };
+            return self.record(r, slot, RunStatus::Skipped, Some(Reason::ActiveRun), msg, now, report);
+        }
+        let id = new_run_id();
+        if core.store.claim_slot(&queued_row(core, r, &id, trigger, Some(slot), now))? {
+            if trigger == Trigger::Catchup {
+                tracing::info!(routine = %r.name, slot = %slot, "catching up a missed slot");
+            }
+            report.fired.push((r.name.clone(), id, trigger));
+        }
+        Ok(())
+    }
+
+    /// A final row for a slot that does not run (missed, skipped), if the slot is still unclaimed.
+    #[allow(clippy::too_many_arguments)]
+    fn record(&mut self, r: &Routine, slot: DateTime<Utc>, status: RunStatus, reason: Option<Reason>, message: String, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+        let core = self.core;
+        let id = new_run_id();
+        let row = NewRun {
+            status,
+            reason,
+            message: Some(message),
+            finished_at: Some(now),
+            ..queued_row(core, r, &id, Trigger::Schedule, Some(slot), now)
+        };
+        if core.store.claim_slot(&row)? {
+            match status {
+                RunStatus::Missed => report.missed += 1,
+                _ => report.skipped += 1,
+            }
+            if let Ok(run) = core.store.get_run(&id) {
+                self.finals.push(run);
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A slot as the routine's owner reads it: "2026-11-30 09:00 CET".
 fn local(r: &Routine, t: DateTime<Utc>) -> String {
     t.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M %Z").to_string()
+}
+
+/// Watch the home's wake file and each Claude account's login file; each change sends a nudge.
+fn watch_wakes(engine: &Engine, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let wake = engine.home().wake_path();
+    let mut dirs = vec![wake.parent()?.to_path_buf()];
+    dirs.extend(engine.accounts().into_iter().filter(|a| a.agent == crate::routine::AgentKind::Claude).map(|a| a.config_dir));
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            let relevant = ev.paths.iter().any(|p| p.file_name().is_some_and(|n| n == "queue" || n == ".credentials.json"));
+            if relevant && !matches!(ev.kind, notify::EventKind::Access(_)) {
+                let _ = tx.try_send(());
+            }
+        }
+    })
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch the wake file; other processes' runs are noticed within 30 s"))
+    .ok()?;
+    for dir in dirs {
+        let _ = std::fs::create_dir_all(&dir);
+        if let Err(e) = watcher.watch(&dir, notify::RecursiveMode::NonRecursive) {
+            tracing::warn!(error = %e, dir = %dir.display(), "cannot watch for wake-ups");
+        }
+    }
+    Some(watcher)
 }
 
 /// Watch the routines directory; each change sends a nudge (the loop debounces and reloads).

@@ -6,7 +6,12 @@
 //!   output is kept even if the engine dies.
 //! * It runs under a tiny `sh` wrapper that writes the agent's exit code to `exit_code` in the run
 //!   directory. After an engine crash the new engine is not the process's parent and cannot
-//!   `wait()` for it; the file tells it how the run ended.
+//!   `wait()` for it; the file tells it how the run ended, and the file's time when.
+//! * The wrapper also **enforces the wall-clock timeout itself**: the limit travels with the run,
+//!   so a run started by a CLI that returned, or left behind by a crash, still ends on time with
+//!   no engine alive. On timeout it writes `timed_out`, sends SIGTERM to the group, and SIGKILL
+//!   after the grace period. Its watchdog wakes once a second (one `sleep` and one `date` per
+//!   second while the run lasts) because POSIX `sh` has no way to wait for "child or timer".
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use std::collections::BTreeMap;
@@ -18,9 +23,34 @@ pub const STDOUT_LOG: &str = "stdout.log";
 pub const STDERR_LOG: &str = "stderr.log";
 pub const EXIT_CODE_FILE: &str = "exit_code";
 pub const REPORT_FILE: &str = "report.md";
+/// Written by the wrapper when the run's wall-clock limit ran out.
+pub const TIMED_OUT_FILE: &str = "timed_out";
 
-/// `sh -c WRAPPER nightshift-run <exit file> <program> <args…>`
-const WRAPPER: &str = r#"f="$1"; shift; "$@"; c=$?; printf '%s\n' "$c" > "$f.tmp" && mv "$f.tmp" "$f"; exit "$c""#;
+/// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <grace secs> <program> <args…>`
+///
+/// The wrapper survives the SIGTERM sent to its own group (it must record the exit code); the
+/// agent is started with default signal handling (a caught signal resets on exec). The watchdog
+/// is a subshell in the same group: it ends when the agent does, or times the run out.
+const WRAPPER: &str = r#"f="$1"; t="$2"; g="$3"; shift 3
+trap : TERM INT HUP
+"$@" & c=$!
+if [ "$t" -gt 0 ]; then
+  ( trap : TERM INT HUP
+    end=$(( $(date +%s) + t ))
+    while kill -0 "$c" 2>/dev/null; do
+      if [ "$(date +%s)" -ge "$end" ]; then
+        date +%s > "${f%/*}/timed_out"
+        kill -TERM 0
+        end=$(( $(date +%s) + g ))
+        while kill -0 "$c" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
+        kill -KILL 0
+      fi
+      sleep 1
+    done ) &
+fi
+while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done
+printf '%s\n' "$s" > "$f.tmp" && mv "$f.tmp" "$f"
+exit "$s""#;
 
 /// Everything needed to start one run's process.
 #[derive(Debug, Clone)]
@@ -31,6 +61,10 @@ pub struct SpawnSpec {
     pub env: BTreeMap<String, String>,
     pub cwd: Option<PathBuf>,
     pub run_dir: PathBuf,
+    /// The wall-clock limit the wrapper enforces (`None`: none), and the grace between SIGTERM
+    /// and SIGKILL.
+    pub timeout: Option<Duration>,
+    pub kill_grace: Duration,
 }
 
 pub struct RunProcess {
@@ -48,7 +82,18 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
     let exit_file = spec.run_dir.join(EXIT_CODE_FILE);
 
     let mut cmd = tokio::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(WRAPPER).arg("nightshift-run").arg(&exit_file).arg(&spec.program).args(&spec.args);
+    // Whole seconds, rounded up (a limit is never cut short); 0 means no limit.
+    let secs = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    let timeout = spec.timeout.map(secs).unwrap_or(0);
+    let _ = std::fs::remove_file(spec.run_dir.join(TIMED_OUT_FILE));
+    cmd.arg("-c")
+        .arg(WRAPPER)
+        .arg("nightshift-run")
+        .arg(&exit_file)
+        .arg(timeout.to_string())
+        .arg(secs(spec.kill_grace).max(1).to_string())
+        .arg(&spec.program)
+        .args(&spec.args);
     cmd.env_clear().envs(&spec.env);
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
@@ -64,6 +109,19 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
 /// The exit code the wrapper recorded, if the run's process has finished.
 pub fn recorded_exit_code(run_dir: &Path) -> Option<i32> {
     std::fs::read_to_string(run_dir.join(EXIT_CODE_FILE)).ok()?.trim().parse().ok()
+}
+
+/// Did the wrapper time the run out?
+pub fn timed_out_by_wrapper(run_dir: &Path) -> bool {
+    run_dir.join(TIMED_OUT_FILE).exists()
+}
+
+/// When the run's process ended, as its files tell: the exit-code file's time (written the moment
+/// the agent exited), else the last write to its logs. For a run settled long after it ended.
+pub fn ended_at(run_dir: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
+    let mtime = |name: &str| std::fs::metadata(run_dir.join(name)).and_then(|m| m.modified()).ok();
+    let at = mtime(EXIT_CODE_FILE).or_else(|| [STDOUT_LOG, STDERR_LOG, TIMED_OUT_FILE].iter().filter_map(|n| mtime(n)).max())?;
+    Some(at.into())
 }
 
 /// SIGTERM the whole group, wait up to `grace` for every member to be gone, then SIGKILL the group

@@ -76,18 +76,4 @@ impl Store {
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
-
-    /// Routines whose most recent scheduled run was blocked by `account` since `since` — the work
-    /// owed once the account is healthy again.
-    pub fn routines_blocked_by(&self, account: &str, since: DateTime<Utc>) -> Result<Vec<String>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT DISTINCT r.routine FROM runs r
-             WHERE r.status = 'blocked' AND r.account = ?1 AND r.scheduled_for IS NOT NULL AND r.sort_ms >= ?2
-               AND NOT EXISTS (SELECT 1 FROM runs y WHERE y.routine = r.routine AND (y.sort_ms, y.id) > (r.sort_ms, r.id)
-                               AND y.status NOT IN ('missed', 'skipped'))",
-        )?;
-        let rows = stmt.query_map(params![account, since.timestamp_millis()], |r| r.get(0))?.collect::<Result<_, _>>()?;
-        Ok(rows)
-    }
 }

@@ -83,4 +83,28 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN notified_at TEXT;
     "#,
+    // 5: the durable run lifecycle. The queue is the `runs` table (status 'queued', in insertion
+    // order); a run held by a sign-in failure remembers the run that made it up; finish
+    // notifications (and later webhooks) are delivered from an outbox written in the same
+    // transaction as the final row, so a crash between the two cannot lose or repeat one.
+    r#"
+    ALTER TABLE runs ADD COLUMN made_up_by TEXT;
+    ALTER TABLE runs ADD COLUMN notified TEXT;
+    CREATE INDEX runs_open ON runs(status, routine) WHERE status IN ('queued', 'running');
+    CREATE TABLE outbox (
+        run_id         TEXT NOT NULL,
+        channel        TEXT NOT NULL,
+        -- pending | delivered | not_delivered | summarized | not_needed
+        state          TEXT NOT NULL DEFAULT 'pending',
+        attempts       INTEGER NOT NULL DEFAULT 0,
+        next_at_ms     INTEGER NOT NULL,
+        -- a deliverer holds an entry while it sends (two notifiers never send one entry twice)
+        lease_until_ms INTEGER,
+        last_error     TEXT,
+        finished_ms    INTEGER NOT NULL,
+        delivered_at   TEXT,
+        PRIMARY KEY (run_id, channel)
+    );
+    CREATE INDEX outbox_due ON outbox(state, next_at_ms) WHERE state = 'pending';
+    "#,
 ];

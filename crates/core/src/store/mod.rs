@@ -5,9 +5,13 @@
 
 mod accounts;
 mod migrations;
+pub mod outbox;
+mod queue;
 mod runs;
 mod scheduling;
 
+pub use outbox::{Delivery, OutboxEntry};
+pub use queue::{Claims, HeldRun, QueuedRow, RunningRow};
 pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;
 pub use scheduling::RoutineState;

@@ -43,6 +43,8 @@ pub struct Settlement {
     pub cost_usd: Option<f64>,
     pub session_id: Option<String>,
     pub report_path: Option<String>,
+    /// Finalize only a row that is still `queued` (a cancel that must not hit a started run).
+    pub only_if_queued: bool,
 }
 
 /// A row still `running`, as recovery sees it.
@@ -72,7 +74,7 @@ pub struct Page {
 }
 
 const COLUMNS: &str = "id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, message, \
-    exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms";
+    exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified";
 
 impl Store {
     pub fn insert_run(&self, run: &NewRun) -> Result<()> {
@@ -87,79 +89,13 @@ impl Store {
     }
 
     fn insert(&self, run: &NewRun, or_ignore: bool) -> Result<bool> {
-        let verb = if or_ignore { "INSERT OR IGNORE" } else { "INSERT" };
-        let changed = self.conn().execute(
-            &format!("{verb} INTO runs (id, routine, trigger, agent, sort_ms, scheduled_for, started_at, status, account, run_dir, owner_pid, owner_start, reason, message, finished_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"),
-            params![
-                run.id,
-                run.routine,
-                run.trigger.as_str(),
-                run.agent,
-                run.sort_at.timestamp_millis(),
-                run.scheduled_for.as_ref().map(fmt_time),
-                run.started_at.as_ref().map(fmt_time),
-                run.status.as_str(),
-                run.account,
-                run.run_dir,
-                run.owner.as_ref().map(|o| o.0),
-                run.owner.as_ref().map(|o| o.1.clone()),
-                run.reason.map(|r| r.as_str()),
-                run.message,
-                run.finished_at.as_ref().map(fmt_time),
-            ],
-        )?;
-        Ok(changed == 1)
-    }
-
-    /// A queued run starts: `queued` → `running`, once.
-    pub fn mark_running(&self, id: &str, started_at: DateTime<Utc>, owner: (u32, &str)) -> Result<bool> {
-        let changed = self.conn().execute(
-            "UPDATE runs SET status = 'running', started_at = ?2, owner_pid = ?3, owner_start = ?4, message = NULL
-             WHERE id = ?1 AND status = 'queued'",
-            params![id, fmt_time(&started_at), owner.0, owner.1],
-        )?;
-        Ok(changed == 1)
-    }
-
-    /// The human notes on queued runs ("queued (position 2): waiting for a free lane…"), in one
-    /// transaction.
-    pub fn set_queue_messages(&self, notes: &[(String, String)]) -> Result<()> {
-        if notes.is_empty() {
-            return Ok(());
-        }
-        let mut conn = self.conn();
-        let tx = conn.transaction()?;
-        {
-            let mut stmt = tx.prepare_cached("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'")?;
-            for (id, message) in notes {
-                stmt.execute(params![id, message])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// (routine, account) of every running run, across every process on this home.
-    pub fn running_lanes(&self) -> Result<Vec<(String, Option<String>)>> {
-        let conn = self.conn();
-        let mut stmt = conn.prepare_cached("SELECT routine, account FROM runs WHERE status = 'running'")?;
-        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
-        Ok(rows)
+        insert_row(&self.conn(), run, or_ignore)
     }
 
     /// How many runs are `running` now, across every process on this home.
     pub fn running_count(&self) -> Result<usize> {
         let n: i64 = self.conn().query_row("SELECT COUNT(*) FROM runs WHERE status = 'running'", [], |r| r.get(0))?;
         Ok(n as usize)
-    }
-
-    /// The id of the routine's running run, if any.
-    pub fn running_run_of(&self, routine: &str) -> Result<Option<String>> {
-        Ok(self
-            .conn()
-            .query_row("SELECT id FROM runs WHERE routine = ?1 AND status = 'running' LIMIT 1", [routine], |r| r.get(0))
-            .optional()?)
     }
 
     /// Failed or timed-out runs in a row, newest first, until a completed one.
@@ -179,15 +115,6 @@ impl Store {
         Ok(())
     }
 
-    /// Claim the right to send a run's finish notification: `true` once, `false` ever after.
-    pub fn mark_notified(&self, id: &str) -> Result<bool> {
-        let changed = self.conn().execute(
-            "UPDATE runs SET notified_at = ?2 WHERE id = ?1 AND notified_at IS NULL",
-            params![id, fmt_time(&Utc::now())],
-        )?;
-        Ok(changed == 1)
-    }
-
     /// The account a run uses (or was blocked by).
     pub fn set_run_account(&self, id: &str, account: Option<&str>) -> Result<()> {
         self.conn().execute("UPDATE runs SET account = ?2 WHERE id = ?1", params![id, account])?;
@@ -202,29 +129,43 @@ impl Store {
 
     /// Finalize a run. Returns `false` (and changes nothing) when it was already final: the
     /// conditional update is what makes settling happen exactly once, across processes too.
-    pub fn finalize(&self, id: &str, s: &Settlement) -> Result<bool> {
+    /// `outbox` lists the delivery channels (e.g. `notify`) queued in the same transaction, so a
+    /// final run and what it owes the user are written together or not at all.
+    pub fn finalize(&self, id: &str, s: &Settlement, outbox: &[&str]) -> Result<bool> {
         let attempts = serde_json::to_string(&s.attempts).unwrap_or_else(|_| "[]".into());
-        let changed = self.conn().execute(
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let changed = tx.prepare_cached(
             "UPDATE runs SET status = ?2, reason = ?3, message = ?4, exit_code = ?5, account = ?6, resets_at = ?7,
-                 attempts = ?8, finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13
-             WHERE id = ?1 AND status IN ('queued', 'running')",
-            params![
-                id,
-                s.status.as_str(),
-                s.reason.map(|r| r.as_str()),
-                s.message,
-                s.exit_code,
-                s.account,
-                s.resets_at.as_ref().map(fmt_time),
-                attempts,
-                fmt_time(&s.finished_at),
-                s.duration_ms.map(|d| d as i64),
-                s.cost_usd,
-                s.session_id,
-                s.report_path,
-            ],
-        )?;
-        Ok(changed == 1)
+                 attempts = ?8, finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13,
+                 notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END
+             WHERE id = ?1 AND (status = 'queued' OR (status = 'running' AND NOT ?15))",
+        )?
+        .execute(params![
+            id,
+            s.status.as_str(),
+            s.reason.map(|r| r.as_str()),
+            s.message,
+            s.exit_code,
+            s.account,
+            s.resets_at.as_ref().map(fmt_time),
+            attempts,
+            fmt_time(&s.finished_at),
+            s.duration_ms.map(|d| d as i64),
+            s.cost_usd,
+            s.session_id,
+            s.report_path,
+            !outbox.is_empty(),
+            s.only_if_queued,
+        ])?;
+        if changed != 1 {
+            return Ok(false);
+        }
+        for channel in outbox {
+            super::outbox::enqueue(&tx, id, channel, s.finished_at)?;
+        }
+        tx.commit()?;
+        Ok(true)
     }
 
     /// A run by id, or by a unique prefix of one (ids are long; `show 01jf3k` is friendlier).
@@ -293,10 +234,10 @@ impl Store {
             .query_map([], |row| {
                 Ok(OpenRun {
                     record: row_to_record(row)?,
-                    pid: row.get(20)?,
-                    pid_start: row.get(21)?,
-                    owner_pid: row.get(22)?,
-                    owner_start: row.get(23)?,
+                    pid: row.get(22)?,
+                    pid_start: row.get(23)?,
+                    owner_pid: row.get(24)?,
+                    owner_start: row.get(25)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -354,7 +295,37 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         report_path: row.get(16)?,
         agent: row.get(17)?,
         run_dir: row.get(18)?,
+        made_up_by: row.get(20)?,
+        notified: row.get(21)?,
     })
+}
+
+/// Insert a run row on `conn` (a connection or a transaction). `or_ignore`: a slot that already
+/// has a row is left alone and `false` returned.
+pub(super) fn insert_row(conn: &rusqlite::Connection, run: &NewRun, or_ignore: bool) -> Result<bool> {
+    let verb = if or_ignore { "INSERT OR IGNORE" } else { "INSERT" };
+    let changed = conn.prepare_cached(&format!(
+        "{verb} INTO runs (id, routine, trigger, agent, sort_ms, scheduled_for, started_at, status, account, run_dir, owner_pid, owner_start, reason, message, finished_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)"
+    ))?
+    .execute(params![
+        run.id,
+        run.routine,
+        run.trigger.as_str(),
+        run.agent,
+        run.sort_at.timestamp_millis(),
+        run.scheduled_for.as_ref().map(fmt_time),
+        run.started_at.as_ref().map(fmt_time),
+        run.status.as_str(),
+        run.account,
+        run.run_dir,
+        run.owner.as_ref().map(|o| o.0),
+        run.owner.as_ref().map(|o| o.1.clone()),
+        run.reason.map(|r| r.as_str()),
+        run.message,
+        run.finished_at.as_ref().map(fmt_time),
+    ])?;
+    Ok(changed == 1)
 }
 
 #[cfg(test)]
@@ -397,6 +368,7 @@ mod tests {
             cost_usd: Some(0.25),
             session_id: None,
             report_path: None,
+            only_if_queued: false,
         }
     }
 
@@ -405,8 +377,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
         new_run(&store, "a1", "r", Utc::now());
-        assert!(store.finalize("a1", &settlement(RunStatus::Completed)).unwrap());
-        assert!(!store.finalize("a1", &settlement(RunStatus::Failed)).unwrap());
+        assert!(store.finalize("a1", &settlement(RunStatus::Completed), &[]).unwrap());
+        assert!(!store.finalize("a1", &settlement(RunStatus::Failed), &[]).unwrap());
         let run = store.get_run("a1").unwrap();
         assert_eq!(run.status, RunStatus::Completed);
         assert_eq!(run.cost_usd, Some(0.25));
@@ -437,7 +409,7 @@ mod tests {
         let odd = store.list_runs(&RunQuery { routine: Some("odd".into()), limit: 100, ..Default::default() }).unwrap();
         assert_eq!(odd.runs.len(), 12);
         assert!(odd.next_cursor.is_none());
-        store.finalize("id03", &settlement(RunStatus::Failed)).unwrap();
+        store.finalize("id03", &settlement(RunStatus::Failed), &[]).unwrap();
         let failed = store.list_runs(&RunQuery { status: Some(RunStatus::Failed), limit: 100, ..Default::default() }).unwrap();
         assert_eq!(failed.runs.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), vec!["id03"]);
     }

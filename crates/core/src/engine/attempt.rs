@@ -1,0 +1,110 @@
+//! Preparing one attempt of a run: the prompt rendered, the command line and environment built
+//! (with the account's config dir and credential), the executable found, the process spawned.
+
+use super::Core;
+use crate::accounts::Account;
+use crate::agents::{self, AgentDriver};
+use crate::health::Credential;
+use crate::routine::prompt::{render, PromptContext};
+use crate::routine::{Action, AgentKind, Routine};
+use crate::runner::{env, process};
+use chrono::{DateTime, Utc};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Keep an earlier attempt's output beside the next one: `stdout.attempt-1.log`, …
+pub(crate) fn archive_attempt_logs(run_dir: &std::path::Path, n: usize) {
+    for log in ["stdout", "stderr"] {
+        let _ = std::fs::rename(run_dir.join(format!("{log}.log")), run_dir.join(format!("{log}.attempt-{n}.log")));
+    }
+    let _ = std::fs::remove_file(run_dir.join(process::EXIT_CODE_FILE));
+}
+
+/// Prepare and spawn one attempt; record its process.
+pub(crate) fn spawn_attempt(
+    core: &Arc<Core>,
+    routine: &Routine,
+    id: &str,
+    run_dir: &std::path::Path,
+    now: DateTime<Utc>,
+    account: Option<(&Account, &Credential)>,
+) -> Result<process::RunProcess, String> {
+    let spec = prepare(core, routine, id, run_dir, now, account)?;
+    let proc = process::spawn(&spec).map_err(|e| format!("could not start {}: {e}", spec.program.display()))?;
+    if let Err(e) = core.store.set_process(id, proc.pid, proc.start_time.as_deref()) {
+        tracing::error!(run = %id, error = %e, "could not record the run's process");
+    }
+    Ok(proc)
+}
+
+/// Render the prompt, build the command line and environment (with the account's config dir and
+/// token), find the executable.
+fn prepare(
+    core: &Core,
+    routine: &Routine,
+    id: &str,
+    run_dir: &std::path::Path,
+    now: DateTime<Utc>,
+    account: Option<(&Account, &Credential)>,
+) -> Result<process::SpawnSpec, String> {
+    if let Err(e) = std::fs::create_dir_all(run_dir) {
+        return Err(format!("cannot create the run directory {}: {e}", run_dir.display()));
+    }
+    let prompt = match &routine.action {
+        Action::Agent { prompt, .. } => {
+            let last = core.store.last_completed_report(&routine.name).ok().flatten();
+            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables })
+        }
+        Action::Command { command } => command.clone(),
+    };
+    let (driver, args) = agents::invocation(&routine.action, &prompt);
+    let mut extra = vec![
+        ("NIGHTSHIFT_RUN_ID", id.to_string()),
+        ("NIGHTSHIFT_ROUTINE", routine.name.clone()),
+        ("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()),
+    ];
+    if let Some((account, cred)) = account {
+        if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
+            return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
+        }
+        match account.agent {
+            AgentKind::Claude => {
+                extra.push(("CLAUDE_CONFIG_DIR", account.config_dir.display().to_string()));
+                if let Some(token) = &cred.token {
+                    extra.push(("CLAUDE_CODE_OAUTH_TOKEN", token.clone()));
+                }
+            }
+            AgentKind::Codex => extra.push(("CODEX_HOME", account.config_dir.display().to_string())),
+            AgentKind::Gemini => {}
+        }
+    }
+    let env = env::build(core.env.iter().cloned(), &routine.env, &extra);
+    let program = resolve_program(core, routine, driver, env.get("PATH").map(String::as_str))?;
+    Ok(process::SpawnSpec {
+        program,
+        args,
+        env,
+        cwd: routine.cwd.clone(),
+        run_dir: run_dir.to_path_buf(),
+        timeout: Some(routine.timeout),
+        kill_grace: core.settings.kill_grace(),
+    })
+}
+
+/// The executable to run, or a message saying exactly what is missing and how to fix it.
+fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDriver, path_var: Option<&str>) -> Result<PathBuf, String> {
+    if let Some(cwd) = &routine.cwd {
+        if !cwd.is_dir() {
+            return Err(format!("the working directory {} does not exist (routine `cwd:` in {})", cwd.display(), core.home.display_path(&routine.file)));
+        }
+    }
+    let name = driver.program();
+    if let Some(agent) = routine.agent() {
+        if let Some(configured) = core.settings.agent_path(agent.as_str()) {
+            return process::find_on_path(&configured.display().to_string(), path_var).ok_or_else(|| {
+                format!("{} (set as [agents.{}] path in nightshift.toml) is not an executable file", configured.display(), agent.as_str())
+            });
+        }
+    }
+    process::find_on_path(name, path_var).ok_or_else(|| format!("`{name}` was not found on PATH; {}", driver.install_hint()))
+}

@@ -1,0 +1,121 @@
+//! Delivering the outbox: each final run's finish notification, exactly once, by whichever engine
+//! has a notifier (the tray app, `nightshiftctl daemon --notify`, `run --wait --notify`).
+//!
+//! Entries are leased (two notifiers on one home never send one twice), sent with a bound (a hung
+//! server never delays anything), retried with backoff, and after the last try recorded as
+//! `not_delivered` on the run. Runs that finished more than a day before a notifier first saw them
+//! (the machine was away; only plain CLI commands ran) get one summary instead of a storm.
+//! A crash between the final row and the send loses nothing: the entry is still pending (or its
+//! lease runs out) and the next deliverer sends it.
+
+use super::Core;
+use crate::notify::{notice_for, policy_for, summary_for, BoundedSender};
+use crate::run::RunRecord;
+use crate::store::{outbox::NOTIFY, Delivery, OutboxEntry};
+use chrono::{Duration as Span, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Waits between tries of one notification: seconds to minutes, then "not delivered".
+pub const DEFAULT_BACKOFF: &[Duration] =
+    &[Duration::from_secs(2), Duration::from_secs(10), Duration::from_secs(60), Duration::from_secs(300)];
+/// A run first seen by a deliverer this long after it finished is only summarised.
+pub const STALE_AFTER_HOURS: i64 = 24;
+/// How long a lease holds an entry (longer than one bounded send).
+const LEASE: Duration = Duration::from_secs(30);
+/// Look again at least this often (another process may have finalized runs).
+const IDLE_LOOK: Duration = Duration::from_secs(60);
+
+/// Start delivering this home's notifications through `sender`. Call once, inside a runtime.
+pub(crate) fn start(core: &Arc<Core>, sender: Arc<BoundedSender>) {
+    let core = Arc::clone(core);
+    tokio::spawn(async move {
+        loop {
+            let next = pass(&core, &sender).await;
+            let wait = next.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(IDLE_LOOK).min(IDLE_LOOK);
+            tokio::select! {
+                _ = core.outbox_kick.notified() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    });
+}
+
+/// Deliver what is due once, here and now (a short-lived `run --wait --notify` before it exits:
+/// whatever is still not shown stays pending for the next notifier).
+pub(crate) async fn once(core: &Arc<Core>, sender: Arc<BoundedSender>) {
+    pass(core, &sender).await;
+}
+
+/// Deliver what is due; returns when the next pending entry comes due.
+async fn pass(core: &Arc<Core>, sender: &Arc<BoundedSender>) -> Option<chrono::DateTime<Utc>> {
+    let (core2, sender2) = (Arc::clone(core), Arc::clone(sender));
+    match tokio::task::spawn_blocking(move || deliver_due(&core2, &sender2)).await {
+        Ok(Ok(next)) => next,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not deliver notifications; trying again later");
+            Some(Utc::now() + Span::seconds(10))
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "notification delivery panicked");
+            Some(Utc::now() + Span::seconds(10))
+        }
+    }
+}
+
+fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Option<chrono::DateTime<Utc>>> {
+    loop {
+        let now = Utc::now();
+        let due = core.store.lease_due(NOTIFY, now, now + Span::from_std(LEASE).unwrap_or_default(), 50)?;
+        if due.is_empty() {
+            return core.store.next_delivery_due(NOTIFY);
+        }
+        let set = core.routines();
+        let stale_before = core.clock.now() - Span::hours(STALE_AFTER_HOURS);
+        let mut stale: Vec<(OutboxEntry, RunRecord)> = Vec::new();
+        for entry in due {
+            let Ok(run) = core.store.get_run(&entry.run_id) else {
+                core.store.settle_delivery(&entry.run_id, NOTIFY, Delivery::NotNeeded, Some("the run no longer exists"), now)?;
+                continue;
+            };
+            let (policy, timeout) = policy_for(&run, &set);
+            let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+            let Some(notice) = notice_for(&run, policy, report.as_deref(), timeout) else {
+                core.store.settle_delivery(&entry.run_id, NOTIFY, Delivery::NotNeeded, None, now)?;
+                continue;
+            };
+            if entry.finished_at < stale_before {
+                stale.push((entry, run));
+                continue;
+            }
+            let result = sender.send(notice);
+            record(core, &entry, result, Delivery::Delivered)?;
+        }
+        if !stale.is_empty() {
+            let runs: Vec<RunRecord> = stale.iter().map(|(_, r)| r.clone()).collect();
+            let result = sender.send(summary_for(&runs));
+            for (entry, _) in &stale {
+                record(core, entry, result.clone(), Delivery::Summarized)?;
+            }
+        }
+    }
+}
+
+/// Record one try: `success` on Ok, else a retry after the backoff — or, after the last try,
+/// `not_delivered` with the reason.
+fn record(core: &Core, entry: &OutboxEntry, result: Result<(), String>, success: Delivery) -> crate::error::Result<()> {
+    let now = Utc::now();
+    match result {
+        Ok(()) => core.store.settle_delivery(&entry.run_id, &entry.channel, success, None, now),
+        Err(e) => match core.delivery_backoff.get(entry.attempts as usize) {
+            Some(wait) => {
+                tracing::info!(run = %entry.run_id, attempt = entry.attempts + 1, error = %e, "notification not shown; trying again");
+                core.store.retry_delivery(&entry.run_id, &entry.channel, &e, now + Span::from_std(*wait).unwrap_or_default())
+            }
+            None => {
+                tracing::warn!(run = %entry.run_id, error = %e, "notification not delivered after every try");
+                core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::NotDelivered, Some(&e), now)
+            }
+        },
+    }
+}

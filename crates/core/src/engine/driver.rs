@@ -1,0 +1,174 @@
+//! One run's driver: an explicit state machine from the moment the queue claims the run until
+//! its row is final — preflight → attempt n (on an account) → settling → final.
+//!
+//! The driver carries everything as values: the account of the current try, the tries so far,
+//! and the accounts excluded from failover (tried ones, and those busy with other runs at the
+//! moment of choosing). It never reads its own row back to learn them.
+
+use super::accounts::{self, AccountPlan};
+use super::attempt::{archive_attempt_logs, spawn_attempt};
+use super::finalize::{self, Ended};
+use super::supervise::{classify, supervise, Ending, LiveRun};
+use super::{Core, Engine};
+use crate::accounts::Account;
+use crate::agents::Outcome;
+use crate::events::EngineEvent;
+use crate::health::Credential;
+use crate::routine::{AccountChoice, Routine};
+use crate::run::{Attempt, Reason, RunRecord};
+use crate::runner::process::RunProcess;
+use std::sync::Arc;
+use tokio::sync::Notify;
+
+/// Where a run is in its life.
+enum State {
+    /// Choosing (and checking) its account; `reserved` is the one the lane decision set aside.
+    Preflight { reserved: Option<String> },
+    /// Try number `n` (1-based) is running on `account`.
+    Attempt { n: usize, proc: RunProcess, account: Option<(Account, Credential)> },
+    /// The process ended (or never started); the row is about to become final.
+    Settling(Ended),
+}
+
+struct Driver {
+    core: Arc<Core>,
+    live: LiveRun,
+    cancel: Arc<Notify>,
+    attempts: Vec<Attempt>,
+    /// Accounts failover must not choose again.
+    tried: Vec<String>,
+}
+
+/// Drive a run the queue just claimed (its row is `running`, owned by this engine).
+pub(crate) fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved: Option<String>) {
+    let cancel = Arc::new(Notify::new());
+    core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(rec.id.clone(), Arc::clone(&cancel));
+    Engine::emit(core, EngineEvent::RunStarted { run: rec.clone() });
+    let live = LiveRun {
+        id: rec.id.clone(),
+        driver: crate::agents::driver(routine.agent()),
+        run_dir: core.home.run_dir(&routine.name, &rec.id),
+        started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
+        routine,
+    };
+    let driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new() };
+    tokio::spawn(driver.run(reserved));
+}
+
+impl Driver {
+    async fn run(mut self, reserved: Option<String>) {
+        let mut state = State::Preflight { reserved };
+        loop {
+            state = match state {
+                State::Preflight { reserved } => self.preflight(reserved).await,
+                State::Attempt { n, proc, account } => self.attempt(n, proc, account).await,
+                State::Settling(ended) => {
+                    finalize::settle(&self.core, &self.live, ended).await;
+                    return;
+                }
+            };
+        }
+    }
+
+    /// Choose the account (health and one-run-per-account checked), then spawn the first try.
+    async fn preflight(&mut self, reserved: Option<String>) -> State {
+        match self.choose_account(reserved).await {
+            AccountPlan::Blocked { reason, message, account, resets_at } => {
+                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run blocked before start");
+                let mut ended = Ended::new(Ending::Blocked { reason, message, resets_at });
+                ended.account = account;
+                State::Settling(ended)
+            }
+            AccountPlan::Default => self.spawn(1, None),
+            AccountPlan::Use(a, c) => self.spawn(1, Some((a, c))),
+        }
+    }
+
+    /// Spawn try `n`; a spawn failure settles the run (with the tries so far).
+    fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
+        let now = self.core.clock.now();
+        let creds = account.as_ref().map(|(a, c)| (a, c));
+        match spawn_attempt(&self.core, &self.live.routine, &self.live.id, &self.live.run_dir, now, creds) {
+            Ok(proc) => State::Attempt { n, proc, account },
+            Err(message) => {
+                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run could not start");
+                let mut ended = Ended::new(Ending::SpawnFailed(message));
+                ended.attempts = std::mem::take(&mut self.attempts);
+                ended.account = account.map(|(a, _)| a.email);
+                State::Settling(ended)
+            }
+        }
+    }
+
+    /// Watch try `n` to its end; on a rate limit, fail over to a free, healthy account.
+    async fn attempt(&mut self, n: usize, proc: RunProcess, account: Option<(Account, Credential)>) -> State {
+        let ending = supervise(&self.core, &self.live, proc, Arc::clone(&self.cancel), self.live.routine.timeout).await;
+        let outcome = classify(&self.core, &self.live, &ending).await;
+        let email = account.as_ref().map(|(a, _)| a.email.clone());
+        if let Some(email) = &email {
+            let (core, email, id, o) = (Arc::clone(&self.core), email.clone(), self.live.id.clone(), outcome.clone());
+            let _ = tokio::task::spawn_blocking(move || accounts::record_outcome(&core, &email, &id, &o)).await;
+        }
+        if let (Some(email), true) = (&email, self.may_fail_over(&ending, &outcome)) {
+            self.tried.push(email.clone());
+            if let AccountPlan::Use(next, cred) = self.choose_account(None).await {
+                self.attempts.push(Attempt {
+                    account: Some(email.clone()),
+                    status: outcome.status(),
+                    reason: outcome.reason,
+                    message: outcome.message.clone().map(|m| self.core.redactor.redact(&m)),
+                    resets_at: outcome.resets_at,
+                });
+                archive_attempt_logs(&self.live.run_dir, self.attempts.len());
+                Engine::emit(&self.core, EngineEvent::RunProgress {
+                    run_id: self.live.id.clone(),
+                    routine: self.live.routine.name.clone(),
+                    message: format!("{email} is rate limited; retrying on {}", next.email),
+                });
+                tracing::info!(run = %self.live.id, from = %email, to = %next.email, "failing over to the next account");
+                return self.spawn(n + 1, Some((next, cred)));
+            }
+        }
+        let mut ended = Ended::new(ending);
+        ended.outcome = Some(outcome);
+        ended.attempts = std::mem::take(&mut self.attempts);
+        ended.account = email;
+        State::Settling(ended)
+    }
+
+    /// Fail over on a rate limit — never on an auth failure — when the routine may use another
+    /// account.
+    fn may_fail_over(&self, ending: &Ending, outcome: &Outcome) -> bool {
+        !matches!(self.live.routine.account, AccountChoice::Pinned(_))
+            && outcome.reason == Some(Reason::RateLimited)
+            && matches!(ending, Ending::Exited(_))
+    }
+
+    /// Plan the account (off the async workers: the keychain can take seconds) and take it in
+    /// the store — unless another run took it meanwhile, then the next one.
+    async fn choose_account(&mut self, reserved: Option<String>) -> AccountPlan {
+        let mut skip = self.tried.clone();
+        for _ in 0..8 {
+            let (core, routine, id, prefer, skip2) = (Arc::clone(&self.core), self.live.routine.clone(), self.live.id.clone(), reserved.clone(), skip.clone());
+            let planned = tokio::task::spawn_blocking(move || {
+                let busy = core.store.busy_accounts(&id).unwrap_or_default();
+                let plan = accounts::plan(&core, &routine, prefer.as_deref(), &skip2, &busy);
+                if let AccountPlan::Use(a, _) = &plan {
+                    if !core.store.claim_account(&id, &a.email).unwrap_or(false) {
+                        return Err(a.email.clone());
+                    }
+                }
+                Ok(plan)
+            })
+            .await;
+            match planned {
+                Ok(Ok(plan)) => return plan,
+                Ok(Err(taken)) => skip.push(taken),
+                Err(e) => {
+                    return AccountPlan::Blocked { reason: Reason::NoAccount, message: format!("choosing an account failed: {e}"), account: None, resets_at: None }
+                }
+            }
+        }
+        AccountPlan::Blocked { reason: Reason::NoAccount, message: "every account was taken by another run while choosing".into(), account: None, resets_at: None }
+    }
+}

@@ -1,0 +1,199 @@
+//! The one way a run becomes final: settled after its process ended, blocked at preflight,
+//! cancelled while queued, interrupted — all go through [`settle`], which writes the row, the
+//! report and the outbox entry (what the run owes the user) in one transaction, exactly once.
+//!
+//! After the row is final: the faces are told (`run_finished`), the routine may be auto-paused,
+//! in-process settle hooks run (bounded), waiting callers get the record, and the queue and the
+//! outbox deliverer are woken — here and, through the wake file, in other processes.
+
+use super::supervise::{classify, Ending, LiveRun};
+use super::{Core, Engine};
+use crate::agents::Outcome;
+use crate::events::EngineEvent;
+use crate::fsutil::write_atomic;
+use crate::run::{Attempt, RunRecord, RunStatus};
+use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
+use crate::runner::process::{self, REPORT_FILE};
+use crate::store::{outbox, Settlement};
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a run ended, everything the final row needs. Built by the run's driver (or recovery,
+/// or cancel) — nothing is read back from the row.
+pub(crate) struct Ended {
+    pub ending: Ending,
+    /// The classification, when the driver already made it (failover decisions need it).
+    pub outcome: Option<Outcome>,
+    /// Earlier tries on other accounts (failover), oldest first.
+    pub attempts: Vec<Attempt>,
+    /// The account of the last try (or the one that blocked it).
+    pub account: Option<String>,
+    /// When the process ended, if not now (a run settled long after it ended).
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Only a run still waiting may end this way (cancel while queued: a run that a dispatcher
+    /// started meanwhile is cancelled as a running run instead).
+    pub only_if_queued: bool,
+}
+
+impl Ended {
+    pub fn new(ending: Ending) -> Ended {
+        Ended { ending, outcome: None, attempts: Vec::new(), account: None, finished_at: None, only_if_queued: false }
+    }
+}
+
+/// Classify (unless already done), write the report, finalize the row and its outbox entry once,
+/// then tell everyone. Returns the final record (also when another engine finalized it first).
+pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<RunRecord> {
+    let record = settle_inner(core, run, ended).await;
+    core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
+    if let Some(r) = &record {
+        super::queue::resolve_waiters(core, r);
+    }
+    record
+}
+
+async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<RunRecord> {
+    let outcome = match ended.outcome.clone() {
+        Some(o) => o,
+        None => classify(core, run, &ended.ending).await,
+    };
+    let settlement = {
+        let (core, run) = (Arc::clone(core), run.clone());
+        tokio::task::spawn_blocking(move || settlement(&core, &run, ended, outcome)).await.ok()?
+    };
+    // A database hiccup (locked, disk full) must not lose the run: retry, and if it still fails
+    // the row stays open and crash recovery settles it from the files later.
+    let outbox: &[&str] = if matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) { &[] } else { &[outbox::NOTIFY] };
+    let mut finalized = None;
+    for attempt in 0..5u32 {
+        let (core2, id, s) = (Arc::clone(core), run.id.clone(), settlement.clone());
+        match tokio::task::spawn_blocking(move || core2.store.finalize(&id, &s, outbox)).await {
+            Ok(Ok(changed)) => {
+                finalized = Some(changed);
+                break;
+            }
+            Ok(Err(e)) => tracing::error!(run = %run.id, attempt, error = %e, "could not finalize run record; retrying"),
+            Err(e) => tracing::error!(run = %run.id, error = %e, "finalizing panicked"),
+        }
+        tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt))).await;
+    }
+    let record = match core.store.get_run(&run.id) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::error!(run = %run.id, error = %e, "run record unreadable after settling");
+            return None;
+        }
+    };
+    // A lane is free: whatever waits may start, here and in other processes.
+    super::queue::wake(core);
+    if finalized == Some(true) {
+        tracing::info!(run = %run.id, routine = %run.routine.name, status = %record.status, "run settled");
+        announce(core, &record).await;
+    }
+    // Someone else may have settled it (or we could not): no second event, no second hook call,
+    // but whoever waits for it gets the record either way.
+    Some(record)
+}
+
+/// Tell the faces, auto-pause, run the in-process hooks: once per final row.
+pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
+    Engine::emit(core, EngineEvent::RunFinished { run: record.clone() });
+    Engine::emit_state(core);
+    if record.notified.is_some() {
+        core.outbox_kick.notify_one();
+    }
+    if matches!(record.status, RunStatus::Missed | RunStatus::Skipped) {
+        return;
+    }
+    auto_pause(core, record);
+    let hooks = core.hooks.read().unwrap_or_else(|e| e.into_inner()).clone();
+    run_hooks(&hooks, record, HOOK_TIMEOUT).await;
+}
+
+/// The final facts: secrets masked (message, report, logs on disk), the report written, the last
+/// attempt appended, the end time the process's own.
+fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) -> Settlement {
+    let now = core.clock.now();
+    // Nothing secret leaves the engine: not in the record, the report, or the logs on disk.
+    outcome.message = outcome.message.map(|m| core.redactor.redact(&m));
+    outcome.report = outcome.report.map(|r| core.redactor.redact(&r));
+    for log in [process::STDOUT_LOG, process::STDERR_LOG] {
+        if let Err(e) = core.redactor.scrub_file(&run.run_dir.join(log)) {
+            tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
+        }
+    }
+    let Ended { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
+    if account.is_some() && !matches!(ending, Ending::Blocked { .. }) {
+        attempts.push(Attempt {
+            account: account.clone(),
+            status: outcome.status(),
+            reason: outcome.reason,
+            message: outcome.message.clone(),
+            resets_at: outcome.resets_at,
+        });
+    }
+    let report_path = match (&outcome.status(), &outcome.report) {
+        (RunStatus::Completed, Some(report)) => {
+            let path = run.run_dir.join(REPORT_FILE);
+            match write_atomic(&path, report.as_bytes()) {
+                Ok(()) => Some(path.display().to_string()),
+                Err(e) => {
+                    tracing::error!(run = %run.id, error = %e, "could not write report");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    let exit_code = match &ending {
+        Ending::Exited(code) => *code,
+        _ => process::recorded_exit_code(&run.run_dir),
+    };
+    // Never before the start, never after now (clocks of different processes disagree a little).
+    let finished_at = finished_at.map(|t| t.clamp(run.started_at, now.max(run.started_at))).unwrap_or(now);
+    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !run.run_dir.join(process::STDOUT_LOG).exists();
+    Settlement {
+        status: outcome.status(),
+        reason: outcome.reason,
+        message: outcome.message.clone(),
+        exit_code,
+        account,
+        resets_at: outcome.resets_at,
+        attempts,
+        finished_at,
+        duration_ms: (!never_started).then(|| (finished_at - run.started_at).num_milliseconds().max(0) as u64),
+        cost_usd: outcome.cost_usd,
+        session_id: outcome.session_id.clone(),
+        report_path,
+        only_if_queued,
+    }
+}
+
+/// After N failed runs in a row (setting `auto_pause_after`, 0 = never) pause the routine, with
+/// the reason the user will see, and tell the faces.
+fn auto_pause(core: &Arc<Core>, record: &RunRecord) {
+    let limit = core.settings.auto_pause_after;
+    if limit == 0 || !matches!(record.status, RunStatus::Failed | RunStatus::TimedOut) {
+        return;
+    }
+    let failures = core.store.consecutive_failures(&record.routine).unwrap_or(0);
+    if failures < limit {
+        return;
+    }
+    let now = core.clock.now();
+    match core.store.routine_state(&record.routine, now) {
+        Ok(state) if !state.paused => {
+            let last = record.message.clone().unwrap_or_else(|| record.status.to_string());
+            let reason = format!(
+                "auto-paused after {failures} failed runs in a row (last: {last}); resume with `nightshiftctl resume {}`",
+                record.routine
+            );
+            if core.store.set_routine_paused(&record.routine, true, Some(&reason), now).is_ok() {
+                tracing::warn!(routine = %record.routine, failures, "routine auto-paused");
+                Engine::emit(core, EngineEvent::RoutinePaused { routine: record.routine.clone(), reason });
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,225 @@
+//! Lanes as a pure decision: which queued runs start now, and what the others are waiting for.
+//!
+//! No I/O here — the queue reads the waiting and running runs of *every* process on the home in
+//! one transaction, asks [`decide`], and claims the starts in that same transaction, so the rules
+//! below hold across processes:
+//!
+//! * never more than `max_parallel` runs at once;
+//! * scheduled and catch-up runs never take the last free lane (a "Run now" starts at once);
+//! * never two runs of one routine, never two runs on one account (concurrent runs on one Claude
+//!   login can get its credential revoked); a pool takes the first of its accounts that is free;
+//! * manual runs never wait behind scheduled ones; within a class, first come first served;
+//! * no starvation: with nothing running, the first waiting run always starts.
+
+/// A run waiting for a lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Waiting {
+    pub id: String,
+    pub routine: String,
+    /// `manual` or `cli` trigger: a person asked for it.
+    pub manual: bool,
+    /// The accounts it may run on, in order of preference; empty when it needs none.
+    pub accounts: Vec<String>,
+}
+
+/// A run holding a lane.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Busy {
+    pub routine: String,
+    pub account: Option<String>,
+}
+
+/// A run to start, with the account reserved for it (the first free one of its accounts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Start {
+    pub id: String,
+    pub account: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Decision {
+    pub starts: Vec<Start>,
+    /// (id, why it waits), for every waiting run that does not start, in queue order.
+    pub notes: Vec<(String, String)>,
+}
+
+/// The lanes a run of this class may use.
+fn cap(max_parallel: usize, manual: bool) -> usize {
+    let max = max_parallel.max(1);
+    if manual { max } else { max.saturating_sub(1).max(1) }
+}
+
+/// Decide which of `waiting` (in arrival order) start, given what is `running`.
+pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Decision {
+    let max = max_parallel.max(1);
+    let mut lanes_used = running.len();
+    let mut busy_routines: Vec<&str> = running.iter().map(|b| b.routine.as_str()).collect();
+    let mut waiting_routines: Vec<&str> = Vec::new();
+    let mut busy_accounts: Vec<&str> = running.iter().filter_map(|b| b.account.as_deref()).collect();
+    let order = waiting.iter().filter(|w| w.manual).chain(waiting.iter().filter(|w| !w.manual));
+    let mut decision = Decision::default();
+    let mut position = 0;
+    for w in order {
+        let routine_running = busy_routines.contains(&w.routine.as_str());
+        let routine_busy = routine_running || waiting_routines.contains(&w.routine.as_str());
+        let free_account = w.accounts.iter().find(|a| !busy_accounts.contains(&a.as_str()));
+        let account_busy = !w.accounts.is_empty() && free_account.is_none();
+        let lane_free = lanes_used < cap(max, w.manual);
+        if !routine_busy && !account_busy && lane_free {
+            lanes_used += 1;
+            busy_routines.push(&w.routine);
+            if let Some(a) = free_account {
+                busy_accounts.push(a);
+            }
+            decision.starts.push(Start { id: w.id.clone(), account: free_account.cloned() });
+            continue;
+        }
+        // Waiting behind it: a later run of the same routine waits for this one, in order.
+        waiting_routines.push(&w.routine);
+        position += 1;
+        let why = if routine_running {
+            format!("waiting for the running {} run to finish", w.routine)
+        } else if routine_busy {
+            format!("waiting behind an earlier {} run", w.routine)
+        } else if account_busy {
+            match w.accounts.as_slice() {
+                [one] => format!("waiting: account {one} is busy with another run (one run per account at a time)"),
+                all => format!("waiting: all its accounts ({}) are busy with other runs (one run per account at a time)", all.join(", ")),
+            }
+        } else if w.manual {
+            format!("waiting for a free lane ({lanes_used} of {max} running)")
+        } else {
+            format!("waiting for a free lane ({lanes_used} running; scheduled runs leave one of {max} free for Run now)")
+        };
+        decision.notes.push((w.id.clone(), format!("queued (position {position}): {why}")));
+    }
+    decision
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn w(id: &str, routine: &str, manual: bool, accounts: &[&str]) -> Waiting {
+        Waiting { id: id.into(), routine: routine.into(), manual, accounts: accounts.iter().map(|a| a.to_string()).collect() }
+    }
+    fn busy(routine: &str, account: Option<&str>) -> Busy {
+        Busy { routine: routine.into(), account: account.map(str::to_string) }
+    }
+    fn started(d: &Decision) -> Vec<&str> {
+        d.starts.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    #[test]
+    fn scheduled_runs_leave_the_last_lane_to_run_now() {
+        let q = [w("s1", "a", false, &[]), w("s2", "b", false, &[]), w("m1", "c", true, &[])];
+        let d = decide(&q, &[], 3);
+        assert_eq!(started(&d), vec!["m1", "s1"], "the manual run goes first; scheduled runs use at most 2 of 3 lanes");
+        assert_eq!(d.notes, vec![("s2".into(), "queued (position 1): waiting for a free lane (2 running; scheduled runs leave one of 3 free for Run now)".into())]);
+        let d = decide(&[w("s1", "a", false, &[]), w("m1", "c", true, &[])], &[busy("x", None)], 2);
+        assert_eq!(started(&d), vec!["m1"], "Run now takes the lane scheduled runs leave free");
+    }
+
+    #[test]
+    fn one_run_per_routine_and_per_account_pools_take_a_free_account() {
+        let running = [busy("r", Some("a@x"))];
+        let q = [w("1", "r", true, &[]), w("2", "p", true, &["a@x", "b@x"]), w("3", "q", true, &["b@x"]), w("4", "r", true, &[])];
+        let d = decide(&q, &running, 10);
+        assert_eq!(d.starts, vec![Start { id: "2".into(), account: Some("b@x".into()) }]);
+        assert_eq!(d.notes[0], ("1".into(), "queued (position 1): waiting for the running r run to finish".into()));
+        assert_eq!(d.notes[1], ("3".into(), "queued (position 2): waiting: account b@x is busy with another run (one run per account at a time)".into()));
+        assert_eq!(d.notes[2].0, "4");
+        let d = decide(&[w("1", "r", true, &["a@x"]), w("2", "r", true, &[])], &[busy("x", Some("a@x"))], 10);
+        assert_eq!(d.notes[1], ("2".into(), "queued (position 2): waiting behind an earlier r run".into()));
+    }
+
+    #[test]
+    fn with_one_lane_a_scheduled_run_still_runs() {
+        assert_eq!(started(&decide(&[w("s", "a", false, &[])], &[], 1)), vec!["s"]);
+        assert!(decide(&[w("s", "a", false, &[])], &[busy("b", None)], 1).starts.is_empty());
+    }
+
+    fn arb_waiting() -> impl Strategy<Value = Vec<Waiting>> {
+        prop::collection::vec((0..6usize, any::<bool>(), prop::collection::vec(0..4usize, 0..3)), 0..14).prop_map(|rows| {
+            rows.into_iter()
+                .enumerate()
+                .map(|(i, (r, manual, accs))| {
+                    let mut accounts: Vec<String> = accs.into_iter().map(|a| format!("acc{a}")).collect();
+                    accounts.dedup();
+                    Waiting { id: format!("w{i}"), routine: format!("r{r}"), manual, accounts }
+                })
+                .collect()
+        })
+    }
+
+    fn arb_running() -> impl Strategy<Value = Vec<Busy>> {
+        prop::collection::vec((0..6usize, prop::option::of(0..4usize)), 0..5).prop_map(|rows| {
+            let mut seen_r = Vec::new();
+            let mut seen_a = Vec::new();
+            rows.into_iter()
+                .filter_map(|(r, a)| {
+                    // What runs already obeys the rules (one per routine, one per account).
+                    let routine = format!("r{r}");
+                    let account = a.map(|a| format!("acc{a}"));
+                    if seen_r.contains(&routine) || account.as_ref().is_some_and(|a| seen_a.contains(a)) {
+                        return None;
+                    }
+                    seen_r.push(routine.clone());
+                    seen_a.extend(account.clone());
+                    Some(Busy { routine, account })
+                })
+                .collect()
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #[test]
+        fn lane_rules_hold(waiting in arb_waiting(), running in arb_running(), max in 1..5usize) {
+            let d = decide(&waiting, &running, max);
+            let by_id = |id: &str| waiting.iter().find(|w| w.id == id).unwrap();
+            // Every waiting run is either started or noted, exactly once.
+            prop_assert_eq!(d.starts.len() + d.notes.len(), waiting.len());
+            // Never more than max_parallel.
+            prop_assert!(running.len() + d.starts.len() <= max.max(running.len()));
+            if running.len() < max { prop_assert!(running.len() + d.starts.len() <= max); }
+            // Scheduled runs never take the last lane (unless there is only one).
+            let mut used = running.len();
+            for s in &d.starts {
+                let wt = by_id(&s.id);
+                used += 1;
+                if !wt.manual { prop_assert!(used <= max.saturating_sub(1).max(1)); }
+            }
+            // Never two of one routine, never two on one account.
+            let mut routines: Vec<&str> = running.iter().map(|b| b.routine.as_str()).collect();
+            let mut accounts: Vec<&str> = running.iter().filter_map(|b| b.account.as_deref()).collect();
+            for s in &d.starts {
+                let wt = by_id(&s.id);
+                prop_assert!(!routines.contains(&wt.routine.as_str()));
+                routines.push(&wt.routine);
+                match &s.account {
+                    Some(a) => {
+                        prop_assert!(wt.accounts.contains(a));
+                        prop_assert!(!accounts.contains(&a.as_str()));
+                        accounts.push(a);
+                    }
+                    None => prop_assert!(wt.accounts.is_empty()),
+                }
+            }
+            // Manual runs never wait behind scheduled ones: if a scheduled run started, every
+            // manual run that waits is blocked by its routine or account, not by a lane.
+            if d.starts.iter().any(|s| !by_id(&s.id).manual) {
+                for (id, note) in &d.notes {
+                    if by_id(id).manual { prop_assert!(!note.contains("free lane"), "{}", note); }
+                }
+            }
+            // No starvation: with nothing running, the first run in order starts.
+            if running.is_empty() {
+                if let Some(first) = waiting.iter().find(|w| w.manual).or(waiting.first()) {
+                    prop_assert_eq!(d.starts.first().map(|s| s.id.as_str()), Some(first.id.as_str()));
+                }
+            }
+        }
+    }
+}

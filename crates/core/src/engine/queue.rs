@@ -1,0 +1,293 @@
+//! The queue: every run is submitted as a `queued` row, and dispatch passes start what fits.
+//!
+//! The row *is* the queue entry, so queued work survives its process: a row whose owner died is
+//! adopted by the next long-running engine (tray app or daemon, see `recovery`). A pass reads
+//! the whole home's queue and running runs, asks [`lanes::decide`](super::lanes::decide) and
+//! claims its own starts in one transaction; each claimed run gets a [`driver`](super::driver).
+//!
+//! Wake-ups: a pass runs when this engine submits or settles a run, when another process touches
+//! the home's wake file (it settled or queued something), and once a second while this engine
+//! has runs waiting (a lane can free up in a process that cannot tell us).
+
+use super::lanes::{self, Busy, Waiting};
+use super::supervise::{Ending, LiveRun};
+use super::{driver, finalize, Core, Engine};
+use crate::error::{Error, ErrorCode, Result};
+use crate::events::EngineEvent;
+use crate::routine::{AccountChoice, Routine, RoutineSet};
+use crate::run::{new_run_id, RunRecord, RunStatus, Trigger};
+use crate::runner::process;
+use crate::store::{Claims, NewRun};
+use chrono::{DateTime, Utc};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::oneshot;
+
+/// How often an engine with waiting runs looks again without being woken.
+const WAITING_POLL: Duration = Duration::from_secs(1);
+
+/// The message on a queued run that no running engine will start.
+pub const HANDED_OFF: &str = "starts when the Nightshift app or `nightshiftctl daemon` runs";
+
+/// A submitted run. Its record already exists (queued or running); `wait` gives the final one.
+pub struct RunHandle {
+    pub id: String,
+    pub routine: String,
+    done: oneshot::Receiver<RunRecord>,
+    core: Arc<Core>,
+}
+
+impl RunHandle {
+    /// Wait until the run is final (and, when this engine settled it, its settle hooks ran).
+    /// A run finalized by another process (cancelled from the window, say) ends the wait too.
+    pub async fn wait(self) -> Result<RunRecord> {
+        let RunHandle { id, mut done, core, .. } = self;
+        loop {
+            tokio::select! {
+                rec = &mut done => {
+                    return rec.map_err(|_| Error::new(ErrorCode::StoreUnavailable, format!("run {id} could not be settled; see the log")));
+                }
+                _ = tokio::time::sleep(WAITING_POLL) => {
+                    let (core2, id2) = (Arc::clone(&core), id.clone());
+                    if let Ok(Ok(rec)) = tokio::task::spawn_blocking(move || core2.store.get_run(&id2)).await {
+                        // Final elsewhere, and no driver of ours is about to announce it.
+                        if rec.status.is_final() && !core.active.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&id) {
+                            return Ok(rec);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Submit a run: its queued row (unless `claimed`: a slot row the scheduler already inserted),
+/// then a dispatch pass. Returns once the row exists and this pass has started it if it fits.
+pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger, scheduled_for: Option<DateTime<Utc>>, claimed: Option<String>) -> Result<RunHandle> {
+    let id = match claimed {
+        Some(id) => id,
+        None => {
+            let id = new_run_id();
+            let row = queued_row(core, routine, &id, trigger, scheduled_for, core.clock.now());
+            let core2 = Arc::clone(core);
+            tokio::task::spawn_blocking(move || core2.store.insert_run(&row))
+                .await
+                .map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
+            id
+        }
+    };
+    let done = waiter(core, &id);
+    if let Ok(run) = core.store.get_run(&id) {
+        Engine::emit(core, EngineEvent::RunQueued { run });
+    }
+    dispatch(core).await;
+    Ok(RunHandle { id, routine: routine.name.clone(), done, core: Arc::clone(core) })
+}
+
+/// Register interest in a run's final record.
+pub(crate) fn waiter(core: &Core, id: &str) -> oneshot::Receiver<RunRecord> {
+    let (tx, rx) = oneshot::channel();
+    core.waiters.lock().unwrap_or_else(|e| e.into_inner()).entry(id.to_string()).or_default().push(tx);
+    rx
+}
+
+/// Hand the final record to whoever waits for it in this process.
+pub(crate) fn resolve_waiters(core: &Core, record: &RunRecord) {
+    let waiting = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&record.id);
+    for tx in waiting.into_iter().flatten() {
+        let _ = tx.send(record.clone());
+    }
+}
+
+/// The row of a run that waits for a lane (history shows it at once).
+pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trigger, scheduled_for: Option<DateTime<Utc>>, now: DateTime<Utc>) -> NewRun {
+    NewRun {
+        id: id.to_string(),
+        routine: routine.name.clone(),
+        trigger,
+        agent: routine.kind_name().to_string(),
+        status: RunStatus::Queued,
+        reason: None,
+        message: None,
+        scheduled_for,
+        started_at: None,
+        finished_at: None,
+        account: match &routine.account {
+            AccountChoice::Pinned(a) => Some(a.clone()),
+            _ => None,
+        },
+        run_dir: core.home.run_dir(&routine.name, id).display().to_string(),
+        owner: Some(core.identity.clone()),
+        sort_at: scheduled_for.unwrap_or(now),
+    }
+}
+
+/// The accounts a run of `routine` could use, in order; empty when it uses none.
+pub(crate) fn candidate_accounts(core: &Core, routine: &Routine) -> Vec<String> {
+    let Some(agent) = routine.agent() else { return Vec::new() };
+    match &routine.account {
+        AccountChoice::Pinned(a) => vec![a.clone()],
+        AccountChoice::Pool(list) => list.clone(),
+        AccountChoice::Any => core.accounts().into_iter().filter(|a| a.agent == agent).map(|a| a.email).collect(),
+    }
+}
+
+/// Wake the dispatch passes: this engine's now, other processes' through the wake file.
+pub(crate) fn wake(core: &Arc<Core>) {
+    kick(core);
+    let path = core.home.wake_path();
+    let touched = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, std::process::id().to_string()));
+    if let Err(e) = touched {
+        tracing::debug!(error = %e, "could not touch the wake file");
+    }
+}
+
+/// Make sure this engine's dispatcher runs a pass soon (starting it on first use).
+pub(crate) fn kick(core: &Arc<Core>) {
+    if !core.dispatcher_started.swap(true, Ordering::SeqCst) {
+        let core = Arc::clone(core);
+        tokio::spawn(async move {
+            loop {
+                let waiting = pass(&core).await;
+                if waiting > 0 {
+                    tokio::select! {
+                        _ = core.dispatch_kick.notified() => {}
+                        _ = tokio::time::sleep(WAITING_POLL) => {}
+                    }
+                } else {
+                    core.dispatch_kick.notified().await;
+                }
+            }
+        });
+    }
+    core.dispatch_kick.notify_one();
+}
+
+/// Run one dispatch pass now (and make sure the dispatcher keeps watching what still waits).
+pub(crate) async fn dispatch(core: &Arc<Core>) {
+    pass(core).await;
+    kick(core);
+}
+
+/// One pass; returns how many of this engine's runs still wait.
+async fn pass(core: &Arc<Core>) -> usize {
+    let core2 = Arc::clone(core);
+    let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
+    let (claimed, set, waiting) = match result {
+        Ok(Ok(r)) => r,
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "dispatch pass failed; trying again shortly");
+            return 1;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "dispatch pass panicked");
+            return 1;
+        }
+    };
+    for (id, account) in claimed {
+        let Ok(rec) = core.store.get_run(&id) else { continue };
+        match set.get(&rec.routine) {
+            Some(routine) => driver::start(core, rec, routine.clone(), account),
+            None => {
+                // The file went away (or broke) while the run waited: say so, finally.
+                let live = LiveRun::for_record(core, &rec, &set);
+                let message = format!("the routine {} no longer exists or is invalid; the queued run was not started", rec.routine);
+                let core = Arc::clone(core);
+                tokio::spawn(async move {
+                    finalize::settle(&core, &live, finalize::Ended::new(Ending::SpawnFailed(message))).await;
+                });
+            }
+        }
+    }
+    Engine::emit_state(core);
+    waiting
+}
+
+/// The blocking part of a pass: decide and claim in one transaction.
+fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, RoutineSet, usize)> {
+    let (_, queued) = core.store.open_counts()?;
+    if queued == 0 {
+        return Ok((Vec::new(), RoutineSet::default(), 0));
+    }
+    let set = core.routines();
+    let me = (core.identity.0, core.identity.1.as_str());
+    let mut own_waiting = 0;
+    let mut live_owner: Vec<((Option<u32>, Option<String>), bool)> = Vec::new();
+    let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
+        // Rows of owners that are gone do not hold lanes until an engine adopts them.
+        let mut alive = |pid: Option<u32>, start: &Option<String>| -> bool {
+            if pid == Some(me.0) && start.as_deref() == Some(me.1) {
+                return true;
+            }
+            let key = (pid, start.clone());
+            if let Some((_, a)) = live_owner.iter().find(|(k, _)| *k == key) {
+                return *a;
+            }
+            let a = pid.is_some_and(|p| process::same_process_alive(p, start.as_deref()));
+            live_owner.push((key, a));
+            a
+        };
+        let eligible: Vec<&crate::store::QueuedRow> = queued.iter().filter(|q| alive(q.owner_pid, &q.owner_start)).collect();
+        let waiting: Vec<Waiting> = eligible
+            .iter()
+            .map(|q| Waiting {
+                id: q.id.clone(),
+                routine: q.routine.clone(),
+                manual: matches!(q.trigger, Trigger::Manual | Trigger::Cli),
+                accounts: set.get(&q.routine).map(|r| candidate_accounts(core, r)).unwrap_or_default(),
+            })
+            .collect();
+        let busy: Vec<Busy> = running.iter().map(|r| Busy { routine: r.routine.clone(), account: r.account.clone() }).collect();
+        let decision = lanes::decide(&waiting, &busy, core.settings.max_parallel);
+        let mine = |id: &str| eligible.iter().any(|q| q.id == id && q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1));
+        own_waiting = decision.notes.iter().filter(|(id, _)| mine(id)).count();
+        let notes = decision
+            .notes
+            .into_iter()
+            .filter(|(id, note)| eligible.iter().any(|q| q.id == *id && q.message.as_deref() != Some(note.as_str())))
+            .collect();
+        Claims { starts: decision.starts.into_iter().map(|s| (s.id, s.account)).collect(), notes }
+    })?;
+    Ok((claimed, set, own_waiting))
+}
+
+/// Cancel a queued run (of any process on this home). `true` if it was still queued.
+pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
+    let Ok(rec) = core.store.get_run(id) else { return false };
+    if rec.status != RunStatus::Queued {
+        return false;
+    }
+    let live = LiveRun::for_record(core, &rec, &core.routines());
+    let mut ended = finalize::Ended::new(Ending::Cancelled);
+    ended.only_if_queued = true;
+    ended.outcome = Some(crate::agents::Outcome {
+        status: Some(RunStatus::Cancelled),
+        message: Some("cancelled while queued".into()),
+        ..Default::default()
+    });
+    matches!(finalize::settle(core, &live, ended).await, Some(r) if r.status == RunStatus::Cancelled && r.message.as_deref() == Some("cancelled while queued"))
+}
+
+/// Say, on this engine's runs that still wait, who will start them once this process is gone
+/// (`nightshiftctl run` without `--wait` returns while its run waits for a lane).
+pub(crate) fn hand_off(core: &Core) -> Result<usize> {
+    let me = (Some(core.identity.0), Some(core.identity.1.clone()));
+    let mut n = 0;
+    for q in core.store.queued_rows()? {
+        if (q.owner_pid, q.owner_start.clone()) == me {
+            core.store.set_queued_message(&q.id, &handed_off_note(q.message.as_deref()))?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
+/// A queue note with the hand-off sentence added (once).
+pub(crate) fn handed_off_note(note: Option<&str>) -> String {
+    match note {
+        Some(n) if n.contains(HANDED_OFF) => n.to_string(),
+        Some(n) => format!("{n}; {HANDED_OFF}"),
+        None => format!("queued: {HANDED_OFF}"),
+    }
+}

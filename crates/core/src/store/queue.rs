@@ -1,0 +1,226 @@
+//! The durable queue: a queued run is a row, claimed by a conditional update exactly once.
+//!
+//! Every process on a home sees the same queue and the same running runs; a dispatch pass reads
+//! both, decides and claims inside one `IMMEDIATE` transaction, so two engines deciding at the
+//! same moment are serialised by SQLite and lanes hold across processes.
+
+use super::Store;
+use crate::error::Result;
+use crate::run::{fmt_time, RunStatus, Trigger};
+use chrono::{DateTime, Utc};
+use rusqlite::{params, OptionalExtension};
+
+/// A queued row as a dispatch pass sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct QueuedRow {
+    pub id: String,
+    pub routine: String,
+    pub trigger: Trigger,
+    pub owner_pid: Option<u32>,
+    pub owner_start: Option<String>,
+    pub message: Option<String>,
+}
+
+/// A running row: the routine and the account whose lane it holds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunningRow {
+    pub id: String,
+    pub routine: String,
+    pub account: Option<String>,
+}
+
+/// What a dispatch pass decided, to apply in its transaction.
+#[derive(Debug, Default)]
+pub struct Claims {
+    /// (run id, account reserved for it): `queued` → `running`, owned by the claimer.
+    pub starts: Vec<(String, Option<String>)>,
+    /// (run id, note) for queued rows whose note changed.
+    pub notes: Vec<(String, String)>,
+}
+
+/// A run held by a sign-in failure, owed once its account works again.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HeldRun {
+    pub id: String,
+    pub routine: String,
+    pub account: String,
+}
+
+impl Store {
+    /// One dispatch pass: read the queue and the running runs, let `decide` choose, then claim its
+    /// starts for `owner` — all in one write transaction. Returns the ids this pass claimed (a
+    /// start whose row was not owned by `owner` any more is not claimed).
+    pub fn dispatch(
+        &self,
+        owner: (u32, &str),
+        now: DateTime<Utc>,
+        decide: impl FnOnce(&[QueuedRow], &[RunningRow]) -> Claims,
+    ) -> Result<Vec<(String, Option<String>)>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let queued: Vec<QueuedRow> = {
+            let mut stmt = tx.prepare_cached(
+                "SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs WHERE status = 'queued' ORDER BY rowid",
+            )?;
+            let rows = stmt.query_map([], |r| {
+                Ok(QueuedRow {
+                    id: r.get(0)?,
+                    routine: r.get(1)?,
+                    trigger: Trigger::parse(&r.get::<_, String>(2)?).unwrap_or(Trigger::Manual),
+                    owner_pid: r.get(3)?,
+                    owner_start: r.get(4)?,
+                    message: r.get(5)?,
+                })
+            })?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        if queued.is_empty() {
+            return Ok(Vec::new());
+        }
+        let running: Vec<RunningRow> = {
+            let mut stmt = tx.prepare_cached("SELECT id, routine, account FROM runs WHERE status = 'running'")?;
+            let rows = stmt.query_map([], |r| Ok(RunningRow { id: r.get(0)?, routine: r.get(1)?, account: r.get(2)? }))?;
+            rows.collect::<rusqlite::Result<_>>()?
+        };
+        let claims = decide(&queued, &running);
+        let mut claimed = Vec::new();
+        {
+            let mut start = tx.prepare_cached(
+                "UPDATE runs SET status = 'running', started_at = ?2, account = COALESCE(?5, account), message = NULL
+                 WHERE id = ?1 AND status = 'queued' AND owner_pid = ?3 AND owner_start = ?4",
+            )?;
+            for (id, account) in claims.starts {
+                if start.execute(params![id, fmt_time(&now), owner.0, owner.1, account])? == 1 {
+                    claimed.push((id, account));
+                }
+            }
+            let mut note = tx.prepare_cached("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'")?;
+            for (id, message) in claims.notes {
+                note.execute(params![id, message])?;
+            }
+        }
+        tx.commit()?;
+        Ok(claimed)
+    }
+
+    /// Take over a queued row whose owner is gone (`from`), exactly once across engines.
+    pub fn adopt_queued(&self, id: &str, from: (Option<u32>, Option<&str>), to: (u32, &str)) -> Result<bool> {
+        let changed = self.conn().execute(
+            "UPDATE runs SET owner_pid = ?4, owner_start = ?5
+             WHERE id = ?1 AND status = 'queued' AND owner_pid IS ?2 AND owner_start IS ?3",
+            params![id, from.0, from.1, to.0, to.1],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// A run claimed by an engine that died before spawning anything goes back to the queue
+    /// (nothing was done yet, so nothing is lost by starting it again), owned by `to`.
+    pub fn requeue_unstarted(&self, id: &str, from: (Option<u32>, Option<&str>), to: (u32, &str), message: &str) -> Result<bool> {
+        let changed = self.conn().execute(
+            "UPDATE runs SET status = 'queued', started_at = NULL, owner_pid = ?4, owner_start = ?5, message = ?6
+             WHERE id = ?1 AND status = 'running' AND pid IS NULL AND owner_pid IS ?2 AND owner_start IS ?3",
+            params![id, from.0, from.1, to.0, to.1, message],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// Queued rows, in queue order (owner included, for recovery).
+    pub fn queued_rows(&self) -> Result<Vec<QueuedRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs WHERE status = 'queued' ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(QueuedRow {
+                id: r.get(0)?,
+                routine: r.get(1)?,
+                trigger: Trigger::parse(&r.get::<_, String>(2)?).unwrap_or(Trigger::Manual),
+                owner_pid: r.get(3)?,
+                owner_start: r.get(4)?,
+                message: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Set the note of a queued row (e.g. who will start it).
+    pub fn set_queued_message(&self, id: &str, message: &str) -> Result<()> {
+        self.conn().execute("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'", params![id, message])?;
+        Ok(())
+    }
+
+    /// Take `account` for run `id` unless another running run holds it — the one-run-per-account
+    /// rule, enforced at the moment an account is chosen (first attempt and failover alike).
+    pub fn claim_account(&self, id: &str, account: &str) -> Result<bool> {
+        let changed = self.conn().execute(
+            "UPDATE runs SET account = ?2 WHERE id = ?1
+               AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.status = 'running' AND o.account = ?2 AND o.id != ?1)",
+            params![id, account],
+        )?;
+        Ok(changed == 1)
+    }
+
+    /// Accounts held by running runs other than `except`.
+    pub fn busy_accounts(&self, except: &str) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT DISTINCT account FROM runs WHERE status = 'running' AND account IS NOT NULL AND id != ?1")?;
+        let rows = stmt.query_map([except], |r| r.get(0))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// The routine's queued or running run, if any (a slot that finds one is skipped).
+    pub fn open_run_of(&self, routine: &str) -> Result<Option<(String, RunStatus)>> {
+        let row: Option<(String, String)> = self
+            .conn()
+            .query_row(
+                "SELECT id, status FROM runs WHERE routine = ?1 AND status IN ('queued', 'running') ORDER BY status = 'running' DESC LIMIT 1",
+                [routine],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        Ok(row.map(|(id, s)| (id, RunStatus::parse(&s).unwrap_or(RunStatus::Queued))))
+    }
+
+    /// (running, queued) across every process on this home.
+    pub fn open_counts(&self) -> Result<(usize, usize)> {
+        let (running, queued): (i64, i64) = self.conn().query_row(
+            "SELECT COUNT(*) FILTER (WHERE status = 'running'), COUNT(*) FILTER (WHERE status = 'queued')
+             FROM runs WHERE status IN ('queued', 'running')",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        Ok((running as usize, queued as usize))
+    }
+
+    /// Scheduled or catch-up runs that a sign-in failure held (blocked at preflight, or ended
+    /// `auth_failed`) since `since`, not yet made up, whose account has since been seen working
+    /// (a token set, a new login, a run that authenticated) — one per routine, the newest.
+    pub fn held_runs_owed(&self, since: DateTime<Utc>) -> Result<Vec<HeldRun>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT r.id, r.routine, r.account FROM runs r
+             JOIN account_health h ON h.account = r.account
+             WHERE (r.status = 'blocked' OR (r.status = 'failed' AND r.reason = 'auth_failed'))
+               AND r.trigger IN ('schedule', 'catchup') AND r.made_up_by IS NULL AND r.sort_ms >= ?1
+               AND h.verdict IN ('ok', 'live') AND h.at > COALESCE(r.finished_at, '')
+               AND NOT EXISTS (SELECT 1 FROM runs y WHERE y.routine = r.routine AND (y.sort_ms, y.id) > (r.sort_ms, r.id)
+                               AND y.status NOT IN ('missed', 'skipped'))
+             ORDER BY r.sort_ms",
+        )?;
+        let rows = stmt.query_map([since.timestamp_millis()], |r| Ok(HeldRun { id: r.get(0)?, routine: r.get(1)?, account: r.get(2)? }))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    /// Queue the make-up run `row` for the held run `held` — both or neither, and only once.
+    pub fn queue_make_up(&self, held: &str, row: &super::NewRun) -> Result<bool> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let changed = tx.execute("UPDATE runs SET made_up_by = ?2 WHERE id = ?1 AND made_up_by IS NULL", params![held, row.id])?;
+        if changed != 1 {
+            return Ok(false);
+        }
+        super::runs::insert_row(&tx, row, false)?;
+        tx.commit()?;
+        Ok(true)
+    }
+}

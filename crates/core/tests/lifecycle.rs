@@ -1,0 +1,271 @@
+//! The durable run lifecycle in one process: failover around busy accounts, work held by a
+//! sign-in failure made up once, the end time of a run settled late, and the notification outbox
+//! (retries, "not delivered", one summary for stale runs). Process-level drills (kill -9 of the
+//! daemon and the CLI, two processes sharing lanes, the wrapper's own timeout) are in
+//! `crates/cli/tests/lifecycle.rs`.
+
+use chrono::{DateTime, Duration, Utc};
+use nightshift_core::notify::{Notice, Notifier};
+use nightshift_core::run::{Reason, RunRecord, RunStatus, Trigger};
+use nightshift_core::store::{NewRun, RunQuery};
+use nightshift_core::{Engine, EngineOptions, Home, ManualClock, RecoveryMode, Scheduler};
+use nightshift_testkit::TestHome;
+use std::sync::{Arc, Mutex};
+use std::time::Duration as Std;
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.332");
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+fn engine(th: &TestHome, clock: Arc<ManualClock>, settings: &str, env: &[(&str, &str)]) -> Engine {
+    std::fs::write(th.path().join("nightshift.toml"), format!("kill_grace_secs = 1\n{settings}")).unwrap();
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.clock = clock;
+    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
+    opts.env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    opts.delivery_backoff = vec![Std::from_millis(100), Std::from_millis(100), Std::from_millis(100)];
+    Engine::open(opts).unwrap()
+}
+
+fn rows(engine: &Engine, routine: &str) -> Vec<RunRecord> {
+    engine.store().list_runs(&RunQuery { routine: Some(routine.into()), limit: 100, ..Default::default() }).unwrap().runs
+}
+
+async fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    for _ in 0..500 {
+        if let Some(v) = f() {
+            return v;
+        }
+        tokio::time::sleep(Std::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failover_skips_an_account_busy_with_another_run() {
+    let th = TestHome::new();
+    th.script(
+        "claude",
+        &format!(
+            "case \"$CLAUDE_CODE_OAUTH_TOKEN\" in\n tok-a) cat {f}/unified.jsonl; exit 1;;\n tok-b) sleep 30;;\n tok-c) cat {f}/success.jsonl;;\nesac\n",
+            f = FIXTURES
+        ),
+    );
+    let accounts = "[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\n[[accounts]]\nemail = \"c@x.dev\"\n";
+    let env = [
+        ("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"),
+        ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b"),
+        ("CLAUDE_CODE_OAUTH_TOKEN_C_AT_X_DOT_DEV", "tok-c"),
+    ];
+    th.routine("hold", "schedule: \"0 1 * * *\"\nagent: claude\nprompt: hold\naccount: b@x.dev\n");
+    th.routine("pool", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: go\naccounts: [a@x.dev, b@x.dev, c@x.dev]\n");
+    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), &format!("max_parallel = 4\n{accounts}"), &env);
+
+    let hold = engine.run_now("hold", Trigger::Manual).await.unwrap();
+    assert_eq!(engine.store().get_run(&hold.id).unwrap().account.as_deref(), Some("b@x.dev"));
+    let rec = engine.run_now("pool", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((rec.status, rec.account.as_deref()), (RunStatus::Completed, Some("c@x.dev")), "{rec:#?}");
+    let tried: Vec<(Option<&str>, RunStatus)> = rec.attempts.iter().map(|a| (a.account.as_deref(), a.status)).collect();
+    assert_eq!(tried, vec![(Some("a@x.dev"), RunStatus::Failed), (Some("c@x.dev"), RunStatus::Completed)], "B was busy: the retry went to C");
+    assert_eq!(rec.attempts[0].reason, Some(Reason::RateLimited));
+    assert_eq!(engine.store().get_run(&hold.id).unwrap().status, RunStatus::Running, "the run on B was never disturbed");
+    assert!(engine.cancel(&hold.id).await);
+    assert_eq!(hold.wait().await.unwrap().status, RunStatus::Cancelled);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_that_failed_sign_in_is_made_up_once_after_a_new_login() {
+    let th = TestHome::new();
+    let state = th.path().join("logged-in");
+    // Logged out until the "login" below writes the marker (a faithful replay of the real CLI's
+    // streams for both cases).
+    th.script(
+        "claude",
+        &format!("if [ -e {s} ]; then cat {f}/success.jsonl; else cat {f}/logged-out.jsonl; exit 1; fi", s = state.display(), f = FIXTURES),
+    );
+    th.routine("nightly", "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccount: c@x.dev\n");
+    th.routine("adhoc", "schedule: \"0 3 * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccount: c@x.dev\n");
+    let start = at("2026-11-30T09:59:00Z");
+    let clock = Arc::new(ManualClock::new(start));
+    let engine = engine(&th, clock.clone(), "[[accounts]]\nemail = \"c@x.dev\"\n", &[("CLAUDE_CODE_OAUTH_TOKEN_C_AT_X_DOT_DEV", "tok-c")]);
+    let sched = Scheduler::new(engine.clone());
+    sched.tick().await.unwrap();
+    clock.set(start + Duration::minutes(1));
+    sched.tick().await.unwrap();
+    let failed = until("the scheduled run to end", || rows(&engine, "nightly").into_iter().find(|r| r.status.is_final())).await;
+    assert_eq!((failed.status, failed.reason, failed.trigger), (RunStatus::Failed, Some(Reason::AuthFailed), Trigger::Schedule));
+    assert_eq!(engine.accounts_health()[0].verdict.as_str(), "revoked");
+    // A manual run stopped by the same account (now at preflight) is the person's to repeat,
+    // not owed.
+    let manual = engine.run_now("adhoc", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((manual.status, manual.reason), (RunStatus::Blocked, Some(Reason::AuthPreflight)));
+
+    // Nothing is owed while the account still cannot sign in.
+    clock.set(start + Duration::minutes(5));
+    assert!(sched.tick().await.unwrap().fired.is_empty());
+
+    // `claude /login` writes the account's credentials file: the held run is made up, once.
+    std::fs::write(&state, "").unwrap();
+    let dir = th.path().join("accounts/claude/c-at-x.dev");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join(".credentials.json"),
+        r#"{"claudeAiOauth":{"accessToken":"fresh-login-0010","refreshToken":"r","expiresAt":99999999999999,"scopes":["user:inference"]}}"#,
+    )
+    .unwrap();
+    clock.set(start + Duration::minutes(6));
+    let report = sched.tick().await.unwrap();
+    assert_eq!(report.fired.iter().map(|f| (f.0.as_str(), f.2)).collect::<Vec<_>>(), vec![("nightly", Trigger::Catchup)]);
+    let made_up = until("the make-up run to end", || rows(&engine, "nightly").into_iter().find(|r| r.trigger == Trigger::Catchup && r.status.is_final())).await;
+    assert_eq!(made_up.status, RunStatus::Completed, "{made_up:#?}");
+    assert_eq!(engine.store().get_run(&failed.id).unwrap().made_up_by.as_deref(), Some(made_up.id.as_str()));
+    assert_eq!(rows(&engine, "adhoc").len(), 1, "no make-up for a manual run");
+    clock.set(start + Duration::minutes(7));
+    assert!(sched.tick().await.unwrap().fired.is_empty(), "owed once, not again");
+}
+
+#[tokio::test]
+async fn a_run_settled_hours_later_keeps_the_end_time_of_its_process() {
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo\n");
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let engine = engine(&th, clock.clone(), "", &[]);
+    let run_dir = th.path().join("runs/job/late1");
+    let mut p = nightshift_core::runner::process::spawn(&nightshift_core::runner::process::SpawnSpec {
+        program: "/bin/sh".into(),
+        args: vec!["-c".into(), "sleep 0.3; echo done".into()],
+        env: [("PATH".to_string(), "/usr/bin:/bin".to_string())].into(),
+        cwd: None,
+        run_dir: run_dir.clone(),
+        timeout: None,
+        kill_grace: Std::from_secs(1),
+    })
+    .unwrap();
+    let started = Utc::now();
+    engine
+        .store()
+        .insert_run(&NewRun {
+            id: "late1".into(),
+            routine: "job".into(),
+            trigger: Trigger::Cli,
+            agent: "command".into(),
+            status: RunStatus::Running,
+            reason: None,
+            message: None,
+            scheduled_for: None,
+            started_at: Some(started),
+            finished_at: None,
+            account: None,
+            run_dir: run_dir.display().to_string(),
+            owner: Some((999_999, "gone".into())),
+            sort_at: started,
+        })
+        .unwrap();
+    engine.store().set_process("late1", p.pid, p.start_time.as_deref()).unwrap();
+    p.child.wait().await.unwrap();
+    // Nobody watched; the next engine looks ten hours later.
+    clock.set(started + Duration::hours(10));
+    engine.recover(RecoveryMode::SettleFinished).await.unwrap();
+    let rec = engine.store().get_run("late1").unwrap();
+    assert_eq!(rec.status, RunStatus::Completed);
+    let took = rec.duration_ms.unwrap();
+    assert!((250..5_000).contains(&took), "the process's own duration, not the ten hours until settling: {took} ms");
+    assert!(rec.finished_at.unwrap() < started + Duration::seconds(5), "{rec:#?}");
+}
+
+/// A notifier that answers like a server told to refuse `refuse` times, then shows everything.
+struct Flaky {
+    refuse: Mutex<usize>,
+    shown: Mutex<Vec<Notice>>,
+    tries: Mutex<usize>,
+}
+
+impl Notifier for Flaky {
+    fn send(&self, n: &Notice) -> Result<(), String> {
+        *self.tries.lock().unwrap() += 1;
+        let mut left = self.refuse.lock().unwrap();
+        if *left > 0 {
+            *left -= 1;
+            return Err("org.freedesktop.Notifications.Error: refused".into());
+        }
+        self.shown.lock().unwrap().push(n.clone());
+        Ok(())
+    }
+}
+
+fn flaky(refuse: usize) -> Arc<Flaky> {
+    Arc::new(Flaky { refuse: Mutex::new(refuse), shown: Mutex::new(Vec::new()), tries: Mutex::new(0) })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_notification_is_retried_and_shown_once() {
+    let th = TestHome::new();
+    th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo all green\n");
+    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), "", &[]);
+    let notifier = flaky(2);
+    engine.enable_notifications(notifier.clone());
+    let rec = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let id = rec.id.clone();
+    until("the notification to be delivered", || (engine.store().get_run(&id).unwrap().notified.as_deref() == Some("delivered")).then_some(())).await;
+    let shown = notifier.shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 1, "{shown:?}");
+    assert!(shown[0].summary.starts_with("✓ report · "));
+    assert_eq!(*notifier.tries.lock().unwrap(), 3, "refused twice, accepted on the third try");
+    tokio::time::sleep(Std::from_millis(400)).await;
+    assert_eq!(notifier.shown.lock().unwrap().len(), 1, "exactly once");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_that_never_gets_through_is_recorded_as_not_delivered() {
+    let th = TestHome::new();
+    th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo all green\n");
+    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), "", &[]);
+    engine.enable_notifications(flaky(usize::MAX));
+    let t0 = std::time::Instant::now();
+    let rec = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert!(t0.elapsed() < Std::from_secs(3), "settling never waits for notifications");
+    assert_eq!(rec.notified.as_deref(), Some("pending"));
+    let id = rec.id.clone();
+    until("the last try", || (engine.store().get_run(&id).unwrap().notified.as_deref() == Some("not_delivered")).then_some(())).await;
+    assert_eq!(engine.store().delivery_error(&id, "notify").unwrap().as_deref(), Some("the notification server refused: org.freedesktop.Notifications.Error: refused"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_settled_without_a_notifier_are_notified_by_the_next_one_and_old_ones_summarised() {
+    let th = TestHome::new();
+    th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo all green\n");
+    th.routine("broken", "schedule: \"0 * * * *\"\ncommand: exit 3\n");
+    let clock = Arc::new(ManualClock::new(Utc::now() - Duration::days(3)));
+    // A plain CLI-like engine settles runs with no notifier: three days ago, and now.
+    let cli = engine(&th, clock.clone(), "", &[]);
+    let old_a = cli.run_now("report", Trigger::Cli).await.unwrap().wait().await.unwrap();
+    let old_b = cli.run_now("broken", Trigger::Cli).await.unwrap().wait().await.unwrap();
+    clock.set(Utc::now());
+    let fresh = cli.run_now("report", Trigger::Cli).await.unwrap().wait().await.unwrap();
+    for r in [&old_a, &old_b, &fresh] {
+        assert_eq!(r.notified.as_deref(), Some("pending"), "owed to the next notifier: {r:#?}");
+    }
+    drop(cli);
+    // The app (or `daemon --notify`) starts: one notification for the fresh run, one summary.
+    let app = engine(&th, clock.clone(), "", &[]);
+    let notifier = flaky(0);
+    app.enable_notifications(notifier.clone());
+    until("two notifications", || (notifier.shown.lock().unwrap().len() >= 2).then_some(())).await;
+    tokio::time::sleep(Std::from_millis(300)).await;
+    let shown = notifier.shown.lock().unwrap().clone();
+    assert_eq!(shown.len(), 2, "{shown:#?}");
+    let summary = shown.iter().find(|n| n.run_id.is_none()).expect("a summary");
+    assert_eq!(summary.summary, "Nightshift · 2 runs finished while you were away");
+    assert!(summary.body.starts_with("1 completed, 1 did not"), "{summary:?}");
+    assert!(shown.iter().any(|n| n.run_id.as_deref() == Some(fresh.id.as_str())));
+    assert_eq!(app.store().get_run(&old_a.id).unwrap().notified.as_deref(), Some("summarized"));
+    assert_eq!(app.store().get_run(&fresh.id).unwrap().notified.as_deref(), Some("delivered"));
+    // A second notifier later sends nothing again.
+    let again = engine(&th, clock, "", &[]);
+    let second = flaky(0);
+    again.enable_notifications(second.clone());
+    tokio::time::sleep(Std::from_millis(500)).await;
+    assert!(second.shown.lock().unwrap().is_empty());
+}
