@@ -2,7 +2,8 @@
 #![allow(dead_code)]
 
 use nightshift_testkit::TestHome;
-use std::process::Output;
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub fn ctl(th: &TestHome) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nightshiftctl"));
@@ -36,3 +37,62 @@ pub fn stderr(o: &Output) -> String {
 pub fn json(o: &Output) -> serde_json::Value {
     serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("not JSON ({e}): {}\nstderr: {}", stdout(o), stderr(o)))
 }
+
+/// A running daemon whose output goes to a file (read when it stops, or when a test fails).
+pub struct Daemon {
+    pub child: Child,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        // Never leave a daemon behind, even when the test fails.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn start_daemon(th: &TestHome) -> Daemon {
+    start_daemon_with(th, &[], &[])
+}
+
+/// A daemon with extra arguments (`--notify`) and environment.
+pub fn start_daemon_with(th: &TestHome, args: &[&str], env: &[(&str, &str)]) -> Daemon {
+    let log = th.path().join(format!("daemon-{}.log", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
+    let out = std::fs::File::create(&log).unwrap();
+    let err = out.try_clone().unwrap();
+    let child = ctl(th).arg("daemon").args(args).envs(env.iter().copied()).stdout(Stdio::from(out)).stderr(Stdio::from(err)).spawn().unwrap();
+    Daemon { child, log }
+}
+
+impl Daemon {
+    /// Kill it with SIGKILL (no chance to clean up) and reap it.
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    pub fn output(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+pub fn stop(mut d: Daemon) -> (i32, String) {
+    unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) };
+    let start = Instant::now();
+    loop {
+        if let Some(status) = d.child.try_wait().unwrap() {
+            return (status.code().unwrap_or(-1), d.output());
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "the daemon did not stop on SIGTERM");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+pub fn runs(th: &TestHome) -> Vec<serde_json::Value> {
+    json(&ctl(th).args(["runs", "--json", "--limit", "1000"]).output().unwrap()).as_array().unwrap().clone()
+}
+

@@ -3,58 +3,10 @@
 
 mod common;
 
-use common::{ctl, json, stderr};
+use common::{ctl, json, runs, start_daemon, stderr, stop};
 use nightshift_testkit::TestHome;
 use std::collections::HashSet;
-use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
-
-/// A running daemon whose output goes to a file (read when it stops, or when a test fails).
-struct Daemon {
-    child: Child,
-    log: std::path::PathBuf,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        // Never leave a daemon behind, even when the test fails.
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn start_daemon(th: &TestHome) -> Daemon {
-    let log = th.path().join(format!("daemon-{}.log", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()));
-    let out = std::fs::File::create(&log).unwrap();
-    let err = out.try_clone().unwrap();
-    let child = ctl(th).args(["daemon"]).stdout(Stdio::from(out)).stderr(Stdio::from(err)).spawn().unwrap();
-    Daemon { child, log }
-}
-
-impl Daemon {
-    fn output(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-    fn id(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-fn stop(mut d: Daemon) -> (i32, String) {
-    unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) };
-    let start = Instant::now();
-    loop {
-        if let Some(status) = d.child.try_wait().unwrap() {
-            return (status.code().unwrap_or(-1), d.output());
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "the daemon did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
-fn runs(th: &TestHome) -> Vec<serde_json::Value> {
-    json(&ctl(th).args(["runs", "--json", "--limit", "1000"]).output().unwrap()).as_array().unwrap().clone()
-}
 
 fn completed(th: &TestHome) -> usize {
     runs(th).iter().filter(|r| r["status"] == "completed").count()

@@ -89,6 +89,8 @@ pub(crate) struct Core {
     /// Wakes this engine's dispatcher (a run was queued or a lane freed).
     pub dispatch_kick: Notify,
     pub dispatcher_started: std::sync::atomic::AtomicBool,
+    /// Set when this (short-lived) process hands its waiting runs to others: it starts no more.
+    pub handed_off: std::sync::atomic::AtomicBool,
     /// Wakes the scheduler loop (an account works again: held work is owed).
     pub scheduler_kick: Notify,
     /// Wakes the outbox deliverer (a run became final).
@@ -133,6 +135,7 @@ impl Engine {
                 waiters: Mutex::new(HashMap::new()),
                 dispatch_kick: Notify::new(),
                 dispatcher_started: Default::default(),
+                handed_off: Default::default(),
                 scheduler_kick: Notify::new(),
                 outbox_kick: Notify::new(),
                 delivery_backoff: opts.delivery_backoff,

@@ -82,6 +82,8 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
         Engine::emit(core, EngineEvent::RunQueued { run });
     }
     dispatch(core).await;
+    // Long-running engines in other processes look at once (they may take over what waits).
+    wake(core);
     Ok(RunHandle { id, routine: routine.name.clone(), done, core: Arc::clone(core) })
 }
 
@@ -172,6 +174,9 @@ pub(crate) async fn dispatch(core: &Arc<Core>) {
 
 /// One pass; returns how many of this engine's runs still wait.
 async fn pass(core: &Arc<Core>) -> usize {
+    if core.handed_off.load(Ordering::SeqCst) {
+        return 0; // this process is about to exit; what waits is someone else's to start
+    }
     let core2 = Arc::clone(core);
     let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
     let (claimed, set, waiting) = match result {
@@ -272,6 +277,7 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
 /// Say, on this engine's runs that still wait, who will start them once this process is gone
 /// (`nightshiftctl run` without `--wait` returns while its run waits for a lane).
 pub(crate) fn hand_off(core: &Core) -> Result<usize> {
+    core.handed_off.store(true, Ordering::SeqCst);
     let me = (Some(core.identity.0), Some(core.identity.1.clone()));
     let mut n = 0;
     for q in core.store.queued_rows()? {

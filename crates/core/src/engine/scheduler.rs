@@ -39,6 +39,8 @@ pub const ON_TIME_SECS: i64 = 90;
 /// At most this many missed slots per routine are written per pass (an every-second cron asleep
 /// for a week would otherwise write 600k rows); the count of the rest goes into a message.
 pub const MAX_MISSED_ROWS: usize = 1000;
+/// How often runs of other processes are checked for an engine that is gone.
+const OTHERS_POLL: Duration = Duration::from_secs(1);
 /// Quiet time after a routine file changes before reloading (editors write in several steps).
 const DEBOUNCE: Duration = Duration::from_millis(300);
 
@@ -153,7 +155,7 @@ impl Scheduler {
                 .map(|d| d.min(SLICE))
                 .unwrap_or(SLICE);
             tokio::select! {
-                _ = tokio::time::sleep(wait) => {}
+                _ = self.sleep_watching_others(wait) => {}
                 Some(()) = changes.recv() => {
                     tokio::time::sleep(DEBOUNCE).await;
                     while changes.try_recv().is_ok() {}
@@ -165,6 +167,32 @@ impl Scheduler {
                 }
                 _ = self.core().scheduler_kick.notified() => {}
                 _ = shutdown.notified() => return,
+            }
+        }
+    }
+}
+
+impl Scheduler {
+    /// Sleep `wait`; while runs of other processes are open (a CLI's run, or one it left queued
+    /// as it returned), look every second whether their engine is gone and take them over — a
+    /// process that exits cannot wake us, and its work must not wait for the next slice.
+    async fn sleep_watching_others(&self, wait: Duration) {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let core = Arc::clone(self.core());
+            let me = core.identity.clone();
+            let others = tokio::task::spawn_blocking(move || core.store.open_runs_of_others((me.0, &me.1)).unwrap_or(0)).await.unwrap_or(0);
+            if others == 0 {
+                tokio::time::sleep_until(deadline).await;
+                return;
+            }
+            let next = (tokio::time::Instant::now() + OTHERS_POLL).min(deadline);
+            tokio::time::sleep_until(next).await;
+            if next >= deadline {
+                return;
+            }
+            if let Err(e) = self.engine.recover(super::RecoveryMode::Adopt).await {
+                tracing::warn!(error = %e, "could not adopt orphaned runs");
             }
         }
     }

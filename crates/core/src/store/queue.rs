@@ -181,6 +181,16 @@ impl Store {
         Ok(row.map(|(id, s)| (id, RunStatus::parse(&s).unwrap_or(RunStatus::Queued))))
     }
 
+    /// Queued or running runs owned by an engine other than `me`.
+    pub fn open_runs_of_others(&self, me: (u32, &str)) -> Result<usize> {
+        let n: i64 = self.conn().query_row(
+            "SELECT COUNT(*) FROM runs WHERE status IN ('queued', 'running') AND (owner_pid IS NOT ?1 OR owner_start IS NOT ?2)",
+            params![me.0, me.1],
+            |r| r.get(0),
+        )?;
+        Ok(n as usize)
+    }
+
     /// (running, queued) across every process on this home.
     pub fn open_counts(&self) -> Result<(usize, usize)> {
         let (running, queued): (i64, i64) = self.conn().query_row(
@@ -202,7 +212,7 @@ impl Store {
              JOIN account_health h ON h.account = r.account
              WHERE (r.status = 'blocked' OR (r.status = 'failed' AND r.reason = 'auth_failed'))
                AND r.trigger IN ('schedule', 'catchup') AND r.made_up_by IS NULL AND r.sort_ms >= ?1
-               AND h.verdict IN ('ok', 'live') AND h.at > COALESCE(r.finished_at, '')
+               AND h.verdict IN ('ok', 'live') AND h.at >= COALESCE(r.finished_at, '')
                AND NOT EXISTS (SELECT 1 FROM runs y WHERE y.routine = r.routine AND (y.sort_ms, y.id) > (r.sort_ms, r.id)
                                AND y.status NOT IN ('missed', 'skipped'))
              ORDER BY r.sort_ms",
