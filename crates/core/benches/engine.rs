@@ -9,6 +9,11 @@
 //! 3. Burst: 500 routines due in the same minute, `max_parallel = 4`, a fast command each:
 //!    lost and duplicated runs (must be 0) and the engine's overhead per run, against a baseline
 //!    that spawns the same 500 processes 3 at a time (the lanes scheduled runs get) with no engine.
+//! 4. Latency over 1000 runs, p50/p99: a slot firing → the run's process running, and the process
+//!    exiting → its final row and notification outbox entry written; against a baseline that
+//!    spawns and waits for the same command directly.
+//! 5. Two engines on one home dispatching one durable queue (500 runs submitted to both):
+//!    throughput and duplicates, against one engine doing the same 500.
 
 use chrono::{Duration as ChronoDuration, Utc};
 use nightshift_core::agents::{driver, RunOutput};
@@ -28,6 +33,140 @@ fn main() {
     history_bench(if quick { 10_000 } else { 100_000 });
     println!();
     burst_bench(if quick { 100 } else { 500 });
+    println!();
+    latency_bench(if quick { 100 } else { 1000 });
+    println!();
+    two_engines_bench(if quick { 100 } else { 500 });
+}
+
+/// (p50, p99) of a set of durations.
+fn percentiles(mut v: Vec<Duration>) -> (Duration, Duration) {
+    v.sort();
+    let at = |q: f64| v[((v.len() as f64 - 1.0) * q).round() as usize];
+    (at(0.5), at(0.99))
+}
+
+fn wall_ns() -> u128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos()
+}
+
+/// The two `date +%s%N` lines a latency run prints (process started, about to exit).
+fn stamps(text: &str) -> (u128, u128) {
+    let mut l = text.lines().map(|l| l.trim().parse::<u128>().unwrap());
+    (l.next().unwrap(), l.next().unwrap())
+}
+
+/// Records when each run's final row is visible to settle hooks (after its outbox entry).
+struct SettledAt(tokio::sync::mpsc::UnboundedSender<(String, u128)>);
+impl nightshift_core::runner::SettleHook for SettledAt {
+    fn name(&self) -> &str {
+        "bench-settled-at"
+    }
+    fn on_settled(&self, run: &nightshift_core::RunRecord) -> Result<(), String> {
+        let _ = self.0.send((run.id.clone(), wall_ns()));
+        Ok(())
+    }
+}
+
+fn latency_bench(n: usize) {
+    use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
+    use std::sync::Arc;
+    println!("Latency over {n} runs: slot fires → process running, process exits → final row + notification queued");
+    let cmd = "date +%s%N; date +%s%N";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("routines")).unwrap();
+    std::fs::write(dir.path().join("nightshift.toml"), "auto_pause_after = 0
+").unwrap();
+    std::fs::write(dir.path().join("routines/lat.yaml"), format!("schedule: \"* * * * *\"\ntimezone: UTC\nnotify: always\ncommand: \"{cmd}\"\n")).unwrap();
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let (fire, exit) = rt.block_on(async {
+        let start = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, 30, 9, 59, 30).unwrap();
+        let clock = Arc::new(ManualClock::new(start));
+        let mut opts = EngineOptions::new(Home::at(dir.path()));
+        opts.clock = clock.clone();
+        let engine = Engine::open(opts).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        engine.add_settle_hook(Arc::new(SettledAt(tx)));
+        let sched = Scheduler::new(engine.clone());
+        sched.tick().await.unwrap();
+        let (mut fire, mut exit) = (Vec::new(), Vec::new());
+        for i in 0..n {
+            clock.set(start + ChronoDuration::minutes(i as i64 + 1) - ChronoDuration::seconds(30));
+            let fired_at = wall_ns();
+            let report = sched.tick().await.unwrap();
+            assert_eq!(report.fired.len(), 1);
+            let (id, settled_at) = rx.recv().await.unwrap();
+            assert_eq!(id, report.fired[0].1);
+            let out = std::fs::read_to_string(Path::new(&engine.store().get_run(&id).unwrap().run_dir).join("stdout.log")).unwrap();
+            let (began, ending) = stamps(&out);
+            fire.push(Duration::from_nanos((began.saturating_sub(fired_at)) as u64));
+            exit.push(Duration::from_nanos((settled_at.saturating_sub(ending)) as u64));
+        }
+        (fire, exit)
+    });
+    // Baseline: the same command spawned and waited for directly, no engine.
+    let (mut bfire, mut bexit) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let t0 = wall_ns();
+        let out = std::process::Command::new("/bin/sh").args(["-c", cmd]).output().unwrap();
+        let waited = wall_ns();
+        let (began, ending) = stamps(&String::from_utf8_lossy(&out.stdout));
+        bfire.push(Duration::from_nanos(began.saturating_sub(t0) as u64));
+        bexit.push(Duration::from_nanos(waited.saturating_sub(ending) as u64));
+    }
+    let (f50, f99) = percentiles(fire);
+    let (e50, e99) = percentiles(exit);
+    let (bf50, bf99) = percentiles(bfire);
+    let (be50, be99) = percentiles(bexit);
+    println!("{:<38} {:>12} {:>12} {:>12} {:>12}", "", "baseline p50", "baseline p99", "nightshift p50", "nightshift p99");
+    println!("{:<38} {:>12} {:>12} {:>14} {:>14}", "fire → process running", fmt(bf50), fmt(bf99), fmt(f50), fmt(f99));
+    println!("{:<38} {:>12} {:>12} {:>14} {:>14}", "exit → final row + notification queued", fmt(be50), fmt(be99), fmt(e50), fmt(e99));
+}
+
+fn two_engines_bench(n: usize) {
+    use nightshift_core::run::Trigger;
+    use nightshift_core::{Engine, EngineOptions, Home};
+    println!("Two engines on one home, one durable queue: {n} runs of `true` submitted to both, max_parallel = 4");
+    let run = |engines: usize| -> (Duration, usize, usize) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("routines")).unwrap();
+        std::fs::write(dir.path().join("nightshift.toml"), "max_parallel = 4\nauto_pause_after = 0\n").unwrap();
+        let log = dir.path().join("ran.log");
+        for i in 0..n {
+            std::fs::write(
+                dir.path().join(format!("routines/r{i:04}.yaml")),
+                format!("schedule: \"0 3 * * *\"\ncommand: 'echo $NIGHTSHIFT_RUN_ID >> {}'\n", log.display()),
+            )
+            .unwrap();
+        }
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        rt.block_on(async {
+            let all: Vec<Engine> = (0..engines).map(|_| Engine::open(EngineOptions::new(Home::at(dir.path()))).unwrap()).collect();
+            let t = Instant::now();
+            let mut handles = Vec::new();
+            for i in 0..n {
+                let e = all[i % engines].clone();
+                handles.push(tokio::spawn(async move { e.run_now(&format!("r{i:04}"), Trigger::Manual).await.unwrap().wait().await.unwrap() }));
+            }
+            let mut completed = 0;
+            for h in handles {
+                if h.await.unwrap().status == RunStatus::Completed {
+                    completed += 1;
+                }
+            }
+            let took = t.elapsed();
+            let lines: Vec<String> = std::fs::read_to_string(&log).unwrap_or_default().lines().map(str::to_string).collect();
+            let mut unique = lines.clone();
+            unique.sort();
+            unique.dedup();
+            (took, completed, lines.len() - unique.len())
+        })
+    };
+    let (one, one_done, one_dup) = run(1);
+    let (two, two_done, two_dup) = run(2);
+    println!("{:<12} {:>10} {:>11} {:>12} {:>10}", "engines", "completed", "duplicated", "time", "runs/s");
+    println!("{:<12} {:>10} {:>11} {:>12} {:>10.0}", "1 (baseline)", one_done, one_dup, fmt(one), n as f64 / one.as_secs_f64());
+    println!("{:<12} {:>10} {:>11} {:>12} {:>10.0}", "2", two_done, two_dup, fmt(two), n as f64 / two.as_secs_f64());
 }
 
 fn machine() -> String {

@@ -20,10 +20,9 @@ use crate::runner::process::RunProcess;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
-/// Where a run is in its life.
+/// Where a run is in its life after preflight (choosing and checking its account, then spawning
+/// the first try — done before [`start`] returns).
 enum State {
-    /// Choosing (and checking) its account; `reserved` is the one the lane decision set aside.
-    Preflight { reserved: Option<String> },
     /// Try number `n` (1-based) is running on `account`.
     Attempt { n: usize, proc: RunProcess, account: Option<(Account, Credential)> },
     /// The process ended (or never started); the row is about to become final.
@@ -39,8 +38,10 @@ struct Driver {
     tried: Vec<String>,
 }
 
-/// Drive a run the queue just claimed (its row is `running`, owned by this engine).
-pub(crate) fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved: Option<String>) {
+/// Drive a run the queue just claimed (its row is `running`, owned by this engine). Returns once
+/// its process is spawned (or the run could not start); the rest of its life goes on in a task —
+/// so a CLI that returns right after "run now" has really started the run.
+pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved: Option<String>) {
     let cancel = Arc::new(Notify::new());
     core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(rec.id.clone(), Arc::clone(&cancel));
     Engine::emit(core, EngineEvent::RunStarted { run: rec.clone() });
@@ -51,16 +52,15 @@ pub(crate) fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved
         started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
         routine,
     };
-    let driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new() };
-    tokio::spawn(driver.run(reserved));
+    let mut driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new() };
+    let state = driver.preflight(reserved).await;
+    tokio::spawn(driver.run(state));
 }
 
 impl Driver {
-    async fn run(mut self, reserved: Option<String>) {
-        let mut state = State::Preflight { reserved };
+    async fn run(mut self, mut state: State) {
         loop {
             state = match state {
-                State::Preflight { reserved } => self.preflight(reserved).await,
                 State::Attempt { n, proc, account } => self.attempt(n, proc, account).await,
                 State::Settling(ended) => {
                     finalize::settle(&self.core, &self.live, ended).await;
@@ -70,7 +70,8 @@ impl Driver {
         }
     }
 
-    /// Choose the account (health and one-run-per-account checked), then spawn the first try.
+    /// Preflight: choose the account (health and one-run-per-account checked; `reserved` is the
+    /// one the lane decision set aside), then spawn the first try.
     async fn preflight(&mut self, reserved: Option<String>) -> State {
         match self.choose_account(reserved).await {
             AccountPlan::Blocked { reason, message, account, resets_at } => {

@@ -193,7 +193,7 @@ async fn pass(core: &Arc<Core>) -> usize {
     for (id, account) in claimed {
         let Ok(rec) = core.store.get_run(&id) else { continue };
         match set.get(&rec.routine) {
-            Some(routine) => driver::start(core, rec, routine.clone(), account),
+            Some(routine) => driver::start(core, rec, routine.clone(), account).await,
             None => {
                 // The file went away (or broke) while the run waited: say so, finally.
                 let live = LiveRun::for_record(core, &rec, &set);
@@ -259,11 +259,13 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, RoutineSet, usiz
 
 /// Cancel a queued run (of any process on this home). `true` if it was still queued.
 pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
-    let Ok(rec) = core.store.get_run(id) else { return false };
-    if rec.status != RunStatus::Queued {
-        return false;
-    }
-    let live = LiveRun::for_record(core, &rec, &core.routines());
+    let (core2, id2) = (Arc::clone(core), id.to_string());
+    let found = tokio::task::spawn_blocking(move || {
+        let rec = core2.store.get_run(&id2).ok().filter(|r| r.status == RunStatus::Queued)?;
+        Some(LiveRun::for_record(&core2, &rec, &core2.routines()))
+    })
+    .await;
+    let Ok(Some(live)) = found else { return false };
     let mut ended = finalize::Ended::new(Ending::Cancelled);
     ended.only_if_queued = true;
     ended.outcome = Some(crate::agents::Outcome {

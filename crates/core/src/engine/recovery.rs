@@ -31,71 +31,103 @@ pub enum RecoveryMode {
 
 const ADOPT_POLL: Duration = Duration::from_millis(500);
 
+/// What recovery found for one open run whose engine is gone.
+enum Found {
+    /// Its process still runs: watch it to the end.
+    Alive { live: LiveRun, pid: u32, start: Option<String>, account: Option<String> },
+    /// Its process is gone: settle it from its files.
+    Ended { live: LiveRun, ending: Ending, account: Option<String> },
+    /// Claimed but never spawned: back in the queue.
+    Requeued(String),
+}
+
 pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<String>> {
-    let mut handled = Vec::new();
-    let open_runs = {
+    // Store reads, routine files and /proc: all off the async workers.
+    let (found, adopted_queued) = {
         let core = Arc::clone(core);
-        tokio::task::spawn_blocking(move || core.store.open_runs()).await.map_err(|e| crate::error::Error::new(crate::error::ErrorCode::StoreUnavailable, e.to_string()))??
+        tokio::task::spawn_blocking(move || -> Result<_> { Ok((survey(&core, mode)?, recover_queued(&core, mode)?)) })
+            .await
+            .map_err(|e| crate::error::Error::new(crate::error::ErrorCode::StoreUnavailable, e.to_string()))??
     };
-    let mut set = None;
-    for open in open_runs {
-        if !owner_gone(core, open.owner_pid, open.owner_start.as_deref()) {
-            continue;
-        }
-        let set = set.get_or_insert_with(|| core.routines());
-        let live = LiveRun::for_record(core, &open.record, set);
-        let from = (open.owner_pid, open.owner_start.as_deref());
-        let me = (core.identity.0, core.identity.1.as_str());
-        if open.pid.is_none() {
-            // Claimed, but its engine died before spawning anything: nothing was done, so the
-            // run goes back to the queue instead of being lost.
-            let note = match mode {
-                RecoveryMode::Adopt => "queued again: the engine that started it stopped before its process began".to_string(),
-                RecoveryMode::SettleFinished => super::queue::handed_off_note(Some("queued again: the engine that started it stopped before its process began")),
-            };
-            if core.store.requeue_unstarted(&open.record.id, from, me, &note)? {
-                tracing::info!(run = %open.record.id, "a run claimed by an engine that is gone goes back to the queue");
-                handled.push(open.record.id.clone());
-            }
-            continue;
-        }
-        let pid = open.pid.expect("checked above");
-        let alive = process::same_process_alive(pid, open.pid_start.as_deref());
-        if alive {
-            if mode == RecoveryMode::Adopt {
-                core.store.set_owner(&open.record.id, me)?;
-                tracing::info!(run = %open.record.id, pid, "re-adopting a run left by a previous engine");
+    let mut handled = Vec::new();
+    for f in found {
+        match f {
+            Found::Requeued(id) => handled.push(id),
+            Found::Alive { live, pid, start, account } => {
+                tracing::info!(run = %live.id, pid, "re-adopting a run left by a previous engine");
                 let cancel = Arc::new(Notify::new());
-                core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(open.record.id.clone(), Arc::clone(&cancel));
+                core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(live.id.clone(), Arc::clone(&cancel));
+                handled.push(live.id.clone());
                 let core = Arc::clone(core);
-                let account = open.record.account.clone();
                 tokio::spawn(async move {
-                    let ending = watch_orphan(&core, &live, pid, open.pid_start.clone(), cancel).await;
+                    let ending = watch_orphan(&core, &live, pid, start, cancel).await;
                     let mut ended = Ended::new(ending);
                     ended.account = account;
                     ended.finished_at = Some(process::ended_at(&live.run_dir).unwrap_or_else(|| core.clock.now()));
                     finalize::settle(&core, &live, ended).await;
                 });
-                handled.push(open.record.id.clone());
+            }
+            Found::Ended { live, ending, account } => {
+                tracing::info!(run = %live.id, ?ending, "settling a run left by a previous engine");
+                let mut ended = Ended::new(ending);
+                ended.account = account;
+                // The run ended when its process did, not now (it may have been hours ago).
+                ended.finished_at = process::ended_at(&live.run_dir);
+                finalize::settle(core, &live, ended).await;
+                handled.push(live.id.clone());
+            }
+        }
+    }
+    if mode == RecoveryMode::Adopt {
+        super::queue::kick(core);
+    }
+    handled.extend(adopted_queued);
+    Ok(handled)
+}
+
+/// Look at every running row whose engine is gone and decide what it needs (blocking).
+fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
+    let me = (core.identity.0, core.identity.1.as_str());
+    let mut set = None;
+    let mut found = Vec::new();
+    for open in core.store.open_runs()? {
+        if !owner_gone(core, open.owner_pid, open.owner_start.as_deref()) {
+            continue;
+        }
+        let from = (open.owner_pid, open.owner_start.as_deref());
+        let Some(pid) = open.pid else {
+            // Claimed, but its engine died before spawning anything: nothing was done, so the
+            // run goes back to the queue instead of being lost.
+            let why = "queued again: the engine that started it stopped before its process began";
+            let note = match mode {
+                RecoveryMode::Adopt => why.to_string(),
+                RecoveryMode::SettleFinished => super::queue::handed_off_note(Some(why)),
+            };
+            if core.store.requeue_unstarted(&open.record.id, from, me, &note)? {
+                tracing::info!(run = %open.record.id, "a run claimed by an engine that is gone goes back to the queue");
+                found.push(Found::Requeued(open.record.id.clone()));
+            }
+            continue;
+        };
+        let set = set.get_or_insert_with(|| core.routines());
+        let live = LiveRun::for_record(core, &open.record, set);
+        let account = open.record.account.clone();
+        if process::same_process_alive(pid, open.pid_start.as_deref()) {
+            if mode == RecoveryMode::Adopt {
+                core.store.set_owner(&open.record.id, me)?;
+                found.push(Found::Alive { live, pid, start: open.pid_start.clone(), account });
             }
             continue;
         }
         let ending = ending_from_files(&live.run_dir);
-        tracing::info!(run = %open.record.id, ?ending, "settling a run left by a previous engine");
-        let mut ended = Ended::new(ending);
-        ended.account = open.record.account.clone();
-        // The run ended when its process did, not now (it may have been hours ago).
-        ended.finished_at = process::ended_at(&live.run_dir);
-        finalize::settle(core, &live, ended).await;
-        handled.push(open.record.id.clone());
+        found.push(Found::Ended { live, ending, account });
     }
-    handled.extend(recover_queued(core, mode)?);
-    Ok(handled)
+    Ok(found)
 }
 
 /// Queued runs whose owner is gone: a long-running engine adopts them (the queue then starts
 /// them in order); a short-lived command only says who will.
-fn recover_queued(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<String>> {
+fn recover_queued(core: &Core, mode: RecoveryMode) -> Result<Vec<String>> {
     let me = (core.identity.0, core.identity.1.as_str());
     let mut adopted = Vec::new();
     for q in core.store.queued_rows()? {
@@ -116,9 +148,6 @@ fn recover_queued(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<String>> {
                 }
             }
         }
-    }
-    if mode == RecoveryMode::Adopt {
-        super::queue::kick(core);
     }
     Ok(adopted)
 }
