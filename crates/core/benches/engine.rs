@@ -26,17 +26,30 @@ use std::time::{Duration, Instant};
 
 fn main() {
     let quick = std::env::var("NIGHTSHIFT_BENCH_QUICK").as_deref() == Ok("1");
+    // NIGHTSHIFT_BENCH_ONLY=burst (settle, history, burst, latency, engines) runs one table.
+    let only = std::env::var("NIGHTSHIFT_BENCH_ONLY").ok();
+    let want = |name: &str| only.as_deref().is_none_or(|o| o == name);
     println!("Nightshift benchmarks ({}) on {}", if quick { "quick" } else { "full" }, machine());
-    println!();
-    settle_bench(if quick { &[4, 16] } else { &[16, 64, 256] });
-    println!();
-    history_bench(if quick { 10_000 } else { 100_000 });
-    println!();
-    burst_bench(if quick { 100 } else { 500 });
-    println!();
-    latency_bench(if quick { 100 } else { 1000 });
-    println!();
-    two_engines_bench(if quick { 100 } else { 500 });
+    if want("settle") {
+        println!();
+        settle_bench(if quick { &[4, 16] } else { &[16, 64, 256] });
+    }
+    if want("history") {
+        println!();
+        history_bench(if quick { 10_000 } else { 100_000 });
+    }
+    if want("burst") {
+        println!();
+        burst_bench(if quick { 100 } else { 500 });
+    }
+    if want("latency") {
+        println!();
+        latency_bench(if quick { 100 } else { 1000 });
+    }
+    if want("engines") {
+        println!();
+        two_engines_bench(if quick { 100 } else { 500 });
+    }
 }
 
 /// (p50, p99) of a set of durations.

@@ -11,6 +11,12 @@
 //! * manual runs never wait behind scheduled ones; within a class, first come first served;
 //! * no starvation: with nothing running, the first waiting run always starts.
 
+use std::collections::HashSet;
+
+/// Waiting runs after this many get one constant note instead of their exact position, so a
+/// burst of hundreds of queued runs does not rewrite every note each time one starts.
+pub const EXACT_POSITIONS: usize = 20;
+
 /// A run waiting for a lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
@@ -53,29 +59,29 @@ fn cap(max_parallel: usize, manual: bool) -> usize {
 pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Decision {
     let max = max_parallel.max(1);
     let mut lanes_used = running.len();
-    let mut busy_routines: Vec<&str> = running.iter().map(|b| b.routine.as_str()).collect();
-    let mut waiting_routines: Vec<&str> = Vec::new();
-    let mut busy_accounts: Vec<&str> = running.iter().filter_map(|b| b.account.as_deref()).collect();
+    let mut busy_routines: HashSet<&str> = running.iter().map(|b| b.routine.as_str()).collect();
+    let mut waiting_routines: HashSet<&str> = HashSet::new();
+    let mut busy_accounts: HashSet<&str> = running.iter().filter_map(|b| b.account.as_deref()).collect();
     let order = waiting.iter().filter(|w| w.manual).chain(waiting.iter().filter(|w| !w.manual));
     let mut decision = Decision::default();
     let mut position = 0;
     for w in order {
-        let routine_running = busy_routines.contains(&w.routine.as_str());
-        let routine_busy = routine_running || waiting_routines.contains(&w.routine.as_str());
-        let free_account = w.accounts.iter().find(|a| !busy_accounts.contains(&a.as_str()));
+        let routine_running = busy_routines.contains(w.routine.as_str());
+        let routine_busy = routine_running || waiting_routines.contains(w.routine.as_str());
+        let free_account = w.accounts.iter().find(|a| !busy_accounts.contains(a.as_str()));
         let account_busy = !w.accounts.is_empty() && free_account.is_none();
         let lane_free = lanes_used < cap(max, w.manual);
         if !routine_busy && !account_busy && lane_free {
             lanes_used += 1;
-            busy_routines.push(&w.routine);
+            busy_routines.insert(&w.routine);
             if let Some(a) = free_account {
-                busy_accounts.push(a);
+                busy_accounts.insert(a);
             }
             decision.starts.push(Start { id: w.id.clone(), account: free_account.cloned() });
             continue;
         }
         // Waiting behind it: a later run of the same routine waits for this one, in order.
-        waiting_routines.push(&w.routine);
+        waiting_routines.insert(&w.routine);
         position += 1;
         let why = if routine_running {
             format!("waiting for the running {} run to finish", w.routine)
@@ -91,7 +97,8 @@ pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Dec
         } else {
             format!("waiting for a free lane ({lanes_used} running; scheduled runs leave one of {max} free for Run now)")
         };
-        decision.notes.push((w.id.clone(), format!("queued (position {position}): {why}")));
+        let place = if position <= EXACT_POSITIONS { format!("position {position}") } else { format!("behind {EXACT_POSITIONS}+ others") };
+        decision.notes.push((w.id.clone(), format!("queued ({place}): {why}")));
     }
     decision
 }

@@ -11,6 +11,7 @@
 
 mod accounts;
 mod attempt;
+mod catalog;
 mod delivery;
 mod driver;
 mod finalize;
@@ -32,7 +33,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::{EngineEvent, EventReceiver, EventSender};
 use crate::home::Home;
-use crate::routine::{self, Routine, RoutineSet};
+use crate::routine::{Routine, RoutineSet};
 use crate::run::Trigger;
 use crate::runner::SettleHook;
 use crate::settings::Settings;
@@ -98,12 +99,14 @@ pub(crate) struct Core {
     pub delivery_backoff: Vec<std::time::Duration>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
+    /// The routine files as last read.
+    pub catalog: catalog::Catalog,
 }
 
 impl Core {
-    /// The routines now (files are the source of truth).
-    pub(crate) fn routines(&self) -> RoutineSet {
-        routine::load_home(&self.home, &self.settings)
+    /// The routines now (files are the source of truth; re-read when one changed).
+    pub(crate) fn routines(&self) -> Arc<RoutineSet> {
+        self.catalog.get(&self.home, &self.settings)
     }
 }
 
@@ -140,6 +143,7 @@ impl Engine {
                 outbox_kick: Notify::new(),
                 delivery_backoff: opts.delivery_backoff,
                 redactor: Default::default(),
+                catalog: Default::default(),
             }),
         })
     }
@@ -211,12 +215,12 @@ impl Engine {
 
     /// Load the routines now (files are the source of truth; cheap enough to read on demand).
     pub fn routines(&self) -> RoutineSet {
-        self.core.routines()
+        (*self.core.routines()).clone()
     }
 
     /// A routine by name, or an error that says what is wrong with it or what exists instead.
     pub fn routine(&self, name: &str) -> Result<Routine> {
-        let set = self.routines();
+        let set = self.core.routines();
         if let Some(r) = set.get(name) {
             return Ok(r.clone());
         }

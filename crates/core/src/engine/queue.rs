@@ -210,10 +210,10 @@ async fn pass(core: &Arc<Core>) -> usize {
 }
 
 /// The blocking part of a pass: decide and claim in one transaction.
-fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, RoutineSet, usize)> {
+fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>, usize)> {
     let (_, queued) = core.store.open_counts()?;
     if queued == 0 {
-        return Ok((Vec::new(), RoutineSet::default(), 0));
+        return Ok((Vec::new(), Arc::default(), 0));
     }
     let set = core.routines();
     let me = (core.identity.0, core.identity.1.as_str());
@@ -245,12 +245,14 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, RoutineSet, usiz
             .collect();
         let busy: Vec<Busy> = running.iter().map(|r| Busy { routine: r.routine.clone(), account: r.account.clone() }).collect();
         let decision = lanes::decide(&waiting, &busy, core.settings.max_parallel);
-        let mine = |id: &str| eligible.iter().any(|q| q.id == id && q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1));
-        own_waiting = decision.notes.iter().filter(|(id, _)| mine(id)).count();
+        let by_id: std::collections::HashMap<&str, &crate::store::QueuedRow> = eligible.iter().map(|q| (q.id.as_str(), *q)).collect();
+        let mine = |q: &crate::store::QueuedRow| q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1);
+        own_waiting = decision.notes.iter().filter(|(id, _)| by_id.get(id.as_str()).is_some_and(|q| mine(q))).count();
+        // Only notes that changed are written.
         let notes = decision
             .notes
             .into_iter()
-            .filter(|(id, note)| eligible.iter().any(|q| q.id == *id && q.message.as_deref() != Some(note.as_str())))
+            .filter(|(id, note)| by_id.get(id.as_str()).is_some_and(|q| q.message.as_deref() != Some(note.as_str())))
             .collect();
         Claims { starts: decision.starts.into_iter().map(|s| (s.id, s.account)).collect(), notes }
     })?;

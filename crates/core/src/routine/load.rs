@@ -105,13 +105,18 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
 /// The routines of a home as its settings say: its routines directory, plus agents-cli's
 /// `~/.agents/routines/` when `import_agents_cli` is on. Every part of the engine loads through this.
 pub fn load_home(home: &Home, settings: &crate::settings::Settings) -> RoutineSet {
-    let mut extra = Vec::new();
+    load_files(home, &routine_files(&home_dirs(home, settings)))
+}
+
+/// The directories routines are read from, as the settings say.
+pub fn home_dirs(home: &Home, settings: &crate::settings::Settings) -> Vec<PathBuf> {
+    let mut dirs = vec![home.routines_dir()];
     if settings.import_agents_cli {
         if let Some(user_home) = std::env::var_os("HOME") {
-            extra.push(PathBuf::from(user_home).join(".agents").join("routines"));
+            dirs.push(PathBuf::from(user_home).join(".agents").join("routines"));
         }
     }
-    load_dir(home, &extra)
+    dirs
 }
 
 /// Load the home's routines directory plus `extra_dirs`.

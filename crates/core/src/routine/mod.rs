@@ -8,7 +8,7 @@ mod parse;
 pub mod prompt;
 pub mod yaml;
 
-pub use load::{is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
+pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
 pub use parse::parse_routine;
 
 /// The name closest to `name` among `names`, if close enough to be a typo.

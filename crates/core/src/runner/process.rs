@@ -10,8 +10,8 @@
 //! * The wrapper also **enforces the wall-clock timeout itself**: the limit travels with the run,
 //!   so a run started by a CLI that returned, or left behind by a crash, still ends on time with
 //!   no engine alive. On timeout it writes `timed_out`, sends SIGTERM to the group, and SIGKILL
-//!   after the grace period. Its watchdog wakes once a second (one `sleep` and one `date` per
-//!   second while the run lasts) because POSIX `sh` has no way to wait for "child or timer".
+//!   after the grace period. Its watchdog wakes once a second (a `sleep` per second while the run
+//!   lasts) because POSIX `sh` has no way to wait for "child or timer".
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use std::collections::BTreeMap;
@@ -26,26 +26,30 @@ pub const REPORT_FILE: &str = "report.md";
 /// Written by the wrapper when the run's wall-clock limit ran out.
 pub const TIMED_OUT_FILE: &str = "timed_out";
 
-/// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <grace secs> <program> <args…>`
+/// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <deadline, epoch secs> <grace secs> <program> <args…>`
 ///
 /// The wrapper survives the SIGTERM sent to its own group (it must record the exit code); the
 /// agent is started with default signal handling (a caught signal resets on exec). The watchdog
-/// is a subshell in the same group: it ends when the agent does, or times the run out.
-const WRAPPER: &str = r#"f="$1"; t="$2"; g="$3"; shift 3
+/// is a subshell in the same group: it ends when the agent does (a run that ends at once costs
+/// it nothing), and otherwise wakes once a second — it reads the wall clock (`date`) only every
+/// 30 s and once the seconds it slept reach the limit, so a suspend cannot stretch the limit.
+const WRAPPER: &str = r#"f="$1"; t="$2"; d="$3"; g="$4"; shift 4
 trap : TERM INT HUP
 "$@" & c=$!
 if [ "$t" -gt 0 ]; then
   ( trap : TERM INT HUP
-    end=$(( $(date +%s) + t ))
+    n=0
     while kill -0 "$c" 2>/dev/null; do
-      if [ "$(date +%s)" -ge "$end" ]; then
-        date +%s > "${f%/*}/timed_out"
-        kill -TERM 0
-        end=$(( $(date +%s) + g ))
-        while kill -0 "$c" 2>/dev/null && [ "$(date +%s)" -lt "$end" ]; do sleep 1; done
-        kill -KILL 0
+      sleep 1; n=$((n + 1))
+      if [ "$n" -ge "$t" ] || [ $((n % 30)) -eq 0 ]; then
+        if [ "$(date +%s)" -ge "$d" ] && kill -0 "$c" 2>/dev/null; then
+          date +%s > "${f%/*}/timed_out"
+          kill -TERM 0
+          n=0
+          while kill -0 "$c" 2>/dev/null && [ "$n" -lt "$g" ]; do sleep 1; n=$((n + 1)); done
+          kill -KILL 0
+        fi
       fi
-      sleep 1
     done ) &
 fi
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done
@@ -85,12 +89,15 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
     // Whole seconds, rounded up (a limit is never cut short); 0 means no limit.
     let secs = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
     let timeout = spec.timeout.map(secs).unwrap_or(0);
+    // The deadline is wall-clock time (the system's, whatever clock the engine runs on).
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let _ = std::fs::remove_file(spec.run_dir.join(TIMED_OUT_FILE));
     cmd.arg("-c")
         .arg(WRAPPER)
         .arg("nightshift-run")
         .arg(&exit_file)
         .arg(timeout.to_string())
+        .arg(now.saturating_add(timeout).to_string())
         .arg(secs(spec.kill_grace).max(1).to_string())
         .arg(&spec.program)
         .args(&spec.args);

@@ -1,0 +1,41 @@
+//! The routines as last read, re-read only when a routine file changed. Dispatching, recovery and
+//! notifications look routines up all the time; parsing every file each time made a burst of runs
+//! cost O(runs × files). A look costs a directory listing and a `stat` per file.
+
+use crate::home::Home;
+use crate::routine::{self, RoutineSet};
+use crate::settings::Settings;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::SystemTime;
+
+/// (file, modified, length) of every routine file: what the cached set was read from.
+type Fingerprint = Vec<(PathBuf, Option<SystemTime>, u64)>;
+
+#[derive(Default)]
+pub(crate) struct Catalog {
+    cached: Mutex<Option<(Fingerprint, Arc<RoutineSet>)>>,
+}
+
+impl Catalog {
+    /// The routines now: the cached set while no file changed, else freshly read.
+    pub(crate) fn get(&self, home: &Home, settings: &Settings) -> Arc<RoutineSet> {
+        let files = routine::routine_files(&routine::home_dirs(home, settings));
+        let fingerprint: Fingerprint = files
+            .iter()
+            .map(|f| {
+                let meta = std::fs::metadata(f).ok();
+                (f.clone(), meta.as_ref().and_then(|m| m.modified().ok()), meta.map(|m| m.len()).unwrap_or(0))
+            })
+            .collect();
+        let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((seen, set)) = cached.as_ref() {
+            if *seen == fingerprint {
+                return Arc::clone(set);
+            }
+        }
+        let set = Arc::new(routine::load_files(home, &files));
+        *cached = Some((fingerprint, Arc::clone(&set)));
+        set
+    }
+}
