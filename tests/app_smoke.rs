@@ -201,3 +201,45 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Nightshift is not running."), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// Every run of the home: (routine, status), oldest first.
+fn runs_of(home: &std::path::Path) -> Vec<(String, String)> {
+    let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
+    let mut rows: Vec<(String, String)> = store
+        .list_runs(&nightshift_core::store::RunQuery { limit: 100, ..Default::default() })
+        .unwrap()
+        .runs
+        .into_iter()
+        .map(|r| (r.routine, r.status.to_string()))
+        .collect();
+    rows.reverse();
+    rows
+}
+
+#[test]
+fn kill_9_of_the_app_with_runs_waiting_loses_nothing() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let home = home_with_slow_routine(tmp.path(), 3);
+    std::fs::write(home.join("nightshift.toml"), "max_parallel = 1\n").unwrap();
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let mut first = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
+    wait_until("the app's database", 60, || home.join("nightshift.db").exists());
+    assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
+    wait_until("slow to run", 30, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "running"));
+    assert!(app(&home, &bus, &["--run-now", "hello"]).status().unwrap().success());
+    wait_until("hello to wait for the lane", 30, || runs_of(&home).iter().any(|r| r.0 == "hello" && r.1 == "queued"));
+    first.kill().unwrap();
+    first.wait().unwrap();
+    // The app is gone; its waiting run is still a row, and its running one still runs.
+    assert!(runs_of(&home).iter().any(|r| r.0 == "hello" && r.1 == "queued"), "{:?}", runs_of(&home));
+    let second = app(&home, &bus, &["--minimized"]).spawn().expect("restart the app");
+    wait_until("both runs to complete after the restart", 60, || runs_of(&home).iter().filter(|r| r.1 == "completed").count() == 2);
+    assert_eq!(runs_of(&home), vec![("slow".to_string(), "completed".to_string()), ("hello".to_string(), "completed".to_string())], "each exactly once");
+    let slow_done = bus.wait_for(1, Duration::from_secs(10));
+    assert_eq!(slow_done.iter().filter(|n| n["summary"].as_str().unwrap_or("").starts_with("✓ slow")).count(), 1, "{slow_done:#?}");
+    stop(second);
+}

@@ -183,3 +183,24 @@ fn runs_settled_by_plain_commands_are_notified_once_by_the_next_daemon() {
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(bus.notifications().len(), 1, "{}", d2.output());
 }
+
+#[test]
+fn a_notifier_killed_while_sending_leaves_the_notification_to_the_next_one() {
+    let th = TestHome::new();
+    th.routine("report", "schedule: \"0 3 * * *\"\nnotify: always\ncommand: echo all green\n");
+    let hung = NotificationBus::start(th.path(), "hang");
+    let d = start_daemon_with(&th, &["--notify"], &[("DBUS_SESSION_BUS_ADDRESS", hung.address.as_str())]);
+    let rec = json(&ctl(&th).args(["run", "report", "--wait", "--json"]).output().unwrap());
+    let id = rec["id"].as_str().unwrap().to_string();
+    // The daemon took the notification and is stuck in the call: kill it there.
+    hung.wait_for(1, Duration::from_secs(15));
+    assert_eq!(hung.notifications().len(), 1);
+    d.kill9();
+    let show = |th: &TestHome| json(&ctl(th).args(["show", &id, "--json"]).output().unwrap());
+    assert_eq!(show(&th)["notified"], "pending", "still owed");
+    // The next notifier sends it once its predecessor's lease (10 s) has run out.
+    let ok = NotificationBus::start(th.path(), "record");
+    let _d2 = start_daemon_with(&th, &["--notify"], &[("DBUS_SESSION_BUS_ADDRESS", ok.address.as_str())]);
+    wait_for("the notification", Duration::from_secs(30), || show(&th)["notified"] == "delivered");
+    assert_eq!(ok.notifications().len(), 1);
+}

@@ -22,7 +22,7 @@ pub const DEFAULT_BACKOFF: &[Duration] =
 /// A run first seen by a deliverer this long after it finished is only summarised.
 pub const STALE_AFTER_HOURS: i64 = 24;
 /// How long a lease holds an entry (longer than one bounded send).
-const LEASE: Duration = Duration::from_secs(30);
+const LEASE: Duration = Duration::from_secs(10);
 /// Look again at least this often (another process may have finalized runs).
 const IDLE_LOOK: Duration = Duration::from_secs(60);
 
