@@ -215,7 +215,7 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>,
     if queued == 0 {
         return Ok((Vec::new(), Arc::default(), 0));
     }
-    let set = core.routines();
+    let set = core.catalog.recent(&core.home, &core.settings);
     let me = (core.identity.0, core.identity.1.as_str());
     let mut own_waiting = 0;
     let mut live_owner: Vec<((Option<u32>, Option<String>), bool)> = Vec::new();

@@ -9,13 +9,15 @@ use std::path::{Path, PathBuf};
 /// The routines of a home: the valid ones and, separately, the files that failed with their errors.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct RoutineSet {
+    /// Sorted by name.
     pub routines: Vec<Routine>,
     pub invalid: Vec<InvalidRoutine>,
 }
 
 impl RoutineSet {
+    /// The valid routine named `name` (the list is sorted by name).
     pub fn get(&self, name: &str) -> Option<&Routine> {
-        self.routines.iter().find(|r| r.name == name)
+        self.routines.binary_search_by(|r| r.name.as_str().cmp(name)).ok().map(|i| &self.routines[i])
     }
     pub fn get_invalid(&self, name: &str) -> Option<&InvalidRoutine> {
         self.invalid.iter().find(|r| r.name == name)
@@ -99,6 +101,8 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
         }
     }
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
+    // Sorted by name (unique by now), so a lookup is a binary search.
+    set.routines.sort_by(|a, b| a.name.cmp(&b.name));
     set
 }
 

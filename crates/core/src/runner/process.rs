@@ -28,6 +28,9 @@ pub const TIMED_OUT_FILE: &str = "timed_out";
 
 /// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <deadline, epoch secs> <grace secs> <program> <args…>`
 ///
+/// The exit code is written in one small write, without a temporary file and `mv` (an exec per run):
+/// nobody reads it before the wrapper has exited — the engine after `wait`, recovery only once the
+/// wrapper's process is gone — and an empty file (killed mid-write) reads as "no exit code".
 /// The wrapper survives the SIGTERM sent to its own group (it must record the exit code); the
 /// agent is started with default signal handling (a caught signal resets on exec). The watchdog
 /// is a subshell in the same group: it ends when the agent does (a run that ends at once costs
@@ -53,7 +56,7 @@ if [ "$t" -gt 0 ]; then
     done ) &
 fi
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done
-printf '%s\n' "$s" > "$f.tmp" && mv "$f.tmp" "$f"
+printf '%s\n' "$s" > "$f"
 exit "$s""#;
 
 /// Everything needed to start one run's process.

@@ -10,6 +10,9 @@ use crate::run::{fmt_time, RunStatus, Trigger};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
+/// How many queued runs of each class (manual, scheduled) one dispatch pass looks at.
+pub const DISPATCH_WINDOW: i64 = 64;
+
 /// A queued row as a dispatch pass sees it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct QueuedRow {
@@ -58,11 +61,17 @@ impl Store {
     ) -> Result<Vec<(String, Option<String>)>> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // The head of each class is enough to decide (at most `max_parallel` start per pass); a
+        // run further back gets its turn as the head drains.
         let queued: Vec<QueuedRow> = {
             let mut stmt = tx.prepare_cached(
-                "SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs WHERE status = 'queued' ORDER BY rowid",
+                "SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs
+                                WHERE status = 'queued' AND trigger IN ('manual', 'cli') ORDER BY rowid LIMIT ?1)
+                 UNION ALL
+                 SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs
+                                WHERE status = 'queued' AND trigger NOT IN ('manual', 'cli') ORDER BY rowid LIMIT ?1)",
             )?;
-            let rows = stmt.query_map([], |r| {
+            let rows = stmt.query_map([DISPATCH_WINDOW], |r| {
                 Ok(QueuedRow {
                     id: r.get(0)?,
                     routine: r.get(1)?,
