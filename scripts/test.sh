@@ -13,14 +13,16 @@ need_cargo
 echo "==> system packages"
 ensure_apt_packages $BUILD_PACKAGES $TEST_PACKAGES
 
-echo "==> agent CLIs for the integration tests (tests/agents-cli)"
+echo "==> agent CLIs for the integration tests (tests/agents-cli: Claude Code, Codex, Gemini CLI)"
 command -v npm >/dev/null 2>&1 || ensure_apt_packages nodejs npm
-want=$(sed -n 's/.*"@anthropic-ai\/claude-code": "\(.*\)".*/\1/p' tests/agents-cli/package.json)
-have=$(tests/agents-cli/node_modules/.bin/claude --version 2>/dev/null | cut -d' ' -f1 || true)
+# Reinstall whenever the pinned versions (the lock file) changed since the last install.
+want=$(sha256sum tests/agents-cli/package-lock.json | cut -d' ' -f1)
+have=$(cat tests/agents-cli/node_modules/.nightshift-lock 2>/dev/null || true)
 if [ "$have" != "$want" ]; then
   (cd tests/agents-cli && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" > tests/agents-cli/node_modules/.nightshift-lock
 fi
-tests/agents-cli/node_modules/.bin/claude --version
+for cli in claude codex gemini; do printf '%s: ' "$cli"; tests/agents-cli/node_modules/.bin/$cli --version </dev/null; done
 
 echo "==> tauri-driver (WebDriver for the real app in WebKitGTK)"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

@@ -227,14 +227,5 @@ fn async_stream(first: String) -> impl futures_core::Stream<Item = Result<Vec<u8
         tokio::time::sleep(std::time::Duration::from_secs(600)).await;
         drop(tx);
     });
-    ReceiverStream(rx)
-}
-
-struct ReceiverStream<T>(tokio::sync::mpsc::Receiver<T>);
-
-impl<T> futures_core::Stream for ReceiverStream<T> {
-    type Item = T;
-    fn poll_next(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Option<T>> {
-        self.0.poll_recv(cx)
-    }
+    crate::fake_api::ReceiverStream(rx)
 }

@@ -60,24 +60,35 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("workspace root").to_path_buf()
 }
 
-/// The real Claude Code CLI installed by `.ci/run` (`npm ci` in tests/agents-cli), if present.
-pub fn claude_cli() -> Option<PathBuf> {
-    let p = workspace_root().join("tests/agents-cli/node_modules/.bin/claude");
+/// A real agent CLI (`claude`, `codex`, `gemini`) installed by `.ci/run` (`npm ci` in
+/// tests/agents-cli), if present.
+pub fn agent_cli(name: &str) -> Option<PathBuf> {
+    let p = workspace_root().join("tests/agents-cli/node_modules/.bin").join(name);
     p.exists().then_some(p)
 }
 
-/// Like [`claude_cli`], but a test that needs the real CLI fails loudly when it is missing,
+/// Like [`agent_cli`], but a test that needs the real CLI fails loudly when it is missing,
 /// unless `NIGHTSHIFT_SKIP_REAL_CLI=1` says the developer chose to skip those tests.
-pub fn require_claude_cli() -> Option<PathBuf> {
-    match claude_cli() {
+pub fn require_agent_cli(name: &str) -> Option<PathBuf> {
+    match agent_cli(name) {
         Some(p) => Some(p),
         None if std::env::var("NIGHTSHIFT_SKIP_REAL_CLI").as_deref() == Ok("1") => {
-            eprintln!("skipping: the real Claude CLI is not installed and NIGHTSHIFT_SKIP_REAL_CLI=1");
+            eprintln!("skipping: the real {name} CLI is not installed and NIGHTSHIFT_SKIP_REAL_CLI=1");
             None
         }
         None => panic!(
-            "the real Claude Code CLI is not installed: run `npm ci --prefix tests/agents-cli` (the test script does it), \
+            "the real {name} CLI is not installed: run `npm ci --prefix tests/agents-cli` (the test script does it), \
              or set NIGHTSHIFT_SKIP_REAL_CLI=1 to skip these tests"
         ),
     }
+}
+
+/// The real Claude Code CLI, if installed.
+pub fn claude_cli() -> Option<PathBuf> {
+    agent_cli("claude")
+}
+
+/// The real Claude Code CLI, or a loud failure (see [`require_agent_cli`]).
+pub fn require_claude_cli() -> Option<PathBuf> {
+    require_agent_cli("claude")
 }

@@ -1,9 +1,15 @@
-//! Test support for Nightshift: a faithful fake Anthropic Messages API on loopback, helpers that
-//! lay out throwaway homes, and where to find the real agent CLIs the tests run.
+//! Test support for Nightshift: faithful fakes of the Anthropic Messages, OpenAI Responses and
+//! Gemini APIs on loopback (for the real Claude Code, Codex and Gemini CLIs), helpers that lay out
+//! throwaway homes, and where to find the real agent CLIs the tests run.
 
 pub mod dbus;
 pub mod fake_anthropic;
+pub mod fake_api;
+pub mod fake_gemini;
+pub mod fake_openai;
 pub mod home;
 
 pub use fake_anthropic::{FakeAnthropic, Reply};
+pub use fake_gemini::FakeGemini;
+pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;

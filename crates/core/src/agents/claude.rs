@@ -12,7 +12,7 @@ use super::tail::json_if;
 use super::transcript::{not_json, result_text, tool_input};
 use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
 use crate::routine::Mode;
-use crate::run::Reason;
+use crate::run::{Reason, RunStatus};
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -205,6 +205,15 @@ pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTai
         Some(result) => from_result(result, &facts, now),
         None => without_result(&facts, lines, exit_code, stderr, now),
     };
+    // A success event followed by a known non-zero exit is not a success (the CLI died after
+    // writing it, or a hook failed); an unknown exit (the process vanished with the engine)
+    // leaves the event's word standing.
+    if let (RunStatus::Completed, Some(code)) = (outcome.status(), exit_code.filter(|c| *c != 0)) {
+        let mut failed = Outcome::failed(Reason::ExitNonzero, format!("Claude Code reported success but exited with code {code}"));
+        failed.cost_usd = outcome.cost_usd;
+        failed.from_final_event = true;
+        outcome = Outcome { session_id: outcome.session_id.take(), ..failed };
+    }
     if outcome.session_id.is_none() {
         outcome.session_id = facts.session_id.clone();
     }

@@ -1,4 +1,9 @@
-//! Codex: `codex exec --json [--model m] <sandbox flags> <prompt>`.
+//! Codex: `codex exec --json --skip-git-repo-check --color never --sandbox <s> [--model m] <prompt>`.
+//!
+//! Modes (checked against the pinned real CLI by the tests): plan → `--sandbox read-only`; edit and
+//! auto → `--sandbox workspace-write` (Codex 0.171 dropped `--full-auto`; in `exec` nothing can be
+//! approved interactively, so the sandbox is the whole policy); skip →
+//! `--dangerously-bypass-approvals-and-sandbox`. `--color never` keeps ANSI codes out of stderr.
 //!
 //! JSONL events: `thread.started {thread_id}`, `turn.started`, `item.started|updated|completed
 //! {item: {type: agent_message|reasoning|command_execution|…}}`, `turn.completed {usage}`,
@@ -19,10 +24,10 @@ impl AgentDriver for Codex {
     }
 
     fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
-        let mut args = vec!["exec".to_string(), "--json".into(), "--skip-git-repo-check".into()];
+        let mut args = vec!["exec".to_string(), "--json".into(), "--skip-git-repo-check".into(), "--color".into(), "never".into()];
         match mode {
             Mode::Plan => args.extend(["--sandbox".into(), "read-only".into()]),
-            Mode::Edit | Mode::Auto => args.push("--full-auto".into()),
+            Mode::Edit | Mode::Auto => args.extend(["--sandbox".into(), "workspace-write".into()]),
             Mode::Skip => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
         }
         if let Some(model) = model {
@@ -81,40 +86,52 @@ impl AgentDriver for Codex {
         });
         let mut session_id = None;
         let mut report = None;
+        // The last turn's end decides; `error` events before it are notices (a retry
+        // "Reconnecting... 2/5", a model-metadata warning) that a completed turn overrides.
         let mut completed = false;
-        let mut failure: Option<String> = None;
+        let mut turn_failure: Option<String> = None;
+        let mut last_error: Option<String> = None;
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
             match v["type"].as_str() {
                 Some("thread.started") => session_id = v["thread_id"].as_str().map(str::to_string),
                 Some("turn.started") => {
                     completed = false;
-                    failure = None;
+                    turn_failure = None;
+                    last_error = None;
                 }
                 Some("item.completed") if v["item"]["type"] == "agent_message" => {
                     report = v["item"]["text"].as_str().map(str::to_string)
                 }
-                Some("turn.completed") => completed = true,
-                Some("turn.failed") => failure = v["error"]["message"].as_str().map(str::to_string).or(Some("the turn failed".into())),
-                Some("error") => failure = v["message"].as_str().map(str::to_string).or(failure),
+                Some("turn.completed") => {
+                    completed = true;
+                    turn_failure = None;
+                }
+                Some("turn.failed") => {
+                    completed = false;
+                    turn_failure = v["error"]["message"].as_str().map(str::to_string).or(Some("the turn failed".into()));
+                }
+                Some("error") => last_error = v["message"].as_str().map(str::to_string).or(last_error),
                 _ => {}
             }
         }
-        let mut outcome = if completed && failure.is_none() && out.exit_code == Some(0) {
+        let mut outcome = if completed && out.exit_code == Some(0) {
             Outcome::completed(report)
         } else {
             let stderr = out.stderr_tail();
-            let text = failure
+            let structured = turn_failure.is_some() || last_error.is_some();
+            let text = turn_failure
                 .clone()
+                .or(last_error)
                 .or_else(|| stderr.last_line().map(str::to_string))
                 .unwrap_or_else(|| match out.exit_code {
                     Some(c) => format!("Codex exited with code {c} without finishing its turn"),
                     None => "Codex ended without finishing its turn (the process was interrupted)".into(),
                 });
-            failure_from_text(&text, &stderr, failure.is_some(), false, out.now)
+            failure_from_text(&text, &stderr, structured, false, out.now)
         };
         outcome.session_id = session_id;
-        outcome.from_final_event = completed || failure.is_some();
+        outcome.from_final_event = completed || turn_failure.is_some();
         outcome
     }
 }

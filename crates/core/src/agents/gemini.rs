@@ -20,10 +20,14 @@ impl AgentDriver for Gemini {
 
     fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
         let approval = match mode {
-            Mode::Plan => "default",
+            Mode::Plan => "plan",
             Mode::Edit => "auto_edit",
             Mode::Auto | Mode::Skip => "yolo",
         };
+        // `--skip-trust`: an unattended run cannot answer the "trust this folder?" question, and
+        // without it Gemini CLI refuses (exit 55) or quietly drops the approval mode to `default`
+        // in any folder nobody trusted interactively. The routine's `cwd` is the user's choice of
+        // folder; that choice is the trust.
         let mut args = vec![
             "-p".to_string(),
             prompt.to_string(),
@@ -31,6 +35,7 @@ impl AgentDriver for Gemini {
             "stream-json".into(),
             "--approval-mode".into(),
             approval.into(),
+            "--skip-trust".into(),
         ];
         if let Some(model) = model {
             args.extend(["--model".to_string(), model.to_string()]);
@@ -119,7 +124,10 @@ impl AgentDriver for Gemini {
                     Some(c) => format!("Gemini CLI exited with code {c}"),
                     None => "Gemini CLI ended without a result (the process was interrupted)".into(),
                 });
-            let auth = out.exit_code == Some(41) || text.contains("GEMINI_API_KEY");
+            // 41: no auth configured; 145 = HTTP 401 cut to 8 bits; a 400 whose reason is an
+            // invalid key (144 = 400); `UNAUTHENTICATED` for an expired or revoked credential.
+            let auth = matches!(out.exit_code, Some(41) | Some(145))
+                || ["GEMINI_API_KEY", "API_KEY_INVALID", "API key not valid", "UNAUTHENTICATED", "PERMISSION_DENIED"].iter().any(|p| text.contains(p));
             failure_from_text(&text, &stderr, result.is_some() || out.exit_code == Some(53), auth, out.now)
         };
         outcome.from_final_event = result.is_some();

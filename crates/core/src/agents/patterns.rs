@@ -40,6 +40,8 @@ const RATE: &[&str] = &[
     "status 429",
     "resource_exhausted",
     "quota exceeded",
+    "exceeded your current quota",
+    "exhausted your",
 ];
 
 pub fn looks_like_auth_failure(text: &str) -> bool {
@@ -56,7 +58,8 @@ pub fn looks_like_rate_limit(text: &str) -> bool {
 /// agent error (`structured`: the agent reported it) or a plain non-zero exit. `known_auth` lets
 /// an agent pass what it knows for sure (an exit code that means "not authenticated").
 pub fn failure_from_text(text: &str, stderr: &LogTail, structured: bool, known_auth: bool, now: DateTime<Utc>) -> Outcome {
-    let all = format!("{text}\n{}", stderr.lines.join("\n"));
+    let text = strip_ansi(text);
+    let all = strip_ansi(&format!("{text}\n{}", stderr.lines.join("\n")));
     let reason = if known_auth || looks_like_auth_failure(&all) {
         Reason::AuthFailed
     } else if looks_like_rate_limit(&all) {
@@ -66,16 +69,74 @@ pub fn failure_from_text(text: &str, stderr: &LogTail, structured: bool, known_a
     } else {
         Reason::ExitNonzero
     };
-    let mut o = Outcome::failed(reason, first_line(text, 300));
+    let mut o = Outcome::failed(reason, first_line(&text, 300));
     if reason == Reason::RateLimited {
         o.resets_at = reset_time(&all, now);
     }
     o
 }
 
+/// Terminal colour and cursor codes (`ESC [ … letter`) removed: agents colour their stderr, and a
+/// message is read in a notification, a table or a web page.
+pub fn strip_ansi(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            if chars.peek() == Some(&'[') {
+                chars.next();
+                // Parameters and intermediates, then one final byte in @..~.
+                for c in chars.by_ref() {
+                    if ('@'..='~').contains(&c) {
+                        break;
+                    }
+                }
+            } else {
+                chars.next();
+            }
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// This machine's time zone, as agents that print local times see it: `TZ` when set, else the
+/// system's zone, else UTC.
+pub fn local_zone() -> Tz {
+    std::env::var("TZ")
+        .ok()
+        .and_then(|z| z.trim_start_matches(':').parse().ok())
+        .or_else(|| iana_time_zone::get_timezone().ok().and_then(|z| z.parse().ok()))
+        .unwrap_or(Tz::UTC)
+}
+
 /// When a limit resets, if the text says: Claude's `usage limit reached|<epoch>` or
-/// `… limit · resets 3pm (Europe/Berlin)`.
+/// `… limit · resets 3pm (Europe/Berlin)`; Codex's `try again at 3:05 PM` or `try again at Dec 3rd,
+/// 2026 11:07 AM` (this machine's local time); Gemini's `"retryDelay": "37s"`.
 pub fn reset_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    reset_time_in(text, now, local_zone())
+}
+
+/// [`reset_time`] with the zone that unlabelled local times are in.
+pub fn reset_time_in(text: &str, now: DateTime<Utc>, local: Tz) -> Option<DateTime<Utc>> {
+    if let Some(t) = try_again_at(text, now, local) {
+        return Some(t);
+    }
+    if let Some(i) = text.find("retryDelay") {
+        // `"retryDelay": "37s"` — the number must follow at once (not any digits further on).
+        let after = text[i + "retryDelay".len()..].trim_start_matches(['"', '\'', ':', ' ']);
+        let digits: String = after.chars().take_while(|c| c.is_ascii_digit()).collect();
+        if let (Ok(secs), true) = (digits.parse::<i64>(), after[digits.len()..].starts_with('s')) {
+            return Some(now + chrono::Duration::seconds(secs));
+        }
+    }
+    if text.contains("daily quota") {
+        // Gemini's per-day quotas reset at midnight Pacific time.
+        let pacific: Tz = "America/Los_Angeles".parse().ok()?;
+        let tomorrow = now.with_timezone(&pacific).date_naive().succ_opt()?;
+        return pacific.from_local_datetime(&tomorrow.and_hms_opt(0, 0, 0)?).earliest().map(|t| t.with_timezone(&Utc));
+    }
     if let Some(i) = text.find("limit reached|") {
         let digits: String = text[i + "limit reached|".len()..].chars().take_while(|c| c.is_ascii_digit()).collect();
         if let Ok(epoch) = digits.parse::<i64>() {
@@ -97,6 +158,39 @@ pub fn reset_time(text: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let mut date = local_now.date_naive();
     for _ in 0..2 {
         if let Some(t) = tz.from_local_datetime(&date.and_time(time)).earliest() {
+            if t > local_now {
+                return Some(t.with_timezone(&Utc));
+            }
+        }
+        date = date.succ_opt()?;
+    }
+    None
+}
+
+/// Codex: "… try again at 3:05 PM." (the next such time) or "… try again at Dec 3rd, 2026 11:07 AM."
+fn try_again_at(text: &str, now: DateTime<Utc>, local: Tz) -> Option<DateTime<Utc>> {
+    let i = text.find("try again at ")?;
+    let rest = text[i + "try again at ".len()..].trim_end_matches(['.', '"', '}', ' ']);
+    let rest: String = rest.chars().take_while(|c| *c != '.' && *c != '\n' && *c != '"').collect();
+    let words: Vec<&str> = rest.split_whitespace().collect();
+    // The last two words are the clock ("3:05 PM"); anything before them is the date.
+    let clock = match words.as_slice() {
+        [.., t, ampm] if ampm.eq_ignore_ascii_case("am") || ampm.eq_ignore_ascii_case("pm") => parse_clock(&format!("{t}{ampm}"))?,
+        [.., t] => parse_clock(t)?,
+        [] => return None,
+    };
+    let date_words = &words[..words.len().saturating_sub(2)];
+    if date_words.len() >= 3 {
+        // "Dec 3rd, 2026": drop the ordinal suffix and the comma.
+        let day: String = date_words[1].chars().take_while(|c| c.is_ascii_digit()).collect();
+        let when = format!("{} {} {}", date_words[0], day, date_words[2].trim_end_matches(','));
+        let date = chrono::NaiveDate::parse_from_str(&when, "%b %d %Y").ok()?;
+        return local.from_local_datetime(&date.and_time(clock)).earliest().map(|t| t.with_timezone(&Utc));
+    }
+    let local_now = now.with_timezone(&local);
+    let mut date = local_now.date_naive();
+    for _ in 0..2 {
+        if let Some(t) = local.from_local_datetime(&date.and_time(clock)).earliest() {
             if t > local_now {
                 return Some(t.with_timezone(&Utc));
             }
@@ -156,5 +250,33 @@ mod tests {
         // 9am UTC already passed → tomorrow.
         assert_eq!(reset_time("limit · resets 9am", now), Some(Utc.with_ymd_and_hms(2026, 11, 30, 9, 0, 0).unwrap()));
         assert_eq!(reset_time("nothing here", now), None);
+    }
+
+    #[test]
+    fn codex_and_gemini_reset_times() {
+        let now = Utc.with_ymd_and_hms(2026, 11, 29, 10, 0, 0).unwrap();
+        let berlin: Tz = "Europe/Berlin".parse().unwrap();
+        let msg = "You’ve hit your usage limit. Upgrade to Pro (https://chatgpt.com/explore/pro), visit https://chatgpt.com/settings/usage to purchase more credits or try again at 3:05 PM.";
+        assert_eq!(reset_time_in(msg, now, berlin), Some(Utc.with_ymd_and_hms(2026, 11, 29, 14, 5, 0).unwrap()));
+        // 9:30 AM Berlin is already past (11:00 there): tomorrow.
+        assert_eq!(reset_time_in("try again at 9:30 AM.", now, berlin), Some(Utc.with_ymd_and_hms(2026, 11, 30, 8, 30, 0).unwrap()));
+        let weekly = "You’ve hit your usage limit. … or try again at Dec 3rd, 2026 11:07 AM.";
+        assert_eq!(reset_time_in(weekly, now, berlin), Some(Utc.with_ymd_and_hms(2026, 12, 3, 10, 7, 0).unwrap()));
+        assert_eq!(reset_time_in("try again at Dec 21st, 2026 12:00 PM.", now, Tz::UTC), Some(Utc.with_ymd_and_hms(2026, 12, 21, 12, 0, 0).unwrap()));
+        let gemini = r#"{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"37s"}"#;
+        assert_eq!(reset_time_in(gemini, now, Tz::UTC), Some(now + chrono::Duration::seconds(37)));
+        assert_eq!(reset_time_in("try again later.", now, Tz::UTC), None);
+        assert_eq!(reset_time_in("retryDelayMs: undefined, at line 308062", now, Tz::UTC), None, "no digits from further on");
+        // 10:00 UTC = 02:00 in Los Angeles: the daily quota resets at the next Pacific midnight.
+        let daily = "[API Error: You have exhausted your daily quota on this model.]";
+        assert_eq!(reset_time_in(daily, now, Tz::UTC), Some(Utc.with_ymd_and_hms(2026, 11, 30, 8, 0, 0).unwrap()));
+        assert!(looks_like_rate_limit(daily));
+    }
+
+    #[test]
+    fn ansi_codes_are_removed() {
+        assert_eq!(strip_ansi("\u{1b}[31mGemini CLI is not running\u{1b}[0m in a trusted directory"), "Gemini CLI is not running in a trusted directory");
+        assert_eq!(strip_ansi("plain"), "plain");
+        assert_eq!(strip_ansi("cut \u{1b}["), "cut ");
     }
 }

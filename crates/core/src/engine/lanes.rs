@@ -181,7 +181,7 @@ mod tests {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig::with_cases(4000))]
+        #![proptest_config(ProptestConfig { cases: 4000, failure_persistence: None, ..ProptestConfig::default() })]
         #[test]
         fn lane_rules_hold(waiting in arb_waiting(), running in arb_running(), max in 1..5usize) {
             let d = decide(&waiting, &running, max);

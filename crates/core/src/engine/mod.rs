@@ -249,14 +249,27 @@ impl Engine {
     /// grace period), or drop it from the queue (whichever process queued it). Returns false when
     /// there is no such run to stop here.
     pub async fn cancel(&self, run_id: &str) -> bool {
-        let signal = self.core.active.lock().unwrap_or_else(|e| e.into_inner()).get(run_id).cloned();
-        match signal {
-            Some(signal) => {
+        // A queued run may be started by the dispatcher at this very moment: then it is ours to
+        // signal as soon as its driver is registered (a few milliseconds at most).
+        for _ in 0..100 {
+            let signal = self.core.active.lock().unwrap_or_else(|e| e.into_inner()).get(run_id).cloned();
+            if let Some(signal) = signal {
                 signal.notify_one();
-                true
+                return true;
             }
-            None => queue::cancel_queued(&self.core, run_id).await,
+            if queue::cancel_queued(&self.core, run_id).await {
+                return true;
+            }
+            let starting_here = self.core.store.get_run(run_id).is_ok_and(|r| r.status == crate::run::RunStatus::Running)
+                && self.core.store.open_runs().is_ok_and(|open| {
+                    open.iter().any(|o| o.record.id == run_id && o.owner_pid == Some(self.core.identity.0) && o.owner_start.as_deref() == Some(self.core.identity.1.as_str()))
+                });
+            if !starting_here {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
+        false
     }
 
     /// Before a short-lived process exits: its runs that still wait say who will start them.

@@ -1,0 +1,143 @@
+//! The real Codex CLI (npm `@openai/codex`, pinned in tests/agents-cli), driven by
+//! `nightshiftctl run --wait --json` against the fake OpenAI Responses API on loopback: every mode's
+//! flags are accepted by the pinned CLI, and every outcome is judged right.
+//!
+//! `NIGHTSHIFT_RECORD_FIXTURES=1` copies each run's streams into
+//! `crates/core/tests/fixtures/codex-<version>/` (how the fixtures there were made).
+
+mod common;
+
+use common::{json, stderr, tokio_ctl};
+use nightshift_testkit::fake_openai::{FakeOpenAi, Reply};
+use nightshift_testkit::home::require_agent_cli;
+use nightshift_testkit::TestHome;
+
+const REPORT: &str = "## Nightly triage\n\n2 new issues labelled; nothing urgent.";
+
+/// A codex routine in `mode` whose CODEX_HOME sends the CLI to `fake` with `key`.
+fn routine(th: &TestHome, fake: &FakeOpenAi, key: &str, mode: &str, retries: u32) {
+    let codex_home = th.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(codex_home.join("config.toml"), fake.codex_config(retries)).unwrap();
+    th.routine(
+        "triage",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: codex\nmode: {mode}\nprompt: Triage new issues\ntimeout: 2m\ncwd: {}\nenv:\n  CODEX_HOME: {}\n  OPENAI_API_KEY: {key}\n",
+            th.user_home().display(),
+            codex_home.display()
+        ),
+    );
+}
+
+async fn run(th: &TestHome, record_as: &str) -> (serde_json::Value, i32) {
+    let out = tokio_ctl(th).args(["run", "triage", "--wait", "--json"]).output().await.unwrap();
+    let code = out.status.code().unwrap_or(-1);
+    let v = json(&out);
+    assert!(!stderr(&out).contains("error:"), "{}", stderr(&out));
+    record(&v, record_as);
+    (v, code)
+}
+
+/// With NIGHTSHIFT_RECORD_FIXTURES=1, keep the run's streams as a fixture for the unit tests.
+fn record(rec: &serde_json::Value, name: &str) {
+    if std::env::var("NIGHTSHIFT_RECORD_FIXTURES").as_deref() != Ok("1") {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/codex-0.171.0");
+    let run_dir = std::path::Path::new(rec["run_dir"].as_str().unwrap());
+    std::fs::copy(run_dir.join("stdout.log"), dir.join(format!("{name}.jsonl"))).unwrap();
+    std::fs::copy(run_dir.join("stderr.log"), dir.join(format!("{name}.stderr"))).unwrap();
+    std::fs::write(dir.join(format!("{name}.exit")), format!("{}\n", rec["exit_code"])).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_mode_starts_and_a_success_is_completed_with_its_report() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    fake.set("sk-good", Reply::Success { text: REPORT.into() });
+    for mode in ["auto", "edit", "plan", "skip"] {
+        let th = TestHome::new();
+        routine(&th, &fake, "sk-good", mode, 0);
+        let (rec, code) = run(&th, "success").await;
+        assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "mode {mode}: {rec:#}");
+        assert_eq!(rec["exit_code"], 0);
+        assert!(rec["session_id"].as_str().is_some(), "{rec:#}");
+        assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT, "mode {mode}");
+    }
+    assert_eq!(fake.response_keys(), vec!["sk-good"; 4], "one API call per run, with the routine's key");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_invalid_key_is_auth_failed() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    let th = TestHome::new();
+    routine(&th, &fake, "sk-revoked", "auto", 0);
+    let (rec, code) = run(&th, "401").await;
+    assert_eq!(code, 1);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().contains("401 Unauthorized"), "{rec:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_usage_limit_is_rate_limited_until_the_reset_codex_names() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    // Three hours and a bit ahead, on a whole minute (Codex prints minutes).
+    let now = chrono::Utc::now().timestamp();
+    let reset = (now / 60 + 3 * 60 + 7) * 60;
+    fake.set("sk-limited", Reply::UsageLimit { resets_at: reset });
+    let th = TestHome::new();
+    routine(&th, &fake, "sk-limited", "auto", 0);
+    let (rec, _) = run(&th, "usage-limit").await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("rate_limited")), "{rec:#}");
+    let resets = chrono::DateTime::parse_from_rfc3339(rec["resets_at"].as_str().expect("resets_at")).unwrap().timestamp();
+    assert_eq!(resets, reset, "{rec:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_error_is_an_agent_error() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    fake.set("sk-500", Reply::ServerError);
+    let th = TestHome::new();
+    routine(&th, &fake, "sk-500", "auto", 0);
+    let (rec, _) = run(&th, "500").await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("agent_error")), "{rec:#}");
+    assert!(!rec["message"].as_str().unwrap().contains('\u{1b}'), "no ANSI codes in messages: {rec:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_that_end_in_a_completed_turn_are_completed() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    // Streams cut twice: Codex reports "Reconnecting... n/3" as `error` events, then completes.
+    let fake = FakeOpenAi::start(None).await;
+    fake.set("sk-flaky", Reply::Disconnects { times: 2, text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, &fake, "sk-flaky", "auto", 3);
+    let (rec, code) = run(&th, "reconnected-success").await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    assert_eq!(rec["reason"], serde_json::Value::Null);
+    assert_eq!(fake.response_keys().len(), 3, "two cut streams, then the answer");
+    let log = std::fs::read_to_string(std::path::Path::new(rec["run_dir"].as_str().unwrap()).join("stdout.log")).unwrap();
+    assert!(log.contains("Reconnecting... 2/3"), "the CLI reported its retries: {log}");
+    assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT);
+
+    // A request that fails with 500 twice is retried by the CLI without a word, then completes.
+    let fake = FakeOpenAi::start(None).await;
+    fake.set("sk-500-twice", Reply::Flaky { failures: 2, text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, &fake, "sk-500-twice", "auto", 3);
+    let (rec, code) = run(&th, "retried-success").await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+}
