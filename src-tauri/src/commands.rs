@@ -171,13 +171,13 @@ pub struct Relogin {
     pub command: String,
 }
 
-/// Re-login, the same flow as the tray: a terminal with `claude /login` for the account's config
+/// Re-login, the same flow as the tray: a terminal with the agent's own login for the account's config
 /// dir, or (no terminal here) the command to copy.
 #[tauri::command]
 pub fn relogin(state: State<'_, AppState>, email: String) -> Result<Relogin, Error> {
     let account = state.engine.account(&email)?;
-    Ok(match crate::relogin::open_terminal(&account.config_dir) {
-        Ok(terminal) => Relogin { opened: Some(terminal), command: crate::relogin::login_command(&account.config_dir) },
+    Ok(match crate::relogin::open_terminal(&account) {
+        Ok(terminal) => Relogin { opened: Some(terminal), command: account.login_command_line() },
         Err(command) => Relogin { opened: None, command },
     })
 }

@@ -405,7 +405,7 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
     }
     if let Some(email) = id.strip_prefix(tray::RELOGIN_PREFIX) {
         let Ok(account) = engine.account(email) else { return };
-        if let Err(command) = relogin::open_terminal(&account.config_dir) {
+        if let Err(command) = relogin::open_terminal(&account) {
             // No terminal here: the window shows the exact command (and a field for a setup token).
             show_window(app);
             let _ = app.emit("relogin", serde_json::json!({ "account": email, "command": command }));

@@ -1,14 +1,9 @@
-//! Re-login: open the user's terminal running `claude /login` with the account's config dir, so
-//! the login lands where Nightshift's runs look for it. Where no terminal can be found the caller
-//! shows the exact command to copy instead.
+//! Re-login: open the user's terminal running the agent's own login (`claude /login`, `codex
+//! login`, `gemini`) with the account's config dir, so the login lands where Nightshift's runs look
+//! for it. Where no terminal can be found the caller shows the exact command to copy instead.
 
-use std::path::Path;
+use nightshift_core::accounts::Account;
 use std::process::Command;
-
-/// The command a user runs to log the account in again.
-pub fn login_command(config_dir: &Path) -> String {
-    format!("CLAUDE_CONFIG_DIR='{}' claude /login", config_dir.display())
-}
 
 /// Terminals to try, first available wins: `$TERMINAL`, then the usual suspects.
 pub fn terminal_candidates(env_terminal: Option<&str>) -> Vec<String> {
@@ -23,8 +18,8 @@ pub fn terminal_candidates(env_terminal: Option<&str>) -> Vec<String> {
 }
 
 /// Open a terminal running the login. `Err` carries the command to show when none could start.
-pub fn open_terminal(config_dir: &Path) -> Result<String, String> {
-    let cmd = login_command(config_dir);
+pub fn open_terminal(account: &Account) -> Result<String, String> {
+    let cmd = account.login_command_line();
     if cfg!(target_os = "macos") {
         let script = format!("tell application \"Terminal\" to do script \"{}\"", cmd.replace('"', "\\\""));
         return Command::new("osascript").args(["-e", &script]).spawn().map(|_| "Terminal".into()).map_err(|_| cmd);
@@ -52,6 +47,10 @@ mod tests {
     fn terminal_order_and_command() {
         assert_eq!(terminal_candidates(Some("wezterm"))[0], "wezterm");
         assert_eq!(terminal_candidates(None)[0], "x-terminal-emulator");
-        assert_eq!(login_command(Path::new("/h/accounts/claude/me")), "CLAUDE_CONFIG_DIR='/h/accounts/claude/me' claude /login");
+        let account = |agent| Account { agent, email: "me@x.dev".into(), config_dir: format!("/h/accounts/{}/me", agent.as_str()).into() };
+        use nightshift_core::routine::AgentKind::*;
+        assert_eq!(account(Claude).login_command_line(), "CLAUDE_CONFIG_DIR='/h/accounts/claude/me' claude /login");
+        assert_eq!(account(Codex).login_command_line(), "CODEX_HOME='/h/accounts/codex/me' codex login");
+        assert_eq!(account(Gemini).login_command_line(), "GEMINI_CLI_HOME='/h/accounts/gemini/me' gemini");
     }
 }

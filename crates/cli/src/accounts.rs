@@ -15,12 +15,13 @@ pub enum AccountsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Add an account: AGENT is claude (or codex), EMAIL its identity.
+    /// Add an account: AGENT is claude, codex or gemini; EMAIL its identity.
     Add { agent: String, email: String },
     /// Remove an account and its setup token from the OS keychain.
     Remove { email: String },
-    /// Store a setup token (`claude setup-token`) in the OS keychain; the token is read from stdin
-    /// and never echoed.
+    /// Store the account's secret in the OS keychain — a Claude setup token (`claude
+    /// setup-token`), an OpenAI API key, a Gemini API key; read from stdin, never echoed.
+    #[command(visible_alias = "set-key")]
     SetToken { email: String },
     /// Check accounts now; exit 1 if any needs attention (revoked, unconfigured, expired).
     Check {
@@ -39,13 +40,14 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
         }
         AccountsCommand::Add { agent, email } => {
             let kind = AgentKind::from_name(&agent)
-                .filter(|k| *k != AgentKind::Gemini)
-                .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected claude or codex)")))?;
+                .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected claude, codex or gemini)")))?;
             engine.add_account(kind, &email)?;
+            let auth = nightshift_core::accounts::AgentAuth::of(kind);
             println!("added {email} ({agent}); its config dir is under {}", engine.home().accounts_dir().display());
-            if kind == AgentKind::Claude {
-                println!("next: `claude setup-token`, then `nightshiftctl accounts set-token {email}` (paste the token)");
-            }
+            println!(
+                "next: `nightshiftctl accounts set-token {email}` with a {} (from {}), or `{}` with {} set to its config dir",
+                auth.secret_name, auth.secret_how, auth.login_command, auth.config_dir_var
+            );
             Ok(Outcome::Ok)
         }
         AccountsCommand::Remove { email } => {
@@ -54,9 +56,10 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
             Ok(Outcome::Ok)
         }
         AccountsCommand::SetToken { email } => {
-            let token = read_secret(&format!("Paste the setup token for {email} (input hidden), then Enter: "))?;
+            let what = engine.account(&email)?.auth().secret_name;
+            let token = read_secret(&format!("Paste the {what} for {email} (input hidden), then Enter: "))?;
             engine.set_token(&email, &token).await?;
-            println!("stored the setup token for {email} in the OS keychain");
+            println!("stored the {what} for {email} in the OS keychain");
             Ok(Outcome::Ok)
         }
         AccountsCommand::Check { email, json: as_json } => {

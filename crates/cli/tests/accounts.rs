@@ -1,11 +1,12 @@
 //! Accounts for real: the OS keychain (gnome-keyring on a private D-Bus session, started by
-//! scripts/test.sh), the "no Secret Service" path, and the real Claude CLI against the loopback
-//! fake API answering by bearer token — failover, revocation, preflight, recovery, redaction.
+//! scripts/test.sh), the "no Secret Service" path, and the real Claude, Codex and Gemini CLIs
+//! against the loopback fake APIs answering by credential — failover, revocation, preflight,
+//! recovery, redaction.
 
 mod common;
 
 use common::{ctl, json, stderr, stdout, tokio_ctl};
-use nightshift_testkit::home::require_claude_cli;
+use nightshift_testkit::home::{require_agent_cli, require_claude_cli};
 use nightshift_testkit::{FakeAnthropic, Reply, TestHome};
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -22,13 +23,15 @@ fn keychain_available() -> bool {
     panic!("no D-Bus session bus: run the suite through scripts/test.sh (it starts one with gnome-keyring), or set NIGHTSHIFT_SKIP_KEYCHAIN=1");
 }
 
-/// A home whose keychain service is unique to this test.
+/// A home whose keychain service is unique to this test; accounts are `email` (Claude) or
+/// `agent:email`.
 fn home_with_accounts(accounts: &[&str]) -> (TestHome, String) {
     let th = TestHome::new();
     let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
     let mut toml = format!("keychain_service = \"{service}\"\nkill_grace_secs = 1\n");
     for a in accounts {
-        toml += &format!("[[accounts]]\nemail = \"{a}\"\n");
+        let (agent, email) = a.split_once(':').unwrap_or(("claude", a));
+        toml += &format!("[[accounts]]\nagent = \"{agent}\"\nemail = \"{email}\"\n");
     }
     std::fs::write(th.path().join("nightshift.toml"), toml).unwrap();
     (th, service)
@@ -289,4 +292,99 @@ fn a_pinned_account_that_is_not_configured_blocks_with_no_account() {
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("no_account")), "{rec:#}");
     assert_eq!(rec["message"], "account ghost@x.dev is not configured; add it with `nightshiftctl accounts add claude ghost@x.dev`");
     assert!(!th.path().join("ran").exists(), "nothing was spawned");
+}
+
+const KEY_A: &str = "sk-test-codex-alpha-000000000001";
+const KEY_B: &str = "sk-test-codex-bravo-000000000002";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_accounts_get_their_own_key_and_codex_home_and_fail_over_on_a_usage_limit() {
+    use nightshift_testkit::fake_openai::{FakeOpenAi, Reply as OpenAiReply};
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    let reset = (chrono::Utc::now().timestamp() / 60 + 5 * 60) * 60;
+    fake.set(KEY_A, OpenAiReply::UsageLimit { resets_at: reset });
+    fake.set(KEY_B, OpenAiReply::Success { text: "Merged 2 PRs.".into() });
+    let (th, _) = home_with_accounts(&["codex:a@x.dev", "codex:b@x.dev"]);
+    // Each account's CODEX_HOME (its config dir) points Codex at the fake.
+    for slug in ["a-at-x.dev", "b-at-x.dev"] {
+        let dir = th.path().join("accounts/codex").join(slug);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), fake.codex_config(0)).unwrap();
+    }
+    th.routine("merge", &format!("schedule: \"0 2 * * *\"\nagent: codex\nprompt: Merge green PRs\naccounts: [a@x.dev, b@x.dev]\ncwd: {}\n", th.user_home().display()));
+    let out = tokio_ctl(&th)
+        .args(["run", "merge", "--wait", "--json"])
+        .env("OPENAI_API_KEY_A_AT_X_DOT_DEV", KEY_A)
+        .env("OPENAI_API_KEY_B_AT_X_DOT_DEV", KEY_B)
+        .env("OPENAI_API_KEY", "sk-inherited-must-not-reach-the-run-0000")
+        .output()
+        .await
+        .unwrap();
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["account"].as_str()), (Some("completed"), Some("b@x.dev")), "{rec:#}");
+    let tried: Vec<(&str, &str)> = rec["attempts"].as_array().unwrap().iter().map(|a| (a["account"].as_str().unwrap(), a["status"].as_str().unwrap())).collect();
+    assert_eq!(tried, vec![("a@x.dev", "failed"), ("b@x.dev", "completed")]);
+    assert_eq!(rec["attempts"][0]["reason"], "rate_limited");
+    assert_eq!(fake.response_keys(), vec![KEY_A, KEY_B], "each account's own key, nothing inherited");
+    let h = json(&ctl(&th).args(["accounts", "list", "--json"]).env("OPENAI_API_KEY_A_AT_X_DOT_DEV", KEY_A).output().unwrap());
+    let a = h.as_array().unwrap().iter().find(|x| x["account"] == "a@x.dev").unwrap().clone();
+    assert_eq!((a["verdict"].as_str(), a["agent"].as_str(), a["source"].as_str()), (Some("rate_limited"), Some("codex"), Some("env")), "{a:#}");
+    let resets = chrono::DateTime::parse_from_rfc3339(a["resets_at"].as_str().unwrap()).unwrap().timestamp();
+    assert_eq!(resets, reset, "the reset Codex named, not the 60-minute fallback");
+    for key in [KEY_A, KEY_B] {
+        assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "{key} leaked");
+        assert!(!stdout(&out).contains(key) && !stderr(&out).contains(key));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_gemini_key_revokes_the_account_and_a_new_key_in_the_keychain_brings_it_back() {
+    use nightshift_testkit::fake_gemini::{FakeGemini, Reply as GeminiReply};
+    if require_agent_cli("gemini").is_none() || !keychain_available() {
+        return;
+    }
+    const OLD: &str = "AIzaSyTest-old-key-000000000000000001";
+    const NEW: &str = "AIzaSyTest-new-key-000000000000000002";
+    let fake = FakeGemini::start(None).await; // unknown keys: 400 API_KEY_INVALID
+    fake.set(NEW, GeminiReply::Success { text: "Triaged.".into() });
+    let (th, service) = home_with_accounts(&["gemini:g@x.dev"]);
+    th.routine(
+        "triage",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: gemini\nmodel: gemini-2.5-flash\nprompt: Triage\naccount: g@x.dev\ncwd: {}\nenv:\n  GOOGLE_GEMINI_BASE_URL: {}\n",
+            th.user_home().display(),
+            fake.url()
+        ),
+    );
+    assert!(set_token(&th, "g@x.dev", OLD).status.success());
+    let run = || async { json(&ctl_bus(&th).args(["run", "triage", "--wait", "--json"]).output().unwrap()) };
+    let rec = run().await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
+    assert_eq!(health_of(&th, "g@x.dev")["verdict"], "revoked");
+    // The next run is held before anything reaches the API, with the fix for this agent.
+    let seen = fake.requests().len();
+    let rec = run().await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("auth_preflight")), "{rec:#}");
+    let msg = rec["message"].as_str().unwrap();
+    assert!(msg.contains("nightshiftctl accounts set-token g@x.dev (a Gemini API key") && msg.contains("GEMINI_CLI_HOME="), "{msg}");
+    assert_eq!(fake.requests().len(), seen);
+    // A new key (`set-key` is the same command): it runs, on API-key auth the CLI was told to use.
+    let mut child = ctl_bus(&th).args(["accounts", "set-key", "g@x.dev"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(format!("{NEW}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("stored the Gemini API key for g@x.dev"), "{}", stdout(&out));
+    let rec = run().await;
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert_eq!(fake.generate_keys().last().map(String::as_str), Some(NEW));
+    let settings = std::fs::read_to_string(th.path().join("accounts/gemini/g-at-x.dev/.gemini/settings.json")).unwrap();
+    assert!(settings.contains("gemini-api-key"), "{settings}");
+    for key in [OLD, NEW] {
+        assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "{key} leaked");
+    }
+    let acc = nightshift_core::accounts::Account { agent: nightshift_core::routine::AgentKind::Gemini, email: "g@x.dev".into(), config_dir: "/x".into() };
+    let _ = nightshift_core::accounts::keychain::delete_token(&service, &acc);
 }

@@ -91,31 +91,27 @@ impl std::fmt::Debug for Credential {
 
 /// Find the account's credential: keychain, then environment, then the agent's own login.
 pub fn credential(account: &Account, keychain_service: &str, env: &[(String, String)]) -> Credential {
-    let (login, login_file) = match account.agent {
-        AgentKind::Claude => (claude_login::read(&account.config_dir), account.config_dir.join(".credentials.json")),
-        _ => {
-            let file = account.config_dir.join("auth.json");
-            (LoginFacts { present: file.exists(), ..LoginFacts::default() }, file)
-        }
+    let login_file = account.config_dir.join(account.auth().login_file);
+    let login = match account.agent {
+        AgentKind::Claude => claude_login::read(&account.config_dir),
+        _ => LoginFacts { present: login_file.exists(), ..LoginFacts::default() },
     };
     let login_changed_at = std::fs::metadata(&login_file).and_then(|m| m.modified()).ok().map(DateTime::<Utc>::from);
     let mut cred = Credential { source: CredentialSource::None, token: None, login, login_changed_at, keychain_problem: None };
-    if account.agent == AgentKind::Claude {
-        match keychain::get_token(keychain_service, account) {
-            Ok(Some(token)) => {
-                cred.source = CredentialSource::Keychain;
-                cred.token = Some(token);
-                return cred;
-            }
-            Ok(None) => {}
-            Err(problem) => cred.keychain_problem = Some(problem.0),
-        }
-        let var = account.env_token_var();
-        if let Some((_, token)) = env.iter().find(|(k, v)| *k == var && !v.is_empty()) {
-            cred.source = CredentialSource::Env;
-            cred.token = Some(token.clone());
+    match keychain::get_token(keychain_service, account) {
+        Ok(Some(token)) => {
+            cred.source = CredentialSource::Keychain;
+            cred.token = Some(token);
             return cred;
         }
+        Ok(None) => {}
+        Err(problem) => cred.keychain_problem = Some(problem.0),
+    }
+    let var = account.env_token_var();
+    if let Some((_, token)) = env.iter().find(|(k, v)| *k == var && !v.is_empty()) {
+        cred.source = CredentialSource::Env;
+        cred.token = Some(token.clone());
+        return cred;
     }
     if cred.login.present {
         cred.source = CredentialSource::AgentLogin;
@@ -146,14 +142,16 @@ pub struct AccountHealth {
 
 /// The fix for an account that cannot authenticate.
 pub fn relogin_hint(account: &Account) -> String {
-    match account.agent {
-        AgentKind::Claude => format!(
-            "re-login: nightshiftctl accounts set-token {}, or claude /login with CLAUDE_CONFIG_DIR={}",
-            account.email,
-            account.config_dir.display()
-        ),
-        other => format!("re-login: {} login with its config dir {}", other.as_str(), account.config_dir.display()),
-    }
+    let auth = account.auth();
+    format!(
+        "re-login: nightshiftctl accounts set-token {} (a {} from {}), or {} with {}={}",
+        account.email,
+        auth.secret_name,
+        auth.secret_how,
+        auth.login_command,
+        auth.config_dir_var,
+        account.config_dir.display()
+    )
 }
 
 /// Decide the verdict from the credential and what runs showed.

@@ -1,11 +1,11 @@
 //! Accounts: which login a run uses, where its credential comes from, and how healthy it is.
 //!
 //! An account is an agent plus an identity (email) plus a config dir of its own
-//! (`CLAUDE_CONFIG_DIR` / `CODEX_HOME`). Credentials, strongest first: a setup token in the OS
-//! keychain (service `nightshift`, user `claude:<email>`), a setup token in the environment
-//! variable `CLAUDE_CODE_OAUTH_TOKEN_<SLUG>` (headless machines without a keychain), or Claude's
-//! own login in the account's config dir (read for health facts only — never refreshed, never
-//! written, never copied).
+//! (`CLAUDE_CONFIG_DIR` / `CODEX_HOME` / `GEMINI_CLI_HOME`, see [`AgentAuth`]). Credentials,
+//! strongest first: a secret in the OS keychain (service `nightshift`, user `<agent>:<email>`: a
+//! Claude setup token, an OpenAI API key, a Gemini API key), the same in the environment variable
+//! `<VAR>_<SLUG>` (headless machines without a keychain), or the agent's own login in the
+//! account's config dir (read for health facts only — never refreshed, never written, never copied).
 
 pub mod claude_login;
 mod config;
@@ -33,9 +33,70 @@ impl Account {
         format!("{}:{}", self.agent.as_str(), self.email)
     }
 
-    /// The environment variable that may hold this account's setup token.
+    /// The environment variable that may hold this account's secret (e.g.
+    /// `CLAUDE_CODE_OAUTH_TOKEN_ME_AT_HOME_DOT_DEV`, `OPENAI_API_KEY_…`, `GEMINI_API_KEY_…`).
     pub fn env_token_var(&self) -> String {
-        format!("CLAUDE_CODE_OAUTH_TOKEN_{}", env_slug(&self.email))
+        format!("{}_{}", self.auth().secret_var, env_slug(&self.email))
+    }
+
+    pub fn auth(&self) -> &'static AgentAuth {
+        AgentAuth::of(self.agent)
+    }
+
+    /// The shell line that logs this account in again, so the login lands where its runs look:
+    /// `CLAUDE_CONFIG_DIR='…' claude /login`, `CODEX_HOME='…' codex login`, `GEMINI_CLI_HOME='…' gemini`.
+    pub fn login_command_line(&self) -> String {
+        let auth = self.auth();
+        format!("{}='{}' {}", auth.config_dir_var, self.config_dir.display(), auth.login_command)
+    }
+}
+
+/// How each agent CLI authenticates: what Nightshift injects into a run, and where the CLI keeps
+/// its own login. One table, so accounts, preflight, re-login and the UI agree per agent.
+#[derive(Debug)]
+pub struct AgentAuth {
+    /// Set to the account's config dir for each run.
+    pub config_dir_var: &'static str,
+    /// Set to the stored secret (keychain or environment) for each run.
+    pub secret_var: &'static str,
+    /// What that secret is, in words.
+    pub secret_name: &'static str,
+    /// How a user gets one.
+    pub secret_how: &'static str,
+    /// The agent's own login, relative to the config dir.
+    pub login_file: &'static str,
+    /// The interactive login, run with `config_dir_var` set.
+    pub login_command: &'static str,
+}
+
+impl AgentAuth {
+    pub fn of(agent: AgentKind) -> &'static AgentAuth {
+        match agent {
+            AgentKind::Claude => &AgentAuth {
+                config_dir_var: "CLAUDE_CONFIG_DIR",
+                secret_var: "CLAUDE_CODE_OAUTH_TOKEN",
+                secret_name: "setup token",
+                secret_how: "`claude setup-token`",
+                login_file: ".credentials.json",
+                login_command: "claude /login",
+            },
+            AgentKind::Codex => &AgentAuth {
+                config_dir_var: "CODEX_HOME",
+                secret_var: "OPENAI_API_KEY",
+                secret_name: "OpenAI API key",
+                secret_how: "https://platform.openai.com/api-keys",
+                login_file: "auth.json",
+                login_command: "codex login",
+            },
+            AgentKind::Gemini => &AgentAuth {
+                config_dir_var: "GEMINI_CLI_HOME",
+                secret_var: "GEMINI_API_KEY",
+                secret_name: "Gemini API key",
+                secret_how: "https://aistudio.google.com/apikey",
+                login_file: ".gemini/oauth_creds.json",
+                login_command: "gemini",
+            },
+        }
     }
 }
 

@@ -2,7 +2,8 @@
 //! rows, errors, `--json` output, UI payloads, tracing.
 //!
 //! Two nets: every token Nightshift itself handles is registered and replaced wherever it appears,
-//! and anything shaped like an Anthropic key or token (`sk-ant-…`) is masked even if we never saw it.
+//! and anything shaped like a provider key or token is masked even if we never saw it: Anthropic
+//! (`sk-ant-…`), OpenAI (`sk-…`, `sk-proj-…`, 20+ characters), Google (`AIza…`, 30+ characters).
 
 use std::sync::{Arc, RwLock};
 
@@ -43,7 +44,7 @@ impl Redactor {
     /// Does `bytes` contain a registered secret or a key-shaped string?
     pub fn finds_in(&self, bytes: &[u8]) -> bool {
         let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
-        secrets.iter().any(|s| contains(bytes, s.as_bytes())) || contains(bytes, b"sk-ant-")
+        secrets.iter().any(|s| contains(bytes, s.as_bytes())) || SHAPES.iter().any(|(prefix, _)| contains(bytes, prefix.as_bytes()))
     }
 
     /// Rewrite a file with its secrets masked, if it holds any. Used on a run's logs after the run:
@@ -67,18 +68,36 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
     !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
 }
 
-/// Mask `sk-ant-<letters, digits, - and _>` (API keys, OAuth and setup tokens).
+/// Key shapes: a prefix at a word start, then at least this many key characters.
+const SHAPES: &[(&str, usize)] = &[("sk-ant-", 1), ("sk-", 20), ("AIza", 30)];
+
+fn key_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '-' || c == '_'
+}
+
+/// Mask every key-shaped string (API keys, OAuth and setup tokens).
 fn mask_key_shapes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("sk-ant-") {
-        out.push_str(&rest[..i]);
-        let tail = &rest[i..];
-        let end = tail.find(|c: char| !(c.is_ascii_alphanumeric() || c == '-' || c == '_')).unwrap_or(tail.len());
-        out.push_str(MASK);
-        rest = &tail[end..];
+    let mut i = 0;
+    'scan: while i < text.len() {
+        let rest = &text[i..];
+        let at_word_start = text[..i].chars().next_back().is_none_or(|c| !key_char(c));
+        if at_word_start {
+            for (prefix, min) in SHAPES {
+                if let Some(body) = rest.strip_prefix(prefix) {
+                    let len = body.find(|c: char| !key_char(c)).unwrap_or(body.len());
+                    if len >= *min {
+                        out.push_str(MASK);
+                        i += prefix.len() + len;
+                        continue 'scan;
+                    }
+                }
+            }
+        }
+        let c = rest.chars().next().expect("not at the end");
+        out.push(c);
+        i += c.len_utf8();
     }
-    out.push_str(rest);
     out
 }
 
@@ -94,5 +113,11 @@ mod tests {
         assert_eq!(r.redact("key sk-ant-api03-AbC_d-9 end"), "key [redacted] end");
         assert!(r.finds_in(b"x tok-very-secret-123 y"));
         assert!(!r.finds_in(b"nothing here"));
+        assert_eq!(r.redact("OPENAI_API_KEY=sk-proj-AbCdEf0123456789_xyzXYZ ok"), "OPENAI_API_KEY=[redacted] ok");
+        assert_eq!(r.redact("key=AIzaSyA-1234567890abcdefghijklmnopqrstu!"), "key=[redacted]!");
+        // Not keys: too short, or inside a word.
+        assert_eq!(r.redact("task-list and sk-short and AIzaShort"), "task-list and sk-short and AIzaShort");
+        assert_eq!(r.redact("disk-0123456789abcdefghijkl"), "disk-0123456789abcdefghijkl");
+        assert!(r.finds_in(b"x AIzaSyA y"));
     }
 }

@@ -25,6 +25,7 @@ const AUTH: &[&str] = &[
     "login required",
     "please login",
     "please log in",
+    "invalid auth method",
 ];
 
 const RATE: &[&str] = &[

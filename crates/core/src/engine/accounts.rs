@@ -175,20 +175,25 @@ pub(crate) fn set_health(core: &Arc<Core>, record: &HealthRecord) {
     }
 }
 
-/// A new Claude login in an account's config dir (`claude /login`, what the tray's Re-login
-/// runs) after the account was refused: the account may work again. Only a stat per revoked
-/// account; called by the scheduler on each pass and when the login file changes.
+/// A new agent login in an account's config dir (`claude /login`, `codex login`, Gemini's `/auth`
+/// — what the tray's Re-login runs) after the account was refused: the account may work again.
+/// Only a stat per revoked account; called by the scheduler on each pass and when a login file
+/// changes.
 pub(crate) fn notice_new_logins(core: &Arc<Core>) {
-    for account in core.accounts().into_iter().filter(|a| a.agent == crate::routine::AgentKind::Claude) {
+    for account in core.accounts() {
         let Some(h) = core.store.account_health(&account.email).ok().flatten() else { continue };
         if h.verdict != Verdict::Revoked.as_str() {
             continue;
         }
-        let file = account.config_dir.join(".credentials.json");
+        let file = account.config_dir.join(account.auth().login_file);
         let Ok(changed) = std::fs::metadata(&file).and_then(|m| m.modified()) else { continue };
         let changed: DateTime<Utc> = changed.into();
-        if changed > h.at && crate::accounts::claude_login::read(&account.config_dir).present {
-            tracing::info!(account = %account.email, "a new Claude login was found; the account may work again");
+        let present = match account.agent {
+            crate::routine::AgentKind::Claude => crate::accounts::claude_login::read(&account.config_dir).present,
+            _ => true,
+        };
+        if changed > h.at && present {
+            tracing::info!(account = %account.email, "a new agent login was found; the account may work again");
             set_health(core, &HealthRecord {
                 account: account.email.clone(),
                 verdict: Verdict::Ok.as_str().into(),
@@ -210,7 +215,7 @@ impl Engine {
     /// A configured account by its email; the error says how to add it.
     pub fn account(&self, email: &str) -> Result<Account> {
         self.core.accounts().into_iter().find(|a| a.email == email).ok_or_else(|| {
-            Error::new(ErrorCode::Usage, format!("no account {email}; add it with `nightshiftctl accounts add claude {email}`"))
+            Error::new(ErrorCode::Usage, format!("no account {email}; add it with `nightshiftctl accounts add claude|codex|gemini {email}`"))
         })
     }
 
@@ -243,7 +248,8 @@ impl Engine {
         let a = self.account(email)?;
         let token = token.trim();
         if token.is_empty() {
-            return Err(Error::new(ErrorCode::Usage, "the token is empty (paste the output of `claude setup-token` on stdin)"));
+            let auth = a.auth();
+            return Err(Error::new(ErrorCode::Usage, format!("the {} is empty (paste it on stdin; get one from {})", auth.secret_name, auth.secret_how)));
         }
         self.core.redactor.register(token);
         keychain::set_token(&self.core.settings.keychain_service, &a, token).map_err(|e| Error::new(ErrorCode::Usage, e.0))?;

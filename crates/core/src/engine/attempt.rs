@@ -67,15 +67,14 @@ fn prepare(
         if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
             return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
         }
-        match account.agent {
-            AgentKind::Claude => {
-                extra.push(("CLAUDE_CONFIG_DIR", account.config_dir.display().to_string()));
-                if let Some(token) = &cred.token {
-                    extra.push(("CLAUDE_CODE_OAUTH_TOKEN", token.clone()));
-                }
+        // The account's own config dir, and its stored secret, for this run only.
+        let auth = account.auth();
+        extra.push((auth.config_dir_var, account.config_dir.display().to_string()));
+        if let Some(token) = &cred.token {
+            extra.push((auth.secret_var, token.clone()));
+            if account.agent == AgentKind::Gemini {
+                select_gemini_api_key(&account.config_dir)?;
             }
-            AgentKind::Codex => extra.push(("CODEX_HOME", account.config_dir.display().to_string())),
-            AgentKind::Gemini => {}
         }
     }
     let env = env::build(core.env.iter().cloned(), &routine.env, &extra);
@@ -107,4 +106,25 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
         }
     }
     process::find_on_path(name, path_var).ok_or_else(|| format!("`{name}` was not found on PATH; {}", driver.install_hint()))
+}
+
+/// Gemini CLI uses a `GEMINI_API_KEY` only when its settings select API-key auth (otherwise it
+/// stops with "Invalid auth method selected"). For an account with a stored key, make the
+/// account's own settings say so — leaving every other setting, and an explicit choice, as is.
+fn select_gemini_api_key(config_dir: &std::path::Path) -> Result<(), String> {
+    let path = config_dir.join(".gemini").join("settings.json");
+    let mut settings: serde_json::Value = match std::fs::read_to_string(&path) {
+        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON ({e}); fix or remove it", path.display()))?,
+        Err(_) => serde_json::json!({}),
+    };
+    if settings.pointer("/security/auth/selectedType").is_some() {
+        return Ok(());
+    }
+    let Some(obj) = settings.as_object_mut() else { return Err(format!("{} is not a JSON object", path.display())) };
+    let security = obj.entry("security").or_insert_with(|| serde_json::json!({}));
+    let auth = security.as_object_mut().map(|s| s.entry("auth").or_insert_with(|| serde_json::json!({})));
+    if let Some(serde_json::Value::Object(a)) = auth {
+        a.insert("selectedType".into(), "gemini-api-key".into());
+    }
+    crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&settings).unwrap_or_default().as_bytes()).map_err(|e| e.message)
 }

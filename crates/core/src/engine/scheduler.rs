@@ -325,15 +325,16 @@ fn local(r: &Routine, t: DateTime<Utc>) -> String {
     t.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M %Z").to_string()
 }
 
-/// Watch the home's wake file and each Claude account's login file; each change sends a nudge.
+/// Watch the home's wake file and each account's login file; each change sends a nudge.
 fn watch_wakes(engine: &Engine, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
     let wake = engine.home().wake_path();
     let mut dirs = vec![wake.parent()?.to_path_buf()];
-    dirs.extend(engine.accounts().into_iter().filter(|a| a.agent == crate::routine::AgentKind::Claude).map(|a| a.config_dir));
+    let logins: Vec<std::path::PathBuf> = engine.accounts().iter().map(|a| a.config_dir.join(a.auth().login_file)).collect();
+    dirs.extend(logins.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)));
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
-            let relevant = ev.paths.iter().any(|p| p.file_name().is_some_and(|n| n == "queue" || n == ".credentials.json"));
+            let relevant = ev.paths.iter().any(|p| p.file_name().is_some_and(|n| n == "queue") || logins.contains(p));
             if relevant && !matches!(ev.kind, notify::EventKind::Access(_)) {
                 let _ = tx.try_send(());
             }

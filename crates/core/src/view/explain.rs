@@ -29,7 +29,13 @@ pub fn explain(run: &RunRecord) -> Explanation {
             } else {
                 format!("Account {who} is logged out or its login was refused.")
             },
-            fix: Some(format!("Re-login {who} (claude /login), or paste a setup token from `claude setup-token`. Routines it held run once when it works again.")),
+            fix: Some(match crate::routine::AgentKind::from_name(&run.agent).map(crate::accounts::AgentAuth::of) {
+                Some(auth) => format!(
+                    "Re-login {who} ({}), or store a {} ({}) with Set token. Routines it held run once when it works again.",
+                    auth.login_command, auth.secret_name, auth.secret_how
+                ),
+                None => format!("Re-login {who}. Routines it held run once when it works again."),
+            }),
             relogin: account,
         },
         (_, Some(Reason::RateLimited)) => plain(
@@ -38,7 +44,7 @@ pub fn explain(run: &RunRecord) -> Explanation {
         ),
         (_, Some(Reason::NoAccount)) => plain(
             "No account can run this routine: none is configured for its agent, or every one is blocked.".into(),
-            Some("Add one with `nightshiftctl accounts add claude you@example.com`, then store its token with `nightshiftctl accounts set-token`."),
+            Some("Add one with `nightshiftctl accounts add claude|codex|gemini you@example.com`, then store its token or key with `nightshiftctl accounts set-token`."),
         ),
         (_, Some(Reason::SpawnFailed)) => plain(format!("The agent could not be started: {}", said.unwrap_or("unknown error")), Some("Install the agent's CLI or set its path under [agents] in nightshift.toml.")),
         (_, Some(Reason::ExitNonzero)) => plain(format!("The command failed: {}", said.unwrap_or("it exited with an error")), Some("The log below shows what it printed.")),
