@@ -76,12 +76,19 @@ onEngine((ev) => {
   }
 });
 
-// Re-login: a terminal with `claude /login` when one can be opened, else this panel with the
-// exact command and a field for a setup token.
+// Re-login: a terminal with the agent's own login (`claude /login`, `codex login`, `gemini`) when
+// one can be opened, else this panel with the exact command and a field for the agent's secret
+// (a setup token, an API key).
 const panel = document.getElementById("relogin");
 let reloginAccount = null;
-function showRelogin({ account, command, opened }) {
+let reloginSecret = "setup token";
+function showRelogin({ account, command, opened, secret, secret_how }) {
   reloginAccount = account;
+  if (secret) {
+    reloginSecret = secret;
+    document.getElementById("relogin-secret").replaceChildren(`…or paste a ${secret} from `, Object.assign(document.createElement("code"), { textContent: secret_how }), "; it is stored in the OS keychain and never shown again.");
+    document.getElementById("token-label").textContent = secret.charAt(0).toUpperCase() + secret.slice(1);
+  }
   document.getElementById("relogin-account").textContent = account;
   document.getElementById("relogin-command").textContent = command;
   document.getElementById("relogin-opened").textContent = opened ? `Opened ${opened} running the login. When it is done, press Check on the account.` : "No terminal could be opened here. Run this in a terminal:";
@@ -92,7 +99,7 @@ function showRelogin({ account, command, opened }) {
 async function relogin(account) {
   try {
     const r = await call("relogin", { email: account });
-    showRelogin({ account, command: r.command, opened: r.opened });
+    showRelogin({ account, command: r.command, opened: r.opened, secret: r.secret, secret_how: r.secret_how });
   } catch (e) {
     showRelogin({ account, command: "", opened: null });
     document.getElementById("token-result").textContent = errorText(e);
@@ -106,7 +113,7 @@ document.getElementById("token-form").addEventListener("submit", async (ev) => {
   field.value = ""; // never kept on screen
   try {
     await call("set_token", { email: reloginAccount, token });
-    document.getElementById("token-result").textContent = `Stored the setup token for ${reloginAccount} in the OS keychain.`;
+    document.getElementById("token-result").textContent = `Stored the ${reloginSecret} for ${reloginAccount} in the OS keychain.`;
   } catch (e) {
     document.getElementById("token-result").textContent = errorText(e);
   }

@@ -169,6 +169,9 @@ pub struct Relogin {
     pub opened: Option<String>,
     /// The exact command, to show and copy.
     pub command: String,
+    /// What can be pasted instead ("setup token", "OpenAI API key", …) and where to get one.
+    pub secret: &'static str,
+    pub secret_how: &'static str,
 }
 
 /// Re-login, the same flow as the tray: a terminal with the agent's own login for the account's config
@@ -176,9 +179,10 @@ pub struct Relogin {
 #[tauri::command]
 pub fn relogin(state: State<'_, AppState>, email: String) -> Result<Relogin, Error> {
     let account = state.engine.account(&email)?;
+    let (secret, secret_how) = (account.auth().secret_name, account.auth().secret_how);
     Ok(match crate::relogin::open_terminal(&account) {
-        Ok(terminal) => Relogin { opened: Some(terminal), command: account.login_command_line() },
-        Err(command) => Relogin { opened: None, command },
+        Ok(terminal) => Relogin { opened: Some(terminal), command: account.login_command_line(), secret, secret_how },
+        Err(command) => Relogin { opened: None, command, secret, secret_how },
     })
 }
 

@@ -176,6 +176,8 @@ mod tests {
             resets_at: None,
             config_dir: "/x".into(),
             fix: None,
+            secret: "setup token",
+            secret_how: "`claude setup-token`",
         }
     }
 

@@ -5,7 +5,10 @@ import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
 
-const SOURCES = { keychain: "setup token in the OS keychain", env: "token from the environment", agent_login: "Claude login in its config dir", none: "no credential" };
+const AGENTS = { claude: "Claude", codex: "Codex", gemini: "Gemini CLI" };
+const source = (a) =>
+  ({ keychain: `${a.secret} in the OS keychain`, env: `${a.secret} from the environment`, agent_login: `${AGENTS[a.agent] ?? a.agent} login in its config dir`, none: "no credential" })[a.source] ?? a.source;
+const capital = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 
 export function mount(root, _params, ui) {
   const status = h("p", { class: "notice", role: "status", id: "accounts-status" });
@@ -25,7 +28,7 @@ export function mount(root, _params, ui) {
       replace(
         body,
         empty(
-          "No accounts yet. Command routines need none; for Claude routines add one:",
+          "No accounts yet. Command routines need none; for agent routines add one (claude, codex or gemini):",
           h("pre", {}, h("code", {}, "nightshiftctl accounts add claude you@example.com\nnightshiftctl accounts set-token you@example.com")),
         ),
       );
@@ -35,10 +38,10 @@ export function mount(root, _params, ui) {
   }
 
   function card({ health: a, history }) {
-    const tokenField = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true, "aria-label": `Setup token for ${a.account}`, class: "token" });
+    const tokenField = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true, "aria-label": `${capital(a.secret)} for ${a.account}`, class: "token" });
     const tokenForm = h(
       "form",
-      { class: "token-form", hidden: true, onsubmit: (ev) => saveToken(ev, a.account, tokenField, tokenForm) },
+      { class: "token-form", hidden: true, onsubmit: (ev) => saveToken(ev, a, tokenField, tokenForm) },
       tokenField,
       h("button", { type: "submit", class: "primary" }, "Save token"),
     );
@@ -51,7 +54,7 @@ export function mount(root, _params, ui) {
       h("div", { class: "toolbar" }, h("h3", {}, a.account), badge(a.verdict), h("span", { class: "muted small" }, a.agent)),
       h("p", { class: "evidence" }, a.evidence, a.since ? h("span", { class: "muted small", title: full(a.since) }, ` · ${ago(a.since)}`) : null),
       when,
-      h("p", { class: "muted small" }, `Credential: ${SOURCES[a.source] ?? a.source} · config dir `, h("code", {}, a.config_dir)),
+      h("p", { class: "muted small" }, `Credential: ${source(a)} · config dir `, h("code", {}, a.config_dir)),
       a.fix ? h("p", { class: "fix" }, a.fix) : null,
       h(
         "div",
@@ -67,13 +70,13 @@ export function mount(root, _params, ui) {
     );
   }
 
-  async function saveToken(ev, account, field, form) {
+  async function saveToken(ev, a, field, form) {
     ev.preventDefault();
     const token = field.value;
     field.value = ""; // never kept on screen
     try {
-      await call("set_token", { email: account, token });
-      status.textContent = `Stored the setup token for ${account} in the OS keychain.`;
+      await call("set_token", { email: a.account, token });
+      status.textContent = `Stored the ${a.secret} for ${a.account} in the OS keychain.`;
       form.hidden = true;
       load();
     } catch (e) {

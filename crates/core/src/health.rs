@@ -138,6 +138,10 @@ pub struct AccountHealth {
     pub config_dir: String,
     /// The exact fix, when there is one.
     pub fix: Option<String>,
+    /// What this agent's stored secret is ("setup token", "OpenAI API key", "Gemini API key")
+    /// and where a user gets one — so every face words Set token the same way.
+    pub secret: &'static str,
+    pub secret_how: &'static str,
 }
 
 /// The fix for an account that cannot authenticate.
@@ -167,6 +171,8 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
         resets_at: None,
         config_dir: account.config_dir.display().to_string(),
         fix: None,
+        secret: account.auth().secret_name,
+        secret_how: account.auth().secret_how,
     };
     // A run refused this account: revoked, until a new credential appears.
     if let Some(r) = record.filter(|r| r.verdict == Verdict::Revoked.as_str()) {
