@@ -141,3 +141,22 @@ async fn retries_that_end_in_a_completed_turn_are_completed() {
     let (rec, code) = run(&th, "retried-success").await;
     assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stalled_api_is_timed_out() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    fake.set("sk-slow", Reply::Slow { secs: 60, text: REPORT.into() });
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\n").unwrap();
+    routine(&th, &fake, "sk-slow", "auto", 0);
+    let yaml = std::fs::read_to_string(th.path().join("routines/triage.yaml")).unwrap().replace("timeout: 2m", "timeout: 3s");
+    std::fs::write(th.path().join("routines/triage.yaml"), yaml).unwrap();
+    let started = std::time::Instant::now();
+    let (rec, code) = run(&th, "timed-out").await;
+    assert_eq!((code, rec["status"].as_str()), (1, Some("timed_out")), "{rec:#}");
+    assert_eq!(rec["message"], "timed out after 3s");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3 + 1 + 5), "ended on time: {:?}", started.elapsed());
+}

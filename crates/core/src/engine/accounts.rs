@@ -264,7 +264,7 @@ impl Engine {
         });
         Engine::emit(&self.core, EngineEvent::AccountsChanged);
         // A scheduler in another process (the app, a daemon) makes up held work at once.
-        super::queue::wake(&self.core);
+        super::signal::wake(&self.core);
         Ok(())
     }
 

@@ -48,7 +48,7 @@ pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Opt
     let record = settle_inner(core, run, ended).await;
     core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
     if let Some(r) = &record {
-        super::queue::resolve_waiters(core, r);
+        super::signal::resolve_waiters(core, r);
     }
     record
 }
@@ -86,7 +86,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
         }
     };
     // A lane is free: whatever waits may start, here and in other processes.
-    super::queue::wake(core);
+    super::signal::wake(core);
     if finalized == Some(true) {
         tracing::info!(run = %run.id, routine = %run.routine.name, status = %record.status, "run settled");
         announce(core, &record).await;

@@ -7,7 +7,8 @@
 //! `queue` (a queued row; dispatch passes decided by `lanes`) → `driver` (preflight with
 //! `accounts`, each try prepared by `attempt` and watched by `supervise`) → `finalize` (the final
 //! row and its outbox entry, in one transaction) → `delivery` (the notification). `recovery`
-//! takes over what a dead engine left; `scheduler` fires slots and makes up `held` work.
+//! takes over what a dead engine left; `scheduler` fires slots and makes up `held` work; `signal`
+//! carries wake-ups and final records back without a step importing its caller.
 
 mod accounts;
 mod attempt;
@@ -21,6 +22,7 @@ mod lock;
 mod queue;
 mod recovery;
 pub mod scheduler;
+mod signal;
 mod supervise;
 
 pub use delivery::DEFAULT_BACKOFF;

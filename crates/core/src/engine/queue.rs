@@ -11,7 +11,7 @@
 
 use super::lanes::{self, Busy, Waiting};
 use super::supervise::{Ending, LiveRun};
-use super::{driver, finalize, Core, Engine};
+use super::{driver, finalize, signal, Core, Engine};
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{AccountChoice, Routine, RoutineSet};
@@ -77,29 +77,14 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
             id
         }
     };
-    let done = waiter(core, &id);
+    let done = signal::waiter(core, &id);
     if let Ok(run) = core.store.get_run(&id) {
         Engine::emit(core, EngineEvent::RunQueued { run });
     }
     dispatch(core).await;
     // Long-running engines in other processes look at once (they may take over what waits).
-    wake(core);
+    signal::wake(core);
     Ok(RunHandle { id, routine: routine.name.clone(), done, core: Arc::clone(core) })
-}
-
-/// Register interest in a run's final record.
-pub(crate) fn waiter(core: &Core, id: &str) -> oneshot::Receiver<RunRecord> {
-    let (tx, rx) = oneshot::channel();
-    core.waiters.lock().unwrap_or_else(|e| e.into_inner()).entry(id.to_string()).or_default().push(tx);
-    rx
-}
-
-/// Hand the final record to whoever waits for it in this process.
-pub(crate) fn resolve_waiters(core: &Core, record: &RunRecord) {
-    let waiting = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&record.id);
-    for tx in waiting.into_iter().flatten() {
-        let _ = tx.send(record.clone());
-    }
 }
 
 /// The row of a run that waits for a lane (history shows it at once).
@@ -132,16 +117,6 @@ pub(crate) fn candidate_accounts(core: &Core, routine: &Routine) -> Vec<String> 
         AccountChoice::Pinned(a) => vec![a.clone()],
         AccountChoice::Pool(list) => list.clone(),
         AccountChoice::Any => core.accounts().into_iter().filter(|a| a.agent == agent).map(|a| a.email).collect(),
-    }
-}
-
-/// Wake the dispatch passes: this engine's now, other processes' through the wake file.
-pub(crate) fn wake(core: &Arc<Core>) {
-    kick(core);
-    let path = core.home.wake_path();
-    let touched = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, std::process::id().to_string()));
-    if let Err(e) = touched {
-        tracing::debug!(error = %e, "could not touch the wake file");
     }
 }
 

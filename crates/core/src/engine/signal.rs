@@ -1,0 +1,33 @@
+//! Signals between the steps of a run's life, so no step imports the one that calls it: a lane
+//! freed (this process's dispatcher and, through the home's wake file, other processes), and
+//! callers waiting for a run's final record.
+
+use super::Core;
+use crate::run::RunRecord;
+use tokio::sync::oneshot;
+
+/// Something was queued or settled: this engine's dispatcher looks again, and long-running
+/// engines in other processes (watching the wake file) do too.
+pub(crate) fn wake(core: &Core) {
+    core.dispatch_kick.notify_one();
+    let path = core.home.wake_path();
+    let touched = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| std::fs::write(&path, std::process::id().to_string()));
+    if let Err(e) = touched {
+        tracing::debug!(error = %e, "could not touch the wake file");
+    }
+}
+
+/// Register interest in a run's final record.
+pub(crate) fn waiter(core: &Core, id: &str) -> oneshot::Receiver<RunRecord> {
+    let (tx, rx) = oneshot::channel();
+    core.waiters.lock().unwrap_or_else(|e| e.into_inner()).entry(id.to_string()).or_default().push(tx);
+    rx
+}
+
+/// Hand the final record to whoever waits for it in this process.
+pub(crate) fn resolve_waiters(core: &Core, record: &RunRecord) {
+    let waiting = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&record.id);
+    for tx in waiting.into_iter().flatten() {
+        let _ = tx.send(record.clone());
+    }
+}
