@@ -59,7 +59,7 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     field.send_keys("nightshift-test-token-ui-0010").await.unwrap();
     client.find(Locator::Css("#token-form button")).await.unwrap().click().await.unwrap();
     let result = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::XPath("//p[@id='token-result' and string-length(normalize-space()) > 0]")).await.unwrap();
-    assert_eq!(result.text().await.unwrap(), "no account work@acme.dev; add it with `nightshiftctl accounts add claude work@acme.dev`");
+    assert_eq!(result.text().await.unwrap(), "no account work@acme.dev; add it with `nightshiftctl accounts add claude|codex|gemini work@acme.dev`");
     let value = client.execute("return document.getElementById('token').value", vec![]).await.unwrap();
     assert_eq!(value, serde_json::json!(""), "the field is cleared at once");
     let _ = field;
