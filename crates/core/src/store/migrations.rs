@@ -107,4 +107,8 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX outbox_due ON outbox(state, next_at_ms) WHERE state = 'pending';
     "#,
+    // 6: history filtered by routine *and* status stays an index lookup (newest first).
+    r#"
+    CREATE INDEX runs_by_routine_status ON runs(routine, status, sort_ms DESC, id DESC);
+    "#,
 ];
