@@ -338,6 +338,9 @@ async fn codex_accounts_get_their_own_key_and_codex_home_and_fail_over_on_a_usag
         assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "{key} leaked");
         assert!(!stdout(&out).contains(key) && !stderr(&out).contains(key));
     }
+    // Codex's shell snapshots (which would hold the run's environment) are off.
+    let snapshots: Vec<_> = std::fs::read_dir(th.path().join("accounts/codex/a-at-x.dev/shell_snapshots")).into_iter().flatten().collect();
+    assert!(snapshots.is_empty(), "{snapshots:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -96,3 +96,23 @@ pub fn runs(th: &TestHome) -> Vec<serde_json::Value> {
     json(&ctl(th).args(["runs", "--json", "--limit", "1000"]).output().unwrap()).as_array().unwrap().clone()
 }
 
+
+/// `nightshiftctl run ROUTINE --wait --json` (no `error:` line allowed): the record and exit code.
+pub async fn run_wait(th: &TestHome, routine: &str) -> (serde_json::Value, i32) {
+    let out = tokio_ctl(th).args(["run", routine, "--wait", "--json"]).output().await.unwrap();
+    assert!(!stderr(&out).contains("error:"), "{}", stderr(&out));
+    (json(&out), out.status.code().unwrap_or(-1))
+}
+
+/// With NIGHTSHIFT_RECORD_FIXTURES=1, keep a run's streams as fixture `name` in
+/// `crates/core/tests/fixtures/<dir>/` (how the recorded agent streams there were made).
+pub fn record_fixture(rec: &serde_json::Value, dir: &str, name: &str) {
+    if std::env::var("NIGHTSHIFT_RECORD_FIXTURES").as_deref() != Ok("1") {
+        return;
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures").join(dir);
+    let run_dir = std::path::Path::new(rec["run_dir"].as_str().unwrap());
+    std::fs::copy(run_dir.join("stdout.log"), dir.join(format!("{name}.jsonl"))).unwrap();
+    std::fs::copy(run_dir.join("stderr.log"), dir.join(format!("{name}.stderr"))).unwrap();
+    std::fs::write(dir.join(format!("{name}.exit")), format!("{}\n", rec["exit_code"])).unwrap();
+}

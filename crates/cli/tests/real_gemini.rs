@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{json, stderr, tokio_ctl};
+use common::{record_fixture, run_wait};
 use nightshift_testkit::fake_gemini::{gemini_settings, FakeGemini, Reply};
 use nightshift_testkit::home::require_agent_cli;
 use nightshift_testkit::TestHome;
@@ -31,24 +31,9 @@ fn routine(th: &TestHome, fake: &FakeGemini, key: &str, mode: &str, attempts: u3
 }
 
 async fn run(th: &TestHome, record_as: &str) -> (serde_json::Value, i32) {
-    let out = tokio_ctl(th).args(["run", "triage", "--wait", "--json"]).output().await.unwrap();
-    let code = out.status.code().unwrap_or(-1);
-    let v = json(&out);
-    assert!(!stderr(&out).contains("error:"), "{}", stderr(&out));
-    record(&v, record_as);
-    (v, code)
-}
-
-/// With NIGHTSHIFT_RECORD_FIXTURES=1, keep the run's streams as a fixture for the unit tests.
-fn record(rec: &serde_json::Value, name: &str) {
-    if std::env::var("NIGHTSHIFT_RECORD_FIXTURES").as_deref() != Ok("1") {
-        return;
-    }
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/gemini-0.61.0");
-    let run_dir = std::path::Path::new(rec["run_dir"].as_str().unwrap());
-    std::fs::copy(run_dir.join("stdout.log"), dir.join(format!("{name}.jsonl"))).unwrap();
-    std::fs::copy(run_dir.join("stderr.log"), dir.join(format!("{name}.stderr"))).unwrap();
-    std::fs::write(dir.join(format!("{name}.exit")), format!("{}\n", rec["exit_code"])).unwrap();
+    let (rec, code) = run_wait(th, "triage").await;
+    record_fixture(&rec, "gemini-0.61.0", record_as);
+    (rec, code)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -119,7 +119,7 @@ fn gemini_server_error_is_an_agent_error() {
 #[test]
 fn arguments_per_mode() {
     let codex = |m| driver(Some(AgentKind::Codex)).args("do it", m, Some("gpt-5"));
-    let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never"];
+    let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(codex(Mode::Plan), with(&["--sandbox", "read-only"]));
     assert_eq!(codex(Mode::Edit), with(&["--sandbox", "workspace-write"]));

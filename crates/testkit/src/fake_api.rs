@@ -57,8 +57,9 @@ pub struct FakeApi<B> {
 }
 
 impl<B: Clone + Send + 'static> FakeApi<B> {
-    /// Serve on 127.0.0.1 with an ephemeral port.
-    pub async fn start(default: Option<B>, credential_of: CredentialOf, handler: Handler<B>, unknown: fn() -> Response) -> FakeApi<B> {
+    /// Serve on 127.0.0.1 with an ephemeral port. (Each provider's `start` calls this with its
+    /// own credential reader, handler and answer for an unknown credential.)
+    pub async fn serve(default: Option<B>, credential_of: CredentialOf, handler: Handler<B>, unknown: fn() -> Response) -> FakeApi<B> {
         let shared = Arc::new(Shared {
             inner: Mutex::new(Inner { default, by_credential: HashMap::new(), calls: HashMap::new(), seen: Vec::new() }),
             handler,

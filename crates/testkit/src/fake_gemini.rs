@@ -5,7 +5,7 @@
 //! `…:streamGenerateContent?alt=sse` answers with `data:` chunks of `candidates` and
 //! `usageMetadata` like the real API; failures use the real `google.rpc` error bodies.
 
-use crate::fake_api::{json_response, slow_sse_response, sse_response, Call, FakeApi, SeenRequest};
+use crate::fake_api::{json_response, slow_sse_response, sse_response, Call, FakeApi};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
@@ -28,26 +28,13 @@ pub enum Reply {
     Slow { secs: u64, text: String },
 }
 
-pub struct FakeGemini {
-    api: FakeApi<Reply>,
-}
+/// The fake Gemini API: a [`FakeApi`] answering with [`Reply`]s.
+pub type FakeGemini = FakeApi<Reply>;
 
-impl FakeGemini {
+impl FakeApi<Reply> {
     /// Start on 127.0.0.1; keys without a reply of their own get `default` (400 when `None`).
     pub async fn start(default: Option<Reply>) -> FakeGemini {
-        FakeGemini { api: FakeApi::start(default, api_key, answer, invalid_key).await }
-    }
-
-    pub fn url(&self) -> String {
-        self.api.url()
-    }
-
-    pub fn set(&self, api_key: &str, reply: Reply) {
-        self.api.set(api_key, reply);
-    }
-
-    pub fn requests(&self) -> Vec<SeenRequest> {
-        self.api.requests()
+        FakeApi::serve(default, api_key, answer, invalid_key).await
     }
 
     /// The keys of the generate calls, in order.

@@ -6,7 +6,7 @@
 //! `response.output_text.delta`, `response.output_item.done`, `response.completed` (with usage)
 //! for a success; `{"error": {…}}` with the real `code`s for failures.
 
-use crate::fake_api::{json_response, slow_sse_response, sse_response, Call, FakeApi, SeenRequest};
+use crate::fake_api::{json_response, slow_sse_response, sse_response, Call, FakeApi};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 
@@ -32,26 +32,13 @@ pub enum Reply {
     Slow { secs: u64, text: String },
 }
 
-pub struct FakeOpenAi {
-    api: FakeApi<Reply>,
-}
+/// The fake Responses API: a [`FakeApi`] answering with [`Reply`]s.
+pub type FakeOpenAi = FakeApi<Reply>;
 
-impl FakeOpenAi {
+impl FakeApi<Reply> {
     /// Start on 127.0.0.1; keys without a reply of their own get `default` (401 when `None`).
     pub async fn start(default: Option<Reply>) -> FakeOpenAi {
-        FakeOpenAi { api: FakeApi::start(default, bearer, answer, || unauthorized()).await }
-    }
-
-    pub fn url(&self) -> String {
-        self.api.url()
-    }
-
-    pub fn set(&self, api_key: &str, reply: Reply) {
-        self.api.set(api_key, reply);
-    }
-
-    pub fn requests(&self) -> Vec<SeenRequest> {
-        self.api.requests()
+        FakeApi::serve(default, bearer, answer, unauthorized).await
     }
 
     /// The keys of the `/v1/responses` calls, in order.

@@ -3,7 +3,8 @@
 //! Modes (checked against the pinned real CLI by the tests): plan → `--sandbox read-only`; edit and
 //! auto → `--sandbox workspace-write` (Codex 0.171 dropped `--full-auto`; in `exec` nothing can be
 //! approved interactively, so the sandbox is the whole policy); skip →
-//! `--dangerously-bypass-approvals-and-sandbox`. `--color never` keeps ANSI codes out of stderr.
+//! `--dangerously-bypass-approvals-and-sandbox`. `--color never` keeps ANSI codes out of stderr;
+//! `--disable shell_snapshot` keeps the injected key out of files Codex writes.
 //!
 //! JSONL events: `thread.started {thread_id}`, `turn.started`, `item.started|updated|completed
 //! {item: {type: agent_message|reasoning|command_execution|…}}`, `turn.completed {usage}`,
@@ -24,7 +25,17 @@ impl AgentDriver for Codex {
     }
 
     fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
-        let mut args = vec!["exec".to_string(), "--json".into(), "--skip-git-repo-check".into(), "--color".into(), "never".into()];
+        // `--disable shell_snapshot`: Codex would otherwise save the shell's environment — the
+        // account's injected OPENAI_API_KEY included — under CODEX_HOME/shell_snapshots.
+        let mut args = vec![
+            "exec".to_string(),
+            "--json".into(),
+            "--skip-git-repo-check".into(),
+            "--color".into(),
+            "never".into(),
+            "--disable".into(),
+            "shell_snapshot".into(),
+        ];
         match mode {
             Mode::Plan => args.extend(["--sandbox".into(), "read-only".into()]),
             Mode::Edit | Mode::Auto => args.extend(["--sandbox".into(), "workspace-write".into()]),

@@ -155,17 +155,7 @@ pub fn reset_time_in(text: &str, now: DateTime<Utc>, local: Tz) -> Option<DateTi
         .and_then(|o| rest[o + 1..].find(')').map(|c| rest[o + 1..o + 1 + c].to_string()))
         .and_then(|z| z.parse().ok())
         .unwrap_or(Tz::UTC);
-    let local_now = now.with_timezone(&tz);
-    let mut date = local_now.date_naive();
-    for _ in 0..2 {
-        if let Some(t) = tz.from_local_datetime(&date.and_time(time)).earliest() {
-            if t > local_now {
-                return Some(t.with_timezone(&Utc));
-            }
-        }
-        date = date.succ_opt()?;
-    }
-    None
+    next_at(time, tz, now)
 }
 
 /// Codex: "… try again at 3:05 PM." (the next such time) or "… try again at Dec 3rd, 2026 11:07 AM."
@@ -188,10 +178,15 @@ fn try_again_at(text: &str, now: DateTime<Utc>, local: Tz) -> Option<DateTime<Ut
         let date = chrono::NaiveDate::parse_from_str(&when, "%b %d %Y").ok()?;
         return local.from_local_datetime(&date.and_time(clock)).earliest().map(|t| t.with_timezone(&Utc));
     }
-    let local_now = now.with_timezone(&local);
+    next_at(clock, local, now)
+}
+
+/// The next time the clock in `tz` shows `time` after `now` (today or tomorrow).
+fn next_at(time: NaiveTime, tz: Tz, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let local_now = now.with_timezone(&tz);
     let mut date = local_now.date_naive();
     for _ in 0..2 {
-        if let Some(t) = local.from_local_datetime(&date.and_time(clock)).earliest() {
+        if let Some(t) = tz.from_local_datetime(&date.and_time(time)).earliest() {
             if t > local_now {
                 return Some(t.with_timezone(&Utc));
             }

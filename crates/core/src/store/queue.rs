@@ -49,6 +49,18 @@ pub struct HeldRun {
     pub account: String,
 }
 
+/// A row of `SELECT id, routine, trigger, owner_pid, owner_start, message`.
+fn queued_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRow> {
+    Ok(QueuedRow {
+        id: r.get(0)?,
+        routine: r.get(1)?,
+        trigger: Trigger::parse(&r.get::<_, String>(2)?).unwrap_or(Trigger::Manual),
+        owner_pid: r.get(3)?,
+        owner_start: r.get(4)?,
+        message: r.get(5)?,
+    })
+}
+
 impl Store {
     /// One dispatch pass: read the queue and the running runs, let `decide` choose, then claim its
     /// starts for `owner` — all in one write transaction. Returns the ids this pass claimed (a
@@ -71,16 +83,7 @@ impl Store {
                  SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs
                                 WHERE status = 'queued' AND trigger NOT IN ('manual', 'cli') ORDER BY rowid LIMIT ?1)",
             )?;
-            let rows = stmt.query_map([DISPATCH_WINDOW], |r| {
-                Ok(QueuedRow {
-                    id: r.get(0)?,
-                    routine: r.get(1)?,
-                    trigger: Trigger::parse(&r.get::<_, String>(2)?).unwrap_or(Trigger::Manual),
-                    owner_pid: r.get(3)?,
-                    owner_start: r.get(4)?,
-                    message: r.get(5)?,
-                })
-            })?;
+            let rows = stmt.query_map([DISPATCH_WINDOW], queued_row)?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         if queued.is_empty() {
@@ -139,16 +142,7 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs WHERE status = 'queued' ORDER BY rowid",
         )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(QueuedRow {
-                id: r.get(0)?,
-                routine: r.get(1)?,
-                trigger: Trigger::parse(&r.get::<_, String>(2)?).unwrap_or(Trigger::Manual),
-                owner_pid: r.get(3)?,
-                owner_start: r.get(4)?,
-                message: r.get(5)?,
-            })
-        })?;
+        let rows = stmt.query_map([], queued_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
