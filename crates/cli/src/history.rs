@@ -60,6 +60,12 @@ pub fn runs(engine: &Engine, args: RunsArgs) -> Result<Outcome, Error> {
         })
         .collect();
     table(&["ID", "ROUTINE", "TRIGGER", "STATUS", "STARTED", "DURATION", "COST"], &rows);
+    // Waiting runs say why, and who will start them.
+    for r in page.runs.iter().filter(|r| r.status == RunStatus::Queued) {
+        if let Some(m) = &r.message {
+            println!("{} {}: {m}", format::symbol(r.status), r.id);
+        }
+    }
     if let Some(c) = page.next_cursor {
         eprintln!("(more: --cursor {c})");
     }

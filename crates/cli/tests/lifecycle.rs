@@ -65,10 +65,12 @@ fn a_run_queued_by_a_cli_that_returned_says_who_starts_it_and_the_daemon_does() 
     let msg = queued["message"].as_str().unwrap();
     assert!(msg.contains("waiting for a free lane (1 of 1 running)"), "{msg}");
     assert!(msg.ends_with("starts when the Nightshift app or `nightshiftctl daemon` runs"), "{msg}");
-    // `runs` shows the same row and sentence.
+    // `runs` shows the same row and sentence (as JSON, and under the table).
     let listed = by_status(&th, "queued");
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["message"], queued["message"]);
+    let table = String::from_utf8(ctl(&th).args(["runs"]).output().unwrap().stdout).unwrap();
+    assert!(table.contains(&format!("{}: {msg}", queued["id"].as_str().unwrap())), "{table}");
     let d = start_daemon(&th);
     wait_for("both runs to complete", Duration::from_secs(20), || by_status(&th, "completed").len() == 2);
     assert!(all_final(&th), "{:#?}\n{}", runs(&th), d.output());
