@@ -61,3 +61,4 @@ dbus-run-session -- sh -c '
 echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo bench -p nightshift-core -p nightshiftctl)"
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench daemon
+NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench settle

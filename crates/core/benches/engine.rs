@@ -220,27 +220,7 @@ fn fmt(d: Duration) -> String {
 /// Write a realistic stream: the real init event, then assistant/tool turns (~2 KB lines), then
 /// the real result event, until `mb` megabytes.
 fn write_stream(path: &Path, mb: usize) {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332/success.jsonl");
-    let real = std::fs::read_to_string(fixtures).unwrap();
-    let lines: Vec<&str> = real.lines().collect();
-    let (init, result) = (lines[0], lines[lines.len() - 1]);
-    let mut w = BufWriter::new(std::fs::File::create(path).unwrap());
-    writeln!(w, "{init}").unwrap();
-    let text = "Looking at src/lib.rs: the retry loop re-reads the config on every attempt. ".repeat(20);
-    let mut i = 0u64;
-    let target = (mb as u64) << 20;
-    let mut written = 0u64;
-    while written < target {
-        let line = if i & 1 == 0 {
-            format!(r#"{{"type":"assistant","message":{{"id":"msg_{i}","role":"assistant","content":[{{"type":"text","text":"{text}"}}]}},"session_id":"s"}}"#)
-        } else {
-            format!(r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"t{i}","content":"{text}"}}]}},"session_id":"s"}}"#)
-        };
-        written += line.len() as u64 + 1;
-        writeln!(w, "{line}").unwrap();
-        i += 1;
-    }
-    writeln!(w, "{result}").unwrap();
+    nightshift_testkit::streams::write_claude_stream(path, mb, None);
 }
 
 /// The baseline: parse every line as JSON, keep the last `result` event.

@@ -8,6 +8,7 @@ pub mod fake_api;
 pub mod fake_gemini;
 pub mod fake_openai;
 pub mod home;
+pub mod streams;
 
 pub use fake_anthropic::{FakeAnthropic, Reply};
 pub use fake_gemini::FakeGemini;

@@ -47,21 +47,109 @@ impl Redactor {
         secrets.iter().any(|s| contains(bytes, s.as_bytes())) || SHAPES.iter().any(|(prefix, _)| contains(bytes, prefix.as_bytes()))
     }
 
-    /// Rewrite a file with its secrets masked, if it holds any. Used on a run's logs after the run:
-    /// the agent writes them directly, so a command that echoes its token would keep it there.
-    pub fn scrub_file(&self, path: &std::path::Path) -> std::io::Result<bool> {
-        let bytes = match std::fs::read(path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+    /// Mask, in place, every secret in the file from byte `from` on, and return where the scan
+    /// ended (the file's length then). Used on a run's logs — the agent writes them directly, so a
+    /// command that echoes its token would keep it there — incrementally while an engine follows
+    /// the run, and for the rest at settle. The file is read a chunk at a time (memory stays flat
+    /// whatever its size) and never rewritten: each secret's bytes are overwritten with `*`, the
+    /// same length, so offsets of readers following the log stay valid.
+    ///
+    /// `finished`: the writer is done. While it is not, a key shape that runs into the end of the
+    /// file may still be growing: it is left for the next scrub, which resumes at its start.
+    pub fn scrub_file(&self, path: &std::path::Path, from: u64, finished: bool) -> std::io::Result<u64> {
+        self.scrub_file_in_chunks(path, from, finished, SCRUB_CHUNK)
+    }
+
+    fn scrub_file_in_chunks(&self, path: &std::path::Path, from: u64, finished: bool, chunk: usize) -> std::io::Result<u64> {
+        use std::os::unix::fs::FileExt;
+        let file = match std::fs::OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(from),
             Err(e) => return Err(e),
         };
-        if !self.finds_in(&bytes) {
-            return Ok(false);
+        let len = file.metadata()?.len();
+        let secrets: Vec<String> = self.secrets.read().unwrap_or_else(|e| e.into_inner()).clone();
+        let patterns: Vec<&[u8]> = secrets.iter().map(|s| s.as_bytes()).chain(SHAPES.iter().map(|(p, _)| p.as_bytes())).collect();
+        let Ok(finder) = aho_corasick::AhoCorasick::new(&patterns) else { return Ok(len) };
+        // Windows overlap by the longest pattern (and the byte before it), so a secret that
+        // straddles two windows is whole in the second; a key shape longer than that is followed
+        // past the window's end.
+        let overlap = patterns.iter().map(|p| p.len()).max().unwrap_or(0) as u64 + 1;
+        let chunk = (chunk as u64).max(overlap * 2);
+        let mut at = from.saturating_sub(overlap);
+        let mut resume = len;
+        let mut buf = vec![0u8; chunk as usize];
+        while at < len {
+            let n = file.read_at(&mut buf, at)?;
+            if n == 0 {
+                break;
+            }
+            let window = &buf[..n];
+            let mut masks: Vec<(u64, u64)> = Vec::new();
+            for m in finder.find_overlapping_iter(window) {
+                let id = m.pattern().as_usize();
+                let start = at + m.start() as u64;
+                if id < secrets.len() {
+                    masks.push((start, m.len() as u64));
+                    continue;
+                }
+                let (_, min) = SHAPES[id - secrets.len()];
+                let before_is_key = m.start().checked_sub(1).map(|i| key_byte(window[i])).unwrap_or_else(|| start > 0 && byte_at(&file, start - 1).is_some_and(key_byte));
+                if before_is_key {
+                    continue;
+                }
+                let body = key_run(&file, start + m.len() as u64, len);
+                if !finished && start + m.len() as u64 + body >= len {
+                    resume = resume.min(start);
+                    continue;
+                }
+                if body >= min as u64 {
+                    masks.push((start, m.len() as u64 + body));
+                }
+            }
+            for (start, width) in masks {
+                file.write_all_at(&vec![b'*'; width as usize], start)?;
+            }
+            if at + n as u64 >= len {
+                break;
+            }
+            at += n as u64 - overlap.min(n as u64 - 1);
         }
-        let text = String::from_utf8_lossy(&bytes);
-        crate::fsutil::write_atomic(path, self.redact(&text).as_bytes()).map_err(|e| std::io::Error::other(e.message))?;
-        Ok(true)
+        Ok(resume)
     }
+}
+
+/// How much of a log is read at a time when scrubbing.
+const SCRUB_CHUNK: usize = 1 << 20;
+
+fn key_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'-' || b == b'_'
+}
+
+fn byte_at(file: &std::fs::File, at: u64) -> Option<u8> {
+    use std::os::unix::fs::FileExt;
+    let mut b = [0u8; 1];
+    (file.read_at(&mut b, at).ok()? == 1).then_some(b[0])
+}
+
+/// How many key characters follow `at` (read as needed, not bounded by a window).
+fn key_run(file: &std::fs::File, mut at: u64, len: u64) -> u64 {
+    use std::os::unix::fs::FileExt;
+    let mut n = 0;
+    let mut buf = [0u8; 256];
+    while at < len {
+        let Ok(got) = file.read_at(&mut buf, at) else { break };
+        if got == 0 {
+            break;
+        }
+        let run = buf[..got].iter().take_while(|b| key_byte(**b)).count();
+        n += run as u64;
+        if run < got {
+            break;
+        }
+        at += got as u64;
+    }
+    n
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
@@ -104,6 +192,7 @@ fn mask_key_shapes(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write;
 
     #[test]
     fn masks_registered_secrets_and_key_shapes() {
@@ -119,5 +208,43 @@ mod tests {
         assert_eq!(r.redact("task-list and sk-short and AIzaShort"), "task-list and sk-short and AIzaShort");
         assert_eq!(r.redact("disk-0123456789abcdefghijkl"), "disk-0123456789abcdefghijkl");
         assert!(r.finds_in(b"x AIzaSyA y"));
+    }
+
+    #[test]
+    fn logs_are_scrubbed_in_place_across_chunk_boundaries() {
+        use std::os::unix::fs::MetadataExt;
+        let r = Redactor::default();
+        r.register("tok-registered-secret-0042");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("stdout.log");
+        // Secrets at every offset around a 64-byte window, a key shape longer than the window,
+        // and look-alikes that must stay.
+        let mut text = String::new();
+        for pad in 0..70 {
+            text += &format!("{}tok-registered-secret-0042 and sk-ant-oat01-{}\n", "x".repeat(pad), "Z".repeat(pad + 1));
+        }
+        text += &format!("key AIza{} task-list sk-short disk-0123456789abcdefghijkl\n", "Q".repeat(120));
+        std::fs::write(&path, &text).unwrap();
+        let inode = std::fs::metadata(&path).unwrap().ino();
+        let end = r.scrub_file_in_chunks(&path, 0, true, 64).unwrap();
+        let after = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(end as usize, text.len());
+        assert_eq!(after.len(), text.len(), "same length: nothing moved");
+        assert_eq!(std::fs::metadata(&path).unwrap().ino(), inode, "overwritten in place, not rewritten");
+        assert!(!after.contains("tok-registered") && !after.contains("sk-ant-") && !after.contains("AIza"), "{after}");
+        assert!(after.contains("task-list sk-short disk-0123456789abcdefghijkl"));
+        // Incremental: only what was appended since is scanned (and still caught across the seam).
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"more tok-registered-secret-0042\n").unwrap();
+        let end2 = r.scrub_file_in_chunks(&path, end, true, 64).unwrap();
+        assert!(end2 > end);
+        assert!(!std::fs::read_to_string(&path).unwrap().contains("tok-registered"));
+        // A key still being written at the end is left for the next scrub, then masked whole.
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"late sk-ant-oat01-abc").unwrap();
+        let resume = r.scrub_file_in_chunks(&path, end2, false, 64).unwrap();
+        assert_eq!(resume, end2 + 5, "resumes where the growing key starts");
+        std::fs::OpenOptions::new().append(true).open(&path).unwrap().write_all(b"defghij\n").unwrap();
+        r.scrub_file_in_chunks(&path, resume, false, 64).unwrap();
+        let last = std::fs::read_to_string(&path).unwrap();
+        assert!(last.ends_with(&format!("late {}\n", "*".repeat("sk-ant-oat01-abcdefghij".len()))), "{}", &last[last.len() - 40..]);
     }
 }

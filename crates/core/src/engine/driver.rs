@@ -51,6 +51,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         run_dir: core.home.run_dir(&routine.name, &rec.id),
         started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
         routine,
+        scrubbed: Default::default(),
     };
     let mut driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new() };
     let state = driver.preflight(reserved).await;
@@ -121,6 +122,7 @@ impl Driver {
                     resets_at: outcome.resets_at,
                 });
                 archive_attempt_logs(&self.live.run_dir, self.attempts.len());
+                self.live.scrubbed.reset();
                 Engine::emit(&self.core, EngineEvent::RunProgress {
                     run_id: self.live.id.clone(),
                     routine: self.live.routine.name.clone(),

@@ -118,11 +118,8 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
     // Nothing secret leaves the engine: not in the record, the report, or the logs on disk.
     outcome.message = outcome.message.map(|m| core.redactor.redact(&m));
     outcome.report = outcome.report.map(|r| core.redactor.redact(&r));
-    for log in [process::STDOUT_LOG, process::STDERR_LOG] {
-        if let Err(e) = core.redactor.scrub_file(&run.run_dir.join(log)) {
-            tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
-        }
-    }
+    // What the live scrubber has not covered yet (for a run settled from its files: all of it).
+    super::supervise::scrub_logs(core, run, true);
     let Ended { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
     if account.is_some() && !matches!(ending, Ending::Blocked { .. }) {
         attempts.push(Attempt {

@@ -10,6 +10,7 @@ use crate::runner::follow::follow;
 use crate::runner::process::{self, RunProcess};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -22,7 +23,39 @@ pub(crate) struct LiveRun {
     pub driver: &'static dyn AgentDriver,
     pub run_dir: PathBuf,
     pub started_at: DateTime<Utc>,
+    /// How far the current attempt's logs have been scrubbed of secrets.
+    pub scrubbed: Arc<Scrubbed>,
 }
+
+/// Offsets up to which `stdout.log` and `stderr.log` hold no secret any more.
+#[derive(Default)]
+pub(crate) struct Scrubbed {
+    stdout: AtomicU64,
+    stderr: AtomicU64,
+}
+
+impl Scrubbed {
+    /// A new attempt writes new logs.
+    pub(crate) fn reset(&self) {
+        self.stdout.store(0, Ordering::SeqCst);
+        self.stderr.store(0, Ordering::SeqCst);
+    }
+}
+
+/// Mask secrets in the run's logs from where the last scrub stopped (blocking: call off the
+/// async workers). While an engine follows a run this happens every few seconds, so settling
+/// only has the rest to do; a run that ran with no engine is scanned once, a chunk at a time.
+pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
+    for (log, offset) in [(process::STDOUT_LOG, &run.scrubbed.stdout), (process::STDERR_LOG, &run.scrubbed.stderr)] {
+        match core.redactor.scrub_file(&run.run_dir.join(log), offset.load(Ordering::SeqCst), finished) {
+            Ok(end) => offset.store(end, Ordering::SeqCst),
+            Err(e) => tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log"),
+        }
+    }
+}
+
+/// How often a live run's new output is scrubbed.
+const SCRUB_EVERY: Duration = Duration::from_secs(5);
 
 impl LiveRun {
     /// Rebuild what settling needs from a run's record. The routine file may have changed or
@@ -53,6 +86,7 @@ impl LiveRun {
             run_dir: rec.run_dir.clone().into(),
             started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
             routine,
+            scrubbed: Default::default(),
         }
     }
 }
@@ -81,6 +115,16 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
             Engine::emit(&core, EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
         }))
     });
+    let scrubber = {
+        let (core, run) = (Arc::clone(core), run.clone());
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(SCRUB_EVERY).await;
+                let (core, run) = (Arc::clone(&core), run.clone());
+                let _ = tokio::task::spawn_blocking(move || scrub_logs(&core, &run, false)).await;
+            }
+        })
+    };
     let pgid = proc.pid;
     let ending = tokio::select! {
         status = proc.child.wait() => {
@@ -104,6 +148,10 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
     if let Some(f) = follower {
         f.abort();
     }
+    scrubber.abort();
+    // The attempt's logs are final: scrub the rest now (failover archives them next).
+    let (core2, run2) = (Arc::clone(core), run.clone());
+    let _ = tokio::task::spawn_blocking(move || scrub_logs(&core2, &run2, true)).await;
     ending
 }
 

@@ -1,0 +1,128 @@
+//! Settling a finished run from its files, as a whole process: `nightshiftctl show ID` on a home
+//! whose run ended while no engine was alive (its row still `running`, its engine gone), so the
+//! command classifies the log, scrubs it of secrets and writes the final row. Wall time and peak
+//! memory (the process's max RSS), side by side with the peer's way in the same run — Node
+//! reading the whole log and parsing every line (`benches/baseline/parse-log.mjs`) — for logs of
+//! 16 MB to 1 GB, with and without a secret in the middle of the log.
+//! `NIGHTSHIFT_BENCH_QUICK=1`: 16 and 64 MB only.
+
+use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::store::{NewRun, Store};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "sk-ant-oat01-benchmark-secret-000000000000000000000000";
+
+fn main() {
+    let quick = std::env::var("NIGHTSHIFT_BENCH_QUICK").as_deref() == Ok("1");
+    let sizes: &[usize] = if quick { &[16, 64] } else { &[16, 256, 1024] };
+    let node = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../benches/baseline/parse-log.mjs");
+    println!("Settling a finished run from its files, whole process ({})", if quick { "quick" } else { "full" });
+    println!("{:>8} {:>7} {:>14} {:>12} {:>16} {:>14} {:>9}", "log", "secret", "node time", "node peak", "nightshift time", "nightshift peak", "speed-up");
+    for &mb in sizes {
+        for secret in [false, true] {
+            let home = tempfile::tempdir().unwrap();
+            let (id, log) = finished_run(home.path(), mb, secret);
+            let base = measure(Command::new("node").arg(&node).arg(&log));
+            let (ours, ours_kb) = measure(Command::new(env!("CARGO_BIN_EXE_nightshiftctl")).args(["show", &id, "--json"]).env("NIGHTSHIFT_HOME", home.path()))
+                .expect("nightshiftctl show settles the run");
+            let settled = Store::open(&home.path().join("nightshift.db")).unwrap().get_run(&id).unwrap();
+            assert_eq!(settled.status, RunStatus::Completed, "the run was settled");
+            if secret {
+                assert!(!contains(&log, SECRET.as_bytes()), "the secret was masked");
+            }
+            let (base_time, base_peak, speedup) = match base {
+                Some((t, kb)) => (fmt(t), format!("{} MiB", kb / 1024), format!("{:.0}×", t.as_secs_f64() / ours.as_secs_f64())),
+                None => ("fails".to_string(), "-".to_string(), "-".to_string()),
+            };
+            println!(
+                "{:>5} MB {:>7} {:>14} {:>12} {:>16} {:>10} MiB {:>9}",
+                mb,
+                if secret { "yes" } else { "no" },
+                base_time,
+                base_peak,
+                fmt(ours),
+                ours_kb / 1024,
+                speedup
+            );
+        }
+    }
+}
+
+/// A home with one claude run that finished while no engine was alive: its log of `mb` MB, an
+/// exit code, and a row still `running` owned by a process that is gone.
+fn finished_run(home: &std::path::Path, mb: usize, secret: bool) -> (String, std::path::PathBuf) {
+    std::fs::create_dir_all(home.join("routines")).unwrap();
+    std::fs::write(home.join("routines/big.yaml"), "schedule: \"0 3 * * *\"\nagent: claude\nprompt: go\n").unwrap();
+    let id = "01bench0000000000000000000".to_string();
+    let run_dir = home.join("runs/big").join(&id);
+    std::fs::create_dir_all(&run_dir).unwrap();
+    let log = run_dir.join("stdout.log");
+    nightshift_testkit::streams::write_claude_stream(&log, mb, secret.then_some(SECRET));
+    std::fs::write(run_dir.join("stderr.log"), "").unwrap();
+    std::fs::write(run_dir.join("exit_code"), "0\n").unwrap();
+    let store = Store::open(&home.join("nightshift.db")).unwrap();
+    let now = chrono::Utc::now();
+    store
+        .insert_run(&NewRun {
+            id: id.clone(),
+            routine: "big".into(),
+            trigger: Trigger::Cli,
+            agent: "claude".into(),
+            status: RunStatus::Running,
+            reason: None,
+            message: None,
+            scheduled_for: None,
+            started_at: Some(now),
+            finished_at: None,
+            account: None,
+            run_dir: run_dir.display().to_string(),
+            owner: Some((999_999, "gone".into())),
+            sort_at: now,
+        })
+        .unwrap();
+    store.set_process(&id, 999_999, Some("gone")).unwrap();
+    // The page cache holds the log either way (it was just written): both sides read it warm.
+    (id, log)
+}
+
+/// Does the file contain `needle`? Read a chunk at a time: this process must stay small, since
+/// a child's peak memory (`ru_maxrss`) can start from its parent's peak.
+fn contains(path: &std::path::Path, needle: &[u8]) -> bool {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let n = f.read(&mut buf).unwrap();
+        if n == 0 {
+            return false;
+        }
+        carry.extend_from_slice(&buf[..n]);
+        if carry.windows(needle.len()).any(|w| w == needle) {
+            return true;
+        }
+        carry.drain(..carry.len().saturating_sub(needle.len()));
+    }
+}
+
+/// Wall time and peak RSS (KiB) of one process, from wait4's rusage; `None` if it failed (Node
+/// cannot hold a 1 GB log in one string).
+fn measure(cmd: &mut Command) -> Option<(Duration, u64)> {
+    let start = Instant::now();
+    let child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().expect("spawn");
+    let mut status = 0;
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waiting for our own child with valid out-pointers.
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    (libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0).then(|| (start.elapsed(), usage.ru_maxrss as u64))
+}
+
+fn fmt(d: Duration) -> String {
+    if d.as_secs_f64() >= 1.0 {
+        format!("{:.2} s", d.as_secs_f64())
+    } else {
+        format!("{:.1} ms", d.as_secs_f64() * 1e3)
+    }
+}
