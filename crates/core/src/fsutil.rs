@@ -32,3 +32,45 @@ pub fn expand_tilde(path: &str) -> std::path::PathBuf {
     }
     std::path::PathBuf::from(path)
 }
+
+/// The largest routine or settings file read (they are a few hundred bytes).
+pub const MAX_TEXT_FILE: u64 = 1 << 20;
+
+/// Read a small text file the user controls (a routine, `nightshift.toml`): only a regular file
+/// (anything else is never opened: a FIFO would block, `/dev/zero` never ends), at most `max`
+/// bytes, UTF-8. The error says what is wrong in words.
+pub fn read_text_file(file: &Path, max: u64) -> std::result::Result<String, String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let meta = std::fs::metadata(file).map_err(|e| format!("cannot read the file: {e}"))?;
+    let kind = meta.file_type();
+    let not_a_file = if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_block_device() || kind.is_char_device() {
+        Some("a device")
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else {
+        None
+    };
+    if let Some(what) = not_a_file {
+        return Err(format!("this is {what}, not a file; only regular files are read"));
+    }
+    let limit = if max >= 1 << 20 { format!("{} MiB", max >> 20) } else { format!("{max} bytes") };
+    if meta.len() > max {
+        return Err(format!("the file is {} bytes; it may be at most {limit}", meta.len()));
+    }
+    // Non-blocking, and checked again once open: the entry may have changed since.
+    let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(file).map_err(|e| format!("cannot read the file: {e}"))?;
+    if !f.metadata().map(|m| m.is_file()).unwrap_or(false) {
+        return Err("this is not a regular file; only regular files are read".into());
+    }
+    let mut bytes = Vec::new();
+    f.take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read the file: {e}"))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("the file is larger than {limit}; it may be at most {limit}"));
+    }
+    String::from_utf8(bytes).map_err(|e| format!("the file is not UTF-8 text (an invalid byte at offset {})", e.utf8_error().valid_up_to()))
+}

@@ -68,21 +68,44 @@ impl Default for Settings {
     }
 }
 
+/// The documented range of each numeric setting (README "Where files live").
+pub struct Ranges {
+    pub max_parallel: (u64, u64),
+    pub kill_grace_secs: (u64, u64),
+    pub auto_pause_after: (u64, u64),
+    pub rate_limit_cooldown_mins: (u64, u64),
+}
+
+pub const RANGES: Ranges =
+    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080) };
+
 impl Settings {
     /// Load from `path`; a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Settings> {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Settings::default()),
-            Err(e) => return Err(Error::io("read", path, &e)),
+        if std::fs::symlink_metadata(path).is_err() {
+            return Ok(Settings::default());
+        }
+        let text = crate::fsutil::read_text_file(path, crate::fsutil::MAX_TEXT_FILE)
+            .map_err(|problem| Error::new(ErrorCode::SettingsInvalid, format!("{}:1:1: {problem}", path.display())))?;
+        let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+        let located = |offset: usize, message: &str| {
+            let (line, col) = line_col(text, offset);
+            Error::new(ErrorCode::SettingsInvalid, format!("{}:{line}:{col}: {}", path.display(), message.trim()))
         };
-        toml::from_str::<Settings>(&text).map_err(|e| {
-            let (line, col) = e.span().map(|s| line_col(&text, s.start)).unwrap_or((1, 1));
-            Error::new(
-                ErrorCode::SettingsInvalid,
-                format!("{}:{line}:{col}: {}", path.display(), e.message().trim()),
-            )
-        })
+        let settings = toml::from_str::<Settings>(text).map_err(|e| located(e.span().map(|s| s.start).unwrap_or(0), e.message()))?;
+        // Every number in range (no arithmetic on them can overflow), located where it is written.
+        for (key, value, range) in [
+            ("max_parallel", settings.max_parallel as u64, RANGES.max_parallel),
+            ("kill_grace_secs", settings.kill_grace_secs, RANGES.kill_grace_secs),
+            ("auto_pause_after", settings.auto_pause_after as u64, RANGES.auto_pause_after),
+            ("rate_limit_cooldown_mins", settings.rate_limit_cooldown_mins, RANGES.rate_limit_cooldown_mins),
+        ] {
+            if !(range.0..=range.1).contains(&value) {
+                let at = value_offset(text, key).unwrap_or(0);
+                return Err(located(at, &format!("`{key}` must be between {} and {} (found {value})", range.0, range.1)));
+            }
+        }
+        Ok(settings)
     }
 
     pub fn kill_grace(&self) -> Duration {
@@ -92,6 +115,26 @@ impl Settings {
     pub fn agent_path(&self, agent: &str) -> Option<&Path> {
         self.agents.get(agent).and_then(|a| a.path.as_deref())
     }
+}
+
+/// Where the value of top-level `key = …` starts in `text` (a number too large for a TOML
+/// parser's integer still has a place to point at).
+fn value_offset(text: &str, key: &str) -> Option<usize> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_start();
+        if body.starts_with('[') {
+            return None; // past the top-level keys
+        }
+        if let Some(rest) = body.strip_prefix(key) {
+            if let Some(after_eq) = rest.trim_start().strip_prefix('=') {
+                let value = after_eq.trim_start();
+                return Some(offset + line.len() - value.len());
+            }
+        }
+        offset += line.len();
+    }
+    None
 }
 
 /// 1-based line and column (in characters) of a byte offset.
@@ -105,6 +148,31 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_out_of_range_and_special_files_are_located_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nightshift.toml");
+        std::fs::write(&path, "max_parallel = 2\nkill_grace_secs = 18446744073709551615\n").unwrap();
+        let e = Settings::load(&path).unwrap_err();
+        assert_eq!(e.message, format!("{}:2:19: `kill_grace_secs` must be between 0 and 3600 (found 18446744073709551615)", path.display()));
+        std::fs::write(&path, "max_parallel = 0\n").unwrap();
+        assert!(Settings::load(&path).unwrap_err().message.ends_with(":1:16: `max_parallel` must be between 1 and 64 (found 0)"));
+        std::fs::write(&path, "rate_limit_cooldown_mins = 99999999\n").unwrap();
+        assert!(Settings::load(&path).unwrap_err().message.contains("`rate_limit_cooldown_mins` must be between 1 and 10080"));
+        // Each range's top is accepted, and a byte-order mark too.
+        std::fs::write(&path, "\u{feff}max_parallel = 64\nkill_grace_secs = 3600\nauto_pause_after = 10000\nrate_limit_cooldown_mins = 10080\n").unwrap();
+        let s = Settings::load(&path).unwrap();
+        assert_eq!(s.kill_grace(), Duration::from_secs(3600));
+        // Never opened when it is not a regular file: a FIFO would hang every command.
+        std::fs::remove_file(&path).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(&path).status().unwrap().success());
+        let e = Settings::load(&path).unwrap_err();
+        assert!(e.message.ends_with(":1:1: this is a FIFO, not a file; only regular files are read"), "{}", e.message);
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert!(Settings::load(&path).unwrap_err().message.contains("this is a device"));
+    }
 
     #[test]
     fn missing_file_gives_defaults() {

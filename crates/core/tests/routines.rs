@@ -164,3 +164,89 @@ fn bootstrap_writes_working_examples_once() {
     assert!(!again.created, "a deleted example is not written back");
     assert!(!home.routines_dir().join("hello.yaml").exists());
 }
+
+/// Hostile routine folders: special files, huge and binary files, a million unknown keys —
+/// each a located error in bounded time, the valid neighbours still loading.
+#[test]
+fn hostile_files_are_located_errors_in_bounded_time() {
+    let th = TestHome::new();
+    th.routine("ok", "schedule: \"0 9 * * *\"\ncommand: echo fine\n");
+    let dir = th.path().join("routines");
+    // A FIFO named like a routine: reported, never opened (opening would block).
+    let fifo = dir.join("pipe.yaml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::os::unix::fs::symlink("/dev/zero", dir.join("zero.yaml")).unwrap();
+    std::fs::write(dir.join("huge.yaml"), vec![b'#'; 2 << 20]).unwrap();
+    std::fs::write(dir.join("binary.yaml"), b"schedule: \"0 9 * * *\"\ncommand: \xff\xfe\n").unwrap();
+    let keys: String = (0..40_000).map(|i| format!("unknown_key_{i}: 1\n")).collect();
+    std::fs::write(dir.join("keys.yaml"), format!("schedule: \"0 9 * * *\"\ncommand: echo\n{keys}")).unwrap();
+    // A 600 KB key (an explicit `? key` — YAML caps implicit keys at 1024 characters).
+    std::fs::write(dir.join("longkey.yaml"), format!("schedule: \"0 9 * * *\"\ncommand: echo\n? {}\n: 1\n", "k".repeat(600_000))).unwrap();
+    std::fs::write(dir.join("bom.yaml"), "\u{feff}schedule: \"0 9 * * *\"\ncommand: echo bom\n").unwrap();
+    let t = std::time::Instant::now();
+    let set = nightshift_core::routine::load_dir(&nightshift_core::Home::at(th.path()), &[]);
+    let took = t.elapsed();
+    let names: Vec<&str> = set.routines.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, vec!["bom", "ok"], "valid files still load; a byte-order mark is fine");
+    let problem = |name: &str| set.get_invalid(name).unwrap_or_else(|| panic!("{name} not reported")).errors.iter().map(ToString::to_string).collect::<Vec<_>>();
+    assert_eq!(problem("pipe"), vec!["routines/pipe.yaml:1:1: this is a FIFO, not a file; only regular files are read"]);
+    assert_eq!(problem("zero"), vec!["routines/zero.yaml:1:1: this is a device, not a file; only regular files are read"]);
+    assert!(problem("huge")[0].contains("it may be at most 1 MiB"), "{:?}", problem("huge"));
+    assert!(problem("binary")[0].contains("not UTF-8"), "{:?}", problem("binary"));
+    let keys = problem("keys");
+    assert_eq!(keys.len(), 51, "50 listed, then a count");
+    assert!(keys[50].ends_with("… and 39950 more problems"), "{}", keys[50]);
+    assert!(problem("longkey")[0].contains("characters long"), "{:?}", problem("longkey"));
+    assert!(took < std::time::Duration::from_secs(10), "bounded: {took:?}");
+}
+
+#[test]
+fn a_timeout_beyond_a_week_is_refused_where_it_is_written() {
+    let th = TestHome::new();
+    th.routine("long", "schedule: \"0 9 * * *\"\ntimeout: 100000000y\ncommand: echo\n");
+    th.routine("week", "schedule: \"0 9 * * *\"\ntimeout: 7days\ncommand: echo\n");
+    assert_eq!(messages(&th), vec!["routines/long.yaml:2:10: `timeout: 100000000y` is longer than the longest allowed, 7 days"]);
+}
+
+mod fuzz {
+    use nightshift_core::routine::parse_routine;
+    use proptest::prelude::*;
+
+    /// Pieces routine files are made of, in any order and nesting, plus arbitrary text.
+    fn fragments() -> impl Strategy<Value = String> {
+        let piece = prop_oneof![
+            Just("schedule: \"0 9 * * *\"\n".to_string()),
+            Just("command: echo hi\n".to_string()),
+            Just("agent: claude\nprompt: go\n".to_string()),
+            Just("env:\n  A: b\n".to_string()),
+            Just("- \n".to_string()),
+            Just("&a [1, *a]\n".to_string()),
+            Just("? x\n: y\n".to_string()),
+            Just("{[{[".to_string()),
+            Just("\u{feff}".to_string()),
+            Just("\0".to_string()),
+            "[ -~\n\t]{0,40}",
+            any::<String>(),
+        ];
+        prop::collection::vec(piece, 0..30).prop_map(|p| p.concat())
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+        /// The parser never panics and always answers: a routine, or problems that each have a
+        /// position (line and column from 1).
+        #[test]
+        fn the_routine_parser_never_panics(src in fragments()) {
+            match parse_routine(&src, std::path::Path::new("/h/routines/x.yaml"), "routines/x.yaml") {
+                Ok(r) => prop_assert!(!r.name.is_empty()),
+                Err(bad) => {
+                    prop_assert!(!bad.errors.is_empty());
+                    prop_assert!(bad.errors.len() <= nightshift_core::routine::MAX_PROBLEMS + 1);
+                    for e in &bad.errors {
+                        prop_assert!(e.line >= 1 && e.col >= 1, "{e}");
+                    }
+                }
+            }
+        }
+    }
+}

@@ -46,8 +46,15 @@ pub fn routine_files(dirs: &[PathBuf]) -> Vec<PathBuf> {
     files
 }
 
+/// Routine-named entries of any kind: a FIFO, socket, device or directory named `x.yaml` is
+/// reported by name instead of being skipped silently (or, for a FIFO, hanging the reader).
 fn is_routine_file(path: &Path) -> bool {
-    is_routine_path(path) && path.is_file()
+    is_routine_path(path)
+}
+
+/// Read a routine file (a routine is a few hundred bytes): a regular UTF-8 file of at most 1 MiB.
+fn read_routine_file(file: &Path) -> Result<String, String> {
+    crate::fsutil::read_text_file(file, crate::fsutil::MAX_TEXT_FILE)
 }
 
 /// A `*.yaml`/`*.yml` name that is not hidden (editors' temp files are).
@@ -62,12 +69,12 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
     let mut set = RoutineSet::default();
     for file in files {
         let display = home.display_path(file);
-        let parsed = match std::fs::read_to_string(file) {
+        let parsed = match read_routine_file(file) {
             Ok(src) => parse_routine(&src, file, &display),
-            Err(e) => Err(InvalidRoutine {
+            Err(problem) => Err(InvalidRoutine {
                 name: file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
                 file: file.clone(),
-                errors: vec![Diagnostic { file: display, line: 1, col: 1, message: format!("cannot read the file: {e}") }],
+                errors: vec![Diagnostic { file: display, line: 1, col: 1, message: problem }],
             }),
         };
         match parsed {

@@ -9,7 +9,7 @@ pub mod prompt;
 pub mod yaml;
 
 pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
-pub use parse::parse_routine;
+pub use parse::{parse_routine, MAX_DURATION, MAX_PROBLEMS};
 
 /// The name closest to `name` among `names`, if close enough to be a typo.
 pub fn nearest_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {

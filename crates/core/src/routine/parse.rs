@@ -18,7 +18,7 @@ const CONFIG_KEYS: &[&str] = &["model"];
 /// Parse the text of one routine file. `display` is how the file is named in messages.
 pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, InvalidRoutine> {
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut cx = Cx { display, errors: Vec::new() };
+    let mut cx = Cx { display, errors: Vec::new(), more: 0 };
     let fallback_name = stem.clone();
     let invalid = |name: String, errors: Vec<Diagnostic>| InvalidRoutine { name, file: file.to_path_buf(), errors };
 
@@ -26,16 +26,16 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         Ok(Some(root)) => root,
         Ok(None) => {
             cx.err(Pos { line: 1, col: 1 }, "the file is empty; a routine needs at least `schedule` and `agent` + `prompt` or `command`");
-            return Err(invalid(fallback_name, cx.errors));
+            return Err(invalid(fallback_name, cx.into_errors()));
         }
         Err((pos, msg)) => {
             cx.err(pos, format!("YAML syntax error: {msg}"));
-            return Err(invalid(fallback_name, cx.errors));
+            return Err(invalid(fallback_name, cx.into_errors()));
         }
     };
     let Node::Map { entries, .. } = &root else {
         cx.err(root.pos(), format!("a routine file must be a mapping of keys (name:, schedule:, …), found {}", root.kind()));
-        return Err(invalid(fallback_name, cx.errors));
+        return Err(invalid(fallback_name, cx.into_errors()));
     };
 
     // Index the keys, reporting unknown and duplicate ones.
@@ -51,7 +51,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                     cx.err(key.pos(), format!("`{k}` is given twice"));
                 }
             }
-            None => cx.err(key.pos(), unknown_key(k, KEYS, "")),
+            None => cx.err_with(key.pos(), || unknown_key(k, KEYS, "")),
         }
     }
     let get = |k: &str| fields.get(k).map(|(_, v)| *v).filter(|v| !v.is_null());
@@ -119,7 +119,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                             model = cx.string(v, "config.model");
                         }
                     } else {
-                        cx.err(k.pos(), unknown_key(key, CONFIG_KEYS, "config."));
+                        cx.err_with(k.pos(), || unknown_key(key, CONFIG_KEYS, "config."));
                     }
                 }
             }
@@ -243,8 +243,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             })
         }
         _ => {
-            cx.errors.sort_by_key(|d| (d.line, d.col));
-            Err(invalid(name, cx.errors))
+            Err(invalid(name, cx.into_errors()))
         }
     }
 }
@@ -252,11 +251,45 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
 struct Cx<'a> {
     display: &'a str,
     errors: Vec<Diagnostic>,
+    /// Problems past [`MAX_PROBLEMS`], counted but not kept.
+    more: usize,
 }
+
+/// The longest `timeout` a routine may have.
+pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
+
+/// At most this many problems are listed per file; the rest are counted ("… and 1203 more").
+pub const MAX_PROBLEMS: usize = 50;
+/// Keys longer than this are shown cut, with no "did you mean" (no key is longer than 20).
+const MAX_KEY_SHOWN: usize = 64;
 
 impl Cx<'_> {
     fn err(&mut self, pos: Pos, message: impl Into<String>) {
+        if self.errors.len() >= MAX_PROBLEMS {
+            self.more += 1;
+            return;
+        }
         self.errors.push(Diagnostic { file: self.display.to_string(), line: pos.line, col: pos.col, message: message.into() });
+    }
+
+    /// Like `err`, building the message only when it will be listed (a suggestion costs time).
+    fn err_with(&mut self, pos: Pos, message: impl FnOnce() -> String) {
+        if self.errors.len() >= MAX_PROBLEMS {
+            self.more += 1;
+        } else {
+            self.err(pos, message());
+        }
+    }
+
+    /// The problems, in file order, with the count of those not listed.
+    fn into_errors(mut self) -> Vec<Diagnostic> {
+        self.errors.sort_by_key(|d| (d.line, d.col));
+        if self.more > 0 {
+            let last = self.errors.last().map(|d| (d.line, d.col)).unwrap_or((1, 1));
+            let message = format!("… and {} more problems", self.more);
+            self.errors.push(Diagnostic { file: self.display.to_string(), line: last.0, col: last.1, message });
+        }
+        self.errors
     }
 
     fn string(&mut self, node: &Node, key: &str) -> Option<String> {
@@ -289,6 +322,11 @@ impl Cx<'_> {
         match humantime::parse_duration(text.trim()) {
             Ok(d) if d.is_zero() => {
                 self.err(node.pos(), format!("`{key}` must be longer than zero"));
+                None
+            }
+            // A week is plenty for an unattended run, and keeps every deadline computable.
+            Ok(d) if d > MAX_DURATION => {
+                self.err(node.pos(), format!("`{key}: {text}` is longer than the longest allowed, 7 days"));
                 None
             }
             Ok(d) => Some(d),
@@ -350,6 +388,10 @@ impl Cx<'_> {
 }
 
 fn unknown_key(key: &str, known: &[&str], prefix: &str) -> String {
+    if key.chars().count() > MAX_KEY_SHOWN {
+        let cut: String = key.chars().take(MAX_KEY_SHOWN).collect();
+        return format!("unknown key `{prefix}{cut}…` ({} characters long)", key.chars().count());
+    }
     match nearest(key, known) {
         Some(near) => format!("unknown key `{prefix}{key}`; did you mean `{prefix}{near}`?"),
         None => format!("unknown key `{prefix}{key}` (known keys: {})", known.join(", ")),

@@ -4,7 +4,6 @@
 //! must name `file:line:col` — and we want *all* errors, not the first. So routine files are read
 //! with yaml-rust2's event parser into this small spanned tree, and validated by hand.
 
-use std::collections::HashMap;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
@@ -52,18 +51,39 @@ impl Node {
     }
 }
 
+/// How deep mappings and lists may nest in a routine file (a routine needs three levels).
+pub const MAX_DEPTH: usize = 32;
+
 /// Parse one YAML document. `Ok(None)` for an empty file.
+///
+/// Bounded by construction: aliases are refused (never expanded, so "billion laughs" costs
+/// nothing), nesting deeper than [`MAX_DEPTH`] is an error and is not built, a NUL byte is an
+/// error (it would silently end the text for many readers), a byte-order mark is accepted.
 pub fn parse(src: &str) -> Result<Option<Node>, (Pos, String)> {
+    let src = src.strip_prefix('\u{feff}').unwrap_or(src);
+    if let Some(i) = src.find('\0') {
+        let (line, col) = crate::settings::line_col(src, i);
+        return Err((Pos { line, col }, "the file contains a NUL byte; routine files are text".into()));
+    }
     let mut builder = Builder::default();
     let mut parser = Parser::new_from_str(src);
-    parser
-        .load(&mut builder, true)
-        .map_err(|e| (Pos::from_marker(e.marker()), e.info().to_string()))?;
+    // Pull events one at a time (yaml-rust2's `load` recurses once per nesting level, which a
+    // hostile file turns into a stack overflow), and stop at the first refusal.
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| (Pos::from_marker(e.marker()), e.info().to_string()))?;
+        if event == Event::StreamEnd || builder.alias_error.is_some() || builder.too_deep.is_some() {
+            break;
+        }
+        builder.on_event(event, mark);
+    }
     if builder.documents > 1 {
         return Err((builder.second_doc, "a routine file holds one routine; found a second YAML document".into()));
     }
     if let Some(pos) = builder.alias_error {
         return Err((pos, "YAML aliases (*name) are not supported in routine files".into()));
+    }
+    if let Some(pos) = builder.too_deep {
+        return Err((pos, format!("nested more than {MAX_DEPTH} levels deep; a routine file needs a few")));
     }
     Ok(builder.root)
 }
@@ -74,20 +94,17 @@ struct Builder {
     root: Option<Node>,
     documents: usize,
     second_doc: Pos,
-    anchors: HashMap<usize, Node>,
     alias_error: Option<Pos>,
+    too_deep: Option<Pos>,
 }
 
 enum Frame {
-    Seq { items: Vec<Node>, pos: Pos, anchor: usize },
-    Map { entries: Vec<(Node, Node)>, pending_key: Option<Node>, pos: Pos, anchor: usize },
+    Seq { items: Vec<Node>, pos: Pos },
+    Map { entries: Vec<(Node, Node)>, pending_key: Option<Node>, pos: Pos },
 }
 
 impl Builder {
-    fn push_value(&mut self, node: Node, anchor: usize) {
-        if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
-        }
+    fn push_value(&mut self, node: Node) {
         match self.stack.last_mut() {
             Some(Frame::Seq { items, .. }) => items.push(node),
             Some(Frame::Map { entries, pending_key, .. }) => match pending_key.take() {
@@ -113,26 +130,25 @@ impl MarkedEventReceiver for Builder {
                     self.second_doc = pos;
                 }
             }
-            Event::Scalar(value, style, anchor, _tag) => {
+            Event::Scalar(value, style, _anchor, _tag) => {
                 let quoted = !matches!(style, TScalarStyle::Plain);
-                self.push_value(Node::Scalar { value, quoted, pos }, anchor);
+                self.push_value(Node::Scalar { value, quoted, pos });
             }
-            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq { items: Vec::new(), pos, anchor }),
-            Event::MappingStart(anchor, _) => {
-                self.stack.push(Frame::Map { entries: Vec::new(), pending_key: None, pos, anchor })
+            // Parsing stops here (see `parse`): nothing deeper is built.
+            Event::SequenceStart(..) | Event::MappingStart(..) if self.stack.len() >= MAX_DEPTH => {
+                self.too_deep.get_or_insert(pos);
             }
+            Event::SequenceStart(..) => self.stack.push(Frame::Seq { items: Vec::new(), pos }),
+            Event::MappingStart(..) => self.stack.push(Frame::Map { entries: Vec::new(), pending_key: None, pos }),
             Event::SequenceEnd | Event::MappingEnd => match self.stack.pop() {
-                Some(Frame::Seq { items, pos, anchor }) => self.push_value(Node::Seq { items, pos }, anchor),
-                Some(Frame::Map { entries, pos, anchor, .. }) => self.push_value(Node::Map { entries, pos }, anchor),
+                Some(Frame::Seq { items, pos }) => self.push_value(Node::Seq { items, pos }),
+                Some(Frame::Map { entries, pos, .. }) => self.push_value(Node::Map { entries, pos }),
                 None => {}
             },
-            Event::Alias(id) => match self.anchors.get(&id).cloned() {
-                Some(node) => self.push_value(node, 0),
-                None => {
-                    self.alias_error.get_or_insert(pos);
-                    self.push_value(Node::Scalar { value: String::new(), quoted: false, pos }, 0);
-                }
-            },
+            // Never expanded (an alias can multiply a small file into gigabytes); parsing stops.
+            Event::Alias(_) => {
+                self.alias_error.get_or_insert(pos);
+            }
             _ => {}
         }
     }
@@ -156,6 +172,28 @@ mod tests {
     fn syntax_errors_carry_a_position() {
         let (pos, msg) = parse("name: x\nschedule: [unclosed\n").unwrap_err();
         assert!(pos.line >= 2, "{pos:?} {msg}");
+    }
+
+    #[test]
+    fn hostile_documents_are_bounded_errors() {
+        // Billion laughs: refused at the first alias, nothing expanded.
+        let mut laughs = String::from("a: &a [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\n");
+        for i in 1..9 {
+            laughs += &format!("{}: &{} [*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p},*{p}]\n", (b'a' + i) as char, (b'a' + i) as char, p = (b'a' + i - 1) as char);
+        }
+        let (pos, msg) = parse(&laughs).unwrap_err();
+        assert_eq!((pos.line, msg.as_str()), (2, "YAML aliases (*name) are not supported in routine files"));
+        // Thousands of levels: an error at the first level too deep, no deep tree built.
+        let deep = format!("x:\n{}", (1..5000).map(|i| format!("{}- \n", "  ".repeat(i))).collect::<String>());
+        let (pos, msg) = parse(&deep).unwrap_err();
+        assert!(msg.starts_with("nested more than 32 levels"), "{msg}");
+        assert!(pos.line > 1, "{pos:?}");
+        let flow = format!("x: {}{}", "[".repeat(5000), "]".repeat(5000));
+        assert!(parse(&flow).is_err());
+        // A NUL byte is an error where it stands; a byte-order mark is fine.
+        let (pos, _) = parse("name: x\nsched\0ule: y\n").unwrap_err();
+        assert_eq!(pos, Pos { line: 2, col: 6 });
+        assert!(matches!(parse("\u{feff}name: x\n").unwrap(), Some(Node::Map { .. })));
     }
 
     #[test]
