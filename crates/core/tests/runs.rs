@@ -93,6 +93,29 @@ async fn timeout_kills_the_whole_process_group_including_children_that_ignore_si
 }
 
 #[tokio::test]
+async fn the_kill_grace_ends_when_the_run_is_gone() {
+    // A run that stops on SIGTERM ends then — timed out by its wrapper, or cancelled by the
+    // engine — not after the whole grace (the engine's own exited wrapper, a zombie until
+    // reaped, does not count as part of the run).
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 20\n").unwrap();
+    th.routine("slow", "schedule: \"0 * * * *\"\ntimeout: 1s\ncommand: sleep 30\n");
+    th.routine("long", "schedule: \"0 * * * *\"\ncommand: sleep 30\n");
+    let engine = engine(&th);
+    let started = std::time::Instant::now();
+    let rec = run(&engine, "slow").await;
+    assert_eq!(rec.status, RunStatus::TimedOut);
+    assert!(started.elapsed() < Duration::from_secs(6), "the 20 s grace was not waited out: {:?}", started.elapsed());
+    let handle = engine.run_now("long", Trigger::Manual).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    assert!(engine.cancel(&handle.id).await);
+    let rec = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.unwrap().unwrap();
+    assert_eq!(rec.status, RunStatus::Cancelled);
+    assert!(started.elapsed() < Duration::from_secs(5), "cancel did not wait out the grace: {:?}", started.elapsed());
+}
+
+#[tokio::test]
 async fn cancel_stops_the_run_and_its_children() {
     let th = TestHome::new();
     let pids = th.path().join("pids");

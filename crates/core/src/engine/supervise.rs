@@ -141,7 +141,11 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
         _ = cancel.notified() => Ending::Cancelled,
     };
     if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
-        process::terminate_group(pgid, core.settings.kill_grace()).await;
+        let child = &mut proc.child;
+        process::terminate_group_reaping(pgid, core.settings.kill_grace(), || {
+            let _ = child.try_wait();
+        })
+        .await;
         // Reap the leader; bounded in case something unkillable (D state) holds it.
         let _ = tokio::time::timeout(Duration::from_secs(5), proc.child.wait()).await;
     }

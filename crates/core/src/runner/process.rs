@@ -135,17 +135,25 @@ pub fn ended_at(run_dir: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
 }
 
 /// SIGTERM the whole group, wait up to `grace` for every member to be gone, then SIGKILL the group
-/// (children that ignore SIGTERM included).
-pub async fn terminate_group(pgid: u32, grace: Duration) {
+/// (children that ignore SIGTERM included). `reap` is called while waiting: the engine's own
+/// wrapper, once exited, is a zombie member of the group until it is reaped, and must not make
+/// the grace last to its end.
+pub async fn terminate_group_reaping(pgid: u32, grace: Duration, mut reap: impl FnMut()) {
     signal_group(pgid, libc::SIGTERM);
     let deadline = tokio::time::Instant::now() + grace;
     while tokio::time::Instant::now() < deadline {
+        reap();
         if !group_alive(pgid) {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     signal_group(pgid, libc::SIGKILL);
+}
+
+/// [`terminate_group_reaping`] for a group this process is not the parent of (nothing to reap).
+pub async fn terminate_group(pgid: u32, grace: Duration) {
+    terminate_group_reaping(pgid, grace, || {}).await
 }
 
 pub fn signal_group(pgid: u32, sig: i32) {
