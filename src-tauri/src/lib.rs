@@ -167,6 +167,11 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             }
         }
     });
+    // Never schedule on a damaged database: the app stays a viewer and says why in its log.
+    if let Err(e) = engine.check_database() {
+        tracing::error!("{}", e.message);
+        return;
+    }
     match SchedulerLock::acquire(engine.home(), "the Nightshift app") {
         Ok(lock) => {
             Scheduler::new(engine.clone()).run(Arc::new(tokio::sync::Notify::new())).await;

@@ -9,6 +9,8 @@ use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::Notify;
 
 pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome, Error> {
+    // Never schedule on a damaged database (it would lose or repeat runs); say which and why.
+    engine.check_database()?;
     // One scheduler per home; say who has it otherwise.
     let _lock = SchedulerLock::acquire(engine.home(), "nightshiftctl daemon")?;
     if notify {

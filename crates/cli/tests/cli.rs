@@ -218,3 +218,26 @@ fn init_creates_a_home_whose_example_runs() {
     let report = std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap();
     assert!(report.starts_with("Hello from Nightshift on "), "{report}");
 }
+
+#[test]
+fn a_damaged_database_is_named_and_never_scheduled_on() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: echo hi\n");
+    // Enough history that the database has pages beyond the header.
+    for _ in 0..30 {
+        assert!(ctl(&th).args(["run", "hello", "--wait"]).output().unwrap().status.success());
+    }
+    let db = th.path().join("nightshift.db");
+    // Checkpoint the WAL into the file, then damage a page in the middle (the header stays).
+    let _ = rusqlite::Connection::open(&db).unwrap().pragma_update(None, "wal_checkpoint", "TRUNCATE");
+    let len = std::fs::metadata(&db).unwrap().len();
+    assert!(len > 3 * 4096, "{len}");
+    use std::os::unix::fs::FileExt;
+    std::fs::OpenOptions::new().write(true).open(&db).unwrap().write_all_at(&[0xAB; 4096], 4096).unwrap();
+    let out = ctl(&th).args(["daemon"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains(&format!("the database {} is damaged", db.display())), "{err}");
+    assert!(err.contains("Nightshift will not schedule on it") && err.contains(".damaged") && err.contains("never deletes it"), "{err}");
+    assert!(db.exists(), "never deleted");
+}

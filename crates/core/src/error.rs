@@ -68,6 +68,14 @@ impl Error {
 
 impl From<rusqlite::Error> for Error {
     fn from(err: rusqlite::Error) -> Self {
-        Error::new(ErrorCode::StoreUnavailable, format!("database error: {err}"))
+        let hint = match err.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+                " — the database file (nightshift.db in the Nightshift home) is damaged; move it aside or restore it from a backup"
+            }
+            Some(rusqlite::ErrorCode::DiskFull) => " — the disk is full; free some space",
+            Some(rusqlite::ErrorCode::ReadOnly) => " — the database is read-only; check the permissions of the Nightshift home",
+            _ => "",
+        };
+        Error::new(ErrorCode::StoreUnavailable, format!("database error: {err}{hint}"))
     }
 }

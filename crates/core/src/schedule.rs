@@ -29,7 +29,12 @@ impl Schedule {
             .build()
             .parse(expr)
             .map_err(|e| format!("invalid cron expression \"{expr}\": {}", describe_cron_error(&e)))?;
-        Ok(Schedule { expr: expr.to_string(), tz, cron })
+        let schedule = Schedule { expr: expr.to_string(), tz, cron };
+        // A valid expression can still name no real time (31 February): say so, don't wait forever.
+        if schedule.next_after(chrono::Utc::now()).is_none() {
+            return Err(format!("the cron expression \"{expr}\" never fires (no date matches it)"));
+        }
+        Ok(schedule)
     }
 
     /// The first fire strictly after `after`.
@@ -110,6 +115,15 @@ pub fn local_tz() -> Tz {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expression_that_never_fires_is_an_error() {
+        let t = std::time::Instant::now();
+        let e = Schedule::parse("0 0 31 2 *", Tz::UTC).unwrap_err();
+        assert_eq!(e, "the cron expression \"0 0 31 2 *\" never fires (no date matches it)");
+        assert!(t.elapsed() < std::time::Duration::from_secs(2), "{:?}", t.elapsed());
+        assert!(Schedule::parse("0 0 29 2 *", Tz::UTC).is_ok(), "leap days do come");
+    }
     use chrono::TimeZone;
 
     #[test]

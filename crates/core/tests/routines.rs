@@ -250,3 +250,13 @@ mod fuzz {
         }
     }
 }
+
+#[test]
+fn schedules_that_can_never_run_are_refused() {
+    let th = TestHome::new();
+    th.routine("feb31", "schedule: \"0 0 31 2 *\"\ncommand: echo\n");
+    th.routine("backwards", "at: 2027-01-02T09:00:00Z\nend_at: 2027-01-01T00:00:00Z\ncommand: echo\n");
+    let m = messages(&th);
+    assert!(m.contains(&"routines/feb31.yaml:1:11: the cron expression \"0 0 31 2 *\" never fires (no date matches it)".to_string()), "{m:?}");
+    assert!(m.contains(&"routines/backwards.yaml:2:1: `end_at` is before `at`: the routine would never run".to_string()), "{m:?}");
+}

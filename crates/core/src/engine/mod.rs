@@ -274,6 +274,12 @@ impl Engine {
         false
     }
 
+    /// Check the database file for damage before scheduling on it (reads every page; the daemon
+    /// and the app call it once at start).
+    pub fn check_database(&self) -> Result<()> {
+        self.core.store.check_integrity()
+    }
+
     /// Before a short-lived process exits: its runs that still wait say who will start them.
     pub fn hand_off_queued(&self) -> Result<usize> {
         queue::hand_off(&self.core)

@@ -88,6 +88,11 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     if get("schedule").is_some() && get("at").is_some() {
         cx.err(key_pos("at"), "give either `schedule` (repeating) or `at` (once), not both");
     }
+    if let (Some(at), Some(end)) = (at, end_at) {
+        if end < at {
+            cx.err(key_pos("end_at"), "`end_at` is before `at`: the routine would never run");
+        }
+    }
 
     // What to run: exactly one of agent/command.
     let mode = get("mode").and_then(|n| {

@@ -80,6 +80,26 @@ impl Store {
         &self.path
     }
 
+    /// Check the whole file for damage (`PRAGMA quick_check`: it reads every page, so long-running
+    /// engines call it once before they schedule, not every command). A damaged database is never
+    /// deleted or repaired here; the error says which file, what is wrong and what to do.
+    pub fn check_integrity(&self) -> Result<()> {
+        let found: rusqlite::Result<String> = self.conn().query_row("PRAGMA quick_check(1)", [], |r| r.get(0));
+        let problem = match found {
+            Ok(ok) if ok == "ok" => return Ok(()),
+            Ok(problem) => problem,
+            Err(e) => e.to_string(),
+        };
+        Err(Error::new(
+            ErrorCode::StoreUnavailable,
+            format!(
+                "the database {} is damaged ({problem}); Nightshift will not schedule on it. Move it aside to start a fresh history (`mv {p} {p}.damaged`), or restore it from a backup — Nightshift never deletes it",
+                self.path.display(),
+                p = self.path.display()
+            ),
+        ))
+    }
+
     pub(crate) fn conn(&self) -> MutexGuard<'_, Connection> {
         // A panic while holding the lock cannot leave SQLite half-written (transactions roll back),
         // so a poisoned mutex is safe to keep using.
