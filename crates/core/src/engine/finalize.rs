@@ -45,8 +45,13 @@ impl Ended {
 /// Classify (unless already done), write the report, finalize the row and its outbox entry once,
 /// then tell everyone. Returns the final record (also when another engine finalized it first).
 pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<RunRecord> {
+    // A cancel of a queued run is not its driver: if a driver started the run meanwhile, its
+    // registration (the cancel signal) stays.
+    let drives_it = !ended.only_if_queued;
     let record = settle_inner(core, run, ended).await;
-    core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
+    if drives_it {
+        core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
+    }
     if let Some(r) = &record {
         super::signal::resolve_waiters(core, r);
     }
