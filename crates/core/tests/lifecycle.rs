@@ -269,3 +269,19 @@ async fn runs_settled_without_a_notifier_are_notified_by_the_next_one_and_old_on
     tokio::time::sleep(Std::from_millis(500)).await;
     assert!(second.shown.lock().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notifier_hears_of_runs_other_engines_settle() {
+    // The app as a viewer (a daemon without --notify schedules): runs the daemon settles are
+    // still notified, through the home's wake file, not by polling.
+    let th = TestHome::new();
+    th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo all green\n");
+    let viewer = engine(&th, Arc::new(ManualClock::new(Utc::now())), "", &[]);
+    let notifier = flaky(0);
+    viewer.enable_notifications(notifier.clone());
+    tokio::time::sleep(Std::from_millis(200)).await;
+    let daemon = engine(&th, Arc::new(ManualClock::new(Utc::now())), "", &[]);
+    let rec = daemon.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let id = rec.id.clone();
+    until("the viewer to notify", || notifier.shown.lock().unwrap().iter().any(|n| n.run_id.as_deref() == Some(id.as_str())).then_some(())).await;
+}

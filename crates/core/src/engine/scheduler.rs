@@ -164,8 +164,6 @@ impl Scheduler {
                 // Another process queued or settled a run, a login changed, an account works again.
                 Some(()) = wakes.recv() => {
                     while wakes.try_recv().is_ok() {}
-                    // A run settled elsewhere may owe a notification this process sends.
-                    self.core().outbox_kick.notify_one();
                 }
                 _ = self.core().scheduler_kick.notified() => {}
                 _ = shutdown.notified() => return,

@@ -31,3 +31,23 @@ pub(crate) fn resolve_waiters(core: &Core, record: &RunRecord) {
         let _ = tx.send(record.clone());
     }
 }
+
+/// Call `on_wake` whenever a process touches the home's wake file. `None` (and a warning) where
+/// files cannot be watched: callers then only hear of their own process's runs.
+pub(crate) fn watch_wake_file(core: &Core, on_wake: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
+    use notify::Watcher;
+    let path = core.home.wake_path();
+    let dir = path.parent()?.to_path_buf();
+    let _ = std::fs::create_dir_all(&dir);
+    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+        if let Ok(ev) = res {
+            if !matches!(ev.kind, notify::EventKind::Access(_)) && ev.paths.iter().any(|p| *p == path) {
+                on_wake();
+            }
+        }
+    })
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch the wake file"))
+    .ok()?;
+    watcher.watch(&dir, notify::RecursiveMode::NonRecursive).map_err(|e| tracing::warn!(error = %e, "cannot watch the wake file")).ok()?;
+    Some(watcher)
+}
