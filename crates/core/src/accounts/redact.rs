@@ -41,12 +41,6 @@ impl Redactor {
         mask_key_shapes(&out)
     }
 
-    /// Does `bytes` contain a registered secret or a key-shaped string?
-    pub fn finds_in(&self, bytes: &[u8]) -> bool {
-        let secrets = self.secrets.read().unwrap_or_else(|e| e.into_inner());
-        secrets.iter().any(|s| contains(bytes, s.as_bytes())) || SHAPES.iter().any(|(prefix, _)| contains(bytes, prefix.as_bytes()))
-    }
-
     /// Mask, in place, every secret in the file from byte `from` on, and return where the scan
     /// ended (the file's length then). Used on a run's logs — the agent writes them directly, so a
     /// command that echoes its token would keep it there — incrementally while an engine follows
@@ -152,9 +146,6 @@ fn key_run(file: &std::fs::File, mut at: u64, len: u64) -> u64 {
     n
 }
 
-fn contains(hay: &[u8], needle: &[u8]) -> bool {
-    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
-}
 
 /// Key shapes: a prefix at a word start, then at least this many key characters.
 const SHAPES: &[(&str, usize)] = &[("sk-ant-", 1), ("sk-", 20), ("AIza", 30)];
@@ -200,14 +191,11 @@ mod tests {
         r.register("tok-very-secret-123");
         assert_eq!(r.redact("Bearer tok-very-secret-123 failed"), "Bearer [redacted] failed");
         assert_eq!(r.redact("key sk-ant-api03-AbC_d-9 end"), "key [redacted] end");
-        assert!(r.finds_in(b"x tok-very-secret-123 y"));
-        assert!(!r.finds_in(b"nothing here"));
         assert_eq!(r.redact("OPENAI_API_KEY=sk-proj-AbCdEf0123456789_xyzXYZ ok"), "OPENAI_API_KEY=[redacted] ok");
         assert_eq!(r.redact("key=AIzaSyA-1234567890abcdefghijklmnopqrstu!"), "key=[redacted]!");
         // Not keys: too short, or inside a word.
         assert_eq!(r.redact("task-list and sk-short and AIzaShort"), "task-list and sk-short and AIzaShort");
         assert_eq!(r.redact("disk-0123456789abcdefghijkl"), "disk-0123456789abcdefghijkl");
-        assert!(r.finds_in(b"x AIzaSyA y"));
     }
 
     #[test]
