@@ -1,5 +1,5 @@
-//! Idle cost of the scheduler: CPU time and memory of `nightshiftctl daemon` with 100 routines
-//! over 60 s, side by side with a baseline poller (wakes every second, re-reads every routine
+//! Idle cost of the scheduler: CPU time and memory of `nightshiftctl daemon` with 100 and 1000
+//! routines over 60 s, side by side with a baseline poller (wakes every second, re-reads every routine
 //! file and asks the database — how a naive scheduler stays current). `NIGHTSHIFT_BENCH_QUICK=1`
 //! measures 5 s instead of 60 s.
 
@@ -12,23 +12,24 @@ fn main() {
     }
     let quick = std::env::var("NIGHTSHIFT_BENCH_QUICK").as_deref() == Ok("1");
     let window = Duration::from_secs(if quick { 5 } else { 60 });
-    let home = tempfile::tempdir().unwrap();
-    write_routines(home.path(), 100);
-
-    let ours = measure(
-        Command::new(env!("CARGO_BIN_EXE_nightshiftctl")).arg("daemon").env("NIGHTSHIFT_HOME", home.path()),
-        window,
-    );
-    let base = measure(Command::new(std::env::current_exe().unwrap()).arg("--baseline-poller").env("NIGHTSHIFT_HOME", home.path()), window);
-
-    println!("Idle scheduler with 100 routines over {} s ({})", window.as_secs(), if quick { "quick" } else { "full" });
-    println!("{:<28} {:>12} {:>12} {:>12}", "", "CPU time", "RSS now", "RSS peak");
-    for (name, m) in [("baseline: 1 s poller", base), ("nightshiftctl daemon", ours)] {
-        println!("{:<28} {:>9} ms {:>9} MB {:>9} MB", name, m.cpu_ms, m.rss_kb / 1024, m.hwm_kb / 1024);
+    let counts: &[usize] = if quick { &[100] } else { &[100, 1000] };
+    for &n in counts {
+        let home = tempfile::tempdir().unwrap();
+        write_routines(home.path(), n);
+        let ours = measure(
+            Command::new(env!("CARGO_BIN_EXE_nightshiftctl")).arg("daemon").env("NIGHTSHIFT_HOME", home.path()),
+            window,
+        );
+        let base = measure(Command::new(std::env::current_exe().unwrap()).arg("--baseline-poller").env("NIGHTSHIFT_HOME", home.path()), window);
+        println!("Idle scheduler with {n} routines over {} s ({})", window.as_secs(), if quick { "quick" } else { "full" });
+        println!("{:<28} {:>12} {:>12} {:>12}", "", "CPU time", "RSS now", "RSS peak");
+        for (name, m) in [("baseline: 1 s poller", base), ("nightshiftctl daemon", ours)] {
+            println!("{:<28} {:>9} ms {:>9} MB {:>9} MB", name, m.cpu_ms, m.rss_kb / 1024, m.hwm_kb / 1024);
+        }
     }
 }
 
-/// 100 daily routines, none due in the next hours, so the window is pure idle.
+/// `n` daily routines, none due in the next hours, so the window is pure idle.
 fn write_routines(home: &std::path::Path, n: usize) {
     let dir = home.join("routines");
     std::fs::create_dir_all(&dir).unwrap();

@@ -26,6 +26,7 @@ use crate::routine::{self, Routine, RoutineSet};
 use crate::run::{new_run_id, Reason, RunStatus, Trigger};
 use crate::store::NewRun;
 use chrono::{DateTime, Duration as Span, Utc};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -55,13 +56,17 @@ pub struct TickReport {
 
 pub struct Scheduler {
     engine: Engine,
-    routines: Mutex<RoutineSet>,
+    /// Shared with the engine's catalog (never copied).
+    routines: Mutex<Arc<RoutineSet>>,
+    /// Each evaluated routine's next slot (`None`: none ahead). A pass skips routines whose next
+    /// slot is still ahead, so an idle pass costs nothing per routine; a reload forgets all.
+    next_slots: Mutex<HashMap<String, Option<DateTime<Utc>>>>,
 }
 
 impl Scheduler {
     pub fn new(engine: Engine) -> Arc<Scheduler> {
-        let routines = engine.routines();
-        Arc::new(Scheduler { engine, routines: Mutex::new(routines) })
+        let routines = engine.core.routines();
+        Arc::new(Scheduler { engine, routines: Mutex::new(routines), next_slots: Mutex::new(HashMap::new()) })
     }
 
     fn core(&self) -> &Arc<Core> {
@@ -70,18 +75,24 @@ impl Scheduler {
 
     /// The routines as the scheduler currently knows them.
     pub fn routines(&self) -> RoutineSet {
-        self.routines.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        (*self.current()).clone()
+    }
+
+    /// The routines as the scheduler knows them, without a copy.
+    fn current(&self) -> Arc<RoutineSet> {
+        Arc::clone(&self.routines.lock().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Re-read the routine files (added, changed, broken, removed) and tell the faces.
     pub fn reload(&self) {
-        let set = self.engine.routines();
+        let set = self.engine.core.routines();
         for bad in &set.invalid {
             for e in &bad.errors {
                 tracing::warn!(routine = %bad.name, "{e}");
             }
         }
         *self.routines.lock().unwrap_or_else(|e| e.into_inner()) = set;
+        self.next_slots.lock().unwrap_or_else(|e| e.into_inner()).clear();
         Engine::emit(self.core(), EngineEvent::RoutinesChanged);
     }
 
@@ -94,14 +105,16 @@ impl Scheduler {
     /// work; then start what fits.
     pub async fn tick(&self) -> Result<TickReport> {
         let core = Arc::clone(self.core());
-        let set = self.routines();
+        let set = self.current();
         let device = self.engine.device_name();
-        let (report, finals) = {
+        let next_slots = std::mem::take(&mut *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()));
+        let (report, finals, next_slots) = {
             let core = Arc::clone(&core);
-            tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, finals: Vec::new() }.run())
+            tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, finals: Vec::new(), next_slots }.run())
                 .await
                 .map_err(|e| Error::new(ErrorCode::StoreUnavailable, format!("scheduler pass failed: {e}")))??
         };
+        *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()) = next_slots;
         for run in finals {
             finalize::announce(&core, &run).await;
         }
@@ -116,18 +129,11 @@ impl Scheduler {
 
     /// The next instant any active routine fires.
     pub fn next_fire(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.routines()
+        self.current()
             .routines
             .iter()
             .filter(|r| r.enabled && self.on_this_device(r))
-            .filter_map(|r| {
-                let next = match (&r.schedule, r.at) {
-                    (Some(s), _) => s.next_after(now),
-                    (None, Some(at)) if at > now => Some(at),
-                    _ => None,
-                };
-                next.filter(|t| r.end_at.is_none_or(|end| *t <= end))
-            })
+            .filter_map(|r| next_slot(r, now))
             .min()
     }
 
@@ -198,6 +204,16 @@ impl Scheduler {
     }
 }
 
+/// The routine's first slot after `now`, if it has one (within `end_at`).
+fn next_slot(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+    let next = match (&r.schedule, r.at) {
+        (Some(s), _) => s.next_after(now),
+        (None, Some(at)) if at > now => Some(at),
+        _ => None,
+    };
+    next.filter(|t| r.end_at.is_none_or(|end| *t <= end))
+}
+
 /// Whether `routine` fires on the device named `device` (`devices:`).
 fn on_device(routine: &Routine, device: &str) -> bool {
     routine.devices.is_empty() || routine.devices.iter().any(|d| d == device)
@@ -210,16 +226,25 @@ struct Pass<'a> {
     device: &'a str,
     /// Rows that were final from the start (missed, skipped), to announce.
     finals: Vec<crate::run::RunRecord>,
+    next_slots: HashMap<String, Option<DateTime<Utc>>>,
 }
 
 impl Pass<'_> {
-    fn run(mut self) -> Result<(TickReport, Vec<crate::run::RunRecord>)> {
+    fn run(mut self) -> Result<(TickReport, Vec<crate::run::RunRecord>, HashMap<String, Option<DateTime<Utc>>>)> {
         let core = self.core;
         let now = core.clock.now();
         let all_paused = core.store.global_paused()?;
         let mut report = TickReport::default();
         let mut evaluated: Vec<&str> = Vec::with_capacity(self.set.routines.len());
         for r in &self.set.routines {
+            // Nothing can be due before the routine's next slot: no store work at all until then.
+            // (Its `checked_until` may lag meanwhile; the slots in between are none either way.)
+            if let Some(next) = self.next_slots.get(&r.name) {
+                if next.is_none_or(|t| t > now) {
+                    continue;
+                }
+            }
+            self.next_slots.insert(r.name.clone(), next_slot(r, now));
             let state = core.store.routine_state(&r.name, now)?;
             evaluated.push(&r.name);
             if !r.enabled || state.paused || all_paused || !on_device(r, self.device) {
@@ -241,7 +266,7 @@ impl Pass<'_> {
         for (routine, id) in held::make_up_owed(core, self.set)? {
             report.fired.push((routine, id, Trigger::Catchup));
         }
-        Ok((report, self.finals))
+        Ok((report, self.finals, self.next_slots))
     }
 
     /// Decide what happens to a routine's due slots (newest first).
