@@ -32,7 +32,7 @@ pub(crate) fn start(core: &Arc<Core>, sender: Arc<BoundedSender>) {
     tokio::spawn(async move {
         // Runs settled by other processes (a CLI, a daemon without --notify) are heard of here.
         let kick = Arc::clone(&core);
-        let _watcher = super::signal::watch_wake_file(&core, move || kick.outbox_kick.notify_one());
+        let _watcher = super::signal::watch_wake_file(&core, Vec::new(), move || kick.outbox_kick.notify_one());
         loop {
             // Idle is idle: with nothing pending, only a kick (a run settled here, or the wake
             // file touched by another process) wakes the deliverer.

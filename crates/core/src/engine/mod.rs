@@ -106,6 +106,16 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// Is the engine recorded as a run's owner still there? "Me" is; my pid with another identity
+    /// is an earlier image of this process (it re-executed itself), which is gone; anyone else is
+    /// there while the same process (pid and start time) lives.
+    pub(crate) fn owner_alive(&self, pid: Option<u32>, start: Option<&str>) -> bool {
+        if pid == Some(self.identity.0) {
+            return start == Some(self.identity.1.as_str());
+        }
+        pid.is_some_and(|p| crate::runner::process::same_process_alive(p, start))
+    }
+
     /// The routines now (files are the source of truth; re-read when one changed).
     pub(crate) fn routines(&self) -> Arc<RoutineSet> {
         self.catalog.get(&self.home, &self.settings)

@@ -16,7 +16,6 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{AccountChoice, Routine, RoutineSet};
 use crate::run::{new_run_id, RunRecord, RunStatus, Trigger};
-use crate::runner::process;
 use crate::store::{Claims, NewRun};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
@@ -197,14 +196,11 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>,
     let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
         // Rows of owners that are gone do not hold lanes until an engine adopts them.
         let mut alive = |pid: Option<u32>, start: &Option<String>| -> bool {
-            if pid == Some(me.0) && start.as_deref() == Some(me.1) {
-                return true;
-            }
             let key = (pid, start.clone());
             if let Some((_, a)) = live_owner.iter().find(|(k, _)| *k == key) {
                 return *a;
             }
-            let a = pid.is_some_and(|p| process::same_process_alive(p, start.as_deref()));
+            let a = core.owner_alive(pid, start.as_deref());
             live_owner.push((key, a));
             a
         };

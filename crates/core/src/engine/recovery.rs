@@ -91,7 +91,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
     let mut set = None;
     let mut found = Vec::new();
     for open in core.store.open_runs()? {
-        if !owner_gone(core, open.owner_pid, open.owner_start.as_deref()) {
+        if core.owner_alive(open.owner_pid, open.owner_start.as_deref()) {
             continue;
         }
         let from = (open.owner_pid, open.owner_start.as_deref());
@@ -131,7 +131,7 @@ fn recover_queued(core: &Core, mode: RecoveryMode) -> Result<Vec<String>> {
     let me = (core.identity.0, core.identity.1.as_str());
     let mut adopted = Vec::new();
     for q in core.store.queued_rows()? {
-        if !owner_gone(core, q.owner_pid, q.owner_start.as_deref()) {
+        if core.owner_alive(q.owner_pid, q.owner_start.as_deref()) {
             continue;
         }
         match mode {
@@ -150,17 +150,6 @@ fn recover_queued(core: &Core, mode: RecoveryMode) -> Result<Vec<String>> {
         }
     }
     Ok(adopted)
-}
-
-/// Is the engine recorded as owner gone? "Me" is not gone; my pid with another identity is an
-/// earlier image of this process (it re-executed itself), which is.
-fn owner_gone(core: &Core, pid: Option<u32>, start: Option<&str>) -> bool {
-    let owner_is_me = pid == Some(core.identity.0) && start == Some(core.identity.1.as_str());
-    if owner_is_me {
-        return false;
-    }
-    let earlier_image_of_me = pid == Some(core.identity.0);
-    earlier_image_of_me || !pid.is_some_and(|p| process::same_process_alive(p, start))
 }
 
 /// How a run whose process is gone ended, from its files alone.

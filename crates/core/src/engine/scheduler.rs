@@ -143,7 +143,11 @@ impl Scheduler {
         let (tx, mut changes) = tokio::sync::mpsc::channel::<()>(16);
         let _watcher = watch_routines(&self.engine.home().routines_dir(), tx);
         let (wake_tx, mut wakes) = tokio::sync::mpsc::channel::<()>(16);
-        let _wake_watcher = watch_wakes(&self.engine, wake_tx);
+        // Another process queued or settled a run; an account's login file changed.
+        let logins = self.engine.accounts().iter().map(|a| a.config_dir.join(a.auth().login_file)).collect();
+        let _wake_watcher = super::signal::watch_wake_file(self.core(), logins, move || {
+            let _ = wake_tx.try_send(());
+        });
         Engine::emit_state(self.core());
         loop {
             if let Err(e) = self.tick().await {
@@ -346,32 +350,6 @@ impl Pass<'_> {
 /// A slot as the routine's owner reads it: "2026-11-30 09:00 CET".
 fn local(r: &Routine, t: DateTime<Utc>) -> String {
     t.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M %Z").to_string()
-}
-
-/// Watch the home's wake file and each account's login file; each change sends a nudge.
-fn watch_wakes(engine: &Engine, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    use notify::Watcher;
-    let wake = engine.home().wake_path();
-    let mut dirs = vec![wake.parent()?.to_path_buf()];
-    let logins: Vec<std::path::PathBuf> = engine.accounts().iter().map(|a| a.config_dir.join(a.auth().login_file)).collect();
-    dirs.extend(logins.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)));
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            let relevant = ev.paths.iter().any(|p| p.file_name().is_some_and(|n| n == "queue") || logins.contains(p));
-            if relevant && !matches!(ev.kind, notify::EventKind::Access(_)) {
-                let _ = tx.try_send(());
-            }
-        }
-    })
-    .map_err(|e| tracing::warn!(error = %e, "cannot watch the wake file; other processes' runs are noticed within 30 s"))
-    .ok()?;
-    for dir in dirs {
-        let _ = std::fs::create_dir_all(&dir);
-        if let Err(e) = watcher.watch(&dir, notify::RecursiveMode::NonRecursive) {
-            tracing::warn!(error = %e, dir = %dir.display(), "cannot watch for wake-ups");
-        }
-    }
-    Some(watcher)
 }
 
 /// Watch the routines directory; each change sends a nudge (the loop debounces and reloads).

@@ -32,22 +32,30 @@ pub(crate) fn resolve_waiters(core: &Core, record: &RunRecord) {
     }
 }
 
-/// Call `on_wake` whenever a process touches the home's wake file. `None` (and a warning) where
-/// files cannot be watched: callers then only hear of their own process's runs.
-pub(crate) fn watch_wake_file(core: &Core, on_wake: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
+/// Call `on_wake` whenever a process touches the home's wake file, or one of `also` changes
+/// (the scheduler adds each account's login file). `None` (and a warning) where files cannot be
+/// watched: callers then only hear of their own process's runs.
+pub(crate) fn watch_wake_file(core: &Core, also: Vec<std::path::PathBuf>, on_wake: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
-    let path = core.home.wake_path();
-    let dir = path.parent()?.to_path_buf();
-    let _ = std::fs::create_dir_all(&dir);
+    let mut files = also;
+    files.push(core.home.wake_path());
+    let mut dirs: Vec<std::path::PathBuf> = files.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)).collect();
+    dirs.sort();
+    dirs.dedup();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
-            if !matches!(ev.kind, notify::EventKind::Access(_)) && ev.paths.iter().any(|p| *p == path) {
+            if !matches!(ev.kind, notify::EventKind::Access(_)) && ev.paths.iter().any(|p| files.contains(p)) {
                 on_wake();
             }
         }
     })
     .map_err(|e| tracing::warn!(error = %e, "cannot watch the wake file"))
     .ok()?;
-    watcher.watch(&dir, notify::RecursiveMode::NonRecursive).map_err(|e| tracing::warn!(error = %e, "cannot watch the wake file")).ok()?;
+    for dir in dirs {
+        let _ = std::fs::create_dir_all(&dir);
+        if let Err(e) = watcher.watch(&dir, notify::RecursiveMode::NonRecursive) {
+            tracing::warn!(error = %e, dir = %dir.display(), "cannot watch for wake-ups");
+        }
+    }
     Some(watcher)
 }

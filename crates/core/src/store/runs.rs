@@ -120,12 +120,6 @@ impl Store {
         Ok(())
     }
 
-    /// The account a run uses (or was blocked by).
-    pub fn set_run_account(&self, id: &str, account: Option<&str>) -> Result<()> {
-        self.conn().execute("UPDATE runs SET account = ?2 WHERE id = ?1", params![id, account])?;
-        Ok(())
-    }
-
     /// Hand a running run to another supervisor (crash recovery re-adopts it).
     pub fn set_owner(&self, id: &str, owner: (u32, &str)) -> Result<()> {
         self.conn().execute("UPDATE runs SET owner_pid = ?2, owner_start = ?3 WHERE id = ?1", params![id, owner.0, owner.1])?;
