@@ -243,3 +243,36 @@ fn kill_9_of_the_app_with_runs_waiting_loses_nothing() {
     assert_eq!(slow_done.iter().filter(|n| n["summary"].as_str().unwrap_or("").starts_with("✓ slow")).count(), 1, "{slow_done:#?}");
     stop(second);
 }
+
+/// A database that cannot be opened at all: no panic and no silent exit — a dialog says which file,
+/// what is wrong and what to do; closing it quits with exit code 2.
+#[test]
+fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    let db = home.join("nightshift.db");
+    std::fs::write(&db, vec![0x5a; 64 * 1024]).unwrap();
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let log = tmp.path().join("app.log");
+    let mut child = app(&home, &bus, &[]).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
+    wait_until("the dialog", 30, || window_titles().contains("\"Nightshift cannot start\""));
+    assert!(child.try_wait().unwrap().is_none(), "still up while the dialog is shown");
+    close_window("Nightshift cannot start");
+    let start = Instant::now();
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        assert!(start.elapsed() < Duration::from_secs(10), "the app did not quit after the dialog closed");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(status.code(), Some(2));
+    let said = std::fs::read_to_string(&log).unwrap();
+    assert!(said.contains(&format!("cannot open the database {}", db.display())) && said.contains("move it aside"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+}

@@ -165,7 +165,7 @@ async fn the_web_ui_in_the_real_app() {
     text(&c, "#routines tr[data-routine='slow']").await;
 
     // --- Header: pause all and back.
-    assert!(text(&c, "#engine-state").await.starts_with("Scheduling"));
+    until(&c, "the scheduling header", "return document.getElementById('engine-state').textContent.startsWith('Scheduling')", 10).await;
     click(&c, "#pause-all").await;
     until(&c, "paused header", "return document.getElementById('engine-state').textContent.startsWith('Paused')", 10).await;
     assert_eq!(text(&c, "#pause-all").await, "Resume all");
@@ -293,6 +293,41 @@ async fn the_window_follows_a_dark_system_theme() {
     assert_eq!(look["dark"], json!(true), "{look}");
     assert_eq!(look["bg"], json!("rgb(20, 20, 29)"), "the dark palette is used: {look}");
     screenshot(&c, "ui-dark.png").await;
+    c.close().await.unwrap();
+    drop(driver);
+}
+
+/// A damaged database: the app refuses to schedule on it and says so atop the window — which
+/// file, what is wrong, what to do — instead of only in its log.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_damaged_database_is_shown_atop_the_window() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    let db = home.join("nightshift.db");
+    drop(nightshift_core::store::Store::open(&db).unwrap());
+    // Pages beyond the schema, checkpointed into the file; then one of them overwritten.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    conn.execute_batch("CREATE TABLE filler(x); WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i+1 FROM n WHERE i < 2000) INSERT INTO filler SELECT randomblob(100) FROM n;").unwrap();
+    let _ = conn.pragma_update(None, "wal_checkpoint", "TRUNCATE");
+    drop(conn);
+    use std::os::unix::fs::FileExt;
+    // The filler's last pages: the engine opens, `quick_check` finds the damage.
+    let pages = std::fs::metadata(&db).unwrap().len() / 4096;
+    std::fs::OpenOptions::new().write(true).open(&db).unwrap().write_all_at(&[0xAB; 4096], (pages - 2) * 4096).unwrap();
+
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let Some((driver, c)) = launch_with(&home, &bus.address, &[]).await else { return };
+    let shown = until(&c, "the problem atop the window", "const p = document.getElementById('problems'); return p && !p.hidden && p.textContent.includes('is damaged') ? p.textContent : null", 20).await;
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains(&db.display().to_string()) && shown.contains("Move it aside"), "{shown}");
+    let header = text(&c, "#engine-state").await;
+    assert!(header.starts_with("Not scheduling"), "the header does not claim to schedule: {header}");
+    screenshot(&c, "ui-damaged-database.png").await;
     c.close().await.unwrap();
     drop(driver);
 }

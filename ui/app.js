@@ -41,6 +41,7 @@ function route() {
 
 // Header: who schedules this home, how many runs are going, pause all.
 const stateLine = document.getElementById("engine-state");
+const problemsBox = document.getElementById("problems");
 const pauseButton = document.getElementById("pause-all");
 async function refreshState() {
   try {
@@ -50,8 +51,13 @@ async function refreshState() {
     let text;
     if (s.scheduled_elsewhere) text = `${s.scheduled_elsewhere} schedules this home; this window views and controls it`;
     else if (s.paused) text = "Paused — no scheduled runs start";
-    else text = "Scheduling";
+    else if (s.scheduling) text = "Scheduling";
+    else if (s.problems.length) text = "Not scheduling — see the problem above";
+    else text = "Starting…";
     replace(stateLine, h("span", { class: `dot ${s.paused ? "paused" : s.running ? "running" : "idle"}` }), text, going ? ` · ${going}` : "");
+    // A full disk, a damaged database, a run that could not be recorded: said in full, atop every view.
+    replace(problemsBox, ...s.problems.map((p) => h("p", {}, p)));
+    problemsBox.hidden = s.problems.length === 0;
     stateLine.title = `Home: ${s.home} · device: ${s.device}`;
     pauseButton.textContent = s.paused ? "Resume all" : "Pause all";
     pauseButton.dataset.paused = s.paused ? "1" : "";

@@ -29,27 +29,44 @@ async fn blocking<T: Send + 'static>(state: &State<'_, AppState>, f: impl FnOnce
 pub struct EngineStateView {
     /// Another process (a `nightshiftctl daemon`) schedules this home; this app views and controls.
     pub scheduled_elsewhere: Option<String>,
+    /// This app's scheduler is running (else: starting, refused — see `problems` — or elsewhere).
+    pub scheduling: bool,
     pub paused: bool,
     pub running: usize,
     pub queued: usize,
     pub device: String,
     pub home: String,
     pub routines_dir: String,
+    /// What the user must hear about the home (disk full, damaged database, unrecorded runs).
+    pub problems: Vec<String>,
 }
 
 #[tauri::command]
 pub async fn engine_state(state: State<'_, AppState>) -> Result<EngineStateView, Error> {
     let elsewhere = state.scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let scheduling = state.scheduling.load(std::sync::atomic::Ordering::SeqCst);
     let queued = state.engine.queued().await;
     blocking(&state, move |e| {
+        // A damaged or unwritable database must not blank the header: what cannot be read is
+        // itself a problem to show.
+        let mut problems = e.problems();
+        let mut unreadable = |err: Error| {
+            if !problems.contains(&err.message) {
+                problems.push(err.message);
+            }
+        };
+        let paused = e.store().global_paused().map_err(&mut unreadable).unwrap_or(false);
+        let running = e.store().running_count().map_err(&mut unreadable).unwrap_or(0);
         Ok(EngineStateView {
             scheduled_elsewhere: elsewhere,
-            paused: e.store().global_paused()?,
-            running: e.store().running_count()?,
+            scheduling,
+            paused,
+            running,
             queued,
             device: e.device_name(),
             home: e.home().config_dir().display().to_string(),
             routines_dir: e.home().routines_dir().display().to_string(),
+            problems,
         })
     })
     .await

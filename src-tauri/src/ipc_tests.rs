@@ -46,7 +46,7 @@ fn fixture() -> Fixture {
     opts.env.push(("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), TOKEN.into()));
     let engine = Engine::open(opts).unwrap();
     let app = crate::with_commands(mock_builder()).build(tauri::generate_context!()).unwrap();
-    app.manage(AppState { engine: engine.clone(), scheduled_elsewhere: Mutex::new(None) });
+    app.manage(AppState::new(engine.clone()));
     let main = WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     let other = WebviewWindowBuilder::new(&app, "other", Default::default()).build().unwrap();
     Fixture { _dir: dir, engine, _app: app, main, other }

@@ -29,6 +29,15 @@ const TRAY_ID: &str = "nightshift";
 pub struct AppState {
     pub engine: Engine,
     pub scheduled_elsewhere: Mutex<Option<String>>,
+    /// This app runs the scheduler now (false while starting, on a damaged database, or when
+    /// another process schedules the home).
+    pub scheduling: std::sync::atomic::AtomicBool,
+}
+
+impl AppState {
+    pub fn new(engine: Engine) -> AppState {
+        AppState { engine, scheduled_elsewhere: Mutex::new(None), scheduling: Default::default() }
+    }
 }
 
 /// Start in the tray without a window (what Start at login launches).
@@ -83,7 +92,13 @@ pub fn run() {
                 eprintln!("Nightshift is not running.");
                 std::process::exit(0);
             }
-            let engine = Engine::open(EngineOptions::new(home))?;
+            let engine = match Engine::open(EngineOptions::new(home)) {
+                Ok(engine) => engine,
+                Err(e) => {
+                    cannot_start(app.handle(), &e.message);
+                    return Ok(());
+                }
+            };
             let handle = app.handle().clone();
             let on_open: nightshift_desktop::OpenRun = Arc::new(move |run_id: String| {
                 show_window(&handle);
@@ -93,7 +108,7 @@ pub fn run() {
             let runtime = tauri::async_runtime::handle();
             let _entered = runtime.inner().enter();
             engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open))));
-            app.manage(AppState { engine: engine.clone(), scheduled_elsewhere: Mutex::new(None) });
+            app.manage(AppState::new(engine.clone()));
             install_tray(app.handle())?;
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move { run_engine(handle, engine).await });
@@ -167,14 +182,20 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             }
         }
     });
-    // Never schedule on a damaged database: the app stays a viewer and says why in its log.
+    // Never schedule on a damaged database: the app stays a viewer and says why — in its log,
+    // the tray (attention, the sentence atop the menu) and the window's header.
     if let Err(e) = engine.check_database() {
         tracing::error!("{}", e.message);
+        let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "engine_state" }));
+        refresh_tray(&app).await;
         return;
     }
     match SchedulerLock::acquire(engine.home(), "the Nightshift app") {
         Ok(lock) => {
+            app.state::<AppState>().scheduling.store(true, std::sync::atomic::Ordering::SeqCst);
+            let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "engine_state" }));
             Scheduler::new(engine.clone()).run(Arc::new(tokio::sync::Notify::new())).await;
+            app.state::<AppState>().scheduling.store(false, std::sync::atomic::Ordering::SeqCst);
             drop(lock);
         }
         Err(e) => {
@@ -342,6 +363,7 @@ async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
             routines,
             accounts: engine.accounts_health(),
             autostart,
+            problems: engine.problems(),
         }
     })
     .await
@@ -459,6 +481,24 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
     }
 }
 
+/// The home cannot be opened (a damaged database, a read-only or full disk): say which file,
+/// what is wrong and what to do — on stderr and in a dialog, since a tray app started at login has
+/// no terminal — and quit when it is closed (exit code 2, as `nightshiftctl`).
+pub const CANNOT_START_TITLE: &str = "Nightshift cannot start";
+
+fn cannot_start<R: Runtime>(app: &AppHandle<R>, message: &str) {
+    use tauri_plugin_dialog::{DialogExt, MessageDialogButtons, MessageDialogKind};
+    tracing::error!("{message}");
+    eprintln!("error: Nightshift could not start: {message}");
+    let app2 = app.clone();
+    app.dialog()
+        .message(message)
+        .title(CANNOT_START_TITLE)
+        .kind(MessageDialogKind::Error)
+        .buttons(MessageDialogButtons::OkCustom("Quit".into()))
+        .show(move |_| app2.exit(2));
+}
+
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init();
@@ -474,7 +514,7 @@ mod tests {
         home.bootstrap().unwrap();
         let engine = Engine::open(EngineOptions::new(home)).unwrap();
         let app = tauri::test::mock_builder().build(tauri::test::mock_context(tauri::test::noop_assets())).unwrap();
-        app.manage(AppState { engine: engine.clone(), scheduled_elsewhere: Mutex::new(None) });
+        app.manage(AppState::new(engine.clone()));
         (app, engine)
     }
 

@@ -43,6 +43,9 @@ pub struct TrayFacts {
     pub routines: Vec<RoutineLine>,
     pub accounts: Vec<AccountHealth>,
     pub autostart: bool,
+    /// What the engine says the user must hear about (a full disk, a damaged database, a run that
+    /// could not be recorded), one sentence each.
+    pub problems: Vec<String>,
 }
 
 /// One menu entry; ids are what click handlers match on.
@@ -86,7 +89,10 @@ fn status_mark(s: Option<RunStatus>) -> &'static str {
 pub fn view(f: &TrayFacts) -> TrayView {
     let logins: Vec<&AccountHealth> = f.accounts.iter().filter(|h| needs_login(h)).collect();
     let failing = f.routines.iter().filter(|r| failed(r.last) || !r.valid).count();
-    let icon = if f.running > 0 {
+    // A problem with the home itself outranks everything: runs cannot be recorded while it lasts.
+    let icon = if !f.problems.is_empty() {
+        IconState::Attention
+    } else if f.running > 0 {
         IconState::Running
     } else if !logins.is_empty() || failing > 0 {
         IconState::Attention
@@ -94,7 +100,7 @@ pub fn view(f: &TrayFacts) -> TrayView {
         IconState::Idle
     };
 
-    let mut parts: Vec<String> = Vec::new();
+    let mut parts: Vec<String> = f.problems.first().cloned().into_iter().collect();
     if f.running > 0 {
         parts.push(format!("{} running", f.running));
     }
@@ -119,6 +125,12 @@ pub fn view(f: &TrayFacts) -> TrayView {
     let tooltip = if parts.is_empty() { "Nightshift · idle".to_string() } else { format!("Nightshift · {}", parts.join(" · ")) };
 
     let mut menu = Vec::new();
+    for (i, problem) in f.problems.iter().enumerate() {
+        menu.push(MenuEntry::Item { id: format!("problem:{i}"), text: format!("⚠ {}", cut(problem, 90)), enabled: false });
+    }
+    if !f.problems.is_empty() {
+        menu.push(MenuEntry::Separator);
+    }
     let runs: Vec<MenuEntry> = if f.routines.is_empty() {
         vec![MenuEntry::Item { id: "none".into(), text: "No routines yet".into(), enabled: false }]
     } else {
@@ -152,6 +164,14 @@ pub fn view(f: &TrayFacts) -> TrayView {
     menu.push(MenuEntry::Separator);
     menu.push(MenuEntry::Item { id: "quit".into(), text: "Quit".into(), enabled: true });
     TrayView { icon, tooltip, menu }
+}
+
+/// A menu line is one line: long sentences end in "…" (the window shows them whole).
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -197,6 +217,20 @@ mod tests {
         assert_eq!(view(&f).icon, IconState::Attention);
         f.accounts[0].verdict = Verdict::Live;
         assert_eq!(view(&f).icon, IconState::Idle);
+    }
+
+    #[test]
+    fn a_problem_with_the_home_shows_first_and_outranks_running() {
+        let full = "the disk holding /home/u/.local/share/nightshift is full (12 KiB free)";
+        let f = TrayFacts { running: 1, problems: vec![full.into(), "x".repeat(200)], ..Default::default() };
+        let v = view(&f);
+        assert_eq!(v.icon, IconState::Attention);
+        assert!(v.tooltip.starts_with(&format!("Nightshift · {full} · 1 running")), "{}", v.tooltip);
+        assert_eq!(v.menu[0], MenuEntry::Item { id: "problem:0".into(), text: format!("⚠ {full}"), enabled: false });
+        let MenuEntry::Item { text, enabled: false, .. } = &v.menu[1] else { panic!("{:?}", v.menu[1]) };
+        assert_eq!(text.chars().count(), 2 + 90 + 1, "one line, cut with …: {text}");
+        assert_eq!(v.menu[2], MenuEntry::Separator);
+        assert_eq!(view(&TrayFacts { problems: vec![], ..f }).icon, IconState::Running, "gone once solved");
     }
 
     #[test]

@@ -9,7 +9,8 @@
 use nightshift_core::run::{RunStatus, Trigger};
 use nightshift_core::store::{NewRun, Store};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use nightshift_testkit::bench::fmt;
+use std::time::Duration;
 
 const SECRET: &str = "sk-ant-oat01-benchmark-secret-000000000000000000000000";
 
@@ -106,23 +107,9 @@ fn contains(path: &std::path::Path, needle: &[u8]) -> bool {
     }
 }
 
-/// Wall time and peak RSS (KiB) of one process, from wait4's rusage; `None` if it failed (Node
-/// cannot hold a 1 GB log in one string).
+/// Wall time and peak RSS (KiB) of one process; `None` if it failed (Node cannot hold a 1 GB log
+/// in one string).
 fn measure(cmd: &mut Command) -> Option<(Duration, u64)> {
-    let start = Instant::now();
-    let child = cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().expect("spawn");
-    let mut status = 0;
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waiting for our own child with valid out-pointers.
-    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
-    assert_eq!(pid, child.id() as i32);
-    (libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0).then(|| (start.elapsed(), usage.ru_maxrss as u64))
-}
-
-fn fmt(d: Duration) -> String {
-    if d.as_secs_f64() >= 1.0 {
-        format!("{:.2} s", d.as_secs_f64())
-    } else {
-        format!("{:.1} ms", d.as_secs_f64() * 1e3)
-    }
+    let m = nightshift_testkit::bench::measure(cmd);
+    (m.code == Some(0)).then_some((m.time, m.peak_kib))
 }

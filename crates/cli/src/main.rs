@@ -12,7 +12,7 @@ mod routines;
 mod run;
 
 use clap::{Parser, Subcommand};
-use nightshift_core::{Engine, EngineOptions, Error, Home, RecoveryMode};
+use nightshift_core::{Engine, EngineOptions, Error, ErrorCode, Home, RecoveryMode};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -93,6 +93,14 @@ async fn main() -> ExitCode {
         Err(e) => {
             for line in e.message.lines() {
                 eprintln!("error: {line}");
+            }
+            // A database or file error on a full or read-only disk: name the disk and the cause
+            // (SQLite itself only says "disk I/O error" and cannot name the path).
+            if matches!(e.code, ErrorCode::StoreUnavailable | ErrorCode::Io) {
+                let trouble = Home::from_env().ok().and_then(|h| nightshift_core::fsutil::storage_trouble(h.data_dir()));
+                if let Some(t) = trouble.filter(|t| !e.message.contains(t.as_str())) {
+                    eprintln!("error: {t}");
+                }
             }
             ExitCode::from(2)
         }

@@ -62,7 +62,8 @@ impl Error {
 
     /// An I/O failure on `path`, phrased so the user knows which file and why.
     pub fn io(action: &str, path: &std::path::Path, err: &std::io::Error) -> Self {
-        Error::new(ErrorCode::Io, format!("cannot {action} {}: {err}", path.display()))
+        let cause = crate::fsutil::io_cause(err).map(|c| format!(" — {c}")).unwrap_or_default();
+        Error::new(ErrorCode::Io, format!("cannot {action} {}: {err}{cause}", path.display()))
     }
 }
 
@@ -74,6 +75,7 @@ impl From<rusqlite::Error> for Error {
             }
             Some(rusqlite::ErrorCode::DiskFull) => " — the disk is full; free some space",
             Some(rusqlite::ErrorCode::ReadOnly) => " — the database is read-only; check the permissions of the Nightshift home",
+            Some(rusqlite::ErrorCode::SystemIoFailure) => " — the disk may be full, read-only or failing",
             _ => "",
         };
         Error::new(ErrorCode::StoreUnavailable, format!("database error: {err}{hint}"))

@@ -74,3 +74,42 @@ pub fn read_text_file(file: &Path, max: u64) -> std::result::Result<String, Stri
     }
     String::from_utf8(bytes).map_err(|e| format!("the file is not UTF-8 text (an invalid byte at offset {})", e.utf8_error().valid_up_to()))
 }
+
+/// Below this much free space a file system counts as full: a run could not even write its
+/// record, report and first log lines.
+pub const MIN_FREE_BYTES: u64 = 1 << 20;
+
+/// What is wrong with the file system holding `path`, in words, or `None` when it can be written:
+/// full (less than [`MIN_FREE_BYTES`] available to this user — a quota shows the same way to
+/// `statvfs` only when it is a file-system quota, so quota errors are also named where they
+/// happen, see [`io_cause`]) or mounted read-only. `path` may not exist yet: its nearest existing
+/// ancestor is asked.
+pub fn storage_trouble(path: &Path) -> Option<String> {
+    let existing = path.ancestors().find(|p| p.exists())?;
+    let c_path = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
+    // SAFETY: a valid NUL-terminated path and a properly sized out-parameter.
+    if unsafe { libc::statvfs(c_path.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    let st = unsafe { st.assume_init() };
+    if st.f_flag & libc::ST_RDONLY != 0 {
+        return Some(format!("the file system holding {} is read-only", path.display()));
+    }
+    #[allow(clippy::unnecessary_cast)] // the field types differ between targets
+    let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
+    (free < MIN_FREE_BYTES).then(|| format!("the disk holding {} is full ({} KiB free)", path.display(), free / 1024))
+}
+
+/// The words for an I/O error that is about the storage rather than the file: disk full, quota,
+/// read-only file system, a failing device. `None` for everything else.
+pub fn io_cause(err: &std::io::Error) -> Option<&'static str> {
+    match err.raw_os_error()? {
+        libc::ENOSPC => Some("the disk is full; free some space"),
+        libc::EDQUOT => Some("your disk quota is used up; free some space or ask for a larger quota"),
+        libc::EROFS => Some("the file system is read-only"),
+        libc::EIO => Some("the disk reported an I/O error; check the device"),
+        _ => None,
+    }
+}

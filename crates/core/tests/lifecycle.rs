@@ -20,7 +20,8 @@ fn at(s: &str) -> DateTime<Utc> {
 }
 
 fn engine(th: &TestHome, clock: Arc<ManualClock>, settings: &str, env: &[(&str, &str)]) -> Engine {
-    std::fs::write(th.path().join("nightshift.toml"), format!("kill_grace_secs = 1\n{settings}")).unwrap();
+    let settings = if settings.contains("kill_grace_secs") { settings.to_string() } else { format!("kill_grace_secs = 1\n{settings}") };
+    std::fs::write(th.path().join("nightshift.toml"), settings).unwrap();
     let mut opts = EngineOptions::new(Home::at(th.path()));
     opts.clock = clock;
     opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
@@ -73,6 +74,33 @@ async fn failover_skips_an_account_busy_with_another_run() {
     assert_eq!(engine.store().get_run(&hold.id).unwrap().status, RunStatus::Running, "the run on B was never disturbed");
     assert!(engine.cancel(&hold.id).await);
     assert_eq!(hold.wait().await.unwrap().status, RunStatus::Cancelled);
+}
+
+/// Every numeric setting and routine limit at its documented maximum: nothing overflows — a rate
+/// limit without a reset time cools down for the longest allowed time, a 7-day timeout arms, a
+/// cancel with an hour of grace ends as soon as the run's processes are gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_setting_at_its_maximum_works() {
+    let th = TestHome::new();
+    // A rate limit with no reset time in it: the cooldown setting decides.
+    th.script("claude", "echo '{\"type\":\"result\",\"subtype\":\"error\",\"is_error\":true,\"result\":\"API Error: 429 rate_limit_error\"}'; exit 1");
+    th.routine("limited", "schedule: \"0 1 * * *\"\nagent: claude\nprompt: go\naccount: a@x.dev\ntimeout: 7d\n");
+    th.routine("long", "schedule: \"0 2 * * *\"\ncommand: sleep 600\ntimeout: 7d\n");
+    let settings = "max_parallel = 64\nkill_grace_secs = 3600\nauto_pause_after = 10000\nrate_limit_cooldown_mins = 10080\n[[accounts]]\nemail = \"a@x.dev\"\n";
+    let now = Utc::now();
+    let engine = engine(&th, Arc::new(ManualClock::new(now)), settings, &[("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a")]);
+
+    let rec = engine.run_now("limited", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{rec:#?}");
+    let health = &engine.accounts_health()[0];
+    let off = health.resets_at.map(|r| (r - (now + Duration::minutes(10_080))).num_milliseconds().abs());
+    assert!(off.is_some_and(|ms| ms <= 1), "a week from now (stored to the millisecond): {health:#?}");
+
+    let long = engine.run_now("long", Trigger::Manual).await.unwrap();
+    let started = std::time::Instant::now();
+    assert!(engine.cancel(&long.id).await);
+    assert_eq!(long.wait().await.unwrap().status, RunStatus::Cancelled);
+    assert!(started.elapsed() < Std::from_secs(30), "the hour of grace ended with the run: {:?}", started.elapsed());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

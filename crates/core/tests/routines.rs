@@ -208,49 +208,6 @@ fn a_timeout_beyond_a_week_is_refused_where_it_is_written() {
     assert_eq!(messages(&th), vec!["routines/long.yaml:2:10: `timeout: 100000000y` is longer than the longest allowed, 7 days"]);
 }
 
-mod fuzz {
-    use nightshift_core::routine::parse_routine;
-    use proptest::prelude::*;
-
-    /// Pieces routine files are made of, in any order and nesting, plus arbitrary text.
-    fn fragments() -> impl Strategy<Value = String> {
-        let piece = prop_oneof![
-            Just("schedule: \"0 9 * * *\"\n".to_string()),
-            Just("command: echo hi\n".to_string()),
-            Just("agent: claude\nprompt: go\n".to_string()),
-            Just("env:\n  A: b\n".to_string()),
-            Just("- \n".to_string()),
-            Just("&a [1, *a]\n".to_string()),
-            Just("? x\n: y\n".to_string()),
-            Just("{[{[".to_string()),
-            Just("\u{feff}".to_string()),
-            Just("\0".to_string()),
-            "[ -~\n\t]{0,40}",
-            any::<String>(),
-        ];
-        prop::collection::vec(piece, 0..30).prop_map(|p| p.concat())
-    }
-
-    proptest! {
-        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
-        /// The parser never panics and always answers: a routine, or problems that each have a
-        /// position (line and column from 1).
-        #[test]
-        fn the_routine_parser_never_panics(src in fragments()) {
-            match parse_routine(&src, std::path::Path::new("/h/routines/x.yaml"), "routines/x.yaml") {
-                Ok(r) => prop_assert!(!r.name.is_empty()),
-                Err(bad) => {
-                    prop_assert!(!bad.errors.is_empty());
-                    prop_assert!(bad.errors.len() <= nightshift_core::routine::MAX_PROBLEMS + 1);
-                    for e in &bad.errors {
-                        prop_assert!(e.line >= 1 && e.col >= 1, "{e}");
-                    }
-                }
-            }
-        }
-    }
-}
-
 #[test]
 fn schedules_that_can_never_run_are_refused() {
     let th = TestHome::new();

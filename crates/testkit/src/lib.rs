@@ -2,6 +2,7 @@
 //! Gemini APIs on loopback (for the real Claude Code, Codex and Gemini CLIs), helpers that lay out
 //! throwaway homes, and where to find the real agent CLIs the tests run.
 
+pub mod bench;
 pub mod dbus;
 pub mod fake_anthropic;
 pub mod fake_api;
@@ -9,8 +10,10 @@ pub mod fake_gemini;
 pub mod fake_openai;
 pub mod home;
 pub mod streams;
+pub mod tmpfs;
 
 pub use fake_anthropic::{FakeAnthropic, Reply};
 pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;
+pub use tmpfs::Tmpfs;

@@ -30,7 +30,10 @@ pub(crate) fn spawn_attempt(
     account: Option<(&Account, &Credential)>,
 ) -> Result<process::RunProcess, String> {
     let spec = prepare(core, routine, id, run_dir, now, account)?;
-    let proc = process::spawn(&spec).map_err(|e| format!("could not start {}: {e}", spec.program.display()))?;
+    let proc = process::spawn(&spec).map_err(|e| {
+        let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
+        format!("could not start {}: {e}{cause}", spec.program.display())
+    })?;
     if let Err(e) = core.store.set_process(id, proc.pid, proc.start_time.as_deref()) {
         tracing::error!(run = %id, error = %e, "could not record the run's process");
     }
@@ -48,7 +51,12 @@ fn prepare(
     account: Option<(&Account, &Credential)>,
 ) -> Result<process::SpawnSpec, String> {
     if let Err(e) = std::fs::create_dir_all(run_dir) {
-        return Err(format!("cannot create the run directory {}: {e}", run_dir.display()));
+        let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
+        return Err(format!("cannot create the run directory {}: {e}{cause}", run_dir.display()));
+    }
+    // A run on a full disk would die writing its first lines and leave no exit code: say why now.
+    if let Some(trouble) = crate::fsutil::storage_trouble(run_dir) {
+        return Err(format!("not started: {trouble}; free some space and run it again"));
     }
     let prompt = match &routine.action {
         Action::Agent { prompt, .. } => {

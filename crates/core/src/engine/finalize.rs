@@ -67,21 +67,37 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
         let (core, run) = (Arc::clone(core), run.clone());
         tokio::task::spawn_blocking(move || settlement(&core, &run, ended, outcome)).await.ok()?
     };
-    // A database hiccup (locked, disk full) must not lose the run: retry, and if it still fails
-    // the row stays open and crash recovery settles it from the files later.
-    let outbox: &[&str] = if matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) { &[] } else { &[outbox::NOTIFY] };
+    // A database hiccup (locked, disk full) must not lose the run: retry; if it still fails, say
+    // so in words to whoever waits and keep trying in the background (the row stays open; if this
+    // process ends first, recovery settles it from the run's files — its exit code is kept there).
+    let outbox: &'static [&'static str] = if matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) { &[] } else { &[outbox::NOTIFY] };
     let mut finalized = None;
+    let mut last_error = None;
     for attempt in 0..5u32 {
-        let (core2, id, s) = (Arc::clone(core), run.id.clone(), settlement.clone());
-        match tokio::task::spawn_blocking(move || core2.store.finalize(&id, &s, outbox)).await {
-            Ok(Ok(changed)) => {
+        match write_final(core, &run.id, &settlement, outbox).await {
+            Ok(changed) => {
                 finalized = Some(changed);
                 break;
             }
-            Ok(Err(e)) => tracing::error!(run = %run.id, attempt, error = %e, "could not finalize run record; retrying"),
-            Err(e) => tracing::error!(run = %run.id, error = %e, "finalizing panicked"),
+            Err(e) => {
+                tracing::warn!(run = %run.id, attempt, error = %e, "could not finalize run record; retrying");
+                last_error = Some(e);
+            }
         }
         tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt))).await;
+    }
+    if finalized.is_none() {
+        let err = unrecorded_error(core, run, &settlement, last_error);
+        core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(format!("unrecorded:{}", run.id), err.message.clone());
+        // Said once: to whoever waits (the CLI prints it), else in the log.
+        if super::signal::fail_waiters(core, &run.id, &err) {
+            tracing::warn!(run = %run.id, "{}", err.message);
+        } else {
+            tracing::error!(run = %run.id, "{}", err.message);
+        }
+        Engine::emit_state(core);
+        tokio::spawn(keep_trying(Arc::clone(core), run.id.clone(), settlement, outbox));
+        return None;
     }
     let record = match core.store.get_run(&run.id) {
         Ok(r) => r,
@@ -99,6 +115,69 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     // Someone else may have settled it (or we could not): no second event, no second hook call,
     // but whoever waits for it gets the record either way.
     Some(record)
+}
+
+/// One attempt at the final write, off the async workers.
+async fn write_final(core: &Arc<Core>, id: &str, settlement: &Settlement, outbox: &'static [&'static str]) -> crate::error::Result<bool> {
+    let (core, id, s) = (Arc::clone(core), id.to_string(), settlement.clone());
+    tokio::task::spawn_blocking(move || core.store.finalize(&id, &s, outbox))
+        .await
+        .unwrap_or_else(|e| Err(crate::error::Error::new(crate::error::ErrorCode::StoreUnavailable, format!("finalizing failed: {e}"))))
+}
+
+/// "Run X ended (exit code 1) but could not be recorded: <why>" — one sentence for the user,
+/// naming the storage problem and its path when there is one, and where the result is kept.
+fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crate::error::Error>) -> crate::error::Error {
+    let mut how = match (s.status, s.exit_code) {
+        (RunStatus::Completed | RunStatus::Failed, Some(code)) => format!("ended {} (exit code {code})", s.status),
+        (status, _) => format!("ended {status}"),
+    };
+    if let Some(m) = s.message.as_deref().filter(|_| s.exit_code.is_none()) {
+        how = format!("{how} ({m})");
+    }
+    let why = crate::fsutil::storage_trouble(core.home.data_dir())
+        .or_else(|| err.map(|e| e.message))
+        .unwrap_or_else(|| "the database could not be written".into());
+    // Never started (no process): recovery puts it back in the queue, so it is owed, not over.
+    if s.reason == Some(crate::run::Reason::SpawnFailed) && s.exit_code.is_none() {
+        return crate::error::Error::new(
+            crate::error::ErrorCode::StoreUnavailable,
+            format!("run {} of {} could not start: {why}. It stays queued and starts once the database can be written again (by the app, the daemon or the next Nightshift command).", run.id, run.routine.name),
+        );
+    }
+    crate::error::Error::new(
+        crate::error::ErrorCode::StoreUnavailable,
+        format!(
+            "run {} of {} {how} but could not be recorded: {why}. Nothing is lost: its exit code and output stay in {} and the run is recorded as soon as the database can be written again (by this process, or the next Nightshift command).",
+            run.id,
+            run.routine.name,
+            run.run_dir.display()
+        ),
+    )
+}
+
+/// Long after the quick retries: keep offering the final row every 10 s while this process
+/// lives; once written, the run is announced as any other.
+async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: &'static [&'static str]) {
+    loop {
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        match write_final(&core, &id, &settlement, outbox).await {
+            Ok(changed) => {
+                core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("unrecorded:{id}"));
+                core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                if let Ok(record) = core.store.get_run(&id) {
+                    super::signal::wake(&core);
+                    if changed {
+                        tracing::info!(run = %id, status = %record.status, "run recorded after the database became writable again");
+                        announce(&core, &record).await;
+                    }
+                }
+                Engine::emit_state(&core);
+                return;
+            }
+            Err(e) => tracing::debug!(run = %id, error = %e, "the run still cannot be recorded"),
+        }
+    }
 }
 
 /// Tell the faces, auto-pause, run the in-process hooks: once per final row.
@@ -123,6 +202,14 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
     // Nothing secret leaves the engine: not in the record, the report, or the logs on disk.
     outcome.message = outcome.message.map(|m| core.redactor.redact(&m));
     outcome.report = outcome.report.map(|r| core.redactor.redact(&r));
+    // A run that failed on a full (or read-only) disk says so: its own error is often just
+    // "exit code 1", and its output may be cut short.
+    if matches!(outcome.status(), RunStatus::Failed | RunStatus::TimedOut) && outcome.reason != Some(crate::run::Reason::SpawnFailed) {
+        if let Some(trouble) = crate::fsutil::storage_trouble(&run.run_dir) {
+            let said = outcome.message.take().map(|m| format!("{m} — ")).unwrap_or_default();
+            outcome.message = Some(format!("{said}{trouble}; the run's output may be cut short"));
+        }
+    }
     // What the live scrubber has not covered yet (for a run settled from its files: all of it).
     super::supervise::scrub_logs(core, run, true);
     let Ended { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;

@@ -88,7 +88,7 @@ pub(crate) struct Core {
     /// This process, as the owner recorded on the runs it supervises.
     pub identity: (u32, String),
     /// Callers waiting for a run's final record (`RunHandle::wait`).
-    pub waiters: Mutex<HashMap<String, Vec<tokio::sync::oneshot::Sender<crate::run::RunRecord>>>>,
+    pub waiters: Mutex<HashMap<String, Vec<tokio::sync::oneshot::Sender<Result<crate::run::RunRecord>>>>>,
     /// Wakes this engine's dispatcher (a run was queued or a lane freed).
     pub dispatch_kick: Notify,
     pub dispatcher_started: std::sync::atomic::AtomicBool,
@@ -98,6 +98,9 @@ pub(crate) struct Core {
     pub scheduler_kick: Notify,
     /// Wakes the outbox deliverer (a run became final).
     pub outbox_kick: Notify,
+    /// What this engine found wrong and the user must hear about (a damaged database, a run that
+    /// could not be recorded), keyed so each is said once; see [`Engine::problems`].
+    pub problems: Mutex<std::collections::BTreeMap<String, String>>,
     pub delivery_backoff: Vec<std::time::Duration>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
@@ -153,6 +156,7 @@ impl Engine {
                 handed_off: Default::default(),
                 scheduler_kick: Notify::new(),
                 outbox_kick: Notify::new(),
+                problems: Default::default(),
                 delivery_backoff: opts.delivery_backoff,
                 redactor: Default::default(),
                 catalog: Default::default(),
@@ -287,7 +291,28 @@ impl Engine {
     /// Check the database file for damage before scheduling on it (reads every page; the daemon
     /// and the app call it once at start).
     pub fn check_database(&self) -> Result<()> {
-        self.core.store.check_integrity()
+        let checked = self.core.store.check_integrity();
+        if let Err(e) = &checked {
+            self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert("database".into(), e.message.clone());
+            Engine::emit_state(&self.core);
+        }
+        checked
+    }
+
+    /// Everything the user must hear about this home now, one sentence each, for the tray's
+    /// attention state and the window's header: the storage (disk full, read-only — asked of the
+    /// file system each time, so it clears once space is freed), a damaged database, runs that
+    /// ended but could not be recorded yet.
+    pub fn problems(&self) -> Vec<String> {
+        let mut out: Vec<String> = crate::fsutil::storage_trouble(self.core.home.data_dir()).into_iter().collect();
+        out.extend(self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).values().cloned());
+        out
+    }
+
+    /// The storage problem behind a failed command, if any ("the disk holding … is full"), for
+    /// faces to print beside a database error (which cannot name the path itself).
+    pub fn storage_trouble(&self) -> Option<String> {
+        crate::fsutil::storage_trouble(self.core.home.data_dir())
     }
 
     /// Before a short-lived process exits: its runs that still wait say who will start them.

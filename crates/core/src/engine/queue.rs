@@ -33,7 +33,7 @@ pub const HANDED_OFF: &str = "starts when the Nightshift app or `nightshiftctl d
 pub struct RunHandle {
     pub id: String,
     pub routine: String,
-    done: oneshot::Receiver<RunRecord>,
+    done: oneshot::Receiver<Result<RunRecord>>,
     core: Arc<Core>,
 }
 
@@ -45,7 +45,7 @@ impl RunHandle {
         loop {
             tokio::select! {
                 rec = &mut done => {
-                    return rec.map_err(|_| Error::new(ErrorCode::StoreUnavailable, format!("run {id} could not be settled; see the log")));
+                    return rec.map_err(|_| Error::new(ErrorCode::StoreUnavailable, format!("run {id} could not be settled; see the log"))).and_then(|r| r);
                 }
                 _ = tokio::time::sleep(WAITING_POLL) => {
                     let (core2, id2) = (Arc::clone(&core), id.clone());
@@ -146,6 +146,30 @@ pub(crate) async fn dispatch(core: &Arc<Core>) {
     kick(core);
 }
 
+/// A pass could not write (disk full, read-only, locked for long): said once per cause, not
+/// once a second; the runs stay queued. On a full or read-only disk whoever waits here for a
+/// queued run is told now, in words — the run starts once space is freed (here, or by the app,
+/// the daemon or the next command, which adopt it).
+fn dispatch_failed(core: &Arc<Core>, e: &crate::error::Error) {
+    let trouble = crate::fsutil::storage_trouble(core.home.data_dir());
+    let said = format!("queued runs cannot start: {}", trouble.as_deref().unwrap_or(&e.message));
+    let repeated = core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert("dispatch".into(), said.clone()).as_ref() == Some(&said);
+    if !repeated {
+        tracing::error!(error = %e, "dispatch pass failed; trying again shortly");
+        Engine::emit_state(core);
+    }
+    let Some(trouble) = trouble else { return };
+    let waiting: Vec<String> = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
+    let active = core.active.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect::<std::collections::HashSet<_>>();
+    for id in waiting.into_iter().filter(|id| !active.contains(id)) {
+        let err = Error::new(
+            ErrorCode::StoreUnavailable,
+            format!("run {id} could not start: {trouble}. It stays queued and starts once space is freed (by the app, the daemon or the next Nightshift command)."),
+        );
+        signal::fail_waiters(core, &id, &err);
+    }
+}
+
 /// One pass; returns how many of this engine's runs still wait.
 async fn pass(core: &Arc<Core>) -> usize {
     if core.handed_off.load(Ordering::SeqCst) {
@@ -154,9 +178,14 @@ async fn pass(core: &Arc<Core>) -> usize {
     let core2 = Arc::clone(core);
     let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
     let (claimed, set, waiting) = match result {
-        Ok(Ok(r)) => r,
+        Ok(Ok(r)) => {
+            if core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove("dispatch").is_some() {
+                Engine::emit_state(core);
+            }
+            r
+        }
         Ok(Err(e)) => {
-            tracing::error!(error = %e, "dispatch pass failed; trying again shortly");
+            dispatch_failed(core, &e);
             return 1;
         }
         Err(e) => {

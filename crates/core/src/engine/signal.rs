@@ -18,7 +18,7 @@ pub(crate) fn wake(core: &Core) {
 }
 
 /// Register interest in a run's final record.
-pub(crate) fn waiter(core: &Core, id: &str) -> oneshot::Receiver<RunRecord> {
+pub(crate) fn waiter(core: &Core, id: &str) -> oneshot::Receiver<crate::error::Result<RunRecord>> {
     let (tx, rx) = oneshot::channel();
     core.waiters.lock().unwrap_or_else(|e| e.into_inner()).entry(id.to_string()).or_default().push(tx);
     rx
@@ -28,8 +28,16 @@ pub(crate) fn waiter(core: &Core, id: &str) -> oneshot::Receiver<RunRecord> {
 pub(crate) fn resolve_waiters(core: &Core, record: &RunRecord) {
     let waiting = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&record.id);
     for tx in waiting.into_iter().flatten() {
-        let _ = tx.send(record.clone());
+        let _ = tx.send(Ok(record.clone()));
     }
+}
+
+/// Tell whoever waits for a run in this process that it ended but could not be recorded.
+/// Returns whether anyone was told.
+pub(crate) fn fail_waiters(core: &Core, id: &str, err: &crate::error::Error) -> bool {
+    let waiting = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+    // Every waiter is told (no short-circuit).
+    waiting.into_iter().flatten().map(|tx| tx.send(Err(err.clone())).is_ok()).filter(|told| *told).count() > 0
 }
 
 /// Call `on_wake` whenever a process touches the home's wake file, or one of `also` changes

@@ -129,6 +129,13 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
     let ending = tokio::select! {
         status = proc.child.wait() => {
             let code = status.ok().and_then(|s| s.code());
+            // What this engine saw is kept with the run even if the wrapper could not write it
+            // (a full disk): should the row not be writable now, recovery settles it correctly later.
+            if let Some(code) = code {
+                if let Err(e) = process::record_exit_code(&run.run_dir, code) {
+                    tracing::warn!(run = %run.id, error = %e, "could not keep the exit code in the run directory");
+                }
+            }
             // The wrapper enforces the limit too (it travels with the run): its mark wins.
             if process::timed_out_by_wrapper(&run.run_dir) {
                 Ending::TimedOut

@@ -25,12 +25,17 @@ pub const EXIT_CODE_FILE: &str = "exit_code";
 pub const REPORT_FILE: &str = "report.md";
 /// Written by the wrapper when the run's wall-clock limit ran out.
 pub const TIMED_OUT_FILE: &str = "timed_out";
+/// The blank exit-code file made at spawn: wide enough for any code, written over in place.
+const EXIT_CODE_ROOM: &[u8] = b"                \n";
 
 /// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <deadline, epoch secs> <grace secs> <program> <args…>`
 ///
 /// The exit code is written in one small write, without a temporary file and `mv` (an exec per run):
 /// nobody reads it before the wrapper has exited — the engine after `wait`, recovery only once the
-/// wrapper's process is gone — and an empty file (killed mid-write) reads as "no exit code".
+/// wrapper's process is gone — and a blank file (killed mid-write) reads as "no exit code".
+/// The file is created at spawn with room for the code ([`EXIT_CODE_ROOM`]) and written in place
+/// (`1<>`: no truncation), so recording how the run ended needs no new disk space — the run that
+/// filled the disk still has its exit code.
 /// The wrapper survives the SIGTERM sent to its own group (it must record the exit code); the
 /// agent is started with default signal handling (a caught signal resets on exec). The watchdog
 /// is a subshell in the same group: it ends when the agent does (a run that ends at once costs
@@ -56,7 +61,7 @@ if [ "$t" -gt 0 ]; then
     done ) &
 fi
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done
-printf '%s\n' "$s" > "$f"
+printf '%s\n' "$s" 1<> "$f"
 exit "$s""#;
 
 /// Everything needed to start one run's process.
@@ -87,6 +92,7 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
     let stdout = std::fs::File::create(spec.run_dir.join(STDOUT_LOG))?;
     let stderr = std::fs::File::create(spec.run_dir.join(STDERR_LOG))?;
     let exit_file = spec.run_dir.join(EXIT_CODE_FILE);
+    std::fs::write(&exit_file, EXIT_CODE_ROOM)?;
 
     let mut cmd = tokio::process::Command::new("/bin/sh");
     // Whole seconds, rounded up (a limit is never cut short); 0 means no limit.
@@ -121,6 +127,18 @@ pub fn recorded_exit_code(run_dir: &Path) -> Option<i32> {
     std::fs::read_to_string(run_dir.join(EXIT_CODE_FILE)).ok()?.trim().parse().ok()
 }
 
+/// Record the exit code the engine saw when the wrapper could not (killed before it wrote, or
+/// its write failed): written over the blank file in place, so it needs no new disk space, and
+/// never over a code the wrapper wrote.
+pub fn record_exit_code(run_dir: &Path, code: i32) -> std::io::Result<()> {
+    use std::io::Write;
+    if recorded_exit_code(run_dir).is_some() {
+        return Ok(());
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).open(run_dir.join(EXIT_CODE_FILE))?;
+    f.write_all(format!("{code}\n").as_bytes())
+}
+
 /// Did the wrapper time the run out?
 pub fn timed_out_by_wrapper(run_dir: &Path) -> bool {
     run_dir.join(TIMED_OUT_FILE).exists()
@@ -130,7 +148,9 @@ pub fn timed_out_by_wrapper(run_dir: &Path) -> bool {
 /// the agent exited), else the last write to its logs. For a run settled long after it ended.
 pub fn ended_at(run_dir: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
     let mtime = |name: &str| std::fs::metadata(run_dir.join(name)).and_then(|m| m.modified()).ok();
-    let at = mtime(EXIT_CODE_FILE).or_else(|| [STDOUT_LOG, STDERR_LOG, TIMED_OUT_FILE].iter().filter_map(|n| mtime(n)).max())?;
+    // The blank file made at spawn says nothing about the end.
+    let exited = recorded_exit_code(run_dir).and_then(|_| mtime(EXIT_CODE_FILE));
+    let at = exited.or_else(|| [STDOUT_LOG, STDERR_LOG, TIMED_OUT_FILE].iter().filter_map(|n| mtime(n)).max())?;
     Some(at.into())
 }
 

@@ -46,7 +46,15 @@ pub fn explain(run: &RunRecord) -> Explanation {
             "No account can run this routine: none is configured for its agent, or every one is blocked.".into(),
             Some("Add one with `nightshiftctl accounts add claude|codex|gemini you@example.com`, then store its token or key with `nightshiftctl accounts set-token`."),
         ),
-        (_, Some(Reason::SpawnFailed)) => plain(format!("The agent could not be started: {}", said.unwrap_or("unknown error")), Some("Install the agent's CLI or set its path under [agents] in nightshift.toml.")),
+        (_, Some(Reason::SpawnFailed)) => {
+            let storage = said.is_some_and(|m| m.contains(" is full") || m.contains("read-only") || m.contains("quota"));
+            let fix = if storage {
+                "Free some space on that disk (or make it writable), then run it again."
+            } else {
+                "Install the agent's CLI or set its path under [agents] in nightshift.toml."
+            };
+            plain(format!("The agent could not be started: {}", said.unwrap_or("unknown error")), Some(fix))
+        }
         (_, Some(Reason::ExitNonzero)) => plain(format!("The command failed: {}", said.unwrap_or("it exited with an error")), Some("The log below shows what it printed.")),
         (_, Some(Reason::AgentError)) => plain(format!("The agent reported an error: {}", said.unwrap_or("no details")), Some("The log below shows the agent's own account of it.")),
         (_, Some(Reason::Interrupted)) => plain(
@@ -79,6 +87,14 @@ mod tests {
 
     fn run(status: RunStatus, reason: Option<Reason>, message: Option<&str>) -> RunRecord {
         RunRecord { message: message.map(str::to_string), ..RunRecord::sample(status, reason) }
+    }
+
+    #[test]
+    fn a_run_not_started_for_lack_of_space_says_to_free_space_not_to_install_the_agent() {
+        let full = explain(&run(RunStatus::Failed, Some(Reason::SpawnFailed), Some("not started: the disk holding /h/runs/x is full (12 KiB free)")));
+        assert!(full.fix.as_deref().unwrap().starts_with("Free some space"), "{:?}", full.fix);
+        let missing = explain(&run(RunStatus::Failed, Some(Reason::SpawnFailed), Some("could not start claude: No such file or directory")));
+        assert!(missing.fix.as_deref().unwrap().starts_with("Install the agent's CLI"), "{:?}", missing.fix);
     }
 
     #[test]
