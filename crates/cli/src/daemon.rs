@@ -19,8 +19,10 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
     let mut events = engine.subscribe();
     let adopted = engine.recover(RecoveryMode::Adopt).await?;
     let sched = Scheduler::new(engine.clone());
-    let set = sched.routines();
     if !json {
+        // Only for the banner: dropped at once (a copy of every routine held for the daemon's
+        // whole life doubled its resident memory).
+        let set = sched.routines();
         println!(
             "nightshift daemon: scheduling {} routine{} from {} (pid {}); SIGTERM or Ctrl-C stops",
             set.routines.len(),

@@ -1,17 +1,44 @@
 //! Cron expressions with an IANA time zone. Parsing and next/previous fire times; the scheduler
 //! loop and catch-up planning build on these and always pass time in from a [`crate::Clock`].
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 use chrono_tz::Tz;
 use croner::parser::{CronParser, Seconds, Year};
 use croner::Cron;
 
-/// A parsed cron expression in a time zone.
+/// A validated cron expression in a time zone.
+///
+/// Only the expression is kept: croner's parsed form carries a 5000-entry year table (~5 KB), so a
+/// thousand routines held all day by the daemon or the app cost 5 MB for nothing. It is parsed
+/// again (microseconds) where fire times are computed — once per slot per routine when idle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Schedule {
     pub expr: String,
     pub tz: Tz,
-    cron: Cron,
+}
+
+/// Years ahead a fire is looked for. Every weekday/leap-day combination recurs within 28 years, so
+/// an expression that fires at all fires within this window.
+const YEARS_AHEAD: i32 = 28;
+
+/// Parse for fire times around `year`: croner fills a table of all 5000 years for the implicit `*`
+/// year (most of the time of a parse, which every routine list and scheduler start pays per
+/// routine); this names the years from `year - 1` to `year + YEARS_AHEAD` instead. Same fires in
+/// that window. `@nicknames` are parsed as they are.
+fn parse_cron_around(expr: &str, year: i32) -> Result<(Cron, Option<(i32, i32)>), croner::errors::CronError> {
+    let parts: Vec<&str> = expr.split_whitespace().collect();
+    if expr.trim_start().starts_with('@') || !(5..=6).contains(&parts.len()) {
+        return parse_cron(expr).map(|c| (c, None));
+    }
+    let (from, to) = ((year - 1).max(croner::YEAR_LOWER_LIMIT), (year + YEARS_AHEAD).min(croner::YEAR_UPPER_LIMIT));
+    let seconds = if parts.len() == 5 { "0 " } else { "" };
+    let pattern = format!("{seconds}{} {from}-{to}", parts.join(" "));
+    let cron = CronParser::builder().seconds(Seconds::Optional).year(Year::Optional).build().parse(&pattern)?;
+    Ok((cron, Some((from, to))))
+}
+
+fn parse_cron(expr: &str) -> Result<Cron, croner::errors::CronError> {
+    CronParser::builder().seconds(Seconds::Optional).year(Year::Disallowed).build().parse(expr)
 }
 
 impl Schedule {
@@ -23,32 +50,39 @@ impl Schedule {
                 "invalid cron expression \"{expr}\": expected 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, found {fields}"
             ));
         }
-        let cron = CronParser::builder()
-            .seconds(Seconds::Optional)
-            .year(Year::Disallowed)
-            .build()
-            .parse(expr)
-            .map_err(|e| format!("invalid cron expression \"{expr}\": {}", describe_cron_error(&e)))?;
-        let schedule = Schedule { expr: expr.to_string(), tz, cron };
+        let now = chrono::Utc::now();
+        let (cron, _) = parse_cron_around(expr, now.year()).map_err(|e| format!("invalid cron expression \"{expr}\": {}", describe_cron_error(&e)))?;
+        let schedule = Schedule { expr: expr.to_string(), tz };
         // A valid expression can still name no real time (31 February): say so, don't wait forever.
-        if schedule.next_after(chrono::Utc::now()).is_none() {
+        if schedule.next_with(&cron, now).is_none() {
             return Err(format!("the cron expression \"{expr}\" never fires (no date matches it)"));
         }
         Ok(schedule)
     }
 
+    /// The expression parsed for fires from `after` on (validated when the schedule was made, so
+    /// this cannot fail then).
+    fn cron(&self, after: DateTime<Utc>) -> Option<Cron> {
+        parse_cron_around(&self.expr, after.with_timezone(&self.tz).year()).ok().map(|(c, _)| c)
+    }
+
     /// The first fire strictly after `after`.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        self.next_with(&self.cron(after)?, after)
+    }
+
+    fn next_with(&self, cron: &Cron, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let local = after.with_timezone(&self.tz);
-        self.cron.find_next_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
+        cron.find_next_occurrence(&local, false).ok().map(|t| t.with_timezone(&Utc))
     }
 
     /// The next `n` fires strictly after `after`.
     pub fn upcoming(&self, after: DateTime<Utc>, n: usize) -> Vec<DateTime<Utc>> {
         let mut out = Vec::with_capacity(n);
+        let Some(cron) = self.cron(after) else { return out };
         let mut t = after;
         while out.len() < n {
-            match self.next_after(t) {
+            match self.next_with(&cron, t) {
                 Some(next) => {
                     out.push(next);
                     t = next;
@@ -73,8 +107,9 @@ impl Schedule {
     pub fn fires_between(&self, after: DateTime<Utc>, until: DateTime<Utc>, keep: usize) -> (Vec<DateTime<Utc>>, usize) {
         let mut newest = std::collections::VecDeque::with_capacity(keep.min(1024));
         let mut total = 0usize;
+        let Some(cron) = self.cron(after) else { return (Vec::new(), 0) };
         let mut t = after;
-        while let Some(next) = self.next_after(t) {
+        while let Some(next) = self.next_with(&cron, t) {
             if next > until {
                 break;
             }
@@ -90,7 +125,12 @@ impl Schedule {
 
     /// A short English description ("At 09:00 on Monday through Friday").
     pub fn describe(&self) -> String {
-        self.cron.describe()
+        // The year window is ours, not the user's: left out of the words.
+        match parse_cron_around(&self.expr, chrono::Utc::now().year()) {
+            Ok((cron, Some((from, to)))) => cron.describe().replace(&format!(", in year {from}-{to}"), ""),
+            Ok((cron, None)) => cron.describe(),
+            Err(_) => String::new(),
+        }
     }
 }
 
@@ -125,6 +165,29 @@ mod tests {
         assert!(Schedule::parse("0 0 29 2 *", Tz::UTC).is_ok(), "leap days do come");
     }
     use chrono::TimeZone;
+
+    /// The year-window parse gives exactly the fires and the words of croner's own full parse.
+    #[test]
+    fn the_year_window_changes_nothing_a_user_sees() {
+        let exprs = ["0 9 * * 1-5", "*/10 * * * * *", "0 0 29 2 *", "0 0 29 2 1", "0 0 13 * 5", "30 2 L * *", "0 0 1 1 *", "@hourly", "@yearly", "15 3 * * 0#2"];
+        let starts = [Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap(), Utc.with_ymd_and_hms(2027, 12, 31, 23, 59, 59).unwrap(), Utc.with_ymd_and_hms(2044, 2, 28, 0, 0, 0).unwrap()];
+        for expr in exprs {
+            let full = parse_cron(expr).unwrap();
+            for tz in [Tz::UTC, Tz::Europe__Berlin, Tz::America__Los_Angeles] {
+                let s = Schedule::parse(expr, tz).unwrap();
+                for start in starts {
+                    let mut t = start;
+                    for _ in 0..5 {
+                        let want = full.find_next_occurrence(&t.with_timezone(&tz), false).ok().map(|x| x.with_timezone(&Utc));
+                        let got = s.next_after(t);
+                        assert_eq!(got, want, "{expr} in {tz} after {t}");
+                        t = got.unwrap();
+                    }
+                }
+            }
+            assert_eq!(Schedule::parse(expr, Tz::UTC).unwrap().describe(), full.describe(), "{expr}");
+        }
+    }
 
     #[test]
     fn five_and_six_fields() {

@@ -248,11 +248,16 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>,
         let by_id: std::collections::HashMap<&str, &crate::store::QueuedRow> = eligible.iter().map(|q| (q.id.as_str(), *q)).collect();
         let mine = |q: &crate::store::QueuedRow| q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1);
         own_waiting = decision.notes.iter().filter(|(id, _)| by_id.get(id.as_str()).is_some_and(|q| mine(q))).count();
-        // Only notes that changed are written.
+        // Only notes that changed are written; a row its process handed off keeps saying who
+        // starts it (a pass of that process may still be running as it hands off).
         let notes = decision
             .notes
             .into_iter()
-            .filter(|(id, note)| by_id.get(id.as_str()).is_some_and(|q| q.message.as_deref() != Some(note.as_str())))
+            .filter_map(|(id, note)| {
+                let q = by_id.get(id.as_str())?;
+                let note = if q.message.as_deref().is_some_and(|m| m.contains(HANDED_OFF)) { handed_off_note(Some(&note)) } else { note };
+                (q.message.as_deref() != Some(note.as_str())).then_some((id, note))
+            })
             .collect();
         Claims { starts: decision.starts.into_iter().map(|s| (s.id, s.account)).collect(), notes }
     })?;

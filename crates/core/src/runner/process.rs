@@ -158,13 +158,22 @@ pub fn ended_at(run_dir: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
 /// (children that ignore SIGTERM included). `reap` is called while waiting: the engine's own
 /// wrapper, once exited, is a zombie member of the group until it is reaped, and must not make
 /// the grace last to its end.
+///
+/// SIGTERM is sent again 0.5 s and 2 s in: a process caught between `fork` and `exec` when the
+/// first one came runs its parent's handler (the wrapper ignores TERM) and then execs with the
+/// default action restored — it would otherwise live out the whole grace (an hour, at the limit).
 pub async fn terminate_group_reaping(pgid: u32, grace: Duration, mut reap: impl FnMut()) {
     signal_group(pgid, libc::SIGTERM);
-    let deadline = tokio::time::Instant::now() + grace;
+    let start = tokio::time::Instant::now();
+    let deadline = start + grace;
+    let mut resends = [Duration::from_millis(500), Duration::from_secs(2)].into_iter().peekable();
     while tokio::time::Instant::now() < deadline {
         reap();
         if !group_alive(pgid) {
             return;
+        }
+        if resends.next_if(|at| start.elapsed() >= *at).is_some() {
+            signal_group(pgid, libc::SIGTERM);
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -210,6 +210,24 @@ impl Store {
         Ok(Page { runs: rows.into_iter().map(|(r, _)| r).collect(), next_cursor })
     }
 
+    /// The newest run of each of `routines` (the routines overview): one index lookup each, all
+    /// in one read transaction (one lock, not one per routine).
+    pub fn last_runs(&self, routines: &[&str]) -> Result<std::collections::HashMap<String, RunRecord>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let mut out = std::collections::HashMap::with_capacity(routines.len());
+        {
+            let mut stmt = tx.prepare_cached(&format!("SELECT {COLUMNS} FROM runs WHERE routine = ?1 ORDER BY sort_ms DESC, id DESC LIMIT 1"))?;
+            for routine in routines {
+                if let Some(rec) = stmt.query_row([routine], row_to_record).optional()? {
+                    out.insert(rec.routine.clone(), rec);
+                }
+            }
+        }
+        tx.commit()?;
+        Ok(out)
+    }
+
     /// Rows still `running` (for crash recovery).
     pub fn open_runs(&self) -> Result<Vec<OpenRun>> {
         let conn = self.conn();

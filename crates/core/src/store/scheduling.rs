@@ -56,6 +56,15 @@ impl Store {
         }
     }
 
+    /// Every routine paused on this machine: name → why, when it was paused automatically (one
+    /// query, for the routines overview).
+    pub fn paused_routines(&self) -> Result<std::collections::HashMap<String, Option<String>>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT routine, paused_reason FROM routine_state WHERE paused")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<String>>(1)?)))?.collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
     /// Every slot of these routines up to `until` has been evaluated.
     pub fn set_checked_until(&self, routines: &[&str], until: DateTime<Utc>) -> Result<()> {
         let mut conn = self.conn();

@@ -5,7 +5,6 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::routine::Routine;
 use crate::run::{fmt_time, Reason, RunStatus};
-use crate::store::RunQuery;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -115,10 +114,13 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
     let all_paused = store.global_paused()?;
     let device = engine.device_name();
     let mut rows = Vec::with_capacity(set.routines.len() + set.invalid.len());
+    // Two queries for all routines, not two per routine.
+    let paused_now = store.paused_routines()?;
+    let names: Vec<&str> = set.routines.iter().map(|r| r.name.as_str()).collect();
+    let mut last_runs = store.last_runs(&names)?;
     for r in &set.routines {
-        let routine_state = store.peek_routine_state(&r.name)?;
-        let paused = routine_state.as_ref().is_some_and(|s| s.paused);
-        let paused_reason = routine_state.and_then(|s| s.paused_reason);
+        let paused = paused_now.contains_key(&r.name);
+        let paused_reason = paused_now.get(&r.name).cloned().flatten();
         let on_this_device = r.devices.is_empty() || r.devices.contains(&device);
         let state = if !r.enabled {
             RoutineState::Disabled
@@ -133,7 +135,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
         } else {
             RoutineState::Enabled
         };
-        let last = store.list_runs(&RunQuery { routine: Some(r.name.clone()), limit: 1, ..Default::default() })?.runs.into_iter().next();
+        let last = last_runs.remove(&r.name);
         rows.push(RoutineOverview {
             name: r.name.clone(),
             file: engine.home().display_path(&r.file),
