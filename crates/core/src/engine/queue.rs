@@ -188,6 +188,8 @@ async fn pass(core: &Arc<Core>) -> usize {
             dispatch_failed(core, &e);
             return 1;
         }
+        // Cancelled: the runtime is shutting down (a CLI exiting), nothing went wrong.
+        Err(e) if e.is_cancelled() => return 1,
         Err(e) => {
             tracing::error!(error = %e, "dispatch pass panicked");
             return 1;
@@ -248,14 +250,16 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>,
         let by_id: std::collections::HashMap<&str, &crate::store::QueuedRow> = eligible.iter().map(|q| (q.id.as_str(), *q)).collect();
         let mine = |q: &crate::store::QueuedRow| q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1);
         own_waiting = decision.notes.iter().filter(|(id, _)| by_id.get(id.as_str()).is_some_and(|q| mine(q))).count();
-        // Only notes that changed are written; a row its process handed off keeps saying who
-        // starts it (a pass of that process may still be running as it hands off).
+        // Only notes that changed are written; a row this process has handed off keeps saying who
+        // starts it (this pass may have begun just before the hand-off). Rows adopted by another
+        // engine lose that sentence at its first pass.
+        let handed_off = core.handed_off.load(Ordering::SeqCst);
         let notes = decision
             .notes
             .into_iter()
             .filter_map(|(id, note)| {
                 let q = by_id.get(id.as_str())?;
-                let note = if q.message.as_deref().is_some_and(|m| m.contains(HANDED_OFF)) { handed_off_note(Some(&note)) } else { note };
+                let note = if handed_off && mine(q) { handed_off_note(Some(&note)) } else { note };
                 (q.message.as_deref() != Some(note.as_str())).then_some((id, note))
             })
             .collect();
