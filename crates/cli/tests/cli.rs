@@ -241,3 +241,43 @@ fn a_damaged_database_is_named_and_never_scheduled_on() {
     assert!(err.contains("Nightshift will not schedule on it") && err.contains(".damaged") && err.contains("never deletes it"), "{err}");
     assert!(db.exists(), "never deleted");
 }
+
+/// `run NAME` finds its routine through the name index (it parses only the file it runs and files
+/// that changed) and answers exactly as a full load would: a renamed routine, a name two files
+/// claim, a removed file, a routine that does not exist.
+#[test]
+fn run_by_name_follows_every_file_change_like_a_full_load() {
+    let th = TestHome::new();
+    for i in 0..20 {
+        th.routine(&format!("r{i:02}"), &format!("schedule: \"0 3 * * *\"\ncommand: echo r{i:02}\n"));
+    }
+    let run = |name: &str| ctl(&th).args(["run", name, "--wait"]).output().unwrap();
+    assert!(run("r05").status.success(), "{}", stderr(&run("r05")));
+    let db = rusqlite::Connection::open(th.path().join("nightshift.db")).unwrap();
+    let indexed: i64 = db.query_row("SELECT COUNT(*) FROM routine_files", [], |r| r.get(0)).unwrap();
+    assert_eq!(indexed, 20, "every file indexed by name");
+
+    // Renamed inside its file (another size, another time).
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    std::fs::write(th.path().join("routines/r07.yaml"), "name: nightly-seven\nschedule: \"0 3 * * *\"\ncommand: echo seven\n").unwrap();
+    assert!(run("nightly-seven").status.success());
+    let gone = run("r07");
+    assert_eq!(gone.status.code(), Some(2));
+    assert!(stderr(&gone).contains("no routine named \"r07\""), "{}", stderr(&gone));
+
+    // Two files claim one name: both refused, each naming the other.
+    th.routine("copy", "name: r09\nschedule: \"0 3 * * *\"\ncommand: echo copy\n");
+    let dup = run("r09");
+    assert_eq!(dup.status.code(), Some(2));
+    let err = stderr(&dup);
+    assert!(err.contains("routines/copy.yaml:1:1: duplicate routine name \"r09\" (also in routines/r09.yaml)"), "{err}");
+
+    // A removed file is gone from the index too.
+    std::fs::remove_file(th.path().join("routines/copy.yaml")).unwrap();
+    assert!(run("r09").status.success());
+    std::fs::remove_file(th.path().join("routines/r11.yaml")).unwrap();
+    let missing = run("r11");
+    assert!(stderr(&missing).contains("no routine named \"r11\"; did you mean"), "{}", stderr(&missing));
+    let indexed: i64 = db.query_row("SELECT COUNT(*) FROM routine_files", [], |r| r.get(0)).unwrap();
+    assert_eq!(indexed, 19);
+}

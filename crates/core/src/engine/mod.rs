@@ -236,7 +236,9 @@ impl Engine {
 
     /// A routine by name, or an error that says what is wrong with it or what exists instead.
     pub fn routine(&self, name: &str) -> Result<Routine> {
-        let set = self.core.routines();
+        let core = &self.core;
+        let found = core.catalog.by_name(&core.home, &core.settings, &core.store, &[name]);
+        let set = found.set;
         if let Some(r) = set.get(name) {
             return Ok(r.clone());
         }
@@ -245,7 +247,7 @@ impl Engine {
             let errors: Vec<String> = bad.errors.iter().map(ToString::to_string).collect();
             return Err(Error::new(ErrorCode::RoutineInvalid, errors.join("\n")));
         }
-        let names: Vec<&str> = set.names().collect();
+        let names: Vec<&str> = found.names.iter().map(String::as_str).collect();
         let hint = match crate::routine::nearest_name(name, &names) {
             Some(near) => format!("; did you mean \"{near}\"?"),
             None if names.is_empty() => format!("; there are no routines in {}", self.core.home.routines_dir().display()),

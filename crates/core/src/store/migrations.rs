@@ -111,4 +111,15 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX runs_by_routine_status ON runs(routine, status, sort_ms DESC, id DESC);
     "#,
+    // 7: which routine each file names, as last read (file identity: modified time and size), so a
+    // one-shot command (`run NAME`) parses only the file it runs and files that changed.
+    r#"
+    CREATE TABLE routine_files (
+        path     TEXT PRIMARY KEY,
+        mtime_ns INTEGER NOT NULL,
+        size     INTEGER NOT NULL,
+        name     TEXT NOT NULL
+    );
+    CREATE INDEX routine_files_by_name ON routine_files(name);
+    "#,
 ];

@@ -7,6 +7,7 @@ mod accounts;
 mod migrations;
 pub mod outbox;
 mod queue;
+mod routine_files;
 mod runs;
 mod scheduling;
 
@@ -15,6 +16,7 @@ pub use queue::{Claims, HeldRun, QueuedRow, RunningRow};
 pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;
 pub use scheduling::RoutineState;
+pub use routine_files::IndexedFile;
 
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::Connection;

@@ -195,6 +195,14 @@ impl Store {
     }
 
     /// (running, queued) across every process on this home.
+    /// The routines that have queued runs (for looking up only those).
+    pub fn queued_routine_names(&self) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT DISTINCT routine FROM runs WHERE status = 'queued'")?;
+        let names = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+        Ok(names)
+    }
+
     pub fn open_counts(&self) -> Result<(usize, usize)> {
         let (running, queued): (i64, i64) = self.conn().query_row(
             "SELECT COUNT(*) FILTER (WHERE status = 'running'), COUNT(*) FILTER (WHERE status = 'queued')
