@@ -108,6 +108,7 @@ pub fn run() {
             let runtime = tauri::async_runtime::handle();
             let _entered = runtime.inner().enter();
             engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open))));
+            engine.enable_webhooks();
             app.manage(AppState::new(engine.clone()));
             install_tray(app.handle())?;
             let handle = app.handle().clone();

@@ -129,7 +129,7 @@ fn print_list(all: &[AccountHealth], as_json: bool) {
 }
 
 /// Read a secret: hidden when typed at a terminal, else all of stdin. Never echoed, never in argv.
-fn read_secret(prompt: &str) -> Result<String, Error> {
+pub(crate) fn read_secret(prompt: &str) -> Result<String, Error> {
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
         let mut s = String::new();

@@ -16,6 +16,8 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
     if notify {
         crate::enable_desktop_notifications(&engine);
     }
+    // Webhooks need no desktop: the daemon always delivers them.
+    engine.enable_webhooks();
     let mut events = engine.subscribe();
     let adopted = engine.recover(RecoveryMode::Adopt).await?;
     let sched = Scheduler::new(engine.clone());

@@ -113,6 +113,16 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     for (i, a) in r.attempts.iter().enumerate() {
         println!("attempt {}    {} {} {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
     }
+    for d in engine.deliveries_of(&r.id)?.iter().filter(|d| d.channel.starts_with("webhook:")) {
+        let name = d.channel.trim_start_matches("webhook:");
+        let how = match d.state.as_str() {
+            "delivered" => format!("delivered {}", opt(d.delivered_at.clone())),
+            "pending" if d.attempts == 0 => "pending (sent by the Nightshift app or `nightshiftctl daemon`)".to_string(),
+            "pending" => format!("pending: try {} failed ({}); next {}", d.attempts, opt(d.last_error.clone()), opt(d.next_at.map(|t| format::local(&t)))),
+            other => format!("{} after {} tr{}: {}", other.replace('_', " "), d.attempts + 1, if d.attempts == 0 { "y" } else { "ies" }, opt(d.last_error.clone())),
+        };
+        println!("webhook      {name}: {how}");
+    }
     Ok(Outcome::Ok)
 }
 

@@ -10,6 +10,7 @@ mod format;
 mod history;
 mod routines;
 mod run;
+mod webhooks;
 
 use clap::{Parser, Subcommand};
 use nightshift_core::{Engine, EngineOptions, Error, ErrorCode, Home, RecoveryMode};
@@ -66,6 +67,21 @@ enum Command {
         /// Also send desktop notifications (finish notices, revoked accounts, auto-pauses).
         #[arg(long)]
         notify: bool,
+    },
+    /// Webhooks: the ones configured, their signing secrets in the OS keychain.
+    Webhooks {
+        #[command(subcommand)]
+        command: webhooks::WebhooksCommand,
+    },
+    /// What each run's webhooks did (newest first), or `retry RUN` to send them again.
+    Deliveries {
+        #[command(subcommand)]
+        command: Option<webhooks::DeliveriesCommand>,
+        /// Only deliveries that gave up.
+        #[arg(long)]
+        failed: bool,
+        #[arg(long)]
+        json: bool,
     },
     /// Pause scheduling: one routine, or all of them (manual runs still work).
     Pause { routine: Option<String> },
@@ -132,6 +148,8 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Runs(args) => history::runs(&open(home).await?, args),
         Command::Show { run_id, json } => history::show(&open(home).await?, &run_id, json),
         Command::Report { run_id } => history::report(&open(home).await?, &run_id),
+        Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
+        Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,
     }
 }

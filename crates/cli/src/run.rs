@@ -79,6 +79,9 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         // Once, before exiting (bounded); what is not shown is owed to the next notifier.
         engine.deliver_notifications_now(crate::desktop_notifier()).await;
     }
+    // Its webhooks too (bounded: a slow receiver does not hold the command; what is left is owed
+    // to the app or the daemon).
+    engine.deliver_webhooks_now(std::time::Duration::from_secs(15)).await;
 
     if args.json {
         json(&record);

@@ -20,6 +20,7 @@ pub mod schedule;
 pub mod settings;
 pub mod store;
 pub mod view;
+pub mod webhook;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Engine, EngineOptions, RecoveryMode, RunHandle, Scheduler, SchedulerLock, TickReport};

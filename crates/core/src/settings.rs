@@ -28,6 +28,45 @@ pub struct Settings {
     pub keychain_service: String,
     /// How long an account counts as rate limited when the agent did not say when it resets.
     pub rate_limit_cooldown_mins: u64,
+    /// Where finished runs are posted (`[[webhooks]]`).
+    pub webhooks: Vec<WebhookSettings>,
+}
+
+/// One `[[webhooks]]` entry. Its signing secret (optional) lives in the OS keychain, never here.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct WebhookSettings {
+    pub name: String,
+    pub url: String,
+    #[serde(default)]
+    pub format: WebhookFormat,
+    /// Which runs besides those of routines that list it in `webhooks:`.
+    #[serde(default)]
+    pub on: WebhookRuns,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookFormat {
+    /// The run as a JSON object (documented in the README).
+    #[default]
+    Json,
+    /// A Slack incoming-webhook message (`{"text": …}`).
+    Slack,
+    /// An ntfy topic: the excerpt as the body, a `Title` header.
+    Ntfy,
+}
+
+#[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum WebhookRuns {
+    /// Only routines whose file lists this webhook in `webhooks:`.
+    #[default]
+    Listed,
+    /// Every run that ended (not `missed`/`skipped`).
+    All,
+    /// Runs that did not complete (failed, timed out, blocked).
+    Failures,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -64,6 +103,7 @@ impl Default for Settings {
             accounts: Vec::new(),
             keychain_service: "nightshift".into(),
             rate_limit_cooldown_mins: 60,
+            webhooks: Vec::new(),
         }
     }
 }
@@ -105,7 +145,23 @@ impl Settings {
                 return Err(located(at, &format!("`{key}` must be between {} and {} (found {value})", range.0, range.1)));
             }
         }
+        let mut seen = std::collections::HashSet::new();
+        for w in &settings.webhooks {
+            let at = text.find(&format!("\"{}\"", w.name)).unwrap_or(0);
+            if !seen.insert(w.name.as_str()) {
+                return Err(located(at, &format!("two webhooks are named \"{}\"; give each its own `name`", w.name)));
+            }
+            if !(w.url.starts_with("https://") || w.url.starts_with("http://")) {
+                let at = text.find(&w.url).unwrap_or(at);
+                return Err(located(at, &format!("webhook \"{}\": `url` must start with https:// or http:// (found \"{}\")", w.name, w.url)));
+            }
+        }
         Ok(settings)
+    }
+
+    /// The webhook named `name`.
+    pub fn webhook(&self, name: &str) -> Option<&WebhookSettings> {
+        self.webhooks.iter().find(|w| w.name == name)
     }
 
     pub fn kill_grace(&self) -> Duration {

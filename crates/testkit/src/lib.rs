@@ -11,9 +11,11 @@ pub mod fake_openai;
 pub mod home;
 pub mod streams;
 pub mod tmpfs;
+pub mod webhook_receiver;
 
 pub use fake_anthropic::{FakeAnthropic, Reply};
 pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;
 pub use tmpfs::Tmpfs;
+pub use webhook_receiver::{Answer, WebhookReceiver};

@@ -19,9 +19,9 @@ impl std::fmt::Display for Unavailable {
     }
 }
 
-fn describe(err: &keyring::Error, account: &Account) -> String {
+/// `fallback`: what else the user can do ("or set CLAUDE_CODE_OAUTH_TOKEN_…").
+fn describe(err: &keyring::Error, fallback: &str) -> String {
     use keyring::Error as E;
-    let fallback = format!("or set {}", account.env_token_var());
     match err {
         E::NoDefaultStore => {
             let cause = match keyring::Entry::store_status() {
@@ -65,31 +65,45 @@ fn timeout_message() -> String {
 
 /// The account's setup token, `Ok(None)` when none is stored.
 pub fn get_token(service: &str, account: &Account) -> Result<Option<String>, Unavailable> {
-    let (service, user, acc) = (service.to_string(), account.keychain_user(), account.clone());
-    bounded(move || match keyring::Entry::new(&service, &user).and_then(|e| e.get_password()) {
-        Ok(token) => Ok(Some(token)),
-        Err(keyring::Error::NoEntry) => Ok(None),
-        Err(e) => Err(Unavailable(describe(&e, &acc))),
-    })
-    .unwrap_or_else(|| Err(Unavailable(timeout_message())))
+    get_secret(service, &account.keychain_user(), &format!("or set {}", account.env_token_var()))
 }
 
 /// Store (or replace) the account's setup token.
 pub fn set_token(service: &str, account: &Account, token: &str) -> Result<(), Unavailable> {
-    let (service, user, acc, token) = (service.to_string(), account.keychain_user(), account.clone(), token.to_string());
-    bounded(move || {
-        keyring::Entry::new(&service, &user).and_then(|e| e.set_password(&token)).map_err(|e| Unavailable(describe(&e, &acc)))
-    })
-    .unwrap_or_else(|| Err(Unavailable(timeout_message())))
+    set_secret(service, &account.keychain_user(), token, &format!("or set {}", account.env_token_var()))
 }
 
 /// Remove the account's setup token; `Ok(false)` when there was none.
 pub fn delete_token(service: &str, account: &Account) -> Result<bool, Unavailable> {
-    let (service, user, acc) = (service.to_string(), account.keychain_user(), account.clone());
+    delete_secret(service, &account.keychain_user(), &format!("or set {}", account.env_token_var()))
+}
+
+/// A secret stored under `user` (an account's token, a webhook's signing secret), `Ok(None)` when
+/// none is stored. `fallback` completes the error's advice.
+pub fn get_secret(service: &str, user: &str, fallback: &str) -> Result<Option<String>, Unavailable> {
+    let (service, user, fallback) = (service.to_string(), user.to_string(), fallback.to_string());
+    bounded(move || match keyring::Entry::new(&service, &user).and_then(|e| e.get_password()) {
+        Ok(secret) => Ok(Some(secret)),
+        Err(keyring::Error::NoEntry) => Ok(None),
+        Err(e) => Err(Unavailable(describe(&e, &fallback))),
+    })
+    .unwrap_or_else(|| Err(Unavailable(timeout_message())))
+}
+
+/// Store (or replace) a secret under `user`.
+pub fn set_secret(service: &str, user: &str, secret: &str, fallback: &str) -> Result<(), Unavailable> {
+    let (service, user, secret, fallback) = (service.to_string(), user.to_string(), secret.to_string(), fallback.to_string());
+    bounded(move || keyring::Entry::new(&service, &user).and_then(|e| e.set_password(&secret)).map_err(|e| Unavailable(describe(&e, &fallback))))
+        .unwrap_or_else(|| Err(Unavailable(timeout_message())))
+}
+
+/// Remove the secret under `user`; `Ok(false)` when there was none.
+pub fn delete_secret(service: &str, user: &str, fallback: &str) -> Result<bool, Unavailable> {
+    let (service, user, fallback) = (service.to_string(), user.to_string(), fallback.to_string());
     bounded(move || match keyring::Entry::new(&service, &user).and_then(|e| e.delete_credential()) {
         Ok(()) => Ok(true),
         Err(keyring::Error::NoEntry) => Ok(false),
-        Err(e) => Err(Unavailable(describe(&e, &acc))),
+        Err(e) => Err(Unavailable(describe(&e, &fallback))),
     })
     .unwrap_or_else(|| Err(Unavailable(timeout_message())))
 }

@@ -69,7 +69,7 @@ impl Catalog {
                 named
             }),
         };
-        match named.map(|named| load_named(home, &named, names)) {
+        match named.map(|named| load_named(home, settings, &named, names)) {
             Ok(found) => found,
             Err(e) => {
                 // The index is a shortcut: without it, read everything as before.
@@ -98,7 +98,7 @@ impl Catalog {
                 return Arc::clone(set);
             }
         }
-        let set = Arc::new(routine::load_files(home, &files));
+        let set = Arc::new(routine::check_webhooks(routine::load_files(home, &files), settings, home));
         *cached = Some((fingerprint, Arc::clone(&set)));
         release_parse_garbage();
         set
@@ -158,10 +158,10 @@ fn index_files(home: &Home, settings: &Settings, store: &Store) -> crate::error:
 
 /// Load the files naming what was asked (all of them: two files with one name are both invalid,
 /// as in a full load).
-fn load_named(home: &Home, named: &[(PathBuf, String)], wanted: &[&str]) -> Found {
+fn load_named(home: &Home, settings: &Settings, named: &[(PathBuf, String)], wanted: &[&str]) -> Found {
     let claiming: Vec<PathBuf> = named.iter().filter(|(_, n)| wanted.contains(&n.as_str())).map(|(f, _)| f.clone()).collect();
     let mut names: Vec<String> = named.iter().map(|(_, n)| n.clone()).collect();
     names.sort();
     names.dedup();
-    Found { set: Arc::new(routine::load_files(home, &claiming)), names }
+    Found { set: Arc::new(routine::check_webhooks(routine::load_files(home, &claiming), settings, home)), names }
 }

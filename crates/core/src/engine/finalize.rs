@@ -70,11 +70,15 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     // A database hiccup (locked, disk full) must not lose the run: retry; if it still fails, say
     // so in words to whoever waits and keep trying in the background (the row stays open; if this
     // process ends first, recovery settles it from the run's files — its exit code is kept there).
-    let outbox: &'static [&'static str] = if matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) { &[] } else { &[outbox::NOTIFY] };
+    // What the run owes: its finish notification and its webhooks (none for a missed slot).
+    let mut outbox: Vec<String> = crate::webhook::channels_for(settlement.status, Some(&run.routine), &core.settings);
+    if !matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) {
+        outbox.insert(0, outbox::NOTIFY.to_string());
+    }
     let mut finalized = None;
     let mut last_error = None;
     for attempt in 0..5u32 {
-        match write_final(core, &run.id, &settlement, outbox).await {
+        match write_final(core, &run.id, &settlement, &outbox).await {
             Ok(changed) => {
                 finalized = Some(changed);
                 break;
@@ -118,9 +122,9 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
 }
 
 /// One attempt at the final write, off the async workers.
-async fn write_final(core: &Arc<Core>, id: &str, settlement: &Settlement, outbox: &'static [&'static str]) -> crate::error::Result<bool> {
-    let (core, id, s) = (Arc::clone(core), id.to_string(), settlement.clone());
-    tokio::task::spawn_blocking(move || core.store.finalize(&id, &s, outbox))
+async fn write_final(core: &Arc<Core>, id: &str, settlement: &Settlement, outbox: &[String]) -> crate::error::Result<bool> {
+    let (core, id, s, outbox) = (Arc::clone(core), id.to_string(), settlement.clone(), outbox.to_vec());
+    tokio::task::spawn_blocking(move || core.store.finalize(&id, &s, &outbox.iter().map(String::as_str).collect::<Vec<_>>()))
         .await
         .unwrap_or_else(|e| Err(crate::error::Error::new(crate::error::ErrorCode::StoreUnavailable, format!("finalizing failed: {e}"))))
 }
@@ -158,10 +162,10 @@ fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crat
 
 /// Long after the quick retries: keep offering the final row every 10 s while this process
 /// lives; once written, the run is announced as any other.
-async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: &'static [&'static str]) {
+async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: Vec<String>) {
     loop {
         tokio::time::sleep(Duration::from_secs(10)).await;
-        match write_final(&core, &id, &settlement, outbox).await {
+        match write_final(&core, &id, &settlement, &outbox).await {
             Ok(changed) => {
                 core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("unrecorded:{id}"));
                 core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
@@ -186,6 +190,9 @@ pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
     Engine::emit_state(core);
     if record.notified.is_some() {
         core.outbox_kick.notify_one();
+    }
+    if let Some(kick) = core.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        kick.notify_waiters();
     }
     if matches!(record.status, RunStatus::Missed | RunStatus::Skipped) {
         return;

@@ -24,6 +24,7 @@ mod recovery;
 pub mod scheduler;
 mod signal;
 mod supervise;
+mod webhooks;
 
 pub use delivery::DEFAULT_BACKOFF;
 pub use queue::RunHandle;
@@ -55,6 +56,8 @@ pub struct EngineOptions {
     pub identity: (u32, String),
     /// Waits between tries of a notification that was not shown. Default [`DEFAULT_BACKOFF`].
     pub delivery_backoff: Vec<std::time::Duration>,
+    /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
+    pub webhook_backoff: Vec<std::time::Duration>,
 }
 
 impl EngineOptions {
@@ -65,6 +68,7 @@ impl EngineOptions {
             env: std::env::vars().collect(),
             identity: crate::runner::process::self_identity(),
             delivery_backoff: DEFAULT_BACKOFF.to_vec(),
+            webhook_backoff: webhooks::BACKOFF.to_vec(),
         }
     }
 }
@@ -101,7 +105,13 @@ pub(crate) struct Core {
     /// What this engine found wrong and the user must hear about (a damaged database, a run that
     /// could not be recorded), keyed so each is said once; see [`Engine::problems`].
     pub problems: Mutex<std::collections::BTreeMap<String, String>>,
+    /// Wakes the webhook deliverers (set once they run).
+    pub webhook_kick: Mutex<Option<Arc<Notify>>>,
+    /// Keeps the webhook deliverers' wake-file watcher alive.
+    pub webhook_watch: Mutex<Option<notify::RecommendedWatcher>>,
     pub delivery_backoff: Vec<std::time::Duration>,
+    /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
+    pub webhook_backoff: Vec<std::time::Duration>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
     /// The routine files as last read.
@@ -157,7 +167,10 @@ impl Engine {
                 scheduler_kick: Notify::new(),
                 outbox_kick: Notify::new(),
                 problems: Default::default(),
+                webhook_kick: Default::default(),
+                webhook_watch: Default::default(),
                 delivery_backoff: opts.delivery_backoff,
+                webhook_backoff: opts.webhook_backoff,
                 redactor: Default::default(),
                 catalog: Default::default(),
             }),
@@ -221,6 +234,46 @@ impl Engine {
     /// [`Engine::enable_notifications`]). What cannot be shown stays owed to the next notifier.
     pub async fn deliver_notifications_now(&self, notifier: Arc<dyn crate::notify::Notifier>) {
         delivery::once(&self.core, Arc::new(crate::notify::BoundedSender::new(notifier))).await;
+    }
+
+    /// Deliver this home's webhooks from now on (the app and the daemon; call once, in a runtime).
+    pub fn enable_webhooks(&self) {
+        webhooks::start(&self.core);
+    }
+
+    /// Deliver what webhooks are due, for at most `limit` (a `run --wait` before it exits; what is
+    /// left stays owed to the app or the daemon).
+    pub async fn deliver_webhooks_now(&self, limit: std::time::Duration) {
+        webhooks::once(&self.core, limit).await;
+    }
+
+    /// Every delivery of a run (its notification, its webhooks).
+    pub fn deliveries_of(&self, run_id: &str) -> Result<Vec<crate::store::DeliveryRow>> {
+        self.core.store.deliveries_of(run_id)
+    }
+
+    /// Webhook deliveries, newest first; `failed_only`: those that gave up.
+    pub fn webhook_deliveries(&self, failed_only: bool, limit: usize) -> Result<Vec<crate::store::DeliveryRow>> {
+        self.core.store.webhook_deliveries(failed_only, limit)
+    }
+
+    /// Try a run's webhook deliveries again from the start (all, or the one named `webhook`).
+    pub fn retry_deliveries(&self, run_id: &str, webhook: Option<&str>) -> Result<usize> {
+        let channel = webhook.map(crate::webhook::channel);
+        let n = self.core.store.reset_delivery(run_id, channel.as_deref())?;
+        if n > 0 {
+            signal::wake(&self.core);
+        }
+        Ok(n)
+    }
+
+    /// Store a webhook's signing secret in the OS keychain.
+    pub fn set_webhook_secret(&self, name: &str, secret: &str) -> Result<()> {
+        if self.core.settings.webhook(name).is_none() {
+            return Err(Error::new(ErrorCode::Usage, format!("no webhook named \"{name}\" in {}", self.core.home.settings_path().display())));
+        }
+        crate::accounts::keychain::set_secret(&self.core.settings.keychain_service, &crate::webhook::secret_key(name), secret, &format!("or set {}", webhooks::secret_env_var(name)))
+            .map_err(|e| Error::new(ErrorCode::Io, e.0))
     }
 
     /// Register a hook called in this process after every run's record it finalizes is final

@@ -79,6 +79,7 @@ impl LiveRun {
             enabled: false,
             variables: Default::default(),
             devices: Vec::new(),
+            webhooks: Vec::new(),
         });
         LiveRun {
             id: rec.id.clone(),

@@ -113,10 +113,54 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
     set
 }
 
+/// Routines that name a webhook `nightshift.toml` does not define become invalid, located at the
+/// name in the file (a typo would otherwise drop every post silently). The parser itself knows
+/// nothing of the settings; this is the one check that needs both.
+pub fn check_webhooks(mut set: RoutineSet, settings: &crate::settings::Settings, home: &Home) -> RoutineSet {
+    let (ok, bad): (Vec<Routine>, Vec<Routine>) =
+        std::mem::take(&mut set.routines).into_iter().partition(|r| r.webhooks.iter().all(|w| settings.webhook(w).is_some()));
+    set.routines = ok;
+    for r in bad {
+        let display = home.display_path(&r.file);
+        let text = std::fs::read_to_string(&r.file).unwrap_or_default();
+        let errors = r
+            .webhooks
+            .iter()
+            .filter(|w| settings.webhook(w).is_none())
+            .map(|w| {
+                let (line, col) = locate_list_item(&text, "webhooks", w);
+                let known: Vec<&str> = settings.webhooks.iter().map(|h| h.name.as_str()).collect();
+                let hint = if known.is_empty() { "there are none; add a [[webhooks]] entry".to_string() } else { format!("defined: {}", known.join(", ")) };
+                Diagnostic { file: display.clone(), line, col, message: format!("no webhook named \"{w}\" in nightshift.toml ({hint})") }
+            })
+            .collect();
+        set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors });
+    }
+    set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
+    set
+}
+
+/// Line and column (from 1) of `item` after the `key:` line of a YAML file (1:1 if not found).
+fn locate_list_item(text: &str, key: &str, item: &str) -> (usize, usize) {
+    let mut after_key = false;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with(&format!("{key}:")) {
+            after_key = true;
+        }
+        if after_key {
+            let from = if line.trim_start().starts_with(&format!("{key}:")) { line.find(':').map(|c| c + 1).unwrap_or(0) } else { 0 };
+            if let Some(col) = line[from..].find(item) {
+                return (i + 1, from + col + 1);
+            }
+        }
+    }
+    (1, 1)
+}
+
 /// The routines of a home as its settings say: its routines directory, plus agents-cli's
 /// `~/.agents/routines/` when `import_agents_cli` is on. Every part of the engine loads through this.
 pub fn load_home(home: &Home, settings: &crate::settings::Settings) -> RoutineSet {
-    load_files(home, &routine_files(&home_dirs(home, settings)))
+    check_webhooks(load_files(home, &routine_files(&home_dirs(home, settings))), settings, home)
 }
 
 /// The directories routines are read from, as the settings say.

@@ -8,7 +8,7 @@ mod parse;
 pub mod prompt;
 pub mod yaml;
 
-pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
+pub use load::{check_webhooks, home_dirs, is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
 pub use parse::{parse_routine, MAX_DURATION, MAX_PROBLEMS};
 
 /// The name closest to `name` among `names`, if close enough to be a typo.
@@ -110,6 +110,8 @@ pub struct Routine {
     pub enabled: bool,
     pub variables: BTreeMap<String, String>,
     pub devices: Vec<String>,
+    /// Webhooks (by name, from `nightshift.toml`) that get every final run of this routine.
+    pub webhooks: Vec<String>,
 }
 
 impl Routine {

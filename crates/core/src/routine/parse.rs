@@ -11,7 +11,7 @@ use std::path::Path;
 const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
-    "end_at",
+    "end_at", "webhooks",
 ];
 const CONFIG_KEYS: &[&str] = &["model"];
 
@@ -220,6 +220,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
     });
     let devices = get("devices").map(|n| cx.string_list(n, "devices")).unwrap_or_default();
+    let webhooks = get("webhooks").map(|n| cx.string_list(n, "webhooks")).unwrap_or_default();
 
     match action {
         Some(action) if cx.errors.is_empty() => {
@@ -245,6 +246,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 enabled,
                 variables,
                 devices,
+                webhooks,
             })
         }
         _ => {

@@ -11,7 +11,7 @@ mod routine_files;
 mod runs;
 mod scheduling;
 
-pub use outbox::{Delivery, OutboxEntry};
+pub use outbox::{Delivery, DeliveryRow, OutboxEntry};
 pub use queue::{Claims, HeldRun, QueuedRow, RunningRow};
 pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;

@@ -1,4 +1,4 @@
-//! The outbox: what a final run owes the user (its finish notification; webhooks later), written
+//! The outbox: what a final run owes the user (its finish notification, its webhooks), written
 //! in the transaction that makes the run final and delivered by whichever engine can.
 //!
 //! A deliverer leases due entries (so two notifiers on one home never send one entry twice),
@@ -22,6 +22,23 @@ pub struct OutboxEntry {
     /// Tries so far (before this one).
     pub attempts: u32,
     pub finished_at: DateTime<Utc>,
+}
+
+/// One delivery as the faces show it (`nightshiftctl deliveries`, a run's detail).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DeliveryRow {
+    pub run_id: String,
+    pub routine: String,
+    /// `notify`, or `webhook:<name>`.
+    pub channel: String,
+    /// pending | delivered | not_delivered | summarized | not_needed
+    pub state: String,
+    pub attempts: u32,
+    pub last_error: Option<String>,
+    pub delivered_at: Option<String>,
+    /// When the next try is due (pending only).
+    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    pub next_at: Option<DateTime<Utc>>,
 }
 
 /// How an entry ended (or did not yet).
@@ -137,5 +154,52 @@ impl Store {
             .query_row("SELECT last_error FROM outbox WHERE run_id = ?1 AND channel = ?2", params![run_id, channel], |r| r.get(0))
             .optional()?
             .flatten())
+    }
+
+    /// The deliveries of one run (oldest channel first: `notify`, then webhooks by name).
+    pub fn deliveries_of(&self, run_id: &str) -> Result<Vec<DeliveryRow>> {
+        self.delivery_rows("WHERE o.run_id = ?1 ORDER BY o.channel", params![run_id])
+    }
+
+    /// Webhook deliveries, newest run first; `failed_only`: those that gave up (`not_delivered`).
+    pub fn webhook_deliveries(&self, failed_only: bool, limit: usize) -> Result<Vec<DeliveryRow>> {
+        let filter = if failed_only { "AND o.state = 'not_delivered'" } else { "" };
+        self.delivery_rows(&format!("WHERE o.channel LIKE 'webhook:%' {filter} ORDER BY o.finished_ms DESC, o.run_id DESC, o.channel LIMIT ?1"), params![limit as i64])
+    }
+
+    fn delivery_rows(&self, tail: &str, args: impl rusqlite::Params) -> Result<Vec<DeliveryRow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare(&format!(
+            "SELECT o.run_id, r.routine, o.channel, o.state, o.attempts, o.last_error, o.delivered_at, o.next_at_ms
+             FROM outbox o JOIN runs r ON r.id = o.run_id {tail}"
+        ))?;
+        let rows = stmt
+            .query_map(args, |r| {
+                let state: String = r.get(3)?;
+                let next: i64 = r.get(7)?;
+                Ok(DeliveryRow {
+                    run_id: r.get(0)?,
+                    routine: r.get(1)?,
+                    channel: r.get(2)?,
+                    next_at: (state == "pending").then(|| DateTime::from_timestamp_millis(next)).flatten(),
+                    state,
+                    attempts: r.get(4)?,
+                    last_error: r.get(5)?,
+                    delivered_at: r.get(6)?,
+                })
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(rows)
+    }
+
+    /// Try a delivery again from the start (after "not delivered", or now instead of later).
+    /// Returns how many entries were reset (`channel` `None`: all of the run's webhooks).
+    pub fn reset_delivery(&self, run_id: &str, channel: Option<&str>) -> Result<usize> {
+        let n = self.conn().execute(
+            "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
+             WHERE run_id = ?1 AND state IN ('pending', 'not_delivered') AND channel LIKE 'webhook:%' AND (?2 IS NULL OR channel = ?2)",
+            params![run_id, channel],
+        )?;
+        Ok(n)
     }
 }

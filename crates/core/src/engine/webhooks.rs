@@ -1,0 +1,224 @@
+//! Delivering webhooks from the outbox: each final run posted to each of its webhooks, exactly
+//! once (leases keep two engines from sending one entry together; the run id is the receiver's
+//! idempotency key for the rare resend after a lost answer).
+//!
+//! One task per webhook, so a slow or dead receiver only delays its own deliveries; within it up to
+//! [`CONCURRENT`] requests at a time, each bounded by `webhook::REQUEST_TIMEOUT`. Network errors,
+//! timeouts, 5xx and 429 are retried with exponential backoff and jitter (a `Retry-After` is
+//! honoured), other 4xx are not; after [`ATTEMPTS`] tries or a day the delivery is `not_delivered`
+//! and the engine's problems say so (tray, window) until a delivery of that webhook succeeds.
+//! Settling never waits for any of this: it only writes the outbox entry.
+
+use super::Core;
+use crate::run::RunRecord;
+use crate::store::{Delivery, OutboxEntry};
+use crate::webhook::{self, Failure};
+use chrono::{Duration as Span, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Waits between tries (each ±20 % jitter): 5 s, 30 s, 2 min, 10 min, 30 min, then give up.
+pub(crate) const BACKOFF: &[Duration] = &[
+    Duration::from_secs(5),
+    Duration::from_secs(30),
+    Duration::from_secs(120),
+    Duration::from_secs(600),
+    Duration::from_secs(1800),
+];
+/// A delivery older than this is given up after its current try.
+const MAX_AGE_HOURS: i64 = 24;
+/// Requests in flight per webhook.
+const CONCURRENT: usize = 8;
+/// Longer than one bounded request.
+const LEASE: Duration = Duration::from_secs(30);
+/// The longest sleep while a retry is due later (the wall clock may jump meanwhile).
+const LONGEST_WAIT: Duration = Duration::from_secs(300);
+/// A `Retry-After` longer than this is cut to it.
+const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// Start one deliverer per configured webhook. Call once, inside a runtime.
+pub(crate) fn start(core: &Arc<Core>) {
+    if core.settings.webhooks.is_empty() {
+        return;
+    }
+    let kick = Arc::new(tokio::sync::Notify::new());
+    {
+        let k = Arc::clone(&kick);
+        let watcher = super::signal::watch_wake_file(core, Vec::new(), move || k.notify_waiters());
+        let mut held = core.webhook_watch.lock().unwrap_or_else(|e| e.into_inner());
+        *held = watcher;
+    }
+    *core.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&kick));
+    for hook in &core.settings.webhooks {
+        let (core, kick, channel) = (Arc::clone(core), Arc::clone(&kick), webhook::channel(&hook.name));
+        tokio::spawn(async move {
+            let agent = webhook::agent();
+            loop {
+                let notified = kick.notified();
+                match pass(&core, &agent, &channel).await {
+                    Some(next) => {
+                        let wait = (next - Utc::now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
+                        tokio::select! {
+                            _ = notified => {}
+                            _ = tokio::time::sleep(wait) => {}
+                        }
+                    }
+                    None => notified.await,
+                }
+            }
+        });
+    }
+}
+
+/// Deliver what is due now, for at most `limit` (a `run --wait` before it exits; the rest stays
+/// pending for the app or the daemon).
+pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
+    let agent = webhook::agent();
+    let all = async {
+        for hook in &core.settings.webhooks {
+            pass(core, &agent, &webhook::channel(&hook.name)).await;
+        }
+    };
+    let _ = tokio::time::timeout(limit, all).await;
+}
+
+/// Deliver every due entry of `channel`; returns when the next pending one comes due.
+async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &str) -> Option<chrono::DateTime<Utc>> {
+    loop {
+        let now = Utc::now();
+        let (core2, ch) = (Arc::clone(core), channel.to_string());
+        let due = tokio::task::spawn_blocking(move || core2.store.lease_due(&ch, now, now + Span::from_std(LEASE).unwrap_or_default(), CONCURRENT)).await;
+        let due = match due {
+            Ok(Ok(due)) => due,
+            Ok(Err(e)) => {
+                tracing::warn!(%channel, error = %e, "could not read the webhook outbox; trying again later");
+                return Some(now + Span::seconds(10));
+            }
+            Err(_) => return Some(now + Span::seconds(10)),
+        };
+        if due.is_empty() {
+            let (core2, ch) = (Arc::clone(core), channel.to_string());
+            return tokio::task::spawn_blocking(move || core2.store.next_delivery_due(&ch)).await.ok().and_then(Result::ok).flatten();
+        }
+        let mut sends = tokio::task::JoinSet::new();
+        for entry in due {
+            let (core, agent) = (Arc::clone(core), agent.clone());
+            sends.spawn_blocking(move || deliver(&core, &agent, &entry));
+        }
+        while sends.join_next().await.is_some() {}
+    }
+}
+
+/// One try of one entry, and its record.
+fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
+    let name = entry.channel.trim_start_matches(webhook::CHANNEL_PREFIX);
+    let outcome = match (core.settings.webhook(name), core.store.get_run(&entry.run_id)) {
+        (None, _) => Err(Failure::Refused(format!("no webhook named \"{name}\" in nightshift.toml any more"))),
+        (_, Err(_)) => Err(Failure::Refused("the run no longer exists".into())),
+        (Some(hook), Ok(run)) => {
+            let run = masked(core, run);
+            let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| core.redactor.redact(&r));
+            let secret = secret(core, name);
+            let req = webhook::request(hook, &run, report.as_deref(), &device(core), secret.as_deref(), Utc::now().timestamp());
+            webhook::send(agent, &req)
+        }
+    };
+    if let Err(e) = record(core, entry, name, outcome) {
+        tracing::warn!(run = %entry.run_id, webhook = name, error = %e, "could not record a webhook delivery; it will be tried again");
+    }
+}
+
+/// Delivered; or another try after the backoff (or `Retry-After`); or, after the last try, the
+/// refusal or a day, `not_delivered` — said once in the engine's problems.
+fn record(core: &Core, entry: &OutboxEntry, name: &str, outcome: Result<(), Failure>) -> crate::error::Result<()> {
+    let now = Utc::now();
+    let problem_key = format!("webhook:{name}");
+    match outcome {
+        Ok(()) => {
+            core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&problem_key);
+            tracing::info!(run = %entry.run_id, webhook = name, "webhook delivered");
+            core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::Delivered, None, now)
+        }
+        Err(failure) => {
+            let (error, wait) = match failure {
+                Failure::Retry { error, after } => {
+                    let too_old = now - entry.finished_at > Span::hours(MAX_AGE_HOURS);
+                    let backoff = core.webhook_backoff.get(entry.attempts as usize).filter(|_| !too_old).map(|b| jitter(*b, &entry.run_id, entry.attempts));
+                    (error, backoff.map(|b| after.map(|a| a.min(LONGEST_RETRY_AFTER)).unwrap_or(b)))
+                }
+                Failure::Refused(error) => (error, None),
+            };
+            match wait {
+                Some(wait) => {
+                    tracing::info!(run = %entry.run_id, webhook = name, attempt = entry.attempts + 1, %error, "webhook not delivered; trying again");
+                    core.store.retry_delivery(&entry.run_id, &entry.channel, &error, now + Span::from_std(wait).unwrap_or_default())
+                }
+                None => {
+                    let said = format!("webhook \"{name}\" could not deliver run {} after {} tr{}: {error}", entry.run_id, entry.attempts + 1, if entry.attempts == 0 { "y" } else { "ies" });
+                    tracing::warn!("{said}");
+                    core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(problem_key, format!("{said} (`nightshiftctl deliveries --failed`; retry with `nightshiftctl deliveries retry RUN`)"));
+                    core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::NotDelivered, Some(&error), now)
+                }
+            }
+        }
+    }
+}
+
+/// ±20 %, decided by the run id and the attempt (so two engines agree and tests can rely on the
+/// bounds), to spread a burst of retries.
+fn jitter(base: Duration, run_id: &str, attempt: u32) -> Duration {
+    let h = run_id.bytes().fold(attempt as u64 ^ 0x9e37_79b9, |h, b| h.wrapping_mul(31).wrapping_add(b as u64));
+    let permille = 800 + (h % 401); // 800..=1200
+    base * permille as u32 / 1000
+}
+
+/// The signing secret: `NIGHTSHIFT_WEBHOOK_SECRET_<NAME>` in the engine's environment (headless
+/// servers), else the OS keychain; none means unsigned.
+fn secret(core: &Core, name: &str) -> Option<String> {
+    let var = secret_env_var(name);
+    if let Some((_, v)) = core.env.iter().find(|(k, _)| *k == var) {
+        return Some(v.clone());
+    }
+    match crate::accounts::keychain::get_secret(&core.settings.keychain_service, &webhook::secret_key(name), &format!("or set {var}")) {
+        Ok(secret) => secret,
+        Err(e) => {
+            tracing::warn!(webhook = name, "{e}; sending unsigned");
+            None
+        }
+    }
+}
+
+/// `NIGHTSHIFT_WEBHOOK_SECRET_TEAM_CHAT` for `team-chat`.
+pub fn secret_env_var(name: &str) -> String {
+    let slug: String = name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    format!("NIGHTSHIFT_WEBHOOK_SECRET_{slug}")
+}
+
+fn masked(core: &Core, mut run: RunRecord) -> RunRecord {
+    run.message = run.message.map(|m| core.redactor.redact(&m));
+    run
+}
+
+fn device(core: &Core) -> String {
+    core.settings.device_name.clone().unwrap_or_else(super::hostname)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jitter_stays_within_twenty_percent() {
+        for attempt in 0..6 {
+            for id in ["01a", "01b", "01m8pbcedhv34yb9rc2jkm7hcs"] {
+                let j = jitter(Duration::from_secs(100), id, attempt);
+                assert!((Duration::from_secs(80)..=Duration::from_secs(120)).contains(&j), "{j:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn secret_variables_are_named_after_the_webhook() {
+        assert_eq!(secret_env_var("team-chat"), "NIGHTSHIFT_WEBHOOK_SECRET_TEAM_CHAT");
+    }
+}

@@ -1,0 +1,233 @@
+//! Webhooks: a final run posted to a URL — as JSON, a Slack message or an ntfy notification —
+//! signed with HMAC-SHA256 when the webhook has a secret (kept in the OS keychain).
+//!
+//! This module is the pure part (which webhooks a run goes to, the request, the signature) and one
+//! bounded send; delivering from the outbox, with retries, is `engine::webhooks`.
+//!
+//! What a receiver gets (documented in the README): `Content-Type`, `Idempotency-Key: <run id>`
+//! (the same on every retry: a receiver that saw it already answers 2xx and ignores it),
+//! `X-Nightshift-Webhook: <name>`, `X-Nightshift-Timestamp: <unix seconds>` and, with a secret,
+//! `X-Nightshift-Signature: sha256=<hex of HMAC-SHA256(secret, "<timestamp>.<body>")>`.
+
+use crate::routine::Routine;
+use crate::run::{fmt_time, RunRecord, RunStatus};
+use crate::settings::{Settings, WebhookFormat, WebhookRuns, WebhookSettings};
+use hmac::{Hmac, Mac};
+use sha2::Sha256;
+use std::time::Duration;
+
+/// Outbox channels of webhooks are `webhook:<name>`.
+pub const CHANNEL_PREFIX: &str = "webhook:";
+
+/// How long one request may take (connect, send, answer).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Lines of the report in a payload's excerpt.
+const EXCERPT_LINES: usize = 20;
+
+pub fn channel(name: &str) -> String {
+    format!("{CHANNEL_PREFIX}{name}")
+}
+
+/// The outbox channels a final run owes: every webhook its routine lists, plus those whose `on`
+/// takes it. Missed and skipped slots owe nothing.
+pub fn channels_for(status: RunStatus, routine: Option<&Routine>, settings: &Settings) -> Vec<String> {
+    if matches!(status, RunStatus::Missed | RunStatus::Skipped) {
+        return Vec::new();
+    }
+    let failed = matches!(status, RunStatus::Failed | RunStatus::TimedOut | RunStatus::Blocked);
+    let listed = |name: &str| routine.is_some_and(|r| r.webhooks.iter().any(|w| w == name));
+    settings
+        .webhooks
+        .iter()
+        .filter(|w| listed(&w.name) || w.on == WebhookRuns::All || (w.on == WebhookRuns::Failures && failed))
+        .map(|w| channel(&w.name))
+        .collect()
+}
+
+/// The keychain entry of a webhook's signing secret.
+pub fn secret_key(name: &str) -> String {
+    format!("webhook:{name}")
+}
+
+/// One HTTP request, ready to send.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub url: String,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+/// The request for `run` (its texts already masked by the caller), signed when `secret` is given.
+pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, host: &str, secret: Option<&str>, now_secs: i64) -> Request {
+    let excerpt = excerpt(report.or(run.message.as_deref()).unwrap_or(""));
+    let title = format!("{} {} · {}", mark(run.status), run.routine, status_words(run));
+    let (content_type, body, mut headers) = match hook.format {
+        WebhookFormat::Json => {
+            let body = serde_json::json!({
+                "routine": run.routine,
+                "run_id": run.id,
+                "status": run.status.as_str(),
+                "reason": run.reason.map(|r| r.as_str()),
+                "message": run.message,
+                "trigger": run.trigger.as_str(),
+                "scheduled_for": run.scheduled_for.as_ref().map(fmt_time),
+                "started_at": run.started_at.as_ref().map(fmt_time),
+                "finished_at": run.finished_at.as_ref().map(fmt_time),
+                "duration_ms": run.duration_ms,
+                "exit_code": run.exit_code,
+                "account": run.account,
+                "host": host,
+                "cost_usd": run.cost_usd,
+                "excerpt": excerpt,
+            });
+            ("application/json", body.to_string(), Vec::new())
+        }
+        WebhookFormat::Slack => {
+            let text = if excerpt.is_empty() { format!("*{title}*") } else { format!("*{title}*\n```\n{excerpt}\n```") };
+            ("application/json", serde_json::json!({ "text": text }).to_string(), Vec::new())
+        }
+        WebhookFormat::Ntfy => {
+            let body = if excerpt.is_empty() { title.clone() } else { excerpt.clone() };
+            let failed = !matches!(run.status, RunStatus::Completed | RunStatus::Cancelled);
+            // Header values are ASCII: the title without the mark.
+            let headers = vec![
+                ("Title".to_string(), ascii(&format!("{}: {}", run.routine, status_words(run)))),
+                ("Tags".to_string(), if failed { "warning".into() } else { "white_check_mark".into() }),
+                ("Priority".to_string(), if failed { "high".into() } else { "default".into() }),
+            ];
+            ("text/plain; charset=utf-8", body, headers)
+        }
+    };
+    headers.push(("Content-Type".into(), content_type.into()));
+    headers.push(("Idempotency-Key".into(), run.id.clone()));
+    headers.push(("X-Nightshift-Webhook".into(), hook.name.clone()));
+    headers.push(("X-Nightshift-Timestamp".into(), now_secs.to_string()));
+    if let Some(secret) = secret {
+        headers.push(("X-Nightshift-Signature".into(), format!("sha256={}", sign(secret, now_secs, &body))));
+    }
+    Request { url: hook.url.clone(), headers, body }
+}
+
+/// HMAC-SHA256 of `"<timestamp>.<body>"` with the secret, as lowercase hex.
+pub fn sign(secret: &str, timestamp: i64, body: &str) -> String {
+    let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
+    mac.update(timestamp.to_string().as_bytes());
+    mac.update(b".");
+    mac.update(body.as_bytes());
+    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Why a try failed, and whether another may succeed.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Failure {
+    /// Network error, timeout, 5xx or 429: try again (after `after` when the receiver said).
+    Retry { error: String, after: Option<Duration> },
+    /// Any other 4xx: the receiver refuses this request; trying again would not help.
+    Refused(String),
+}
+
+/// Send one request, bounded by [`REQUEST_TIMEOUT`].
+pub fn send(agent: &ureq::Agent, req: &Request) -> Result<(), Failure> {
+    let mut call = agent.post(&req.url);
+    for (k, v) in &req.headers {
+        call = call.set(k, v);
+    }
+    match call.send_string(&req.body) {
+        Ok(_) => Ok(()),
+        Err(ureq::Error::Status(code, response)) => {
+            let after = response.header("Retry-After").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
+            let said = response.into_string().unwrap_or_default();
+            let said = said.lines().next().unwrap_or("").chars().take(200).collect::<String>();
+            let error = if said.is_empty() { format!("HTTP {code}") } else { format!("HTTP {code}: {said}") };
+            if code == 429 || code >= 500 {
+                Err(Failure::Retry { error, after })
+            } else {
+                Err(Failure::Refused(error))
+            }
+        }
+        Err(ureq::Error::Transport(t)) => Err(Failure::Retry { error: t.to_string(), after: None }),
+    }
+}
+
+/// An HTTP client with the request bound.
+pub fn agent() -> ureq::Agent {
+    ureq::AgentBuilder::new().timeout(REQUEST_TIMEOUT).redirects(0).user_agent(concat!("nightshift/", env!("CARGO_PKG_VERSION"))).build()
+}
+
+/// The first lines of a report as plain text without links: `[text](url)` keeps its text, bare
+/// URLs are dropped (a chat message from an unattended agent should not carry links).
+pub fn excerpt(text: &str) -> String {
+    let lines: Vec<String> = text.lines().take(EXCERPT_LINES).map(unlink).collect();
+    let mut out = lines.join("\n").trim().to_string();
+    if text.lines().count() > EXCERPT_LINES {
+        out.push_str("\n…");
+    }
+    out
+}
+
+fn unlink(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(open) = rest.find('[') {
+        let (before, after) = rest.split_at(open);
+        out.push_str(before);
+        match (after.find("]("), after.find(')')) {
+            (Some(close), Some(end)) if close < end => {
+                out.push_str(&after[1..close]);
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push('[');
+                rest = &after[1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out.split(' ')
+        .map(|w| if w.starts_with("http://") || w.starts_with("https://") || w.starts_with("www.") { "" } else { w })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn mark(s: RunStatus) -> &'static str {
+    match s {
+        RunStatus::Completed => "✓",
+        RunStatus::TimedOut => "⏱",
+        RunStatus::Cancelled => "■",
+        _ => "✗",
+    }
+}
+
+fn status_words(run: &RunRecord) -> String {
+    match run.reason {
+        Some(r) => format!("{} ({})", run.status.as_str(), r.as_str()),
+        None => run.status.as_str().to_string(),
+    }
+}
+
+/// Header values are ASCII: anything else (a routine name in another script) becomes `?`.
+fn ascii(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii() && !c.is_ascii_control() { c } else { '?' }).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_hmac_sha256_of_timestamp_dot_body() {
+        // Computed independently: hmac.new(b"key", b"1700000000.{}", hashlib.sha256).hexdigest()
+        assert_eq!(sign("key", 1_700_000_000, "{}"), "9d713ed406bb7076d4123f0dc2c39d2df5c654ed4b0cd56b52c8b4c940bd63ae");
+        assert_ne!(sign("key", 1_700_000_001, "{}"), sign("key", 1_700_000_000, "{}"), "the timestamp is signed");
+    }
+
+    #[test]
+    fn excerpts_keep_link_text_and_drop_urls() {
+        assert_eq!(excerpt("See [the PR](https://x.example/pr/1) and https://evil.example now"), "See the PR and  now");
+        let long: String = (0..30).map(|i| format!("line {i}\n")).collect();
+        let e = excerpt(&long);
+        assert_eq!(e.lines().count(), EXCERPT_LINES + 1);
+        assert!(e.ends_with('…'));
+    }
+}

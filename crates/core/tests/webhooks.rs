@@ -1,0 +1,131 @@
+//! Webhooks delivered from the outbox, in one engine, against a loopback receiver that fails on
+//! purpose (testkit's `WebhookReceiver`): exactly one accepted delivery per run and webhook through
+//! errors, dropped connections and `Retry-After`; signatures the receiver verifies; a 400 never
+//! retried and said in the engine's problems; a hanging receiver that delays no other webhook.
+//! (Short backoffs here; the process-level drill — kill -9 of the daemon — is in the CLI's tests.)
+
+use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::{Engine, EngineOptions, Home};
+use nightshift_testkit::{Answer, TestHome, WebhookReceiver};
+use std::time::{Duration, Instant};
+
+fn engine(th: &TestHome, settings: &str, env: &[(&str, &str)]) -> Engine {
+    std::fs::write(th.path().join("nightshift.toml"), settings).unwrap();
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    opts.env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    opts.webhook_backoff = vec![Duration::from_millis(100); 5];
+    let engine = Engine::open(opts).unwrap();
+    engine.enable_webhooks();
+    engine
+}
+
+async fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_run_is_accepted_exactly_once_through_errors_drops_and_retry_after() {
+    let th = TestHome::new();
+    let flaky = WebhookReceiver::start(vec![Answer::Status(500), Answer::Close, Answer::RetryAfter(1), Answer::Accept], Some("s3cret")).await;
+    let chat = WebhookReceiver::start(vec![Answer::Accept], None).await;
+    th.routine("review", "schedule: \"0 3 * * *\"\ncommand: \"printf '## Review\\\\n\\\\nSee [the PR](https://x.example/pr/1) https://evil.example\\\\n'\"\nwebhooks: [flaky]\n");
+    th.routine("other", "schedule: \"0 3 * * *\"\ncommand: \"exit 3\"\n");
+    let settings = format!(
+        "[[webhooks]]\nname = \"flaky\"\nurl = \"{}\"\n[[webhooks]]\nname = \"chat\"\nurl = \"{}\"\nformat = \"slack\"\non = \"failures\"\n",
+        flaky.url(),
+        chat.url()
+    );
+    let engine = engine(&th, &settings, &[("NIGHTSHIFT_WEBHOOK_SECRET_FLAKY", "s3cret")]);
+
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        let rec = engine.run_now("review", Trigger::Manual).await.unwrap().wait().await.unwrap();
+        assert_eq!(rec.status, RunStatus::Completed);
+        ids.push(rec.id);
+    }
+    let failed = engine.run_now("other", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!(failed.status, RunStatus::Failed);
+
+    until("every run accepted by the flaky receiver", 30, || flaky.accepted().len() == 3).await;
+    until("the failed run posted to chat", 10, || chat.accepted().len() == 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await; // nothing more may come
+    let accepted = flaky.accepted();
+    for id in &ids {
+        assert_eq!(accepted.get(id), Some(&1), "exactly once: {accepted:?}");
+    }
+    let seen = flaky.received();
+    assert!(seen.iter().all(|r| r.signature_ok == Some(true)), "every request signed with the secret");
+    assert!(seen.iter().all(|r| !r.duplicate));
+    assert_eq!(seen.len(), 3 * 4, "four tries per run: 500, dropped, 429, accepted");
+    let body: serde_json::Value = serde_json::from_str(&seen.iter().find(|r| r.answer == Answer::Accept).unwrap().body).unwrap();
+    assert_eq!(body["routine"], "review");
+    assert_eq!(body["status"], "completed");
+    assert_eq!(body["excerpt"], "## Review\n\nSee the PR", "link text kept, URLs dropped: {body}");
+    assert!(ids.contains(&body["run_id"].as_str().unwrap().to_string()));
+    // Only the failure went to chat (on = failures), as a Slack message.
+    let chat_body: serde_json::Value = serde_json::from_str(&chat.received()[0].body).unwrap();
+    assert!(chat_body["text"].as_str().unwrap().starts_with("*✗ other · failed (exit_nonzero)*"), "{chat_body}");
+    assert_eq!(chat.received()[0].key, failed.id);
+
+    // What the faces show: each delivery, its tries.
+    let d = engine.deliveries_of(&ids[0]).unwrap();
+    let hook = d.iter().find(|d| d.channel == "webhook:flaky").unwrap();
+    assert_eq!((hook.state.as_str(), hook.attempts), ("delivered", 3));
+    assert!(hook.delivered_at.is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_delivery_is_not_retried_and_is_said_until_retried_by_hand() {
+    let th = TestHome::new();
+    let picky = WebhookReceiver::start(vec![Answer::Status(400), Answer::Accept], None).await;
+    th.routine("job", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
+    let engine = engine(&th, &format!("[[webhooks]]\nname = \"picky\"\nurl = \"{}\"\non = \"all\"\nformat = \"ntfy\"\n", picky.url()), &[]);
+    let rec = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    until("the refusal recorded", 10, || engine.webhook_deliveries(true, 10).unwrap().len() == 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(picky.received().len(), 1, "a 400 is not retried");
+    let failed = &engine.webhook_deliveries(true, 10).unwrap()[0];
+    assert_eq!((failed.state.as_str(), failed.last_error.as_deref()), ("not_delivered", Some("HTTP 400")));
+    assert!(engine.problems().iter().any(|p| p.starts_with("webhook \"picky\" could not deliver run") && p.contains("HTTP 400")), "{:?}", engine.problems());
+    // ntfy: a title header and a plain body.
+    let r = &picky.received()[0];
+    assert_eq!(r.headers.get("title").map(String::as_str), Some("job: completed"));
+
+    assert_eq!(engine.retry_deliveries(&rec.id, None).unwrap(), 1);
+    until("the retried delivery accepted", 10, || picky.accepted().get(&rec.id) == Some(&1)).await;
+    until("the problem cleared", 5, || engine.problems().is_empty()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hanging_receiver_delays_no_other_webhook() {
+    let th = TestHome::new();
+    let stuck = WebhookReceiver::start(vec![Answer::Hang(Duration::from_secs(30))], None).await;
+    let quick = WebhookReceiver::start(vec![Answer::Accept], None).await;
+    th.routine("job", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
+    let settings = format!("[[webhooks]]\nname = \"stuck\"\nurl = \"{}\"\non = \"all\"\n[[webhooks]]\nname = \"quick\"\nurl = \"{}\"\non = \"all\"\n", stuck.url(), quick.url());
+    let engine = engine(&th, &settings, &[]);
+    let started = Instant::now();
+    let mut ids = Vec::new();
+    for _ in 0..3 {
+        ids.push(engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap().id);
+    }
+    until("the quick webhook to get every run", 5, || quick.accepted().len() == 3).await;
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    // The stuck one is still being tried (its request hangs), not lost.
+    let stuck_row = engine.deliveries_of(&ids[0]).unwrap().into_iter().find(|d| d.channel == "webhook:stuck").unwrap();
+    assert_eq!(stuck_row.state, "pending");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routine_naming_an_unknown_webhook_is_a_located_error() {
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 3 * * *\"\ncommand: \"true\"\nwebhooks: [team, tema]\n");
+    let engine = engine(&th, "[[webhooks]]\nname = \"team\"\nurl = \"http://127.0.0.1:9/hook\"\n", &[]);
+    let Err(err) = engine.run_now("job", Trigger::Manual).await else { panic!("a routine naming an unknown webhook must not run") };
+    assert_eq!(err.message, "routines/job.yaml:3:18: no webhook named \"tema\" in nightshift.toml (defined: team)");
+}
