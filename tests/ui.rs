@@ -331,3 +331,44 @@ async fn a_damaged_database_is_shown_atop_the_window() {
     c.close().await.unwrap();
     drop(driver);
 }
+
+/// A run's webhook deliveries in its detail: one receiver accepted, one refused with its answer
+/// shown (as text, never markup).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_detail_shows_its_webhook_deliveries() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    let team = nightshift_testkit::WebhookReceiver::start(vec![nightshift_testkit::Answer::Accept], None).await;
+    let picky = nightshift_testkit::WebhookReceiver::start(vec![nightshift_testkit::Answer::Status(400)], None).await;
+    std::fs::write(home.join("routines/hook.yaml"), "name: hook\nschedule: \"0 3 1 1 *\"\ncommand: echo posted\nnotify: never\nwebhooks: [team, picky]\n").unwrap();
+    std::fs::write(home.join("nightshift.toml"), format!("[[webhooks]]\nname = \"team\"\nurl = \"{}\"\n[[webhooks]]\nname = \"picky\"\nurl = \"{}\"\n", team.url(), picky.url())).unwrap();
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let Some((driver, c)) = launch(&home, &bus.address).await else { return };
+    text(&c, "#routines tr[data-routine='hook']").await;
+    let id = run_now_from_routines(&c, "hook").await;
+    wait_status(&c, "completed", 20).await;
+    // Deliveries are not run events: open the run again until both are settled.
+    let start = std::time::Instant::now();
+    let shown = loop {
+        go(&c, "#/history").await;
+        go(&c, &format!("#/run/{id}")).await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let v = js(&c, "const d = document.querySelector('#run-deliveries li[data-webhook=picky][data-state=not_delivered]'); const t = document.querySelector('#run-deliveries li[data-webhook=team][data-state=delivered]'); return d && t ? document.getElementById('run-deliveries').textContent : null").await;
+        if !v.is_null() {
+            break v;
+        }
+        let now = js(&c, "return document.getElementById('run-deliveries')?.textContent ?? '(none)'").await;
+        assert!(start.elapsed() < Duration::from_secs(30), "deliveries not settled: {now}; team got {}, picky got {}", team.received().len(), picky.received().len());
+    };
+    let shown = shown.as_str().unwrap();
+    assert!(shown.contains("picky not delivered after 1 try") && shown.contains("HTTP 400"), "{shown}");
+    assert_eq!(team.accepted().get(&id), Some(&1));
+    screenshot(&c, "ui-webhooks.png").await;
+    c.close().await.unwrap();
+    drop(driver);
+}

@@ -120,6 +120,8 @@ pub struct RunDetail {
     pub report_html: Option<String>,
     /// The routine still exists (Run again is possible).
     pub routine_exists: bool,
+    /// Its webhook deliveries (what each receiver got, tries, last error).
+    pub deliveries: Vec<nightshift_core::store::DeliveryRow>,
 }
 
 #[tauri::command]
@@ -128,7 +130,8 @@ pub async fn get_run(state: State<'_, AppState>, id: String) -> Result<RunDetail
         let mut run = e.store().get_run(&id)?;
         run.message = run.message.as_deref().map(|m| e.redact(m));
         let report_html = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|md| nightshift_core::view::markdown::render(&e.redact(&md)));
-        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html })
+        let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.channel.starts_with(nightshift_core::webhook::CHANNEL_PREFIX)).collect();
+        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries })
     })
     .await
 }

@@ -16,6 +16,7 @@ export function mount(root, params, ui) {
   const explanation = h("section", { id: "run-explanation", class: "card" });
   const facts = h("dl", { id: "run-facts", class: "facts" });
   const attempts = h("div", { id: "run-attempts" });
+  const deliveriesBox = h("div", { id: "run-deliveries" });
   const report = h("article", { id: "run-report", class: "report" });
   const logBox = h("pre", { id: "run-log", class: "log", tabindex: "0", "aria-label": "Log" });
   const logMode = { readable: true, stream: "stdout" };
@@ -29,6 +30,7 @@ export function mount(root, params, ui) {
     explanation,
     facts,
     attempts,
+    deliveriesBox,
     h("section", { "aria-labelledby": "report-title" }, h("h3", { id: "report-title" }, "Report"), report),
     h(
       "section",
@@ -101,6 +103,19 @@ export function mount(root, params, ui) {
         h("ol", { class: "attempts" }, r.attempts.map((a) => h("li", {}, h("strong", {}, a.account ?? "—"), " ", badge(a.status), a.reason ? ` ${a.reason.replaceAll("_", " ")}` : "", a.message ? h("div", { class: "muted small" }, a.message) : null))),
       );
     } else attempts.replaceChildren();
+
+    // Webhooks: what each receiver got (their error text is untrusted: text nodes only).
+    if (detail.deliveries.length) {
+      const how = (d) =>
+        d.state === "delivered" ? `delivered ${d.delivered_at ? full(d.delivered_at) : ""}`
+        : d.state === "pending" ? (d.attempts ? `pending — try ${d.attempts} failed, next ${d.next_at ? full(d.next_at) : "soon"}` : "pending")
+        : `${d.state.replaceAll("_", " ")} after ${d.attempts + 1} ${d.attempts ? "tries" : "try"}`;
+      replace(
+        deliveriesBox,
+        h("h3", {}, "Webhooks"),
+        h("ul", { class: "deliveries" }, detail.deliveries.map((d) => h("li", { "data-webhook": d.channel.slice("webhook:".length), "data-state": d.state }, h("strong", {}, d.channel.slice("webhook:".length)), " ", how(d), d.last_error && d.state !== "delivered" ? h("div", { class: "muted small" }, d.last_error) : null))),
+      );
+    } else deliveriesBox.replaceChildren();
 
     if (detail.report_html) trustedReport(report, detail.report_html, openLink);
     else replace(report, h("p", { class: "muted" }, r.status === "completed" ? "This run wrote no report." : isLive(r.status) ? "The report appears when the run completes." : "No report: the run did not complete."));
