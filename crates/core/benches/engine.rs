@@ -20,7 +20,7 @@ use nightshift_core::agents::{driver, RunOutput};
 use nightshift_core::routine::AgentKind;
 use nightshift_core::run::RunStatus;
 use nightshift_core::store::{RunQuery, Store};
-use std::io::{BufRead, BufWriter, Write};
+use std::io::BufRead;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -49,6 +49,10 @@ fn main() {
     if want("engines") {
         println!();
         two_engines_bench(if quick { 100 } else { 500 });
+    }
+    if want("webhooks") {
+        println!();
+        webhooks_bench(if quick { 100 } else { 1000 });
     }
 }
 
@@ -342,46 +346,8 @@ fn history_bench(n: usize) {
 // 3. Burst of due routines.
 
 fn burst_bench(n: usize) {
-    use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
-    use std::sync::Arc;
     println!("Burst: {n} routines due in the same minute, max_parallel = 4 (scheduled runs use 3 lanes, one stays free for Run now), command `true` each");
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("routines")).unwrap();
-    std::fs::write(dir.path().join("nightshift.toml"), "max_parallel = 4\nauto_pause_after = 0\n").unwrap();
-    for i in 0..n {
-        std::fs::write(dir.path().join(format!("routines/r{i:04}.yaml")), "schedule: \"0 10 * * *\"\ntimezone: UTC\ncommand: \"true\"\n").unwrap();
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-    let (engine_time, rows) = rt.block_on(async {
-        let start = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, 30, 9, 59, 0).unwrap();
-        let clock = Arc::new(ManualClock::new(start));
-        let mut opts = EngineOptions::new(Home::at(dir.path()));
-        opts.clock = clock.clone();
-        let engine = Engine::open(opts).unwrap();
-        let sched = Scheduler::new(engine.clone());
-        sched.tick().await.unwrap();
-        clock.set(start + ChronoDuration::minutes(1));
-        let t = Instant::now();
-        sched.tick().await.unwrap();
-        loop {
-            if engine.queued().await == 0 && engine.store().running_count().unwrap() == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        let took = t.elapsed();
-        let mut all = Vec::new();
-        let mut cursor = None;
-        loop {
-            let page = engine.store().list_runs(&RunQuery { limit: 1000, cursor, ..Default::default() }).unwrap();
-            all.extend(page.runs);
-            match page.next_cursor {
-                Some(c) => cursor = Some(c),
-                None => break,
-            }
-        }
-        (took, all)
-    });
+    let (engine_time, rows, _) = burst(n, "", None);
     let completed = rows.iter().filter(|r| r.status == RunStatus::Completed).count();
     let mut slots: Vec<(String, Option<chrono::DateTime<Utc>>)> = rows.iter().map(|r| (r.routine.clone(), r.scheduled_for)).collect();
     slots.sort();
@@ -407,4 +373,83 @@ fn burst_bench(n: usize) {
     println!("{:>10} {:>10} {:>10} {:>14} {:>14} {:>16}", "runs", "completed", "lost", "duplicated", "baseline", "nightshift");
     println!("{:>10} {:>10} {:>10} {:>14} {:>14} {:>16}", n, completed, lost, duplicated, fmt(base), fmt(engine_time));
     println!("engine overhead per run: {} (record, lanes, settle, report; on top of spawning the process)", fmt(per_run));
+}
+
+/// `n` routines of `true` due in one minute, scheduled by an in-process engine with `settings`
+/// added; returns the time until the queue is empty and every run final, the rows, and — with
+/// `until_done` — the time until that also holds (webhooks delivered, say).
+fn burst(n: usize, settings: &str, until_done: Option<&dyn Fn() -> bool>) -> (Duration, Vec<nightshift_core::RunRecord>, Option<Duration>) {
+    use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
+    use std::sync::Arc;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("routines")).unwrap();
+    std::fs::write(dir.path().join("nightshift.toml"), format!("max_parallel = 4\nauto_pause_after = 0\n{settings}")).unwrap();
+    for i in 0..n {
+        std::fs::write(dir.path().join(format!("routines/r{i:04}.yaml")), "schedule: \"0 10 * * *\"\ntimezone: UTC\ncommand: \"true\"\n").unwrap();
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    rt.block_on(async {
+        let start = chrono::TimeZone::with_ymd_and_hms(&Utc, 2026, 11, 30, 9, 59, 0).unwrap();
+        let clock = Arc::new(ManualClock::new(start));
+        let mut opts = EngineOptions::new(Home::at(dir.path()));
+        opts.clock = clock.clone();
+        let engine = Engine::open(opts).unwrap();
+        engine.enable_webhooks();
+        let sched = Scheduler::new(engine.clone());
+        sched.tick().await.unwrap();
+        clock.set(start + ChronoDuration::minutes(1));
+        let t = Instant::now();
+        sched.tick().await.unwrap();
+        loop {
+            if engine.queued().await == 0 && engine.store().running_count().unwrap() == 0 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let took = t.elapsed();
+        let done = match until_done {
+            Some(done) => {
+                while !done() {
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+                Some(t.elapsed())
+            }
+            None => None,
+        };
+        let mut all = Vec::new();
+        let mut cursor = None;
+        loop {
+            let page = engine.store().list_runs(&RunQuery { limit: 1000, cursor, ..Default::default() }).unwrap();
+            all.extend(page.runs);
+            match page.next_cursor {
+                Some(c) => cursor = Some(c),
+                None => break,
+            }
+        }
+        (took, all, done)
+    })
+}
+
+/// Settling is unaffected by webhooks: the same burst with and without three webhooks on every run,
+/// whose receiver takes 200 ms per request; then every delivery done, none twice.
+fn webhooks_bench(n: usize) {
+    use nightshift_testkit::{Answer, WebhookReceiver};
+    println!("Webhooks: {n} runs settling at once (burst as above), 3 webhooks on every run, receiver latency 200 ms");
+    let recv_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let receivers: Vec<WebhookReceiver> = (0..3).map(|_| recv_rt.block_on(WebhookReceiver::start(vec![Answer::Hang(Duration::from_millis(200))], None))).collect();
+    let settings: String = receivers.iter().enumerate().map(|(i, r)| format!("[[webhooks]]\nname = \"w{i}\"\nurl = \"{}\"\non = \"all\"\n", r.url())).collect();
+    let (without, _, _) = burst(n, "", None);
+    let delivered = || receivers.iter().map(|r| r.accepted().len()).sum::<usize>() == 3 * n;
+    let (with, rows, all_delivered) = burst(n, &settings, Some(&delivered));
+    let duplicated: usize = receivers.iter().map(|r| r.received().iter().filter(|x| x.duplicate).count()).sum();
+    println!("{:>10} {:>22} {:>22} {:>22} {:>12} {:>12}", "runs", "settled, no webhooks", "settled, 3 webhooks", "all 3×runs delivered", "delivered", "duplicated");
+    println!(
+        "{:>10} {:>22} {:>22} {:>22} {:>12} {:>12}",
+        rows.len(),
+        fmt(without),
+        fmt(with),
+        fmt(all_delivered.unwrap_or_default()),
+        receivers.iter().map(|r| r.accepted().len()).sum::<usize>(),
+        duplicated
+    );
 }
