@@ -24,10 +24,10 @@ ensure_apt_packages() {
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null
 }
 
-# What building the Tauri app needs on Linux (TESTING.md).
+# What building the Tauri app needs on Linux.
 BUILD_PACKAGES="libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev build-essential pkg-config file"
 # What the test suite's real services need: X server, D-Bus, keyring, WebDriver, screenshots.
-TEST_PACKAGES="xvfb xauth webkit2gtk-driver x11-utils imagemagick dbus dbus-x11 gnome-keyring libsecret-tools python3-dbus python3-gi python3-xlib"
+TEST_PACKAGES="xvfb xauth webkit2gtk-driver x11-utils imagemagick dbus dbus-x11 gnome-keyring libsecret-tools python3-dbus python3-gi python3-xlib chromium chromium-driver"
 
 need_cargo() {
   if ! command -v cargo >/dev/null 2>&1; then

@@ -1,9 +1,40 @@
-// The engine, through the app's own Tauri commands (errors arrive as {code, message}) and its one
-// event channel ("engine": every engine event as it happens).
+// The engine, through one of the window's two transports — the same commands either way
+// (nightshift_core::api), errors as {code, message}:
+// - in the app: its Tauri commands and its one event channel ("engine");
+// - in a browser (`nightshiftctl serve`): POST /api/<command> with the access token in a header,
+//   and the events as a stream from /api/events. The token arrives once in the URL (?token=…),
+//   is kept for this tab only (sessionStorage) and removed from the address bar.
 const tauri = window.__TAURI__;
 
-export function call(command, args = {}) {
-  return tauri.core.invoke(command, args);
+const token = tauri ? null : takeToken();
+
+function takeToken() {
+  const url = new URL(location.href);
+  const given = url.searchParams.get("token");
+  if (given) {
+    sessionStorage.setItem("nightshift-token", given);
+    url.searchParams.delete("token");
+    history.replaceState(null, "", url.pathname + url.search + url.hash);
+  }
+  return sessionStorage.getItem("nightshift-token");
+}
+
+export async function call(command, args = {}) {
+  if (tauri) return tauri.core.invoke(command, args);
+  const res = await fetch(`/api/${command}`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Authorization: `Bearer ${token ?? ""}` },
+    body: JSON.stringify(args),
+  });
+  const text = await res.text();
+  if (res.ok) return text ? JSON.parse(text) : null;
+  let err;
+  try {
+    err = JSON.parse(text);
+  } catch {
+    err = { code: res.status === 401 ? "unauthorized" : "http", message: text || `HTTP ${res.status}` };
+  }
+  throw err;
 }
 
 export function errorText(e) {
@@ -18,16 +49,51 @@ export function onEngine(fn) {
   return () => handlers.delete(fn);
 }
 
-if (tauri) {
-  tauri.event.listen("engine", (e) => {
-    for (const fn of [...handlers]) {
-      try {
-        fn(e.payload);
-      } catch (err) {
-        console.error(err);
-      }
+function dispatch(payload) {
+  for (const fn of [...handlers]) {
+    try {
+      fn(payload);
+    } catch (err) {
+      console.error(err);
     }
-  });
+  }
+}
+
+if (tauri) {
+  tauri.event.listen("engine", (e) => dispatch(e.payload));
+} else {
+  followEvents();
+}
+
+/** Read the server's event stream; after a drop, reconnect and tell the views to resync. */
+async function followEvents() {
+  for (let wait = 500; ; wait = Math.min(wait * 2, 10000)) {
+    try {
+      const res = await fetch("/api/events", { headers: { Authorization: `Bearer ${token ?? ""}` } });
+      if (res.ok && res.body) {
+        wait = 500;
+        dispatch({ type: "resync" });
+        const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+        let buf = "";
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) break;
+          buf += value;
+          let end;
+          while ((end = buf.indexOf("\n\n")) >= 0) {
+            const block = buf.slice(0, end);
+            buf = buf.slice(end + 2);
+            for (const line of block.split("\n")) {
+              if (line.startsWith("data: ")) dispatch(JSON.parse(line.slice(6)));
+            }
+          }
+        }
+      }
+    } catch (err) {
+      console.warn("event stream:", err);
+    }
+    await new Promise((r) => setTimeout(r, wait));
+  }
 }
 
 export function listen(name, fn) {
@@ -35,5 +101,10 @@ export function listen(name, fn) {
 }
 
 export function openLink(url) {
+  if (!tauri) {
+    // In a browser the page opens it itself (only web and mail links, like the app).
+    if (/^(https?:|mailto:)/i.test(url.trim())) window.open(url, "_blank", "noopener,noreferrer");
+    return Promise.resolve();
+  }
   return call("open_link", { url }).catch((e) => console.warn(errorText(e)));
 }

@@ -10,6 +10,7 @@ mod format;
 mod history;
 mod routines;
 mod run;
+mod serve;
 mod webhooks;
 
 use clap::{Parser, Subcommand};
@@ -68,6 +69,9 @@ enum Command {
         #[arg(long)]
         notify: bool,
     },
+    /// The window in a browser (for machines without a display); schedules the home unless a
+    /// daemon or the app does. Prints the URL with its access token.
+    Serve(serve::ServeArgs),
     /// Webhooks: the ones configured, their signing secrets in the OS keychain.
     Webhooks {
         #[command(subcommand)]
@@ -148,6 +152,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Runs(args) => history::runs(&open(home).await?, args),
         Command::Show { run_id, json } => history::show(&open(home).await?, &run_id, json),
         Command::Report { run_id } => history::report(&open(home).await?, &run_id),
+        Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home))?, args).await,
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,

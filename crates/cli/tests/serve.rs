@@ -1,0 +1,166 @@
+//! `nightshiftctl serve`: the window in a real browser (Debian's Chromium through chromedriver,
+//! headless) — the views load, Run now works and the run turns completed live — and the server's
+//! refusals, over raw HTTP so every header is ours: no token, a wrong token, a foreign `Host`, a
+//! foreign `Origin`, too many bad tokens, a non-loopback address without `--insecure`.
+
+mod common;
+
+use common::ctl;
+use nightshift_testkit::TestHome;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+struct Server {
+    child: Child,
+    base: String,
+    token: String,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(th: &TestHome) -> Server {
+    let mut child = ctl(th).args(["serve", "--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
+    let (base, token) = url.split_once("/?token=").unwrap();
+    let addr = base.trim_start_matches("http://").to_string();
+    Server { child, base: base.to_string(), token: token.to_string(), addr }
+}
+
+/// One raw HTTP/1.1 request; (status, body).
+fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req += &format!("Host: {addr}\r\n");
+    }
+    for (k, v) in headers {
+        req += &format!("{k}: {v}\r\n");
+    }
+    req += "\r\n{}";
+    s.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+}
+
+#[test]
+fn the_server_refuses_what_it_must() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: echo hi\n");
+    let s = serve(&th);
+    let bearer = format!("Bearer {}", s.token);
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(th.path().join("serve-token")).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o600, "the token file is private");
+
+    let (code, body) = http(&s.addr, "POST", "/api/list_routines", &[("Authorization", &bearer)]);
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("\"name\":\"hello\""), "{body}");
+    assert_eq!(http(&s.addr, "POST", "/api/list_routines", &[]).0, 401);
+    assert_eq!(http(&s.addr, "POST", "/api/list_routines", &[("Authorization", "Bearer nope")]).0, 401);
+    assert_eq!(http(&s.addr, "GET", "/api/events", &[]).0, 401);
+    // DNS rebinding: a page of another name resolved to 127.0.0.1.
+    assert_eq!(http(&s.addr, "POST", "/api/list_routines", &[("Authorization", &bearer), ("Host", "evil.example")]).0, 421);
+    assert_eq!(http(&s.addr, "GET", "/", &[("Host", "evil.example")]).0, 421);
+    // Another origin, even with the token (a page that learned it).
+    assert_eq!(http(&s.addr, "POST", "/api/run_now", &[("Authorization", &bearer), ("Origin", "http://evil.example")]).0, 403);
+    // The page itself: public, with the app's CSP.
+    let (code, page) = http(&s.addr, "GET", "/", &[]);
+    assert_eq!(code, 200);
+    assert!(page.contains("<script type=\"module\" src=\"app.js\">"));
+    // Guessing: after 20 wrong tokens a minute, even the right one waits.
+    for _ in 0..20 {
+        http(&s.addr, "POST", "/api/engine_state", &[("Authorization", "Bearer guess")]);
+    }
+    assert_eq!(http(&s.addr, "POST", "/api/engine_state", &[("Authorization", &bearer)]).0, 429);
+
+    let out = ctl(&th).args(["serve", "--addr", "0.0.0.0:0"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is not a loopback address"), "{}", String::from_utf8_lossy(&out.stderr));
+    let _ = s.base;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_window_works_in_a_real_browser() {
+    let Some(driver_bin) = which("chromedriver") else {
+        assert_eq!(std::env::var("NIGHTSHIFT_SKIP_BROWSER").as_deref(), Ok("1"), "chromedriver is missing: scripts/test.sh installs Debian's chromium and chromium-driver (or set NIGHTSHIFT_SKIP_BROWSER=1)");
+        return;
+    };
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: \"sleep 1; echo '## Hello from serve'\"\nnotify: never\n");
+    let s = serve(&th);
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let mut driver = std::process::Command::new(driver_bin).arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let start = Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(start.elapsed() < Duration::from_secs(20), "chromedriver did not listen");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let profile = tempfile::tempdir().unwrap();
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({ "binary": "/usr/bin/chromium", "args": [
+            "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync", format!("--user-data-dir={}", profile.path().display())
+        ]}),
+    );
+    let c = fantoccini::ClientBuilder::native().capabilities(caps).connect(&format!("http://127.0.0.1:{port}")).await.expect("a WebDriver session");
+    let result = async {
+        c.goto(&format!("{}/?token={}", s.base, s.token)).await.unwrap();
+        let js = |script: &'static str| {
+            let c = c.clone();
+            async move { c.execute(script, vec![]).await.unwrap() }
+        };
+        let until = |what: &'static str, script: &'static str, secs: u64| {
+            let c = c.clone();
+            async move {
+                let start = Instant::now();
+                loop {
+                    let v = c.execute(script, vec![]).await.unwrap();
+                    if !(v.is_null() || v == serde_json::json!(false)) {
+                        return v;
+                    }
+                    assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        };
+        until("the routines view", "return document.querySelector(\"#routines tr[data-routine='hello']\")?.textContent", 20).await;
+        // The token left the address bar (kept for this tab only).
+        assert_eq!(js("return location.search").await, serde_json::json!(""));
+        until("the header", "return document.getElementById('engine-state').textContent.startsWith('Scheduling')", 10).await;
+        c.execute("document.querySelector(\"#routines tr[data-routine='hello'] button.primary\").click()", vec![]).await.unwrap();
+        until("the run detail", "return location.hash.startsWith('#/run/')", 10).await;
+        // Live: the page turns the run to completed from the event stream, with its report.
+        until("the run completed", "const b = document.querySelector('#run-title .badge'); return b && b.classList.contains('badge-completed')", 20).await;
+        until("the report", "return document.getElementById('run-report')?.textContent.includes('Hello from serve')", 10).await;
+        // History shows it without a reload.
+        c.execute("window.nightshiftUi.go('#/history')", vec![]).await.unwrap();
+        until("the history row", "return document.querySelector('#history tbody tr')?.textContent.includes('hello')", 10).await;
+    }
+    .await;
+    let _ = c.close().await;
+    let _ = driver.kill();
+    let _ = driver.wait();
+    result
+}
+
+fn which(name: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(name)).find(|f| f.exists())).or_else(|| {
+        let f = std::path::Path::new("/usr/bin").join(name);
+        f.exists().then_some(f)
+    })
+}

@@ -1,0 +1,303 @@
+//! The window's commands, defined once for both of its transports: Tauri IPC in the app
+//! (`src-tauri/src/commands.rs`, one-line wrappers) and HTTP JSON in `nightshiftctl serve`
+//! (`POST /api/<command>` → [`call`]). What differs between the two hosts — who schedules, opening
+//! a terminal or a browser — comes through [`Face`].
+//!
+//! Payloads carry account ids and verdicts, never tokens; agent-derived text is masked by the
+//! engine's redactor and reports arrive as sanitized HTML.
+
+use crate::error::{Error, ErrorCode, Result};
+use crate::health::AccountHealth;
+use crate::run::{RunRecord, RunStatus, Trigger};
+use crate::store::{DeliveryRow, HealthRecord, Page, RunQuery};
+use crate::view::explain::{explain, Explanation};
+use crate::view::log::{run_log, LogChunk, LogStream};
+use crate::view::routines::{overview, RoutineOverview};
+use crate::Engine;
+use serde::{Deserialize, Serialize};
+
+/// Page sizes the window may ask for: enough to fill a tall window, never the whole history.
+const MAX_PAGE: usize = 200;
+
+/// What the host of the window does itself.
+pub trait Face: Send + Sync {
+    /// Another process schedules this home (the app when a daemon runs), by name.
+    fn scheduled_elsewhere(&self) -> Option<String>;
+    /// This host's scheduler is running.
+    fn scheduling(&self) -> bool;
+    /// Open a terminal running the account's login; `Err(command)` when none can be opened here.
+    fn open_terminal(&self, account: &crate::accounts::Account) -> std::result::Result<String, String>;
+    /// Open an http(s)/mailto link outside the window.
+    fn open_link(&self, url: &str) -> Result<()>;
+}
+
+/// Run blocking engine work (SQLite, the keychain) off the async workers.
+async fn blocking<T: Send + 'static>(engine: &Engine, f: impl FnOnce(Engine) -> Result<T> + Send + 'static) -> Result<T> {
+    let engine = engine.clone();
+    tokio::task::spawn_blocking(move || f(engine)).await.map_err(|e| Error::new(ErrorCode::Io, format!("the engine task failed: {e}")))?
+}
+
+/// What the header shows.
+#[derive(Serialize)]
+pub struct EngineStateView {
+    /// Another process (a `nightshiftctl daemon`) schedules this home; this window views and controls.
+    pub scheduled_elsewhere: Option<String>,
+    /// This host's scheduler is running (else: starting, refused — see `problems` — or elsewhere).
+    pub scheduling: bool,
+    pub paused: bool,
+    pub running: usize,
+    pub queued: usize,
+    pub device: String,
+    pub home: String,
+    pub routines_dir: String,
+    /// What the user must hear about the home (disk full, damaged database, unrecorded runs).
+    pub problems: Vec<String>,
+}
+
+pub async fn engine_state(engine: &Engine, face: &dyn Face) -> Result<EngineStateView> {
+    let (elsewhere, scheduling) = (face.scheduled_elsewhere(), face.scheduling());
+    let queued = engine.queued().await;
+    blocking(engine, move |e| {
+        // A damaged or unwritable database must not blank the header: what cannot be read is
+        // itself a problem to show.
+        let mut problems = e.problems();
+        let mut unreadable = |err: Error| {
+            if !problems.contains(&err.message) {
+                problems.push(err.message);
+            }
+        };
+        let paused = e.store().global_paused().map_err(&mut unreadable).unwrap_or(false);
+        let running = e.store().running_count().map_err(&mut unreadable).unwrap_or(0);
+        Ok(EngineStateView {
+            scheduled_elsewhere: elsewhere,
+            scheduling,
+            paused,
+            running,
+            queued,
+            device: e.device_name(),
+            home: e.home().config_dir().display().to_string(),
+            routines_dir: e.home().routines_dir().display().to_string(),
+            problems,
+        })
+    })
+    .await
+}
+
+pub async fn list_routines(engine: &Engine) -> Result<Vec<RoutineOverview>> {
+    blocking(engine, |e| overview(&e, chrono::Utc::now())).await
+}
+
+/// Start a routine now. Returns the run's id at once (it starts, or is visibly queued).
+pub async fn run_now(engine: &Engine, name: &str) -> Result<String> {
+    Ok(engine.run_now(name, Trigger::Manual).await?.id)
+}
+
+pub fn set_routine_paused(engine: &Engine, name: &str, paused: bool) -> Result<()> {
+    engine.routine(name)?;
+    engine.set_routine_paused(name, paused)
+}
+
+pub fn set_paused(engine: &Engine, paused: bool) -> Result<()> {
+    engine.set_paused(paused)
+}
+
+/// One page of history, newest first. `cursor` comes from the previous page's `next_cursor`.
+pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Result<Page> {
+    let status = match status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown status {s:?}")))?),
+    };
+    let query = RunQuery { routine: routine.filter(|r| !r.is_empty()), status, cursor, limit: limit.unwrap_or(50).clamp(1, MAX_PAGE) };
+    blocking(engine, move |e| {
+        let mut page = e.store().list_runs(&query)?;
+        for run in &mut page.runs {
+            run.message = run.message.as_deref().map(|m| e.redact(m));
+        }
+        Ok(page)
+    })
+    .await
+}
+
+/// A run for the detail view: the record, what it means, and its report as sanitized HTML.
+#[derive(Serialize)]
+pub struct RunDetail {
+    pub run: RunRecord,
+    pub explanation: Explanation,
+    pub report_html: Option<String>,
+    /// The routine still exists (Run again is possible).
+    pub routine_exists: bool,
+    /// Its webhook deliveries (what each receiver got, tries, last error).
+    pub deliveries: Vec<DeliveryRow>,
+}
+
+pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
+    let id = id.to_string();
+    blocking(engine, move |e| {
+        let mut run = e.store().get_run(&id)?;
+        run.message = run.message.as_deref().map(|m| e.redact(m));
+        let report_html = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|md| crate::view::markdown::render(&e.redact(&md)));
+        let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.channel.starts_with(crate::webhook::CHANNEL_PREFIX)).collect();
+        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries })
+    })
+    .await
+}
+
+/// A chunk of a run's log from `offset`: readable entries, or raw text.
+pub async fn read_log(engine: &Engine, id: &str, stream: LogStream, offset: u64, readable: bool) -> Result<LogChunk> {
+    let id = id.to_string();
+    blocking(engine, move |e| run_log(&e, &id, stream, offset, readable)).await
+}
+
+/// Cancel a queued or running run. `false` when it had already ended.
+pub async fn cancel_run(engine: &Engine, id: &str) -> Result<bool> {
+    engine.store().get_run(id)?;
+    Ok(engine.cancel(id).await)
+}
+
+/// An account for the Accounts view: its health and the verdicts behind it.
+#[derive(Serialize)]
+pub struct AccountView {
+    pub health: AccountHealth,
+    pub history: Vec<HealthRecord>,
+}
+
+fn account_view(e: &Engine, health: AccountHealth) -> Result<AccountView> {
+    let history = e.account_history(&health.account, 5)?;
+    Ok(AccountView { health, history })
+}
+
+/// Every account with its health (reads the keychain: bounded, off the async workers).
+pub async fn list_accounts(engine: &Engine) -> Result<Vec<AccountView>> {
+    blocking(engine, |e| e.accounts_health().into_iter().map(|h| account_view(&e, h)).collect()).await
+}
+
+/// Check one account again now.
+pub async fn check_account(engine: &Engine, email: &str) -> Result<AccountView> {
+    let email = email.to_string();
+    blocking(engine, move |e| {
+        let h = e.account_health(&email)?;
+        account_view(&e, h)
+    })
+    .await
+}
+
+/// Store a pasted setup token in the OS keychain (the field is cleared by the UI right after).
+pub async fn set_token(engine: &Engine, email: &str, token: &str) -> Result<()> {
+    engine.set_token(email, token).await
+}
+
+#[derive(Serialize)]
+pub struct Relogin {
+    /// A terminal was opened running the login.
+    pub opened: Option<String>,
+    /// The exact command, to show and copy.
+    pub command: String,
+    /// What can be pasted instead ("setup token", "OpenAI API key", …) and where to get one.
+    pub secret: &'static str,
+    pub secret_how: &'static str,
+}
+
+/// Re-login: a terminal with the agent's own login for the account's config dir where the host
+/// can open one, else the command to copy.
+pub fn relogin(engine: &Engine, face: &dyn Face, email: &str) -> Result<Relogin> {
+    let account = engine.account(email)?;
+    let (secret, secret_how) = (account.auth().secret_name, account.auth().secret_how);
+    Ok(match face.open_terminal(&account) {
+        Ok(terminal) => Relogin { opened: Some(terminal), command: account.login_command_line(), secret, secret_how },
+        Err(command) => Relogin { opened: None, command, secret, secret_how },
+    })
+}
+
+/// Open a link from a report outside the window. Only web and mail links.
+pub fn open_link(face: &dyn Face, url: &str) -> Result<()> {
+    if !safe_link(url) {
+        return Err(Error::new(ErrorCode::Usage, "only http, https and mailto links are opened"));
+    }
+    face.open_link(url)
+}
+
+pub fn safe_link(url: &str) -> bool {
+    let lower = url.trim_start().to_ascii_lowercase();
+    ["https://", "http://", "mailto:"].iter().any(|p| lower.starts_with(p)) && !url.chars().any(char::is_control)
+}
+
+/// Every command's name, as the window calls it (the app's handler list and capability file, and
+/// `serve`'s router, answer exactly these).
+pub const COMMANDS: &[&str] = &[
+    "engine_state",
+    "list_routines",
+    "run_now",
+    "set_routine_paused",
+    "set_paused",
+    "list_runs",
+    "get_run",
+    "read_log",
+    "cancel_run",
+    "list_accounts",
+    "check_account",
+    "set_token",
+    "relogin",
+    "open_link",
+];
+
+/// Arguments, as the window sends them (camelCase keys, as Tauri's IPC does).
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct Args {
+    name: Option<String>,
+    paused: Option<bool>,
+    routine: Option<String>,
+    status: Option<String>,
+    cursor: Option<String>,
+    limit: Option<usize>,
+    id: Option<String>,
+    stream: Option<LogStream>,
+    offset: Option<u64>,
+    readable: Option<bool>,
+    email: Option<String>,
+    token: Option<String>,
+    url: Option<String>,
+}
+
+fn need<T>(v: Option<T>, what: &str) -> Result<T> {
+    v.ok_or_else(|| Error::new(ErrorCode::Usage, format!("missing argument `{what}`")))
+}
+
+fn json<T: Serialize>(v: T) -> Result<serde_json::Value> {
+    serde_json::to_value(v).map_err(|e| Error::new(ErrorCode::Io, format!("could not encode the answer: {e}")))
+}
+
+/// Call `command` with JSON `args` (the HTTP transport).
+pub async fn call(engine: &Engine, face: &dyn Face, command: &str, args: serde_json::Value) -> Result<serde_json::Value> {
+    let a: Args = serde_json::from_value(args).map_err(|e| Error::new(ErrorCode::Usage, format!("bad arguments for {command}: {e}")))?;
+    match command {
+        "engine_state" => json(engine_state(engine, face).await?),
+        "list_routines" => json(list_routines(engine).await?),
+        "run_now" => json(run_now(engine, &need(a.name, "name")?).await?),
+        "set_routine_paused" => json(set_routine_paused(engine, &need(a.name, "name")?, need(a.paused, "paused")?)?),
+        "set_paused" => json(set_paused(engine, need(a.paused, "paused")?)?),
+        "list_runs" => json(list_runs(engine, a.routine, a.status, a.cursor, a.limit).await?),
+        "get_run" => json(get_run(engine, &need(a.id, "id")?).await?),
+        "read_log" => json(read_log(engine, &need(a.id, "id")?, a.stream.unwrap_or(LogStream::Stdout), a.offset.unwrap_or(0), a.readable.unwrap_or(true)).await?),
+        "cancel_run" => json(cancel_run(engine, &need(a.id, "id")?).await?),
+        "list_accounts" => json(list_accounts(engine).await?),
+        "check_account" => json(check_account(engine, &need(a.email, "email")?).await?),
+        "set_token" => json(set_token(engine, &need(a.email, "email")?, &need(a.token, "token")?).await?),
+        "relogin" => json(relogin(engine, face, &need(a.email, "email")?)?),
+        "open_link" => json(open_link(face, &need(a.url, "url")?)?),
+        other => Err(Error::new(ErrorCode::Usage, format!("no command named \"{other}\""))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_web_and_mail_links_open() {
+        for ok in ["https://example.com/a?b", "http://localhost:3000", "mailto:a@b.c", "HTTPS://X"] {
+            assert!(super::safe_link(ok), "{ok}");
+        }
+        for bad in ["javascript:alert(1)", "file:///etc/passwd", "data:text/html,x", "tauri://localhost", "https://x\n", "/relative", "vbscript:x"] {
+            assert!(!super::safe_link(bad), "{bad}");
+        }
+    }
+}
