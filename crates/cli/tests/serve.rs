@@ -73,6 +73,17 @@ fn the_server_refuses_what_it_must() {
     assert_eq!(http(&s.addr, "GET", "/", &[("Host", "evil.example")]).0, 421);
     // Another origin, even with the token (a page that learned it).
     assert_eq!(http(&s.addr, "POST", "/api/run_now", &[("Authorization", &bearer), ("Origin", "http://evil.example")]).0, 403);
+    // What the window does, through the same commands: pause all and back, re-login shows the
+    // command (a browser cannot open a terminal on the server), links are the page's own business.
+    assert_eq!(http(&s.addr, "POST", "/api/set_paused", &[("Authorization", &bearer)]).0, 400, "missing argument");
+    let mut pause = std::net::TcpStream::connect(&s.addr).unwrap();
+    let body = r#"{"paused":true}"#;
+    write!(pause, "POST /api/set_paused HTTP/1.1\r\nHost: {}\r\nAuthorization: {bearer}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}", s.addr, body.len()).unwrap();
+    let mut answer = String::new();
+    pause.read_to_string(&mut answer).unwrap();
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let (_, state) = http(&s.addr, "POST", "/api/engine_state", &[("Authorization", &bearer)]);
+    assert!(state.contains("\"paused\":true"), "{state}");
     // The page itself: public, with the app's CSP.
     let (code, page) = http(&s.addr, "GET", "/", &[]);
     assert_eq!(code, 200);

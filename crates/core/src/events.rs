@@ -17,6 +17,9 @@ pub enum EngineEvent {
     AccountsChanged,
     /// A routine was paused automatically (too many failures in a row).
     RoutinePaused { routine: String, reason: String },
+    /// A webhook gave up on a run (after its last try, or refused): said once per webhook until
+    /// one of its posts succeeds again.
+    WebhookFailed { webhook: String, run_id: String, routine: String, error: String },
     /// Counts the tray icon shows.
     EngineState { running: usize, queued: usize, paused: bool },
 }

@@ -7,7 +7,20 @@
 use nightshift_core::run::{RunStatus, Trigger};
 use nightshift_core::{Engine, EngineOptions, Home};
 use nightshift_testkit::{Answer, TestHome, WebhookReceiver};
+use nightshift_core::notify::{Notice, Notifier};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// Records every desktop notice.
+#[derive(Default)]
+struct Shown(Mutex<Vec<Notice>>);
+
+impl Notifier for Shown {
+    fn send(&self, n: &Notice) -> Result<(), String> {
+        self.0.lock().unwrap().push(n.clone());
+        Ok(())
+    }
+}
 
 fn engine(th: &TestHome, settings: &str, env: &[(&str, &str)]) -> Engine {
     std::fs::write(th.path().join("nightshift.toml"), settings).unwrap();
@@ -85,6 +98,8 @@ async fn a_refused_delivery_is_not_retried_and_is_said_until_retried_by_hand() {
     let picky = WebhookReceiver::start(vec![Answer::Status(400), Answer::Accept], None).await;
     th.routine("job", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
     let engine = engine(&th, &format!("[[webhooks]]\nname = \"picky\"\nurl = \"{}\"\non = \"all\"\nformat = \"ntfy\"\n", picky.url()), &[]);
+    let shown = Arc::new(Shown::default());
+    engine.enable_notifications(shown.clone());
     let rec = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap();
     until("the refusal recorded", 10, || engine.webhook_deliveries(true, 10).unwrap().len() == 1).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -95,6 +110,14 @@ async fn a_refused_delivery_is_not_retried_and_is_said_until_retried_by_hand() {
     // ntfy: a title header and a plain body.
     let r = &picky.received()[0];
     assert_eq!(r.headers.get("title").map(String::as_str), Some("job: completed"));
+
+    // Said on the desktop once, however many runs it refuses while it stays broken.
+    let second = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    until("the second refusal recorded", 10, || engine.webhook_deliveries(true, 10).unwrap().len() == 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let told: Vec<String> = shown.0.lock().unwrap().iter().map(|n| n.summary.clone()).filter(|s| s.contains("webhook")).collect();
+    assert_eq!(told, vec!["✗ webhook picky could not post job".to_string()], "once");
+    let _ = second;
 
     assert_eq!(engine.retry_deliveries(&rec.id, None).unwrap(), 1);
     until("the retried delivery accepted", 10, || picky.accepted().get(&rec.id) == Some(&1)).await;

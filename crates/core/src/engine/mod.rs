@@ -207,6 +207,12 @@ impl Engine {
                     Ok(EngineEvent::RoutinePaused { routine, reason }) => {
                         Some(crate::notify::Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true })
                     }
+                    Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(crate::notify::Notice {
+                        summary: format!("✗ webhook {webhook} could not post {routine}"),
+                        body: format!("{error} — the run's result is kept; `nightshiftctl deliveries retry` sends it again"),
+                        run_id: Some(run_id),
+                        critical: false,
+                    }),
                     Ok(EngineEvent::AccountsChanged) => core.accounts().iter().find_map(|a| {
                         let h = store.account_health(&a.email).ok().flatten()?;
                         let key = (a.email.clone(), crate::run::fmt_time(&h.at));

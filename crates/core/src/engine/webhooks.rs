@@ -156,8 +156,19 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, outcome: Result<(), Fail
                 None => {
                     let said = format!("webhook \"{name}\" could not deliver run {} after {} tr{}: {error}", entry.run_id, entry.attempts + 1, if entry.attempts == 0 { "y" } else { "ies" });
                     tracing::warn!("{said}");
-                    core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(problem_key, format!("{said} (`nightshiftctl deliveries --failed`; retry with `nightshiftctl deliveries retry RUN`)"));
-                    core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::NotDelivered, Some(&error), now)
+                    let first = core
+                        .problems
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(problem_key, format!("{said} (`nightshiftctl deliveries --failed`; retry with `nightshiftctl deliveries retry RUN`)"))
+                        .is_none();
+                    let settled = core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::NotDelivered, Some(&error), now);
+                    if first {
+                        // Once per webhook until it works again: the desktop notification, the tray.
+                        let routine = core.store.get_run(&entry.run_id).map(|r| r.routine).unwrap_or_default();
+                        let _ = core.events.send(crate::events::EngineEvent::WebhookFailed { webhook: name.to_string(), run_id: entry.run_id.clone(), routine, error });
+                    }
+                    settled
                 }
             }
         }
