@@ -5,7 +5,7 @@
 use crate::AppState;
 use nightshift_core::{Engine, EngineOptions, Home};
 use serde_json::{json, Value};
-use std::sync::Mutex;
+
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
 use tauri::webview::InvokeRequest;

@@ -26,7 +26,7 @@ pub(crate) struct Catalog {
     checked: Mutex<Option<Instant>>,
     /// The by-name lookup's view of the files (file → the name it gives), reused for a second:
     /// a `run --wait` looks up by name several times in a few milliseconds.
-    indexed: Mutex<Option<(Instant, Arc<Vec<(PathBuf, String)>>)>>,
+    indexed: Mutex<Option<(Instant, Arc<Named>)>>,
 }
 
 /// What a by-name lookup found: the routines (or invalid files) claiming the names asked for,
@@ -35,6 +35,9 @@ pub(crate) struct Found {
     pub set: Arc<RoutineSet>,
     pub names: Vec<String>,
 }
+
+/// Each routine file with the name it gives.
+type Named = Vec<(PathBuf, String)>;
 
 /// How old a look the dispatch passes accept.
 const RECENT: Duration = Duration::from_secs(1);
