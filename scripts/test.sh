@@ -62,3 +62,5 @@ echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo ben
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench daemon
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench settle
+NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench history
+cargo bench -p nightshiftctl --bench hostile

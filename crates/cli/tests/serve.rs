@@ -35,17 +35,29 @@ fn serve(th: &TestHome) -> Server {
     Server { child, base: base.to_string(), token: token.to_string(), addr }
 }
 
-/// One raw HTTP/1.1 request; (status, body).
+/// One raw HTTP/1.1 request with an empty JSON body; (status, body).
 fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16, String) {
+    http_body(addr, method, path, headers, "{}")
+}
+
+/// A command with arguments, as the page calls it.
+fn call(s: &Server, command: &str, args: serde_json::Value) -> (u16, serde_json::Value) {
+    let bearer = format!("Bearer {}", s.token);
+    let (code, body) = http_body(&s.addr, "POST", &format!("/api/{command}"), &[("Authorization", &bearer), ("Content-Type", "application/json")], &args.to_string());
+    (code, serde_json::from_str(&body).unwrap_or(serde_json::Value::Null))
+}
+
+fn http_body(addr: &str, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> (u16, String) {
     let mut s = std::net::TcpStream::connect(addr).unwrap();
-    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: 2\r\n");
+    let mut req = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n", body.len());
     if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
         req += &format!("Host: {addr}\r\n");
     }
     for (k, v) in headers {
         req += &format!("{k}: {v}\r\n");
     }
-    req += "\r\n{}";
+    req += "\r\n";
+    req += body;
     s.write_all(req.as_bytes()).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
@@ -57,6 +69,8 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16,
 fn the_server_refuses_what_it_must() {
     let th = TestHome::new();
     th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: echo hi\n");
+    th.routine("long", "schedule: \"0 3 * * *\"\ncommand: sleep 60\n");
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\n[[accounts]]\nemail = \"me@home.dev\"\n").unwrap();
     let s = serve(&th);
     let bearer = format!("Bearer {}", s.token);
     let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(th.path().join("serve-token")).unwrap().permissions());
@@ -76,14 +90,30 @@ fn the_server_refuses_what_it_must() {
     // What the window does, through the same commands: pause all and back, re-login shows the
     // command (a browser cannot open a terminal on the server), links are the page's own business.
     assert_eq!(http(&s.addr, "POST", "/api/set_paused", &[("Authorization", &bearer)]).0, 400, "missing argument");
-    let mut pause = std::net::TcpStream::connect(&s.addr).unwrap();
-    let body = r#"{"paused":true}"#;
-    write!(pause, "POST /api/set_paused HTTP/1.1\r\nHost: {}\r\nAuthorization: {bearer}\r\nConnection: close\r\nContent-Length: {}\r\n\r\n{body}", s.addr, body.len()).unwrap();
-    let mut answer = String::new();
-    pause.read_to_string(&mut answer).unwrap();
-    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
-    let (_, state) = http(&s.addr, "POST", "/api/engine_state", &[("Authorization", &bearer)]);
-    assert!(state.contains("\"paused\":true"), "{state}");
+    assert_eq!(call(&s, "set_paused", serde_json::json!({ "paused": true })).0, 200);
+    assert_eq!(call(&s, "engine_state", serde_json::json!({})).1["paused"], true);
+    assert_eq!(call(&s, "set_paused", serde_json::json!({ "paused": false })).0, 200);
+    // Run now, then cancel it.
+    let (code, id) = call(&s, "run_now", serde_json::json!({ "name": "long" }));
+    assert_eq!(code, 200, "{id}");
+    let id = id.as_str().unwrap().to_string();
+    assert_eq!(call(&s, "cancel_run", serde_json::json!({ "id": id })).1, true);
+    let start = Instant::now();
+    while call(&s, "get_run", serde_json::json!({ "id": id })).1["run"]["status"] != "cancelled" {
+        assert!(start.elapsed() < Duration::from_secs(15), "the run was not cancelled");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // Re-login: no terminal on a server, the command to copy instead.
+    let (code, relogin) = call(&s, "relogin", serde_json::json!({ "email": "me@home.dev" }));
+    assert_eq!(code, 200, "{relogin}");
+    assert!(relogin["opened"].is_null() && relogin["command"].as_str().unwrap().contains("claude"), "{relogin}");
+    // A token pasted in the page is stored in the server's keychain (here: its error, in words,
+    // when the test runs without one — never the token).
+    let (code, answer) = call(&s, "set_token", serde_json::json!({ "email": "me@home.dev", "token": "sk-ant-oat01-serve-test-token-000000000000" }));
+    if code != 200 {
+        let said = answer["message"].as_str().unwrap_or("");
+        assert!(said.contains("keychain") && !said.contains("serve-test-token"), "{answer}");
+    }
     // The page itself: public, with the app's CSP.
     let (code, page) = http(&s.addr, "GET", "/", &[]);
     assert_eq!(code, 200);
