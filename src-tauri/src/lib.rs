@@ -202,7 +202,7 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         Err(e) => {
             // A daemon schedules this home: this app views and controls (Run now still works).
             tracing::warn!("{}", e.message);
-            let who = e.message.split(" already schedules").next().unwrap_or("another process").to_string();
+            let who = SchedulerLock::holder(engine.home()).unwrap_or_else(|| "another process".to_string());
             *app.state::<AppState>().scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(who);
             let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "engine_state" }));
             refresh_tray(&app).await;
@@ -267,7 +267,7 @@ fn rest_when_idle<R: Runtime>(app: &AppHandle<R>) {
             if !app.webview_windows().is_empty() {
                 return; // reopened: its own close starts this again
             }
-            let open_runs = engine.store().open_runs().map(|r| r.len()).unwrap_or(usize::MAX);
+            let open_runs = engine.open_run_count().unwrap_or(usize::MAX);
             if open_runs == 0 && engine.queued().await == 0 {
                 #[cfg(target_os = "linux")]
                 {
@@ -343,8 +343,7 @@ async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
     let queued = engine.queued().await;
     tauri::async_runtime::spawn_blocking(move || {
-        let store = engine.store();
-        let paused = store.global_paused().unwrap_or(false);
+        let paused = engine.is_paused().unwrap_or(false);
         // The same overview the window and `nightshiftctl routines list` show.
         let routines = nightshift_core::view::routines::overview(&engine, chrono::Utc::now())
             .unwrap_or_default()
@@ -357,7 +356,7 @@ async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
             })
             .collect();
         TrayFacts {
-            running: store.running_count().unwrap_or(0),
+            running: engine.running_count().unwrap_or(0),
             queued,
             paused,
             scheduled_elsewhere: elsewhere,
@@ -457,7 +456,7 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
         "quit" => {
             // Runs keep going in their own process groups and are re-adopted at the next start;
             // still, quitting while they run is worth a question.
-            let running = engine.store().running_count().unwrap_or(0);
+            let running = engine.running_count().unwrap_or(0);
             if running == 0 {
                 return app.exit(0);
             }

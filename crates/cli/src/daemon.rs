@@ -62,7 +62,7 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
     });
     sched.run(shutdown).await;
     printer.abort();
-    let running = engine.store().running_count().unwrap_or(0);
+    let running = engine.running_count().unwrap_or(0);
     if !json {
         if running > 0 {
             println!("stopped scheduling; {running} run(s) keep going and are re-adopted at the next start");

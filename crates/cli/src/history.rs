@@ -6,7 +6,7 @@ use clap::Args;
 use nightshift_core::run::RunStatus;
 use nightshift_core::store::RunQuery;
 use nightshift_core::{Engine, Error, ErrorCode};
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Write;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -35,7 +35,7 @@ pub fn runs(engine: &Engine, args: RunsArgs) -> Result<Outcome, Error> {
             Error::new(ErrorCode::Usage, format!("unknown status \"{s}\" (expected one of {})", all.join(", ")))
         })?),
     };
-    let page = engine.store().list_runs(&RunQuery { routine: args.routine.clone(), status, cursor: args.cursor, limit: args.limit })?;
+    let page = engine.runs(&RunQuery { routine: args.routine.clone(), status, cursor: args.cursor, limit: args.limit })?;
     if args.json {
         json(&page.runs);
         return Ok(Outcome::Ok);
@@ -73,7 +73,7 @@ pub fn runs(engine: &Engine, args: RunsArgs) -> Result<Outcome, Error> {
 }
 
 pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> {
-    let r = engine.store().get_run(id)?;
+    let r = engine.run(id)?;
     if as_json {
         json(&r);
         return Ok(Outcome::Ok);
@@ -104,7 +104,7 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     }
     if let Some(n) = &r.notified {
         let why = match n.as_str() {
-            "not_delivered" => engine.store().delivery_error(&r.id, "notify")?.map(|e| format!(" ({e})")).unwrap_or_default(),
+            "not_delivered" => engine.notification_error(&r.id)?.map(|e| format!(" ({e})")).unwrap_or_default(),
             "pending" => " (sent by the Nightshift app or `nightshiftctl daemon --notify`)".to_string(),
             _ => String::new(),
         };
@@ -127,7 +127,7 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
 }
 
 pub fn report(engine: &Engine, id: &str) -> Result<Outcome, Error> {
-    let r = engine.store().get_run(id)?;
+    let r = engine.run(id)?;
     match &r.report_path {
         Some(path) => {
             let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", std::path::Path::new(path), &e))?;
@@ -149,37 +149,32 @@ pub fn report(engine: &Engine, id: &str) -> Result<Outcome, Error> {
     }
 }
 
+/// The run's output through the same log view as the window (secrets masked, a chunk at a time),
+/// following a live run to its end.
 pub async fn logs(engine: &Engine, id: &str, follow: bool, stderr: bool) -> Result<Outcome, Error> {
-    let r = engine.store().get_run(id)?;
-    let path = std::path::Path::new(&r.run_dir).join(if stderr { "stderr.log" } else { "stdout.log" });
+    use nightshift_core::view::log::{run_log, LogStream};
+    let id = engine.run(id)?.id;
+    let stream = if stderr { LogStream::Stderr } else { LogStream::Stdout };
     let mut offset = 0u64;
     let mut out = std::io::stdout().lock();
     loop {
-        if let Ok(mut f) = std::fs::File::open(&path) {
-            if f.seek(SeekFrom::Start(offset)).is_ok() {
-                let mut buf = Vec::new();
-                let n = f.read_to_end(&mut buf).unwrap_or(0);
-                offset += n as u64;
-                let _ = out.write_all(&buf);
-                let _ = out.flush();
+        // Everything there is now (the view hands it out in bounded chunks).
+        let ended = engine.run(&id)?.status.is_final();
+        loop {
+            let chunk = run_log(engine, &id, stream, offset, false)?;
+            let _ = out.write_all(chunk.raw.unwrap_or_default().as_bytes());
+            let _ = out.flush();
+            if chunk.next_offset == offset || chunk.next_offset >= chunk.size {
+                offset = chunk.next_offset;
+                break;
             }
+            offset = chunk.next_offset;
         }
-        if !follow {
+        if !follow || ended {
             break;
         }
         // A run started without --wait has no live supervisor; settle it once its process is gone.
         let _ = engine.recover(nightshift_core::RecoveryMode::SettleFinished).await;
-        let now = engine.store().get_run(&r.id)?;
-        if now.status.is_final() {
-            // One last read for anything written just before the end.
-            if let Ok(mut f) = std::fs::File::open(&path) {
-                let _ = f.seek(SeekFrom::Start(offset));
-                let mut buf = Vec::new();
-                let _ = f.read_to_end(&mut buf);
-                let _ = out.write_all(&buf);
-            }
-            break;
-        }
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     Ok(Outcome::Ok)

@@ -33,7 +33,7 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     if !args.wait {
         // A run still waiting for a lane outlives this command as a queued row: say who starts it.
         let waiting = engine.hand_off_queued()? > 0;
-        let record = engine.store().get_run(&id)?;
+        let record = engine.run(&id)?;
         if args.json {
             json(&record);
         } else {

@@ -107,7 +107,8 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
             Some(lock)
         }
         Err(e) => {
-            *served.elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(e.message.split(" already schedules").next().unwrap_or("another process").to_string());
+            tracing::info!("{}", e.message);
+            *served.elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(SchedulerLock::holder(engine.home()).unwrap_or_else(|| "another process".to_string()));
             None
         }
     };

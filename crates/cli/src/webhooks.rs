@@ -56,7 +56,7 @@ pub fn webhooks(engine: &Engine, command: WebhooksCommand) -> Result<Outcome, Er
 /// `deliveries [--failed] [--json]` or `deliveries retry RUN [--webhook NAME]`.
 pub fn deliveries(engine: &Engine, command: Option<DeliveriesCommand>, failed: bool, as_json: bool) -> Result<Outcome, Error> {
     if let Some(DeliveriesCommand::Retry { run_id, webhook }) = command {
-        let id = engine.store().get_run(&run_id)?.id;
+        let id = engine.run(&run_id)?.id;
         let n = engine.retry_deliveries(&id, webhook.as_deref())?;
         if n == 0 {
             eprintln!("Nothing to retry for run {id}: its webhook deliveries were delivered (or it has none).");

@@ -66,8 +66,8 @@ pub async fn engine_state(engine: &Engine, face: &dyn Face) -> Result<EngineStat
                 problems.push(err.message);
             }
         };
-        let paused = e.store().global_paused().map_err(&mut unreadable).unwrap_or(false);
-        let running = e.store().running_count().map_err(&mut unreadable).unwrap_or(0);
+        let paused = e.is_paused().map_err(&mut unreadable).unwrap_or(false);
+        let running = e.running_count().map_err(&mut unreadable).unwrap_or(0);
         Ok(EngineStateView {
             scheduled_elsewhere: elsewhere,
             scheduling,
@@ -109,11 +109,7 @@ pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<
     };
     let query = RunQuery { routine: routine.filter(|r| !r.is_empty()), status, cursor, limit: limit.unwrap_or(50).clamp(1, MAX_PAGE) };
     blocking(engine, move |e| {
-        let mut page = e.store().list_runs(&query)?;
-        for run in &mut page.runs {
-            run.message = run.message.as_deref().map(|m| e.redact(m));
-        }
-        Ok(page)
+        e.runs(&query)
     })
     .await
 }
@@ -133,8 +129,7 @@ pub struct RunDetail {
 pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
     let id = id.to_string();
     blocking(engine, move |e| {
-        let mut run = e.store().get_run(&id)?;
-        run.message = run.message.as_deref().map(|m| e.redact(m));
+        let run = e.run(&id)?;
         let report_html = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|md| crate::view::markdown::render(&e.redact(&md)));
         let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.channel.starts_with(crate::webhook::CHANNEL_PREFIX)).collect();
         Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries })
@@ -150,7 +145,7 @@ pub async fn read_log(engine: &Engine, id: &str, stream: LogStream, offset: u64,
 
 /// Cancel a queued or running run. `false` when it had already ended.
 pub async fn cancel_run(engine: &Engine, id: &str) -> Result<bool> {
-    engine.store().get_run(id)?;
+    engine.run(id)?;
     Ok(engine.cancel(id).await)
 }
 

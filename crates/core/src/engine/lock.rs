@@ -28,10 +28,7 @@ impl SchedulerLock {
             .map_err(|e| Error::io("open", &path, &e))?;
         // SAFETY: flock on a file descriptor we own.
         if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            let mut holder = String::new();
-            let _ = file.read_to_string(&mut holder);
-            let holder = holder.trim();
-            let holder = if holder.is_empty() { "another process".to_string() } else { holder.to_string() };
+            let holder = Self::holder(home).unwrap_or_else(|| "another process".to_string());
             return Err(Error::new(
                 ErrorCode::AlreadyScheduled,
                 format!("{holder} already schedules this home ({}); not scheduling here. Manual runs still work.", home.data_dir().display()),
@@ -42,6 +39,16 @@ impl SchedulerLock {
         let _ = write!(file, "{who} (pid {})", std::process::id());
         let _ = file.flush();
         Ok(SchedulerLock { file })
+    }
+}
+
+impl SchedulerLock {
+    /// Who holds the lock, as it wrote ("nightshiftctl daemon (pid 4242)"), if anyone said.
+    pub fn holder(home: &Home) -> Option<String> {
+        let mut text = String::new();
+        File::open(home.data_dir().join("scheduler.lock")).ok()?.read_to_string(&mut text).ok()?;
+        let text = text.trim();
+        (!text.is_empty()).then(|| text.to_string())
     }
 }
 

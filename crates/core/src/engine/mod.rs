@@ -183,7 +183,51 @@ impl Engine {
     pub fn settings(&self) -> &Settings {
         &self.core.settings
     }
+    /// The store itself — for tests that arrange rows an engine would have left (the faces go
+    /// through the methods below; a normal build has no `store()` at all).
+    #[cfg(any(test, feature = "test-support"))]
     pub fn store(&self) -> &Store {
+        &self.core.store
+    }
+
+    /// One run by id or unambiguous id prefix, its message masked (every face shows the same).
+    pub fn run(&self, id: &str) -> Result<crate::run::RunRecord> {
+        let mut run = self.core.store.get_run(id)?;
+        run.message = run.message.as_deref().map(|m| self.redact(m));
+        Ok(run)
+    }
+
+    /// A page of history, newest first, messages masked.
+    pub fn runs(&self, query: &crate::store::RunQuery) -> Result<crate::store::Page> {
+        let mut page = self.core.store.list_runs(query)?;
+        for run in &mut page.runs {
+            run.message = run.message.as_deref().map(|m| self.redact(m));
+        }
+        Ok(page)
+    }
+
+    /// Runs going now (any process on this home).
+    pub fn running_count(&self) -> Result<usize> {
+        self.core.store.running_count()
+    }
+
+    /// Runs of any process still open (`running`), for the app's restart-when-idle decision.
+    pub fn open_run_count(&self) -> Result<usize> {
+        Ok(self.core.store.open_runs()?.len())
+    }
+
+    /// Scheduling is paused on this machine.
+    pub fn is_paused(&self) -> Result<bool> {
+        self.core.store.global_paused()
+    }
+
+    /// Why a run's notification was not delivered, if it was not.
+    pub fn notification_error(&self, run_id: &str) -> Result<Option<String>> {
+        self.core.store.delivery_error(run_id, crate::store::outbox::NOTIFY)
+    }
+
+    /// This machine's pause state and the newest run of each routine (the routines overview).
+    pub(crate) fn core_store(&self) -> &Store {
         &self.core.store
     }
     pub fn subscribe(&self) -> EventReceiver {

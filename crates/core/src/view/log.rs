@@ -73,7 +73,7 @@ pub fn read_chunk(path: &Path, driver: &dyn AgentDriver, offset: u64, readable: 
 
 /// A chunk of a run's stdout or stderr, secrets masked.
 pub fn run_log(engine: &Engine, run_id: &str, stream: LogStream, offset: u64, readable: bool) -> Result<LogChunk> {
-    let run = engine.store().get_run(run_id)?;
+    let run = engine.run(run_id)?;
     let (file, driver): (_, &dyn AgentDriver) = match stream {
         LogStream::Stdout => (STDOUT_LOG, crate::agents::driver(crate::routine::AgentKind::from_name(&run.agent))),
         LogStream::Stderr => (STDERR_LOG, &crate::agents::command::Command),

@@ -110,7 +110,7 @@ fn tidy_description(d: &str) -> String {
 /// Every routine (valid ones first, by name) and every invalid file.
 pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOverview>> {
     let set = engine.routines();
-    let store = engine.store();
+    let store = engine.core_store();
     let all_paused = store.global_paused()?;
     let device = engine.device_name();
     let mut rows = Vec::with_capacity(set.routines.len() + set.invalid.len());
