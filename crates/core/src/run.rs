@@ -1,4 +1,4 @@
-//! The run record (DESIGN.md "Run record" contract): what `--json` prints and the UI receives.
+//! The run record: what `--json` prints and the UI receives (a contract: the README's "The CLI" documents it; fields are only ever added).
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::{Deserialize, Serialize, Serializer};
