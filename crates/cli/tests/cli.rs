@@ -181,6 +181,28 @@ fn run_without_wait_returns_at_once_and_logs_follow_to_the_end() {
     assert_eq!(rec["status"], "completed");
 }
 
+/// `logs` reads through the same masking view as the window: a key the agent printed is masked
+/// while the run is still going (nobody has scrubbed its file yet) — and, followed to the end,
+/// still masked.
+#[test]
+fn logs_never_print_a_secret_even_of_a_live_run() {
+    let th = TestHome::new();
+    let key = "sk-ant-api03-livekey0123456789abcdefghijklmnop";
+    th.routine("leaky", &format!("schedule: \"0 * * * *\"\ncommand: 'echo key={key}; sleep 2; echo done'\n"));
+    let id = stdout(&ctl(&th).args(["run", "leaky"]).output().unwrap()).trim().to_string();
+    let run_dir = th.path().join("runs/leaky").join(&id);
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(run_dir.join("stdout.log")).unwrap_or_default().contains("key=") {
+        assert!(start.elapsed() < std::time::Duration::from_secs(5), "the run wrote nothing");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(std::fs::read_to_string(run_dir.join("stdout.log")).unwrap().contains(key), "the file itself is not scrubbed yet (no engine follows this run)");
+    let live = stdout(&ctl(&th).args(["logs", &id]).output().unwrap());
+    assert!(live.starts_with("key=") && !live.contains(key), "{live}");
+    let followed = stdout(&ctl(&th).args(["logs", &id, "--follow"]).output().unwrap());
+    assert!(followed.ends_with("done\n") && !followed.contains(key), "{followed}");
+}
+
 #[test]
 fn list_shows_valid_and_invalid_routines_with_next_fire() {
     let th = TestHome::new();
