@@ -216,24 +216,8 @@ pub fn safe_link(url: &str) -> bool {
     ["https://", "http://", "mailto:"].iter().any(|p| lower.starts_with(p)) && !url.chars().any(char::is_control)
 }
 
-/// Every command's name, as the window calls it (the app's handler list and capability file, and
-/// `serve`'s router, answer exactly these).
-pub const COMMANDS: &[&str] = &[
-    "engine_state",
-    "list_routines",
-    "run_now",
-    "set_routine_paused",
-    "set_paused",
-    "list_runs",
-    "get_run",
-    "read_log",
-    "cancel_run",
-    "list_accounts",
-    "check_account",
-    "set_token",
-    "relogin",
-    "open_link",
-];
+// `COMMANDS`: every command's name (the list `src-tauri/build.rs` includes too).
+include!("api_commands.rs");
 
 /// Arguments, as the window sends them (camelCase keys, as Tauri's IPC does).
 #[derive(Deserialize, Default)]
