@@ -54,15 +54,19 @@ impl Catalog {
         self.get(home, settings)
     }
 
-    /// The routines named `names` (and every routine name, for "did you mean"): from the whole
-    /// set when this process holds one, else through the name index.
-    pub(crate) fn by_name(&self, home: &Home, settings: &Settings, store: &Store, names: &[&str]) -> Found {
+    /// The routines named by `wanted` (and every routine name, for "did you mean"): from the
+    /// whole set when this process holds one (then `wanted` is never asked — a dispatch pass of the
+    /// app or the daemon costs no query for it), else through the name index.
+    pub(crate) fn by_name(&self, home: &Home, settings: &Settings, store: &Store, wanted: impl FnOnce() -> crate::error::Result<Vec<String>>) -> crate::error::Result<Found> {
         let holds_all = self.cached.lock().unwrap_or_else(|e| e.into_inner()).is_some();
         if holds_all {
             let set = self.recent(home, settings);
             let names = set.names().map(str::to_string).collect();
-            return Found { set, names };
+            return Ok(Found { set, names });
         }
+        let wanted = wanted()?;
+        let names: Vec<&str> = wanted.iter().map(String::as_str).collect();
+        let names = names.as_slice();
         let recent = self.indexed.lock().unwrap_or_else(|e| e.into_inner()).as_ref().filter(|(t, _)| t.elapsed() < RECENT).map(|(_, n)| Arc::clone(n));
         let named = match recent {
             Some(named) => Ok(named),
@@ -72,7 +76,7 @@ impl Catalog {
                 named
             }),
         };
-        match named.map(|named| load_named(home, settings, &named, names)) {
+        Ok(match named.map(|named| load_named(home, settings, &named, names)) {
             Ok(found) => found,
             Err(e) => {
                 // The index is a shortcut: without it, read everything as before.
@@ -81,7 +85,7 @@ impl Catalog {
                 let names = set.names().map(str::to_string).collect();
                 Found { set, names }
             }
-        }
+        })
     }
 
     /// The routines now: the cached set while no file changed, else freshly read.

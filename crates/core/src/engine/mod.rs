@@ -226,7 +226,7 @@ impl Engine {
         self.core.store.delivery_error(run_id, crate::store::outbox::NOTIFY)
     }
 
-    /// This machine's pause state and the newest run of each routine (the routines overview).
+    /// The store, for the engine's own read models in `view/` (the routines overview).
     pub(crate) fn core_store(&self) -> &Store {
         &self.core.store
     }
@@ -340,7 +340,7 @@ impl Engine {
     /// A routine by name, or an error that says what is wrong with it or what exists instead.
     pub fn routine(&self, name: &str) -> Result<Routine> {
         let core = &self.core;
-        let found = core.catalog.by_name(&core.home, &core.settings, &core.store, &[name]);
+        let found = core.catalog.by_name(&core.home, &core.settings, &core.store, || Ok(vec![name.to_string()]))?;
         let set = found.set;
         if let Some(r) = set.get(name) {
             return Ok(r.clone());

@@ -198,7 +198,10 @@ async fn pass(core: &Arc<Core>) -> usize {
     for (id, account) in claimed {
         let Ok(rec) = core.store.get_run(&id) else { continue };
         // Queued after the names were read: look it up before calling it gone.
-        let set = if set.get(&rec.routine).is_some() { Arc::clone(&set) } else { core.catalog.by_name(&core.home, &core.settings, &core.store, &[rec.routine.as_str()]).set };
+        let set = match set.get(&rec.routine) {
+            Some(_) => Arc::clone(&set),
+            None => core.catalog.by_name(&core.home, &core.settings, &core.store, || Ok(vec![rec.routine.clone()])).map(|f| f.set).unwrap_or_else(|_| Arc::clone(&set)),
+        };
         match set.get(&rec.routine) {
             Some(routine) => driver::start(core, rec, routine.clone(), account).await,
             None => {
@@ -223,9 +226,7 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>,
         return Ok((Vec::new(), Arc::default(), 0));
     }
     // Only the routines that have queued runs (a one-shot CLI parses those files, not all).
-    let names = core.store.queued_routine_names()?;
-    let names: Vec<&str> = names.iter().map(String::as_str).collect();
-    let set = core.catalog.by_name(&core.home, &core.settings, &core.store, &names).set;
+    let set = core.catalog.by_name(&core.home, &core.settings, &core.store, || core.store.queued_routine_names())?.set;
     let me = (core.identity.0, core.identity.1.as_str());
     let mut own_waiting = 0;
     let mut live_owner: Vec<((Option<u32>, Option<String>), bool)> = Vec::new();
