@@ -28,6 +28,9 @@ pub enum ErrorCode {
     Usage,
     /// Another process already runs the scheduler for this home.
     AlreadyScheduled,
+    /// What the caller acted on changed under it or is taken (a routine file changed on disk since
+    /// it was opened, a name already used, a routine with a run going): nothing was written.
+    Conflict,
 }
 
 impl ErrorCode {
@@ -42,6 +45,7 @@ impl ErrorCode {
             ErrorCode::SpawnFailed => "spawn_failed",
             ErrorCode::Usage => "usage",
             ErrorCode::AlreadyScheduled => "already_scheduled",
+            ErrorCode::Conflict => "conflict",
         }
     }
 }

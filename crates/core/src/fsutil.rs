@@ -23,6 +23,40 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     })
 }
 
+/// Write a file that must not exist yet, atomically: readers (the scheduler's watcher) see the
+/// whole text or nothing, and an existing file is never replaced — two saves of one new name
+/// cannot both win. (Written to a temporary name, then hard-linked into place: `link` fails when
+/// the name exists.)
+pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.{}.new", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        match std::fs::hard_link(&tmp, path) {
+            // A file system without hard links (FAT, some network mounts): an exclusive create,
+            // still never replacing a file (a reader may see it half-written for a moment).
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                let mut f = std::fs::OpenOptions::new().write(true).create_new(true).open(path)?;
+                f.write_all(bytes)?;
+                f.sync_all()
+            }
+            linked => linked,
+        }
+    })();
+    let _ = std::fs::remove_file(&tmp);
+    result.map_err(|e| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            Error::new(crate::error::ErrorCode::Conflict, format!("{} already exists; nothing was written", path.display()))
+        } else {
+            Error::io("write", path, &e)
+        }
+    })
+}
+
 /// Expand a leading `~` to the user's home directory.
 pub fn expand_tilde(path: &str) -> std::path::PathBuf {
     if path == "~" || path.starts_with("~/") {

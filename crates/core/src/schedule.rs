@@ -123,7 +123,18 @@ impl Schedule {
         (newest.into_iter().rev().collect(), total)
     }
 
-    /// A short English description ("At 09:00 on Monday through Friday").
+    /// The schedule in words as Nightshift shows it: croner's description, shorter ("At 09:00, on
+    /// Monday, Tuesday, Wednesday, Thursday, and Friday." → "At 09:00 on weekdays").
+    pub fn words(&self) -> String {
+        self.describe()
+            .trim_end_matches('.')
+            .replace("Monday, Tuesday, Wednesday, Thursday, and Friday", "weekdays")
+            .replace("Saturday and Sunday", "weekends")
+            .replace(", on ", " on ")
+            .replace(", every ", " every ")
+    }
+
+    /// croner's English description ("At 09:00, on Monday, …").
     pub fn describe(&self) -> String {
         // The year window is ours, not the user's: left out of the words.
         match parse_cron_around(&self.expr, chrono::Utc::now().year()) {

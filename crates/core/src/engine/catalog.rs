@@ -88,6 +88,13 @@ impl Catalog {
         })
     }
 
+    /// A routine file was just written by this process: the next look reads the files again
+    /// instead of trusting a look from within the last second.
+    pub(crate) fn forget(&self) {
+        *self.checked.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        *self.indexed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
     /// The routines now: the cached set while no file changed, else freshly read.
     pub(crate) fn get(&self, home: &Home, settings: &Settings) -> Arc<RoutineSet> {
         *self.checked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());

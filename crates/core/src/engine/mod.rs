@@ -12,6 +12,7 @@
 
 mod accounts;
 mod attempt;
+mod authoring;
 mod catalog;
 mod delivery;
 mod driver;
@@ -26,6 +27,7 @@ mod signal;
 mod supervise;
 mod webhooks;
 
+pub use authoring::{Removed, RoutineSource, Written};
 pub use delivery::DEFAULT_BACKOFF;
 pub use queue::RunHandle;
 pub use lock::SchedulerLock;

@@ -123,21 +123,25 @@ pub fn check_webhooks(mut set: RoutineSet, settings: &crate::settings::Settings,
     for r in bad {
         let display = home.display_path(&r.file);
         let text = std::fs::read_to_string(&r.file).unwrap_or_default();
-        let errors = r
-            .webhooks
-            .iter()
-            .filter(|w| settings.webhook(w).is_none())
-            .map(|w| {
-                let (line, col) = locate_list_item(&text, "webhooks", w);
-                let known: Vec<&str> = settings.webhooks.iter().map(|h| h.name.as_str()).collect();
-                let hint = if known.is_empty() { "there are none; add a [[webhooks]] entry".to_string() } else { format!("defined: {}", known.join(", ")) };
-                Diagnostic { file: display.clone(), line, col, message: format!("no webhook named \"{w}\" in nightshift.toml ({hint})") }
-            })
-            .collect();
+        let errors = unknown_webhooks(&r, &text, settings, &display);
         set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors });
     }
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
     set
+}
+
+/// The webhooks `r` names that `nightshift.toml` does not define, located in the file's `text`.
+pub(crate) fn unknown_webhooks(r: &Routine, text: &str, settings: &crate::settings::Settings, display: &str) -> Vec<Diagnostic> {
+    let known: Vec<&str> = settings.webhooks.iter().map(|h| h.name.as_str()).collect();
+    r.webhooks
+        .iter()
+        .filter(|w| settings.webhook(w).is_none())
+        .map(|w| {
+            let (line, col) = locate_list_item(text, "webhooks", w);
+            let hint = if known.is_empty() { "there are none; add a [[webhooks]] entry".to_string() } else { format!("defined: {}", known.join(", ")) };
+            Diagnostic { file: display.to_string(), line, col, message: format!("no webhook named \"{w}\" in nightshift.toml ({hint})") }
+        })
+        .collect()
 }
 
 /// Line and column (from 1) of `item` after the `key:` line of a YAML file (1:1 if not found).

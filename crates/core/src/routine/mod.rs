@@ -3,6 +3,7 @@
 //! Loading never stops at the first problem: every file is parsed, every problem is collected
 //! with its `file:line:col`, and one bad file never keeps the others from loading.
 
+pub mod author;
 mod load;
 mod parse;
 pub mod prompt;

@@ -1,7 +1,7 @@
 //! Per-routine scheduler state and engine-wide flags (pause), stored per machine in the database.
 
 use super::Store;
-use crate::error::Result;
+use crate::error::{Error, ErrorCode, Result};
 use crate::run::{fmt_time, parse_time};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
@@ -86,6 +86,38 @@ impl Store {
             "UPDATE routine_state SET paused = ?2, paused_reason = ?3, paused_at = ?4 WHERE routine = ?1",
             params![routine, paused, if paused { reason } else { None }, if paused { Some(fmt_time(&now)) } else { None }],
         )?;
+        Ok(())
+    }
+
+    /// A routine renamed: its run history and its scheduler state (how far its slots were
+    /// checked, a pause) follow it, in one transaction. Refused while one of its runs is queued or
+    /// running (its files and notification name the old routine), and when the history already
+    /// holds runs of a routine called `new` (one removed earlier): two routines' runs would mix.
+    pub fn rename_routine(&self, old: &str, new: &str) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let open: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM runs WHERE status IN ('queued', 'running') AND routine = ?1)", [old], |r| r.get(0))?;
+        if open {
+            return Err(Error::new(ErrorCode::Conflict, format!("a run of \"{old}\" is queued or running; rename it once the run has ended (or cancel the run)")));
+        }
+        let taken: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM runs WHERE routine = ?1)", [new], |r| r.get(0))?;
+        if taken {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!("the run history already holds runs of a routine named \"{new}\" (one removed earlier); choose another name"),
+            ));
+        }
+        tx.execute("UPDATE runs SET routine = ?2 WHERE routine = ?1", params![old, new])?;
+        tx.execute("DELETE FROM routine_state WHERE routine = ?1", [new])?;
+        tx.execute("UPDATE routine_state SET routine = ?2 WHERE routine = ?1", params![old, new])?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Forget the scheduler state of a routine that no longer exists (a rename's old name, which a
+    /// scheduler may have seen again for a moment).
+    pub fn forget_routine_state(&self, routine: &str) -> Result<()> {
+        self.conn().execute("DELETE FROM routine_state WHERE routine = ?1", [routine])?;
         Ok(())
     }
 

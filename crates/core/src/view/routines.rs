@@ -91,20 +91,10 @@ pub fn next_fire(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 pub fn schedule_words(r: &Routine) -> String {
     let zone = r.timezone.name();
     match (&r.schedule, r.at) {
-        (Some(s), _) => format!("{}, {zone}", tidy_description(&s.describe())),
+        (Some(s), _) => format!("{}, {zone}", s.words()),
         (None, Some(at)) => format!("Once at {} {zone}", at.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M")),
         _ => "Only when run by hand".into(),
     }
-}
-
-/// croner's words, shorter: "At 09:00, on Monday, Tuesday, Wednesday, Thursday, and Friday." →
-/// "At 09:00 on weekdays".
-fn tidy_description(d: &str) -> String {
-    d.trim_end_matches('.')
-        .replace("Monday, Tuesday, Wednesday, Thursday, and Friday", "weekdays")
-        .replace("Saturday and Sunday", "weekends")
-        .replace(", on ", " on ")
-        .replace(", every ", " every ")
 }
 
 /// Every routine (valid ones first, by name) and every invalid file.
@@ -183,7 +173,7 @@ mod tests {
 
     #[test]
     fn schedules_in_short_words() {
-        let words = |expr: &str| tidy_description(&Schedule::parse(expr, chrono_tz::UTC).unwrap().describe());
+        let words = |expr: &str| Schedule::parse(expr, chrono_tz::UTC).unwrap().words();
         assert_eq!(words("0 9 * * 1-5"), "At 09:00 on weekdays");
         assert!(!words("*/15 * * * *").ends_with('.'), "{}", words("*/15 * * * *"));
     }

@@ -1,0 +1,273 @@
+//! Routine files written for the user: created from a form, edited as text, duplicated, renamed
+//! (the run history follows), removed to `routines/.trash/` and restored. The files stay the source
+//! of truth — nothing here keeps a private copy; the scheduler picks changes up as it does any
+//! edit, and every face is told at once.
+//!
+//! Every write is atomic and never blind: a new file never replaces one (`write_new_atomic`), an
+//! edit names the version of the text it started from and is refused if the file changed since.
+
+use super::Engine;
+use crate::error::{Error, ErrorCode, Result};
+use crate::events::EngineEvent;
+use crate::fsutil::{write_atomic, write_new_atomic};
+use crate::routine::author::{self, Context, Draft, DraftCheck};
+use crate::routine::{check_name, Diagnostic, RoutineSet};
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+
+/// A routine file's text as the editor opens it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RoutineSource {
+    pub name: String,
+    /// As the user sees it (relative to the home when inside it).
+    pub file: String,
+    /// The absolute path (for "open in editor").
+    pub path: String,
+    pub text: String,
+    /// What a save must name to overwrite this text ([`author::version`]).
+    pub version: String,
+    /// In the home's routines folder (else imported from agents-cli's: editable, not renamed or
+    /// removed from here).
+    pub in_home: bool,
+}
+
+/// A routine file written (created, duplicated, renamed, restored).
+#[derive(Debug, Clone, Serialize)]
+pub struct Written {
+    pub name: String,
+    pub file: String,
+}
+
+/// A routine file in the trash.
+#[derive(Debug, Clone, Serialize)]
+pub struct Removed {
+    /// Its name in `routines/.trash/` (what restore takes).
+    pub id: String,
+    pub name: String,
+    /// RFC 3339.
+    pub removed_at: String,
+}
+
+const TRASH: &str = ".trash";
+/// `20261130T163000Z-` before the file's own name in the trash.
+const STAMP: &str = "%Y%m%dT%H%M%SZ";
+const STAMP_LEN: usize = 16;
+
+impl Engine {
+    fn with_author_context<T>(&self, f: impl FnOnce(&Context<'_>) -> T) -> T {
+        let existing = self.core.routines();
+        let accounts = self.core.accounts();
+        f(&Context { home: &self.core.home, settings: &self.core.settings, accounts: &accounts, existing: &existing, now: self.core.clock.now() })
+    }
+
+    /// A form's draft checked: the YAML it makes, problems per field, the next fires.
+    pub fn check_draft(&self, draft: &Draft) -> DraftCheck {
+        self.with_author_context(|cx| author::check_draft(cx, draft))
+    }
+
+    /// Write a new routine file from a draft (`routines/<name>.yaml`); refused with every problem
+    /// when the draft is not valid.
+    pub fn create_routine(&self, draft: &Draft) -> Result<Written> {
+        let check = self.check_draft(draft);
+        if !check.problems.is_empty() {
+            let lines: Vec<String> = check.problems.iter().map(|p| match &p.field {
+                Some(f) => format!("{f}: {}", p.message),
+                None => p.message.clone(),
+            }).collect();
+            return Err(Error::new(ErrorCode::RoutineInvalid, lines.join("\n")));
+        }
+        let name = draft.name.trim().to_string();
+        let file = author::new_file(&self.core.home, &name);
+        write_new_atomic(&file, check.yaml.as_bytes())?;
+        self.routines_written();
+        tracing::info!(routine = %name, file = %file.display(), "routine created");
+        Ok(Written { name, file: self.core.home.display_path(&file) })
+    }
+
+    /// The file behind routine `name` (valid or not: a broken file is opened to be fixed).
+    pub fn routine_source(&self, name: &str) -> Result<RoutineSource> {
+        let path = self.routine_file(name)?;
+        let text = crate::fsutil::read_text_file(&path, crate::fsutil::MAX_TEXT_FILE).map_err(|m| Error::new(ErrorCode::Io, format!("{}: {m}", path.display())))?;
+        Ok(RoutineSource {
+            name: name.to_string(),
+            file: self.core.home.display_path(&path),
+            path: path.display().to_string(),
+            version: author::version(&text),
+            in_home: path.parent() == Some(self.core.home.routines_dir().as_path()),
+            text,
+        })
+    }
+
+    fn routine_file(&self, name: &str) -> Result<PathBuf> {
+        let set = self.core.routines();
+        if let Some(file) = set.get(name).map(|r| r.file.clone()).or_else(|| set.get_invalid(name).map(|r| r.file.clone())) {
+            return Ok(file);
+        }
+        self.routine(name).map(|r| r.file)
+    }
+
+    /// Problems in `text` as routine `name`'s file, each with its line and column.
+    pub fn check_routine_text(&self, name: &str, text: &str) -> Result<Vec<Diagnostic>> {
+        let path = self.routine_file(name)?;
+        Ok(self.with_author_context(|cx| author::check_text(cx, &path, text, Some(name))))
+    }
+
+    /// Save routine `name`'s file as `text`. `version` is what the editor opened; when the file has
+    /// changed since (a sync, another editor), nothing is written and the error says so — unless
+    /// `overwrite` (the user chose to replace the other change). Invalid text is refused: the file is
+    /// live, and the scheduler would stop running the routine.
+    pub fn save_routine_text(&self, name: &str, text: &str, version: &str, overwrite: bool) -> Result<RoutineSource> {
+        let current = self.routine_source(name)?;
+        if current.version != version && !overwrite {
+            return Err(Error::new(
+                ErrorCode::Conflict,
+                format!(
+                    "{} changed on disk since you opened it (another editor or a sync); nothing was written. Reload to see that change, or overwrite it with your text.",
+                    current.file
+                ),
+            ));
+        }
+        let problems = self.check_routine_text(name, text)?;
+        if !problems.is_empty() {
+            let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(Error::new(ErrorCode::RoutineInvalid, format!("not saved; fix these first:\n{}", lines.join("\n"))));
+        }
+        write_atomic(Path::new(&current.path), text.as_bytes())?;
+        self.routines_written();
+        self.routine_source(name)
+    }
+
+    /// A copy of routine `name`'s file named `new` (comments and all; only `name:` differs).
+    pub fn duplicate_routine(&self, name: &str, new: &str) -> Result<Written> {
+        let source = self.routine_source(name)?;
+        let text = author::with_name(&source.text, new).map_err(|m| Error::new(ErrorCode::Usage, m))?;
+        let file = self.free_file_for(new)?;
+        write_new_atomic(&file, text.as_bytes())?;
+        self.routines_written();
+        Ok(Written { name: new.to_string(), file: self.core.home.display_path(&file) })
+    }
+
+    /// Rename routine `name` to `new`: its file becomes `routines/<new>.yaml` with `name: new`, and
+    /// its run history and scheduler state follow it. Refused while one of its runs is going.
+    pub fn rename_routine(&self, name: &str, new: &str) -> Result<Written> {
+        let source = self.routine_source(name)?;
+        self.in_home(&source, "renamed")?;
+        let text = author::with_name(&source.text, new).map_err(|m| Error::new(ErrorCode::Usage, m))?;
+        let file = self.free_file_for(new)?;
+        // The new file first, then the history, then the old file: a failure at any step leaves
+        // the routine whole under one of its names, never neither.
+        write_new_atomic(&file, text.as_bytes())?;
+        if let Err(e) = self.core.store.rename_routine(name, new) {
+            let _ = std::fs::remove_file(&file);
+            return Err(e);
+        }
+        if let Err(e) = std::fs::remove_file(&source.path) {
+            self.routines_written();
+            return Err(Error::io("remove the old routine file (the routine is now also named there; remove it by hand)", Path::new(&source.path), &e));
+        }
+        // A scheduler may have seen the old name once more in between.
+        self.core.store.forget_routine_state(name)?;
+        self.routines_written();
+        tracing::info!(from = %name, to = %new, "routine renamed");
+        Ok(Written { name: new.to_string(), file: self.core.home.display_path(&file) })
+    }
+
+    /// Move routine `name`'s file to `routines/.trash/` (its history stays). Refused while one of
+    /// its runs is queued or running.
+    pub fn remove_routine(&self, name: &str) -> Result<Removed> {
+        let source = self.routine_source(name)?;
+        self.in_home(&source, "removed")?;
+        if self.core.store.open_runs()?.iter().any(|o| o.record.routine == name) {
+            return Err(Error::new(ErrorCode::Conflict, format!("a run of \"{name}\" is queued or running; remove the routine once it has ended (or cancel the run)")));
+        }
+        let trash = self.core.home.routines_dir().join(TRASH);
+        std::fs::create_dir_all(&trash).map_err(|e| Error::io("create", &trash, &e))?;
+        let now = self.core.clock.now();
+        let file_name = Path::new(&source.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let id = format!("{}-{file_name}", now.format(STAMP));
+        let target = trash.join(&id);
+        std::fs::rename(&source.path, &target).map_err(|e| Error::io("move to the trash", Path::new(&source.path), &e))?;
+        self.routines_written();
+        tracing::info!(routine = %name, trash = %target.display(), "routine removed");
+        Ok(Removed { id, name: name.to_string(), removed_at: crate::run::fmt_time(&now) })
+    }
+
+    /// Routine files in the trash, newest first.
+    pub fn removed_routines(&self) -> Result<Vec<Removed>> {
+        let trash = self.core.home.routines_dir().join(TRASH);
+        let Ok(entries) = std::fs::read_dir(&trash) else { return Ok(Vec::new()) };
+        let mut out: Vec<Removed> = entries
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let id = e.file_name().to_string_lossy().into_owned();
+                let (name, removed_at) = parse_trash_id(&id)?;
+                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                let name = crate::routine::parse_routine(&text, &e.path(), &id).map(|r| r.name).unwrap_or(name);
+                Some(Removed { id, name, removed_at })
+            })
+            .collect();
+        out.sort_by(|a, b| b.id.cmp(&a.id));
+        Ok(out)
+    }
+
+    /// Put a removed routine file back under its own file name; refused if that name or its
+    /// routine name is taken by now.
+    pub fn restore_routine(&self, id: &str) -> Result<Written> {
+        let trash = self.core.home.routines_dir().join(TRASH);
+        let Some((stem, _)) = parse_trash_id(id).filter(|_| !id.contains(['/', '\\'])) else {
+            return Err(Error::new(ErrorCode::Usage, format!("\"{id}\" is not a removed routine")));
+        };
+        let from = trash.join(id);
+        if !from.is_file() {
+            return Err(Error::new(ErrorCode::RoutineNotFound, format!("no removed routine \"{id}\" in {}", trash.display())));
+        }
+        let to = self.core.home.routines_dir().join(&id[STAMP_LEN + 1..]);
+        let text = std::fs::read_to_string(&from).unwrap_or_default();
+        let name = crate::routine::parse_routine(&text, &to, "").map(|r| r.name).unwrap_or(stem);
+        if let Some(other) = self.taken_by(&self.core.routines(), &name) {
+            return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" exists again ({}); rename it first", self.core.home.display_path(&other))));
+        }
+        std::fs::hard_link(&from, &to).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::new(ErrorCode::Conflict, format!("{} exists again; rename or remove it first", to.display())),
+            _ => Error::io("restore", &to, &e),
+        })?;
+        let _ = std::fs::remove_file(&from);
+        self.routines_written();
+        Ok(Written { name, file: self.core.home.display_path(&to) })
+    }
+
+    /// `routines/<name>.yaml`, when neither that file nor a routine called `name` exists yet.
+    fn free_file_for(&self, name: &str) -> Result<PathBuf> {
+        check_name(name).map_err(|m| Error::new(ErrorCode::Usage, m))?;
+        if let Some(other) = self.taken_by(&self.core.routines(), name) {
+            return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" already exists ({})", self.core.home.display_path(&other))));
+        }
+        Ok(author::new_file(&self.core.home, name))
+    }
+
+    fn taken_by(&self, set: &RoutineSet, name: &str) -> Option<PathBuf> {
+        set.get(name).map(|r| r.file.clone()).or_else(|| set.get_invalid(name).map(|r| r.file.clone()))
+    }
+
+    fn in_home(&self, source: &RoutineSource, what: &str) -> Result<()> {
+        if source.in_home {
+            return Ok(());
+        }
+        Err(Error::new(ErrorCode::Usage, format!("{} is imported from another folder; it can be edited but not {what} from Nightshift — change it there", source.file)))
+    }
+
+    /// A routine file changed by us: look again at once (not within a second), and tell the faces
+    /// (the tray's Run now menu, the window) — also when another process schedules this home.
+    fn routines_written(&self) {
+        self.core.catalog.forget();
+        Engine::emit(&self.core, EngineEvent::RoutinesChanged);
+    }
+}
+
+/// `20261130T163000Z-nightly.yaml` → ("nightly", "2026-11-30T16:30:00Z").
+fn parse_trash_id(id: &str) -> Option<(String, String)> {
+    let (stamp, file) = (id.get(..STAMP_LEN)?, id.get(STAMP_LEN + 1..)?);
+    let at = chrono::NaiveDateTime::parse_from_str(stamp, STAMP).ok()?.and_utc();
+    let stem = Path::new(file).file_stem()?.to_string_lossy().into_owned();
+    (id.as_bytes().get(STAMP_LEN) == Some(&b'-') && crate::routine::is_routine_path(Path::new(file))).then(|| (stem, crate::run::fmt_time(&at)))
+}
