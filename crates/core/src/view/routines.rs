@@ -168,7 +168,6 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
 
 #[cfg(test)]
 mod tests {
-    use super::tidy_description;
     use crate::schedule::Schedule;
 
     #[test]
