@@ -5,7 +5,10 @@
 //! (capabilities/main.json).
 
 use crate::AppState;
-use nightshift_core::api::{self, AccountView, EngineStateView, Face, Relogin, RunDetail};
+use nightshift_core::api::{self, AccountView, Created, EngineStateView, Face, Relogin, RoutineForm, RunDetail};
+use nightshift_core::engine::{Removed, RoutineSource, Written};
+use nightshift_core::routine::author::{Draft, DraftCheck};
+use nightshift_core::routine::Diagnostic;
 use nightshift_core::store::Page;
 use nightshift_core::view::log::{LogChunk, LogStream};
 use nightshift_core::view::routines::RoutineOverview;
@@ -28,6 +31,13 @@ impl<R: Runtime> Face for AppFace<R> {
     fn open_link(&self, url: &str) -> Result<(), Error> {
         use tauri_plugin_opener::OpenerExt;
         self.0.opener().open_url(url, None::<&str>).map_err(|e| Error::new(ErrorCode::Io, format!("could not open the link in a browser: {e}")))
+    }
+    fn open_file(&self, path: &std::path::Path) -> Result<(), Error> {
+        use tauri_plugin_opener::OpenerExt;
+        self.0
+            .opener()
+            .open_path(path.display().to_string(), None::<&str>)
+            .map_err(|e| Error::new(ErrorCode::Io, format!("could not open {} in an editor: {e}; open it by hand", path.display())))
     }
 }
 
@@ -100,4 +110,64 @@ pub fn relogin<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, email:
 #[tauri::command]
 pub fn open_link<R: Runtime>(app: AppHandle<R>, url: String) -> Result<(), Error> {
     api::open_link(&AppFace(app), &url)
+}
+
+#[tauri::command]
+pub fn routine_form(state: State<'_, AppState>) -> RoutineForm {
+    api::routine_form(&state.engine)
+}
+
+#[tauri::command]
+pub async fn check_routine_draft(state: State<'_, AppState>, draft: Draft) -> Result<DraftCheck, Error> {
+    api::check_routine_draft(&state.engine, draft).await
+}
+
+#[tauri::command]
+pub async fn create_routine(state: State<'_, AppState>, draft: Draft, run_now: Option<bool>) -> Result<Created, Error> {
+    api::create_routine(&state.engine, draft, run_now.unwrap_or(false)).await
+}
+
+#[tauri::command]
+pub async fn routine_source(state: State<'_, AppState>, name: String) -> Result<RoutineSource, Error> {
+    api::routine_source(&state.engine, name).await
+}
+
+#[tauri::command]
+pub async fn check_routine_text(state: State<'_, AppState>, name: String, text: String) -> Result<Vec<Diagnostic>, Error> {
+    api::check_routine_text(&state.engine, name, text).await
+}
+
+#[tauri::command]
+pub async fn save_routine_text(state: State<'_, AppState>, name: String, text: String, version: String, overwrite: Option<bool>) -> Result<RoutineSource, Error> {
+    api::save_routine_text(&state.engine, name, text, version, overwrite.unwrap_or(false)).await
+}
+
+#[tauri::command]
+pub async fn duplicate_routine(state: State<'_, AppState>, name: String, new_name: String) -> Result<Written, Error> {
+    api::duplicate_routine(&state.engine, name, new_name).await
+}
+
+#[tauri::command]
+pub async fn rename_routine(state: State<'_, AppState>, name: String, new_name: String) -> Result<Written, Error> {
+    api::rename_routine(&state.engine, name, new_name).await
+}
+
+#[tauri::command]
+pub async fn remove_routine(state: State<'_, AppState>, name: String) -> Result<Removed, Error> {
+    api::remove_routine(&state.engine, name).await
+}
+
+#[tauri::command]
+pub async fn removed_routines(state: State<'_, AppState>) -> Result<Vec<Removed>, Error> {
+    api::removed_routines(&state.engine).await
+}
+
+#[tauri::command]
+pub async fn restore_routine(state: State<'_, AppState>, id: String) -> Result<Written, Error> {
+    api::restore_routine(&state.engine, id).await
+}
+
+#[tauri::command]
+pub fn open_routine_file<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, name: String) -> Result<(), Error> {
+    api::open_routine_file(&state.engine, &AppFace(app), &name)
 }

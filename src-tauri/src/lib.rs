@@ -155,6 +155,18 @@ pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R
             commands::set_token,
             commands::relogin,
             commands::open_link,
+            commands::routine_form,
+            commands::check_routine_draft,
+            commands::create_routine,
+            commands::routine_source,
+            commands::check_routine_text,
+            commands::save_routine_text,
+            commands::duplicate_routine,
+            commands::rename_routine,
+            commands::remove_routine,
+            commands::removed_routines,
+            commands::restore_routine,
+            commands::open_routine_file,
         ])
 }
 

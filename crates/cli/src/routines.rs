@@ -1,14 +1,18 @@
-//! `nightshiftctl routines list | validate | next`
+//! `nightshiftctl routines list | validate | next | new | edit | rename | duplicate | remove |
+//! removed | restore`
 
 use crate::format::{self, json, table};
 use crate::Outcome;
 use chrono::Utc;
 use clap::Subcommand;
+use nightshift_core::routine::author::Draft;
 use nightshift_core::routine::load_files;
 use nightshift_core::view::routines::RoutineState;
 use nightshift_core::{Engine, Error, ErrorCode};
 use serde::Serialize;
 use std::path::PathBuf;
+
+mod edit;
 
 #[derive(Subcommand)]
 pub enum RoutinesCommand {
@@ -27,6 +31,113 @@ pub enum RoutinesCommand {
         #[arg(long, default_value_t = 3)]
         count: usize,
     },
+    /// Write a new routine file (routines/NAME.yaml), checked as the loader checks it.
+    New(NewArgs),
+    /// Edit a routine's file in $VISUAL/$EDITOR; it is checked before it replaces the file.
+    Edit { name: String },
+    /// Rename a routine: its file and its run history follow.
+    Rename { name: String, new_name: String },
+    /// Copy a routine's file under a new name (comments and all).
+    Duplicate { name: String, new_name: String },
+    /// Move a routine's file to routines/.trash/ (its history stays; `restore` brings it back).
+    Remove { name: String },
+    /// Routine files in the trash, newest first.
+    Removed {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Put a removed routine back (an id from `routines removed`).
+    Restore { id: String },
+}
+
+#[derive(clap::Args)]
+pub struct NewArgs {
+    pub name: String,
+    /// claude, codex or gemini (with --prompt); or use --command.
+    #[arg(long, requires = "prompt", conflicts_with = "command")]
+    pub agent: Option<String>,
+    #[arg(long)]
+    pub prompt: Option<String>,
+    /// A shell command (run with sh -c).
+    #[arg(long)]
+    pub command: Option<String>,
+    /// A cron expression ("0 9 * * 1-5"); or --at for once.
+    #[arg(long)]
+    pub schedule: Option<String>,
+    /// Once, at this time ("2026-12-24 09:00" in the routine's zone).
+    #[arg(long)]
+    pub at: Option<String>,
+    /// IANA zone (default: this machine's).
+    #[arg(long)]
+    pub timezone: Option<String>,
+    #[arg(long)]
+    pub cwd: Option<String>,
+    /// plan, edit, auto or skip (agent routines).
+    #[arg(long)]
+    pub mode: Option<String>,
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Pin one account (its email).
+    #[arg(long)]
+    pub account: Option<String>,
+    /// "30m", "2h"… (default 10m).
+    #[arg(long)]
+    pub timeout: Option<String>,
+    /// always, failures or never.
+    #[arg(long)]
+    pub notify: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Do not catch up a slot missed while the machine slept.
+    #[arg(long)]
+    pub no_catchup: bool,
+    /// Write it disabled (runs only by hand).
+    #[arg(long)]
+    pub disabled: bool,
+    /// A webhook from nightshift.toml (repeatable).
+    #[arg(long = "webhook")]
+    pub webhooks: Vec<String>,
+    /// Only on these devices (repeatable).
+    #[arg(long = "device")]
+    pub devices: Vec<String>,
+    /// KEY=VALUE for the run's environment (repeatable).
+    #[arg(long = "env", value_parser = parse_env)]
+    pub env: Vec<(String, String)>,
+    /// Print the YAML and its problems; write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=').map(|(k, v)| (k.to_string(), v.to_string())).ok_or_else(|| format!("expected KEY=VALUE, got \"{s}\""))
+}
+
+impl NewArgs {
+    fn draft(self) -> Draft {
+        let text = |v: Option<String>| v.unwrap_or_default();
+        Draft {
+            name: self.name,
+            description: text(self.description),
+            agent: text(self.agent),
+            prompt: text(self.prompt),
+            command: text(self.command),
+            account: text(self.account),
+            mode: text(self.mode),
+            model: text(self.model),
+            cwd: text(self.cwd),
+            schedule: text(self.schedule),
+            at: text(self.at),
+            timezone: text(self.timezone),
+            end_at: String::new(),
+            timeout: text(self.timeout),
+            notify: text(self.notify),
+            catchup: self.no_catchup.then_some(false),
+            enabled: self.disabled.then_some(false),
+            devices: self.devices,
+            webhooks: self.webhooks,
+            env: self.env.into_iter().collect(),
+        }
+    }
 }
 
 pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
@@ -34,7 +145,72 @@ pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
         RoutinesCommand::List { json } => list(engine, json),
         RoutinesCommand::Validate { files } => validate(engine, files),
         RoutinesCommand::Next { json, count } => next(engine, json, count),
+        RoutinesCommand::New(args) => new(engine, args),
+        RoutinesCommand::Edit { name } => edit::edit(engine, &name),
+        RoutinesCommand::Rename { name, new_name } => {
+            let w = engine.rename_routine(&name, &new_name)?;
+            println!("✓ renamed {name} to {} ({}); its run history follows it", w.name, w.file);
+            Ok(Outcome::Ok)
+        }
+        RoutinesCommand::Duplicate { name, new_name } => {
+            let w = engine.duplicate_routine(&name, &new_name)?;
+            println!("✓ copied {name} to {} ({})", w.name, w.file);
+            Ok(Outcome::Ok)
+        }
+        RoutinesCommand::Remove { name } => {
+            let r = engine.remove_routine(&name)?;
+            println!("✓ moved {name} to routines/.trash/{} — its history stays; `nightshiftctl routines restore {}` brings it back", r.id, r.id);
+            Ok(Outcome::Ok)
+        }
+        RoutinesCommand::Removed { json: as_json } => {
+            let removed = engine.removed_routines()?;
+            if as_json {
+                json(&removed);
+            } else if removed.is_empty() {
+                println!("The trash is empty.");
+            } else {
+                let rows: Vec<Vec<String>> = removed.iter().map(|r| vec![r.id.clone(), r.name.clone(), r.removed_at.clone()]).collect();
+                table(&["ID", "ROUTINE", "REMOVED"], &rows);
+            }
+            Ok(Outcome::Ok)
+        }
+        RoutinesCommand::Restore { id } => {
+            let w = engine.restore_routine(&id)?;
+            println!("✓ restored {} ({})", w.name, w.file);
+            Ok(Outcome::Ok)
+        }
     }
+}
+
+/// `routines new`: the draft checked as the window's form checks it; problems per field, exit 2.
+fn new(engine: &Engine, args: NewArgs) -> Result<Outcome, Error> {
+    let dry_run = args.dry_run;
+    let draft = args.draft();
+    let check = engine.check_draft(&draft);
+    if dry_run {
+        print!("{}", check.yaml);
+    }
+    for p in &check.problems {
+        match &p.field {
+            Some(field) => eprintln!("error: {field}: {}", p.message),
+            None => eprintln!("error: {}", p.message),
+        }
+    }
+    if !check.problems.is_empty() {
+        return Ok(Outcome::Invalid);
+    }
+    if !dry_run {
+        let written = engine.create_routine(&draft)?;
+        println!("✓ created {}", written.file);
+    }
+    if let Some(preview) = check.preview.filter(|p| !p.words.is_empty()) {
+        let out: &mut dyn std::io::Write = if dry_run { &mut std::io::stderr() } else { &mut std::io::stdout() };
+        let _ = writeln!(out, "{}, {}", preview.words, preview.timezone);
+        for f in preview.fires.iter().take(3) {
+            let _ = writeln!(out, "  next: {}  (local {})", f.in_zone, f.local);
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {

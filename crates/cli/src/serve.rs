@@ -67,6 +67,10 @@ impl Face for Served {
         // The page opens links itself, in a new tab.
         Err(Error::new(ErrorCode::Usage, "links open in the browser, not on the server"))
     }
+    fn open_file(&self, path: &std::path::Path) -> Result<(), Error> {
+        // The file is on the server; this page edits it in place instead.
+        Err(Error::new(ErrorCode::Usage, format!("the file is on the server ({}); edit it here, or open it there", path.display())))
+    }
 }
 
 pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {

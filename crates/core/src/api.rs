@@ -13,6 +13,9 @@ use crate::store::{DeliveryRow, HealthRecord, Page, RunQuery};
 use crate::view::explain::{explain, Explanation};
 use crate::view::log::{run_log, LogChunk, LogStream};
 use crate::view::routines::{overview, RoutineOverview};
+use crate::engine::{Removed, RoutineSource, Written};
+use crate::routine::author::{Draft, DraftCheck};
+use crate::routine::Diagnostic;
 use crate::Engine;
 use serde::{Deserialize, Serialize};
 
@@ -29,6 +32,8 @@ pub trait Face: Send + Sync {
     fn open_terminal(&self, account: &crate::accounts::Account) -> std::result::Result<String, String>;
     /// Open an http(s)/mailto link outside the window.
     fn open_link(&self, url: &str) -> Result<()>;
+    /// Open a file in the system's default app for it (a routine file in the user's editor).
+    fn open_file(&self, path: &std::path::Path) -> Result<()>;
 }
 
 /// Run blocking engine work (SQLite, the keychain) off the async workers.
@@ -99,6 +104,96 @@ pub fn set_routine_paused(engine: &Engine, name: &str, paused: bool) -> Result<(
 
 pub fn set_paused(engine: &Engine, paused: bool) -> Result<()> {
     engine.set_paused(paused)
+}
+
+/// What the New routine form offers: each agent with the accounts that can run it, the zones, the
+/// webhooks defined, where the file goes.
+#[derive(Serialize)]
+pub struct RoutineForm {
+    pub agents: Vec<AgentChoice>,
+    /// This machine's zone (the default).
+    pub timezone: String,
+    pub timezones: Vec<&'static str>,
+    pub webhooks: Vec<String>,
+    pub routines_dir: String,
+}
+
+#[derive(Serialize)]
+pub struct AgentChoice {
+    pub agent: &'static str,
+    pub accounts: Vec<String>,
+}
+
+pub fn routine_form(engine: &Engine) -> RoutineForm {
+    let accounts = engine.accounts();
+    RoutineForm {
+        agents: crate::routine::AgentKind::ALL
+            .iter()
+            .map(|a| AgentChoice { agent: a.as_str(), accounts: accounts.iter().filter(|x| x.agent == *a).map(|x| x.email.clone()).collect() })
+            .collect(),
+        timezone: crate::schedule::local_tz().name().to_string(),
+        timezones: chrono_tz::TZ_VARIANTS.iter().map(|t| t.name()).collect(),
+        webhooks: engine.settings().webhooks.iter().map(|w| w.name.clone()).collect(),
+        routines_dir: engine.home().routines_dir().display().to_string(),
+    }
+}
+
+pub async fn check_routine_draft(engine: &Engine, draft: Draft) -> Result<DraftCheck> {
+    blocking(engine, move |e| Ok(e.check_draft(&draft))).await
+}
+
+/// What creating a routine did: the file, and the run started when asked to try it at once.
+#[derive(Serialize)]
+pub struct Created {
+    #[serde(flatten)]
+    pub written: Written,
+    pub run_id: Option<String>,
+}
+
+/// Write a new routine file; with `run_now`, start it at once (a draft tried before it is enabled
+/// is saved with `enabled: false` by the form and run by hand).
+pub async fn create_routine(engine: &Engine, draft: Draft, run_now: bool) -> Result<Created> {
+    let written = blocking(engine, move |e| e.create_routine(&draft)).await?;
+    let run_id = if run_now { Some(self::run_now(engine, &written.name).await?) } else { None };
+    Ok(Created { written, run_id })
+}
+
+pub async fn routine_source(engine: &Engine, name: String) -> Result<RoutineSource> {
+    blocking(engine, move |e| e.routine_source(&name)).await
+}
+
+pub async fn check_routine_text(engine: &Engine, name: String, text: String) -> Result<Vec<Diagnostic>> {
+    blocking(engine, move |e| e.check_routine_text(&name, &text)).await
+}
+
+pub async fn save_routine_text(engine: &Engine, name: String, text: String, version: String, overwrite: bool) -> Result<RoutineSource> {
+    blocking(engine, move |e| e.save_routine_text(&name, &text, &version, overwrite)).await
+}
+
+pub async fn duplicate_routine(engine: &Engine, name: String, new_name: String) -> Result<Written> {
+    blocking(engine, move |e| e.duplicate_routine(&name, &new_name)).await
+}
+
+pub async fn rename_routine(engine: &Engine, name: String, new_name: String) -> Result<Written> {
+    blocking(engine, move |e| e.rename_routine(&name, &new_name)).await
+}
+
+pub async fn remove_routine(engine: &Engine, name: String) -> Result<Removed> {
+    blocking(engine, move |e| e.remove_routine(&name)).await
+}
+
+pub async fn removed_routines(engine: &Engine) -> Result<Vec<Removed>> {
+    blocking(engine, |e| e.removed_routines()).await
+}
+
+pub async fn restore_routine(engine: &Engine, id: String) -> Result<Written> {
+    blocking(engine, move |e| e.restore_routine(&id)).await
+}
+
+/// "Open in editor": the routine's file in the system's default app for it.
+pub fn open_routine_file(engine: &Engine, face: &dyn Face, name: &str) -> Result<()> {
+    let source = engine.routine_source(name)?;
+    face.open_file(std::path::Path::new(&source.path))
 }
 
 /// One page of history, newest first. `cursor` comes from the previous page's `next_cursor`.
@@ -236,6 +331,12 @@ struct Args {
     email: Option<String>,
     token: Option<String>,
     url: Option<String>,
+    draft: Option<Draft>,
+    run_now: Option<bool>,
+    text: Option<String>,
+    version: Option<String>,
+    overwrite: Option<bool>,
+    new_name: Option<String>,
 }
 
 fn need<T>(v: Option<T>, what: &str) -> Result<T> {
@@ -264,6 +365,20 @@ pub async fn call(engine: &Engine, face: &dyn Face, command: &str, args: serde_j
         "set_token" => json(set_token(engine, &need(a.email, "email")?, &need(a.token, "token")?).await?),
         "relogin" => json(relogin(engine, face, &need(a.email, "email")?)?),
         "open_link" => json(open_link(face, &need(a.url, "url")?)?),
+        "routine_form" => json(routine_form(engine)),
+        "check_routine_draft" => json(check_routine_draft(engine, need(a.draft, "draft")?).await?),
+        "create_routine" => json(create_routine(engine, need(a.draft, "draft")?, a.run_now.unwrap_or(false)).await?),
+        "routine_source" => json(routine_source(engine, need(a.name, "name")?).await?),
+        "check_routine_text" => json(check_routine_text(engine, need(a.name, "name")?, need(a.text, "text")?).await?),
+        "save_routine_text" => {
+            json(save_routine_text(engine, need(a.name, "name")?, need(a.text, "text")?, need(a.version, "version")?, a.overwrite.unwrap_or(false)).await?)
+        }
+        "duplicate_routine" => json(duplicate_routine(engine, need(a.name, "name")?, need(a.new_name, "newName")?).await?),
+        "rename_routine" => json(rename_routine(engine, need(a.name, "name")?, need(a.new_name, "newName")?).await?),
+        "remove_routine" => json(remove_routine(engine, need(a.name, "name")?).await?),
+        "removed_routines" => json(removed_routines(engine).await?),
+        "restore_routine" => json(restore_routine(engine, need(a.id, "id")?).await?),
+        "open_routine_file" => json(open_routine_file(engine, face, &need(a.name, "name")?)?),
         other => Err(Error::new(ErrorCode::Usage, format!("no command named \"{other}\""))),
     }
 }
