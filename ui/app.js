@@ -1,14 +1,18 @@
-// The window: a header with the engine's state, three views (Routines, History, Accounts) and a
-// run's detail, routed by the URL hash. Agent output is never inserted as HTML except a report
+// The window: a header with the engine's state, three views (Routines, History, Accounts), a
+// run's detail and a routine's form and editor, routed by the URL hash. Agent output is never inserted as HTML except a report
 // the engine rendered and sanitized (see lib/dom.js).
 import { call, errorText, listen, onEngine } from "./lib/api.js";
 import { h, replace } from "./lib/dom.js";
 import * as accounts from "./views/accounts.js";
+import * as edit from "./views/edit.js";
 import * as history from "./views/history.js";
+import * as newRoutine from "./views/new.js";
 import * as routines from "./views/routines.js";
 import * as run from "./views/run.js";
 
-const VIEWS = { routines, history, accounts, run };
+const VIEWS = { routines, history, accounts, run, new: newRoutine, edit };
+// Views reached from another one: its tab stays highlighted.
+const UNDER = { run: "history", new: "routines", edit: "routines" };
 const view = document.getElementById("view");
 const ui = { state: null, go, relogin, showRelogin };
 let unmount = null;
@@ -31,7 +35,7 @@ function route() {
   const [name, params] = parseHash();
   unmount?.();
   for (const a of document.querySelectorAll("nav a")) {
-    const current = a.dataset.view === name || (name === "run" && a.dataset.view === "history");
+    const current = a.dataset.view === (UNDER[name] ?? name);
     if (current) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
   }

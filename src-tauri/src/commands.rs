@@ -171,3 +171,8 @@ pub async fn restore_routine(state: State<'_, AppState>, id: String) -> Result<W
 pub fn open_routine_file<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, name: String) -> Result<(), Error> {
     api::open_routine_file(&state.engine, &AppFace(app), &name)
 }
+
+#[tauri::command]
+pub async fn list_folders(path: Option<String>) -> Result<api::Folders, Error> {
+    api::list_folders(path).await
+}

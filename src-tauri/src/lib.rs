@@ -167,6 +167,7 @@ pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R
             commands::removed_routines,
             commands::restore_routine,
             commands::open_routine_file,
+            commands::list_folders,
         ])
 }
 

@@ -1,7 +1,8 @@
 //! Shared by the end-to-end tests: tauri-driver + WebKitWebDriver around the real app binary.
 #![allow(dead_code)]
 
-use fantoccini::{Client, ClientBuilder};
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -93,3 +94,53 @@ pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -
     let client = ClientBuilder::native().capabilities(caps).connect(&format!("http://127.0.0.1:{port}")).await.expect("a WebDriver session with the app");
     Some((driver, client))
 }
+
+// WebDriver helpers for the window's tests.
+
+pub async fn js(c: &Client, script: &str) -> Value {
+    c.execute(script, vec![]).await.unwrap_or_else(|e| panic!("{script}: {e}"))
+}
+
+/// Wait until a script returns something truthy; return it.
+pub async fn until(c: &Client, what: &str, script: &str, secs: u64) -> Value {
+    let start = Instant::now();
+    loop {
+        let v = js(c, script).await;
+        if !(v.is_null() || v == json!(false) || v == json!(0) || v == json!("")) {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn text(c: &Client, css: &str) -> String {
+    // Read through JS: views re-render on engine events, so a held element can go stale.
+    let script = format!("const e = document.querySelector({}); return e && e.innerText", json!(css));
+    until(c, css, &script, 15).await.as_str().unwrap().to_string()
+}
+
+/// A real WebDriver click, retried when a re-render replaced the element in between.
+pub async fn click(c: &Client, css: &str) {
+    let start = Instant::now();
+    loop {
+        let tried = match c.find(Locator::Css(css)).await {
+            Ok(el) => el.click().await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match tried {
+            Ok(_) => return,
+            Err(e) => assert!(start.elapsed() < Duration::from_secs(15), "{css}: {e}"),
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+pub async fn screenshot(c: &Client, name: &str) {
+    std::fs::write(artifacts().join(name), c.screenshot().await.unwrap()).unwrap();
+}
+
+pub async fn go(c: &Client, hash: &str) {
+    c.execute("window.nightshiftUi.go(arguments[0])", vec![json!(hash)]).await.unwrap();
+}
+

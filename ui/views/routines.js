@@ -1,25 +1,119 @@
-// Routines: schedule in words, next fire, last run, state; Run now and pause/resume.
+// Routines: schedule in words, next fire, last run, state; Run now and pause/resume; New routine,
+// Edit, Duplicate, Rename (the history follows), Remove (to routines/.trash, restorable below).
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
 
-export function mount(root, _params, ui) {
+export function mount(root, params, ui) {
   const status = h("p", { class: "notice", role: "status", id: "routines-status" });
   const body = h("div", { id: "routines" });
-  replace(root, h("h2", {}, "Routines"), status, body);
+  const trash = h("section", { id: "removed-routines", hidden: true });
+  const newButton = h("a", { href: "#/new", class: "button primary", id: "new-routine" }, "New routine");
+  replace(root, h("div", { class: "toolbar" }, h("h2", {}, "Routines"), h("span", { class: "spacer" }), newButton), status, body, trash);
+  if (params.get("created")) status.textContent = `Created ${params.get("created")}. It is scheduled from now on.`;
+
+  // A re-render while the user types a new name (or has a menu open) would throw their input away:
+  // reloads wait until the inline form or the menu is closed.
+  let held = false;
+  const busy = () => !!body.querySelector("tr.inline-form, details.more[open]");
+  body.addEventListener("toggle", (ev) => ev.target.open || reloadIfHeld(), true);
+  function reloadIfHeld() {
+    if (held && !busy()) {
+      held = false;
+      load();
+    }
+  }
 
   async function load() {
+    if (busy()) {
+      held = true;
+      return;
+    }
     try {
       const rows = await call("list_routines");
+      if (busy()) {
+        held = true; // opened while the list was on its way
+        return;
+      }
       render(rows);
     } catch (e) {
       replace(body, empty(`Could not load routines: ${errorText(e)}`));
+    }
+    loadTrash();
+  }
+
+  async function loadTrash() {
+    try {
+      const removed = await call("removed_routines");
+      trash.hidden = removed.length === 0;
+      replace(
+        trash,
+        h("h3", {}, "Removed routines"),
+        h("p", { class: "muted small" }, "Their files are in routines/.trash; their run history is kept."),
+        h(
+          "table",
+          { class: "list" },
+          h("tbody", {}, removed.map((r) => h("tr", { dataset: { removed: r.id } }, h("td", {}, h("strong", {}, r.name)), h("td", { class: "muted" }, `removed ${ago(r.removed_at)}`), h("td", { class: "actions" }, h("button", { onclick: () => restore(r) }, "Restore"))))),
+        ),
+      );
+    } catch (e) {
+      trash.hidden = false;
+      replace(trash, h("p", { class: "notice" }, `Could not list removed routines: ${errorText(e)}`));
+    }
+  }
+
+  async function restore(r) {
+    try {
+      const w = await call("restore_routine", { id: r.id });
+      status.textContent = `Restored ${w.name} (${w.file}).`;
+    } catch (e) {
+      status.textContent = `Could not restore ${r.name}: ${errorText(e)}`;
+    }
+    load();
+  }
+
+  /** An inline form under a routine's row: a new name (Duplicate, Rename) or a confirmation (Remove). */
+  function inlineForm(tr, r, action) {
+    document.querySelector("#routines tr.inline-form")?.remove();
+    const cells = tr.children.length;
+    const input = h("input", { type: "text", value: action === "duplicate" ? `${r.name}-copy` : r.name, spellcheck: "false", "aria-label": "New name", id: "new-name" });
+    const what = { duplicate: "Duplicate as", rename: "Rename to", remove: `Remove ${r.name}? Its file moves to routines/.trash and its history stays.` }[action];
+    const submit = () => confirm(action, r.name, input.value.trim(), form);
+    // A plain button (Enter in the field submits too): nothing here is a page submission.
+    const go = h("button", { class: action === "remove" ? "danger" : "primary", type: "button", id: "inline-confirm", onclick: submit }, { duplicate: "Duplicate", rename: "Rename", remove: "Remove" }[action]);
+    const form = h(
+      "form",
+      { class: "row", onsubmit: (ev) => (ev.preventDefault(), submit()) },
+      h("span", {}, what),
+      action === "remove" ? null : input,
+      go,
+      h("button", { type: "button", onclick: () => (row.remove(), reloadIfHeld()) }, "Cancel"),
+      h("span", { class: "muted small", role: "alert" }),
+    );
+    const row = h("tr", { class: "inline-form" }, h("td", { colspan: cells }, form));
+    tr.after(row);
+    (action === "remove" ? go : input).focus();
+    if (action !== "remove") input.select();
+  }
+
+  async function confirm(action, name, newName, form) {
+    try {
+      const done = await call(`${action}_routine`, action === "remove" ? { name } : { name, newName });
+      status.textContent = {
+        duplicate: `Copied ${name} to ${done.name} (${done.file}).`,
+        rename: `Renamed ${name} to ${done.name}; its history follows it.`,
+        remove: `Removed ${name}. Restore it from Removed routines below.`,
+      }[action];
+      form.closest("tr").remove();
+      load();
+    } catch (e) {
+      form.querySelector("[role=alert]").textContent = errorText(e);
     }
   }
 
   function render(rows) {
     if (rows.length === 0) {
-      replace(body, empty("No routines yet — add a YAML file to the routines folder, or copy the example.", h("code", {}, ui.state?.routines_dir ?? "routines/")));
+      replace(body, empty("No routines yet — create one with New routine, or add a YAML file to the routines folder:", h("code", {}, ui.state?.routines_dir ?? "routines/")));
       return;
     }
     const table = h(
@@ -34,11 +128,19 @@ export function mount(root, _params, ui) {
   function row(r) {
     const tr = h("tr", { dataset: { routine: r.name }, class: r.valid ? "" : "invalid" });
     const name = h("td", {}, h("strong", {}, r.name), h("div", { class: "muted small" }, r.kind ? `${r.kind} · ${r.file}` : r.file));
+    const edit = h("a", { href: `#/edit/${encodeURIComponent(r.name)}`, class: "button", title: `Edit ${r.file}` }, "Edit");
+    const more = (...actions) =>
+      h(
+        "details",
+        { class: "more" },
+        h("summary", { "aria-label": `More actions for ${r.name}` }, "⋯"),
+        h("div", { class: "menu" }, actions.map(([action, label]) => h("button", { dataset: { action }, onclick: (ev) => (ev.target.closest("details").open = false, inlineForm(tr, r, action)) }, label))),
+      );
     if (!r.valid) {
       tr.append(
         name,
         h("td", { colspan: 4 }, badge("invalid"), h("ul", { class: "errors" }, r.errors.map((e) => h("li", {}, h("code", {}, e))))),
-        h("td", { class: "actions" }),
+        h("td", { class: "actions" }, edit, more(["remove", "Remove…"])),
       );
       return tr;
     }
@@ -56,7 +158,7 @@ export function mount(root, _params, ui) {
       h("td", {}, next),
       h("td", {}, last),
       h("td", {}, stateBadge, r.paused_reason ? h("div", { class: "muted small" }, r.paused_reason) : null),
-      h("td", { class: "actions" }, runNow, toggle),
+      h("td", { class: "actions" }, runNow, toggle, edit, more(["duplicate", "Duplicate…"], ["rename", "Rename…"], ["remove", "Remove…"])),
     );
     return tr;
   }

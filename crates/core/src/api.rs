@@ -190,6 +190,44 @@ pub async fn restore_routine(engine: &Engine, id: String) -> Result<Written> {
     blocking(engine, move |e| e.restore_routine(&id)).await
 }
 
+/// A folder and the folders in it, for the form's folder picker (one that works the same in the
+/// app and in a browser on `serve`, where the folders are the server's).
+#[derive(Serialize)]
+pub struct Folders {
+    pub path: String,
+    pub parent: Option<String>,
+    /// Sub-folders by name, hidden ones left out, at most [`MAX_FOLDERS`].
+    pub folders: Vec<String>,
+    /// How many more there were.
+    pub more: usize,
+}
+
+pub const MAX_FOLDERS: usize = 500;
+
+/// The folders in `path` (default: the user's home directory).
+pub async fn list_folders(path: Option<String>) -> Result<Folders> {
+    tokio::task::spawn_blocking(move || {
+        let start = match path.filter(|p| !p.trim().is_empty()) {
+            Some(p) => crate::fsutil::expand_tilde(p.trim()),
+            None => std::env::var_os("HOME").map(std::path::PathBuf::from).unwrap_or_else(|| "/".into()),
+        };
+        let dir = std::fs::canonicalize(&start).map_err(|e| Error::io("open the folder", &start, &e))?;
+        let entries = std::fs::read_dir(&dir).map_err(|e| Error::io("list the folder", &dir, &e))?;
+        let mut folders: Vec<String> = entries
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| !n.starts_with('.'))
+            .collect();
+        folders.sort_by_key(|n| n.to_lowercase());
+        let more = folders.len().saturating_sub(MAX_FOLDERS);
+        folders.truncate(MAX_FOLDERS);
+        Ok(Folders { path: dir.display().to_string(), parent: dir.parent().map(|p| p.display().to_string()), folders, more })
+    })
+    .await
+    .map_err(|e| Error::new(ErrorCode::Io, format!("the folder listing failed: {e}")))?
+}
+
 /// "Open in editor": the routine's file in the system's default app for it.
 pub fn open_routine_file(engine: &Engine, face: &dyn Face, name: &str) -> Result<()> {
     let source = engine.routine_source(name)?;
@@ -337,6 +375,7 @@ struct Args {
     version: Option<String>,
     overwrite: Option<bool>,
     new_name: Option<String>,
+    path: Option<String>,
 }
 
 fn need<T>(v: Option<T>, what: &str) -> Result<T> {
@@ -379,6 +418,7 @@ pub async fn call(engine: &Engine, face: &dyn Face, command: &str, args: serde_j
         "removed_routines" => json(removed_routines(engine).await?),
         "restore_routine" => json(restore_routine(engine, need(a.id, "id")?).await?),
         "open_routine_file" => json(open_routine_file(engine, face, &need(a.name, "name")?)?),
+        "list_folders" => json(list_folders(a.path).await?),
         other => Err(Error::new(ErrorCode::Usage, format!("no command named \"{other}\""))),
     }
 }

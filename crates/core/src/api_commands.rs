@@ -28,4 +28,5 @@ pub const COMMANDS: &[&str] = &[
     "removed_routines",
     "restore_routine",
     "open_routine_file",
+    "list_folders",
 ];

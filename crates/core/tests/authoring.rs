@@ -68,7 +68,7 @@ async fn every_problem_is_on_its_field_with_the_validators_words() {
     let problems = field_problems(&engine, &draft);
     let on = |field: &str| problems.iter().filter(|(f, _)| f == field).map(|(_, m)| m.as_str()).collect::<Vec<_>>().join(" | ");
     assert!(on("name").contains("contains ' '"), "{problems:?}");
-    assert!(on("agent").contains("needs a `prompt`"), "{problems:?}");
+    assert!(on("prompt").contains("an agent routine needs a `prompt`"), "{problems:?}");
     assert!(on("account").contains("no claude account \"nobody@x.dev\" (configured: me@home.dev)"), "{problems:?}");
     assert!(on("schedule").contains("invalid cron expression \"61 9 * * *\""), "{problems:?}");
     assert!(on("timezone").contains("unknown time zone \"Mars/Olympus\""), "{problems:?}");
@@ -85,9 +85,11 @@ async fn every_problem_is_on_its_field_with_the_validators_words() {
         field_problems(&engine, &hooks),
         vec![("webhooks".to_string(), "no webhook named \"nope\" in nightshift.toml (defined: team)".to_string())]
     );
-    // Nothing named: the routine as a whole, attached to the field the message names.
-    let empty = Draft { name: "empty".into(), ..Draft::default() };
-    let problems = field_problems(&engine, &empty);
+    // Nothing given at all: the name asked for (not a file called ".yaml"), and the routine's
+    // missing parts on the fields the messages name.
+    let problems = field_problems(&engine, &Draft::default());
+    assert!(problems.contains(&("name".to_string(), "give the routine a name (letters, digits, '-', '_' and '.'; it names its file)".to_string())), "{problems:?}");
+    assert!(!problems.iter().any(|(_, m)| m.contains(".yaml")), "{problems:?}");
     assert!(problems.iter().any(|(f, m)| f == "schedule" && m.starts_with("missing `schedule`")), "{problems:?}");
     assert!(problems.iter().any(|(f, m)| f == "agent" && m.starts_with("missing `agent`")), "{problems:?}");
 }

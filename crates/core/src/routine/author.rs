@@ -219,14 +219,19 @@ pub fn new_file(home: &Home, name: &str) -> PathBuf {
 /// Check a draft as the loader would check the file it makes, plus what only a new routine needs
 /// (a free name, an existing folder, an account the agent has).
 pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
-    let rendered = draft.render();
-    let file = new_file(cx.home, draft.name.trim());
+    // A draft without a name yet is checked as if it had one: the loader would otherwise name it
+    // after a file called ".yaml" — the one problem is that the name is missing.
+    let unnamed = draft.name.trim().is_empty();
+    let rendered = if unnamed { Draft { name: "new-routine".into(), ..draft.clone() }.render() } else { draft.render() };
+    let file = new_file(cx.home, if unnamed { "new-routine" } else { draft.name.trim() });
     let display = cx.home.display_path(&file);
     let mut problems: Vec<FieldProblem> = Vec::new();
     let mut on = |field: &str, message: String| problems.push(FieldProblem { field: Some(field.to_string()), message });
 
     let name = draft.name.trim();
-    if check_name(name).is_ok() {
+    if unnamed {
+        on("name", "give the routine a name (letters, digits, '-', '_' and '.'; it names its file)".to_string());
+    } else if check_name(name).is_ok() {
         if let Some(taken) = taken_by(cx.existing, name) {
             on("name", format!("a routine named \"{name}\" already exists ({})", cx.home.display_path(&taken)));
         } else if file.exists() {
@@ -256,7 +261,10 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
         // A problem of the routine as a whole is reported at 1:1; it goes to the field it names.
         let named = (d.line, d.col) == (1, 1);
         let on_line = || rendered.lines.iter().find(|(_, first, last)| (*first..=*last).contains(&d.line)).map(|(f, _, _)| f.to_string());
-        let field = if named { field_named_in(&d.message).or_else(on_line) } else { on_line().or_else(|| field_named_in(&d.message)) };
+        // "an agent routine needs a `prompt`" is said at `agent:`, but the form shows it on the
+        // field to fill in.
+        let wanted = missing_field_in(&d.message);
+        let field = if named { field_named_in(&d.message).or_else(on_line) } else { wanted.or_else(on_line).or_else(|| field_named_in(&d.message)) };
         problems.push(FieldProblem { field, message: d.message });
     }
 
@@ -265,7 +273,8 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
         Ok(r) => Some(preview_of(r.schedule.as_ref(), r.at, r.end_at, tz, cx.now)),
         Err(_) => Schedule::parse(draft.schedule.trim(), tz).ok().map(|s| preview_of(Some(&s), None, None, tz, cx.now)),
     });
-    DraftCheck { yaml: rendered.text, file: display, problems, preview }
+    let yaml = if unnamed { draft.render().text } else { rendered.text };
+    DraftCheck { yaml, file: display, problems, preview }
 }
 
 /// The file already giving routine `name`, valid or not.
@@ -279,6 +288,15 @@ fn field_named_in(message: &str) -> Option<String> {
     let len = message[start..].find('`')?;
     let word = &message[start..start + len];
     DRAFT_FIELDS.contains(&word).then(|| word.to_string())
+}
+
+/// The field a message says is missing ("needs a `prompt`", "missing `schedule`").
+fn missing_field_in(message: &str) -> Option<String> {
+    ["needs a `", "missing `"].iter().find_map(|cue| {
+        let start = message.find(cue)? + cue.len();
+        let word = &message[start..start + message[start..].find('`')?];
+        DRAFT_FIELDS.contains(&word).then(|| word.to_string())
+    })
 }
 
 /// The schedule in words and the next fires (a one-shot's single time), in `tz` and locally.
@@ -427,5 +445,7 @@ mod tests {
         assert_eq!(field_named_in("missing `schedule` (a cron expression …)").as_deref(), Some("schedule"));
         assert_eq!(field_named_in("nothing here"), None);
         assert_eq!(field_named_in("`retries` unknown"), None);
+        assert_eq!(missing_field_in("an agent routine needs a `prompt`: what should the agent do?").as_deref(), Some("prompt"));
+        assert_eq!(missing_field_in("`prompt` only applies to agent routines"), None);
     }
 }

@@ -1,0 +1,239 @@
+//! Routines from the window, in the real app (WebKitGTK through tauri-driver, under Xvfb): a
+//! command routine made with a preset schedule, its next fires shown as it is typed, problems on
+//! their fields in the validator's words, saved and run; an agent routine with an account; a file
+//! with comments edited in place (comments kept), a problem shown at its line, a save racing a
+//! change on disk refused with a choice; duplicate, rename (history follows), remove and restore.
+//! Screenshots of the form (light and dark) and the editor go to tests/artifacts.
+
+mod common;
+
+use common::*;
+use fantoccini::{Client, Locator};
+use nightshift_testkit::dbus::NotificationBus;
+use serde_json::json;
+use std::path::Path;
+
+/// One app at a time on the shared display.
+static ONE_APP_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+const COMMENTED: &str = "# Tidy the downloads folder — written by hand, keep this note\nname: tidy\nschedule: \"0 3 * * *\" # at three\ncommand: echo one # the first step\nnotify: never\n";
+
+fn write_home(home: &Path) {
+    nightshift_core::Home::at(home).bootstrap().unwrap();
+    std::fs::write(home.join("routines/tidy.yaml"), COMMENTED).unwrap();
+    std::fs::write(home.join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n").unwrap();
+}
+
+async fn type_into(c: &Client, css: &str, text: &str) {
+    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).send_keys(text).await.unwrap();
+}
+
+/// Set a field the way a user's change would (selects, time inputs), firing its events.
+async fn set(c: &Client, css: &str, value: &str) {
+    c.execute(
+        "const e = document.querySelector(arguments[0]); e.value = arguments[1]; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return 1",
+        vec![json!(css), json!(value)],
+    )
+    .await
+    .unwrap_or_else(|e| panic!("{css}: {e}"));
+}
+
+async fn problem(c: &Client, field: &str, contains: &str) {
+    let script = format!("return document.getElementById('problem-{field}').textContent.includes({})", json!(contains));
+    until(c, &format!("the problem on {field}: {contains}"), &script, 10).await;
+}
+
+async fn no_problems(c: &Client) {
+    until(c, "a form without problems", "return [...document.querySelectorAll('.field-problem')].every(p => !p.textContent) && !document.getElementById('save-routine').disabled", 10).await;
+}
+
+/// Open a routine's ⋯ menu and choose `action` with real clicks; again if the list re-rendered
+/// in between (an engine event reloads it) and closed the menu.
+async fn menu_action(c: &Client, routine: &str, action: &str) {
+    let row = format!("#routines tr[data-routine='{routine}']");
+    let start = std::time::Instant::now();
+    loop {
+        let open = js(c, &format!("return !!document.querySelector(\"{row} details.more[open]\")")).await == json!(true);
+        if !open {
+            if let Ok(summary) = c.find(Locator::Css(&format!("{row} details.more summary"))).await {
+                let _ = summary.click().await;
+            }
+        } else if let Ok(item) = c.find(Locator::Css(&format!("{row} details.more[open] button[data-action='{action}']"))).await {
+            if item.click().await.is_ok() && js(c, "return !!document.querySelector('#routines tr.inline-form')").await == json!(true) {
+                return;
+            }
+        }
+        assert!(start.elapsed() < std::time::Duration::from_secs(15), "{action} from the menu of {routine}");
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+}
+
+fn file(home: &Path, name: &str) -> String {
+    std::fs::read_to_string(home.join("routines").join(name)).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routines_are_made_edited_and_removed_from_the_window() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    write_home(&home);
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let Some((driver, c)) = launch(&home, &bus.address).await else { return };
+    text(&c, "#routines tr[data-routine='tidy']").await;
+
+    // --- New: a command routine with a preset schedule; next fires as it is typed.
+    click(&c, "#new-routine").await;
+    until(&c, "the form", "return location.hash === '#/new' && document.querySelectorAll('#f-agent option').length === 3", 10).await;
+    click(&c, "#kind-command").await;
+    type_into(&c, "#f-name", "nightly-check").await;
+    type_into(&c, "#f-command", "echo made in the form").await;
+    set(&c, "#f-preset", "daily").await;
+    set(&c, "#f-time", "07:30").await;
+    set(&c, "#f-timezone", "Europe/Berlin").await;
+    until(&c, "the schedule in words", "return document.getElementById('schedule-preview').textContent.includes('At 07:30')", 10).await;
+    assert_eq!(js(&c, "return document.getElementById('f-schedule').value").await, json!("30 7 * * *"));
+    let fires = js(&c, "return [...document.querySelectorAll('#schedule-preview .fires li')].map(li => li.textContent)").await;
+    let fires = fires.as_array().unwrap();
+    assert_eq!(fires.len(), 5, "{fires:?}");
+    assert!(fires.iter().all(|f| f.as_str().unwrap().contains("07:30 CET") || f.as_str().unwrap().contains("07:30 CEST")), "{fires:?}");
+    no_problems(&c).await;
+    screenshot(&c, "ui-new-routine.png").await;
+
+    // Problems on their fields, in the validator's words; Save is off until they are fixed.
+    set(&c, "#f-schedule", "61 7 * * *").await;
+    problem(&c, "schedule", "invalid cron expression \"61 7 * * *\"").await;
+    set(&c, "#f-timezone", "Mars/Olympus").await;
+    problem(&c, "timezone", "unknown time zone \"Mars/Olympus\"").await;
+    assert_eq!(js(&c, "return document.getElementById('save-routine').disabled").await, json!(true));
+    assert_eq!(js(&c, "return document.getElementById('f-schedule').getAttribute('aria-invalid')").await, json!("true"));
+    screenshot(&c, "ui-new-routine-problems.png").await;
+    set(&c, "#f-schedule", "30 7 * * *").await;
+    set(&c, "#f-timezone", "Europe/Berlin").await;
+    no_problems(&c).await;
+
+    // Save: the file is written, the list shows it at once, it runs.
+    click(&c, "#save-routine").await;
+    until(&c, "the routines list", "return location.hash.startsWith('#/routines') && !!document.querySelector(\"#routines tr[data-routine='nightly-check']\")", 10).await;
+    assert_eq!(file(&home, "nightly-check.yaml"), "name: nightly-check\ncommand: echo made in the form\nschedule: 30 7 * * *\ntimezone: Europe/Berlin\n");
+    assert!(text(&c, "#routines tr[data-routine='nightly-check']").await.contains("At 07:30, Europe/Berlin"));
+    click(&c, "#routines tr[data-routine='nightly-check'] button.primary").await;
+    until(&c, "the run", "return location.hash.startsWith('#/run/')", 10).await;
+    until(&c, "the run completed", "const b = document.querySelector('#run-title .badge'); return b && b.classList.contains('badge-completed')", 20).await;
+    until(&c, "its output", "return document.getElementById('run-log')?.textContent.includes('made in the form')", 10).await;
+
+    // --- New: an agent routine with an account, tried out: saved disabled, run now.
+    go(&c, "#/new").await;
+    until(&c, "the form", "return document.querySelectorAll('#f-account option').length === 2", 10).await;
+    // A fresh form is not a page of errors; Save says what is missing.
+    assert_eq!(js(&c, "return [...document.querySelectorAll('.field-problem')].filter(p => p.textContent).length").await, json!(0));
+    click(&c, "#save-routine").await;
+    problem(&c, "name", "give the routine a name").await;
+    problem(&c, "prompt", "an agent routine needs a `prompt`").await;
+    assert_eq!(js(&c, "return location.hash").await, json!("#/new"), "nothing saved");
+    type_into(&c, "#f-name", "pr-notes").await;
+    set(&c, "#f-agent", "claude").await;
+    set(&c, "#f-account", "work@acme.dev").await;
+    type_into(&c, "#f-prompt", "Summarise the open pull requests.").await;
+    set(&c, "#f-mode", "plan").await;
+    set(&c, "#f-preset", "weekdays").await;
+    no_problems(&c).await;
+    click(&c, "#save-routine").await;
+    until(&c, "the agent routine listed", "return !!document.querySelector(\"#routines tr[data-routine='pr-notes']\")", 10).await;
+    let written = file(&home, "pr-notes.yaml");
+    for line in ["agent: claude\n", "account: work@acme.dev\n", "prompt: Summarise the open pull requests.\n", "mode: plan\n", "schedule: 0 9 * * 1-5\n"] {
+        assert!(written.contains(line), "{line} in {written}");
+    }
+    // A taken name is refused on its field.
+    go(&c, "#/new").await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3", 10).await;
+    type_into(&c, "#f-name", "tidy").await;
+    problem(&c, "name", "a routine named \"tidy\" already exists (routines/tidy.yaml)").await;
+
+    // --- Edit the file itself: comments survive, a problem is shown at its line.
+    go(&c, "#/edit/tidy").await;
+    until(&c, "the file in the editor", &format!("return document.getElementById('routine-text').value === {}", json!(COMMENTED)), 10).await;
+    set(&c, "#routine-text", &COMMENTED.replace("0 3 * * *", "0 3 * *")).await;
+    until(&c, "the problem at line 3", "const li = document.querySelector('#edit-problems li'); return li && li.dataset.line === '3' && li.dataset.col === '11' && li.textContent.includes('expected 5 fields')", 10).await;
+    assert!(js(&c, "return document.querySelectorAll('#gutter .bad').length").await == json!(1));
+    assert_eq!(js(&c, "return document.getElementById('edit-save').disabled").await, json!(true));
+    screenshot(&c, "ui-edit-routine.png").await;
+    let edited = COMMENTED.replace("echo one", "echo two");
+    set(&c, "#routine-text", &edited).await;
+    until(&c, "Save enabled", "return !document.getElementById('edit-save').disabled", 10).await;
+    click(&c, "#edit-save").await;
+    until(&c, "saved", "return document.getElementById('edit-status').textContent.startsWith('Saved')", 10).await;
+    assert_eq!(file(&home, "tidy.yaml"), edited, "the comments are still there");
+
+    // A change on disk meanwhile (a sync): the save is refused with a clear choice.
+    let theirs = edited.replace("at three", "three o'clock");
+    std::fs::write(home.join("routines/tidy.yaml"), &theirs).unwrap();
+    let mine = edited.replace("echo two", "echo mine");
+    set(&c, "#routine-text", &mine).await;
+    until(&c, "Save enabled", "return !document.getElementById('edit-save').disabled", 10).await;
+    click(&c, "#edit-save").await;
+    let said = until(&c, "the conflict", "const b = document.getElementById('edit-conflict'); return !b.hidden && b.textContent", 10).await;
+    assert!(said.as_str().unwrap().contains("routines/tidy.yaml changed on disk since you opened it"), "{said}");
+    assert_eq!(file(&home, "tidy.yaml"), theirs, "nothing was overwritten");
+    click(&c, "#conflict-reload").await;
+    until(&c, "their text loaded", &format!("return document.getElementById('routine-text').value === {}", json!(theirs)), 10).await;
+    std::fs::write(home.join("routines/tidy.yaml"), &edited).unwrap();
+    set(&c, "#routine-text", &mine).await;
+    until(&c, "Save enabled", "return !document.getElementById('edit-save').disabled", 10).await;
+    click(&c, "#edit-save").await;
+    until(&c, "the conflict", "return !document.getElementById('edit-conflict').hidden", 10).await;
+    click(&c, "#conflict-overwrite").await;
+    until(&c, "saved", "return document.getElementById('edit-status').textContent.startsWith('Saved')", 10).await;
+    assert_eq!(file(&home, "tidy.yaml"), mine);
+
+    // --- Duplicate, rename (the history follows), remove and restore.
+    go(&c, "#/routines").await;
+    menu_action(&c, "nightly-check", "duplicate").await;
+    click(&c, "#inline-confirm").await;
+    until(&c, "the copy", "return !!document.querySelector(\"#routines tr[data-routine='nightly-check-copy']\")", 10).await;
+    assert!(file(&home, "nightly-check-copy.yaml").starts_with("name: nightly-check-copy\n"));
+
+    menu_action(&c, "nightly-check", "rename").await;
+    set(&c, "#new-name", "morning-check").await;
+    click(&c, "#inline-confirm").await;
+    let renamed = until(&c, "the renamed routine", "const r = document.querySelector(\"#routines tr[data-routine='morning-check']\"); return r && r.textContent", 10).await;
+    assert!(renamed.as_str().unwrap().contains("completed"), "its last run followed it: {renamed}");
+    assert!(!home.join("routines/nightly-check.yaml").exists());
+
+    menu_action(&c, "morning-check", "remove").await;
+    click(&c, "#inline-confirm").await;
+    until(&c, "the routine gone and in the trash", "return !document.querySelector(\"#routines tr[data-routine='morning-check']\") && document.getElementById('removed-routines').textContent.includes('morning-check')", 10).await;
+    click(&c, "#removed-routines button").await;
+    until(&c, "restored", "return !!document.querySelector(\"#routines tr[data-routine='morning-check']\") && document.getElementById('removed-routines').hidden", 10).await;
+    assert!(home.join("routines/morning-check.yaml").is_file());
+
+    c.close().await.unwrap();
+    drop(driver);
+}
+
+/// The form in a dark system theme (GTK_THEME=Adwaita:dark → prefers-color-scheme: dark).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_form_in_a_dark_theme() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    write_home(&home);
+    let bus = NotificationBus::start(tmp.path(), "record");
+    let Some((driver, c)) = launch_with(&home, &bus.address, &[("GTK_THEME", "Adwaita:dark")]).await else { return };
+    text(&c, "#routines tr[data-routine='tidy']").await;
+    go(&c, "#/new").await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3 && document.getElementById('schedule-preview').textContent.includes('weekdays')", 10).await;
+    set(&c, "#f-schedule", "0 25 * * *").await;
+    problem(&c, "schedule", "invalid cron expression").await;
+    let bg = js(&c, "return getComputedStyle(document.querySelector('.routine-form')).backgroundColor").await;
+    assert_eq!(bg, json!("rgb(29, 29, 41)"), "the dark card colour");
+    screenshot(&c, "ui-new-routine-dark.png").await;
+    c.close().await.unwrap();
+    drop(driver);
+}
