@@ -2,14 +2,16 @@
 //! command routine made with a preset schedule, its next fires shown as it is typed, problems on
 //! their fields in the validator's words, saved and run; an agent routine with an account; a file
 //! with comments edited in place (comments kept), a problem shown at its line, a save racing a
-//! change on disk refused with a choice; duplicate, rename (history follows), remove and restore.
+//! change on disk refused with a choice; duplicate, rename (history follows), remove and restore —
+//! and the tray's Run now menu (read over D-Bus as a desktop panel reads it) follows each change.
 //! Screenshots of the form (light and dark) and the editor go to tests/artifacts.
 
 mod common;
 
 use common::*;
 use fantoccini::{Client, Locator};
-use nightshift_testkit::dbus::NotificationBus;
+use nightshift_testkit::dbus::{MenuEntry, NotificationBus, TrayHost};
+use std::time::Duration;
 use serde_json::json;
 use std::path::Path;
 
@@ -63,9 +65,18 @@ async fn menu_action(c: &Client, routine: &str, action: &str) {
                 return;
             }
         }
-        assert!(start.elapsed() < std::time::Duration::from_secs(15), "{action} from the menu of {routine}");
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+        assert!(start.elapsed() < Duration::from_secs(15), "{action} from the menu of {routine}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// The routine names under the tray's "Run now" (a label may lead with its last run's mark).
+fn run_now_menu(menu: &[MenuEntry]) -> Vec<String> {
+    run_now_labels(menu).iter().map(|l| l.rsplit(' ').next().unwrap_or_default().to_string()).collect()
+}
+
+fn run_now_labels(menu: &[MenuEntry]) -> Vec<String> {
+    menu.iter().find(|e| e.label == "Run now").map(|e| e.children.iter().map(|c| c.label.clone()).collect()).unwrap_or_default()
 }
 
 fn file(home: &Path, name: &str) -> String {
@@ -82,8 +93,10 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     let home = tmp.path().join("home");
     write_home(&home);
     let bus = NotificationBus::start(tmp.path(), "record");
+    let tray = TrayHost::start(tmp.path(), &bus.address);
     let Some((driver, c)) = launch(&home, &bus.address).await else { return };
     text(&c, "#routines tr[data-routine='tidy']").await;
+    tray.wait_for("the routines under Run now", Duration::from_secs(15), |m| run_now_menu(m).contains(&"tidy".to_string()));
 
     // --- New: a command routine with a preset schedule; next fires as it is typed.
     click(&c, "#new-routine").await;
@@ -120,6 +133,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     until(&c, "the routines list", "return location.hash.startsWith('#/routines') && !!document.querySelector(\"#routines tr[data-routine='nightly-check']\")", 10).await;
     assert_eq!(file(&home, "nightly-check.yaml"), "name: nightly-check\ncommand: echo made in the form\nschedule: 30 7 * * *\ntimezone: Europe/Berlin\n");
     assert!(text(&c, "#routines tr[data-routine='nightly-check']").await.contains("At 07:30, Europe/Berlin"));
+    tray.wait_for("nightly-check under Run now", Duration::from_secs(5), |m| run_now_menu(m).contains(&"nightly-check".to_string()));
     click(&c, "#routines tr[data-routine='nightly-check'] button.primary").await;
     until(&c, "the run", "return location.hash.startsWith('#/run/')", 10).await;
     until(&c, "the run completed", "const b = document.querySelector('#run-title .badge'); return b && b.classList.contains('badge-completed')", 20).await;
@@ -202,10 +216,16 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     let renamed = until(&c, "the renamed routine", "const r = document.querySelector(\"#routines tr[data-routine='morning-check']\"); return r && r.textContent", 10).await;
     assert!(renamed.as_str().unwrap().contains("completed"), "its last run followed it: {renamed}");
     assert!(!home.join("routines/nightly-check.yaml").exists());
+    tray.wait_for("the new name under Run now", Duration::from_secs(5), |m| {
+        let names = run_now_menu(m);
+        names.contains(&"morning-check".to_string()) && !names.contains(&"nightly-check".to_string())
+    });
+    assert!(run_now_labels(&tray.menu().unwrap()).contains(&"✓ morning-check".to_string()), "its last run's mark followed it too");
 
     menu_action(&c, "morning-check", "remove").await;
     click(&c, "#inline-confirm").await;
     until(&c, "the routine gone and in the trash", "return !document.querySelector(\"#routines tr[data-routine='morning-check']\") && document.getElementById('removed-routines').textContent.includes('morning-check')", 10).await;
+    tray.wait_for("morning-check gone from Run now", Duration::from_secs(5), |m| !run_now_menu(m).contains(&"morning-check".to_string()));
     click(&c, "#removed-routines button").await;
     until(&c, "restored", "return !!document.querySelector(\"#routines tr[data-routine='morning-check']\") && document.getElementById('removed-routines').hidden", 10).await;
     assert!(home.join("routines/morning-check.yaml").is_file());

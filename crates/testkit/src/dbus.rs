@@ -1,5 +1,7 @@
 //! A private D-Bus session bus (starting no services) with the real test notification server
-//! (tests/support/notification_server.py) on it, recording every Notify call.
+//! (tests/support/notification_server.py) on it, recording every Notify call; and, on the same
+//! bus, a StatusNotifier host (tests/support/status_notifier_host.py) that records the app's tray
+//! item and its menu as a desktop panel reads them.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -74,6 +76,75 @@ impl NotificationBus {
             if got.len() >= n || start.elapsed() > limit {
                 return got;
             }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// A StatusNotifier host (what a desktop panel is) on a test bus: the app's tray icon registers
+/// with it over D-Bus, and every state of the tray's menu is recorded.
+pub struct TrayHost {
+    host: Child,
+    log: std::path::PathBuf,
+}
+
+impl Drop for TrayHost {
+    fn drop(&mut self) {
+        let _ = self.host.kill();
+        let _ = self.host.wait();
+    }
+}
+
+/// One entry of a tray menu: its label, whether it can be chosen, its submenu.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+pub struct MenuEntry {
+    pub label: String,
+    #[serde(default)]
+    pub enabled: bool,
+    #[serde(default)]
+    pub children: Vec<MenuEntry>,
+}
+
+impl TrayHost {
+    /// Start the host on `bus_address` (before the app, as a panel is there before it).
+    pub fn start(dir: &std::path::Path, bus_address: &str) -> TrayHost {
+        let log = dir.join("tray.jsonl");
+        let script = crate::home::workspace_root().join("tests/support/status_notifier_host.py");
+        let host = Command::new("/usr/bin/python3")
+            .arg(script)
+            .arg(&log)
+            .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
+            .spawn()
+            .expect("python3 with python3-dbus and python3-gi");
+        let start = Instant::now();
+        while !std::fs::read_to_string(&log).unwrap_or_default().contains("ready") {
+            assert!(start.elapsed() < Duration::from_secs(15), "the StatusNotifier host did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        TrayHost { host, log }
+    }
+
+    /// The tray's menu as last read (`None` before the app's item registered).
+    pub fn menu(&self) -> Option<Vec<MenuEntry>> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        let last = text.lines().rev().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|v| v.get("menu").is_some())?;
+        serde_json::from_value(last["menu"].clone()).ok()
+    }
+
+    /// The labels of a submenu (e.g. "Run now"), as last read.
+    pub fn submenu(&self, label: &str) -> Vec<String> {
+        self.menu().unwrap_or_default().into_iter().find(|e| e.label == label).map(|e| e.children.into_iter().map(|c| c.label).collect()).unwrap_or_default()
+    }
+
+    /// Wait until the menu satisfies `ok` (panics with the last menu after `limit`).
+    pub fn wait_for(&self, what: &str, limit: Duration, ok: impl Fn(&[MenuEntry]) -> bool) {
+        let start = Instant::now();
+        loop {
+            let menu = self.menu();
+            if menu.as_deref().is_some_and(&ok) {
+                return;
+            }
+            assert!(start.elapsed() < limit, "the tray menu never showed {what}: {menu:?}");
             std::thread::sleep(Duration::from_millis(100));
         }
     }
