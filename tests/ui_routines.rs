@@ -161,6 +161,17 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     for line in ["agent: claude\n", "account: work@acme.dev\n", "prompt: Summarise the open pull requests.\n", "mode: plan\n", "schedule: 0 9 * * 1-5\n"] {
         assert!(written.contains(line), "{line} in {written}");
     }
+    // Tried before it is scheduled: saved disabled and run now.
+    go(&c, "#/new").await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3", 10).await;
+    click(&c, "#kind-command").await;
+    type_into(&c, "#f-name", "try-me").await;
+    type_into(&c, "#f-command", "echo tried first").await;
+    no_problems(&c).await;
+    click(&c, "#try-routine").await;
+    until(&c, "the tried run completed", "const b = document.querySelector('#run-title .badge'); return location.hash.startsWith('#/run/') && b && b.classList.contains('badge-completed')", 20).await;
+    assert!(file(&home, "try-me.yaml").contains("enabled: false\n"), "{}", file(&home, "try-me.yaml"));
+
     // A taken name is refused on its field.
     go(&c, "#/new").await;
     until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3", 10).await;

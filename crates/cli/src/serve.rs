@@ -73,6 +73,16 @@ impl Face for Served {
     }
 }
 
+/// The HTTP status for an engine error (the body carries `{code, message}` either way).
+fn status_of(code: ErrorCode) -> StatusCode {
+    match code {
+        ErrorCode::Usage | ErrorCode::RoutineInvalid => StatusCode::BAD_REQUEST,
+        ErrorCode::RoutineNotFound | ErrorCode::RunNotFound => StatusCode::NOT_FOUND,
+        ErrorCode::Conflict => StatusCode::CONFLICT,
+        _ => StatusCode::UNPROCESSABLE_ENTITY,
+    }
+}
+
 pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
     let loopback = args.addr.ip().is_loopback();
     if !loopback && !args.insecure {
@@ -201,7 +211,7 @@ async fn command(State(s): State<Arc<Served>>, Path(name): Path<String>, headers
     let args: serde_json::Value = if body.trim().is_empty() { serde_json::json!({}) } else { serde_json::from_str(&body).unwrap_or(serde_json::Value::Null) };
     match api::call(&s.engine, s.as_ref(), &name, args).await {
         Ok(v) => json_response(StatusCode::OK, &v),
-        Err(e) => json_response(if e.code == ErrorCode::Usage { StatusCode::BAD_REQUEST } else { StatusCode::UNPROCESSABLE_ENTITY }, &serde_json::to_value(&e).unwrap_or_default()),
+        Err(e) => json_response(status_of(e.code), &serde_json::to_value(&e).unwrap_or_default()),
     }
 }
 

@@ -205,3 +205,38 @@ fn which(name: &str) -> Option<std::path::PathBuf> {
         f.exists().then_some(f)
     })
 }
+
+/// Routines written from a browser: the same commands as the app's window, over HTTP — the form's
+/// check and create, the editor's read/check/save with its version, the folder picker, and "open
+/// in editor" answered in words (the file is on the server).
+#[test]
+fn routines_are_written_over_http() {
+    let th = TestHome::new();
+    let s = serve(&th);
+    let draft = serde_json::json!({ "name": "served", "command": "echo from the browser", "schedule": "0 9 * * *", "timezone": "UTC" });
+    let (code, check) = call(&s, "check_routine_draft", serde_json::json!({ "draft": draft }));
+    assert_eq!(code, 200, "{check}");
+    assert_eq!(check["problems"], serde_json::json!([]));
+    assert_eq!(check["preview"]["fires"].as_array().map(Vec::len), Some(5));
+    let (code, created) = call(&s, "create_routine", serde_json::json!({ "draft": draft, "runNow": true }));
+    assert_eq!(code, 200, "{created}");
+    assert_eq!(created["file"], "routines/served.yaml");
+    assert!(created["run_id"].is_string(), "{created}");
+    let (code, again) = call(&s, "create_routine", serde_json::json!({ "draft": draft }));
+    assert_eq!((code, again["code"].as_str()), (400, Some("routine_invalid")), "{again}");
+
+    let (_, source) = call(&s, "routine_source", serde_json::json!({ "name": "served" }));
+    let text = source["text"].as_str().unwrap().replace("from the browser", "edited");
+    let (code, saved) = call(&s, "save_routine_text", serde_json::json!({ "name": "served", "text": text, "version": source["version"] }));
+    assert_eq!(code, 200, "{saved}");
+    let (code, stale) = call(&s, "save_routine_text", serde_json::json!({ "name": "served", "text": text, "version": source["version"] }));
+    assert_eq!((code, stale["code"].as_str()), (409, Some("conflict")), "{stale}");
+    assert!(std::fs::read_to_string(th.path().join("routines/served.yaml")).unwrap().contains("echo edited"));
+
+    let (code, folders) = call(&s, "list_folders", serde_json::json!({ "path": th.path() }));
+    assert_eq!(code, 200, "{folders}");
+    assert!(folders["folders"].as_array().unwrap().iter().any(|f| f == "routines"), "{folders}");
+    let (code, opened) = call(&s, "open_routine_file", serde_json::json!({ "name": "served" }));
+    assert_eq!(code, 400);
+    assert!(opened["message"].as_str().unwrap().contains("the file is on the server"), "{opened}");
+}
