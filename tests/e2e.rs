@@ -7,7 +7,6 @@ mod common;
 
 use common::*;
 use fantoccini::Locator;
-use nightshift_testkit::dbus::NotificationBus;
 use std::process::Command;
 use std::time::Duration;
 
@@ -16,10 +15,9 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     if !gui_available() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let bus = NotificationBus::start(tmp.path(), "record");
-    let Some((driver, client)) = launch(&home, &bus.address).await else { return };
+    let scene = Scene::new();
+    let (home, bus) = (&scene.home, &scene.bus);
+    let Some((driver, client)) = scene.open(&[]).await else { return };
 
     let h1 = client.wait().at_most(Duration::from_secs(30)).for_element(Locator::Css("h1")).await.unwrap();
     assert_eq!(h1.text().await.unwrap(), "Nightshift");

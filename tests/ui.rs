@@ -11,7 +11,6 @@ mod common;
 
 use common::*;
 use fantoccini::{Client, Locator};
-use nightshift_testkit::dbus::NotificationBus;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -76,12 +75,11 @@ async fn the_web_ui_in_the_real_app() {
     if !gui_available() {
         return;
     }
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    write_home(&home);
+    let scene = Scene::new();
+    let home = &scene.home;
+    write_home(home);
     let _one = ONE_APP_AT_A_TIME.lock().await;
-    let bus = NotificationBus::start(tmp.path(), "record");
-    let Some((driver, c)) = launch(&home, &bus.address).await else { return };
+    let Some((driver, c)) = scene.open(&[]).await else { return };
 
     // --- Routines: every routine in words, with next fire; the invalid file with its position.
     let slow = text(&c, "#routines tr[data-routine='slow']").await;
@@ -237,10 +235,8 @@ async fn the_window_follows_a_dark_system_theme() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    let bus = NotificationBus::start(tmp.path(), "record");
-    let Some((driver, c)) = launch_with(&home, &bus.address, &[("GTK_THEME", "Adwaita:dark")]).await else { return };
+    let scene = Scene::new();
+    let Some((driver, c)) = scene.open(&[("GTK_THEME", "Adwaita:dark")]).await else { return };
     text(&c, "#routines tr[data-routine='hello']").await;
     let look = js(&c, "return { dark: matchMedia('(prefers-color-scheme: dark)').matches, bg: getComputedStyle(document.body).backgroundColor }").await;
     assert_eq!(look["dark"], json!(true), "{look}");
@@ -258,9 +254,9 @@ async fn a_damaged_database_is_shown_atop_the_window() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    let scene = Scene::new();
+    let home = &scene.home;
+    nightshift_core::Home::at(home).bootstrap().unwrap();
     let db = home.join("nightshift.db");
     drop(nightshift_core::store::Store::open(&db).unwrap());
     // Pages beyond the schema, checkpointed into the file; then one of them overwritten.
@@ -273,8 +269,7 @@ async fn a_damaged_database_is_shown_atop_the_window() {
     let pages = std::fs::metadata(&db).unwrap().len() / 4096;
     std::fs::OpenOptions::new().write(true).open(&db).unwrap().write_all_at(&[0xAB; 4096], (pages - 2) * 4096).unwrap();
 
-    let bus = NotificationBus::start(tmp.path(), "record");
-    let Some((driver, c)) = launch_with(&home, &bus.address, &[]).await else { return };
+    let Some((driver, c)) = scene.open(&[]).await else { return };
     let shown = until(&c, "the problem atop the window", "const p = document.getElementById('problems'); return p && !p.hidden && p.textContent.includes('is damaged') ? p.textContent : null", 20).await;
     let shown = shown.as_str().unwrap();
     assert!(shown.contains(&db.display().to_string()) && shown.contains("Move it aside"), "{shown}");
@@ -293,15 +288,14 @@ async fn the_run_detail_shows_its_webhook_deliveries() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    let scene = Scene::new();
+    let home = &scene.home;
+    nightshift_core::Home::at(home).bootstrap().unwrap();
     let team = nightshift_testkit::WebhookReceiver::start(vec![nightshift_testkit::Answer::Accept], None).await;
     let picky = nightshift_testkit::WebhookReceiver::start(vec![nightshift_testkit::Answer::Status(400)], None).await;
     std::fs::write(home.join("routines/hook.yaml"), "name: hook\nschedule: \"0 3 1 1 *\"\ncommand: echo posted\nnotify: never\nwebhooks: [team, picky]\n").unwrap();
     std::fs::write(home.join("nightshift.toml"), format!("[[webhooks]]\nname = \"team\"\nurl = \"{}\"\n[[webhooks]]\nname = \"picky\"\nurl = \"{}\"\n", team.url(), picky.url())).unwrap();
-    let bus = NotificationBus::start(tmp.path(), "record");
-    let Some((driver, c)) = launch(&home, &bus.address).await else { return };
+    let Some((driver, c)) = scene.open(&[]).await else { return };
     text(&c, "#routines tr[data-routine='hook']").await;
     let id = run_now_from_routines(&c, "hook").await;
     wait_status(&c, "completed", 20).await;

@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use fantoccini::{Client, Locator};
-use nightshift_testkit::dbus::{MenuEntry, NotificationBus, TrayHost};
+use nightshift_testkit::dbus::{MenuEntry, TrayHost};
 use std::time::Duration;
 use serde_json::json;
 use std::path::Path;
@@ -89,12 +89,11 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    write_home(&home);
-    let bus = NotificationBus::start(tmp.path(), "record");
-    let tray = TrayHost::start(tmp.path(), &bus.address);
-    let Some((driver, c)) = launch(&home, &bus.address).await else { return };
+    let scene = Scene::new();
+    let home = &scene.home;
+    write_home(home);
+    let tray = TrayHost::start(scene.tmp.path(), &scene.bus.address);
+    let Some((driver, c)) = scene.open(&[]).await else { return };
     text(&c, "#routines tr[data-routine='tidy']").await;
     tray.wait_for("the routines under Run now", Duration::from_secs(15), |m| run_now_menu(m).contains(&"tidy".to_string()));
 
@@ -252,11 +251,9 @@ async fn the_form_in_a_dark_theme() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().await;
-    let tmp = tempfile::tempdir().unwrap();
-    let home = tmp.path().join("home");
-    write_home(&home);
-    let bus = NotificationBus::start(tmp.path(), "record");
-    let Some((driver, c)) = launch_with(&home, &bus.address, &[("GTK_THEME", "Adwaita:dark")]).await else { return };
+    let scene = Scene::new();
+    write_home(&scene.home);
+    let Some((driver, c)) = scene.open(&[("GTK_THEME", "Adwaita:dark")]).await else { return };
     text(&c, "#routines tr[data-routine='tidy']").await;
     go(&c, "#/new").await;
     until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3 && document.getElementById('schedule-preview').textContent.includes('weekdays')", 10).await;

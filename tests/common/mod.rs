@@ -61,6 +61,29 @@ pub fn gui_available() -> bool {
     true
 }
 
+/// Where a window test starts: a home in a temporary directory (not created yet: the app's first
+/// launch creates it, or the test writes it first) and a private D-Bus session with the real
+/// notification server.
+pub struct Scene {
+    pub tmp: tempfile::TempDir,
+    pub home: PathBuf,
+    pub bus: nightshift_testkit::dbus::NotificationBus,
+}
+
+impl Scene {
+    pub fn new() -> Scene {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let bus = nightshift_testkit::dbus::NotificationBus::start(tmp.path(), "record");
+        Scene { tmp, home, bus }
+    }
+
+    /// The real app on this home and bus, through WebDriver (`env`: e.g. a GTK theme).
+    pub async fn open(&self, env: &[(&str, &str)]) -> Option<(Driver, Client)> {
+        launch_with(&self.home, &self.bus.address, env).await
+    }
+}
+
 /// Start tauri-driver (the app inherits its environment: the home and the private bus) and open
 /// a WebDriver session with the real app.
 pub async fn launch(home: &Path, bus_address: &str) -> Option<(Driver, Client)> {

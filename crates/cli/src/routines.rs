@@ -32,7 +32,7 @@ pub enum RoutinesCommand {
         count: usize,
     },
     /// Write a new routine file (routines/NAME.yaml), checked as the loader checks it.
-    New(NewArgs),
+    New(Box<NewArgs>),
     /// Edit a routine's file in $VISUAL/$EDITOR; it is checked before it replaces the file.
     Edit { name: String },
     /// Rename a routine: its file and its run history follow.
@@ -145,7 +145,7 @@ pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
         RoutinesCommand::List { json } => list(engine, json),
         RoutinesCommand::Validate { files } => validate(engine, files),
         RoutinesCommand::Next { json, count } => next(engine, json, count),
-        RoutinesCommand::New(args) => new(engine, args),
+        RoutinesCommand::New(args) => new(engine, *args),
         RoutinesCommand::Edit { name } => edit::edit(engine, &name),
         RoutinesCommand::Rename { name, new_name } => {
             let w = engine.rename_routine(&name, &new_name)?;

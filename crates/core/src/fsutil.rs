@@ -7,16 +7,8 @@ use std::path::Path;
 /// Write a file so a reader sees either the old or the new content, never half of it:
 /// write a sibling temp file, fsync it, rename over the target.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
+    let tmp = sibling_temp(path, "tmp")?;
+    let result = write_synced(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
     result.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         Error::io("write", path, &e)
@@ -28,14 +20,8 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// cannot both win. (Written to a temporary name, then hard-linked into place: `link` fails when
 /// the name exists.)
 pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.{}.new", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
+    let tmp = sibling_temp(path, "new")?;
+    let result = write_synced(&tmp, bytes).and_then(|()| {
         match std::fs::hard_link(&tmp, path) {
             // A file system without hard links (FAT, some network mounts): an exclusive create,
             // still never replacing a file (a reader may see it half-written for a moment).
@@ -46,7 +32,7 @@ pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             }
             linked => linked,
         }
-    })();
+    });
     let _ = std::fs::remove_file(&tmp);
     result.map_err(|e| {
         if e.kind() == std::io::ErrorKind::AlreadyExists {
@@ -55,6 +41,24 @@ pub fn write_new_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
             Error::io("write", path, &e)
         }
     })
+}
+
+/// A hidden temporary name beside `path` (same directory, so a rename or link is atomic), with
+/// the directory created. Unique per call (process id and the clock's nanoseconds), so two
+/// writers of one file — two requests, two processes — never share a half-written temp file.
+fn sibling_temp(path: &Path, kind: &str) -> Result<std::path::PathBuf> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
+    Ok(dir.join(format!(".{file_name}.{}.{nanos}.{kind}", std::process::id())))
+}
+
+/// Write `bytes` to a new file at `path` and flush them to the disk.
+fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut f = std::fs::File::create(path)?;
+    f.write_all(bytes)?;
+    f.sync_all()
 }
 
 /// Expand a leading `~` to the user's home directory.

@@ -260,3 +260,27 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(cases(1000))]
+
+    /// Whatever a user types into the form's prompt, command or description — quotes, colons,
+    /// `#`, leading spaces, blank lines, tabs, CRs, unicode — the file written reads back as exactly
+    /// that text (a prompt is never silently changed by YAML quoting).
+    #[test]
+    fn any_text_a_form_takes_reads_back_exactly(prompt in "[ -~\t\n\r✓é]{1,200}", command in "[ -~\n]{1,80}") {
+        use nightshift_core::routine::author::Draft;
+        use nightshift_core::routine::Action;
+        prop_assume!(!prompt.trim().is_empty() && !command.trim().is_empty());
+        let agent = Draft { name: "p".into(), agent: "claude".into(), prompt: prompt.clone(), description: prompt.clone(), schedule: "@daily".into(), ..Draft::default() };
+        let r = parse_routine(&agent.to_yaml(), Path::new("p.yaml"), "p.yaml").unwrap_or_else(|e| panic!("{:?}\n{}", e.errors, agent.to_yaml()));
+        prop_assert_eq!(r.description.as_deref(), Some(prompt.trim()));
+        match r.action {
+            Action::Agent { prompt: p, .. } => prop_assert_eq!(p, prompt),
+            other => prop_assert!(false, "{other:?}"),
+        }
+        let shell = Draft { name: "c".into(), command: command.clone(), schedule: "@daily".into(), ..Draft::default() };
+        let r = parse_routine(&shell.to_yaml(), Path::new("c.yaml"), "c.yaml").unwrap_or_else(|e| panic!("{:?}\n{}", e.errors, shell.to_yaml()));
+        prop_assert_eq!(r.action, Action::Command { command });
+    }
+}

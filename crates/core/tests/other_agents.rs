@@ -243,7 +243,7 @@ proptest! {
         let text = String::from_utf8_lossy(&success).into_owned();
         // Insert the notices after `turn.started`, before the turn completes.
         let at = text.find("{\"type\":\"turn.started\"}").map(|i| i + "{\"type\":\"turn.started\"}\n".len()).unwrap_or(0);
-        let stream = [text[..at].as_bytes(), &notice.repeat(n), text[at..].as_bytes()].concat();
+        let stream = [&text.as_bytes()[..at], &notice.repeat(n), &text.as_bytes()[at..]].concat();
         let o = classify_bytes(AgentKind::Codex, &stream, b"", Some(0));
         prop_assert_eq!(o.status(), RunStatus::Completed);
     }

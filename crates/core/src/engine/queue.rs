@@ -219,8 +219,14 @@ async fn pass(core: &Arc<Core>) -> usize {
     waiting
 }
 
+/// What a pass claimed: (run id, account) of each run to start, the routines it decided with, and
+/// how many of this engine's runs still wait.
+type Claimed = (Vec<(String, Option<String>)>, Arc<RoutineSet>, usize);
+/// An owner (pid, start time) and whether it is alive, as asked once per pass.
+type OwnerSeen = ((Option<u32>, Option<String>), bool);
+
 /// The blocking part of a pass: decide and claim in one transaction.
-fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>, usize)> {
+fn claim(core: &Core) -> Result<Claimed> {
     let (_, queued) = core.store.open_counts()?;
     if queued == 0 {
         return Ok((Vec::new(), Arc::default(), 0));
@@ -229,7 +235,7 @@ fn claim(core: &Core) -> Result<(Vec<(String, Option<String>)>, Arc<RoutineSet>,
     let set = core.catalog.by_name(&core.home, &core.settings, &core.store, || core.store.queued_routine_names())?.set;
     let me = (core.identity.0, core.identity.1.as_str());
     let mut own_waiting = 0;
-    let mut live_owner: Vec<((Option<u32>, Option<String>), bool)> = Vec::new();
+    let mut live_owner: Vec<OwnerSeen> = Vec::new();
     let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
         // Rows of owners that are gone do not hold lanes until an engine adopts them.
         let mut alive = |pid: Option<u32>, start: &Option<String>| -> bool {

@@ -230,11 +230,14 @@ struct Pass<'a> {
     device: &'a str,
     /// Rows that were final from the start (missed, skipped), to announce.
     finals: Vec<crate::run::RunRecord>,
-    next_slots: HashMap<String, Option<DateTime<Utc>>>,
+    next_slots: NextSlots,
 }
 
+/// Each routine's next slot as a pass computed it.
+type NextSlots = HashMap<String, Option<DateTime<Utc>>>;
+
 impl Pass<'_> {
-    fn run(mut self) -> Result<(TickReport, Vec<crate::run::RunRecord>, HashMap<String, Option<DateTime<Utc>>>)> {
+    fn run(mut self) -> Result<(TickReport, Vec<crate::run::RunRecord>, NextSlots)> {
         let core = self.core;
         let now = core.clock.now();
         let all_paused = core.store.global_paused()?;
