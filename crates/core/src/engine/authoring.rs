@@ -186,7 +186,13 @@ impl Engine {
         let file_name = Path::new(&source.path).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let id = format!("{}-{file_name}", now.format(STAMP));
         let target = trash.join(&id);
-        std::fs::rename(&source.path, &target).map_err(|e| Error::io("move to the trash", Path::new(&source.path), &e))?;
+        // Linked, then unlinked: an entry of the same name (this file removed, re-created and
+        // removed again within the second) is never replaced.
+        std::fs::hard_link(&source.path, &target).map_err(|e| match e.kind() {
+            std::io::ErrorKind::AlreadyExists => Error::new(ErrorCode::Conflict, format!("{file_name} was moved to the trash a moment ago too; try again in a second")),
+            _ => Error::io("move to the trash", Path::new(&source.path), &e),
+        })?;
+        std::fs::remove_file(&source.path).map_err(|e| Error::io("remove (a copy is in the trash)", Path::new(&source.path), &e))?;
         self.routines_written();
         tracing::info!(routine = %name, trash = %target.display(), "routine removed");
         Ok(Removed { id, name: name.to_string(), removed_at: crate::run::fmt_time(&now) })
