@@ -2,10 +2,14 @@
 //! RSS of all the app's processes (the app and its WebKit web/network processes) after the window
 //! was opened once and closed (target < 60 MB), against the window left open — what a hidden
 //! webview would keep alive. Also the time to reopen the window (a second launch asks the running
-//! app to show it). Needs an X display (Xvfb) and python3-xlib; run with
-//! `xvfb-run -a cargo bench -p nightshift --bench tray_idle`.
+//! app to show it), and the cold start to the tray icon: from starting `nightshift --minimized` on
+//! an existing home to its StatusNotifier item registering on the session bus (a real host,
+//! tests/support/status_notifier_host.py), median of 5. Needs an X display (Xvfb) and
+//! python3-xlib; run with `xvfb-run -a cargo bench -p nightshift --bench tray_idle`.
+//! `NIGHTSHIFT_APP_BIN=/path/to/nightshift` measures that binary instead of the bench build — the
+//! README's numbers are of the release build that goes into the packages (`scripts/package.sh`).
 
-use nightshift_testkit::dbus::NotificationBus;
+use nightshift_testkit::dbus::{NotificationBus, TrayHost};
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -16,7 +20,9 @@ fn main() {
     }
     let tmp = tempfile::tempdir().unwrap();
     let bus = NotificationBus::start(tmp.path(), "record");
-    let app_bin = env!("CARGO_BIN_EXE_nightshift");
+    let tray = TrayHost::start(tmp.path(), &bus.address);
+    let app_bin = std::env::var("NIGHTSHIFT_APP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_nightshift").to_string());
+    let app_bin = app_bin.as_str();
     let launch = |home: &std::path::Path| -> Command {
         let mut c = Command::new(app_bin);
         c.env("NIGHTSHIFT_HOME", home).env("DBUS_SESSION_BUS_ADDRESS", &bus.address).env("NO_AT_BRIDGE", "1").env("NIGHTSHIFT_LOG", "error");
@@ -59,6 +65,26 @@ fn main() {
     let reopen = t.elapsed();
     stop(tray_app);
 
+    // Cold start to the tray icon, on an existing home, started as at login (no window).
+    let home_c = tmp.path().join("c");
+    nightshift_core::Home::at(&home_c).bootstrap().unwrap();
+    let mut starts = Vec::new();
+    for _ in 0..5 {
+        let seen = tray.registrations().len();
+        let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+        let app = launch(&home_c).arg("--minimized").spawn().unwrap();
+        let start = Instant::now();
+        while tray.registrations().len() == seen {
+            assert!(start.elapsed() < Duration::from_secs(30), "the tray icon never registered");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        starts.push(((tray.registrations()[seen] - t0) * 1000.0) as u64);
+        stop(app);
+    }
+    starts.sort();
+
+    println!("{app_bin} ({} MB)", std::fs::metadata(app_bin).map(|m| m.len() / 1_000_000).unwrap_or(0));
+    println!("cold start to the tray icon: {} ms (median of 5; {:?})", starts[2], starts);
     println!("Tray app memory (RSS of the app and its WebKit processes), idle");
     println!("{:<44} {:>10}", "", "RSS");
     println!("{:<44} {:>7} MB", "baseline: window kept open", open_rss / 1024);

@@ -27,7 +27,23 @@ ensure_apt_packages() {
 # What building the Tauri app needs on Linux.
 BUILD_PACKAGES="libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev build-essential pkg-config file"
 # What the test suite's real services need: X server, D-Bus, keyring, WebDriver, screenshots.
-TEST_PACKAGES="xvfb xauth webkit2gtk-driver x11-utils imagemagick dbus dbus-x11 gnome-keyring libsecret-tools python3-dbus python3-gi python3-xlib chromium chromium-driver"
+TEST_PACKAGES="xvfb xauth webkit2gtk-driver x11-utils imagemagick dbus dbus-x11 gnome-keyring libsecret-tools python3-dbus python3-gi python3-xlib chromium chromium-driver libglib2.0-bin"
+
+# What checking the packages needs (scripts/package.sh builds them without these): the Debian and
+# RPM linters, and rpm to read an .rpm's contents.
+PACKAGE_CHECK_PACKAGES="lintian rpmlint rpm"
+
+# The tauri CLI (Tauri's own bundler), pinned in packaging/package.json: a prebuilt binary from npm.
+ensure_tauri_cli() {
+  command -v npm >/dev/null 2>&1 || ensure_apt_packages nodejs npm
+  want=$(sha256sum packaging/package-lock.json | cut -d' ' -f1)
+  have=$(cat packaging/node_modules/.nightshift-lock 2>/dev/null || true)
+  if [ "$want" != "$have" ]; then
+    (cd packaging && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" > packaging/node_modules/.nightshift-lock
+  fi
+  TAURI_CLI="$(pwd)/packaging/node_modules/.bin/tauri"
+}
 
 need_cargo() {
   if ! command -v cargo >/dev/null 2>&1; then

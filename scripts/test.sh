@@ -30,6 +30,13 @@ command -v tauri-driver >/dev/null 2>&1 || cargo install tauri-driver --locked -
 tauri-driver --help >/dev/null
 
 # Private services: each run gets its own session bus, keyring and X server, torn down at exit.
+echo "==> packages: release build, .deb and .rpm into dist/ (scripts/package.sh), and the same binaries as a higher version for the upgrade test"
+ensure_apt_packages $PACKAGE_CHECK_PACKAGES
+scripts/package.sh
+version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' tauri.conf.json)
+scripts/package.sh --rebundle "$(echo "$version" | awk -F. '{ printf "%d.%d.%d", $1, $2, $3 + 1 }')"
+export NIGHTSHIFT_PACKAGES="$ROOT/dist"
+
 RUNTIME=$(mktemp -d "${TMPDIR:-/tmp}/nightshift-test.XXXXXX")
 mkdir -p "$RUNTIME/xdg-data" "$RUNTIME/run" "$ROOT/tests/artifacts"
 chmod 700 "$RUNTIME/run"

@@ -83,6 +83,8 @@ pub fn run() {
         .plugin(tauri_plugin_opener::init())
         .on_window_event(|window, event| {
             if let tauri::WindowEvent::Destroyed = event {
+                #[cfg(target_os = "macos")]
+                let _ = window.app_handle().set_activation_policy(tauri::ActivationPolicy::Accessory);
                 rest_when_idle(window.app_handle());
             }
         })
@@ -113,6 +115,7 @@ pub fn run() {
             install_tray(app.handle())?;
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move { run_engine(handle, engine).await });
+            quit_on_sigterm(app.handle());
             // Started at login: straight to the tray. Otherwise the user launched it: show the window.
             if argv.iter().any(|a| a == MINIMIZED) {
                 release_when_idle(app.handle(), IDLE_AFTER_START);
@@ -315,6 +318,10 @@ fn release_when_idle<R: Runtime>(app: &AppHandle<R>, delay: std::time::Duration)
 
 /// Show the window, recreating it if it was closed (closing destroys it to free the webview).
 pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
+    // A menu-bar app on macOS (LSUIElement in packaging/macos/Info.plist): a Dock icon only while
+    // the window is open.
+    #[cfg(target_os = "macos")]
+    let _ = app.set_activation_policy(tauri::ActivationPolicy::Regular);
     if let Some(w) = app.get_webview_window("main") {
         let _ = w.show();
         let _ = w.unminimize();
@@ -335,6 +342,23 @@ pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
         .build();
     if let Err(e) = built {
         tracing::error!(error = %e, "could not open the window");
+    }
+}
+
+/// SIGTERM (a package upgrade or removal asking it to quit, a session ending, `kill`) quits like the
+/// tray's Quit without the question: runs keep going in their own process groups and the next start
+/// picks them up; the scheduler lock and the tray item are released on the way out.
+fn quit_on_sigterm<R: Runtime>(app: &AppHandle<R>) {
+    #[cfg(unix)]
+    {
+        let app = app.clone();
+        tauri::async_runtime::spawn(async move {
+            let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else { return };
+            if term.recv().await.is_some() {
+                tracing::info!("SIGTERM: quitting");
+                app.exit(0);
+            }
+        });
     }
 }
 

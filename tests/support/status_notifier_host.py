@@ -5,8 +5,11 @@ instead of falling back to an X11 tray, and writes the tray as the desktop sees 
 registered item with its menu (com.canonical.dbusmenu), as one JSON object per line, again each
 time the menu or the icon changes:
 
-    {"service": ":1.5", "path": "/org/ayatana/...", "title": "...", "tooltip": "...",
-     "menu": [{"label": "Run now", "children": [{"label": "hello"}, ...]}, ...]}
+    {"t": 1796040000.123, "service": ":1.5", "path": "/org/ayatana/...", "menu_path": "/MenuBar",
+     "title": "...", "menu": [{"id": 3, "label": "Run now", "children": [{"label": "hello"}, ...]}, ...]}
+
+("t": when it was read, seconds since the epoch; "id": the dbusmenu item id, for clicking an entry
+with com.canonical.dbusmenu.Event.)
 
     status_notifier_host.py OUT.jsonl
 
@@ -15,6 +18,7 @@ and python3-gi (/usr/bin/python3).
 """
 import json
 import sys
+import time
 
 import dbus
 import dbus.mainloop.glib
@@ -36,7 +40,7 @@ def entries(layout):
     """dbusmenu layout (id, props, children) → [{"label", "enabled", "children"}], separators left out."""
     out = []
     for child in layout[2]:
-        _id, props, _children = child
+        item_id, props, _children = child
         if props.get("type") == "separator":
             continue
         if not props.get("visible", True):
@@ -44,7 +48,7 @@ def entries(layout):
         # GTK mnemonics: "_Open" shows as "Open", "my__job" as "my_job".
         label = str(props.get("label", ""))
         label = label.replace("__", "\0").replace("_", "", 1).replace("\0", "_")
-        entry = {"label": label}
+        entry = {"id": int(item_id), "label": label}
         entry["enabled"] = bool(props.get("enabled", True))
         kids = entries(child)
         if kids:
@@ -65,6 +69,7 @@ class Watcher(dbus.service.Object):
         path = service if service.startswith("/") else "/StatusNotifierItem"
         name = sender if service.startswith("/") else service
         self.items.append((name, path))
+        write({"t": time.time(), "registered": f"{name}{path}"})
         self.StatusNotifierItemRegistered(f"{name}{path}")
         GLib.timeout_add(100, self.dump_later, name, path)
         for signal in ("NewIcon", "NewToolTip", "NewTitle", "NewStatus"):
@@ -106,12 +111,13 @@ class Watcher(dbus.service.Object):
         try:
             item = self.bus.get_object(name, path)
             props = item.GetAll(ITEM, dbus_interface=dbus.PROPERTIES_IFACE)
-            record = {"service": name, "path": path, "title": str(props.get("Title", "")), "status": str(props.get("Status", ""))}
+            record = {"t": time.time(), "service": name, "path": path, "title": str(props.get("Title", "")), "status": str(props.get("Status", ""))}
             tooltip = props.get("ToolTip")
             if tooltip is not None and len(tooltip) >= 4:
                 record["tooltip"] = f"{tooltip[2]} {tooltip[3]}".strip()
             menu_path = props.get("Menu")
             if menu_path:
+                record["menu_path"] = str(menu_path)
                 _rev, layout = self.bus.get_object(name, menu_path).GetLayout(0, -1, dbus.Array([], signature="s"), dbus_interface=MENU)
                 record["menu"] = entries(layout)
             write(record)

@@ -98,6 +98,9 @@ impl Drop for TrayHost {
 /// One entry of a tray menu: its label, whether it can be chosen, its submenu.
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct MenuEntry {
+    /// The dbusmenu item id ([`TrayHost::click`]).
+    #[serde(default)]
+    pub id: i32,
     pub label: String,
     #[serde(default)]
     pub enabled: bool,
@@ -114,6 +117,8 @@ impl TrayHost {
             .arg(script)
             .arg(&log)
             .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
+            // dbus-python logs items that went away (an app that quit) on stderr: kept beside the log.
+            .stderr(std::fs::File::create(dir.join("tray-host.stderr")).unwrap())
             .spawn()
             .expect("python3 with python3-dbus and python3-gi");
         let start = Instant::now();
@@ -124,11 +129,37 @@ impl TrayHost {
         TrayHost { host, log }
     }
 
+    /// The tray's item as last read (`None` before the app's item registered).
+    fn last(&self) -> Option<serde_json::Value> {
+        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
+        text.lines().rev().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|v| v.get("menu").is_some())
+    }
+
     /// The tray's menu as last read (`None` before the app's item registered).
     pub fn menu(&self) -> Option<Vec<MenuEntry>> {
+        serde_json::from_value(self.last()?["menu"].clone()).ok()
+    }
+
+    /// When each item registered with the host (seconds since the epoch), in order.
+    pub fn registrations(&self) -> Vec<f64> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let last = text.lines().rev().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|v| v.get("menu").is_some())?;
-        serde_json::from_value(last["menu"].clone()).ok()
+        text.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).filter(|v| v.get("registered").is_some()).filter_map(|v| v["t"].as_f64()).collect()
+    }
+
+    /// Click the top-level menu entry labelled `label`, as a panel does when the user picks it
+    /// (com.canonical.dbusmenu.Event "clicked", through `gdbus`).
+    pub fn click(&self, bus_address: &str, label: &str) {
+        let item = self.last().expect("the tray item registered");
+        let menu: Vec<MenuEntry> = serde_json::from_value(item["menu"].clone()).unwrap();
+        let entry = menu.iter().find(|e| e.label == label).unwrap_or_else(|| panic!("no {label:?} in the tray menu: {menu:?}"));
+        let status = Command::new("gdbus")
+            .args(["call", "--session", "--dest", item["service"].as_str().unwrap(), "--object-path", item["menu_path"].as_str().unwrap()])
+            .args(["--method", "com.canonical.dbusmenu.Event", &entry.id.to_string(), "clicked", "<int32 0>", "0"])
+            .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
+            .stdout(Stdio::null())
+            .status()
+            .expect("gdbus (apt: libglib2.0-bin)");
+        assert!(status.success(), "clicking {label:?} in the tray menu failed");
     }
 
     /// The labels of a submenu (e.g. "Run now"), as last read.
