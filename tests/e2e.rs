@@ -27,7 +27,7 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     // Run the example routine in the running app (a second launch hands it over).
     let status = Command::new(env!("CARGO_BIN_EXE_nightshift"))
         .args(["--run-now", "hello"])
-        .env("NIGHTSHIFT_HOME", &home)
+        .env("NIGHTSHIFT_HOME", home)
         .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
         .env("NO_AT_BRIDGE", "1")
         .status()
@@ -39,7 +39,7 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ hello · "), "{got:#?}");
 
     // "Open" on the notification shows that run in the window: its report as inert text.
-    let id = latest_run_id(&home);
+    let id = latest_run_id(home);
     client.execute("window.nightshiftUi.openRun(arguments[0])", vec![serde_json::json!(id)]).await.unwrap();
     let title = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("[data-view='run'] #run-title")).await.unwrap();
     assert_eq!(title.text().await.unwrap(), "hello completed");

@@ -104,6 +104,7 @@ fn start_from_desktop_entry(exec: &str, home: &Path, user: &Path, bus: &str) -> 
 /// index and the routine-name index) with one finished run.
 fn older_home(home: &Path) -> PathBuf {
     nightshift_core::Home::at(home).bootstrap().unwrap();
+    std::fs::write(home.join("routines/announced.yaml"), "schedule: \"0 3 1 1 *\"\ncommand: echo announced\nnotify: always\n").unwrap();
     let db = home.join("nightshift.db");
     drop(nightshift_core::store::Store::open(&db).unwrap());
     let conn = rusqlite::Connection::open(&db).unwrap();
@@ -193,9 +194,13 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     let old_rows: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT count(*) FROM runs WHERE id = 'old-run-0000000000000000'", [], |r| r.get(0)).unwrap();
     assert_eq!(old_rows, 1, "the older history is kept");
 
-    // --- The installed CLI runs a routine (the app schedules; a manual run from the CLI).
-    let out = run(Command::new("/usr/bin/nightshiftctl").args(["run", "hello", "--wait"]).env("NIGHTSHIFT_HOME", &home));
+    // --- The installed CLI runs a routine (the app schedules; a manual run from the CLI); its
+    // finish notification carries the packaged brand icon (not a path on the build machine).
+    let out = run(Command::new("/usr/bin/nightshiftctl").args(["run", "announced", "--wait", "--notify"]).env("NIGHTSHIFT_HOME", &home).env("DBUS_SESSION_BUS_ADDRESS", &bus.address));
     assert!(out.contains("completed"), "{out}");
+    let shown = bus.wait_for(1, Duration::from_secs(15));
+    let icon = shown.first().and_then(|n| n["icon"].as_str()).unwrap_or_default().to_string();
+    assert_eq!(icon, "/usr/share/icons/hicolor/256x256/apps/nightshift.png", "{shown:?}");
 
     // --- Start at login, chosen in the tray, points at the installed binary.
     tray.click(&bus.address, "Start at login");

@@ -130,7 +130,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     // Save: the file is written, the list shows it at once, it runs.
     click(&c, "#save-routine").await;
     until(&c, "the routines list", "return location.hash.startsWith('#/routines') && !!document.querySelector(\"#routines tr[data-routine='nightly-check']\")", 10).await;
-    assert_eq!(file(&home, "nightly-check.yaml"), "name: nightly-check\ncommand: echo made in the form\nschedule: 30 7 * * *\ntimezone: Europe/Berlin\n");
+    assert_eq!(file(home, "nightly-check.yaml"), "name: nightly-check\ncommand: echo made in the form\nschedule: 30 7 * * *\ntimezone: Europe/Berlin\n");
     assert!(text(&c, "#routines tr[data-routine='nightly-check']").await.contains("At 07:30, Europe/Berlin"));
     tray.wait_for("nightly-check under Run now", Duration::from_secs(5), |m| run_now_menu(m).contains(&"nightly-check".to_string()));
     click(&c, "#routines tr[data-routine='nightly-check'] button.primary").await;
@@ -156,7 +156,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     no_problems(&c).await;
     click(&c, "#save-routine").await;
     until(&c, "the agent routine listed", "return !!document.querySelector(\"#routines tr[data-routine='pr-notes']\")", 10).await;
-    let written = file(&home, "pr-notes.yaml");
+    let written = file(home, "pr-notes.yaml");
     for line in ["agent: claude\n", "account: work@acme.dev\n", "prompt: Summarise the open pull requests.\n", "mode: plan\n", "schedule: 0 9 * * 1-5\n"] {
         assert!(written.contains(line), "{line} in {written}");
     }
@@ -169,7 +169,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     no_problems(&c).await;
     click(&c, "#try-routine").await;
     until(&c, "the tried run completed", "const b = document.querySelector('#run-title .badge'); return location.hash.startsWith('#/run/') && b && b.classList.contains('badge-completed')", 20).await;
-    assert!(file(&home, "try-me.yaml").contains("enabled: false\n"), "{}", file(&home, "try-me.yaml"));
+    assert!(file(home, "try-me.yaml").contains("enabled: false\n"), "{}", file(home, "try-me.yaml"));
 
     // A taken name is refused on its field.
     go(&c, "#/new").await;
@@ -190,7 +190,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     until(&c, "Save enabled", "return !document.getElementById('edit-save').disabled", 10).await;
     click(&c, "#edit-save").await;
     until(&c, "saved", "return document.getElementById('edit-status').textContent.startsWith('Saved')", 10).await;
-    assert_eq!(file(&home, "tidy.yaml"), edited, "the comments are still there");
+    assert_eq!(file(home, "tidy.yaml"), edited, "the comments are still there");
 
     // A change on disk meanwhile (a sync): the save is refused with a clear choice.
     let theirs = edited.replace("at three", "three o'clock");
@@ -201,7 +201,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     click(&c, "#edit-save").await;
     let said = until(&c, "the conflict", "const b = document.getElementById('edit-conflict'); return !b.hidden && b.textContent", 10).await;
     assert!(said.as_str().unwrap().contains("routines/tidy.yaml changed on disk since you opened it"), "{said}");
-    assert_eq!(file(&home, "tidy.yaml"), theirs, "nothing was overwritten");
+    assert_eq!(file(home, "tidy.yaml"), theirs, "nothing was overwritten");
     click(&c, "#conflict-reload").await;
     until(&c, "their text loaded", &format!("return document.getElementById('routine-text').value === {}", json!(theirs)), 10).await;
     std::fs::write(home.join("routines/tidy.yaml"), &edited).unwrap();
@@ -211,14 +211,14 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     until(&c, "the conflict", "return !document.getElementById('edit-conflict').hidden", 10).await;
     click(&c, "#conflict-overwrite").await;
     until(&c, "saved", "return document.getElementById('edit-status').textContent.startsWith('Saved')", 10).await;
-    assert_eq!(file(&home, "tidy.yaml"), mine);
+    assert_eq!(file(home, "tidy.yaml"), mine);
 
     // --- Duplicate, rename (the history follows), remove and restore.
     go(&c, "#/routines").await;
     menu_action(&c, "nightly-check", "duplicate").await;
     click(&c, "#inline-confirm").await;
     until(&c, "the copy", "return !!document.querySelector(\"#routines tr[data-routine='nightly-check-copy']\")", 10).await;
-    assert!(file(&home, "nightly-check-copy.yaml").starts_with("name: nightly-check-copy\n"));
+    assert!(file(home, "nightly-check-copy.yaml").starts_with("name: nightly-check-copy\n"));
 
     menu_action(&c, "nightly-check", "rename").await;
     set(&c, "#new-name", "morning-check").await;

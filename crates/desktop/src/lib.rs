@@ -24,10 +24,19 @@ impl DesktopNotifier {
         DesktopNotifier { icon: icon.filter(|p| p.exists()), on_open }
     }
 
-    /// The brand notification icon shipped in the repository (`icons/notification.png`).
+    /// The brand notification icon: the one an installed package put beside the program
+    /// (`<prefix>/share/icons/hicolor/256x256/apps/nightshift.png` for `<prefix>/bin/…`), else the
+    /// PNG in the source tree this binary was built from (a development build).
     pub fn bundled_icon() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../icons/notification.png")
+        let exe = std::env::current_exe().ok();
+        installed_icon(exe.as_deref()).unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../icons/notification.png"))
     }
+}
+
+/// The packaged icon for a program at `exe` (`/usr/bin/nightshift` → `/usr/share/icons/…`), if any.
+fn installed_icon(exe: Option<&std::path::Path>) -> Option<PathBuf> {
+    let prefix = exe?.parent()?.parent()?;
+    Some(prefix.join("share/icons/hicolor/256x256/apps/nightshift.png")).filter(|p| p.is_file())
 }
 
 impl Notifier for DesktopNotifier {
@@ -62,5 +71,19 @@ impl Notifier for DesktopNotifier {
         #[cfg(not(all(unix, not(target_os = "macos"))))]
         let _ = handle;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_installed_program_uses_the_packaged_icon() {
+        let prefix = tempfile::tempdir().unwrap();
+        let icon = prefix.path().join("share/icons/hicolor/256x256/apps/nightshift.png");
+        std::fs::create_dir_all(icon.parent().unwrap()).unwrap();
+        assert_eq!(super::installed_icon(Some(&prefix.path().join("bin/nightshift"))), None, "no icon there yet");
+        std::fs::write(&icon, b"png").unwrap();
+        assert_eq!(super::installed_icon(Some(&prefix.path().join("bin/nightshift"))), Some(icon));
+        assert_eq!(super::installed_icon(None), None);
     }
 }
