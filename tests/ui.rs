@@ -96,6 +96,15 @@ async fn the_web_ui_in_the_real_app() {
     std::fs::write(artifacts().join("ui-timing.json"), timing.to_string()).unwrap();
     screenshot(&c, "ui-routines.png").await;
 
+    // --- Durations read the same in the window as on the CLI and in notifications (one format).
+    let samples = [0u64, 850, 42_400, 59_999, 60_000, 252_000, 3_599_999, 7_500_000];
+    let shown = c
+        .execute_async("const done = arguments[arguments.length - 1]; const ms = arguments[0]; import('./lib/format.js').then((m) => done(ms.map(m.duration)))", vec![json!(samples)])
+        .await
+        .unwrap();
+    let engine_words: Vec<String> = samples.iter().map(|ms| nightshift_core::view::duration(*ms)).collect();
+    assert_eq!(shown, json!(engine_words), "the window's durations differ from the engine's");
+
     // --- Keyboard: Tab reaches the views and Enter opens one; Esc closes the re-login panel.
     js(&c, "document.activeElement?.blur(); window.scrollTo(0, 0); return 1").await;
     let mut reached = false;

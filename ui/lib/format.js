@@ -33,11 +33,13 @@ export function ago(iso, now = Date.now()) {
   return relative.format(Math.round(s / 86400), "day");
 }
 
+/** The engine's one duration format (nightshift_core::view::duration): "850ms", "42s", "4m 12s",
+ * "2h 05m" — the window says what the CLI and the notifications say (a UI test compares them). */
 export function duration(ms) {
   if (ms === null || ms === undefined) return "—";
   const s = Math.floor(ms / 1000);
-  if (s < 1) return `${ms} ms`;
-  if (s < 60) return `${(ms / 1000).toFixed(1)} s`;
+  if (s < 1) return `${ms}ms`;
+  if (s < 60) return `${s}s`;
   if (s < 3600) return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s`;
   return `${Math.floor(s / 3600)}h ${String(Math.floor((s % 3600) / 60)).padStart(2, "0")}m`;
 }

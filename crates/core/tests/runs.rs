@@ -315,3 +315,20 @@ async fn a_long_stream_settles_from_its_tail() {
     assert_eq!(rec.status, RunStatus::Completed, "{rec:?}");
     assert_eq!(std::fs::read_to_string(rec.report_path.unwrap()).unwrap(), "## PR review\n\nAll 3 open PRs look good. No action needed.");
 }
+
+#[tokio::test]
+async fn a_stored_word_this_version_does_not_know_is_a_clear_error_not_a_default() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 * * * *\"\ncommand: echo hi\n");
+    let engine = engine(&th);
+    let rec = run(&engine, "hello").await;
+    let conn = rusqlite::Connection::open(th.path().join("nightshift.db")).unwrap();
+    conn.execute("UPDATE runs SET status = 'exploded' WHERE id = ?1", [&rec.id]).unwrap();
+    // Never shown as `failed` (the old silent default): the error names the column and the value.
+    let err = engine.run(&rec.id).unwrap_err();
+    assert!(err.message.contains("unknown status \"exploded\" in the run history"), "{}", err.message);
+    let query = nightshift_core::store::RunQuery { routine: None, status: None, cursor: None, limit: 10 };
+    assert!(engine.runs(&query).unwrap_err().message.contains("unknown status \"exploded\""));
+    conn.execute("UPDATE runs SET status = 'completed', trigger = 'telepathy' WHERE id = ?1", [&rec.id]).unwrap();
+    assert!(engine.run(&rec.id).unwrap_err().message.contains("unknown trigger \"telepathy\""));
+}

@@ -54,7 +54,7 @@ fn queued_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRow> {
     Ok(QueuedRow {
         id: r.get(0)?,
         routine: r.get(1)?,
-        trigger: Trigger::parse(&r.get::<_, String>(2)?).unwrap_or(Trigger::Manual),
+        trigger: super::decode(&r.get::<_, String>(2)?, "trigger", Trigger::parse)?,
         owner_pid: r.get(3)?,
         owner_start: r.get(4)?,
         message: r.get(5)?,
@@ -181,7 +181,7 @@ impl Store {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        Ok(row.map(|(id, s)| (id, RunStatus::parse(&s).unwrap_or(RunStatus::Queued))))
+        row.map(|(id, s)| Ok((id, super::decode(&s, "status", RunStatus::parse)?))).transpose()
     }
 
     /// Queued or running runs owned by an engine other than `me`.
