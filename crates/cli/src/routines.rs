@@ -271,7 +271,7 @@ fn validate(engine: &Engine, files: Vec<PathBuf>) -> Result<Outcome, Error> {
                 return Err(Error::new(ErrorCode::Usage, format!("{}: no such file", f.display())));
             }
         }
-        nightshift_core::routine::check_webhooks(load_files(engine.home(), &files), engine.settings(), engine.home())
+        nightshift_core::routine::check_webhooks(load_files(engine.home(), &files), &engine.settings(), engine.home())
     };
     let problems: Vec<String> = set.diagnostics().map(ToString::to_string).collect();
     for p in &problems {

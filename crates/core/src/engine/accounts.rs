@@ -24,11 +24,11 @@ pub(crate) enum AccountPlan {
 
 impl Core {
     pub(crate) fn accounts(&self) -> Vec<Account> {
-        accounts::accounts(&self.home, &self.settings)
+        accounts::accounts(&self.home, &self.settings())
     }
 
     pub(crate) fn credential(&self, account: &Account) -> Credential {
-        let cred = health::credential(account, &self.settings.keychain_service, &self.env);
+        let cred = health::credential(account, &self.settings().keychain_service, &self.env);
         if let Some(t) = &cred.token {
             self.redactor.register(t);
         }
@@ -148,7 +148,7 @@ pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outc
         (_, Some(Reason::RateLimited)) => (
             Verdict::RateLimited,
             format!("run {run_id} was rate limited: {message}"),
-            Some(outcome.resets_at.unwrap_or(now + Duration::minutes(core.settings.rate_limit_cooldown_mins as i64))),
+            Some(outcome.resets_at.unwrap_or(now + Duration::minutes(core.settings().rate_limit_cooldown_mins as i64))),
         ),
         _ => return,
     };
@@ -252,7 +252,7 @@ impl Engine {
             return Err(Error::new(ErrorCode::Usage, format!("the {} is empty (paste it on stdin; get one from {})", auth.secret_name, auth.secret_how)));
         }
         self.core.redactor.register(token);
-        keychain::set_token(&self.core.settings.keychain_service, &a, token).map_err(|e| Error::new(ErrorCode::Usage, e.0))?;
+        keychain::set_token(&self.core.settings().keychain_service, &a, token).map_err(|e| Error::new(ErrorCode::Usage, e.0))?;
         let now = self.core.clock.now();
         set_health(&self.core, &HealthRecord {
             account: a.email.clone(),
@@ -276,7 +276,7 @@ impl Engine {
     /// Remove an account from nightshift.toml and its setup token from the keychain.
     pub fn remove_account(&self, email: &str) -> Result<bool> {
         let a = self.account(email)?;
-        let removed = keychain::delete_token(&self.core.settings.keychain_service, &a).unwrap_or(false);
+        let removed = keychain::delete_token(&self.core.settings().keychain_service, &a).unwrap_or(false);
         accounts::remove_account(&self.core.home, email)?;
         Engine::emit(&self.core, EngineEvent::AccountsChanged);
         Ok(removed)

@@ -94,7 +94,7 @@ fn prepare(
         cwd: routine.cwd.clone(),
         run_dir: run_dir.to_path_buf(),
         timeout: Some(routine.timeout),
-        kill_grace: core.settings.kill_grace(),
+        kill_grace: core.settings().kill_grace(),
     })
 }
 
@@ -107,7 +107,7 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
     }
     let name = driver.program();
     if let Some(agent) = routine.agent() {
-        if let Some(configured) = core.settings.agent_path(agent.as_str()) {
+        if let Some(configured) = core.settings().agent_path(agent.as_str()) {
             return process::find_on_path(&configured.display().to_string(), path_var).ok_or_else(|| {
                 format!("{} (set as [agents.{}] path in nightshift.toml) is not an executable file", configured.display(), agent.as_str())
             });

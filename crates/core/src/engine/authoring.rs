@@ -57,7 +57,8 @@ impl Engine {
     fn with_author_context<T>(&self, f: impl FnOnce(&Context<'_>) -> T) -> T {
         let existing = self.core.routines();
         let accounts = self.core.accounts();
-        f(&Context { home: &self.core.home, settings: &self.core.settings, accounts: &accounts, existing: &existing, now: self.core.clock.now() })
+        let settings = self.core.settings();
+        f(&Context { home: &self.core.home, settings: &settings, accounts: &accounts, existing: &existing, now: self.core.clock.now() })
     }
 
     /// A form's draft checked: the YAML it makes, problems per field, the next fires.

@@ -21,7 +21,9 @@ type Fingerprint = Vec<(PathBuf, Option<SystemTime>, u64)>;
 
 #[derive(Default)]
 pub(crate) struct Catalog {
-    cached: Mutex<Option<(Fingerprint, Arc<RoutineSet>)>>,
+    /// With the settings it was read under (a webhook's name decides validity; `import_agents_cli`
+    /// adds a folder): new settings mean a new read.
+    cached: Mutex<Option<(Fingerprint, Arc<Settings>, Arc<RoutineSet>)>>,
     /// When the files were last compared with the cached set.
     checked: Mutex<Option<Instant>>,
     /// The by-name lookup's view of the files (file → the name it gives), reused for a second:
@@ -44,10 +46,10 @@ const RECENT: Duration = Duration::from_secs(1);
 
 impl Catalog {
     /// The routines as looked at within the last second (for hot paths).
-    pub(crate) fn recent(&self, home: &Home, settings: &Settings) -> Arc<RoutineSet> {
+    pub(crate) fn recent(&self, home: &Home, settings: &Arc<Settings>) -> Arc<RoutineSet> {
         let fresh_enough = self.checked.lock().unwrap_or_else(|e| e.into_inner()).is_some_and(|t| t.elapsed() < RECENT);
         if fresh_enough {
-            if let Some((_, set)) = self.cached.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            if let Some((_, _, set)) = self.cached.lock().unwrap_or_else(|e| e.into_inner()).as_ref().filter(|(_, used, _)| Arc::ptr_eq(used, settings)) {
                 return Arc::clone(set);
             }
         }
@@ -57,7 +59,7 @@ impl Catalog {
     /// The routines named by `wanted` (and every routine name, for "did you mean"): from the
     /// whole set when this process holds one (then `wanted` is never asked — a dispatch pass of the
     /// app or the daemon costs no query for it), else through the name index.
-    pub(crate) fn by_name(&self, home: &Home, settings: &Settings, store: &Store, wanted: impl FnOnce() -> crate::error::Result<Vec<String>>) -> crate::error::Result<Found> {
+    pub(crate) fn by_name(&self, home: &Home, settings: &Arc<Settings>, store: &Store, wanted: impl FnOnce() -> crate::error::Result<Vec<String>>) -> crate::error::Result<Found> {
         let holds_all = self.cached.lock().unwrap_or_else(|e| e.into_inner()).is_some();
         if holds_all {
             let set = self.recent(home, settings);
@@ -96,7 +98,7 @@ impl Catalog {
     }
 
     /// The routines now: the cached set while no file changed, else freshly read.
-    pub(crate) fn get(&self, home: &Home, settings: &Settings) -> Arc<RoutineSet> {
+    pub(crate) fn get(&self, home: &Home, settings: &Arc<Settings>) -> Arc<RoutineSet> {
         *self.checked.lock().unwrap_or_else(|e| e.into_inner()) = Some(Instant::now());
         let files = routine::routine_files(&routine::home_dirs(home, settings));
         let fingerprint: Fingerprint = files
@@ -107,13 +109,13 @@ impl Catalog {
             })
             .collect();
         let mut cached = self.cached.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((seen, set)) = cached.as_ref() {
-            if *seen == fingerprint {
+        if let Some((seen, used, set)) = cached.as_ref() {
+            if *seen == fingerprint && Arc::ptr_eq(used, settings) {
                 return Arc::clone(set);
             }
         }
         let set = Arc::new(routine::check_webhooks(routine::load_files(home, &files), settings, home));
-        *cached = Some((fingerprint, Arc::clone(&set)));
+        *cached = Some((fingerprint, Arc::clone(settings), Arc::clone(&set)));
         release_parse_garbage();
         set
     }

@@ -71,7 +71,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     // so in words to whoever waits and keep trying in the background (the row stays open; if this
     // process ends first, recovery settles it from the run's files — its exit code is kept there).
     // What the run owes: its finish notification and its webhooks (none for a missed slot).
-    let mut outbox: Vec<String> = crate::webhook::channels_for(settlement.status, Some(&run.routine), &core.settings);
+    let mut outbox: Vec<String> = crate::webhook::channels_for(settlement.status, Some(&run.routine), &core.settings());
     if !matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) {
         outbox.insert(0, outbox::NOTIFY.to_string());
     }
@@ -269,7 +269,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
 /// After N failed runs in a row (setting `auto_pause_after`, 0 = never) pause the routine, with
 /// the reason the user will see, and tell the faces.
 fn auto_pause(core: &Arc<Core>, record: &RunRecord) {
-    let limit = core.settings.auto_pause_after;
+    let limit = core.settings().auto_pause_after;
     if limit == 0 || !matches!(record.status, RunStatus::Failed | RunStatus::TimedOut) {
         return;
     }

@@ -19,6 +19,7 @@ mod driver;
 mod finalize;
 mod held;
 pub mod lanes;
+mod live_settings;
 mod lock;
 mod queue;
 mod recovery;
@@ -83,7 +84,8 @@ pub struct Engine {
 /// Shared state of one engine.
 pub(crate) struct Core {
     pub home: Home,
-    pub settings: Settings,
+    /// `nightshift.toml`, re-read when it changes: use [`Core::settings`].
+    pub live_settings: live_settings::LiveSettings,
     pub store: Arc<Store>,
     pub clock: Arc<dyn Clock>,
     pub env: Vec<(String, String)>,
@@ -133,7 +135,23 @@ impl Core {
 
     /// The routines now (files are the source of truth; re-read when one changed).
     pub(crate) fn routines(&self) -> Arc<RoutineSet> {
-        self.catalog.get(&self.home, &self.settings)
+        self.catalog.get(&self.home, &self.settings())
+    }
+
+    /// The settings now (`nightshift.toml` is read again when it changed). A change is announced
+    /// to the faces (accounts, routines — a webhook's name decides whether a routine is valid) and
+    /// wakes the webhook deliverers (a new webhook gets one).
+    pub(crate) fn settings(&self) -> Arc<Settings> {
+        let (settings, changed) = self.live_settings.get(&self.problems);
+        if changed {
+            for event in [EngineEvent::AccountsChanged, EngineEvent::RoutinesChanged] {
+                let _ = self.events.send(event);
+            }
+            if let Some(kick) = self.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+                kick.notify_waiters();
+            }
+        }
+        settings
     }
 }
 
@@ -148,13 +166,13 @@ fn hostname() -> String {
 impl Engine {
     /// Open the engine on a home: read settings, open (and migrate) the database.
     pub fn open(opts: EngineOptions) -> Result<Engine> {
-        let settings = Settings::load(&opts.home.settings_path())?;
+        let live_settings = live_settings::LiveSettings::open(opts.home.settings_path())?;
         let store = Arc::new(Store::open(&opts.home.db_path())?);
         let (events, _) = tokio::sync::broadcast::channel(1024);
         Ok(Engine {
             core: Arc::new(Core {
                 home: opts.home,
-                settings,
+                live_settings,
                 store,
                 clock: opts.clock,
                 env: opts.env,
@@ -182,8 +200,9 @@ impl Engine {
     pub fn home(&self) -> &Home {
         &self.core.home
     }
-    pub fn settings(&self) -> &Settings {
-        &self.core.settings
+    /// The settings now (read again when `nightshift.toml` changed).
+    pub fn settings(&self) -> Arc<Settings> {
+        self.core.settings()
     }
     /// The store itself — for tests that arrange rows an engine would have left (the faces go
     /// through the methods below; a normal build has no `store()` at all).
@@ -321,10 +340,11 @@ impl Engine {
 
     /// Store a webhook's signing secret in the OS keychain.
     pub fn set_webhook_secret(&self, name: &str, secret: &str) -> Result<()> {
-        if self.core.settings.webhook(name).is_none() {
+        let settings = self.core.settings();
+        if settings.webhook(name).is_none() {
             return Err(Error::new(ErrorCode::Usage, format!("no webhook named \"{name}\" in {}", self.core.home.settings_path().display())));
         }
-        crate::accounts::keychain::set_secret(&self.core.settings.keychain_service, &crate::webhook::secret_key(name), secret, &format!("or set {}", webhooks::secret_env_var(name)))
+        crate::accounts::keychain::set_secret(&settings.keychain_service, &crate::webhook::secret_key(name), secret, &format!("or set {}", webhooks::secret_env_var(name)))
             .map_err(|e| Error::new(ErrorCode::Io, e.0))
     }
 
@@ -342,7 +362,7 @@ impl Engine {
     /// A routine by name, or an error that says what is wrong with it or what exists instead.
     pub fn routine(&self, name: &str) -> Result<Routine> {
         let core = &self.core;
-        let found = core.catalog.by_name(&core.home, &core.settings, &core.store, || Ok(vec![name.to_string()]))?;
+        let found = core.catalog.by_name(&core.home, &core.settings(), &core.store, || Ok(vec![name.to_string()]))?;
         let set = found.set;
         if let Some(r) = set.get(name) {
             return Ok(r.clone());
@@ -411,6 +431,8 @@ impl Engine {
     /// file system each time, so it clears once space is freed), a damaged database, runs that
     /// ended but could not be recorded yet.
     pub fn problems(&self) -> Vec<String> {
+        // A look at nightshift.toml first: a broken edit is one of the problems.
+        let _ = self.core.settings();
         let mut out: Vec<String> = crate::fsutil::storage_trouble(self.core.home.data_dir()).into_iter().collect();
         out.extend(self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).values().cloned());
         out
@@ -429,7 +451,7 @@ impl Engine {
 
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
     pub fn device_name(&self) -> String {
-        self.core.settings.device_name.clone().unwrap_or_else(hostname)
+        self.core.settings().device_name.clone().unwrap_or_else(hostname)
     }
 
     /// Pause or resume all scheduling (stored per machine; manual runs still work).

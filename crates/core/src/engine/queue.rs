@@ -200,7 +200,7 @@ async fn pass(core: &Arc<Core>) -> usize {
         // Queued after the names were read: look it up before calling it gone.
         let set = match set.get(&rec.routine) {
             Some(_) => Arc::clone(&set),
-            None => core.catalog.by_name(&core.home, &core.settings, &core.store, || Ok(vec![rec.routine.clone()])).map(|f| f.set).unwrap_or_else(|_| Arc::clone(&set)),
+            None => core.catalog.by_name(&core.home, &core.settings(), &core.store, || Ok(vec![rec.routine.clone()])).map(|f| f.set).unwrap_or_else(|_| Arc::clone(&set)),
         };
         match set.get(&rec.routine) {
             Some(routine) => driver::start(core, rec, routine.clone(), account).await,
@@ -232,7 +232,7 @@ fn claim(core: &Core) -> Result<Claimed> {
         return Ok((Vec::new(), Arc::default(), 0));
     }
     // Only the routines that have queued runs (a one-shot CLI parses those files, not all).
-    let set = core.catalog.by_name(&core.home, &core.settings, &core.store, || core.store.queued_routine_names())?.set;
+    let set = core.catalog.by_name(&core.home, &core.settings(), &core.store, || core.store.queued_routine_names())?.set;
     let me = (core.identity.0, core.identity.1.as_str());
     let mut own_waiting = 0;
     let mut live_owner: Vec<OwnerSeen> = Vec::new();
@@ -258,7 +258,7 @@ fn claim(core: &Core) -> Result<Claimed> {
             })
             .collect();
         let busy: Vec<Busy> = running.iter().map(|r| Busy { routine: r.routine.clone(), account: r.account.clone() }).collect();
-        let decision = lanes::decide(&waiting, &busy, core.settings.max_parallel);
+        let decision = lanes::decide(&waiting, &busy, core.settings().max_parallel);
         let by_id: std::collections::HashMap<&str, &crate::store::QueuedRow> = eligible.iter().map(|q| (q.id.as_str(), *q)).collect();
         let mine = |q: &crate::store::QueuedRow| q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1);
         own_waiting = decision.notes.iter().filter(|(id, _)| by_id.get(id.as_str()).is_some_and(|q| mine(q))).count();

@@ -175,11 +175,11 @@ async fn watch_orphan(core: &Arc<Core>, run: &LiveRun, pid: u32, start: Option<S
         tokio::select! {
             _ = tokio::time::sleep(ADOPT_POLL) => {}
             _ = tokio::time::sleep_until(deadline) => {
-                process::terminate_group(pid, core.settings.kill_grace()).await;
+                process::terminate_group(pid, core.settings().kill_grace()).await;
                 return Ending::TimedOut;
             }
             _ = cancel.notified() => {
-                process::terminate_group(pid, core.settings.kill_grace()).await;
+                process::terminate_group(pid, core.settings().kill_grace()).await;
                 return Ending::Cancelled;
             }
         }

@@ -142,6 +142,8 @@ impl Scheduler {
     pub async fn run(self: Arc<Self>, shutdown: Arc<Notify>) {
         let (tx, mut changes) = tokio::sync::mpsc::channel::<()>(16);
         let _watcher = watch_routines(&self.engine.home().routines_dir(), tx);
+        let (settings_tx, mut settings_changes) = tokio::sync::mpsc::channel::<()>(16);
+        let _settings_watcher = watch_settings(&self.engine.home().settings_path(), settings_tx);
         let (wake_tx, mut wakes) = tokio::sync::mpsc::channel::<()>(16);
         // Another process queued or settled a run; an account's login file changed.
         let logins = self.engine.accounts().iter().map(|a| a.config_dir.join(a.auth().login_file)).collect();
@@ -169,6 +171,15 @@ impl Scheduler {
                 Some(()) = changes.recv() => {
                     tokio::time::sleep(DEBOUNCE).await;
                     while changes.try_recv().is_ok() {}
+                    self.reload();
+                }
+                // nightshift.toml changed: read it now (not within a second), then the routines
+                // under it (a webhook's name decides whether a routine is valid).
+                Some(()) = settings_changes.recv() => {
+                    tokio::time::sleep(DEBOUNCE).await;
+                    while settings_changes.try_recv().is_ok() {}
+                    self.core().live_settings.forget();
+                    let _ = self.core().settings();
                     self.reload();
                 }
                 // Another process queued or settled a run, a login changed, an account works again.
@@ -357,20 +368,31 @@ fn local(r: &Routine, t: DateTime<Utc>) -> String {
 
 /// Watch the routines directory; each change sends a nudge (the loop debounces and reloads).
 fn watch_routines(dir: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    watch_files(dir, "routine files", routine::is_routine_path, tx)
+}
+
+/// `nightshift.toml` (its folder, for the file itself being replaced by an editor's rename).
+fn watch_settings(file: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    let name = file.file_name()?.to_owned();
+    watch_files(file.parent()?, "nightshift.toml", move |p| p.file_name() == Some(name.as_os_str()), tx)
+}
+
+/// Tell `tx` when a file in `dir` for which `wanted` holds changes.
+fn watch_files(dir: &std::path::Path, what: &str, wanted: impl Fn(&std::path::Path) -> bool + Send + 'static, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
     let _ = std::fs::create_dir_all(dir);
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
-            if ev.paths.iter().any(|p| routine::is_routine_path(p)) {
+            if ev.paths.iter().any(|p| wanted(p)) {
                 let _ = tx.try_send(());
             }
         }
     })
-    .map_err(|e| tracing::warn!(error = %e, "cannot watch routine files; changes need a restart"))
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch {what}; changes need a restart"))
     .ok()?;
     watcher
         .watch(dir, notify::RecursiveMode::NonRecursive)
-        .map_err(|e| tracing::warn!(error = %e, dir = %dir.display(), "cannot watch routine files; changes need a restart"))
+        .map_err(|e| tracing::warn!(error = %e, dir = %dir.display(), "cannot watch {what}; changes need a restart"))
         .ok()?;
     Some(watcher)
 }

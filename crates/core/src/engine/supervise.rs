@@ -150,7 +150,7 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
     };
     if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
         let child = &mut proc.child;
-        process::terminate_group_reaping(pgid, core.settings.kill_grace(), || {
+        process::terminate_group_reaping(pgid, core.settings().kill_grace(), || {
             let _ = child.try_wait();
         })
         .await;

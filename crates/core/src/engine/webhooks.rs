@@ -36,11 +36,10 @@ const LONGEST_WAIT: Duration = Duration::from_secs(300);
 /// A `Retry-After` longer than this is cut to it.
 const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
-/// Start one deliverer per configured webhook. Call once, inside a runtime.
+/// Start one deliverer per configured webhook, and one for each webhook added to
+/// `nightshift.toml` later (looked for whenever the deliverers are woken, and every minute). Call
+/// once, inside a runtime.
 pub(crate) fn start(core: &Arc<Core>) {
-    if core.settings.webhooks.is_empty() {
-        return;
-    }
     let kick = Arc::new(tokio::sync::Notify::new());
     {
         let k = Arc::clone(&kick);
@@ -49,25 +48,43 @@ pub(crate) fn start(core: &Arc<Core>) {
         *held = watcher;
     }
     *core.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&kick));
-    for hook in &core.settings.webhooks {
-        let (core, kick, channel) = (Arc::clone(core), Arc::clone(&kick), webhook::channel(&hook.name));
-        tokio::spawn(async move {
-            let agent = webhook::agent();
-            loop {
-                let notified = kick.notified();
-                match pass(&core, &agent, &channel).await {
-                    Some(next) => {
-                        let wait = (next - Utc::now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
-                        tokio::select! {
-                            _ = notified => {}
-                            _ = tokio::time::sleep(wait) => {}
-                        }
-                    }
-                    None => notified.await,
+    let core = Arc::clone(core);
+    tokio::spawn(async move {
+        let mut started = std::collections::HashSet::new();
+        loop {
+            let notified = kick.notified();
+            for hook in &core.settings().webhooks {
+                if started.insert(hook.name.clone()) {
+                    deliverer(&core, &kick, webhook::channel(&hook.name));
                 }
             }
-        });
-    }
+            tokio::select! {
+                _ = notified => {}
+                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
+            }
+        }
+    });
+}
+
+/// One webhook's deliverer: sends what is due, then sleeps until the next retry or a wake-up.
+fn deliverer(core: &Arc<Core>, kick: &Arc<tokio::sync::Notify>, channel: String) {
+    let (core, kick) = (Arc::clone(core), Arc::clone(kick));
+    tokio::spawn(async move {
+        let agent = webhook::agent();
+        loop {
+            let notified = kick.notified();
+            match pass(&core, &agent, &channel).await {
+                Some(next) => {
+                    let wait = (next - Utc::now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
+                    tokio::select! {
+                        _ = notified => {}
+                        _ = tokio::time::sleep(wait) => {}
+                    }
+                }
+                None => notified.await,
+            }
+        }
+    });
 }
 
 /// Deliver what is due now, for at most `limit` (a `run --wait` before it exits; the rest stays
@@ -75,7 +92,7 @@ pub(crate) fn start(core: &Arc<Core>) {
 pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
     let agent = webhook::agent();
     let all = async {
-        for hook in &core.settings.webhooks {
+        for hook in &core.settings().webhooks {
             pass(core, &agent, &webhook::channel(&hook.name)).await;
         }
     };
@@ -112,7 +129,7 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &str) -> Option<ch
 /// One try of one entry, and its record.
 fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
     let name = entry.channel.trim_start_matches(webhook::CHANNEL_PREFIX);
-    let outcome = match (core.settings.webhook(name), core.store.get_run(&entry.run_id)) {
+    let outcome = match (core.settings().webhook(name), core.store.get_run(&entry.run_id)) {
         (None, _) => Err(Failure::Refused(format!("no webhook named \"{name}\" in nightshift.toml any more"))),
         (_, Err(_)) => Err(Failure::Refused("the run no longer exists".into())),
         (Some(hook), Ok(run)) => {
@@ -190,7 +207,7 @@ fn secret(core: &Core, name: &str) -> Option<String> {
     if let Some((_, v)) = core.env.iter().find(|(k, _)| *k == var) {
         return Some(v.clone());
     }
-    match crate::accounts::keychain::get_secret(&core.settings.keychain_service, &webhook::secret_key(name), &format!("or set {var}")) {
+    match crate::accounts::keychain::get_secret(&core.settings().keychain_service, &webhook::secret_key(name), &format!("or set {var}")) {
         Ok(secret) => secret,
         Err(e) => {
             tracing::warn!(webhook = name, "{e}; sending unsigned");
@@ -211,7 +228,7 @@ fn masked(core: &Core, mut run: RunRecord) -> RunRecord {
 }
 
 fn device(core: &Core) -> String {
-    core.settings.device_name.clone().unwrap_or_else(super::hostname)
+    core.settings().device_name.clone().unwrap_or_else(super::hostname)
 }
 
 #[cfg(test)]
