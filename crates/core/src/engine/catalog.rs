@@ -18,12 +18,14 @@ use std::time::{Duration, Instant, SystemTime};
 
 /// (file, modified, length) of every routine file: what the cached set was read from.
 type Fingerprint = Vec<(PathBuf, Option<SystemTime>, u64)>;
+/// The set, with the files and the settings it was read from.
+type Cached = (Fingerprint, Arc<Settings>, Arc<RoutineSet>);
 
 #[derive(Default)]
 pub(crate) struct Catalog {
     /// With the settings it was read under (a webhook's name decides validity; `import_agents_cli`
     /// adds a folder): new settings mean a new read.
-    cached: Mutex<Option<(Fingerprint, Arc<Settings>, Arc<RoutineSet>)>>,
+    cached: Mutex<Option<Cached>>,
     /// When the files were last compared with the cached set.
     checked: Mutex<Option<Instant>>,
     /// The by-name lookup's view of the files (file → the name it gives), reused for a second:
