@@ -332,3 +332,15 @@ async fn a_stored_word_this_version_does_not_know_is_a_clear_error_not_a_default
     conn.execute("UPDATE runs SET status = 'completed', trigger = 'telepathy' WHERE id = ?1", [&rec.id]).unwrap();
     assert!(engine.run(&rec.id).unwrap_err().message.contains("unknown trigger \"telepathy\""));
 }
+
+#[tokio::test]
+async fn a_run_lives_in_its_routines_time_zone() {
+    let th = TestHome::new();
+    th.routine("tokyo", "schedule: \"0 9 * * *\"\ntimezone: Asia/Tokyo\ncommand: \"echo $TZ; date +%Z\"\n");
+    th.routine("mine", "schedule: \"0 9 * * *\"\ntimezone: Asia/Tokyo\nenv: { TZ: UTC }\ncommand: \"date +%Z\"\n");
+    let engine = engine(&th);
+    let rec = run(&engine, "tokyo").await;
+    assert_eq!(std::fs::read_to_string(rec.report_path.unwrap()).unwrap(), "Asia/Tokyo\nJST");
+    let rec = run(&engine, "mine").await;
+    assert_eq!(std::fs::read_to_string(rec.report_path.unwrap()).unwrap(), "UTC", "the routine's own env wins");
+}

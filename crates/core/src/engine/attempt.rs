@@ -70,6 +70,9 @@ fn prepare(
         ("NIGHTSHIFT_RUN_ID", id.to_string()),
         ("NIGHTSHIFT_ROUTINE", routine.name.clone()),
         ("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()),
+        // `date` inside a run agrees with its schedule: the routine's zone (its own `env: TZ`
+        // still wins).
+        ("TZ", routine.timezone.name().to_string()),
     ];
     if let Some((account, cred)) = account {
         if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
