@@ -356,6 +356,28 @@ async fn the_running_loop_notices_file_changes_by_itself() {
     tokio::time::timeout(std::time::Duration::from_secs(5), task).await.expect("the loop stops on shutdown").unwrap();
 }
 
+/// nightshift.toml edited while the loop runs: the scheduler's own routines follow at once (here a
+/// routine naming a webhook that the edit adds becomes valid, so it will fire).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_running_loop_notices_a_settings_edit_by_itself() {
+    let th = TestHome::new();
+    th.routine("posted", "schedule: \"0 * * * *\"\ncommand: \"true\"\nwebhooks: [team]\n");
+    let r = rig_with(th, at("2026-11-30T10:00:00Z"), "");
+    assert!(r.sched.routines().get("posted").is_none(), "invalid while no webhook is named team");
+    let shutdown = Arc::new(tokio::sync::Notify::new());
+    let task = tokio::spawn(r.sched.clone().run(shutdown.clone()));
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    std::fs::write(r.th.path().join("nightshift.toml"), "kill_grace_secs = 1\n[[webhooks]]\nname = \"team\"\nurl = \"http://127.0.0.1:9/\"\n").unwrap();
+    let start = std::time::Instant::now();
+    while r.sched.routines().get("posted").is_none() {
+        // Well before the 30 s slice: the loop watches the file.
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "the scheduler never saw the settings edit");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    shutdown.notify_one();
+    tokio::time::timeout(std::time::Duration::from_secs(5), task).await.expect("the loop stops on shutdown").unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
     let th = TestHome::new();

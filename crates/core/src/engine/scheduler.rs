@@ -145,11 +145,16 @@ impl Scheduler {
         let (settings_tx, mut settings_changes) = tokio::sync::mpsc::channel::<()>(16);
         let _settings_watcher = watch_settings(&self.engine.home().settings_path(), settings_tx);
         let (wake_tx, mut wakes) = tokio::sync::mpsc::channel::<()>(16);
-        // Another process queued or settled a run; an account's login file changed.
-        let logins = self.engine.accounts().iter().map(|a| a.config_dir.join(a.auth().login_file)).collect();
-        let _wake_watcher = super::signal::watch_wake_file(self.core(), logins, move || {
-            let _ = wake_tx.try_send(());
-        });
+        // Another process queued or settled a run; an account's login file changed (the accounts
+        // as the settings say now: watched again when they change).
+        let watch_wakes = || {
+            let (engine, tx) = (&self.engine, wake_tx.clone());
+            let logins = engine.accounts().iter().map(|a| a.config_dir.join(a.auth().login_file)).collect();
+            super::signal::watch_wake_file(self.core(), logins, move || {
+                let _ = tx.try_send(());
+            })
+        };
+        let mut _wake_watcher = watch_wakes();
         Engine::emit_state(self.core());
         loop {
             if let Err(e) = self.tick().await {
@@ -181,6 +186,7 @@ impl Scheduler {
                     self.core().live_settings.forget();
                     let _ = self.core().settings();
                     self.reload();
+                    _wake_watcher = watch_wakes();
                 }
                 // Another process queued or settled a run, a login changed, an account works again.
                 Some(()) = wakes.recv() => {
