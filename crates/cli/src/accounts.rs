@@ -74,7 +74,7 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
                         println!("  fix: {fix}");
                     }
                     for past in engine.account_history(&h.account, 5)? {
-                        println!("  {}  {:<12} {}", format::local(&past.at), past.verdict, past.evidence);
+                        println!("  {}  {:<12} {}", format::local(&past.at), past.verdict.as_str(), past.evidence);
                     }
                 }
             }

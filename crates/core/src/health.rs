@@ -33,6 +33,22 @@ pub enum Verdict {
 }
 
 impl Verdict {
+    const ALL: [Verdict; 8] = [
+        Verdict::Live,
+        Verdict::Ok,
+        Verdict::Expiring,
+        Verdict::Expired,
+        Verdict::Revoked,
+        Verdict::RateLimited,
+        Verdict::Unconfigured,
+        Verdict::Unknown,
+    ];
+
+    /// The verdict stored as `s` (its `as_str`).
+    pub fn parse(s: &str) -> Option<Verdict> {
+        Verdict::ALL.into_iter().find(|v| v.as_str() == s)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Live => "live",
@@ -175,7 +191,7 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
         secret_how: account.auth().secret_how,
     };
     // A run refused this account: revoked, until a new credential appears.
-    if let Some(r) = record.filter(|r| r.verdict == Verdict::Revoked.as_str()) {
+    if let Some(r) = record.filter(|r| r.verdict == Verdict::Revoked) {
         let relogged = cred.source == CredentialSource::AgentLogin && cred.login_changed_at.is_some_and(|t| t > r.at);
         if !relogged {
             h.verdict = Verdict::Revoked;
@@ -185,7 +201,7 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
             return h;
         }
     }
-    if let Some(r) = record.filter(|r| r.verdict == Verdict::RateLimited.as_str()) {
+    if let Some(r) = record.filter(|r| r.verdict == Verdict::RateLimited) {
         let until = r.resets_at.unwrap_or(r.at);
         if until > now {
             h.verdict = Verdict::RateLimited;
@@ -236,7 +252,7 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
             }
         }
     }
-    if let Some(r) = record.filter(|r| r.verdict == Verdict::Live.as_str()) {
+    if let Some(r) = record.filter(|r| r.verdict == Verdict::Live) {
         if h.verdict == Verdict::Ok {
             h.verdict = Verdict::Live;
         }

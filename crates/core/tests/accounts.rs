@@ -31,7 +31,7 @@ fn login(expires_in_h: Option<i64>, refresh: bool, now: DateTime<Utc>) -> Creden
 }
 
 fn record(verdict: &str, at: DateTime<Utc>, resets: Option<DateTime<Utc>>) -> HealthRecord {
-    HealthRecord { account: "me@home.dev".into(), verdict: verdict.into(), evidence: format!("{verdict} evidence"), at, resets_at: resets, run_id: None }
+    HealthRecord { account: "me@home.dev".into(), verdict: Verdict::parse(verdict).unwrap(), evidence: format!("{verdict} evidence"), at, resets_at: resets, run_id: None }
 }
 
 #[test]

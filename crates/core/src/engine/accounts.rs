@@ -154,7 +154,7 @@ pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outc
     };
     let record = HealthRecord {
         account: account.into(),
-        verdict: verdict.as_str().into(),
+        verdict,
         evidence,
         at: now,
         resets_at,
@@ -170,7 +170,7 @@ pub(crate) fn set_health(core: &Arc<Core>, record: &HealthRecord) {
         Ok(false) => {}
         Err(e) => tracing::error!(account = %record.account, error = %e, "could not record account health"),
     }
-    if record.verdict == Verdict::Live.as_str() || record.verdict == Verdict::Ok.as_str() {
+    if matches!(record.verdict, Verdict::Live | Verdict::Ok) {
         core.scheduler_kick.notify_one();
     }
 }
@@ -182,7 +182,7 @@ pub(crate) fn set_health(core: &Arc<Core>, record: &HealthRecord) {
 pub(crate) fn notice_new_logins(core: &Arc<Core>) {
     for account in core.accounts() {
         let Some(h) = core.store.account_health(&account.email).ok().flatten() else { continue };
-        if h.verdict != Verdict::Revoked.as_str() {
+        if h.verdict != Verdict::Revoked {
             continue;
         }
         let file = account.config_dir.join(account.auth().login_file);
@@ -196,7 +196,7 @@ pub(crate) fn notice_new_logins(core: &Arc<Core>) {
             tracing::info!(account = %account.email, "a new agent login was found; the account may work again");
             set_health(core, &HealthRecord {
                 account: account.email.clone(),
-                verdict: Verdict::Ok.as_str().into(),
+                verdict: Verdict::Ok,
                 evidence: format!("a new login was written to {} at {}", file.display(), crate::run::fmt_time(&changed)),
                 at: core.clock.now().max(changed),
                 resets_at: None,
@@ -256,7 +256,7 @@ impl Engine {
         let now = self.core.clock.now();
         set_health(&self.core, &HealthRecord {
             account: a.email.clone(),
-            verdict: Verdict::Ok.as_str().into(),
+            verdict: Verdict::Ok,
             evidence: "setup token stored in the OS keychain".into(),
             at: now,
             resets_at: None,

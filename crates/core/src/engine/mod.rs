@@ -281,7 +281,7 @@ impl Engine {
                     Ok(EngineEvent::AccountsChanged) => core.accounts().iter().find_map(|a| {
                         let h = store.account_health(&a.email).ok().flatten()?;
                         let key = (a.email.clone(), crate::run::fmt_time(&h.at));
-                        (h.verdict == crate::health::Verdict::Revoked.as_str() && told.insert(key)).then(|| crate::notify::Notice {
+                        (h.verdict == crate::health::Verdict::Revoked && told.insert(key)).then(|| crate::notify::Notice {
                             summary: format!("✗ {} needs login", a.email),
                             body: crate::agents::first_line(&h.evidence, 140),
                             run_id: h.run_id.clone(),
