@@ -11,7 +11,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::fsutil::{write_atomic, write_new_atomic};
 use crate::routine::author::{self, Context, Draft, DraftCheck};
-use crate::routine::{check_name, Diagnostic, RoutineSet};
+use crate::routine::{check_name, Diagnostic};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -100,11 +100,11 @@ impl Engine {
     }
 
     fn routine_file(&self, name: &str) -> Result<PathBuf> {
-        let set = self.core.routines();
-        if let Some(file) = set.get(name).map(|r| r.file.clone()).or_else(|| set.get_invalid(name).map(|r| r.file.clone())) {
-            return Ok(file);
+        match self.core.routines().file_of(name) {
+            Some(file) => Ok(file.clone()),
+            // Not there: the lookup's error says what exists instead.
+            None => self.routine(name).map(|r| r.file),
         }
-        self.routine(name).map(|r| r.file)
     }
 
     /// Problems in `text` as routine `name`'s file, each with its line and column.
@@ -178,7 +178,7 @@ impl Engine {
     pub fn remove_routine(&self, name: &str) -> Result<Removed> {
         let source = self.routine_source(name)?;
         self.in_home(&source, "removed")?;
-        if self.core.store.open_runs()?.iter().any(|o| o.record.routine == name) {
+        if self.core.store.open_run_of(name)?.is_some() {
             return Err(Error::new(ErrorCode::Conflict, format!("a run of \"{name}\" is queued or running; remove the routine once it has ended (or cancel the run)")));
         }
         let trash = self.core.home.routines_dir().join(TRASH);
@@ -231,7 +231,7 @@ impl Engine {
         let to = self.core.home.routines_dir().join(&id[STAMP_LEN + 1..]);
         let text = std::fs::read_to_string(&from).unwrap_or_default();
         let name = crate::routine::parse_routine(&text, &to, "").map(|r| r.name).unwrap_or(stem);
-        if let Some(other) = self.taken_by(&self.core.routines(), &name) {
+        if let Some(other) = self.core.routines().file_of(&name) {
             return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" exists again ({}); rename it first", self.core.home.display_path(&other))));
         }
         std::fs::hard_link(&from, &to).map_err(|e| match e.kind() {
@@ -246,14 +246,10 @@ impl Engine {
     /// `routines/<name>.yaml`, when neither that file nor a routine called `name` exists yet.
     fn free_file_for(&self, name: &str) -> Result<PathBuf> {
         check_name(name).map_err(|m| Error::new(ErrorCode::Usage, m))?;
-        if let Some(other) = self.taken_by(&self.core.routines(), name) {
+        if let Some(other) = self.core.routines().file_of(name) {
             return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" already exists ({})", self.core.home.display_path(&other))));
         }
         Ok(author::new_file(&self.core.home, name))
-    }
-
-    fn taken_by(&self, set: &RoutineSet, name: &str) -> Option<PathBuf> {
-        set.get(name).map(|r| r.file.clone()).or_else(|| set.get_invalid(name).map(|r| r.file.clone()))
     }
 
     fn in_home(&self, source: &RoutineSource, what: &str) -> Result<()> {

@@ -232,7 +232,7 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
     if unnamed {
         on("name", "give the routine a name (letters, digits, '-', '_' and '.'; it names its file)".to_string());
     } else if check_name(name).is_ok() {
-        if let Some(taken) = taken_by(cx.existing, name) {
+        if let Some(taken) = cx.existing.file_of(name) {
             on("name", format!("a routine named \"{name}\" already exists ({})", cx.home.display_path(&taken)));
         } else if file.exists() {
             on("name", format!("{display} already exists"));
@@ -275,11 +275,6 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
     });
     let yaml = if unnamed { draft.render().text } else { rendered.text };
     DraftCheck { yaml, file: display, problems, preview }
-}
-
-/// The file already giving routine `name`, valid or not.
-fn taken_by(set: &RoutineSet, name: &str) -> Option<PathBuf> {
-    set.get(name).map(|r| r.file.clone()).or_else(|| set.get_invalid(name).map(|r| r.file.clone()))
 }
 
 /// The first draft field a whole-routine message names in backticks ("missing `schedule` …").
@@ -337,7 +332,7 @@ pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&s
             col,
             message: format!("the name changed from \"{expected}\" to \"{}\"; use Rename instead, so the run history follows the routine", routine.name),
         });
-    } else if let Some(other) = taken_by(cx.existing, &routine.name).filter(|f| f != file) {
+    } else if let Some(other) = cx.existing.file_of(&routine.name).filter(|f| *f != file) {
         problems.push(Diagnostic { file: display, line, col, message: format!("duplicate routine name \"{}\" (also in {})", routine.name, cx.home.display_path(&other)) });
     }
     problems

@@ -22,6 +22,10 @@ impl RoutineSet {
     pub fn get_invalid(&self, name: &str) -> Option<&InvalidRoutine> {
         self.invalid.iter().find(|r| r.name == name)
     }
+    /// The file giving routine `name`, valid or not (a broken file still claims its name).
+    pub fn file_of(&self, name: &str) -> Option<&PathBuf> {
+        self.get(name).map(|r| &r.file).or_else(|| self.get_invalid(name).map(|r| &r.file))
+    }
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.routines.iter().map(|r| r.name.as_str()).chain(self.invalid.iter().map(|r| r.name.as_str()))
     }
