@@ -128,14 +128,15 @@ impl Engine {
                 ),
             ));
         }
-        let problems = self.check_routine_text(name, text)?;
+        let path = PathBuf::from(&current.path);
+        let problems = self.with_author_context(|cx| author::check_text(cx, &path, text, Some(name)));
         if !problems.is_empty() {
             let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
             return Err(Error::new(ErrorCode::RoutineInvalid, format!("not saved; fix these first:\n{}", lines.join("\n"))));
         }
-        write_atomic(Path::new(&current.path), text.as_bytes())?;
+        write_atomic(&path, text.as_bytes())?;
         self.routines_written();
-        self.routine_source(name)
+        Ok(RoutineSource { text: text.to_string(), version: author::version(text), ..current })
     }
 
     /// A copy of routine `name`'s file named `new` (comments and all; only `name:` differs).
