@@ -77,6 +77,16 @@ pub const MAX_TEXT_FILE: u64 = 1 << 20;
 /// Read a small text file the user controls (a routine, `nightshift.toml`): only a regular file
 /// (anything else is never opened: a FIFO would block, `/dev/zero` never ends), at most `max`
 /// bytes, UTF-8. The error says what is wrong in words.
+/// What [`read_text_file`] says of a text of `len` bytes over `max` (also said of text that would
+/// become such a file, so a form or an editor never writes one the reader refuses).
+pub fn too_large(len: u64, max: u64) -> String {
+    format!("the file is {len} bytes; it may be at most {}", size_words(max))
+}
+
+fn size_words(max: u64) -> String {
+    if max >= 1 << 20 { format!("{} MiB", max >> 20) } else { format!("{max} bytes") }
+}
+
 pub fn read_text_file(file: &Path, max: u64) -> std::result::Result<String, String> {
     use std::io::Read;
     use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -96,9 +106,8 @@ pub fn read_text_file(file: &Path, max: u64) -> std::result::Result<String, Stri
     if let Some(what) = not_a_file {
         return Err(format!("this is {what}, not a file; only regular files are read"));
     }
-    let limit = if max >= 1 << 20 { format!("{} MiB", max >> 20) } else { format!("{max} bytes") };
     if meta.len() > max {
-        return Err(format!("the file is {} bytes; it may be at most {limit}", meta.len()));
+        return Err(too_large(meta.len(), max));
     }
     // Non-blocking, and checked again once open: the entry may have changed since.
     let f = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK).open(file).map_err(|e| format!("cannot read the file: {e}"))?;
@@ -108,6 +117,7 @@ pub fn read_text_file(file: &Path, max: u64) -> std::result::Result<String, Stri
     let mut bytes = Vec::new();
     f.take(max + 1).read_to_end(&mut bytes).map_err(|e| format!("cannot read the file: {e}"))?;
     if bytes.len() as u64 > max {
+        let limit = size_words(max);
         return Err(format!("the file is larger than {limit}; it may be at most {limit}"));
     }
     String::from_utf8(bytes).map_err(|e| format!("the file is not UTF-8 text (an invalid byte at offset {})", e.utf8_error().valid_up_to()))

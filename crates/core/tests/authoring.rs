@@ -256,3 +256,44 @@ async fn remove_waits_for_a_running_run() {
     tokio::time::timeout(Duration::from_secs(10), going.wait()).await.unwrap().unwrap();
     engine.remove_routine("slow").unwrap();
 }
+
+#[tokio::test]
+async fn hostile_input_is_refused_in_the_loaders_words_and_never_hangs() {
+    let th = TestHome::new();
+    let engine = engine(&th);
+    th.routine("small", "schedule: \"0 9 * * *\"\ncommand: true\n");
+    let opened = engine.routine_source("small").unwrap();
+
+    // Text the loader would refuse (over 1 MiB) is refused before it is parsed or written.
+    let huge = format!("{}# {}\n", opened.text, "x".repeat(2 << 20));
+    let problems = engine.check_routine_text("small", &huge).unwrap();
+    assert_eq!(problems.len(), 1);
+    assert_eq!((problems[0].line, problems[0].col), (1, 1));
+    assert!(problems[0].message.contains("it may be at most 1 MiB"), "{problems:?}");
+    assert_eq!(engine.save_routine_text("small", &huge, &opened.version, false).unwrap_err().code, ErrorCode::RoutineInvalid);
+    let draft = Draft { prompt: "y".repeat(2 << 20), agent: "claude".into(), ..command_draft("big") };
+    let check = engine.check_draft(&draft);
+    assert!(check.problems.iter().any(|p| p.message.contains("it may be at most 1 MiB")), "{:?}", check.problems);
+    assert_eq!(engine.create_routine(&draft).unwrap_err().code, ErrorCode::RoutineInvalid);
+    assert!(!th.path().join("routines/big.yaml").exists());
+    // A NUL byte: located, not a panic.
+    let problems = engine.check_routine_text("small", "schedule: \"0 9 * * *\"\ncommand: tr\0ue\n").unwrap();
+    assert_eq!((problems[0].line, problems[0].col), (2, 12), "{problems:?}");
+
+    // A FIFO and a huge file dropped into the trash: listed by their names, never read whole, no hang.
+    let trash = th.path().join("routines/.trash");
+    std::fs::create_dir_all(&trash).unwrap();
+    let fifo = trash.join("20261130T163000Z-piped.yaml");
+    assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    std::fs::write(trash.join("20261130T163001Z-huge.yaml"), "#".repeat(3 << 20)).unwrap();
+    let listed = tokio::time::timeout(Duration::from_secs(5), tokio::task::spawn_blocking({
+        let engine = engine.clone();
+        move || engine.removed_routines().unwrap()
+    }))
+    .await
+    .expect("listing the trash does not hang on a FIFO")
+    .unwrap();
+    let names: Vec<&str> = listed.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, vec!["huge", "piped"]);
+    assert_eq!(engine.restore_routine("20261130T163000Z-piped.yaml").unwrap_err().code, ErrorCode::RoutineNotFound, "a FIFO is not a removed routine file");
+}

@@ -209,7 +209,9 @@ impl Engine {
             .filter_map(|e| {
                 let id = e.file_name().to_string_lossy().into_owned();
                 let (name, removed_at) = parse_trash_id(&id)?;
-                let text = std::fs::read_to_string(e.path()).unwrap_or_default();
+                // Read as the loader reads (a regular file of at most 1 MiB): a FIFO or a huge file
+                // dropped into the trash never hangs the list.
+                let text = crate::fsutil::read_text_file(&e.path(), crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
                 let name = crate::routine::parse_routine(&text, &e.path(), &id).map(|r| r.name).unwrap_or(name);
                 Some(Removed { id, name, removed_at })
             })
@@ -230,7 +232,7 @@ impl Engine {
             return Err(Error::new(ErrorCode::RoutineNotFound, format!("no removed routine \"{id}\" in {}", trash.display())));
         }
         let to = self.core.home.routines_dir().join(&id[STAMP_LEN + 1..]);
-        let text = std::fs::read_to_string(&from).unwrap_or_default();
+        let text = crate::fsutil::read_text_file(&from, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
         let name = crate::routine::parse_routine(&text, &to, "").map(|r| r.name).unwrap_or(stem);
         if let Some(other) = self.core.routines().file_of(&name) {
             return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" exists again ({}); rename it first", self.core.home.display_path(&other))));

@@ -252,6 +252,10 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
         }
     }
 
+    if let Some(problem) = oversized(&rendered.text) {
+        problems.push(FieldProblem { field: None, message: problem });
+        return DraftCheck { yaml: String::new(), file: display, problems, preview: None };
+    }
     let parsed = parse_routine(&rendered.text, &file, &display);
     let diagnostics = match &parsed {
         Ok(r) => super::load::unknown_webhooks(r, &rendered.text, cx.settings, &display),
@@ -319,6 +323,9 @@ pub fn preview_of(schedule: Option<&Schedule>, at: Option<DateTime<Utc>>, end_at
 /// must go through rename so the run history follows.
 pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&str>) -> Vec<Diagnostic> {
     let display = cx.home.display_path(file);
+    if let Some(problem) = oversized(text) {
+        return vec![Diagnostic { file: display, line: 1, col: 1, message: problem }];
+    }
     let routine = match parse_routine(text, file, &display) {
         Ok(r) => r,
         Err(bad) => return bad.errors,
@@ -336,6 +343,13 @@ pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&s
         problems.push(Diagnostic { file: display, line, col, message: format!("duplicate routine name \"{}\" (also in {})", routine.name, cx.home.display_path(&other)) });
     }
     problems
+}
+
+/// The loader reads routine files of at most [`crate::fsutil::MAX_TEXT_FILE`]: larger text is
+/// refused in its words before it is parsed or written.
+fn oversized(text: &str) -> Option<String> {
+    let (len, max) = (text.len() as u64, crate::fsutil::MAX_TEXT_FILE);
+    (len > max).then(|| crate::fsutil::too_large(len, max))
 }
 
 /// Where the top-level `name:` value is (1:1 when the name comes from the file name).

@@ -126,7 +126,7 @@ pub fn check_webhooks(mut set: RoutineSet, settings: &crate::settings::Settings,
     set.routines = ok;
     for r in bad {
         let display = home.display_path(&r.file);
-        let text = std::fs::read_to_string(&r.file).unwrap_or_default();
+        let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
         let errors = unknown_webhooks(&r, &text, settings, &display);
         set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors });
     }
