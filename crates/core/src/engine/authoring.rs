@@ -235,7 +235,7 @@ impl Engine {
         let text = crate::fsutil::read_text_file(&from, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
         let name = crate::routine::parse_routine(&text, &to, "").map(|r| r.name).unwrap_or(stem);
         if let Some(other) = self.core.routines().file_of(&name) {
-            return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" exists again ({}); rename it first", self.core.home.display_path(&other))));
+            return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" exists again ({}); rename it first", self.core.home.display_path(other))));
         }
         std::fs::hard_link(&from, &to).map_err(|e| match e.kind() {
             std::io::ErrorKind::AlreadyExists => Error::new(ErrorCode::Conflict, format!("{} exists again; rename or remove it first", to.display())),
@@ -250,7 +250,7 @@ impl Engine {
     fn free_file_for(&self, name: &str) -> Result<PathBuf> {
         check_name(name).map_err(|m| Error::new(ErrorCode::Usage, m))?;
         if let Some(other) = self.core.routines().file_of(name) {
-            return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" already exists ({})", self.core.home.display_path(&other))));
+            return Err(Error::new(ErrorCode::Conflict, format!("a routine named \"{name}\" already exists ({})", self.core.home.display_path(other))));
         }
         Ok(author::new_file(&self.core.home, name))
     }

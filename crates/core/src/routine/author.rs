@@ -233,7 +233,7 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
         on("name", "give the routine a name (letters, digits, '-', '_' and '.'; it names its file)".to_string());
     } else if check_name(name).is_ok() {
         if let Some(taken) = cx.existing.file_of(name) {
-            on("name", format!("a routine named \"{name}\" already exists ({})", cx.home.display_path(&taken)));
+            on("name", format!("a routine named \"{name}\" already exists ({})", cx.home.display_path(taken)));
         } else if file.exists() {
             on("name", format!("{display} already exists"));
         }
@@ -340,7 +340,7 @@ pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&s
             message: format!("the name changed from \"{expected}\" to \"{}\"; use Rename instead, so the run history follows the routine", routine.name),
         });
     } else if let Some(other) = cx.existing.file_of(&routine.name).filter(|f| *f != file) {
-        problems.push(Diagnostic { file: display, line, col, message: format!("duplicate routine name \"{}\" (also in {})", routine.name, cx.home.display_path(&other)) });
+        problems.push(Diagnostic { file: display, line, col, message: format!("duplicate routine name \"{}\" (also in {})", routine.name, cx.home.display_path(other)) });
     }
     problems
 }
