@@ -17,8 +17,6 @@ use std::time::Duration;
 
 const SEEDED: usize = 10_000;
 
-/// One app at a time on the shared display (keyboard focus, window lookup).
-static ONE_APP_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 fn write_home(home: &Path) {
     nightshift_core::Home::at(home).bootstrap().unwrap();

@@ -15,8 +15,6 @@ use std::time::Duration;
 use serde_json::json;
 use std::path::Path;
 
-/// One app at a time on the shared display.
-static ONE_APP_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 const COMMENTED: &str = "# Tidy the downloads folder — written by hand, keep this note\nname: tidy\nschedule: \"0 3 * * *\" # at three\ncommand: echo one # the first step\nnotify: never\n";
 

@@ -61,6 +61,9 @@ pub fn gui_available() -> bool {
     true
 }
 
+/// One app at a time on the shared display (keyboard focus, window lookup), per test binary.
+pub static ONE_APP_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// Where a window test starts: a home in a temporary directory (not created yet: the app's first
 /// launch creates it, or the test writes it first) and a private D-Bus session with the real
 /// notification server.
