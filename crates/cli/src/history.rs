@@ -99,6 +99,9 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     println!("session      {}", opt(r.session_id.clone()));
     println!("report       {}", opt(r.report_path.clone()));
     println!("run dir      {}", r.run_dir);
+    if let Some(c) = &r.changes {
+        crate::workspaces::print_changes(c, &r.id);
+    }
     if let Some(by) = &r.made_up_by {
         println!("made up by   {by} (the account worked again)");
     }

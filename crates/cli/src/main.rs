@@ -12,6 +12,7 @@ mod routines;
 mod run;
 mod serve;
 mod webhooks;
+mod workspaces;
 
 use clap::{Parser, Subcommand};
 use nightshift_core::{Engine, EngineOptions, Error, ErrorCode, Home, RecoveryMode};
@@ -87,6 +88,17 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Push a worktree run's branch now (after its pushes gave up, or instead of waiting).
+    Push { run_id: String },
+    /// Remove the worktrees of settled runs older than `keep_worktrees_days` (their branches
+    /// stay); the app and the daemon also do this every hour.
+    Prune {
+        /// Only list what would be removed.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
     /// Pause scheduling: one routine, or all of them (manual runs still work).
     Pause { routine: Option<String> },
     /// Resume scheduling: one routine (also after an auto-pause), or all of them.
@@ -155,6 +167,8 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home))?, args).await,
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
+        Command::Push { run_id } => workspaces::push(&open(home).await?, &run_id).await,
+        Command::Prune { dry_run, json } => workspaces::prune(&open(home).await?, dry_run, json).await,
         Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,
     }
 }

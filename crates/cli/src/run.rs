@@ -82,6 +82,15 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     // Its webhooks too (bounded: a slow receiver does not hold the command; what is left is owed
     // to the app or the daemon).
     engine.deliver_webhooks_now(std::time::Duration::from_secs(15)).await;
+    // A worktree run's branch: one push now (bounded); a failure is retried by the app or the
+    // daemon, or with `nightshiftctl push`.
+    let record = match record.changes.as_ref().and_then(|c| c.push.as_ref()) {
+        Some(p) if p.state == "pending" => {
+            engine.push_branches_now().await;
+            engine.run(&record.id).unwrap_or(record)
+        }
+        _ => record,
+    };
 
     if args.json {
         json(&record);
@@ -91,6 +100,16 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         eprintln!("{} {} {} in {took}{cost}", format::symbol(record.status), args.name, format::status_text(&record));
         if let Some(msg) = &record.message {
             eprintln!("  {msg}");
+        }
+        if let Some(c) = &record.changes {
+            eprintln!("  {}", c.summary());
+            if let Some(p) = c.push.as_ref().filter(|p| p.state != "nothing") {
+                let how = match p.state.as_str() {
+                    "pushed" => "pushed".to_string(),
+                    _ => format!("not pushed yet ({}); retried by the app or the daemon, or `nightshiftctl push {id}`", p.error.as_deref().unwrap_or("pending")),
+                };
+                eprintln!("  push to {}: {how}", p.remote);
+            }
         }
         if let Some(path) = &record.report_path {
             if let Ok(report) = std::fs::read_to_string(path) {

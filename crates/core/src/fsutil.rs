@@ -133,6 +133,16 @@ pub const MIN_FREE_BYTES: u64 = 1 << 20;
 /// happen, see [`io_cause`]) or mounted read-only. `path` may not exist yet: its nearest existing
 /// ancestor is asked.
 pub fn storage_trouble(path: &Path) -> Option<String> {
+    let (free, read_only) = space(path)?;
+    if read_only {
+        return Some(format!("the file system holding {} is read-only", path.display()));
+    }
+    (free < MIN_FREE_BYTES).then(|| format!("the disk holding {} is full ({} KiB free)", path.display(), free / 1024))
+}
+
+/// Bytes this user may still write on the file system holding `path` (or its nearest existing
+/// ancestor), and whether it is mounted read-only.
+pub fn space(path: &Path) -> Option<(u64, bool)> {
     let existing = path.ancestors().find(|p| p.exists())?;
     let c_path = std::ffi::CString::new(existing.as_os_str().as_encoded_bytes()).ok()?;
     let mut st = std::mem::MaybeUninit::<libc::statvfs>::zeroed();
@@ -142,12 +152,9 @@ pub fn storage_trouble(path: &Path) -> Option<String> {
     }
     // SAFETY: statvfs returned 0, so it filled the struct.
     let st = unsafe { st.assume_init() };
-    if st.f_flag & libc::ST_RDONLY != 0 {
-        return Some(format!("the file system holding {} is read-only", path.display()));
-    }
     #[allow(clippy::unnecessary_cast)] // the field types differ between targets
     let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
-    (free < MIN_FREE_BYTES).then(|| format!("the disk holding {} is full ({} KiB free)", path.display(), free / 1024))
+    Some((free, st.f_flag & libc::ST_RDONLY != 0))
 }
 
 /// The words for an I/O error that is about the storage rather than the file: disk full, quota,

@@ -66,6 +66,10 @@ impl Home {
     pub fn run_dir(&self, routine: &str, run_id: &str) -> PathBuf {
         self.runs_dir().join(routine).join(run_id)
     }
+    /// Worktrees of `workspace: worktree` runs, one directory per run id.
+    pub fn worktrees_dir(&self) -> PathBuf {
+        self.data_dir.join("worktrees")
+    }
     /// Touched whenever a process on this home queues or settles a run, so long-running engines
     /// in other processes look at the queue at once (a file watch; no polling).
     pub fn wake_path(&self) -> PathBuf {

@@ -22,6 +22,7 @@ pub mod settings;
 pub mod store;
 pub mod view;
 pub mod webhook;
+pub mod workspace;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use engine::{Engine, EngineOptions, RecoveryMode, RunHandle, Scheduler, SchedulerLock, TickReport};

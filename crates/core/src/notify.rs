@@ -59,11 +59,18 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         RunStatus::Blocked => format!("✗ {name} · blocked"),
         _ => format!("✗ {name} · {}", run.reason.map(|r| r.as_str()).unwrap_or("failed")),
     };
-    let body = match (run.status, report, &run.message) {
+    let mut body = match (run.status, report, &run.message) {
         (RunStatus::Completed, Some(r), _) => crate::agents::first_line(r, 140),
         (_, _, Some(m)) => crate::agents::first_line(m, 140),
         _ => String::new(),
     };
+    // What it changed, in git: "3 files changed, +40 −12 on nightshift/pr-review/01j…".
+    if let Some(changes) = &run.changes {
+        if !body.is_empty() {
+            body.push('\n');
+        }
+        body.push_str(&changes.summary());
+    }
     Some(Notice { summary, body, run_id: Some(run.id.clone()), critical: failed })
 }
 
@@ -163,6 +170,18 @@ mod tests {
         assert_eq!(caught.summary, "↻ pr-review (catch-up) · 4m 12s");
         let blocked = notice_for(&record(RunStatus::Blocked, Some(Reason::AuthPreflight), Trigger::Schedule), NotifyPolicy::Failures, None, None).unwrap();
         assert_eq!(blocked.summary, "✗ pr-review · login needed for work@acme.dev");
+    }
+
+    #[test]
+    fn a_run_that_changed_files_says_what_and_where() {
+        let changes = serde_json::from_value(serde_json::json!({
+            "workspace": "worktree", "repo": "/r", "branch": "nightshift/pr-review/01j", "base": null, "head": null,
+            "commits": [], "files": [], "files_changed": 3, "added": 40, "removed": 12, "worktree": null, "push": null, "error": null
+        }))
+        .unwrap();
+        let run = RunRecord { changes: Some(changes), ..record(RunStatus::Completed, None, Trigger::Schedule) };
+        let n = notice_for(&run, NotifyPolicy::Always, Some("All green"), None).unwrap();
+        assert_eq!(n.body, "All green\n3 files changed, +40 \u{2212}12 on nightshift/pr-review/01j");
     }
 
     #[test]

@@ -105,6 +105,9 @@ pub struct RunRecord {
     /// Its finish notification: `pending`, `delivered`, `not_delivered` or `summarized`; `null`
     /// when none is due (the routine's `notify:` policy, or a missed/skipped slot).
     pub notified: Option<String>,
+    /// What the run changed in its git workspace — files with +/−, commits, the branch of a
+    /// worktree run and its push; `null` for a run outside git.
+    pub changes: Option<crate::workspace::Changes>,
 }
 
 #[cfg(test)]
@@ -133,6 +136,7 @@ impl RunRecord {
             run_dir: "/x".into(),
             made_up_by: None,
             notified: None,
+            changes: None,
         }
     }
 }

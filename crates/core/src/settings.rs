@@ -30,6 +30,12 @@ pub struct Settings {
     pub rate_limit_cooldown_mins: u64,
     /// Where finished runs are posted (`[[webhooks]]`).
     pub webhooks: Vec<WebhookSettings>,
+    /// Days a settled worktree run's directory is kept (its branch stays); 0 = removed at the
+    /// next cleanup.
+    pub keep_worktrees_days: u64,
+    /// When a worktree is removed, also delete its branch if it is merged into the routine's
+    /// `base` (or the repository's `HEAD`).
+    pub delete_merged_branches: bool,
 }
 
 /// One `[[webhooks]]` entry. Its signing secret (optional) lives in the OS keychain, never here.
@@ -104,6 +110,8 @@ impl Default for Settings {
             keychain_service: "nightshift".into(),
             rate_limit_cooldown_mins: 60,
             webhooks: Vec::new(),
+            keep_worktrees_days: 7,
+            delete_merged_branches: false,
         }
     }
 }
@@ -114,10 +122,11 @@ pub struct Ranges {
     pub kill_grace_secs: (u64, u64),
     pub auto_pause_after: (u64, u64),
     pub rate_limit_cooldown_mins: (u64, u64),
+    pub keep_worktrees_days: (u64, u64),
 }
 
 pub const RANGES: Ranges =
-    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080) };
+    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080), keep_worktrees_days: (0, 3650) };
 
 impl Settings {
     /// Load from `path`; a missing file gives the defaults.
@@ -139,6 +148,7 @@ impl Settings {
             ("kill_grace_secs", settings.kill_grace_secs, RANGES.kill_grace_secs),
             ("auto_pause_after", settings.auto_pause_after as u64, RANGES.auto_pause_after),
             ("rate_limit_cooldown_mins", settings.rate_limit_cooldown_mins, RANGES.rate_limit_cooldown_mins),
+            ("keep_worktrees_days", settings.keep_worktrees_days, RANGES.keep_worktrees_days),
         ] {
             if !(range.0..=range.1).contains(&value) {
                 let at = value_offset(text, key).unwrap_or(0);

@@ -8,6 +8,7 @@ use crate::health::Credential;
 use crate::routine::prompt::{render, PromptContext};
 use crate::routine::{Action, AgentKind, Routine};
 use crate::runner::{env, process};
+use crate::workspace::{Kind, Started};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -28,8 +29,9 @@ pub(crate) fn spawn_attempt(
     run_dir: &std::path::Path,
     now: DateTime<Utc>,
     account: Option<(&Account, &Credential)>,
+    workspace: Option<&Started>,
 ) -> Result<process::RunProcess, String> {
-    let spec = prepare(core, routine, id, run_dir, now, account)?;
+    let spec = prepare(core, routine, id, run_dir, now, account, workspace)?;
     let proc = process::spawn(&spec).map_err(|e| {
         let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
         format!("could not start {}: {e}{cause}", spec.program.display())
@@ -49,6 +51,7 @@ fn prepare(
     run_dir: &std::path::Path,
     now: DateTime<Utc>,
     account: Option<(&Account, &Credential)>,
+    workspace: Option<&Started>,
 ) -> Result<process::SpawnSpec, String> {
     if let Err(e) = std::fs::create_dir_all(run_dir) {
         let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
@@ -61,7 +64,8 @@ fn prepare(
     let prompt = match &routine.action {
         Action::Agent { prompt, .. } => {
             let last = core.store.last_completed_report(&routine.name).ok().flatten();
-            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables })
+            let branch = workspace.and_then(|w| w.branch.as_deref());
+            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables, branch })
         }
         Action::Command { command } => command.clone(),
     };
@@ -74,6 +78,9 @@ fn prepare(
         // still wins).
         ("TZ", routine.timezone.name().to_string()),
     ];
+    if let Some(branch) = workspace.and_then(|w| w.branch.clone()) {
+        extra.push(("NIGHTSHIFT_BRANCH", branch));
+    }
     if let Some((account, cred)) = account {
         if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
             return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
@@ -94,7 +101,11 @@ fn prepare(
         program,
         args,
         env,
-        cwd: routine.cwd.clone(),
+        // A worktree run works in its own worktree; every other run in `cwd`.
+        cwd: match workspace {
+            Some(w) if w.kind == Kind::Worktree => Some(w.dir.clone()),
+            _ => routine.cwd.clone(),
+        },
         run_dir: run_dir.to_path_buf(),
         timeout: Some(routine.timeout),
         kill_grace: core.settings().kill_grace(),

@@ -17,6 +17,7 @@ use crate::health::Credential;
 use crate::routine::{AccountChoice, Routine};
 use crate::run::{Attempt, Reason, RunRecord};
 use crate::runner::process::RunProcess;
+use crate::workspace::Started;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -36,6 +37,8 @@ struct Driver {
     attempts: Vec<Attempt>,
     /// Accounts failover must not choose again.
     tried: Vec<String>,
+    /// The run's git workspace, set up once before the first try (every try works in it).
+    workspace: Option<Started>,
 }
 
 /// Drive a run the queue just claimed (its row is `running`, owned by this engine). Returns once
@@ -53,7 +56,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         routine,
         scrubbed: Default::default(),
     };
-    let mut driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new() };
+    let mut driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new(), workspace: None };
     let state = driver.preflight(reserved).await;
     tokio::spawn(driver.run(state));
 }
@@ -81,8 +84,33 @@ impl Driver {
                 ended.account = account;
                 State::Settling(ended)
             }
-            AccountPlan::Default => self.spawn(1, None),
-            AccountPlan::Use(a, c) => self.spawn(1, Some((a, c))),
+            AccountPlan::Default => self.start_workspace(1, None).await,
+            AccountPlan::Use(a, c) => self.start_workspace(1, Some((a, c))).await,
+        }
+    }
+
+    /// Set up the run's workspace (a worktree of its own, or a picture of its checkout), then
+    /// spawn try `n`. A worktree that cannot be made fails the run before anything runs.
+    async fn start_workspace(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
+        let (routine, id, run_dir, worktrees) =
+            (self.live.routine.clone(), self.live.id.clone(), self.live.run_dir.clone(), self.core.home.worktrees_dir());
+        let started = tokio::task::spawn_blocking(move || {
+            std::fs::create_dir_all(&run_dir).map_err(|e| format!("cannot create the run directory {}: {e}", run_dir.display()))?;
+            crate::workspace::start(&routine, &id, &run_dir, &worktrees)
+        })
+        .await
+        .unwrap_or_else(|e| Err(format!("setting up the workspace failed: {e}")));
+        match started {
+            Ok(workspace) => {
+                self.workspace = workspace;
+                self.spawn(n, account)
+            }
+            Err(message) => {
+                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run could not start");
+                let mut ended = Ended::new(Ending::SpawnFailed(message));
+                ended.account = account.map(|(a, _)| a.email);
+                State::Settling(ended)
+            }
         }
     }
 
@@ -90,7 +118,7 @@ impl Driver {
     fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let now = self.core.clock.now();
         let creds = account.as_ref().map(|(a, c)| (a, c));
-        match spawn_attempt(&self.core, &self.live.routine, &self.live.id, &self.live.run_dir, now, creds) {
+        match spawn_attempt(&self.core, &self.live.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref()) {
             Ok(proc) => State::Attempt { n, proc, account },
             Err(message) => {
                 tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run could not start");

@@ -75,6 +75,9 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     if !matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) {
         outbox.insert(0, outbox::NOTIFY.to_string());
     }
+    if settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == "pending") {
+        outbox.push(outbox::PUSH.to_string());
+    }
     let mut finalized = None;
     let mut last_error = None;
     for attempt in 0..5u32 {
@@ -219,6 +222,17 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
     }
     // What the live scrubber has not covered yet (for a run settled from its files: all of it).
     super::supervise::scrub_logs(core, run, true);
+    // Its workspace: what a worktree run left uncommitted is committed on its branch, whatever
+    // its status; the summary is part of the final row (once: a second settler finds nothing
+    // left to commit and the same summary).
+    let changes = crate::workspace::started(&run.run_dir).map(|started| {
+        let mut c = crate::workspace::finish(&started, &run.routine.name, &run.id, outcome.status(), &run.run_dir);
+        for commit in &mut c.commits {
+            commit.subject = core.redactor.redact(&commit.subject);
+        }
+        c.error = c.error.map(|e| core.redactor.redact(&e));
+        c
+    });
     let Ended { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
     if account.is_some() && !matches!(ending, Ending::Blocked { .. }) {
         attempts.push(Attempt {
@@ -262,6 +276,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
         cost_usd: outcome.cost_usd,
         session_id: outcome.session_id.clone(),
         report_path,
+        changes,
         only_if_queued,
     }
 }

@@ -27,12 +27,14 @@ pub mod scheduler;
 mod signal;
 mod supervise;
 mod webhooks;
+mod workspaces;
 
 pub use authoring::{Removed, RoutineSource, Written};
 pub use delivery::DEFAULT_BACKOFF;
 pub use queue::RunHandle;
 pub use lock::SchedulerLock;
 pub use recovery::RecoveryMode;
+pub use workspaces::Pruned;
 pub use scheduler::{Scheduler, TickReport};
 
 use crate::clock::{Clock, SystemClock};
@@ -61,6 +63,8 @@ pub struct EngineOptions {
     pub delivery_backoff: Vec<std::time::Duration>,
     /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
     pub webhook_backoff: Vec<std::time::Duration>,
+    /// Waits between tries of a worktree run's branch push (tests shorten them).
+    pub push_backoff: Vec<std::time::Duration>,
 }
 
 impl EngineOptions {
@@ -72,6 +76,7 @@ impl EngineOptions {
             identity: crate::runner::process::self_identity(),
             delivery_backoff: DEFAULT_BACKOFF.to_vec(),
             webhook_backoff: webhooks::BACKOFF.to_vec(),
+            push_backoff: workspaces::BACKOFF.to_vec(),
         }
     }
 }
@@ -116,6 +121,7 @@ pub(crate) struct Core {
     pub delivery_backoff: Vec<std::time::Duration>,
     /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
     pub webhook_backoff: Vec<std::time::Duration>,
+    pub push_backoff: Vec<std::time::Duration>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
     /// The routine files as last read.
@@ -191,6 +197,7 @@ impl Engine {
                 webhook_watch: Default::default(),
                 delivery_backoff: opts.delivery_backoff,
                 webhook_backoff: opts.webhook_backoff,
+                push_backoff: opts.push_backoff,
                 redactor: Default::default(),
                 catalog: Default::default(),
             }),
@@ -316,6 +323,38 @@ impl Engine {
     /// left stays owed to the app or the daemon).
     pub async fn deliver_webhooks_now(&self, limit: std::time::Duration) {
         webhooks::once(&self.core, limit).await;
+    }
+
+    /// Push the worktree branches that are due now, once (a `run --wait` before it exits; what
+    /// fails stays owed to the app or the daemon, which retry with backoff).
+    pub async fn push_branches_now(&self) {
+        workspaces::push_due(&self.core).await;
+    }
+
+    /// Push a run's branch again, now (after it gave up, or instead of waiting for the next
+    /// try), and return the run as it is afterwards.
+    pub async fn retry_push(&self, run_id: &str) -> Result<crate::run::RunRecord> {
+        let run = self.run(run_id)?;
+        let owed = run.changes.as_ref().and_then(|c| c.push.as_ref()).map(|p| p.state.clone());
+        match owed.as_deref() {
+            None => return Err(Error::new(ErrorCode::Usage, format!("run {} has no branch to push (its routine has no `workspace: worktree` with `push:`)", run.id))),
+            Some("pushed") => return Ok(run),
+            Some("nothing") => return Err(Error::new(ErrorCode::Usage, format!("run {} made no commit: there is nothing to push", run.id))),
+            _ => {}
+        }
+        if !self.core.store.reset_push(&run.id)? {
+            return Err(Error::new(ErrorCode::Usage, format!("run {} owes no push right now", run.id)));
+        }
+        workspaces::push_due(&self.core).await;
+        signal::wake(&self.core);
+        self.run(&run.id)
+    }
+
+    /// Remove the worktrees of settled runs older than `keep_worktrees_days` (what the app and the
+    /// daemon do every hour); `dry_run` only says which.
+    pub async fn prune_worktrees(&self, dry_run: bool) -> Vec<workspaces::Pruned> {
+        let core = Arc::clone(&self.core);
+        tokio::task::spawn_blocking(move || workspaces::prune(&core, dry_run)).await.unwrap_or_default()
     }
 
     /// Every delivery of a run (its notification, its webhooks).

@@ -155,6 +155,8 @@ impl Scheduler {
             })
         };
         let mut _wake_watcher = watch_wakes();
+        // Worktree runs' pushes and cleanup, for as long as this scheduler runs.
+        let _workspaces = super::workspaces::start(self.core());
         Engine::emit_state(self.core());
         loop {
             if let Err(e) = self.tick().await {

@@ -80,6 +80,7 @@ impl LiveRun {
             variables: Default::default(),
             devices: Vec::new(),
             webhooks: Vec::new(),
+            workspace: Default::default(),
         });
         LiveRun {
             id: rec.id.clone(),

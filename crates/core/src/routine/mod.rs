@@ -78,6 +78,19 @@ pub enum Action {
     Command { command: String },
 }
 
+/// Where a run works (`workspace:`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Workspace {
+    /// In `cwd` itself, the user's own checkout (the default).
+    #[default]
+    Cwd,
+    /// In a git worktree of `cwd`'s repository of its own, on branch
+    /// `nightshift/<routine>/<run-id>` from `base` (default: the repository's `HEAD`); pushed to
+    /// `push` after the run.
+    Worktree { base: Option<String>, push: Option<String> },
+}
+
 /// Which account(s) a run may use.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", content = "accounts", rename_all = "snake_case")]
@@ -113,6 +126,7 @@ pub struct Routine {
     pub devices: Vec<String>,
     /// Webhooks (by name, from `nightshift.toml`) that get every final run of this routine.
     pub webhooks: Vec<String>,
+    pub workspace: Workspace,
 }
 
 impl Routine {

@@ -1,7 +1,7 @@
 //! Turn one routine file into a [`Routine`], collecting every problem with its position.
 
 use super::yaml::{self, Node, Pos};
-use super::{check_name, AccountChoice, Action, AgentKind, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Routine};
+use super::{check_name, AccountChoice, Action, AgentKind, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Routine, Workspace};
 use crate::schedule::{local_tz, parse_tz, Schedule};
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -11,7 +11,7 @@ use std::path::Path;
 const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
-    "end_at", "webhooks",
+    "end_at", "webhooks", "workspace", "base", "push",
 ];
 const CONFIG_KEYS: &[&str] = &["model"];
 
@@ -221,6 +221,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     });
     let devices = get("devices").map(|n| cx.string_list(n, "devices")).unwrap_or_default();
     let webhooks = get("webhooks").map(|n| cx.string_list(n, "webhooks")).unwrap_or_default();
+    let workspace = workspace(&mut cx, &get, &key_pos, cwd.as_deref(), get("cwd").map(Node::pos));
 
     match action {
         Some(action) if cx.errors.is_empty() => {
@@ -247,12 +248,60 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 variables,
                 devices,
                 webhooks,
+                workspace,
             })
         }
         _ => {
             Err(invalid(name, cx.into_errors()))
         }
     }
+}
+
+/// `workspace:` (`cwd` or `worktree`) with its `base:` and `push:`; a worktree needs `cwd` in a
+/// git repository (looked for as a `.git` in it or above — no process is started to validate).
+fn workspace<'n>(
+    cx: &mut Cx<'_>,
+    get: &dyn Fn(&str) -> Option<&'n Node>,
+    key_pos: &dyn Fn(&str) -> Pos,
+    cwd: Option<&Path>,
+    cwd_pos: Option<Pos>,
+) -> Workspace {
+    let kind = get("workspace").and_then(|n| {
+        let s = cx.string(n, "workspace")?;
+        match s.as_str() {
+            "cwd" => Some(false),
+            "worktree" => Some(true),
+            other => {
+                cx.err(n.pos(), format!("unknown workspace \"{other}\" (expected cwd — run in `cwd` itself — or worktree — a git worktree of its own per run)"));
+                None
+            }
+        }
+    });
+    let base = get("base").and_then(|n| cx.string(n, "base"));
+    let push = get("push").and_then(|n| cx.string(n, "push"));
+    for (key, value) in [("base", &base), ("push", &push)] {
+        let Some(value) = value else { continue };
+        if kind != Some(true) {
+            cx.err(key_pos(key), format!("`{key}` only applies to `workspace: worktree`"));
+        } else if value.is_empty() || value.starts_with('-') || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            let pos = get(key).map(Node::pos).unwrap_or(key_pos(key));
+            cx.err(pos, format!("`{key}` must be a {} name (no spaces, not starting with '-')", if key == "base" { "branch" } else { "remote" }));
+        }
+    }
+    if kind != Some(true) {
+        return Workspace::Cwd;
+    }
+    let at = get("workspace").map(Node::pos).unwrap_or(key_pos("workspace"));
+    match cwd {
+        None => cx.err(at, "`workspace: worktree` needs `cwd:` — a directory in the git repository to make worktrees of"),
+        Some(dir) if !dir.is_dir() => cx.err(cwd_pos.unwrap_or(at), format!("`workspace: worktree` needs `cwd` in a git repository; {} does not exist", dir.display())),
+        Some(dir) if crate::workspace::git::find_repo_root(dir).is_none() => cx.err(
+            cwd_pos.unwrap_or(at),
+            format!("`workspace: worktree` needs `cwd` in a git repository; {} is not in one (no .git in it or above)", dir.display()),
+        ),
+        Some(_) => {}
+    }
+    Workspace::Worktree { base, push }
 }
 
 struct Cx<'a> {

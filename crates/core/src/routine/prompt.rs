@@ -1,4 +1,5 @@
-//! Prompt placeholders: `{date} {time} {day} {routine} {last_report}` and the routine's `variables`.
+//! Prompt placeholders: `{date} {time} {day} {routine} {last_report} {branch}` and the routine's
+//! `variables`.
 //!
 //! Unknown `{words}` are left as they are: prompts often contain braces (JSON, code) that are not
 //! meant as placeholders.
@@ -14,6 +15,8 @@ pub struct PromptContext<'a> {
     /// The report of the last *completed* run; never a failed run's text.
     pub last_report: Option<&'a str>,
     pub variables: &'a BTreeMap<String, String>,
+    /// The run's branch: its own for a worktree run, the checkout's for a run in a repository.
+    pub branch: Option<&'a str>,
 }
 
 pub fn render(template: &str, cx: &PromptContext<'_>) -> String {
@@ -31,6 +34,7 @@ pub fn render(template: &str, cx: &PromptContext<'_>) -> String {
             "day" => Some(local.format("%A").to_string()),
             "routine" => Some(cx.routine.to_string()),
             "last_report" => Some(cx.last_report.unwrap_or("(no previous report)").to_string()),
+            "branch" => Some(cx.branch.unwrap_or("(no branch: the run is not in a git repository)").to_string()),
             other => cx.variables.get(other).cloned(),
         });
         match (value, close) {
@@ -62,15 +66,16 @@ mod tests {
             tz: "Europe/Berlin".parse().unwrap(),
             last_report: Some("all green"),
             variables: &vars,
+            branch: Some("nightshift/pr-review/01j"),
         };
-        let out = render("{routine} on {day} {date} {time} for {repo}: {last_report} {\"json\": 1} {unknown}", &cx);
-        assert_eq!(out, "pr-review on Monday 2026-11-30 09:05 for acme/app: all green {\"json\": 1} {unknown}");
+        let out = render("{routine} on {day} {date} {time} for {repo}: {last_report} {\"json\": 1} {unknown} on {branch}", &cx);
+        assert_eq!(out, "pr-review on Monday 2026-11-30 09:05 for acme/app: all green {\"json\": 1} {unknown} on nightshift/pr-review/01j");
     }
 
     #[test]
     fn no_previous_report_is_said_plainly() {
         let vars = BTreeMap::new();
-        let cx = PromptContext { routine: "r", now: Utc::now(), tz: Tz::UTC, last_report: None, variables: &vars };
+        let cx = PromptContext { routine: "r", now: Utc::now(), tz: Tz::UTC, last_report: None, variables: &vars, branch: None };
         assert_eq!(render("Last: {last_report}", &cx), "Last: (no previous report)");
     }
 }

@@ -122,4 +122,11 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX routine_files_by_name ON routine_files(name);
     "#,
+    // 8: what a run changed in git (`changes`, JSON), and the worktree directory a settled run
+    // still has (cleared once removed) — cleanup finds those through the partial index.
+    r#"
+    ALTER TABLE runs ADD COLUMN changes TEXT;
+    ALTER TABLE runs ADD COLUMN worktree TEXT;
+    CREATE INDEX runs_with_worktree ON runs(sort_ms) WHERE worktree IS NOT NULL;
+    "#,
 ];

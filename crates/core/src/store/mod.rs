@@ -10,6 +10,7 @@ mod queue;
 mod routine_files;
 mod runs;
 mod scheduling;
+mod workspaces;
 
 pub use outbox::{Delivery, DeliveryRow, OutboxEntry};
 pub use queue::{Claims, HeldRun, QueuedRow, RunningRow};
@@ -17,6 +18,7 @@ pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;
 pub use scheduling::RoutineState;
 pub use routine_files::IndexedFile;
+pub use workspaces::KeptWorktree;
 
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::Connection;

@@ -13,6 +13,8 @@ use rusqlite::{params, OptionalExtension};
 
 /// The channel of a run's desktop finish notification.
 pub const NOTIFY: &str = "notify";
+/// The channel of a worktree run's branch push (`push:` in its routine).
+pub const PUSH: &str = "push";
 
 /// One leased entry.
 #[derive(Debug, Clone, PartialEq)]

@@ -43,6 +43,8 @@ pub struct Settlement {
     pub cost_usd: Option<f64>,
     pub session_id: Option<String>,
     pub report_path: Option<String>,
+    /// What the run changed in its git workspace (`None`: it had none).
+    pub changes: Option<crate::workspace::Changes>,
     /// Finalize only a row that is still `queued` (a cancel that must not hit a started run).
     pub only_if_queued: bool,
 }
@@ -76,7 +78,7 @@ pub struct Page {
 macro_rules! columns {
     () => {
         "id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, message, \
-         exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified"
+         exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes"
     };
 }
 const COLUMNS: &str = columns!();
@@ -137,7 +139,7 @@ impl Store {
         let changed = tx.prepare_cached(
             "UPDATE runs SET status = ?2, reason = ?3, message = ?4, exit_code = ?5, account = ?6, resets_at = ?7,
                  attempts = ?8, finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13,
-                 notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END
+                 notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END, changes = ?16, worktree = ?17
              WHERE id = ?1 AND (status = 'queued' OR (status = 'running' AND NOT ?15))",
         )?
         .execute(params![
@@ -156,6 +158,8 @@ impl Store {
             s.report_path,
             !outbox.is_empty(),
             s.only_if_queued,
+            s.changes.as_ref().map(|c| serde_json::to_string(c).unwrap_or_default()),
+            s.changes.as_ref().and_then(|c| c.worktree.clone()),
         ])?;
         if changed != 1 {
             return Ok(false);
@@ -327,6 +331,13 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         run_dir: row.get(18)?,
         made_up_by: row.get(20)?,
         notified: row.get(21)?,
+        changes: row.get::<_, Option<String>>(22)?.and_then(|text| match serde_json::from_str(&text) {
+            Ok(c) => Some(c),
+            Err(e) => {
+                tracing::warn!(error = %e, "a run's change summary in the database could not be read");
+                None
+            }
+        }),
     })
 }
 
@@ -398,6 +409,7 @@ mod tests {
             cost_usd: Some(0.25),
             session_id: None,
             report_path: None,
+            changes: None,
             only_if_queued: false,
         }
     }

@@ -1,0 +1,98 @@
+//! `push RUN`, `prune`, and what `show` says about a run's git workspace.
+
+use crate::format;
+use crate::Outcome;
+use nightshift_core::workspace::{Changes, Kind};
+use nightshift_core::{Engine, Error};
+
+/// How many changed files `show` lists (the window and `--json` have them all, up to the cap).
+const FILES_SHOWN: usize = 20;
+
+/// `show`'s lines for a run's workspace.
+pub fn print_changes(c: &Changes, run_id: &str) {
+    println!("changes      {}", c.summary());
+    match c.workspace {
+        Kind::Worktree => {
+            if let Some(b) = &c.branch {
+                println!("branch       {b}  (in {})", c.repo);
+            }
+            match (&c.worktree, &c.worktree_removed_at) {
+                (Some(w), _) => println!("worktree     {w}"),
+                (None, Some(t)) => println!("worktree     removed {} (the branch keeps everything)", format::local(t)),
+                _ => {}
+            }
+        }
+        Kind::Cwd => println!("checkout     {}{}", c.repo, c.branch.as_ref().map(|b| format!(" ({b})")).unwrap_or_default()),
+    }
+    for f in c.files.iter().take(FILES_SHOWN) {
+        let lines = match (f.added, f.removed) {
+            (Some(a), Some(r)) => format!("+{a} \u{2212}{r}"),
+            _ => "binary".into(),
+        };
+        println!("  {lines:>12}  {}", f.path);
+    }
+    if c.files_changed > FILES_SHOWN {
+        println!("  … and {} more files (nightshiftctl show {run_id} --json)", c.files_changed - FILES_SHOWN);
+    }
+    for commit in &c.commits {
+        let by = if commit.by == "nightshift" { " (by Nightshift: what the run left uncommitted)" } else { "" };
+        println!("commit       {} {}{by}", &commit.sha[..commit.sha.len().min(10)], commit.subject);
+    }
+    if let Some(p) = &c.push {
+        let how = match p.state.as_str() {
+            "pushed" => format!("pushed{}", p.at.map(|t| format!(" {}", format::local(&t))).unwrap_or_default()),
+            "nothing" => "nothing to push (no commit)".into(),
+            "failed" => format!(
+                "failed after {} tries: {} — the branch is kept; try again with `nightshiftctl push {run_id}`",
+                p.tries,
+                p.error.as_deref().unwrap_or("no message")
+            ),
+            _ if p.tries == 0 => "pending (pushed by this command, the app or `nightshiftctl daemon`)".into(),
+            _ => format!(
+                "pending: try {} failed ({}); retried by the app or the daemon, or now with `nightshiftctl push {run_id}`",
+                p.tries,
+                p.error.as_deref().unwrap_or("no message")
+            ),
+        };
+        println!("push         {}: {how}", p.remote);
+    }
+}
+
+/// `nightshiftctl push RUN`: push the run's branch now.
+pub async fn push(engine: &Engine, run_id: &str) -> Result<Outcome, Error> {
+    let run = engine.retry_push(run_id).await?;
+    let push = run.changes.as_ref().and_then(|c| c.push.clone());
+    let branch = run.changes.as_ref().and_then(|c| c.branch.clone()).unwrap_or_default();
+    match push {
+        Some(p) if p.state == "pushed" => {
+            println!("pushed {branch} to {}", p.remote);
+            Ok(Outcome::Ok)
+        }
+        Some(p) => Err(Error::new(
+            nightshift_core::ErrorCode::Io,
+            format!("pushing {branch} to {} failed: {}; the branch is kept", p.remote, p.error.unwrap_or_default()),
+        )),
+        None => Ok(Outcome::Ok),
+    }
+}
+
+/// `nightshiftctl prune`: remove the worktrees kept longer than `keep_worktrees_days`.
+pub async fn prune(engine: &Engine, dry_run: bool, json: bool) -> Result<Outcome, Error> {
+    let done = engine.prune_worktrees(dry_run).await;
+    if json {
+        format::json(&done);
+        return Ok(Outcome::Ok);
+    }
+    let days = engine.settings().keep_worktrees_days;
+    if done.is_empty() {
+        println!("nothing to prune: no settled run's worktree is older than {days} days (keep_worktrees_days)");
+    }
+    for p in &done {
+        println!("{} ({} run {})", p.outcome, p.routine, p.run_id);
+    }
+    let failed = done.iter().filter(|p| !p.removed && !dry_run).count();
+    if failed > 0 {
+        return Err(Error::new(nightshift_core::ErrorCode::Io, format!("{failed} worktree(s) could not be removed (see above)")));
+    }
+    Ok(Outcome::Ok)
+}

@@ -1,0 +1,186 @@
+//! Looking after worktree runs once they are settled: pushing their branches (`push:`) and
+//! removing their worktree directories after `keep_worktrees_days`.
+//!
+//! A push is owed like a notification: an outbox entry written with the final row, leased by one
+//! engine at a time, retried with backoff, and after the last try `failed` on the run — the branch
+//! stays, and `nightshiftctl push RUN` (or the window) tries again. The state the user sees lives
+//! in the run's change summary (`changes.push`).
+
+use super::Core;
+use crate::store::outbox::PUSH;
+use crate::store::Delivery;
+use crate::workspace;
+use chrono::{DateTime, Duration as Span, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Waits between push tries: a flaky network gets a few chances within the hour.
+pub(crate) const BACKOFF: &[Duration] = &[Duration::from_secs(10), Duration::from_secs(60), Duration::from_secs(300), Duration::from_secs(1800)];
+/// Longer than one bounded push.
+const LEASE: Duration = Duration::from_secs(180);
+/// How often a long-running engine looks for worktrees to remove.
+const CLEANUP_EVERY: Duration = Duration::from_secs(3600);
+/// The longest sleep while a retry is due later (the wall clock may jump meanwhile).
+const LONGEST_WAIT: Duration = Duration::from_secs(300);
+
+/// Push and clean up for as long as the engine lives (the app, the daemon, `serve`). The task
+/// ends when the returned handle is dropped.
+pub(crate) fn start(core: &Arc<Core>) -> AbortOnDrop {
+    let core = Arc::clone(core);
+    AbortOnDrop(tokio::spawn(async move {
+        let kick = Arc::new(tokio::sync::Notify::new());
+        let k = Arc::clone(&kick);
+        // A run settled here or in another process may owe a push.
+        let _watcher = super::signal::watch_wake_file(&core, Vec::new(), move || k.notify_one());
+        let mut next_cleanup = tokio::time::Instant::now();
+        loop {
+            let next_push = push_due(&core).await;
+            if tokio::time::Instant::now() >= next_cleanup {
+                let c = Arc::clone(&core);
+                let _ = tokio::task::spawn_blocking(move || prune(&c, false)).await;
+                next_cleanup = tokio::time::Instant::now() + CLEANUP_EVERY;
+            }
+            let until_push = next_push.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(LONGEST_WAIT);
+            let until_cleanup = next_cleanup.saturating_duration_since(tokio::time::Instant::now());
+            tokio::select! {
+                _ = kick.notified() => {}
+                _ = tokio::time::sleep(until_push.min(until_cleanup).min(LONGEST_WAIT)) => {}
+            }
+        }
+    }))
+}
+
+pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Push every branch that is due now; returns when the next retry is due.
+pub(crate) async fn push_due(core: &Arc<Core>) -> Option<DateTime<Utc>> {
+    let c = Arc::clone(core);
+    match tokio::task::spawn_blocking(move || push_due_blocking(&c)).await {
+        Ok(Ok(next)) => next,
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "could not push run branches; trying again later");
+            Some(Utc::now() + Span::seconds(30))
+        }
+        Err(_) => Some(Utc::now() + Span::seconds(30)),
+    }
+}
+
+fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>> {
+    loop {
+        let now = Utc::now();
+        let due = core.store.lease_due(PUSH, now, now + Span::from_std(LEASE).unwrap_or_default(), 8)?;
+        if due.is_empty() {
+            return core.store.next_delivery_due(PUSH);
+        }
+        for entry in due {
+            let changes = core.store.get_run(&entry.run_id).ok().and_then(|r| r.changes);
+            let Some((changes, mut push, branch)) = changes.and_then(|c| {
+                let push = c.push.clone()?;
+                let branch = c.branch.clone()?;
+                Some((c, push, branch))
+            }) else {
+                core.store.settle_delivery(&entry.run_id, PUSH, Delivery::NotNeeded, Some("the run has no branch to push"), now)?;
+                continue;
+            };
+            let result = workspace::push(std::path::Path::new(&changes.repo), &push.remote, &branch).map_err(|e| core.redactor.redact(&e));
+            let now = Utc::now();
+            push.tries = entry.attempts + 1;
+            push.at = Some(now);
+            match result {
+                Ok(()) => {
+                    tracing::info!(run = %entry.run_id, remote = %push.remote, %branch, "pushed the run's branch");
+                    push.state = "pushed".into();
+                    push.error = None;
+                    core.store.set_push(&entry.run_id, &push)?;
+                    core.store.settle_delivery(&entry.run_id, PUSH, Delivery::Delivered, None, now)?;
+                }
+                Err(e) => match core.push_backoff.get(entry.attempts as usize) {
+                    Some(wait) => {
+                        tracing::info!(run = %entry.run_id, attempt = push.tries, error = %e, "push failed; trying again");
+                        push.state = "pending".into();
+                        push.error = Some(e.clone());
+                        core.store.set_push(&entry.run_id, &push)?;
+                        core.store.retry_delivery(&entry.run_id, PUSH, &e, now + Span::from_std(*wait).unwrap_or_default())?;
+                    }
+                    None => {
+                        tracing::warn!(run = %entry.run_id, error = %e, "push failed after every try; the branch is kept");
+                        push.state = "failed".into();
+                        push.error = Some(e.clone());
+                        core.store.set_push(&entry.run_id, &push)?;
+                        core.store.settle_delivery(&entry.run_id, PUSH, Delivery::NotDelivered, Some(&e), now)?;
+                    }
+                },
+            }
+        }
+    }
+}
+
+/// One worktree cleanup decision.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Pruned {
+    pub run_id: String,
+    pub routine: String,
+    pub worktree: String,
+    /// What was done ("removed …", "would remove …"), or why not.
+    pub outcome: String,
+    pub removed: bool,
+}
+
+/// Remove the worktree directories of settled runs that finished more than
+/// `keep_worktrees_days` ago (`dry_run`: only say which). A run still going is never touched:
+/// only final rows are looked at. The branches stay (all the run did is committed on them),
+/// unless `delete_merged_branches` and they are merged.
+pub(crate) fn prune(core: &Core, dry_run: bool) -> Vec<Pruned> {
+    let settings = core.settings();
+    let before = core.clock.now() - Span::days(settings.keep_worktrees_days as i64);
+    let mut done = Vec::new();
+    let kept = match core.store.kept_worktrees(before, 10_000) {
+        Ok(k) => k,
+        Err(e) => {
+            tracing::warn!(error = %e, "could not list worktrees to clean up");
+            return done;
+        }
+    };
+    for k in kept {
+        let Some(path) = k.changes.worktree.clone() else {
+            continue;
+        };
+        let mut p = Pruned { run_id: k.run_id.clone(), routine: k.routine.clone(), worktree: path.clone(), outcome: String::new(), removed: false };
+        if dry_run {
+            p.outcome = format!("would remove {path}");
+            done.push(p);
+            continue;
+        }
+        let started = workspace::started(&core.home.run_dir(&k.routine, &k.run_id));
+        let base_ref = started.and_then(|s| s.base_ref);
+        let result = workspace::remove_worktree(
+            std::path::Path::new(&k.changes.repo),
+            std::path::Path::new(&path),
+            k.changes.branch.as_deref(),
+            base_ref.as_deref(),
+            settings.delete_merged_branches,
+        );
+        match result {
+            Ok(said) => {
+                if let Err(e) = core.store.set_worktree_removed(&k.run_id, core.clock.now()) {
+                    tracing::warn!(run = %k.run_id, error = %e, "removed a worktree but could not record it");
+                }
+                tracing::info!(run = %k.run_id, "{said}");
+                p.outcome = said;
+                p.removed = true;
+            }
+            Err(e) => {
+                tracing::warn!(run = %k.run_id, error = %e, "could not remove a worktree");
+                p.outcome = e;
+            }
+        }
+        done.push(p);
+    }
+    done
+}

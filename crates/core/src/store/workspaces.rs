@@ -1,0 +1,75 @@
+//! The git side of runs in the store: a worktree run's push state and the worktrees cleanup may
+//! remove (settled runs whose worktree directory still exists — a partial index holds just those).
+
+use super::Store;
+use crate::error::Result;
+use crate::run::fmt_time;
+use crate::workspace::{Changes, Push};
+use chrono::{DateTime, Utc};
+use rusqlite::params;
+
+/// A settled run that still has its worktree directory.
+#[derive(Debug, Clone)]
+pub struct KeptWorktree {
+    pub run_id: String,
+    pub routine: String,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub changes: Changes,
+}
+
+impl Store {
+    /// Record the latest push state in the run's change summary.
+    pub fn set_push(&self, run_id: &str, push: &Push) -> Result<()> {
+        let json = serde_json::to_string(push).unwrap_or_default();
+        self.conn().execute(
+            "UPDATE runs SET changes = json_set(changes, '$.push', json(?2)) WHERE id = ?1 AND changes IS NOT NULL",
+            params![run_id, json],
+        )?;
+        Ok(())
+    }
+
+    /// Settled runs whose worktree is still on disk and that finished before `before`, oldest
+    /// first (`before` = now: every one).
+    pub fn kept_worktrees(&self, before: DateTime<Utc>, limit: usize) -> Result<Vec<KeptWorktree>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, routine, finished_at, changes FROM runs
+             WHERE worktree IS NOT NULL AND status NOT IN ('queued', 'running') AND finished_at < ?1
+             ORDER BY sort_ms LIMIT ?2",
+        )?;
+        let rows = stmt.query_map(params![fmt_time(&before), limit as i64], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?, r.get::<_, Option<String>>(3)?))
+        })?;
+        let mut kept = Vec::new();
+        for row in rows {
+            let (run_id, routine, finished, changes) = row?;
+            let Some(changes) = changes.and_then(|c| serde_json::from_str(&c).ok()) else {
+                continue;
+            };
+            kept.push(KeptWorktree { run_id, routine, finished_at: finished.as_deref().and_then(crate::run::parse_time), changes });
+        }
+        Ok(kept)
+    }
+
+    /// The run's worktree directory is gone (its branch stays).
+    pub fn set_worktree_removed(&self, run_id: &str, at: DateTime<Utc>) -> Result<()> {
+        self.conn().execute(
+            "UPDATE runs SET worktree = NULL,
+                 changes = json_set(changes, '$.worktree', json('null'), '$.worktree_removed_at', ?2)
+             WHERE id = ?1",
+            params![run_id, fmt_time(&at)],
+        )?;
+        Ok(())
+    }
+
+    /// Push a run's branch again from the first try (after it gave up, or now instead of later).
+    /// `false` when the run has no push owed.
+    pub fn reset_push(&self, run_id: &str) -> Result<bool> {
+        let n = self.conn().execute(
+            "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
+             WHERE run_id = ?1 AND channel = ?2 AND state IN ('pending', 'not_delivered')",
+            params![run_id, super::outbox::PUSH],
+        )?;
+        Ok(n > 0)
+    }
+}
