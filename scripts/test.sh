@@ -70,4 +70,5 @@ NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench daemon
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench settle
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench history
+NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench worktree
 cargo bench -p nightshiftctl --bench hostile

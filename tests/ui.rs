@@ -326,3 +326,62 @@ async fn the_run_detail_shows_its_webhook_deliveries() {
     c.close().await.unwrap();
     drop(driver);
 }
+
+/// A worktree run's changes in its detail: the summary line, the branch with Copy, the files with
+/// +/− (a hostile file name stays text), the commits, and a refused push that "Push again" pushes
+/// once the remote takes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_detail_shows_what_a_worktree_run_changed() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let scene = Scene::new();
+    let home = &scene.home;
+    nightshift_core::Home::at(home).bootstrap().unwrap();
+    let repo = scene.tmp.path().join("repo");
+    let remote = scene.tmp.path().join("remote.git");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |dir: &Path, args: &[&str]| {
+        let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).env("GIT_AUTHOR_NAME", "U").env("GIT_AUTHOR_EMAIL", "u@x").env("GIT_COMMITTER_NAME", "U").env("GIT_COMMITTER_EMAIL", "u@x").output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    git(&repo, &["init", "-q", "-b", "main"]);
+    std::fs::write(repo.join("notes.txt"), "one\ntwo\n").unwrap();
+    git(&repo, &["add", "."]);
+    git(&repo, &["commit", "-q", "-m", "first"]);
+    git(&repo, &["init", "-q", "--bare", remote.to_str().unwrap()]);
+    git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
+    let hook = remote.join("hooks/pre-receive");
+    std::fs::write(&hook, "#!/bin/sh\necho 'frozen' >&2\nexit 1\n").unwrap();
+    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let command = "printf 'three\\\\n' >> notes.txt; echo x > '<img src=x onerror=window.__pwned=5>.txt'";
+    std::fs::write(
+        home.join("routines/wt.yaml"),
+        format!("name: wt\nschedule: \"0 3 1 1 *\"\nnotify: never\ncwd: {}\nworkspace: worktree\npush: origin\ncommand: \"{command}\"\n", repo.display()),
+    )
+    .unwrap();
+    let Some((driver, c)) = scene.open(&[]).await else { return };
+    text(&c, "#routines tr[data-routine='wt']").await;
+    let id = run_now_from_routines(&c, "wt").await;
+    wait_status(&c, "completed", 20).await;
+    let branch = format!("nightshift/wt/{id}");
+    let summary = until(&c, "the change summary", "return document.getElementById('changes-summary')?.textContent", 10).await;
+    assert_eq!(summary, json!(format!("2 files changed, +2 \u{2212}0 on {branch}")));
+    assert_eq!(js(&c, "return document.getElementById('changes-branch').textContent").await, json!(branch));
+    let files = js(&c, "return [...document.querySelectorAll('#changes-files tr')].map(r => r.textContent)").await;
+    assert_eq!(files, json!(["+1 \u{2212}0<img src=x onerror=window.__pwned=5>.txt", "+1 \u{2212}0notes.txt"]));
+    assert_eq!(js(&c, "return document.querySelectorAll('#run-changes img').length + (window.__pwned ?? 0)").await, json!(0));
+    assert_eq!(js(&c, "return [...document.querySelectorAll('#changes-commits li')].map(l => l.dataset.by)").await, json!(["nightshift"]));
+    // The app tried the push and the remote refused; once it takes pushes, Push again pushes.
+    let refused = until(&c, "a refused push", "const p = document.getElementById('changes-push'); return p && p.dataset.state === 'pending' && p.textContent.includes('try 1 failed') && p.textContent", 30).await;
+    assert!(refused.as_str().unwrap().contains("frozen"), "{refused}");
+    screenshot(&c, "ui-changes.png").await;
+    std::fs::remove_file(&hook).unwrap();
+    click(&c, "#push-again").await;
+    until(&c, "the push", "return document.getElementById('changes-push')?.dataset.state === 'pushed'", 20).await;
+    assert_eq!(git(&remote, &["rev-parse", &branch]), git(&repo, &["rev-parse", &branch]));
+    c.close().await.unwrap();
+    drop(driver);
+}

@@ -37,7 +37,7 @@ impl<R: Runtime> Face for AppFace<R> {
         self.0
             .opener()
             .open_path(path.display().to_string(), None::<&str>)
-            .map_err(|e| Error::new(ErrorCode::Io, format!("could not open {} in an editor: {e}; open it by hand", path.display())))
+            .map_err(|e| Error::new(ErrorCode::Io, format!("could not open {}: {e}; open it by hand", path.display())))
     }
 }
 
@@ -170,6 +170,16 @@ pub async fn restore_routine(state: State<'_, AppState>, id: String) -> Result<W
 #[tauri::command]
 pub fn open_routine_file<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, name: String) -> Result<(), Error> {
     api::open_routine_file(&state.engine, &AppFace(app), &name)
+}
+
+#[tauri::command]
+pub async fn push_branch(state: State<'_, AppState>, id: String) -> Result<nightshift_core::RunRecord, Error> {
+    api::push_branch(&state.engine, &id).await
+}
+
+#[tauri::command]
+pub fn open_workspace<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>, id: String) -> Result<(), Error> {
+    api::open_workspace(&state.engine, &AppFace(app), &id)
 }
 
 #[tauri::command]

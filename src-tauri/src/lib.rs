@@ -171,6 +171,8 @@ pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R
             commands::restore_routine,
             commands::open_routine_file,
             commands::list_folders,
+            commands::push_branch,
+            commands::open_workspace,
         ])
 }
 

@@ -75,6 +75,14 @@ export function mount(root, _params, ui) {
   const enabled = h("input", { type: "checkbox", checked: true });
   const description = h("input", { type: "text" });
   const model = h("input", { type: "text", spellcheck: "false", placeholder: "the agent's default" });
+  const workspace = h(
+    "select",
+    {},
+    h("option", { value: "" }, "In the working directory itself"),
+    h("option", { value: "worktree" }, "In a git worktree of its own for each run (your checkout is never touched)"),
+  );
+  const base = h("input", { type: "text", spellcheck: "false", class: "mono", placeholder: "the repository's HEAD" });
+  const push = h("input", { type: "text", spellcheck: "false", class: "mono", placeholder: "not pushed" });
   const endAt = h("input", { type: "datetime-local" });
   const devices = h("input", { type: "text", spellcheck: "false", placeholder: "laptop, workstation" });
   const env = h("textarea", { rows: 3, spellcheck: "false", class: "mono", placeholder: "KEY=value (one per line)" });
@@ -99,6 +107,12 @@ export function mount(root, _params, ui) {
   const cwdField = field("cwd", "Working directory", cwd);
   cwdField.insertBefore(h("div", { class: "row" }, cwd, pickButton), cwdField.querySelector(".field-problem"));
   cwdField.append(picker);
+  const worktreePart = h(
+    "div",
+    { class: "row wrap", id: "worktree-part", hidden: true },
+    field("base", "Start from branch", base),
+    field("push", "Push its branch to remote", push, "After each run, e.g. origin; a failed push is retried and the branch kept."),
+  );
   const scheduleField = field("schedule", "Cron expression", schedule, "minute hour day month weekday — e.g. 30 7 * * 1-5");
   const atField = field("at", "At", at);
   atField.hidden = true;
@@ -112,6 +126,8 @@ export function mount(root, _params, ui) {
     agentPart,
     commandPart,
     cwdField,
+    field("workspace", "Where it works", workspace, "A worktree run works on branch nightshift/<name>/<run id>; what it leaves is committed there."),
+    worktreePart,
     h(
       "fieldset",
       { class: "when" },
@@ -167,6 +183,9 @@ export function mount(root, _params, ui) {
       model: isAgent() ? model.value : "",
       command: isAgent() ? "" : command.value,
       cwd: cwd.value,
+      workspace: workspace.value,
+      base: workspace.value === "worktree" ? base.value : "",
+      push: workspace.value === "worktree" ? push.value : "",
       schedule: p.id === "once" ? "" : schedule.value,
       at: p.id === "once" ? localTime(at.value) : "",
       timezone: timezone.value,
@@ -316,6 +335,9 @@ export function mount(root, _params, ui) {
   agent.addEventListener("change", () => {
     fillAccounts();
     changed();
+  });
+  workspace.addEventListener("change", () => {
+    worktreePart.hidden = workspace.value !== "worktree";
   });
   preset.addEventListener("change", applyPreset);
   time.addEventListener("input", applyPreset);

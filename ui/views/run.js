@@ -17,6 +17,7 @@ export function mount(root, params, ui) {
   const facts = h("dl", { id: "run-facts", class: "facts" });
   const attempts = h("div", { id: "run-attempts" });
   const deliveriesBox = h("div", { id: "run-deliveries" });
+  const changesBox = h("section", { id: "run-changes", "aria-labelledby": "changes-title" });
   const report = h("article", { id: "run-report", class: "report" });
   const logBox = h("pre", { id: "run-log", class: "log", tabindex: "0", "aria-label": "Log" });
   const logMode = { readable: true, stream: "stdout" };
@@ -29,6 +30,7 @@ export function mount(root, params, ui) {
     head,
     explanation,
     facts,
+    changesBox,
     attempts,
     deliveriesBox,
     h("section", { "aria-labelledby": "report-title" }, h("h3", { id: "report-title" }, "Report"), report),
@@ -117,8 +119,81 @@ export function mount(root, params, ui) {
       );
     } else deliveriesBox.replaceChildren();
 
+    renderChanges(r, detail.changes_summary);
+
     if (detail.report_html) trustedReport(report, detail.report_html, openLink);
     else replace(report, h("p", { class: "muted" }, r.status === "completed" ? "This run wrote no report." : isLive(r.status) ? "The report appears when the run completes." : "No report: the run did not complete."));
+  }
+
+  // What the run changed in git. Paths and commit subjects come from the agent: text nodes only.
+  function renderChanges(r, summary) {
+    const c = r.changes;
+    if (!c) return changesBox.replaceChildren();
+    const branch = c.branch ? h("code", { id: "changes-branch" }, c.branch) : null;
+    const copy = async (button) => {
+      try {
+        await navigator.clipboard.writeText(c.branch);
+        button.textContent = "Copied";
+      } catch {
+        // No clipboard here: select the name so Ctrl+C copies it.
+        getSelection().selectAllChildren(branch);
+        button.textContent = "Selected — press Ctrl+C";
+      }
+    };
+    const where = c.worktree
+      ? ["Worktree ", h("code", { id: "changes-dir" }, c.worktree)]
+      : c.worktree_removed_at
+        ? [`Worktree removed ${full(c.worktree_removed_at)} (the branch keeps everything) · repository `, h("code", { id: "changes-dir" }, c.repo)]
+        : ["Checkout ", h("code", { id: "changes-dir" }, c.repo)];
+    const lines = (f) => (f.added === null ? "binary" : `+${f.added} \u2212${f.removed}`);
+    replace(
+      changesBox,
+      h("h3", { id: "changes-title" }, "Changes"),
+      h("p", { id: "changes-summary" }, summary),
+      branch ? h("p", {}, c.workspace === "worktree" ? "Branch " : "On branch ", branch, " ", h("button", { id: "copy-branch", onclick: (e) => copy(e.currentTarget) }, "Copy")) : null,
+      h("p", {}, ...where, " ", h("button", { id: "open-workspace", onclick: openFolder }, "Open folder")),
+      c.files.length
+        ? h(
+            "table",
+            { id: "changes-files", class: "files" },
+            h("caption", { class: "muted small" }, c.files_changed > c.files.length ? `First ${c.files.length} of ${c.files_changed} files` : `${c.files_changed} files`),
+            h("tbody", {}, c.files.map((f) => h("tr", {}, h("td", { class: "lines" }, lines(f)), h("td", {}, f.path)))),
+          )
+        : null,
+      c.commits.length
+        ? h("ol", { id: "changes-commits", class: "commits" }, c.commits.map((k) => h("li", { "data-by": k.by }, h("code", {}, k.sha.slice(0, 10)), " ", k.subject, k.by === "nightshift" ? h("span", { class: "muted small" }, " — by Nightshift: what the run left uncommitted") : null)))
+        : null,
+      c.push ? pushLine(c.push) : null,
+    );
+  }
+
+  function pushLine(p) {
+    const text = {
+      pushed: `Pushed to ${p.remote}${p.at ? ` ${full(p.at)}` : ""}`,
+      nothing: `Nothing to push to ${p.remote} (no commit)`,
+      failed: `Push to ${p.remote} failed after ${p.tries} tries — the branch is kept`,
+      pending: p.tries ? `Push to ${p.remote}: try ${p.tries} failed; it is tried again` : `Push to ${p.remote} pending`,
+    }[p.state] ?? `Push to ${p.remote}: ${p.state}`;
+    const again = p.state === "failed" || p.state === "pending" ? h("button", { id: "push-again", onclick: pushAgain }, "Push again") : null;
+    return h("div", { id: "changes-push", "data-state": p.state }, h("p", {}, text, " ", again), p.error && p.state !== "pushed" ? h("p", { class: "muted small" }, p.error) : null);
+  }
+
+  async function pushAgain(e) {
+    e.currentTarget.disabled = true;
+    try {
+      await call("push_branch", { id });
+    } catch (err) {
+      changesBox.append(h("p", { class: "fix" }, errorText(err)));
+    }
+    await load();
+  }
+
+  async function openFolder() {
+    try {
+      await call("open_workspace", { id });
+    } catch (err) {
+      changesBox.append(h("p", { class: "fix" }, errorText(err)));
+    }
   }
 
   function restartLog(change) {

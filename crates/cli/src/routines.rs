@@ -72,6 +72,15 @@ pub struct NewArgs {
     pub timezone: Option<String>,
     #[arg(long)]
     pub cwd: Option<String>,
+    /// `worktree`: each run in a git worktree of its own (on branch nightshift/NAME/RUN-ID).
+    #[arg(long)]
+    pub workspace: Option<String>,
+    /// With `--workspace worktree`: the branch runs start from.
+    #[arg(long)]
+    pub base: Option<String>,
+    /// With `--workspace worktree`: the remote each run's branch is pushed to.
+    #[arg(long)]
+    pub push: Option<String>,
     /// plan, edit, auto or skip (agent routines).
     #[arg(long)]
     pub mode: Option<String>,
@@ -125,6 +134,9 @@ impl NewArgs {
             mode: text(self.mode),
             model: text(self.model),
             cwd: text(self.cwd),
+            workspace: text(self.workspace),
+            base: text(self.base),
+            push: text(self.push),
             schedule: text(self.schedule),
             at: text(self.at),
             timezone: text(self.timezone),

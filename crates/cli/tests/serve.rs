@@ -240,3 +240,40 @@ fn routines_are_written_over_http() {
     assert_eq!(code, 400);
     assert!(opened["message"].as_str().unwrap().contains("the file is on the server"), "{opened}");
 }
+
+/// A worktree run's changes over HTTP: the detail's one-line summary, Push again and Open folder
+/// (which says the folder is on the server).
+#[test]
+fn a_runs_changes_push_and_folder_over_http() {
+    let th = TestHome::new();
+    let repo = th.path().join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git").arg("-C").arg(&repo).args(args).env("GIT_AUTHOR_NAME", "U").env("GIT_AUTHOR_EMAIL", "u@x").env("GIT_COMMITTER_NAME", "U").env("GIT_COMMITTER_EMAIL", "u@x").status().unwrap();
+        assert!(ok.success(), "git {args:?}");
+    };
+    git(&["init", "-q", "-b", "main"]);
+    git(&["commit", "-q", "--allow-empty", "-m", "first"]);
+    git(&["init", "-q", "--bare", th.path().join("remote.git").to_str().unwrap()]);
+    git(&["remote", "add", "origin", th.path().join("remote.git").to_str().unwrap()]);
+    th.routine("wt", &format!("schedule: \"0 3 * * *\"\ncommand: \"echo x > x.txt\"\ncwd: {}\nworkspace: worktree\npush: origin\n", repo.display()));
+    th.routine("plain", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
+    assert!(ctl(&th).args(["run", "wt", "--wait"]).output().unwrap().status.success());
+    assert!(ctl(&th).args(["run", "plain", "--wait"]).output().unwrap().status.success());
+    let runs: serde_json::Value = serde_json::from_slice(&ctl(&th).args(["runs", "--json"]).output().unwrap().stdout).unwrap();
+    let (plain, wt) = (runs[0]["id"].as_str().unwrap().to_string(), runs[1]["id"].as_str().unwrap().to_string());
+
+    let s = serve(&th);
+    let (code, detail) = call(&s, "get_run", serde_json::json!({ "id": wt }));
+    assert_eq!(code, 200, "{detail}");
+    assert_eq!(detail["changes_summary"], format!("1 file changed, +1 \u{2212}0 on nightshift/wt/{wt}"));
+    assert_eq!(detail["run"]["changes"]["push"]["state"], "pushed");
+    let (code, pushed) = call(&s, "push_branch", serde_json::json!({ "id": wt }));
+    assert_eq!((code, &pushed["changes"]["push"]["state"]), (200, &serde_json::json!("pushed")), "{pushed}");
+    let (code, none) = call(&s, "push_branch", serde_json::json!({ "id": plain }));
+    assert_eq!((code, none["code"].as_str()), (400, Some("usage")), "{none}");
+    assert!(none["message"].as_str().unwrap().contains("has no branch to push"), "{none}");
+    let (code, opened) = call(&s, "open_workspace", serde_json::json!({ "id": wt }));
+    assert_eq!(code, 400);
+    assert!(opened["message"].as_str().unwrap().contains(&format!("the file is on the server ({})", th.path().join("worktrees").join(&wt).display())), "{opened}");
+}

@@ -234,6 +234,20 @@ pub fn open_routine_file(engine: &Engine, face: &dyn Face, name: &str) -> Result
     face.open_file(std::path::Path::new(&source.path))
 }
 
+/// "Push again": a worktree run's branch pushed now; the run as it is afterwards (its
+/// `changes.push` says how it went).
+pub async fn push_branch(engine: &Engine, id: &str) -> Result<crate::run::RunRecord> {
+    engine.retry_push(id).await
+}
+
+/// "Open folder": a run's worktree — or its repository, once the worktree is cleaned up or for a
+/// run in `cwd` — in the system's file manager.
+pub fn open_workspace(engine: &Engine, face: &dyn Face, id: &str) -> Result<()> {
+    let run = engine.run(id)?;
+    let changes = run.changes.ok_or_else(|| Error::new(ErrorCode::Usage, format!("run {} did not work in a git repository", run.id)))?;
+    face.open_file(std::path::Path::new(&changes.worktree.unwrap_or(changes.repo)))
+}
+
 /// One page of history, newest first. `cursor` comes from the previous page's `next_cursor`.
 pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Result<Page> {
     let status = match status.as_deref().filter(|s| !s.is_empty()) {
@@ -257,6 +271,9 @@ pub struct RunDetail {
     pub routine_exists: bool,
     /// Its webhook deliveries (what each receiver got, tries, last error).
     pub deliveries: Vec<DeliveryRow>,
+    /// What it changed in git, in one line ("3 files changed, +40 −12 on nightshift/…"), worded
+    /// as the notification and the CLI say it.
+    pub changes_summary: Option<String>,
 }
 
 pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
@@ -265,7 +282,8 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
         let run = e.run(&id)?;
         let report_html = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|md| crate::view::markdown::render(&e.redact(&md)));
         let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.channel.starts_with(crate::webhook::CHANNEL_PREFIX)).collect();
-        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries })
+        let changes_summary = run.changes.as_ref().map(crate::workspace::Changes::summary);
+        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary })
     })
     .await
 }
@@ -419,6 +437,8 @@ pub async fn call(engine: &Engine, face: &dyn Face, command: &str, args: serde_j
         "restore_routine" => json(restore_routine(engine, need(a.id, "id")?).await?),
         "open_routine_file" => json(open_routine_file(engine, face, &need(a.name, "name")?)?),
         "list_folders" => json(list_folders(a.path).await?),
+        "push_branch" => json(push_branch(engine, &need(a.id, "id")?).await?),
+        "open_workspace" => json(open_workspace(engine, face, &need(a.id, "id")?)?),
         other => Err(Error::new(ErrorCode::Usage, format!("no command named \"{other}\""))),
     }
 }

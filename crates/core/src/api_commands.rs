@@ -29,4 +29,6 @@ pub const COMMANDS: &[&str] = &[
     "restore_routine",
     "open_routine_file",
     "list_folders",
+    "push_branch",
+    "open_workspace",
 ];

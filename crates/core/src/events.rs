@@ -12,6 +12,8 @@ pub enum EngineEvent {
     /// A human line about a live run, e.g. "API retry 3/10: authentication_failed".
     RunProgress { run_id: String, routine: String, message: String },
     RunFinished { run: RunRecord },
+    /// A settled run's record changed: its branch was pushed, a push try failed, or it gave up.
+    RunUpdated { run: RunRecord },
     RoutinesChanged,
     /// An account's health verdict changed, or accounts were added/removed.
     AccountsChanged,

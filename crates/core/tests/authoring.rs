@@ -297,3 +297,23 @@ async fn hostile_input_is_refused_in_the_loaders_words_and_never_hangs() {
     assert_eq!(names, vec!["huge", "piped"]);
     assert_eq!(engine.restore_routine("20261130T163000Z-piped.yaml").unwrap_err().code, ErrorCode::RoutineNotFound, "a FIFO is not a removed routine file");
 }
+
+#[tokio::test]
+async fn a_worktree_routine_from_the_form_is_checked_on_its_fields() {
+    let th = TestHome::new();
+    let engine = engine(&th);
+    let plain = th.path().join("plain");
+    std::fs::create_dir_all(&plain).unwrap();
+    let outside = Draft { cwd: plain.display().to_string(), workspace: "worktree".into(), push: "origin".into(), ..command_draft("wt") };
+    let problems = field_problems(&engine, &outside);
+    assert_eq!(
+        problems,
+        vec![("cwd".to_string(), format!("`workspace: worktree` needs `cwd` in a git repository; {} is not in one (no .git in it or above)", plain.display()))]
+    );
+    let stray = Draft { push: "origin".into(), ..command_draft("wt") };
+    assert_eq!(field_problems(&engine, &stray), vec![("push".to_string(), "`push` only applies to `workspace: worktree`".to_string())]);
+    std::fs::create_dir_all(plain.join(".git")).unwrap();
+    assert_eq!(field_problems(&engine, &outside), vec![]);
+    let yaml = outside.to_yaml();
+    assert!(yaml.contains(&format!("cwd: {}\nworkspace: worktree\npush: origin\n", plain.display())), "{yaml}");
+}

@@ -443,3 +443,18 @@ async fn a_worktree_run_starts_in_the_same_subdirectory_and_from_base() {
     assert_eq!(PathBuf::from(here), th.path().join("worktrees").join(&rec.id).join("src").canonicalize().unwrap());
     assert!(git(&repo, &["show", &format!("{branch}:src/seen.txt")]).lines().any(|l| l == "release.rs"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_prompt_gets_its_branch_and_last_report() {
+    let th = TestHome::new();
+    let repo = repo(th.path(), "repo");
+    // A stand-in for the agent CLI: it keeps the prompt it was given (the last argument after -p).
+    th.script("claude", "while [ $# -gt 0 ]; do if [ \"$1\" = -p ]; then printf '%s' \"$2\" > prompt.txt; fi; shift; done");
+    th.routine("ask", &format!("schedule: \"0 3 * * *\"\nagent: claude\nprompt: \"Work on {{branch}}; before: {{last_report}}\"\ncwd: {}\nworkspace: worktree\n", repo.display()));
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
+    let engine = Engine::open(opts).unwrap();
+    let rec = engine.run_now("ask", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let branch = rec.changes.unwrap().branch.unwrap();
+    assert_eq!(git(&repo, &["show", &format!("{branch}:prompt.txt")]), format!("Work on {branch}; before: (no previous report)"));
+}

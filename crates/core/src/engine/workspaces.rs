@@ -79,6 +79,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
             return core.store.next_delivery_due(PUSH);
         }
         for entry in due {
+            let id = entry.run_id.clone();
             let changes = core.store.get_run(&entry.run_id).ok().and_then(|r| r.changes);
             let Some((changes, mut push, branch)) = changes.and_then(|c| {
                 let push = c.push.clone()?;
@@ -117,6 +118,12 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                     }
                 },
             }
+            // The faces show the push as it went: here through the event, elsewhere through the
+            // wake file (other processes' views look again).
+            if let Ok(run) = core.store.get_run(&id) {
+                super::Engine::emit(core, crate::events::EngineEvent::RunUpdated { run });
+            }
+            super::signal::wake(core);
         }
     }
 }

@@ -31,6 +31,11 @@ pub struct Draft {
     pub mode: String,
     pub model: String,
     pub cwd: String,
+    /// `worktree` for a git worktree of its own per run; empty for `cwd` itself.
+    pub workspace: String,
+    /// With `worktree`: the branch it starts from, the remote its branch is pushed to.
+    pub base: String,
+    pub push: String,
     /// A cron expression; or use `at` for a one-shot.
     pub schedule: String,
     /// A one-shot time (`2026-12-24 09:00` in the routine's zone, or RFC 3339).
@@ -50,7 +55,7 @@ pub struct Draft {
 
 /// The draft's fields in the order they are written.
 pub const DRAFT_FIELDS: &[&str] = &[
-    "name", "description", "agent", "account", "prompt", "mode", "model", "command", "cwd", "schedule", "at", "timezone", "end_at",
+    "name", "description", "agent", "account", "prompt", "mode", "model", "command", "cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
     "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env",
 ];
 
@@ -73,7 +78,7 @@ impl Draft {
             out.text.push_str(&body);
             out.lines.push((field, first, out.text.lines().count()));
         };
-        let scalars: [(&'static str, &str); 15] = [
+        let scalars: [(&'static str, &str); 18] = [
             ("name", &self.name),
             ("description", &self.description),
             ("agent", &self.agent),
@@ -83,6 +88,9 @@ impl Draft {
             ("model", &self.model),
             ("command", &self.command),
             ("cwd", &self.cwd),
+            ("workspace", &self.workspace),
+            ("base", &self.base),
+            ("push", &self.push),
             ("schedule", &self.schedule),
             ("at", &self.at),
             ("timezone", &self.timezone),

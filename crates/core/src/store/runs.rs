@@ -238,14 +238,16 @@ impl Store {
         let mut stmt = conn.prepare(&format!(
             "SELECT {COLUMNS}, pid, pid_start, owner_pid, owner_start FROM runs WHERE status = 'running' ORDER BY id"
         ))?;
+        // The process columns follow the record's.
+        let n = COLUMNS.split(',').count();
         let rows = stmt
             .query_map([], |row| {
                 Ok(OpenRun {
                     record: row_to_record(row)?,
-                    pid: row.get(22)?,
-                    pid_start: row.get(23)?,
-                    owner_pid: row.get(24)?,
-                    owner_start: row.get(25)?,
+                    pid: row.get(n)?,
+                    pid_start: row.get(n + 1)?,
+                    owner_pid: row.get(n + 2)?,
+                    owner_start: row.get(n + 3)?,
                 })
             })?
             .collect::<Result<_, _>>()?;

@@ -229,7 +229,6 @@ fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str
     let branch = branch_name(routine, run_id);
     let added = Git::new(&repo, &["worktree", "add", "--quiet", "--no-track", "-b", &branch])
         .limit(git::DEFAULT_LIMIT)
-        .env("GIT_LFS_SKIP_SMUDGE", "1")
         .arg(&path)
         .arg(&base)
         .run();
