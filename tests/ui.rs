@@ -11,6 +11,7 @@ mod common;
 
 use common::*;
 use fantoccini::{Client, Locator};
+use nightshift_testkit::git::{accept_pushes, git, init_bare, init_repo, refuse_pushes};
 use serde_json::{json, Value};
 use std::path::Path;
 use std::time::Duration;
@@ -341,21 +342,10 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
     nightshift_core::Home::at(home).bootstrap().unwrap();
     let repo = scene.tmp.path().join("repo");
     let remote = scene.tmp.path().join("remote.git");
-    std::fs::create_dir_all(&repo).unwrap();
-    let git = |dir: &Path, args: &[&str]| {
-        let out = std::process::Command::new("git").arg("-C").arg(dir).args(args).env("GIT_AUTHOR_NAME", "U").env("GIT_AUTHOR_EMAIL", "u@x").env("GIT_COMMITTER_NAME", "U").env("GIT_COMMITTER_EMAIL", "u@x").output().unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8_lossy(&out.stdout).trim().to_string()
-    };
-    git(&repo, &["init", "-q", "-b", "main"]);
-    std::fs::write(repo.join("notes.txt"), "one\ntwo\n").unwrap();
-    git(&repo, &["add", "."]);
-    git(&repo, &["commit", "-q", "-m", "first"]);
-    git(&repo, &["init", "-q", "--bare", remote.to_str().unwrap()]);
+    init_repo(&repo, &[("notes.txt", "one\ntwo\n")]);
+    init_bare(&remote);
     git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::write(&hook, "#!/bin/sh\necho 'frozen' >&2\nexit 1\n").unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    refuse_pushes(&remote, "frozen");
     let command = "printf 'three\\\\n' >> notes.txt; echo x > '<img src=x onerror=window.__pwned=5>.txt'";
     std::fs::write(
         home.join("routines/wt.yaml"),
@@ -378,7 +368,7 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
     let refused = until(&c, "a refused push", "const p = document.getElementById('changes-push'); return p && p.dataset.state === 'pending' && p.textContent.includes('try 1 failed') && p.textContent", 30).await;
     assert!(refused.as_str().unwrap().contains("frozen"), "{refused}");
     screenshot(&c, "ui-changes.png").await;
-    std::fs::remove_file(&hook).unwrap();
+    accept_pushes(&remote);
     click(&c, "#push-again").await;
     until(&c, "the push", "return document.getElementById('changes-push')?.dataset.state === 'pushed'", 20).await;
     assert_eq!(git(&remote, &["rev-parse", &branch]), git(&repo, &["rev-parse", &branch]));

@@ -247,15 +247,9 @@ fn routines_are_written_over_http() {
 fn a_runs_changes_push_and_folder_over_http() {
     let th = TestHome::new();
     let repo = th.path().join("repo");
-    std::fs::create_dir_all(&repo).unwrap();
-    let git = |args: &[&str]| {
-        let ok = std::process::Command::new("git").arg("-C").arg(&repo).args(args).env("GIT_AUTHOR_NAME", "U").env("GIT_AUTHOR_EMAIL", "u@x").env("GIT_COMMITTER_NAME", "U").env("GIT_COMMITTER_EMAIL", "u@x").status().unwrap();
-        assert!(ok.success(), "git {args:?}");
-    };
-    git(&["init", "-q", "-b", "main"]);
-    git(&["commit", "-q", "--allow-empty", "-m", "first"]);
-    git(&["init", "-q", "--bare", th.path().join("remote.git").to_str().unwrap()]);
-    git(&["remote", "add", "origin", th.path().join("remote.git").to_str().unwrap()]);
+    nightshift_testkit::git::init_repo(&repo, &[]);
+    nightshift_testkit::git::init_bare(&th.path().join("remote.git"));
+    nightshift_testkit::git::git(&repo, &["remote", "add", "origin", th.path().join("remote.git").to_str().unwrap()]);
     th.routine("wt", &format!("schedule: \"0 3 * * *\"\ncommand: \"echo x > x.txt\"\ncwd: {}\nworkspace: worktree\npush: origin\n", repo.display()));
     th.routine("plain", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
     assert!(ctl(&th).args(["run", "wt", "--wait"]).output().unwrap().status.success());

@@ -4,33 +4,14 @@
 
 mod common;
 use common::*;
+use nightshift_testkit::git::{accept_pushes, git, init_bare, init_repo, refuse_pushes};
 use nightshift_testkit::TestHome;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "User")
-        .env("GIT_AUTHOR_EMAIL", "user@example.com")
-        .env("GIT_COMMITTER_NAME", "User")
-        .env("GIT_COMMITTER_EMAIL", "user@example.com")
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
 
 fn repo(th: &TestHome) -> PathBuf {
     let dir = th.path().join("repo");
-    std::fs::create_dir_all(&dir).unwrap();
-    git(&dir, &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "first"]);
+    init_repo(&dir, &[("README.md", "hello\n")]);
     dir
 }
 
@@ -94,11 +75,9 @@ fn a_refused_push_is_said_by_run_and_pushed_later_by_push() {
     let th = TestHome::new();
     let repo = repo(&th);
     let remote = th.path().join("remote.git");
-    git(th.path(), &["init", "-q", "--bare", remote.to_str().unwrap()]);
+    init_bare(&remote);
     git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::write(&hook, "#!/bin/sh\necho 'frozen for the release' >&2\nexit 1\n").unwrap();
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    refuse_pushes(&remote, "frozen for the release");
     th.routine("nightly", &format!("schedule: \"0 3 * * *\"\ncommand: \"echo x > x.txt\"\ncwd: {}\nworkspace: worktree\npush: origin\n", repo.display()));
 
     let out = ctl(&th).args(["run", "nightly", "--wait"]).output().unwrap();
@@ -117,7 +96,7 @@ fn a_refused_push_is_said_by_run_and_pushed_later_by_push() {
     assert_eq!(refused.status.code(), Some(2));
     assert!(stderr(&refused).contains("failed: git push to origin was refused"), "{}", stderr(&refused));
 
-    std::fs::remove_file(&hook).unwrap();
+    accept_pushes(&remote);
     let pushed = ctl(&th).args(["push", &id]).output().unwrap();
     assert!(pushed.status.success(), "{}", stderr(&pushed));
     let branch = format!("nightshift/nightly/{id}");

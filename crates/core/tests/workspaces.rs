@@ -9,6 +9,7 @@ use chrono::{TimeZone, Utc};
 use nightshift_core::run::{RunStatus, Trigger};
 use nightshift_core::workspace::Kind;
 use nightshift_core::{Engine, EngineOptions, Home, ManualClock};
+use nightshift_testkit::git::{accept_pushes, git, init_bare, init_repo, refuse_pushes};
 use nightshift_testkit::{TestHome, Tmpfs};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,31 +17,10 @@ use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_AUTHOR_NAME", "User")
-        .env("GIT_AUTHOR_EMAIL", "user@example.com")
-        .env("GIT_COMMITTER_NAME", "User")
-        .env("GIT_COMMITTER_EMAIL", "user@example.com")
-        .output()
-        .expect("git");
-    assert!(out.status.success(), "git {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
-/// A repository with two commits' worth of files.
+/// A repository with a few files in its first commit.
 fn repo(parent: &Path, name: &str) -> PathBuf {
     let dir = parent.join(name);
-    std::fs::create_dir_all(dir.join("src")).unwrap();
-    git(&dir, &["init", "-q", "-b", "main"]);
-    std::fs::write(dir.join("README.md"), "hello\n").unwrap();
-    std::fs::write(dir.join("src/lib.rs"), "fn a() {}\n").unwrap();
-    std::fs::write(dir.join("notes.txt"), "one\ntwo\n").unwrap();
-    git(&dir, &["add", "."]);
-    git(&dir, &["commit", "-q", "-m", "first"]);
+    init_repo(&dir, &[("README.md", "hello\n"), ("src/lib.rs", "fn a() {}\n"), ("notes.txt", "one\ntwo\n")]);
     dir
 }
 
@@ -168,7 +148,7 @@ async fn a_branch_is_pushed_and_a_refused_push_is_kept_then_retried() {
     let th = TestHome::new();
     let repo = repo(th.path(), "repo");
     let remote = th.path().join("remote.git");
-    git(th.path(), &["init", "-q", "--bare", remote.to_str().unwrap()]);
+    init_bare(&remote);
     git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
     th.routine(
         "nightly",
@@ -187,10 +167,7 @@ async fn a_branch_is_pushed_and_a_refused_push_is_kept_then_retried() {
     assert_eq!(git(&remote, &["rev-parse", c.branch.as_deref().unwrap()]), c.head.clone().unwrap());
 
     // Refused by the remote: retried, then failed, and the branch is kept.
-    let hook = remote.join("hooks/pre-receive");
-    std::fs::write(&hook, "#!/bin/sh\necho 'pushes are closed tonight' >&2\nexit 1\n").unwrap();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut std::fs::metadata(&hook).unwrap().permissions(), 0o755);
-    std::fs::set_permissions(&hook, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    refuse_pushes(&remote, "pushes are closed tonight");
     let rec = engine.run_now("nightly", Trigger::Manual).await.unwrap().wait().await.unwrap();
     let branch = rec.changes.as_ref().unwrap().branch.clone().unwrap();
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -210,7 +187,7 @@ async fn a_branch_is_pushed_and_a_refused_push_is_kept_then_retried() {
     assert!(Command::new("git").arg("-C").arg(&remote).args(["rev-parse", "--verify", "--quiet", &branch]).output().unwrap().stdout.is_empty());
 
     // The remote takes pushes again: a later retry pushes it.
-    std::fs::remove_file(&hook).unwrap();
+    accept_pushes(&remote);
     let retried = engine.retry_push(&rec.id).await.unwrap().changes.unwrap();
     assert_eq!(retried.push.as_ref().unwrap().state, "pushed", "{:?}", retried.push);
     assert_eq!(git(&remote, &["rev-parse", &branch]), retried.head.unwrap());
@@ -457,4 +434,32 @@ async fn an_agent_prompt_gets_its_branch_and_last_report() {
     let rec = engine.run_now("ask", Trigger::Manual).await.unwrap().wait().await.unwrap();
     let branch = rec.changes.unwrap().branch.unwrap();
     assert_eq!(git(&repo, &["show", &format!("{branch}:prompt.txt")]), format!("Work on {branch}; before: (no previous report)"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_big_untracked_file_is_not_copied_into_the_repository() {
+    let th = TestHome::new();
+    let repo = repo(th.path(), "repo");
+    let big = nightshift_core::workspace::MAX_UNTRACKED_PHOTOGRAPHED as usize + 1;
+    let data: Vec<u8> = (0..big as u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    std::fs::write(repo.join("dataset.bin"), data).unwrap();
+    let objects = |repo: &Path| -> u64 {
+        let mut total = 0;
+        let mut stack = vec![repo.join(".git/objects")];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let e = e.unwrap();
+                if e.file_type().unwrap().is_dir() { stack.push(e.path()) } else { total += e.metadata().unwrap().len() }
+            }
+        }
+        total
+    };
+    let before = objects(&repo);
+    th.routine("tidy", &format!("schedule: \"0 3 * * *\"\ncommand: \"echo more >> notes.txt\"\ncwd: {}\n", repo.display()));
+    let engine = engine(&th);
+    let rec = engine.run_now("tidy", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let c = rec.changes.unwrap();
+    assert_eq!(c.files.iter().map(|f| f.path.as_str()).collect::<Vec<_>>(), ["notes.txt"]);
+    // dataset.bin does not compress: stored, it would add 16 MiB; the photographs add a few KiB.
+    assert!(objects(&repo) - before < 1 << 20, "the photograph stored the big untracked file");
 }

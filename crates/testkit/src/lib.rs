@@ -8,6 +8,7 @@ pub mod fake_anthropic;
 pub mod fake_api;
 pub mod fake_gemini;
 pub mod fake_openai;
+pub mod git;
 pub mod home;
 pub mod streams;
 pub mod tmpfs;

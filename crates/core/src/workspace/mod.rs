@@ -276,8 +276,16 @@ fn discard_worktree(repo: &Path, path: &Path, branch: Option<&str>) {
     }
 }
 
+/// Untracked files larger than this are left out of a `cwd` run's photographs: photographing
+/// stores each file's content in the repository's object database, and a data set or build
+/// product nobody ignored must not be copied there twice a run.
+pub const MAX_UNTRACKED_PHOTOGRAPHED: u64 = 16 << 20;
+/// The pathspec file of a photograph (what it includes, and the big untracked files it leaves out).
+const SCRATCH_PATHSPEC: &str = "workspace.pathspec";
+
 /// The working tree of `repo` as a tree object, through a scratch copy of its index (the user's
-/// index is read, never written; untracked files count, ignored ones do not).
+/// index is read, never written; untracked files count — up to [`MAX_UNTRACKED_PHOTOGRAPHED`]
+/// each — ignored ones do not).
 fn photograph(repo: &Path, run_dir: &Path, base: Option<&str>) -> Result<String, String> {
     let scratch = run_dir.join(SCRATCH_INDEX);
     let _ = std::fs::remove_file(&scratch);
@@ -290,11 +298,33 @@ fn photograph(repo: &Path, run_dir: &Path, base: Option<&str>) -> Result<String,
                 with_scratch(&["read-tree", base]).run()?;
             }
         }
-        with_scratch(&["add", "--all", "--", "."]).run()?;
+        let pathspec = run_dir.join(SCRATCH_PATHSPEC);
+        std::fs::write(&pathspec, photograph_pathspec(repo)?).map_err(|e| format!("could not write {}: {e}", pathspec.display()))?;
+        let from = format!("--pathspec-from-file={}", pathspec.display());
+        with_scratch(&["add", "--all", &from, "--pathspec-file-nul"]).run()?;
         with_scratch(&["write-tree"]).run()
     })();
     let _ = std::fs::remove_file(&scratch);
+    let _ = std::fs::remove_file(run_dir.join(SCRATCH_PATHSPEC));
     result
+}
+
+/// Everything (`.`), minus untracked files over [`MAX_UNTRACKED_PHOTOGRAPHED`], NUL-separated.
+fn photograph_pathspec(repo: &Path) -> Result<Vec<u8>, String> {
+    let out = Git::new(repo, &["ls-files", "--others", "--exclude-standard", "-z", "--full-name"]).output()?;
+    if !out.ok() {
+        return Err(git::complaint("git ls-files", &out.stderr));
+    }
+    let mut spec = b".\0".to_vec();
+    for path in out.stdout.split(|b| *b == 0).filter(|p| !p.is_empty()) {
+        let rel = std::path::Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
+        if std::fs::symlink_metadata(repo.join(rel)).is_ok_and(|m| m.len() > MAX_UNTRACKED_PHOTOGRAPHED) {
+            spec.extend_from_slice(b":(top,exclude,literal)");
+            spec.extend_from_slice(path);
+            spec.push(0);
+        }
+    }
+    Ok(spec)
 }
 
 /// Finish the run's workspace: commit what a worktree run left (whatever its status), then
