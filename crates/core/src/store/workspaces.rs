@@ -17,6 +17,12 @@ pub struct KeptWorktree {
     pub changes: Changes,
 }
 
+/// Settled runs with a worktree, oldest first: a walk of the partial index `runs_with_worktree`
+/// (only rows that still have a worktree are in it), never of the whole history.
+const KEPT: &str = "SELECT id, routine, finished_at, changes FROM runs
+     WHERE worktree IS NOT NULL AND status NOT IN ('queued', 'running') AND finished_at < ?1
+     ORDER BY sort_ms LIMIT ?2";
+
 impl Store {
     /// Record the latest push state in the run's change summary.
     pub fn set_push(&self, run_id: &str, push: &Push) -> Result<()> {
@@ -32,11 +38,7 @@ impl Store {
     /// first (`before` = now: every one).
     pub fn kept_worktrees(&self, before: DateTime<Utc>, limit: usize) -> Result<Vec<KeptWorktree>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, routine, finished_at, changes FROM runs
-             WHERE worktree IS NOT NULL AND status NOT IN ('queued', 'running') AND finished_at < ?1
-             ORDER BY sort_ms LIMIT ?2",
-        )?;
+        let mut stmt = conn.prepare_cached(KEPT)?;
         let rows = stmt.query_map(params![fmt_time(&before), limit as i64], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?, r.get::<_, Option<String>>(3)?))
         })?;
@@ -71,5 +73,24 @@ impl Store {
             params![run_id, super::outbox::PUSH],
         )?;
         Ok(n > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cleanup_walks_only_the_runs_that_have_a_worktree() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::Store::open(&dir.path().join("db")).unwrap();
+        let conn = store.conn();
+        let plan: Vec<String> = conn
+            .prepare(&format!("EXPLAIN QUERY PLAN {}", super::KEPT))
+            .unwrap()
+            .query_map(rusqlite::params!["2026-12-01T00:00:00.000Z", 10], |r| r.get::<_, String>(3))
+            .unwrap()
+            .map(|r| r.unwrap())
+            .collect();
+        let plan = plan.join(" | ");
+        assert!(plan.contains("runs_with_worktree") && !plan.contains("TEMP B-TREE"), "{plan}");
     }
 }
