@@ -109,7 +109,10 @@ fn older_home(home: &Path) -> PathBuf {
     drop(nightshift_core::store::Store::open(&db).unwrap());
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(
-        "DROP INDEX runs_by_routine_status; DROP TABLE routine_files; PRAGMA user_version = 5;
+        // What migrations 6, 7 and 8 added, undone: the home of a release with schema 5.
+        "DROP INDEX runs_by_routine_status; DROP TABLE routine_files;
+         DROP INDEX runs_with_worktree; ALTER TABLE runs DROP COLUMN changes; ALTER TABLE runs DROP COLUMN worktree;
+         PRAGMA user_version = 5;
          INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, finished_at, status, run_dir)
          VALUES ('old-run-0000000000000000', 'hello', 'manual', 'command', 1, '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', 'completed', '/nonexistent');",
     )
@@ -190,7 +193,12 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     let mut app = start_from_desktop_entry(&exec, &home, &user, &bus.address);
     tray.wait_for("the installed app's tray icon with its routines", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label.ends_with("hello"))));
     assert_eq!(std::fs::read_link(format!("/proc/{}/exe", app.id())).unwrap(), Path::new("/usr/bin/nightshift"), "the installed binary runs");
-    wait_until("the migrations", 10, || schema_version(&db) == 7);
+    let latest = {
+        let fresh = tmp.path().join("fresh.db");
+        drop(nightshift_core::store::Store::open(&fresh).unwrap());
+        schema_version(&fresh)
+    };
+    wait_until("the migrations", 10, || schema_version(&db) == latest);
     let old_rows: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT count(*) FROM runs WHERE id = 'old-run-0000000000000000'", [], |r| r.get(0)).unwrap();
     assert_eq!(old_rows, 1, "the older history is kept");
 

@@ -463,3 +463,31 @@ async fn a_big_untracked_file_is_not_copied_into_the_repository() {
     // dataset.bin does not compress: stored, it would add 16 MiB; the photographs add a few KiB.
     assert!(objects(&repo) - before < 1 << 20, "the photograph stored the big untracked file");
 }
+
+/// A remote that wants a password: the push fails at once with git's words — no prompt waits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_remote_that_asks_for_a_password_fails_the_push_without_a_prompt() {
+    let th = TestHome::new();
+    let repo = repo(th.path(), "repo");
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/team.git", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut s) = stream else { break };
+            let mut buf = [0u8; 4096];
+            let _ = std::io::Read::read(&mut s, &mut buf);
+            let _ = std::io::Write::write_all(&mut s, b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Basic realm=\"team\"\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    git(&repo, &["remote", "add", "origin", &url]);
+    th.routine("nightly", &format!("schedule: \"0 3 * * *\"\ncommand: \"echo x >> notes.txt\"\ncwd: {}\nworkspace: worktree\npush: origin\n", repo.display()));
+    let engine = engine(&th);
+    let rec = engine.run_now("nightly", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let started = std::time::Instant::now();
+    engine.push_branches_now().await;
+    assert!(started.elapsed() < Duration::from_secs(30), "the push waited for something");
+    let push = engine.run(&rec.id).unwrap().changes.unwrap().push.unwrap();
+    assert_eq!((push.state.as_str(), push.tries), ("pending", 1), "{push:?}");
+    let said = push.error.unwrap();
+    assert!(said.contains("terminal prompts disabled"), "{said}");
+}

@@ -47,7 +47,19 @@ impl Git {
     pub fn new(dir: &Path, args: &[&str]) -> Git {
         let mut cmd = Command::new("git");
         cmd.arg("-C").arg(dir).args(args);
+        // Never a prompt an unattended run would wait on: no terminal (git runs in a session of
+        // its own, so ssh cannot open /dev/tty either), no askpass window.
+        // SAFETY: setsid is async-signal-safe and touches no memory of the parent.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                libc::setsid();
+                Ok(())
+            });
+        }
         cmd.env("GIT_TERMINAL_PROMPT", "0")
+            .env("SSH_ASKPASS_REQUIRE", "never")
+            .env_remove("GIT_ASKPASS")
+            .env_remove("SSH_ASKPASS")
             // Reads (status, diff) must not refresh and rewrite the user's index behind their back.
             .env("GIT_OPTIONAL_LOCKS", "0")
             .env("LC_ALL", "C")
