@@ -179,6 +179,10 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     for d in ["libwebkit2gtk-4.1-0", "libgtk-3-0", "libayatana-appindicator3-1"] {
         assert!(depends.contains(d), "{d} in Depends: {depends}");
     }
+    let recommends = run(Command::new("dpkg-query").args(["-W", "-f", "${Recommends}", "nightshift"]));
+    for r in ["gnome-keyring | kwalletmanager", "xdg-utils", "git"] {
+        assert!(recommends.split(", ").any(|x| x == r), "{r} in Recommends: {recommends}");
+    }
     let entry = std::fs::read_to_string("/usr/share/applications/Nightshift.desktop").unwrap();
     let exec = entry.lines().find_map(|l| l.strip_prefix("Exec=")).expect("an Exec line").to_string();
     assert!(entry.contains("Icon=nightshift") && entry.contains("Categories=Development;"), "{entry}");
