@@ -258,13 +258,8 @@ async fn the_window_follows_a_dark_system_theme() {
 /// file, what is wrong, what to do — instead of only in its log.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_damaged_database_is_shown_atop_the_window() {
-    if !gui_available() {
-        return;
-    }
-    let _one = ONE_APP_AT_A_TIME.lock().await;
-    let scene = Scene::new();
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
     let home = &scene.home;
-    nightshift_core::Home::at(home).bootstrap().unwrap();
     let db = home.join("nightshift.db");
     drop(nightshift_core::store::Store::open(&db).unwrap());
     // Pages beyond the schema, checkpointed into the file; then one of them overwritten.
@@ -292,13 +287,8 @@ async fn a_damaged_database_is_shown_atop_the_window() {
 /// shown (as text, never markup).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_detail_shows_its_webhook_deliveries() {
-    if !gui_available() {
-        return;
-    }
-    let _one = ONE_APP_AT_A_TIME.lock().await;
-    let scene = Scene::new();
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
     let home = &scene.home;
-    nightshift_core::Home::at(home).bootstrap().unwrap();
     let team = nightshift_testkit::WebhookReceiver::start(vec![nightshift_testkit::Answer::Accept], None).await;
     let picky = nightshift_testkit::WebhookReceiver::start(vec![nightshift_testkit::Answer::Status(400)], None).await;
     std::fs::write(home.join("routines/hook.yaml"), "name: hook\nschedule: \"0 3 1 1 *\"\ncommand: echo posted\nnotify: never\nwebhooks: [team, picky]\n").unwrap();
@@ -333,13 +323,8 @@ async fn the_run_detail_shows_its_webhook_deliveries() {
 /// once the remote takes it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_detail_shows_what_a_worktree_run_changed() {
-    if !gui_available() {
-        return;
-    }
-    let _one = ONE_APP_AT_A_TIME.lock().await;
-    let scene = Scene::new();
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
     let home = &scene.home;
-    nightshift_core::Home::at(home).bootstrap().unwrap();
     let repo = scene.tmp.path().join("repo");
     let remote = scene.tmp.path().join("remote.git");
     init_repo(&repo, &[("notes.txt", "one\ntwo\n")]);
@@ -372,6 +357,31 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
     click(&c, "#push-again").await;
     until(&c, "the push", "return document.getElementById('changes-push')?.dataset.state === 'pushed'", 20).await;
     assert_eq!(git(&remote, &["rev-parse", &branch]), git(&repo, &["rev-parse", &branch]));
+    c.close().await.unwrap();
+    drop(driver);
+}
+
+/// Tokens and model in the run detail, as the agent's final event gave them ("–" where it gave
+/// none).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_run_detail_shows_tokens_and_model() {
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
+    let home = &scene.home;
+    // A stand-in Claude Code on the app's PATH that ends with the result event the real CLI writes.
+    let bin = scene.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s","total_cost_usd":0.01,"usage":{"input_tokens":1234,"output_tokens":56,"cache_read_input_tokens":7},"modelUsage":{"claude-sonnet-5-5":{"outputTokens":56}}}"#;
+    std::fs::write(bin.join("claude"), format!("#!/bin/sh\necho '{result}'\n")).unwrap();
+    std::fs::set_permissions(bin.join("claude"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(home.join("routines/ask.yaml"), "name: ask\nschedule: \"0 3 1 1 *\"\nnotify: never\nagent: claude\nprompt: hi\n").unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let Some((driver, c)) = scene.open(&[("PATH", &path)]).await else { return };
+    text(&c, "#routines tr[data-routine='ask']").await;
+    run_now_from_routines(&c, "ask").await;
+    wait_status(&c, "completed", 20).await;
+    let facts = js(&c, "return Object.fromEntries([...document.querySelectorAll('#run-facts dt')].map(dt => [dt.textContent, dt.nextElementSibling.textContent]))").await;
+    assert_eq!(facts["Tokens"], json!("in 1,234 · out 56 · cache read 7 · cache write \u{2013}"), "{facts}");
+    assert_eq!(facts["Model"], json!("claude-sonnet-5-5"), "{facts}");
     c.close().await.unwrap();
     drop(driver);
 }

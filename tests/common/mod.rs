@@ -74,6 +74,18 @@ pub struct Scene {
 }
 
 impl Scene {
+    /// The start of most window tests: `None` without a display (the test then passes over);
+    /// else this binary's one-app lock and a scene whose home is bootstrapped (example routines).
+    pub async fn bootstrapped() -> Option<(tokio::sync::MutexGuard<'static, ()>, Scene)> {
+        if !gui_available() {
+            return None;
+        }
+        let one = ONE_APP_AT_A_TIME.lock().await;
+        let scene = Scene::new();
+        nightshift_core::Home::at(&scene.home).bootstrap().unwrap();
+        Some((one, scene))
+    }
+
     pub fn new() -> Scene {
         let tmp = tempfile::tempdir().unwrap();
         let home = tmp.path().join("home");

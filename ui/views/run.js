@@ -93,6 +93,8 @@ export function mount(root, params, ui) {
       fact("Account", r.account),
       fact("Rate limit resets", r.resets_at && full(r.resets_at)),
       fact("Cost", r.cost_usd !== null ? cost(r.cost_usd) : null),
+      fact("Tokens", r.usage && tokens(r.usage)),
+      fact("Model", r.usage?.model),
       fact("Exit code", r.exit_code),
       fact("Session", r.session_id),
       fact("Run id", r.id),
@@ -288,6 +290,12 @@ export function mount(root, params, ui) {
     clearTimeout(timer);
     stop();
   };
+}
+
+/** "in 1,200 · out 340 · cache read 20 · cache write –" (– : the agent gave no such figure). */
+function tokens(u) {
+  const n = (v) => (v === null || v === undefined ? "\u2013" : v.toLocaleString("en-US"));
+  return `in ${n(u.input_tokens)} · out ${n(u.output_tokens)} · cache read ${n(u.cache_read_tokens)} · cache write ${n(u.cache_write_tokens)}`;
 }
 
 const LABELS = { text: "agent", tool: "tool", tool_result: "result", retry: "retry", error: "error", info: "info", result: "done", output: "" };

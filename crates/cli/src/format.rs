@@ -75,3 +75,20 @@ pub fn table(header: &[&str], rows: &[Vec<String>]) {
 pub fn json<T: serde::Serialize>(value: &T) {
     println!("{}", serde_json::to_string_pretty(value).expect("serialisable"));
 }
+
+/// "in 1,200 · out 340 · cache read 20 · cache write – · claude-sonnet-5-5" ("–": the agent gave
+/// no such figure).
+pub fn usage(u: &nightshift_core::agents::Usage) -> String {
+    let n = |v: Option<u64>| v.map(thousands).unwrap_or_else(|| "\u{2013}".into());
+    let mut s = format!("in {} · out {} · cache read {} · cache write {}", n(u.input_tokens), n(u.output_tokens), n(u.cache_read_tokens), n(u.cache_write_tokens));
+    if let Some(m) = &u.model {
+        s.push_str(&format!(" · {m}"));
+    }
+    s
+}
+
+pub fn thousands(v: u64) -> String {
+    let digits = v.to_string();
+    let groups: Vec<&str> = digits.as_bytes().rchunks(3).rev().map(|g| std::str::from_utf8(g).unwrap_or("")).collect();
+    groups.join(",")
+}

@@ -96,6 +96,9 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
         println!("resets at    {}", format::local(&t));
     }
     println!("cost         {}", format::cost(r.cost_usd));
+    if let Some(u) = &r.usage {
+        println!("tokens       {}", format::usage(u));
+    }
     println!("session      {}", opt(r.session_id.clone()));
     println!("report       {}", opt(r.report_path.clone()));
     println!("run dir      {}", r.run_dir);

@@ -11,6 +11,7 @@ mod history;
 mod routines;
 mod run;
 mod serve;
+mod usage;
 mod webhooks;
 mod workspaces;
 
@@ -88,6 +89,8 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Tokens and cost per routine, account or day (as the agents reported them).
+    Usage(usage::UsageArgs),
     /// Push a worktree run's branch now (after its pushes gave up, or instead of waiting).
     Push { run_id: String },
     /// Remove the worktrees of settled runs older than `keep_worktrees_days` (their branches
@@ -167,6 +170,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home))?, args).await,
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
+        Command::Usage(args) => usage::usage(&open(home).await?, args),
         Command::Push { run_id } => workspaces::push(&open(home).await?, &run_id).await,
         Command::Prune { dry_run, json } => workspaces::prune(&open(home).await?, dry_run, json).await,
         Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,

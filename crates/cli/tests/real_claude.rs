@@ -52,6 +52,9 @@ async fn success_is_completed_with_report_and_cost() {
     assert_eq!(rec["reason"], serde_json::Value::Null);
     assert_eq!(rec["exit_code"], 0);
     assert!(rec["cost_usd"].as_f64().unwrap() > 0.0, "{rec:#}");
+    // Tokens as the CLI's result event adds them up from the API's answers.
+    assert!(rec["usage"]["input_tokens"].as_u64().unwrap() > 0 && rec["usage"]["output_tokens"].as_u64().unwrap() > 0, "{rec:#}");
+    assert!(rec["usage"]["model"].as_str().is_some_and(|m| m.starts_with("claude-")), "{rec:#}");
     assert!(rec["session_id"].as_str().is_some());
     let report = std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap();
     assert_eq!(report, REPORT);

@@ -48,6 +48,12 @@ async fn every_mode_starts_and_a_success_is_completed_with_its_report() {
         let (rec, code) = run(&th, "success").await;
         assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "mode {mode}: {rec:#}");
         assert_eq!(rec["exit_code"], 0);
+        // The fake API's usage (120 in, 20 of them cached, 9 out), as Codex reports the turn.
+        assert_eq!(
+            (&rec["usage"]["input_tokens"], &rec["usage"]["cache_read_tokens"], &rec["usage"]["output_tokens"], &rec["usage"]["model"]),
+            (&serde_json::json!(120), &serde_json::json!(20), &serde_json::json!(9), &serde_json::Value::Null),
+            "{rec:#}"
+        );
         assert!(rec["session_id"].as_str().is_some(), "{rec:#}");
         assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT, "mode {mode}");
     }

@@ -108,6 +108,10 @@ pub struct RunRecord {
     /// What the run changed in its git workspace — files with +/−, commits, the branch of a
     /// worktree run and its push; `null` for a run outside git.
     pub changes: Option<crate::workspace::Changes>,
+    /// Tokens (input, output, cache read, cache write) and model from the agent's own final
+    /// event; `null` when it gave none (a command, a run that never started). A figure the agent
+    /// did not give is `null`, never 0.
+    pub usage: Option<crate::agents::Usage>,
 }
 
 #[cfg(test)]
@@ -137,6 +141,7 @@ impl RunRecord {
             made_up_by: None,
             notified: None,
             changes: None,
+            usage: None,
         }
     }
 }

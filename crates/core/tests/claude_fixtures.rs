@@ -41,6 +41,10 @@ fn success_is_completed_with_report_cost_and_session() {
     assert_eq!(o.report.as_deref(), Some("## PR review\n\nAll 3 open PRs look good. No action needed."));
     assert!(o.cost_usd.unwrap() > 0.0);
     assert!(o.session_id.is_some());
+    // Tokens and model from the result event, as the recorded CLI wrote them.
+    let u = o.usage.expect("usage");
+    assert_eq!((u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens), (Some(25), Some(12), Some(0), Some(0)), "{u:?}");
+    assert_eq!(u.model.as_deref(), Some("claude-sonnet-5-5"));
     assert!(o.from_final_event);
 }
 

@@ -43,6 +43,8 @@ fn gemini(name: &str) -> Outcome {
 #[test]
 fn codex_success_reports_the_last_agent_message() {
     let o = codex("success");
+    let u = o.usage.clone().expect("usage from turn.completed");
+    assert_eq!((u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.model.as_deref()), (Some(120), Some(9), Some(20), Some(0), None));
     assert_eq!((o.status(), o.report.as_deref()), (RunStatus::Completed, Some(REPORT)), "{o:?}");
     assert!(o.session_id.is_some());
     assert!(o.from_final_event);
@@ -86,6 +88,10 @@ fn codex_server_error_is_an_agent_error_without_ansi() {
 #[test]
 fn gemini_success_joins_the_streamed_reply() {
     let o = gemini("success");
+    let u = o.usage.clone().expect("usage from result.stats");
+    // Gemini gives no cache-write figure: it stays empty, not 0.
+    assert_eq!((u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens), (Some(100), Some(7), Some(0), None));
+    assert_eq!(u.model.as_deref(), Some("gemini-2.5-flash"));
     assert_eq!((o.status(), o.report.as_deref()), (RunStatus::Completed, Some(REPORT)), "{o:?}");
     assert!(o.session_id.is_some());
     assert_eq!(gemini("retried-success").status(), RunStatus::Completed);

@@ -344,3 +344,22 @@ async fn a_run_lives_in_its_routines_time_zone() {
     let rec = run(&engine, "mine").await;
     assert_eq!(std::fs::read_to_string(rec.report_path.unwrap()).unwrap(), "UTC", "the routine's own env wins");
 }
+
+/// Tokens and model travel from the agent's final event into the record and back from the store;
+/// a command run has none; a figure the agent left out stays empty.
+#[tokio::test]
+async fn a_runs_usage_comes_from_the_agents_own_final_event() {
+    let th = TestHome::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"done","session_id":"s1","total_cost_usd":0.0123,"usage":{"input_tokens":1200,"output_tokens":340,"cache_read_input_tokens":20},"modelUsage":{"claude-haiku-5":{"outputTokens":40},"claude-sonnet-5-5":{"outputTokens":300}}}"#;
+    th.script("claude", &format!("echo '{result}'"));
+    th.routine("ask", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\n");
+    th.routine("plain", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
+    let engine = engine(&th);
+    let rec = run(&engine, "ask").await;
+    assert_eq!(rec.status, RunStatus::Completed, "{:?}", rec.message);
+    let u = rec.usage.clone().expect("usage");
+    assert_eq!((u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens), (Some(1200), Some(340), Some(20), None));
+    assert_eq!(u.model.as_deref(), Some("claude-sonnet-5-5, claude-haiku-5"));
+    assert_eq!(engine.run(&rec.id).unwrap().usage, Some(u));
+    assert_eq!(run(&engine, "plain").await.usage, None);
+}

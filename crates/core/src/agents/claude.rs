@@ -211,6 +211,7 @@ pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTai
     if let (RunStatus::Completed, Some(code)) = (outcome.status(), exit_code.filter(|c| *c != 0)) {
         let mut failed = Outcome::failed(Reason::ExitNonzero, format!("Claude Code reported success but exited with code {code}"));
         failed.cost_usd = outcome.cost_usd;
+        failed.usage = outcome.usage.take();
         failed.from_final_event = true;
         outcome = Outcome { session_id: outcome.session_id.take(), ..failed };
     }
@@ -266,8 +267,22 @@ fn from_result(result: &Value, facts: &Facts, now: DateTime<Utc>) -> Outcome {
     };
     outcome.from_final_event = true;
     outcome.cost_usd = result["total_cost_usd"].as_f64();
+    outcome.usage = usage(result);
     outcome.session_id = result["session_id"].as_str().map(str::to_string);
     outcome
+}
+
+/// Tokens and model from the `result` event (`usage`, `modelUsage`).
+fn usage(result: &Value) -> Option<super::Usage> {
+    let u = &result["usage"];
+    super::Usage {
+        input_tokens: u["input_tokens"].as_u64(),
+        output_tokens: u["output_tokens"].as_u64(),
+        cache_read_tokens: u["cache_read_input_tokens"].as_u64(),
+        cache_write_tokens: u["cache_creation_input_tokens"].as_u64(),
+        model: super::Usage::models(&result["modelUsage"], "outputTokens"),
+    }
+    .or_none()
 }
 
 /// The structured signals, strongest first.

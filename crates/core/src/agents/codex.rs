@@ -102,6 +102,7 @@ impl AgentDriver for Codex {
         let mut completed = false;
         let mut turn_failure: Option<String> = None;
         let mut last_error: Option<String> = None;
+        let mut usage = None;
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
             match v["type"].as_str() {
@@ -117,6 +118,15 @@ impl AgentDriver for Codex {
                 Some("turn.completed") => {
                     completed = true;
                     turn_failure = None;
+                    let u = &v["usage"];
+                    usage = super::Usage {
+                        input_tokens: u["input_tokens"].as_u64(),
+                        output_tokens: u["output_tokens"].as_u64(),
+                        cache_read_tokens: u["cached_input_tokens"].as_u64(),
+                        cache_write_tokens: u["cache_write_input_tokens"].as_u64(),
+                        model: None,
+                    }
+                    .or_none();
                 }
                 Some("turn.failed") => {
                     completed = false;
@@ -142,6 +152,7 @@ impl AgentDriver for Codex {
             failure_from_text(&text, &stderr, structured, false, out.now)
         };
         outcome.session_id = session_id;
+        outcome.usage = usage;
         outcome.from_final_event = completed || turn_failure.is_some();
         outcome
     }

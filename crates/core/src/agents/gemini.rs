@@ -131,6 +131,17 @@ impl AgentDriver for Gemini {
             failure_from_text(&text, &stderr, result.is_some() || out.exit_code == Some(53), auth, out.now)
         };
         outcome.from_final_event = result.is_some();
+        outcome.usage = result.as_ref().and_then(|r| {
+            let s = &r["stats"];
+            super::Usage {
+                input_tokens: s["input_tokens"].as_u64(),
+                output_tokens: s["output_tokens"].as_u64(),
+                cache_read_tokens: s["cached"].as_u64(),
+                cache_write_tokens: None,
+                model: super::Usage::models(&s["models"], "total_tokens"),
+            }
+            .or_none()
+        });
         outcome.session_id = session_id;
         outcome
     }

@@ -274,6 +274,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
         finished_at,
         duration_ms: (!never_started).then(|| (finished_at - run.started_at).num_milliseconds().max(0) as u64),
         cost_usd: outcome.cost_usd,
+        usage: outcome.usage.clone(),
         session_id: outcome.session_id.clone(),
         report_path,
         changes,

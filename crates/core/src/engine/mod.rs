@@ -357,6 +357,11 @@ impl Engine {
         tokio::task::spawn_blocking(move || workspaces::prune(&core, dry_run)).await.unwrap_or_default()
     }
 
+    /// What runs used since `since`, grouped by routine, account or day.
+    pub fn usage(&self, by: crate::store::UsageBy, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<crate::store::UsageRow>> {
+        self.core.store.usage(by, since)
+    }
+
     /// Every delivery of a run (its notification, its webhooks).
     pub fn deliveries_of(&self, run_id: &str) -> Result<Vec<crate::store::DeliveryRow>> {
         self.core.store.deliveries_of(run_id)

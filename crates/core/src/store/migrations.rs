@@ -129,4 +129,12 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN worktree TEXT;
     CREATE INDEX runs_with_worktree ON runs(sort_ms) WHERE worktree IS NOT NULL;
     "#,
+    // 9: what a run used, from the agent's own final event; NULL where the agent gave no figure.
+    r#"
+    ALTER TABLE runs ADD COLUMN input_tokens INTEGER;
+    ALTER TABLE runs ADD COLUMN output_tokens INTEGER;
+    ALTER TABLE runs ADD COLUMN cache_read_tokens INTEGER;
+    ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER;
+    ALTER TABLE runs ADD COLUMN model TEXT;
+    "#,
 ];

@@ -10,6 +10,7 @@ mod queue;
 mod routine_files;
 mod runs;
 mod scheduling;
+mod usage;
 mod workspaces;
 
 pub use outbox::{Delivery, DeliveryRow, OutboxEntry};
@@ -19,6 +20,7 @@ pub use accounts::HealthRecord;
 pub use scheduling::RoutineState;
 pub use routine_files::IndexedFile;
 pub use workspaces::KeptWorktree;
+pub use usage::{UsageBy, UsageRow};
 
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::Connection;

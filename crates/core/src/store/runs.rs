@@ -43,6 +43,8 @@ pub struct Settlement {
     pub cost_usd: Option<f64>,
     pub session_id: Option<String>,
     pub report_path: Option<String>,
+    /// Tokens and model, as the agent reported them.
+    pub usage: Option<crate::agents::Usage>,
     /// What the run changed in its git workspace (`None`: it had none).
     pub changes: Option<crate::workspace::Changes>,
     /// Finalize only a row that is still `queued` (a cancel that must not hit a started run).
@@ -78,7 +80,8 @@ pub struct Page {
 macro_rules! columns {
     () => {
         "id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, message, \
-         exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes"
+         exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model"
     };
 }
 const COLUMNS: &str = columns!();
@@ -139,7 +142,8 @@ impl Store {
         let changed = tx.prepare_cached(
             "UPDATE runs SET status = ?2, reason = ?3, message = ?4, exit_code = ?5, account = ?6, resets_at = ?7,
                  attempts = ?8, finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13,
-                 notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END, changes = ?16, worktree = ?17
+                 notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END, changes = ?16, worktree = ?17,
+                 input_tokens = ?18, output_tokens = ?19, cache_read_tokens = ?20, cache_write_tokens = ?21, model = ?22
              WHERE id = ?1 AND (status = 'queued' OR (status = 'running' AND NOT ?15))",
         )?
         .execute(params![
@@ -160,6 +164,11 @@ impl Store {
             s.only_if_queued,
             s.changes.as_ref().map(|c| serde_json::to_string(c).unwrap_or_default()),
             s.changes.as_ref().and_then(|c| c.worktree.clone()),
+            s.usage.as_ref().and_then(|u| u.input_tokens).map(|n| n as i64),
+            s.usage.as_ref().and_then(|u| u.output_tokens).map(|n| n as i64),
+            s.usage.as_ref().and_then(|u| u.cache_read_tokens).map(|n| n as i64),
+            s.usage.as_ref().and_then(|u| u.cache_write_tokens).map(|n| n as i64),
+            s.usage.as_ref().and_then(|u| u.model.clone()),
         ])?;
         if changed != 1 {
             return Ok(false);
@@ -340,6 +349,17 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
                 None
             }
         }),
+        usage: {
+            let n = |i: usize| -> rusqlite::Result<Option<u64>> { Ok(row.get::<_, Option<i64>>(i)?.map(|v| v.max(0) as u64)) };
+            crate::agents::Usage {
+                input_tokens: n(23)?,
+                output_tokens: n(24)?,
+                cache_read_tokens: n(25)?,
+                cache_write_tokens: n(26)?,
+                model: row.get(27)?,
+            }
+            .or_none()
+        },
     })
 }
 
@@ -411,6 +431,7 @@ mod tests {
             cost_usd: Some(0.25),
             session_id: None,
             report_path: None,
+            usage: None,
             changes: None,
             only_if_queued: false,
         }

@@ -1,0 +1,92 @@
+//! `nightshiftctl usage`: tokens and cost per routine, account or day, as a table, JSON or CSV.
+
+use crate::format;
+use crate::Outcome;
+use chrono::{DateTime, NaiveDate, TimeZone, Utc};
+use nightshift_core::store::{UsageBy, UsageRow};
+use nightshift_core::{Engine, Error, ErrorCode};
+
+#[derive(clap::Args)]
+pub struct UsageArgs {
+    /// Group by routine, account or day.
+    #[arg(long, value_parser = ["routine", "account", "day"], default_value = "routine")]
+    pub by: String,
+    /// From when: a duration back from now (30d, 12h) or a date (2026-11-01, local time).
+    #[arg(long, default_value = "30d")]
+    pub since: String,
+    #[arg(long, conflicts_with = "csv")]
+    pub json: bool,
+    #[arg(long)]
+    pub csv: bool,
+}
+
+pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
+    let by = match args.by.as_str() {
+        "account" => UsageBy::Account,
+        "day" => UsageBy::Day,
+        _ => UsageBy::Routine,
+    };
+    let since = since(&args.since, Utc::now())?;
+    let rows = engine.usage(by, since)?;
+    if args.json {
+        format::json(&rows);
+    } else if args.csv {
+        println!("{},runs,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd", args.by);
+        for r in &rows {
+            let n = |v: Option<u64>| v.map(|v| v.to_string()).unwrap_or_default();
+            println!("{},{},{},{},{},{},{}", csv(&r.key), r.runs, n(r.input_tokens), n(r.output_tokens), n(r.cache_read_tokens), n(r.cache_write_tokens), r.cost_usd.map(|c| format!("{c:.6}")).unwrap_or_default());
+        }
+    } else {
+        print_table(&args.by, &rows, since);
+    }
+    Ok(Outcome::Ok)
+}
+
+fn print_table(by: &str, rows: &[UsageRow], since: DateTime<Utc>) {
+    if rows.is_empty() {
+        println!("no runs since {}", format::local(&since));
+        return;
+    }
+    let n = |v: Option<u64>| v.map(format::thousands).unwrap_or_else(|| "\u{2013}".into());
+    let mut table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| vec![r.key.clone(), r.runs.to_string(), n(r.input_tokens), n(r.output_tokens), n(r.cache_read_tokens), n(r.cache_write_tokens), format::cost(r.cost_usd)])
+        .collect();
+    let sum = |f: fn(&UsageRow) -> Option<u64>| rows.iter().filter_map(f).reduce(|a, b| a + b);
+    let cost = rows.iter().filter_map(|r| r.cost_usd).reduce(|a, b| a + b);
+    table.push(vec![
+        "total".into(),
+        rows.iter().map(|r| r.runs).sum::<u64>().to_string(),
+        n(sum(|r| r.input_tokens)),
+        n(sum(|r| r.output_tokens)),
+        n(sum(|r| r.cache_read_tokens)),
+        n(sum(|r| r.cache_write_tokens)),
+        format::cost(cost),
+    ]);
+    let header = by.to_uppercase();
+    format::table(&[&header, "RUNS", "INPUT", "OUTPUT", "CACHE READ", "CACHE WRITE", "COST"], &table);
+    println!("since {} (\u{2013}: no run reported that figure)", format::local(&since));
+}
+
+/// "30d", "12h" back from `now`, or a local date.
+fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, Error> {
+    if let Ok(d) = humantime::parse_duration(text) {
+        return chrono::Duration::from_std(d).ok().and_then(|d| now.checked_sub_signed(d)).ok_or_else(|| bad(text));
+    }
+    let date = NaiveDate::parse_from_str(text, "%Y-%m-%d").map_err(|_| bad(text))?;
+    let midnight = date.and_hms_opt(0, 0, 0).ok_or_else(|| bad(text))?;
+    chrono::Local.from_local_datetime(&midnight).earliest().map(|t| t.with_timezone(&Utc)).ok_or_else(|| bad(text))
+}
+
+fn bad(text: &str) -> Error {
+    Error::new(ErrorCode::Usage, format!("--since {text:?}: give a duration back from now (30d, 12h) or a date (2026-11-01)"))
+}
+
+/// A CSV field, quoted when it must be.
+fn csv(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
