@@ -124,6 +124,7 @@ export function mount(root, params, ui) {
     renderChanges(r, detail.changes_summary);
 
     if (detail.report_html) trustedReport(report, detail.report_html, openLink);
+    else if (r.pruned_at) replace(report, h("p", { class: "muted", id: "run-pruned" }, `Its report and log were removed ${full(r.pruned_at)} (retention: keep_runs_days, keep_runs_per_routine); this record stays.`));
     else replace(report, h("p", { class: "muted" }, r.status === "completed" ? "This run wrote no report." : isLive(r.status) ? "The report appears when the run completes." : "No report: the run did not complete."));
   }
 

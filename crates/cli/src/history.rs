@@ -102,6 +102,9 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     println!("session      {}", opt(r.session_id.clone()));
     println!("report       {}", opt(r.report_path.clone()));
     println!("run dir      {}", r.run_dir);
+    if let Some(t) = r.pruned_at {
+        println!("files        removed {} by retention (keep_runs_days, keep_runs_per_routine); this record stays", format::local(&t));
+    }
     if let Some(c) = &r.changes {
         crate::workspaces::print_changes(c, &r.id);
     }
@@ -144,6 +147,9 @@ pub fn report(engine: &Engine, id: &str) -> Result<Outcome, Error> {
             Ok(Outcome::Ok)
         }
         None => {
+            if let Some(t) = r.pruned_at {
+                return Err(Error::new(ErrorCode::Usage, format!("run {} has no report any more: its files were removed {} by retention", r.id, format::local(&t))));
+            }
             let why = match (&r.status, &r.message) {
                 (RunStatus::Completed, _) => "it completed without output".to_string(),
                 (RunStatus::Running | RunStatus::Queued, _) => format!("it is still {}", r.status),

@@ -10,6 +10,7 @@ mod format;
 mod history;
 mod routines;
 mod run;
+mod prune;
 mod serve;
 mod usage;
 mod webhooks;
@@ -93,8 +94,9 @@ enum Command {
     Usage(usage::UsageArgs),
     /// Push a worktree run's branch now (after its pushes gave up, or instead of waiting).
     Push { run_id: String },
-    /// Remove the worktrees of settled runs older than `keep_worktrees_days` (their branches
-    /// stay); the app and the daemon also do this every hour.
+    /// Remove worktrees older than `keep_worktrees_days` (their branches stay) and the files of
+    /// runs past `keep_runs_days` / `keep_runs_per_routine` (their records stay); the app and the
+    /// daemon also do this every hour.
     Prune {
         /// Only list what would be removed.
         #[arg(long)]
@@ -172,7 +174,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args),
         Command::Push { run_id } => workspaces::push(&open(home).await?, &run_id).await,
-        Command::Prune { dry_run, json } => workspaces::prune(&open(home).await?, dry_run, json).await,
+        Command::Prune { dry_run, json } => prune::prune(&open(home).await?, dry_run, json).await,
         Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,
     }
 }

@@ -1,4 +1,4 @@
-//! `push RUN`, `prune`, and what `show` says about a run's git workspace.
+//! `push RUN`, and what `show` says about a run's git workspace.
 
 use crate::format;
 use crate::Outcome;
@@ -74,25 +74,4 @@ pub async fn push(engine: &Engine, run_id: &str) -> Result<Outcome, Error> {
         )),
         None => Ok(Outcome::Ok),
     }
-}
-
-/// `nightshiftctl prune`: remove the worktrees kept longer than `keep_worktrees_days`.
-pub async fn prune(engine: &Engine, dry_run: bool, json: bool) -> Result<Outcome, Error> {
-    let done = engine.prune_worktrees(dry_run).await;
-    if json {
-        format::json(&done);
-        return Ok(Outcome::Ok);
-    }
-    let days = engine.settings().keep_worktrees_days;
-    if done.is_empty() {
-        println!("nothing to prune: no settled run's worktree is older than {days} days (keep_worktrees_days)");
-    }
-    for p in &done {
-        println!("{} ({} run {})", p.outcome, p.routine, p.run_id);
-    }
-    let failed = done.iter().filter(|p| !p.removed && !dry_run).count();
-    if failed > 0 {
-        return Err(Error::new(nightshift_core::ErrorCode::Io, format!("{failed} worktree(s) could not be removed (see above)")));
-    }
-    Ok(Outcome::Ok)
 }

@@ -135,5 +135,44 @@ fn prune_removes_worktrees_past_their_days_and_says_so() {
     let shown = stdout(&ctl(&th).args(["show", &id]).output().unwrap());
     assert!(shown.contains("worktree     removed "), "{shown}");
     let again = ctl(&th).args(["prune"]).output().unwrap();
-    assert_eq!(stdout(&again).trim(), "nothing to prune: no settled run's worktree is older than 0 days (keep_worktrees_days)");
+    assert_eq!(stdout(&again).trim(), "nothing to prune: no settled run's worktree is older than 0 days (keep_worktrees_days), and no run's files are older than 90 days or beyond the newest 1000 of its routine (keep_runs_days, keep_runs_per_routine)");
+}
+
+#[test]
+fn prune_removes_old_run_files_keeps_their_records_and_says_what_it_freed() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "keep_runs_days = 30\n").unwrap();
+    th.routine("job", "schedule: \"0 3 * * *\"\ncommand: \"echo a report line\"\n");
+    for _ in 0..3 {
+        assert!(ctl(&th).args(["run", "job", "--wait"]).output().unwrap().status.success());
+    }
+    let ids: Vec<String> = json(&ctl(&th).args(["runs", "--json"]).output().unwrap()).as_array().unwrap().iter().map(|r| r["id"].as_str().unwrap().to_string()).collect();
+    // Make them forty days old (a fake clock cannot reach a separate process).
+    let db = rusqlite::Connection::open(th.path().join("nightshift.db")).unwrap();
+    let old = chrono::Utc::now() - chrono::Duration::days(40);
+    db.execute("UPDATE runs SET sort_ms = sort_ms - ?1, finished_at = ?2", rusqlite::params![chrono::Duration::days(40).num_milliseconds(), nightshift_core::run::fmt_time(&old)]).unwrap();
+    drop(db);
+    let (newest, older) = (&ids[0], &ids[1..]);
+
+    let dry = stdout(&ctl(&th).args(["prune", "--dry-run"]).output().unwrap());
+    for id in older {
+        assert!(dry.contains(&format!("would remove the files of job run {id} (")), "{dry}");
+    }
+    assert!(dry.contains("2 runs: would free ") && dry.contains("; their records stay (history, usage, `show`)"), "{dry}");
+    assert!(older.iter().all(|id| th.path().join("runs/job").join(id).is_dir()));
+
+    let done = ctl(&th).args(["prune"]).output().unwrap();
+    assert!(done.status.success(), "{}", stderr(&done));
+    assert!(stdout(&done).contains("2 runs: freed "), "{}", stdout(&done));
+    for id in older {
+        assert!(!th.path().join("runs/job").join(id).exists());
+        let shown = stdout(&ctl(&th).args(["show", id]).output().unwrap());
+        assert!(shown.contains("job · completed") && shown.contains("files        removed "), "{shown}");
+        let report = ctl(&th).args(["report", id]).output().unwrap();
+        assert!(stderr(&report).contains("has no report any more: its files were removed"), "{}", stderr(&report));
+        let logs = ctl(&th).args(["logs", id]).output().unwrap();
+        assert!(stderr(&logs).contains("was removed") && stderr(&logs).contains("by retention"), "{}", stderr(&logs));
+    }
+    // The newest completed run keeps its files: its report is the next run's {last_report}.
+    assert!(th.path().join("runs/job").join(newest).is_dir());
 }

@@ -112,6 +112,9 @@ pub struct RunRecord {
     /// event; `null` when it gave none (a command, a run that never started). A figure the agent
     /// did not give is `null`, never 0.
     pub usage: Option<crate::agents::Usage>,
+    /// When retention removed the run's files (logs, report); the record itself stays.
+    #[serde(serialize_with = "ser_opt_time")]
+    pub pruned_at: Option<DateTime<Utc>>,
 }
 
 #[cfg(test)]
@@ -142,6 +145,7 @@ impl RunRecord {
             notified: None,
             changes: None,
             usage: None,
+            pruned_at: None,
         }
     }
 }

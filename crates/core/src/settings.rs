@@ -36,6 +36,10 @@ pub struct Settings {
     /// When a worktree is removed, also delete its branch if it is merged into the routine's
     /// `base` (or the repository's `HEAD`).
     pub delete_merged_branches: bool,
+    /// Days a finished run's files (logs, report) are kept; 0 = forever. Its record stays.
+    pub keep_runs_days: u64,
+    /// At most this many runs per routine keep their files (the newest); 0 = no limit.
+    pub keep_runs_per_routine: u64,
 }
 
 /// One `[[webhooks]]` entry. Its signing secret (optional) lives in the OS keychain, never here.
@@ -112,6 +116,8 @@ impl Default for Settings {
             webhooks: Vec::new(),
             keep_worktrees_days: 7,
             delete_merged_branches: false,
+            keep_runs_days: 90,
+            keep_runs_per_routine: 1000,
         }
     }
 }
@@ -123,10 +129,12 @@ pub struct Ranges {
     pub auto_pause_after: (u64, u64),
     pub rate_limit_cooldown_mins: (u64, u64),
     pub keep_worktrees_days: (u64, u64),
+    pub keep_runs_days: (u64, u64),
+    pub keep_runs_per_routine: (u64, u64),
 }
 
 pub const RANGES: Ranges =
-    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080), keep_worktrees_days: (0, 3650) };
+    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080), keep_worktrees_days: (0, 3650), keep_runs_days: (0, 36_500), keep_runs_per_routine: (0, 1_000_000) };
 
 impl Settings {
     /// Load from `path`; a missing file gives the defaults.
@@ -149,6 +157,8 @@ impl Settings {
             ("auto_pause_after", settings.auto_pause_after as u64, RANGES.auto_pause_after),
             ("rate_limit_cooldown_mins", settings.rate_limit_cooldown_mins, RANGES.rate_limit_cooldown_mins),
             ("keep_worktrees_days", settings.keep_worktrees_days, RANGES.keep_worktrees_days),
+            ("keep_runs_days", settings.keep_runs_days, RANGES.keep_runs_days),
+            ("keep_runs_per_routine", settings.keep_runs_per_routine, RANGES.keep_runs_per_routine),
         ] {
             if !(range.0..=range.1).contains(&value) {
                 let at = value_offset(text, key).unwrap_or(0);

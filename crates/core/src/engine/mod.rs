@@ -23,6 +23,7 @@ mod live_settings;
 mod lock;
 mod queue;
 mod recovery;
+mod retention;
 pub mod scheduler;
 mod signal;
 mod supervise;
@@ -35,6 +36,7 @@ pub use queue::RunHandle;
 pub use lock::SchedulerLock;
 pub use recovery::RecoveryMode;
 pub use workspaces::Pruned;
+pub use retention::PrunedRun;
 pub use scheduler::{Scheduler, TickReport};
 
 use crate::clock::{Clock, SystemClock};
@@ -360,6 +362,13 @@ impl Engine {
     /// What runs used since `since`, grouped by routine, account or day.
     pub fn usage(&self, by: crate::store::UsageBy, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<crate::store::UsageRow>> {
         self.core.store.usage(by, since)
+    }
+
+    /// Remove the files of runs older than the retention settings say (`dry_run`: only list
+    /// them); their records stay. The app and the daemon do this every hour.
+    pub async fn prune_runs(&self, dry_run: bool) -> Vec<PrunedRun> {
+        let core = Arc::clone(&self.core);
+        tokio::task::spawn_blocking(move || retention::prune(&core, dry_run)).await.unwrap_or_default()
     }
 
     /// Every delivery of a run (its notification, its webhooks).

@@ -1,5 +1,6 @@
 //! Looking after worktree runs once they are settled: pushing their branches (`push:`) and
-//! removing their worktree directories after `keep_worktrees_days`.
+//! removing their worktree directories after `keep_worktrees_days` (the same hourly pass runs
+//! retention, `retention.rs`).
 //!
 //! A push is owed like a notification: an outbox entry written with the final row, leased by one
 //! engine at a time, retried with backoff, and after the last try `failed` on the run — the branch
@@ -37,7 +38,11 @@ pub(crate) fn start(core: &Arc<Core>) -> AbortOnDrop {
             let next_push = push_due(&core).await;
             if tokio::time::Instant::now() >= next_cleanup {
                 let c = Arc::clone(&core);
-                let _ = tokio::task::spawn_blocking(move || prune(&c, false)).await;
+                let _ = tokio::task::spawn_blocking(move || {
+                    prune(&c, false);
+                    super::retention::prune(&c, false);
+                })
+                .await;
                 next_cleanup = tokio::time::Instant::now() + CLEANUP_EVERY;
             }
             let until_push = next_push.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(LONGEST_WAIT);

@@ -137,4 +137,8 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN cache_write_tokens INTEGER;
     ALTER TABLE runs ADD COLUMN model TEXT;
     "#,
+    // 10: when retention removed a run's files (logs, report); the row itself is kept.
+    r#"
+    ALTER TABLE runs ADD COLUMN pruned_at TEXT;
+    "#,
 ];

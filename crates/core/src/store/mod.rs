@@ -9,6 +9,7 @@ pub mod outbox;
 mod queue;
 mod routine_files;
 mod runs;
+mod retention;
 mod scheduling;
 mod usage;
 mod workspaces;
@@ -21,6 +22,7 @@ pub use scheduling::RoutineState;
 pub use routine_files::IndexedFile;
 pub use workspaces::KeptWorktree;
 pub use usage::{UsageBy, UsageRow};
+pub use retention::Prunable;
 
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::Connection;

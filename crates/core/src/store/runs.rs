@@ -81,7 +81,7 @@ macro_rules! columns {
     () => {
         "id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, message, \
          exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model"
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at"
     };
 }
 const COLUMNS: &str = columns!();
@@ -360,6 +360,7 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
             }
             .or_none()
         },
+        pruned_at: time(28)?,
     })
 }
 

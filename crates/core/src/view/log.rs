@@ -74,6 +74,12 @@ pub fn read_chunk(path: &Path, driver: &dyn AgentDriver, offset: u64, readable: 
 /// A chunk of a run's stdout or stderr, secrets masked.
 pub fn run_log(engine: &Engine, run_id: &str, stream: LogStream, offset: u64, readable: bool) -> Result<LogChunk> {
     let run = engine.run(run_id)?;
+    if let Some(t) = run.pruned_at {
+        return Err(crate::error::Error::new(
+            crate::error::ErrorCode::Usage,
+            format!("the log of run {} was removed {} by retention (keep_runs_days, keep_runs_per_routine); its record stays", run.id, crate::run::fmt_time(&t)),
+        ));
+    }
     let (file, driver): (_, &dyn AgentDriver) = match stream {
         LogStream::Stdout => (STDOUT_LOG, crate::agents::driver(crate::routine::AgentKind::from_name(&run.agent))),
         LogStream::Stderr => (STDERR_LOG, &crate::agents::command::Command),

@@ -1,0 +1,80 @@
+//! Retention with real runs, files and a fake clock: old runs lose their files and keep their
+//! records; the newest completed run of a routine, running runs and runs that still owe a
+//! notification within its day are never touched; a prune killed mid-way leaves no half-deleted
+//! run behind.
+
+use chrono::{Duration, TimeZone, Utc};
+use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::{Engine, EngineOptions, Home, ManualClock};
+use nightshift_testkit::TestHome;
+use std::path::Path;
+use std::sync::Arc;
+
+fn engine(th: &TestHome, clock: &Arc<ManualClock>) -> Engine {
+    let mut opts = EngineOptions::new(Home::at(th.path()));
+    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    opts.clock = Arc::clone(clock) as _;
+    Engine::open(opts).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn old_runs_lose_their_files_and_keep_their_records() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "keep_runs_days = 30\nkeep_runs_per_routine = 3\n").unwrap();
+    th.routine("job", "schedule: \"0 3 * * *\"\ncommand: \"echo report line\"\n");
+    th.routine("slow", "schedule: \"0 3 * * *\"\ncommand: \"sleep 30\"\ntimeout: 1h\n");
+    let clock = Arc::new(ManualClock::new(Utc.with_ymd_and_hms(2026, 11, 1, 9, 0, 0).unwrap()));
+    let engine = engine(&th, &clock);
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        ids.push(engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap().id);
+        clock.advance(Duration::minutes(1));
+    }
+    let dir = |id: &str| th.path().join("runs/job").join(id);
+    // Within the day their notifications are owed (nobody delivered them here): nothing goes.
+    assert!(engine.prune_runs(false).await.is_empty());
+
+    // Two days on: only the count rule applies — the two oldest go, the newest three stay.
+    clock.advance(Duration::days(2));
+    let dry = engine.prune_runs(true).await;
+    assert_eq!(dry.iter().map(|p| p.run_id.as_str()).collect::<Vec<_>>(), [ids[0].as_str(), ids[1].as_str()]);
+    assert!(dry.iter().all(|p| !p.removed && p.bytes > 0) && dir(&ids[0]).is_dir());
+    let pruned = engine.prune_runs(false).await;
+    assert_eq!(pruned.iter().map(|p| (p.run_id.as_str(), p.removed)).collect::<Vec<_>>(), [(ids[0].as_str(), true), (ids[1].as_str(), true)]);
+    for id in &ids[..2] {
+        assert!(!dir(id).exists() && !Path::new(&format!("{}.pruning", dir(id).display())).exists());
+        let rec = engine.run(id).unwrap();
+        assert_eq!((rec.status, rec.exit_code, rec.report_path.as_deref()), (RunStatus::Completed, Some(0), None));
+        assert_eq!(rec.pruned_at, Some(nightshift_core::Clock::now(&*clock)));
+        let log = nightshift_core::view::log::run_log(&engine, id, nightshift_core::view::log::LogStream::Stdout, 0, true).unwrap_err();
+        assert!(log.message.contains("was removed") && log.message.contains("by retention"), "{}", log.message);
+    }
+    assert!(ids[2..].iter().all(|id| dir(id).is_dir()));
+
+    // Forty days on, with a run going: everything old goes but the newest completed run (the
+    // next run's {last_report}) and the running one.
+    let slow = engine.run_now("slow", Trigger::Manual).await.unwrap();
+    clock.advance(Duration::days(40));
+    let pruned = engine.prune_runs(false).await;
+    assert_eq!(pruned.iter().map(|p| p.run_id.as_str()).collect::<Vec<_>>(), [ids[2].as_str(), ids[3].as_str()]);
+    assert!(dir(&ids[4]).is_dir(), "the newest completed run lost its report");
+    assert!(th.path().join("runs/slow").join(&slow.id).is_dir(), "a running run was pruned");
+    assert!(engine.cancel(&slow.id).await);
+    slow.wait().await.unwrap();
+
+    // Killed mid-prune, between renaming two runs' directories and marking them: the next prune
+    // marks both and deletes what is left; the newest completed run stays whole.
+    let a = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap().id;
+    let b = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap().id;
+    for id in [&ids[4], &a] {
+        std::fs::rename(dir(id), format!("{}.pruning", dir(id).display())).unwrap();
+    }
+    engine.prune_runs(false).await;
+    for id in [&ids[4], &a] {
+        assert!(engine.run(id).unwrap().pruned_at.is_some(), "a renamed run was not marked");
+        assert!(!Path::new(&format!("{}.pruning", dir(id).display())).exists());
+    }
+    assert!(dir(&b).is_dir() && engine.run(&b).unwrap().pruned_at.is_none());
+    let leftovers = std::fs::read_dir(th.path().join("runs/job")).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".pruning")).count();
+    assert_eq!(leftovers, 0);
+}
