@@ -385,3 +385,34 @@ async fn the_run_detail_shows_tokens_and_model() {
     c.close().await.unwrap();
     drop(driver);
 }
+
+/// A run whose files retention removed: the detail still shows the record, and says where the
+/// report and the log went.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pruned_run_keeps_its_record_in_the_window() {
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
+    let home = &scene.home;
+    std::fs::write(home.join("nightshift.toml"), "keep_runs_days = 30\n").unwrap();
+    std::fs::write(home.join("routines/old.yaml"), "name: old\nschedule: \"0 3 1 1 *\"\nnotify: never\ncommand: echo from long ago\n").unwrap();
+    let id = {
+        let engine = nightshift_core::Engine::open(nightshift_core::EngineOptions::new(nightshift_core::Home::at(home))).unwrap();
+        let first = engine.run_now("old", nightshift_core::run::Trigger::Manual).await.unwrap().wait().await.unwrap().id;
+        engine.run_now("old", nightshift_core::run::Trigger::Manual).await.unwrap().wait().await.unwrap();
+        // Forty days back (a fake clock cannot reach the app), then pruned as the app would.
+        let db = rusqlite::Connection::open(home.join("nightshift.db")).unwrap();
+        let old = chrono::Utc::now() - chrono::Duration::days(40);
+        db.execute("UPDATE runs SET sort_ms = sort_ms - ?1, finished_at = ?2", rusqlite::params![chrono::Duration::days(40).num_milliseconds(), nightshift_core::run::fmt_time(&old)]).unwrap();
+        assert_eq!(engine.prune_runs(false).await.len(), 1);
+        first
+    };
+    let Some((driver, c)) = scene.open(&[]).await else { return };
+    text(&c, "#routines tr[data-routine='old']").await;
+    go(&c, &format!("#/run/{id}")).await;
+    let said = until(&c, "the pruned run's detail", "return document.getElementById('run-pruned')?.textContent", 15).await;
+    assert!(said.as_str().unwrap().starts_with("Its report and log were removed ") && said.as_str().unwrap().ends_with("this record stays."), "{said}");
+    assert_eq!(js(&c, "return document.querySelector('#run-title .badge')?.textContent").await, json!("completed"));
+    let log = until(&c, "the log's status", "return document.getElementById('log-status')?.textContent", 10).await;
+    assert!(log.as_str().unwrap().contains("by retention"), "{log}");
+    c.close().await.unwrap();
+    drop(driver);
+}
