@@ -196,8 +196,11 @@ fn top_and_base(cwd: &Path, rev: &str) -> Result<(PathBuf, String, Option<String
     if !cwd.is_dir() {
         return Err(format!("the working directory {} does not exist", cwd.display()));
     }
-    let top = Git::new(cwd, &["rev-parse", "--show-toplevel"]).run().map_err(|e| format!("{} is not in a git repository ({e})", cwd.display()))?;
-    let prefix = Git::new(cwd, &["rev-parse", "--show-prefix"]).run().unwrap_or_default();
+    // One process for both: the top of the working tree, then `cwd`'s path inside it.
+    let both = Git::new(cwd, &["rev-parse", "--show-toplevel", "--show-prefix"]).run().map_err(|e| format!("{} is not in a git repository ({e})", cwd.display()))?;
+    let mut lines = both.lines();
+    let top = lines.next().unwrap_or_default().to_string();
+    let prefix = lines.next().unwrap_or_default().to_string();
     let base = Git::new(Path::new(&top), &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]).output()?;
     let base = base.ok().then(|| base.text()).filter(|s| !s.is_empty());
     Ok((PathBuf::from(top), prefix, base))
