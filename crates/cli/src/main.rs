@@ -13,6 +13,7 @@ mod run;
 mod prune;
 mod serve;
 mod usage;
+mod why;
 mod webhooks;
 mod workspaces;
 
@@ -92,6 +93,9 @@ enum Command {
     },
     /// Tokens and cost per routine, account or day (as the agents reported them).
     Usage(usage::UsageArgs),
+    /// Why a routine did or did not run: every slot in the window with its fate and the evidence
+    /// (asleep, no Nightshift running, paused, skipped, blocked, …), then its next fire.
+    Why(why::WhyArgs),
     /// Push a worktree run's branch now (after its pushes gave up, or instead of waiting).
     Push { run_id: String },
     /// Remove worktrees older than `keep_worktrees_days` (their branches stay) and the files of
@@ -173,6 +177,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args),
+        Command::Why(args) => why::why(&open(home).await?, args),
         Command::Push { run_id } => workspaces::push(&open(home).await?, &run_id).await,
         Command::Prune { dry_run, json } => prune::prune(&open(home).await?, dry_run, json).await,
         Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,

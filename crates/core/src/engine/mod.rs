@@ -21,6 +21,7 @@ mod held;
 pub mod lanes;
 mod live_settings;
 mod lock;
+mod presence;
 mod queue;
 mod recovery;
 mod retention;
@@ -38,6 +39,7 @@ pub use recovery::RecoveryMode;
 pub use workspaces::Pruned;
 pub use retention::PrunedRun;
 pub use scheduler::{Scheduler, TickReport};
+pub use presence::SLEEP_GAP_SECS;
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, ErrorCode, Result};
@@ -257,6 +259,16 @@ impl Engine {
     }
 
     /// The store, for the engine's own read models in `view/` (the routines overview).
+    /// The engine clock's now (what schedules and views are computed at).
+    pub(crate) fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.core.clock.now()
+    }
+
+    /// Every slot of routine `name` in the last `days` days, explained (`nightshiftctl why`).
+    pub fn why(&self, name: &str, days: u32) -> Result<crate::view::why::Why> {
+        crate::view::why::why(self, name, days)
+    }
+
     pub(crate) fn core_store(&self) -> &Store {
         &self.core.store
     }
@@ -509,7 +521,7 @@ impl Engine {
 
     /// Pause or resume all scheduling (stored per machine; manual runs still work).
     pub fn set_paused(&self, paused: bool) -> Result<()> {
-        self.core.store.set_global_paused(paused)?;
+        self.core.store.set_global_paused(paused, self.core.clock.now())?;
         Engine::emit_state(&self.core);
         Ok(())
     }

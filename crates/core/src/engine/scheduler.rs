@@ -10,8 +10,10 @@
 //!   (`checked_until`). Slots after that — the engine was off or the machine asleep — are due now:
 //!   the newest runs once (trigger `catchup`, or `schedule` when it is less than 90 s late), the
 //!   older ones are recorded `missed` (reason `superseded`). Never a burst. Look-back is at most 7
-//!   days and never before the routine first appeared. While a routine is paused, disabled or not
-//!   on this device its slots are evaluated and dropped, so resuming does not replay them.
+//!   days and never before the routine first appeared. While a routine is paused, disabled, not
+//!   on this device or its file invalid, its slots are evaluated and dropped, so resuming (or
+//!   fixing the file) does not replay them. `why` explains each dropped slot from the events and
+//!   presence the scheduler records (see `presence`).
 //! * **Exactly once**: a slot is claimed by inserting its row (`unique(routine, scheduled_for)`)
 //!   before anything is spawned; a refused claim means another engine (or an earlier pass) has it.
 //!   The row is the queue entry: the queue starts it when a lane is free.
@@ -61,12 +63,15 @@ pub struct Scheduler {
     /// Each evaluated routine's next slot (`None`: none ahead). A pass skips routines whose next
     /// slot is still ahead, so an idle pass costs nothing per routine; a reload forgets all.
     next_slots: Mutex<HashMap<String, Option<DateTime<Utc>>>>,
+    /// When this scheduler was alive and awake, as recorded for `why`.
+    presence: Mutex<super::presence::Presence>,
 }
 
 impl Scheduler {
     pub fn new(engine: Engine) -> Arc<Scheduler> {
         let routines = engine.core.routines();
-        Arc::new(Scheduler { engine, routines: Mutex::new(routines), next_slots: Mutex::new(HashMap::new()) })
+        super::presence::record_file_states(&engine.core, &routines);
+        Arc::new(Scheduler { engine, routines: Mutex::new(routines), next_slots: Mutex::new(HashMap::new()), presence: Default::default() })
     }
 
     fn core(&self) -> &Arc<Core> {
@@ -91,6 +96,7 @@ impl Scheduler {
                 tracing::warn!(routine = %bad.name, "{e}");
             }
         }
+        super::presence::record_file_states(self.core(), &set);
         *self.routines.lock().unwrap_or_else(|e| e.into_inner()) = set;
         self.next_slots.lock().unwrap_or_else(|e| e.into_inner()).clear();
         Engine::emit(self.core(), EngineEvent::RoutinesChanged);
@@ -107,6 +113,7 @@ impl Scheduler {
         let core = Arc::clone(self.core());
         let set = self.current();
         let device = self.engine.device_name();
+        self.presence.lock().unwrap_or_else(|e| e.into_inner()).beat(&core, &device);
         let next_slots = std::mem::take(&mut *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()));
         let (report, finals, next_slots) = {
             let core = Arc::clone(&core);
@@ -195,7 +202,10 @@ impl Scheduler {
                     while wakes.try_recv().is_ok() {}
                 }
                 _ = self.core().scheduler_kick.notified() => {}
-                _ = shutdown.notified() => return,
+                _ = shutdown.notified() => {
+                    self.presence.lock().unwrap_or_else(|e| e.into_inner()).stop(self.core());
+                    return;
+                }
             }
         }
     }
@@ -227,8 +237,15 @@ impl Scheduler {
     }
 }
 
+impl Drop for Scheduler {
+    /// A scheduler let go (the app or daemon stopping) ends its stretch of presence cleanly.
+    fn drop(&mut self) {
+        self.presence.get_mut().unwrap_or_else(|e| e.into_inner()).stop(&self.engine.core);
+    }
+}
+
 /// The routine's first slot after `now`, if it has one (within `end_at`).
-fn next_slot(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+pub(crate) fn next_slot(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let next = match (&r.schedule, r.at) {
         (Some(s), _) => s.next_after(now),
         (None, Some(at)) if at > now => Some(at),
@@ -238,7 +255,7 @@ fn next_slot(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
 }
 
 /// Whether `routine` fires on the device named `device` (`devices:`).
-fn on_device(routine: &Routine, device: &str) -> bool {
+pub(crate) fn on_device(routine: &Routine, device: &str) -> bool {
     routine.devices.is_empty() || routine.devices.iter().any(|d| d == device)
 }
 
@@ -288,6 +305,8 @@ impl Pass<'_> {
             }
             self.plan(r, &slots, total, now, &mut report)?;
         }
+        // An invalid file's slots are dropped too: fixing it does not replay the time it was broken.
+        evaluated.extend(self.set.invalid.iter().map(|bad| bad.name.as_str()));
         core.store.set_checked_until(&evaluated, now)?;
         for (routine, id) in held::make_up_owed(core, self.set)? {
             report.fired.push((routine, id, Trigger::Catchup));

@@ -141,4 +141,29 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN pruned_at TEXT;
     "#,
+    // 11: evidence for "why did (or didn't) this slot run": when a scheduler was alive on this
+    // machine (one row per stretch; `ended` = 'asleep' when the machine slept and the same process
+    // went on in the next row, 'stopped' on a clean exit, NULL while running or when killed), and
+    // what happened to routines over time (paused/resumed, invalid/valid, disabled/enabled).
+    r#"
+    CREATE TABLE presence (
+        id          INTEGER PRIMARY KEY AUTOINCREMENT,
+        device      TEXT NOT NULL,
+        who         TEXT NOT NULL,
+        pid         INTEGER NOT NULL,
+        started_at  TEXT NOT NULL,
+        last_seen   TEXT NOT NULL,
+        ended       TEXT
+    );
+    CREATE INDEX presence_by_time ON presence(device, last_seen);
+    CREATE TABLE routine_events (
+        id       INTEGER PRIMARY KEY AUTOINCREMENT,
+        -- '*' for the whole engine (pausing everything)
+        routine  TEXT NOT NULL,
+        at       TEXT NOT NULL,
+        event    TEXT NOT NULL,
+        detail   TEXT
+    );
+    CREATE INDEX routine_events_by_routine ON routine_events(routine, at);
+    "#,
 ];

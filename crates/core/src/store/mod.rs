@@ -4,6 +4,7 @@
 //! process opens it; SQLite's locking plus conditional updates make each transition happen once.
 
 mod accounts;
+mod evidence;
 mod migrations;
 pub mod outbox;
 mod queue;
@@ -23,6 +24,7 @@ pub use routine_files::IndexedFile;
 pub use workspaces::KeptWorktree;
 pub use usage::{UsageBy, UsageRow};
 pub use retention::Prunable;
+pub use evidence::{EventRow, Presence, PresenceEnd, RoutineEvent, SlotRow};
 
 use crate::error::{Error, ErrorCode, Result};
 use rusqlite::Connection;

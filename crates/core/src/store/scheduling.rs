@@ -1,6 +1,6 @@
 //! Per-routine scheduler state and engine-wide flags (pause), stored per machine in the database.
 
-use super::Store;
+use super::{RoutineEvent, Store};
 use crate::error::{Error, ErrorCode, Result};
 use crate::run::{fmt_time, parse_time};
 use chrono::{DateTime, Utc};
@@ -81,11 +81,16 @@ impl Store {
 
     /// Pause (with an optional reason; `None` = by the user) or resume one routine.
     pub fn set_routine_paused(&self, routine: &str, paused: bool, reason: Option<&str>, now: DateTime<Utc>) -> Result<()> {
-        self.routine_state(routine, now)?;
+        let was = self.routine_state(routine, now)?.paused;
         self.conn().execute(
             "UPDATE routine_state SET paused = ?2, paused_reason = ?3, paused_at = ?4 WHERE routine = ?1",
             params![routine, paused, if paused { reason } else { None }, if paused { Some(fmt_time(&now)) } else { None }],
         )?;
+        // The history `why` reads (a pause that changes nothing is not an event).
+        if was != paused {
+            let event = if paused { RoutineEvent::Paused } else { RoutineEvent::Resumed };
+            self.add_routine_event(routine, event, reason, now)?;
+        }
         Ok(())
     }
 
@@ -110,6 +115,8 @@ impl Store {
         tx.execute("UPDATE runs SET routine = ?2 WHERE routine = ?1", params![old, new])?;
         tx.execute("DELETE FROM routine_state WHERE routine = ?1", [new])?;
         tx.execute("UPDATE routine_state SET routine = ?2 WHERE routine = ?1", params![old, new])?;
+        tx.execute("DELETE FROM routine_events WHERE routine = ?1", [new])?;
+        tx.execute("UPDATE routine_events SET routine = ?2 WHERE routine = ?1", params![old, new])?;
         tx.commit()?;
         Ok(())
     }
@@ -125,7 +132,11 @@ impl Store {
         Ok(self.flag("paused")?.as_deref() == Some("1"))
     }
 
-    pub fn set_global_paused(&self, paused: bool) -> Result<()> {
+    /// Pause or resume every routine (remembered as an event of `*` for `why`).
+    pub fn set_global_paused(&self, paused: bool, now: DateTime<Utc>) -> Result<()> {
+        if self.global_paused()? != paused {
+            self.add_routine_event("*", if paused { RoutineEvent::Paused } else { RoutineEvent::Resumed }, None, now)?;
+        }
         self.set_flag("paused", if paused { "1" } else { "0" })
     }
 

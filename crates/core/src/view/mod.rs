@@ -5,6 +5,7 @@ pub mod explain;
 pub mod log;
 pub mod markdown;
 pub mod routines;
+pub mod why;
 
 /// A duration the short way, everywhere a person reads one (notifications, the CLI):
 /// "850ms", "42s", "4m 12s", "2h 05m".

@@ -1,0 +1,54 @@
+//! `nightshiftctl why ROUTINE`: every slot in the window, newest first, with its fate in words and
+//! the evidence; then the next fire and what it depends on.
+
+use crate::format;
+use crate::Outcome;
+use nightshift_core::view::why::{local_day_time, Why};
+use nightshift_core::{Engine, Error};
+
+#[derive(clap::Args)]
+pub struct WhyArgs {
+    /// The routine.
+    pub routine: String,
+    /// How many days back.
+    #[arg(long, default_value_t = 7, value_parser = clap::value_parser!(u32).range(1..=366))]
+    pub days: u32,
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn why(engine: &Engine, args: WhyArgs) -> Result<Outcome, Error> {
+    let why = engine.why(&args.routine, args.days)?;
+    if args.json {
+        format::json(&why);
+    } else {
+        print!("{}", text(&why, args.days));
+    }
+    Ok(Outcome::Ok)
+}
+
+/// The readable form: a header, one line per slot (or group of slots), notes, the next fire.
+fn text(why: &Why, days: u32) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let schedule = why.schedule_words.as_deref().unwrap_or("no schedule");
+    let _ = writeln!(out, "{} — {schedule}; the last {days} day{}, newest first", why.routine, if days == 1 { "" } else { "s" });
+    let tz = nightshift_core::schedule::parse_tz(&why.timezone).unwrap_or_else(|_| nightshift_core::schedule::local_tz());
+    for l in &why.lines {
+        let when = if l.slots > 1 {
+            format!("{} … {} ({} slots)", local_day_time(l.from, tz), local_day_time(l.at, tz), l.slots)
+        } else {
+            local_day_time(l.at, tz)
+        };
+        let run = match (&l.run_id, l.fate) {
+            (Some(id), nightshift_core::view::why::Fate::Ran) => format!(" (run {id})"),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "  {when}  {}{run}", l.sentence);
+    }
+    for n in &why.notes {
+        let _ = writeln!(out, "  {n}");
+    }
+    let _ = writeln!(out, "next: {}", why.next);
+    out
+}

@@ -1,0 +1,256 @@
+//! `why` under a manual clock: one routine driven through every fate a slot can have — ran, asleep
+//! (caught up, superseded), no Nightshift running, paused by the user, auto-paused, skipped,
+//! invalid file — and others that are blocked, on another device, or weekly; the explanation is
+//! asserted line by line. Real processes run each slot; nothing sleeps for a schedule.
+
+use chrono::{DateTime, Duration, Utc};
+use nightshift_core::store::RunQuery;
+use nightshift_core::view::why::{Fate, Why};
+use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
+use nightshift_testkit::TestHome;
+use std::sync::Arc;
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+struct Rig {
+    th: TestHome,
+    clock: Arc<ManualClock>,
+    engine: Engine,
+    sched: Option<Arc<Scheduler>>,
+}
+
+impl Rig {
+    fn new(th: TestHome, start: DateTime<Utc>, settings: &str) -> Rig {
+        std::fs::write(th.path().join("nightshift.toml"), format!("kill_grace_secs = 1\ndevice_name = \"laptop\"\n{settings}")).unwrap();
+        let clock = Arc::new(ManualClock::new(start));
+        let mut opts = EngineOptions::new(Home::at(th.path()));
+        opts.clock = clock.clone();
+        opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
+        let engine = Engine::open(opts).unwrap();
+        let sched = Some(Scheduler::new(engine.clone()));
+        Rig { th, clock, engine, sched }
+    }
+
+    fn sched(&self) -> &Arc<Scheduler> {
+        self.sched.as_ref().expect("a scheduler runs")
+    }
+
+    /// One scheduler pass at `t`; then wait (really) until its runs have ended.
+    async fn tick(&self, t: &str) {
+        self.clock.set(at(t));
+        self.sched().tick().await.unwrap();
+        self.settle().await;
+    }
+
+    async fn settle(&self) {
+        for _ in 0..1000 {
+            if self.engine.store().running_count().unwrap() == 0 && self.engine.queued().await == 0 {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        panic!("runs did not settle");
+    }
+
+    fn why(&self, routine: &str, days: u32) -> Why {
+        self.engine.why(routine, days).unwrap()
+    }
+}
+
+/// A line as asserted: "HH:MM[–HH:MM ×n] sentence", with run ids and durations made stable.
+fn lines(why: &Why, ids: &[String]) -> Vec<String> {
+    why.lines
+        .iter()
+        .map(|l| {
+            let when = if l.slots > 1 { format!("{}–{} ×{}", l.from.format("%H:%M"), l.at.format("%H:%M"), l.slots) } else { l.at.format("%H:%M").to_string() };
+            let mut s = l.sentence.clone();
+            for id in ids {
+                s = s.replace(id.as_str(), "ID");
+            }
+            // " in 12ms", " in 1s": how long a real process took.
+            if let Some(i) = s.find(" in ") {
+                let rest = &s[i + 4..];
+                let digits = rest.chars().take_while(char::is_ascii_digit).count();
+                if digits > 0 && (rest[digits..].starts_with("ms") || rest[digits..].starts_with('s')) {
+                    let unit = if rest[digits..].starts_with("ms") { 2 } else { 1 };
+                    s = format!("{}{}", &s[..i], &rest[digits + unit..]);
+                }
+            }
+            // An invalid file's error names file:line:col; asserted apart.
+            if let Some(i) = s.find("15:30: ") {
+                assert!(s.contains("tick.yaml:"), "{s}");
+                s = format!("{}FILE", &s[..i + 7]);
+            }
+            format!("{when} {s}")
+        })
+        .collect()
+}
+
+/// An hourly routine that fails while `fail` exists in its home and is slow while `slow` does.
+fn tick_yaml(th: &TestHome) -> String {
+    let dir = th.path().display();
+    format!("schedule: \"0 * * * *\"\ntimezone: UTC\ncommand: \"if [ -e {dir}/fail ]; then exit 1; fi; if [ -e {dir}/slow ]; then sleep 60; fi\"\n")
+}
+
+#[tokio::test]
+async fn every_fate_of_a_slot_is_explained_with_its_evidence() {
+    let th = TestHome::new();
+    let yaml = tick_yaml(&th);
+    th.routine("tick", &yaml);
+    let mut r = Rig::new(th, at("2026-11-01T23:59:50Z"), "auto_pause_after = 2\n");
+    let flag = |name: &str, on: bool| {
+        let p = r.th.path().join(name);
+        if on {
+            std::fs::write(p, "").unwrap()
+        } else {
+            let _ = std::fs::remove_file(p);
+        }
+    };
+    r.tick("2026-11-01T23:59:50Z").await;
+    r.tick("2026-11-02T00:00:05Z").await;
+    r.tick("2026-11-02T01:00:05Z").await;
+    // The machine sleeps from 01:00 to 04:10: the clock jumps, monotonic time does not.
+    r.tick("2026-11-02T04:10:00Z").await;
+    r.tick("2026-11-02T05:00:05Z").await;
+    // The app quits at 05:30 and starts again at 08:20.
+    r.clock.set(at("2026-11-02T05:30:00Z"));
+    drop(r.sched.take());
+    r.clock.set(at("2026-11-02T08:20:00Z"));
+    r.sched = Some(Scheduler::new(r.engine.clone()));
+    r.tick("2026-11-02T08:20:00Z").await;
+    // Paused by the user from 08:30 to 10:30.
+    r.clock.set(at("2026-11-02T08:30:00Z"));
+    r.engine.set_routine_paused("tick", true).unwrap();
+    r.tick("2026-11-02T09:00:05Z").await;
+    r.tick("2026-11-02T10:00:05Z").await;
+    r.clock.set(at("2026-11-02T10:30:00Z"));
+    r.engine.set_routine_paused("tick", false).unwrap();
+    // Two failures in a row auto-pause it; resumed at 13:30.
+    flag("fail", true);
+    r.tick("2026-11-02T11:00:05Z").await;
+    r.tick("2026-11-02T12:00:05Z").await;
+    r.tick("2026-11-02T13:00:05Z").await;
+    r.clock.set(at("2026-11-02T13:30:00Z"));
+    r.engine.set_routine_paused("tick", false).unwrap();
+    flag("fail", false);
+    // A slow run: the next slot is skipped; then it is cancelled.
+    flag("slow", true);
+    r.clock.set(at("2026-11-02T14:00:05Z"));
+    r.sched().tick().await.unwrap();
+    let slow = wait_for_running(&r).await;
+    r.clock.set(at("2026-11-02T15:00:05Z"));
+    r.sched().tick().await.unwrap();
+    assert!(r.engine.cancel(&slow).await);
+    r.settle().await;
+    flag("slow", false);
+    // The file is broken at 15:30 and fixed at 17:30: its slots in between are not replayed.
+    r.clock.set(at("2026-11-02T15:30:00Z"));
+    let file = r.th.routine("tick", "schedule: \"0 * * * *\"\ntimezone: UTC\ncommand: [unclosed\n");
+    r.sched().reload();
+    r.tick("2026-11-02T16:00:05Z").await;
+    r.tick("2026-11-02T17:00:05Z").await;
+    r.clock.set(at("2026-11-02T17:30:00Z"));
+    std::fs::write(&file, &yaml).unwrap();
+    r.sched().reload();
+    r.tick("2026-11-02T18:00:05Z").await;
+    // Now the app stops for good at 18:10; it is 19:30.
+    r.clock.set(at("2026-11-02T18:10:00Z"));
+    drop(r.sched.take());
+    r.clock.set(at("2026-11-02T19:30:00Z"));
+
+    let why = r.why("tick", 1);
+    let rows = r.engine.store().list_runs(&RunQuery { routine: Some("tick".into()), limit: 100, ..Default::default() }).unwrap().runs;
+    let ids: Vec<String> = rows.iter().map(|x| x.id.clone()).collect();
+    let got = lines(&why, &ids);
+    let want = [
+        "19:00 not run yet — no Nightshift running since Mon 2 Nov 18:10; when the app or the daemon starts, the newest of these runs once as a catch-up",
+        "18:00 ran — succeeded",
+        "16:00–17:00 ×2 file invalid since Mon 2 Nov 15:30: FILE",
+        "15:00 skipped — the previous run (ID) was still running",
+        "14:00 ran — cancelled in 1h 00m",
+        "13:00 paused since Mon 2 Nov 12:00 — auto-paused after 2 failed runs in a row (last: exited with code 1); resume with `nightshiftctl resume tick`",
+        "12:00 ran — failed",
+        "11:00 ran — failed",
+        "09:00–10:00 ×2 paused since Mon 2 Nov 08:30, by you",
+        "08:00 caught up later at Mon 2 Nov 08:20 as run ID (succeeded) — no Nightshift running 05:30–08:20",
+        "07:00 missed — no Nightshift running 05:30–08:20; superseded by a later slot",
+        "06:00 missed — no Nightshift running 05:30–08:20; superseded by a later slot",
+        "05:00 ran — succeeded",
+        "04:00 caught up later at Mon 2 Nov 04:10 as run ID (succeeded) — machine asleep 01:00–04:10",
+        "03:00 missed — machine asleep 01:00–04:10; superseded by a later slot",
+        "02:00 missed — machine asleep 01:00–04:10; superseded by a later slot",
+        "01:00 ran — succeeded",
+        "00:00 ran — succeeded",
+    ];
+    assert_eq!(got, want, "{got:#?}");
+    assert_eq!(why.next_fire, Some(at("2026-11-02T20:00:00Z")));
+    assert_eq!(why.next, "Mon 2 Nov 20:00, if this machine is awake and the app or the daemon runs — none is running now");
+    // Every run has its own line, linked; the fates are what the UI colours.
+    let ran = why.lines.iter().filter(|l| l.run_id.is_some()).count();
+    assert_eq!(ran, rows.len(), "every row of the day is one line");
+    assert_eq!(why.lines[2].fate, Fate::Invalid);
+    assert_eq!(why.lines[13].fate, Fate::CaughtUp);
+}
+
+async fn wait_for_running(r: &Rig) -> String {
+    for _ in 0..500 {
+        let runs = r.engine.store().list_runs(&RunQuery { routine: Some("tick".into()), limit: 1, ..Default::default() }).unwrap().runs;
+        if let Some(run) = runs.first().filter(|x| x.status == nightshift_core::RunStatus::Running) {
+            return run.id.clone();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("the slow run did not start");
+}
+
+#[tokio::test]
+async fn blocked_elsewhere_weekly_and_broken_routines_say_so() {
+    let th = TestHome::new();
+    th.routine("agent", "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\naccount: nobody@nowhere.dev\n");
+    th.routine("desk", "schedule: \"0 * * * *\"\ntimezone: UTC\ndevices: [workstation]\ncommand: \"true\"\n");
+    th.routine("weekly", "schedule: \"0 9 * * 1\"\ntimezone: UTC\ncommand: \"true\"\n");
+    th.routine("broken", "schedule: \"0 * * * *\"\ncommand: [\n");
+    let r = Rig::new(th, at("2026-11-02T08:59:50Z"), "keychain_service = \"nightshift-test-why\"\n[[accounts]]\nemail = \"nobody@nowhere.dev\"\n");
+    r.tick("2026-11-02T08:59:50Z").await;
+    r.tick("2026-11-02T09:00:05Z").await;
+    r.tick("2026-11-02T10:00:05Z").await;
+    r.tick("2026-11-04T12:00:05Z").await;
+
+    let agent = r.why("agent", 1);
+    let blocked: Vec<&str> = agent.lines.iter().filter(|l| l.fate == Fate::Blocked).map(|l| l.sentence.as_str()).collect();
+    assert!(!blocked.is_empty(), "{:#?}", agent.lines);
+    assert!(blocked[0].starts_with("blocked — "), "{}", blocked[0]);
+    assert!(blocked[0].contains("nobody@nowhere.dev"), "{}", blocked[0]);
+
+    let desk = r.why("desk", 1);
+    assert_eq!(desk.lines.len(), 1, "{:#?}", desk.lines);
+    assert_eq!(desk.lines[0].fate, Fate::OtherDevice);
+    assert_eq!(desk.lines[0].sentence, "not this device (devices: workstation; this is laptop)");
+    assert_eq!(desk.lines[0].slots, 24);
+    assert_eq!(desk.next, "none here — it fires on workstation (devices:)");
+
+    // A weekly routine with no slot in the window still says when it last fired.
+    let weekly = r.why("weekly", 1);
+    assert!(weekly.lines.is_empty(), "{:#?}", weekly.lines);
+    let last = weekly.notes.last().unwrap();
+    assert!(last.starts_with("No slot in the last 1 days. It last fired Mon 2 Nov 09:00 (completed, run "), "{last}");
+    assert_eq!(weekly.next, "Mon 9 Nov 09:00, if this machine is awake and the app or the daemon runs");
+
+    let broken = r.why("broken", 7);
+    assert!(broken.notes[0].starts_with("The file is invalid since "), "{:?}", broken.notes);
+    assert!(broken.notes[0].contains("broken.yaml:"), "{:?}", broken.notes);
+    assert!(broken.next.starts_with("none — the file is invalid"));
+
+    // The strip: one mark per slot when they fit, else stretches showing the worst fate.
+    let per_slot = r.why("desk", 1).strip(100);
+    assert_eq!(per_slot.len(), 24);
+    assert!(per_slot.windows(2).all(|w| w[0].from < w[1].from), "oldest first");
+    let stretches = r.why("desk", 1).strip(6);
+    assert_eq!(stretches.len(), 6);
+    assert!(stretches[0].sentence.starts_with("4 not this device; worst: not this device"), "{}", stretches[0].sentence);
+
+    let unknown = r.engine.why("nope", 1).unwrap_err();
+    assert_eq!(unknown.code, nightshift_core::ErrorCode::RoutineNotFound);
+}
