@@ -71,4 +71,5 @@ NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench daemon
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench settle
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench history
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench worktree
+NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench insight
 cargo bench -p nightshiftctl --bench hostile

@@ -8,8 +8,9 @@ use nightshift_core::{Engine, Error, ErrorCode};
 
 #[derive(clap::Args)]
 pub struct UsageArgs {
-    /// Group by routine, account or day.
-    #[arg(long, value_parser = ["routine", "account", "day"], default_value = "routine")]
+    /// Group by routine, account, day or final status (the status counts every final run,
+    /// missed and skipped slots too).
+    #[arg(long, value_parser = ["routine", "account", "day", "status"], default_value = "routine")]
     pub by: String,
     /// From when: a duration back from now (30d, 12h) or a date (2026-11-01, local time).
     #[arg(long, default_value = "30d")]
@@ -24,6 +25,7 @@ pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
     let by = match args.by.as_str() {
         "account" => UsageBy::Account,
         "day" => UsageBy::Day,
+        "status" => UsageBy::Status,
         _ => UsageBy::Routine,
     };
     let since = since(&args.since, Utc::now())?;

@@ -2,6 +2,7 @@
 //! the evidence; then the next fire and what it depends on.
 
 use crate::format;
+use chrono::Timelike;
 use crate::Outcome;
 use nightshift_core::view::why::{local_day_time, Why};
 use nightshift_core::{Engine, Error};
@@ -34,11 +35,14 @@ fn text(why: &Why, days: u32) -> String {
     let schedule = why.schedule_words.as_deref().unwrap_or("no schedule");
     let _ = writeln!(out, "{} — {schedule}; the last {days} day{}, newest first", why.routine, if days == 1 { "" } else { "s" });
     let tz = nightshift_core::schedule::parse_tz(&why.timezone).unwrap_or_else(|_| nightshift_core::schedule::local_tz());
+    // A schedule with seconds shows them.
+    let seconds = why.lines.iter().any(|l| l.at.second() != 0 || l.from.second() != 0);
+    let local_day_time = |t| if seconds { format!("{}:{:02}", local_day_time(t, tz), t.with_timezone(&tz).second()) } else { local_day_time(t, tz) };
     for l in &why.lines {
         let when = if l.slots > 1 {
-            format!("{} … {} ({} slots)", local_day_time(l.from, tz), local_day_time(l.at, tz), l.slots)
+            format!("{} … {} ({} slots)", local_day_time(l.from), local_day_time(l.at), l.slots)
         } else {
-            local_day_time(l.at, tz)
+            local_day_time(l.at)
         };
         let run = match (&l.run_id, l.fate) {
             (Some(id), nightshift_core::view::why::Fate::Ran) => format!(" (run {id})"),

@@ -144,7 +144,8 @@ pub const MIGRATIONS: &[&str] = &[
     // 11: evidence for "why did (or didn't) this slot run": when a scheduler was alive on this
     // machine (one row per stretch; `ended` = 'asleep' when the machine slept and the same process
     // went on in the next row, 'stopped' on a clean exit, NULL while running or when killed), and
-    // what happened to routines over time (paused/resumed, invalid/valid, disabled/enabled).
+    // what happened to routines over time (paused/resumed, invalid/valid, disabled/enabled); and
+    // a covering index for usage sums.
     r#"
     CREATE TABLE presence (
         id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -165,5 +166,7 @@ pub const MIGRATIONS: &[&str] = &[
         detail   TEXT
     );
     CREATE INDEX routine_events_by_routine ON routine_events(routine, at);
+    -- usage sums read this index alone (a window of it, in order), never the table's rows
+    CREATE INDEX runs_usage ON runs(sort_ms, status, routine, account, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd);
     "#,
 ];

@@ -22,7 +22,7 @@ pub use accounts::HealthRecord;
 pub use scheduling::RoutineState;
 pub use routine_files::IndexedFile;
 pub use workspaces::KeptWorktree;
-pub use usage::{UsageBy, UsageRow};
+pub use usage::{DayUsage, UsageBy, UsageRow};
 pub use retention::Prunable;
 pub use evidence::{EventRow, Presence, PresenceEnd, RoutineEvent, SlotRow};
 

@@ -1,9 +1,11 @@
 //! What runs used, added up: tokens and cost per routine, account or day over a time window —
-//! an index range from the window's start, never the whole history.
+//! a range of a covering index (`runs_usage`) from the window's start, never the whole history
+//! and never the table's rows. Days are the machine's local calendar days, cut exactly at local
+//! midnight (one index range per day, so a DST change needs no special case).
 
 use super::Store;
 use crate::error::Result;
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Local, NaiveDate, TimeZone, Utc};
 use rusqlite::params;
 
 /// How usage is grouped.
@@ -13,12 +15,14 @@ pub enum UsageBy {
     Account,
     /// The machine's local calendar day.
     Day,
+    /// The run's final status (every final run counts: missed, skipped and blocked too).
+    Status,
 }
 
 /// One group's sums. A sum is `None` when no run in the group reported that figure.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct UsageRow {
-    /// The routine, the account (`-` for runs without one) or the day (`YYYY-MM-DD`).
+    /// The routine, the account (`-` for runs without one), the day (`YYYY-MM-DD`) or the status.
     pub key: String,
     pub runs: u64,
     pub input_tokens: Option<u64>,
@@ -28,30 +32,75 @@ pub struct UsageRow {
     pub cost_usd: Option<f64>,
 }
 
+/// One local day's sums for one group (a chart's stacked bar segment).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct DayUsage {
+    /// `YYYY-MM-DD`, local.
+    pub day: String,
+    #[serde(flatten)]
+    pub usage: UsageRow,
+}
+
 /// Runs that ran (not waiting, not a missed or skipped slot, not blocked before starting).
 const RAN: &str = "status IN ('completed', 'failed', 'timed_out', 'cancelled')";
+/// Runs whose record is final.
+const FINAL: &str = "status NOT IN ('queued', 'running')";
 
 fn sql(by: UsageBy) -> String {
-    let key = match by {
-        UsageBy::Routine => "routine",
-        UsageBy::Account => "COALESCE(account, '-')",
-        UsageBy::Day => "date(sort_ms / 1000, 'unixepoch', 'localtime')",
+    let (key, filter) = match by {
+        UsageBy::Routine => ("routine", RAN),
+        UsageBy::Account => ("COALESCE(account, '-')", RAN),
+        UsageBy::Day => ("''", RAN),
+        UsageBy::Status => ("status", FINAL),
     };
     format!(
         "SELECT {key} AS k, COUNT(*), SUM(input_tokens), SUM(output_tokens), SUM(cache_read_tokens), SUM(cache_write_tokens), SUM(cost_usd)
-         FROM runs WHERE sort_ms >= ?1 AND {RAN} GROUP BY k ORDER BY {}",
-        if by == UsageBy::Day { "k" } else { "SUM(cost_usd) DESC NULLS LAST, SUM(output_tokens) DESC NULLS LAST, k" }
+         FROM runs INDEXED BY runs_usage WHERE sort_ms >= ?1 AND sort_ms < ?2 AND {filter} GROUP BY k"
     )
 }
 
 impl Store {
-    /// Usage since `since`, grouped `by` (days oldest first; routines and accounts by cost, then
-    /// tokens).
+    /// Usage since `since`, grouped `by` (days oldest first; the others by cost, then tokens).
     pub fn usage(&self, by: UsageBy, since: DateTime<Utc>) -> Result<Vec<UsageRow>> {
+        if by == UsageBy::Day {
+            let days = self.usage_by_day(None, since, Utc::now())?;
+            return Ok(days.into_iter().map(|d| UsageRow { key: d.day, ..d.usage }).collect());
+        }
+        let mut rows = self.sums(by, since.timestamp_millis(), i64::MAX)?;
+        rows.sort_by(|a, b| {
+            let cost = b.cost_usd.partial_cmp(&a.cost_usd).unwrap_or(std::cmp::Ordering::Equal);
+            cost.then(b.output_tokens.cmp(&a.output_tokens)).then(a.key.cmp(&b.key))
+        });
+        Ok(rows)
+    }
+
+    /// Per local day from `since` to `until`, each day's sums grouped `by` (routine, account or
+    /// status; `None`: the day's total). Oldest first; days without runs are left out.
+    pub fn usage_by_day(&self, by: Option<UsageBy>, since: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<DayUsage>> {
+        let mut out = Vec::new();
+        let mut day = since.with_timezone(&Local).date_naive();
+        let end = until.with_timezone(&Local).date_naive();
+        while day <= end {
+            let next = day.succ_opt().unwrap_or(day);
+            let from = local_midnight(day).max(since.timestamp_millis());
+            let to = local_midnight(next);
+            for usage in self.sums(by.unwrap_or(UsageBy::Day), from, to)? {
+                let usage = if by.is_none() { UsageRow { key: day.to_string(), ..usage } } else { usage };
+                out.push(DayUsage { day: day.to_string(), usage });
+            }
+            if next == day {
+                break;
+            }
+            day = next;
+        }
+        Ok(out)
+    }
+
+    fn sums(&self, by: UsageBy, from_ms: i64, to_ms: i64) -> Result<Vec<UsageRow>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(&sql(by))?;
         let n = |v: Option<i64>| v.map(|x| x.max(0) as u64);
-        let rows = stmt.query_map(params![since.timestamp_millis()], |r| {
+        let rows = stmt.query_map(params![from_ms, to_ms], |r| {
             Ok(UsageRow {
                 key: r.get(0)?,
                 runs: r.get::<_, i64>(1)?.max(0) as u64,
@@ -62,8 +111,21 @@ impl Store {
                 cost_usd: r.get(6)?,
             })
         })?;
-        Ok(rows.collect::<rusqlite::Result<_>>()?)
+        Ok(rows.collect::<rusqlite::Result<Vec<_>>>()?.into_iter().filter(|r| r.runs > 0).collect())
     }
+}
+
+/// The instant (ms) local `day` begins (the earliest, when midnight repeats; the first instant
+/// after it when midnight does not exist).
+fn local_midnight(day: NaiveDate) -> i64 {
+    let mut t = day.and_hms_opt(0, 0, 0).unwrap_or_default();
+    for _ in 0..4 {
+        if let Some(at) = Local.from_local_datetime(&t).earliest() {
+            return at.timestamp_millis();
+        }
+        t += chrono::Duration::minutes(30);
+    }
+    t.and_utc().timestamp_millis()
 }
 
 #[cfg(test)]
@@ -71,21 +133,51 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_window_is_a_range_of_the_time_index() {
+    fn a_window_is_a_range_of_the_covering_index() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
         let conn = store.conn();
-        for by in [UsageBy::Routine, UsageBy::Account, UsageBy::Day] {
+        for by in [UsageBy::Routine, UsageBy::Account, UsageBy::Day, UsageBy::Status] {
             let plan: Vec<String> = conn
                 .prepare(&format!("EXPLAIN QUERY PLAN {}", sql(by)))
                 .unwrap()
-                .query_map(params![0], |r| r.get::<_, String>(3))
+                .query_map(params![0, 1], |r| r.get::<_, String>(3))
                 .unwrap()
                 .map(|r| r.unwrap())
                 .collect();
             let plan = plan.join(" | ");
-            // A seek on the window's start (by time, or by status then time), never a scan.
-            assert!(plan.starts_with("SEARCH runs USING INDEX") && plan.contains("sort_ms>?"), "{by:?}: {plan}");
+            // A seek on the window, reading the index alone.
+            assert!(plan.starts_with("SEARCH runs USING COVERING INDEX runs_usage (sort_ms>? AND sort_ms<?)"), "{by:?}: {plan}");
         }
+    }
+
+    #[test]
+    fn days_are_cut_at_local_midnight_and_empty_sums_stay_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let day = Local::now().date_naive() - chrono::Duration::days(2);
+        let midnight = local_midnight(day + chrono::Duration::days(1));
+        let conn = store.conn();
+        for (i, (ms, routine, tokens, status)) in
+            [(midnight - 1, "a", Some(10), "completed"), (midnight, "a", None, "completed"), (midnight + 5, "b", Some(7), "failed"), (midnight + 9, "b", None, "missed")].into_iter().enumerate()
+        {
+            conn.execute(
+                "INSERT INTO runs (id, routine, trigger, agent, sort_ms, status, run_dir, input_tokens) VALUES (?1, ?2, 'schedule', 'command', ?3, ?4, '/x', ?5)",
+                params![format!("r{i}"), routine, ms, status, tokens],
+            )
+            .unwrap();
+        }
+        drop(conn);
+        let since = DateTime::from_timestamp_millis(local_midnight(day)).unwrap();
+        let days = store.usage_by_day(None, since, Utc::now()).unwrap();
+        let got: Vec<(String, u64, Option<u64>)> = days.iter().map(|d| (d.day.clone(), d.usage.runs, d.usage.input_tokens)).collect();
+        let d1 = (day + chrono::Duration::days(1)).to_string();
+        assert_eq!(got, vec![(day.to_string(), 1, Some(10)), (d1.clone(), 2, Some(7))]);
+        let by_status = store.usage_by_day(Some(UsageBy::Status), since, Utc::now()).unwrap();
+        let mut statuses: Vec<(String, String, u64)> = by_status.iter().map(|d| (d.day.clone(), d.usage.key.clone(), d.usage.runs)).collect();
+        statuses.sort();
+        assert_eq!(statuses, vec![(day.to_string(), "completed".into(), 1), (d1.clone(), "completed".into(), 1), (d1.clone(), "failed".into(), 1), (d1, "missed".into(), 1)]);
+        let by_routine = store.usage(UsageBy::Routine, since).unwrap();
+        assert_eq!(by_routine.iter().map(|r| (r.key.as_str(), r.runs, r.input_tokens)).collect::<Vec<_>>(), vec![("a", 2, Some(10)), ("b", 1, Some(7))]);
     }
 }

@@ -472,7 +472,9 @@ impl Evidence<'_> {
         let i = p.partition_point(|s| s.started_at <= t);
         let Some(b) = i.checked_sub(1).map(|j| &p[j]) else { return Alive::Unknown };
         let slept = b.ended == Some(PresenceEnd::Asleep);
-        if t <= b.last_seen || (!slept && t <= b.last_seen + Span::seconds(SEEN_SLACK_SECS)) {
+        // A stretch still open (running, or killed) was last seen up to a pass ago; one that
+        // stopped or slept ended exactly at its last sighting.
+        if t <= b.last_seen || (b.ended.is_none() && t <= b.last_seen + Span::seconds(SEEN_SLACK_SECS)) {
             return Alive::There;
         }
         let range = match p.get(i) {
