@@ -162,7 +162,23 @@ pub fn ser_time<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Erro
 }
 
 pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
-    DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc))
+    parse_stored_time(s).or_else(|| DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc)))
+}
+
+/// The one format Nightshift writes ([`fmt_time`]: `2026-11-30T09:00:00.000Z`), read digit by
+/// digit — history views decode a time per row, and the general RFC 3339 parser is several
+/// times slower. Anything else is left to that parser.
+fn parse_stored_time(s: &str) -> Option<DateTime<Utc>> {
+    let b = s.as_bytes();
+    if b.len() != 24 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'.' || b[23] != b'Z' {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        b[from..to].iter().try_fold(0u32, |n, c| c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0')))
+    };
+    let date = chrono::NaiveDate::from_ymd_opt(num(0, 4)? as i32, num(5, 7)?, num(8, 10)?)?;
+    let time = date.and_hms_milli_opt(num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?)?;
+    Some(time.and_utc())
 }
 
 /// Serialise an optional time in the one payload format ([`fmt_time`]).
@@ -176,4 +192,21 @@ pub fn ser_opt_time<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S:
 /// A new run id: a ULID (sortable by creation time), lower-cased for paths.
 pub fn new_run_id() -> String {
     ulid::Ulid::new().to_string().to_lowercase()
+}
+
+#[cfg(test)]
+mod time_tests {
+    use super::*;
+
+    #[test]
+    fn stored_times_read_back_exactly_and_other_forms_still_parse() {
+        for ms in [0i64, 1_764_493_200_123, 4_102_444_799_999, 951_782_400_000] {
+            let t = DateTime::<Utc>::from_timestamp_millis(ms).unwrap();
+            assert_eq!(parse_time(&fmt_time(&t)), Some(t), "{}", fmt_time(&t));
+        }
+        assert_eq!(parse_time("2026-11-30T10:00:00+01:00"), DateTime::from_timestamp(1_796_029_200, 0));
+        assert_eq!(parse_time("2026-11-30T09:00:00Z"), DateTime::from_timestamp(1_796_029_200, 0));
+        assert_eq!(parse_time("2026-02-30T09:00:00.000Z"), None);
+        assert_eq!(parse_time("2026-11-30T09:00:0x.000Z"), None);
+    }
 }

@@ -159,7 +159,8 @@ impl Store {
 }
 
 /// A routine's slot rows in a window: a range of the unique slot index.
-pub(crate) const SLOT_ROWS: &str = "SELECT scheduled_for, id, status, reason, trigger, message, started_at, duration_ms FROM runs
+pub(crate) const SLOT_ROWS: &str = "SELECT scheduled_for, id, status, reason, trigger,
+     CASE WHEN status IN ('missed', 'skipped', 'blocked') THEN message END, CASE WHEN trigger = 'catchup' THEN started_at END, duration_ms FROM runs
      WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3 ORDER BY scheduled_for DESC";
 
 fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
