@@ -1,5 +1,5 @@
-// The window: a header with the engine's state, three views (Routines, History, Accounts), a
-// run's detail and a routine's form and editor, routed by the URL hash. Agent output is never inserted as HTML except a report
+// The window: a header with the engine's state, four views (Routines, History, Usage, Accounts),
+// a routine's detail (why each slot did or did not run), a run's detail and a routine's form and editor, routed by the URL hash. Agent output is never inserted as HTML except a report
 // the engine rendered and sanitized (see lib/dom.js).
 import { call, errorText, listen, onEngine } from "./lib/api.js";
 import { h, replace } from "./lib/dom.js";
@@ -7,12 +7,14 @@ import * as accounts from "./views/accounts.js";
 import * as edit from "./views/edit.js";
 import * as history from "./views/history.js";
 import * as newRoutine from "./views/new.js";
+import * as routine from "./views/routine.js";
 import * as routines from "./views/routines.js";
 import * as run from "./views/run.js";
+import * as usage from "./views/usage.js";
 
-const VIEWS = { routines, history, accounts, run, new: newRoutine, edit };
+const VIEWS = { routines, history, usage, accounts, run, routine, new: newRoutine, edit };
 // Views reached from another one: its tab stays highlighted.
-const UNDER = { run: "history", new: "routines", edit: "routines" };
+const UNDER = { run: "history", new: "routines", edit: "routines", routine: "routines" };
 const view = document.getElementById("view");
 const ui = { state: null, go, relogin, showRelogin };
 let unmount = null;

@@ -186,3 +186,23 @@ pub fn open_workspace<R: Runtime>(app: AppHandle<R>, state: State<'_, AppState>,
 pub async fn list_folders(path: Option<String>) -> Result<api::Folders, Error> {
     api::list_folders(path).await
 }
+
+#[tauri::command]
+pub async fn routine_why(state: State<'_, AppState>, name: String, days: Option<u32>) -> Result<nightshift_core::view::why::Why, Error> {
+    api::routine_why(&state.engine, &name, days.unwrap_or(7)).await
+}
+
+#[tauri::command]
+pub async fn routine_strips(state: State<'_, AppState>) -> Result<std::collections::BTreeMap<String, Vec<nightshift_core::view::why::Mark>>, Error> {
+    api::routine_strips(&state.engine).await
+}
+
+#[tauri::command]
+pub async fn usage_report(state: State<'_, AppState>, days: Option<u32>, by: Option<String>) -> Result<nightshift_core::view::usage::UsageReport, Error> {
+    api::usage_report(&state.engine, days.unwrap_or(30), by).await
+}
+
+#[tauri::command]
+pub async fn disk_usage(state: State<'_, AppState>) -> Result<Vec<nightshift_core::view::usage::DiskUse>, Error> {
+    api::disk_usage(&state.engine).await
+}

@@ -173,6 +173,10 @@ pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R
             commands::list_folders,
             commands::push_branch,
             commands::open_workspace,
+            commands::routine_why,
+            commands::routine_strips,
+            commands::usage_report,
+            commands::disk_usage,
         ])
 }
 

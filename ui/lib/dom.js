@@ -49,3 +49,16 @@ export function trustedReport(el, sanitizedHtml, openLink) {
 export function empty(text, ...more) {
   return h("div", { class: "empty" }, h("p", {}, text), ...more);
 }
+
+const SVG = "http://www.w3.org/2000/svg";
+/** Like `h`, for SVG elements (attributes only: no inline style, which the CSP forbids). */
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs ?? {})) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") el.setAttribute("class", v);
+    else el.setAttribute(k, String(v));
+  }
+  append(el, children);
+  return el;
+}

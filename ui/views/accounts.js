@@ -37,7 +37,14 @@ export function mount(root, _params, ui) {
     replace(body, accounts.map(card));
   }
 
-  function card({ health: a, history }) {
+  /** "3 runs · 12.4k tokens in, 2.1k out" for a window (or "no runs"). */
+  function windowWords(u) {
+    if (!u) return "no runs";
+    const t = (n) => (n === null || n === undefined ? "–" : n >= 1000 ? `${(n / 1000).toFixed(1)}k` : String(n));
+    return `${u.runs} run${u.runs === 1 ? "" : "s"} · ${t(u.input_tokens)} tokens in, ${t(u.output_tokens)} out`;
+  }
+
+  function card({ health: a, history, last_5h, last_7d, limits }) {
     const tokenField = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true, "aria-label": `${capital(a.secret)} for ${a.account}`, class: "token" });
     const tokenForm = h(
       "form",
@@ -54,6 +61,15 @@ export function mount(root, _params, ui) {
       h("div", { class: "toolbar" }, h("h3", {}, a.account), badge(a.verdict), h("span", { class: "muted small" }, a.agent)),
       h("p", { class: "evidence" }, a.evidence, a.since ? h("span", { class: "muted small", title: full(a.since) }, ` · ${ago(a.since)}`) : null),
       when,
+      h("p", { class: "windows", dataset: { windows: "" } }, h("span", {}, h("strong", {}, "Last 5 hours: "), windowWords(last_5h)), " · ", h("span", {}, h("strong", {}, "last 7 days: "), windowWords(last_7d))),
+      limits.length
+        ? h(
+            "details",
+            { class: "limits" },
+            h("summary", {}, `Rate limits in the last 30 days: ${limits.length}`),
+            h("ul", {}, limits.map((l) => h("li", {}, "hit ", h("strong", {}, full(l.at)), l.resets_at ? ` · reset ${full(l.resets_at)}` : " · reset time unknown", l.run_id ? h("span", {}, " · ", h("a", { href: `#/run/${l.run_id}` }, "the run")) : null))),
+          )
+        : h("p", { class: "muted small limits" }, "No rate limit hit in the last 30 days."),
       h("p", { class: "muted small" }, `Credential: ${source(a)} · config dir `, h("code", {}, a.config_dir)),
       a.fix ? h("p", { class: "fix" }, a.fix) : null,
       h(

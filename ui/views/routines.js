@@ -3,6 +3,7 @@
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
+import { strip } from "./strip.js";
 
 export function mount(root, params, ui) {
   const status = h("p", { class: "notice", role: "status", id: "routines-status" });
@@ -40,6 +41,20 @@ export function mount(root, params, ui) {
       replace(body, empty(`Could not load routines: ${errorText(e)}`));
     }
     loadTrash();
+    loadStrips();
+  }
+
+  // The strips come after the list (explaining two weeks of slots costs more than listing).
+  async function loadStrips() {
+    try {
+      const strips = await call("routine_strips");
+      for (const [name, marks] of Object.entries(strips)) {
+        const cell = body.querySelector(`tr[data-routine="${CSS.escape(name)}"] .strip-cell`);
+        if (cell && marks.length) replace(cell, strip(name, marks));
+      }
+    } catch (e) {
+      status.textContent = `Could not explain the last two weeks: ${errorText(e)}`;
+    }
   }
 
   async function loadTrash() {
@@ -127,7 +142,8 @@ export function mount(root, params, ui) {
 
   function row(r) {
     const tr = h("tr", { dataset: { routine: r.name }, class: r.valid ? "" : "invalid" });
-    const name = h("td", {}, h("strong", {}, r.name), h("div", { class: "muted small" }, r.kind ? `${r.kind} · ${r.file}` : r.file));
+    const title = r.valid ? h("a", { href: `#/routine/${encodeURIComponent(r.name)}`, title: `Why ${r.name} did or did not run` }, h("strong", {}, r.name)) : h("strong", {}, r.name);
+    const name = h("td", {}, title, h("div", { class: "muted small" }, r.kind ? `${r.kind} · ${r.file}` : r.file));
     const edit = h("a", { href: `#/edit/${encodeURIComponent(r.name)}`, class: "button", title: `Edit ${r.file}` }, "Edit");
     const more = (...actions) =>
       h(
@@ -154,7 +170,7 @@ export function mount(root, params, ui) {
     const toggle = h("button", { onclick: () => setPaused(r.name, !paused) }, paused ? "Resume" : "Pause");
     tr.append(
       name,
-      h("td", {}, r.schedule_words, h("div", { class: "muted small" }, h("code", {}, r.schedule ?? ""))),
+      h("td", {}, r.schedule_words, h("div", { class: "muted small" }, h("code", {}, r.schedule ?? "")), h("div", { class: "strip-cell" })),
       h("td", {}, next),
       h("td", {}, last),
       h("td", {}, stateBadge, r.paused_reason ? h("div", { class: "muted small" }, r.paused_reason) : null),

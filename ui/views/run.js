@@ -76,6 +76,7 @@ export function mount(root, params, ui) {
       h("p", { id: "run-summary", class: "summary" }, x.summary),
       r.message && !x.summary.includes(r.message) ? h("p", { id: "run-message", class: "muted" }, r.message) : null,
       x.fix ? h("p", { id: "run-fix", class: "fix" }, x.fix) : null,
+      detail.slot_why ? h("p", { id: "run-slot-why" }, h("strong", {}, "Why: "), detail.slot_why, " · ", h("a", { href: `#/routine/${encodeURIComponent(r.routine)}` }, "every slot of this routine")) : null,
       x.relogin ? h("button", { id: "run-relogin", class: "primary", onclick: () => ui.relogin(x.relogin) }, `Re-login ${x.relogin}`) : null,
     );
     explanation.dataset.tone = r.status === "completed" ? "ok" : ["failed", "timed_out", "blocked"].includes(r.status) ? "bad" : "neutral";

@@ -9,7 +9,7 @@
 use crate::error::{Error, ErrorCode, Result};
 use crate::health::AccountHealth;
 use crate::run::{RunRecord, RunStatus, Trigger};
-use crate::store::{DeliveryRow, HealthRecord, Page, RunQuery};
+use crate::store::{DeliveryRow, HealthRecord, Page, RunQuery, UsageRow};
 use crate::view::explain::{explain, Explanation};
 use crate::view::log::{run_log, LogChunk, LogStream};
 use crate::view::routines::{overview, RoutineOverview};
@@ -274,6 +274,9 @@ pub struct RunDetail {
     /// What it changed in git, in one line ("3 files changed, +40 −12 on nightshift/…"), worded
     /// as the notification and the CLI say it.
     pub changes_summary: Option<String>,
+    /// For a slot that did not run (missed, skipped, blocked): its fate with the evidence, as
+    /// `nightshiftctl why` says it ("missed — machine asleep 01:10–07:55; …").
+    pub slot_why: Option<String>,
 }
 
 pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
@@ -283,7 +286,11 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
         let report_html = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|md| crate::view::markdown::render(&e.redact(&md)));
         let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.channel.starts_with(crate::webhook::CHANNEL_PREFIX)).collect();
         let changes_summary = run.changes.as_ref().map(crate::workspace::Changes::summary);
-        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary })
+        let slot_why = match (run.status, run.scheduled_for) {
+            (RunStatus::Missed | RunStatus::Skipped | RunStatus::Blocked, Some(slot)) => crate::view::why::slot_sentence(&e, &run.routine, slot).map(|s| e.redact(&s)),
+            _ => None,
+        };
+        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary, slot_why })
     })
     .await
 }
@@ -305,16 +312,29 @@ pub async fn cancel_run(engine: &Engine, id: &str) -> Result<bool> {
 pub struct AccountView {
     pub health: AccountHealth,
     pub history: Vec<HealthRecord>,
+    /// Runs and tokens in the last 5 hours and 7 days (`None`: no run in that window).
+    pub last_5h: Option<UsageRow>,
+    pub last_7d: Option<UsageRow>,
+    /// When it hit a rate limit in the last 30 days (and when that limit reset), newest first.
+    pub limits: Vec<HealthRecord>,
 }
 
-fn account_view(e: &Engine, health: AccountHealth) -> Result<AccountView> {
+fn account_view(e: &Engine, health: AccountHealth, windows: &AccountWindows) -> Result<AccountView> {
     let history = e.account_history(&health.account, 5)?;
-    Ok(AccountView { health, history })
+    let limits = e.rate_limits_since(&health.account, e.clock_now() - chrono::Duration::days(30))?;
+    let (last_5h, last_7d) = (windows.0.get(&health.account).cloned(), windows.1.get(&health.account).cloned());
+    Ok(AccountView { health, history, last_5h, last_7d, limits })
 }
+
+type AccountWindows = (std::collections::BTreeMap<String, UsageRow>, std::collections::BTreeMap<String, UsageRow>);
 
 /// Every account with its health (reads the keychain: bounded, off the async workers).
 pub async fn list_accounts(engine: &Engine) -> Result<Vec<AccountView>> {
-    blocking(engine, |e| e.accounts_health().into_iter().map(|h| account_view(&e, h)).collect()).await
+    blocking(engine, |e| {
+        let windows = crate::view::usage::account_windows(&e, e.clock_now())?;
+        e.accounts_health().into_iter().map(|h| account_view(&e, h, &windows)).collect()
+    })
+    .await
 }
 
 /// Check one account again now.
@@ -322,7 +342,8 @@ pub async fn check_account(engine: &Engine, email: &str) -> Result<AccountView> 
     let email = email.to_string();
     blocking(engine, move |e| {
         let h = e.account_health(&email)?;
-        account_view(&e, h)
+        let windows = crate::view::usage::account_windows(&e, e.clock_now())?;
+        account_view(&e, h, &windows)
     })
     .await
 }
@@ -367,6 +388,56 @@ pub fn safe_link(url: &str) -> bool {
     ["https://", "http://", "mailto:"].iter().any(|p| lower.starts_with(p)) && !url.chars().any(char::is_control)
 }
 
+/// Every slot of a routine in the last `days` days explained, newest first, and its next fire.
+pub async fn routine_why(engine: &Engine, name: &str, days: u32) -> Result<crate::view::why::Why> {
+    let name = name.to_string();
+    blocking(engine, move |e| e.why(&name, days.clamp(1, 366)).map(|w| redact_why(&e, w))).await
+}
+
+/// Each valid routine's strip: its slots over the last 14 days as at most 168 marks.
+pub async fn routine_strips(engine: &Engine) -> Result<std::collections::BTreeMap<String, Vec<crate::view::why::Mark>>> {
+    blocking(engine, |e| {
+        let names: Vec<String> = e.routines().routines.iter().map(|r| r.name.clone()).collect();
+        let mut out = std::collections::BTreeMap::new();
+        for name in names {
+            let why = redact_why(&e, e.why(&name, STRIP_DAYS)?);
+            out.insert(name, why.strip(STRIP_MARKS));
+        }
+        Ok(out)
+    })
+    .await
+}
+
+/// The Routines view's strips: two weeks, two hours a mark at most.
+pub const STRIP_DAYS: u32 = 14;
+pub const STRIP_MARKS: usize = 168;
+
+/// Sentences quote run messages and file errors: masked like every other message the window gets.
+fn redact_why(e: &Engine, mut why: crate::view::why::Why) -> crate::view::why::Why {
+    for l in &mut why.lines {
+        l.sentence = e.redact(&l.sentence);
+    }
+    for n in &mut why.notes {
+        *n = e.redact(n);
+    }
+    why
+}
+
+/// The Usage view: per day over the last `days` days, stacked by routine or account.
+pub async fn usage_report(engine: &Engine, days: u32, by: Option<String>) -> Result<crate::view::usage::UsageReport> {
+    let by = match by.as_deref() {
+        None | Some("routine") => crate::store::UsageBy::Routine,
+        Some("account") => crate::store::UsageBy::Account,
+        Some(other) => return Err(Error::new(ErrorCode::Usage, format!("usage is stacked by routine or account, not {other:?}"))),
+    };
+    blocking(engine, move |e| crate::view::usage::report(&e, days, by)).await
+}
+
+/// Disk used by each routine's runs (a walk of `runs/`).
+pub async fn disk_usage(engine: &Engine) -> Result<Vec<crate::view::usage::DiskUse>> {
+    blocking(engine, |e| Ok(crate::view::usage::disk_by_routine(&e.home().runs_dir()))).await
+}
+
 // `COMMANDS`: every command's name (the list `src-tauri/build.rs` includes too).
 include!("api_commands.rs");
 
@@ -394,6 +465,8 @@ struct Args {
     overwrite: Option<bool>,
     new_name: Option<String>,
     path: Option<String>,
+    days: Option<u32>,
+    by: Option<String>,
 }
 
 fn need<T>(v: Option<T>, what: &str) -> Result<T> {
@@ -439,6 +512,10 @@ pub async fn call(engine: &Engine, face: &dyn Face, command: &str, args: serde_j
         "list_folders" => json(list_folders(a.path).await?),
         "push_branch" => json(push_branch(engine, &need(a.id, "id")?).await?),
         "open_workspace" => json(open_workspace(engine, face, &need(a.id, "id")?)?),
+        "routine_why" => json(routine_why(engine, &need(a.name, "name")?, a.days.unwrap_or(7)).await?),
+        "routine_strips" => json(routine_strips(engine).await?),
+        "usage_report" => json(usage_report(engine, a.days.unwrap_or(30), a.by).await?),
+        "disk_usage" => json(disk_usage(engine).await?),
         other => Err(Error::new(ErrorCode::Usage, format!("no command named \"{other}\""))),
     }
 }

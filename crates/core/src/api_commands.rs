@@ -31,4 +31,8 @@ pub const COMMANDS: &[&str] = &[
     "list_folders",
     "push_branch",
     "open_workspace",
+    "routine_why",
+    "routine_strips",
+    "usage_report",
+    "disk_usage",
 ];

@@ -242,6 +242,11 @@ impl Engine {
         self.core.store.account_health_history(email, limit)
     }
 
+    /// When `email` hit a rate limit since `since`, newest first.
+    pub fn rate_limits_since(&self, email: &str, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<HealthRecord>> {
+        self.core.store.rate_limits_since(email, since)
+    }
+
     /// Store a setup token in the OS keychain. The account is healthy again as far as we know:
     /// routines held by it in the last 24 h run once (the scheduler makes them up).
     pub async fn set_token(&self, email: &str, token: &str) -> Result<()> {

@@ -76,4 +76,15 @@ impl Store {
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
+
+    /// When the account hit a rate limit since `since` (each turn to `rate_limited`), newest first.
+    pub fn rate_limits_since(&self, account: &str, since: DateTime<Utc>) -> Result<Vec<HealthRecord>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT account, verdict, evidence, at, resets_at, run_id FROM account_health_history
+             WHERE account = ?1 AND verdict = 'rate_limited' AND at >= ?2 ORDER BY id DESC LIMIT 200",
+        )?;
+        let rows = stmt.query_map(params![account, fmt_time(&since)], row_to_health)?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
 }

@@ -5,6 +5,7 @@ pub mod explain;
 pub mod log;
 pub mod markdown;
 pub mod routines;
+pub mod usage;
 pub mod why;
 
 /// A duration the short way, everywhere a person reads one (notifications, the CLI):
