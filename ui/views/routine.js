@@ -3,7 +3,7 @@
 // strip, and the next fire with what it depends on — the same words as `nightshiftctl why`.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { empty, h, replace } from "../lib/dom.js";
-import { full } from "../lib/format.js";
+import { duration, full } from "../lib/format.js";
 import { strip } from "./strip.js";
 
 export function mount(root, params, ui) {
@@ -40,7 +40,7 @@ export function mount(root, params, ui) {
                   "tr",
                   { dataset: { fate: l.fate } },
                   h("td", {}, h("span", { class: `mark tone-${l.tone}`, "aria-hidden": "true" }), " ", l.slots > 1 ? `${full(l.from)} – ${full(l.at)} (${l.slots} slots)` : full(l.at)),
-                  h("td", {}, l.run_id ? h("a", { href: `#/run/${l.run_id}` }, l.sentence) : l.sentence),
+                  h("td", {}, l.run_id ? h("a", { href: `#/run/${l.run_id}` }, l.sentence, l.fate === "ran" && l.duration_ms != null ? ` in ${duration(l.duration_ms)}` : "") : l.sentence),
                 ),
               ),
             ),

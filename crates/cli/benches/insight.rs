@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 fn main() {
     let quick = std::env::var("NIGHTSHIFT_BENCH_QUICK").as_deref() == Ok("1");
     let (days, total) = if quick { (7i64, 100_000usize) } else { (90, 1_000_000) };
+    let total = std::env::var("WHY_TOTAL").ok().and_then(|v| v.parse().ok()).unwrap_or(total);
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let now = Utc::now();

@@ -48,7 +48,11 @@ fn text(why: &Why, days: u32) -> String {
             (Some(id), nightshift_core::view::why::Fate::Ran) => format!(" (run {id})"),
             _ => String::new(),
         };
-        let _ = writeln!(out, "  {when}  {}{run}", l.sentence);
+        let took = match (l.fate, l.duration_ms) {
+            (nightshift_core::view::why::Fate::Ran, Some(ms)) => format!(" in {}", nightshift_core::view::duration(ms.max(0) as u64)),
+            _ => String::new(),
+        };
+        let _ = writeln!(out, "  {when}  {}{took}{run}", l.sentence);
     }
     for n in &why.notes {
         let _ = writeln!(out, "  {n}");

@@ -415,7 +415,9 @@ pub const STRIP_MARKS: usize = 168;
 /// Sentences quote run messages and file errors: masked like every other message the window gets.
 fn redact_why(e: &Engine, mut why: crate::view::why::Why) -> crate::view::why::Why {
     for l in &mut why.lines {
-        l.sentence = e.redact(&l.sentence);
+        if let std::borrow::Cow::Owned(text) = &l.sentence {
+            l.sentence = e.redact(text).into();
+        }
     }
     for n in &mut why.notes {
         *n = e.redact(n);

@@ -123,6 +123,46 @@ impl Schedule {
         (newest.into_iter().rev().collect(), total)
     }
 
+    /// Every fire in `(after, until]`, newest first — the same as [`Schedule::fires_between`]
+    /// without a limit, and several times faster over a long window (`why` over 90 days of a
+    /// per-minute routine): away from daylight-saving changes a 5-field expression's fires are
+    /// found by testing each minute against the pattern at the zone's fixed offset, which costs
+    /// a fraction of croner's next-fire search per fire; within a day of a change (and for
+    /// expressions with seconds or `@nicknames`) croner's own search decides, so gaps and repeated
+    /// hours fire exactly as the scheduler fires them.
+    pub fn all_fires_between(&self, after: DateTime<Utc>, until: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        use chrono::{Duration, Offset, TimeZone};
+        let plain = !self.expr.trim_start().starts_with('@') && self.expr.split_whitespace().count() == 5;
+        let Some(cron) = self.cron(after).filter(|_| plain && until - after > Duration::days(1)) else {
+            return self.fires_between(after, until, usize::MAX).0;
+        };
+        let offset = |t: DateTime<Utc>| self.tz.offset_from_utc_datetime(&t.naive_utc()).fix();
+        let mut oldest_first = Vec::new();
+        let mut t = after;
+        while t < until {
+            let end = (t + Duration::hours(6)).min(until);
+            let fixed = offset(t);
+            let steady = [t - Duration::days(1), end, end + Duration::days(1)].into_iter().all(|x| offset(x) == fixed);
+            if steady {
+                // The first whole minute strictly after t.
+                let mut m = DateTime::<Utc>::from_timestamp(t.timestamp().div_euclid(60) * 60 + 60, 0).unwrap_or(end);
+                while m <= end {
+                    if cron.is_time_matching(&m.with_timezone(&fixed)).unwrap_or(false) {
+                        oldest_first.push(m);
+                    }
+                    m += Duration::minutes(1);
+                }
+            } else {
+                let (mut fires, _) = self.fires_between(t, end, usize::MAX);
+                fires.reverse();
+                oldest_first.extend(fires);
+            }
+            t = end;
+        }
+        oldest_first.reverse();
+        oldest_first
+    }
+
     /// The schedule in words as Nightshift shows it: croner's description, shorter ("At 09:00, on
     /// Monday, Tuesday, Wednesday, Thursday, and Friday." → "At 09:00 on weekdays").
     pub fn words(&self) -> String {
@@ -197,6 +237,29 @@ mod tests {
                 }
             }
             assert_eq!(Schedule::parse(expr, Tz::UTC).unwrap().describe(), full.describe(), "{expr}");
+        }
+    }
+
+    /// The minute-matching path gives exactly croner's fires, across daylight-saving changes of
+    /// whole and half hours, in zones without them, and for expressions of every shape.
+    #[test]
+    fn all_fires_between_is_croner_exactly() {
+        let exprs = ["* * * * *", "*/7 * * * *", "30 2 * * *", "0 1-3 * * *", "15 9 * * 1-5", "0 0 L * *", "0 12 * * 0#2", "*/10 * * * * *", "@hourly"];
+        let zones = [Tz::UTC, Tz::Europe__Berlin, Tz::America__New_York, Tz::Australia__Lord_Howe, Tz::Asia__Kolkata];
+        let windows = [
+            (Utc.with_ymd_and_hms(2026, 2, 20, 13, 17, 29).unwrap(), 60),
+            (Utc.with_ymd_and_hms(2026, 9, 15, 0, 0, 0).unwrap(), 60),
+            (Utc.with_ymd_and_hms(2026, 12, 30, 23, 59, 0).unwrap(), 3),
+        ];
+        for expr in exprs {
+            for tz in zones {
+                let s = Schedule::parse(expr, tz).unwrap();
+                for (from, days) in windows {
+                    let until = from + chrono::Duration::days(if expr.starts_with("*/10") { 2 } else { days });
+                    let want = s.fires_between(from, until, usize::MAX).0;
+                    assert_eq!(s.all_fires_between(from, until), want, "{expr} in {tz} from {from}");
+                }
+            }
         }
     }
 

@@ -129,25 +129,44 @@ impl Store {
         Ok(rows)
     }
 
-    /// The rows of `routine`'s slots in `[from, until]`, newest first (the slot index, by range).
+    /// The rows of `routine`'s slots in `[from, until]`, newest first: a range of a covering
+    /// index for every row, then the table only for the rows whose sentence quotes their message
+    /// or start time (skipped, blocked, caught up).
     pub fn slot_rows(&self, routine: &str, from: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<SlotRow>> {
         let conn = self.conn();
+        let (from_s, until_s) = (fmt_time(&from), fmt_time(&until));
+        let mut rows: Vec<SlotRow> = Vec::new();
         let mut stmt = conn.prepare_cached(SLOT_ROWS)?;
-        let rows = stmt
-            .query_map(params![routine, fmt_time(&from), fmt_time(&until)], |r| {
-                let slot: String = r.get(0)?;
-                Ok(SlotRow {
-                    slot: parse_time(&slot).unwrap_or(from),
-                    id: r.get(1)?,
-                    status: decode(&r.get::<_, String>(2)?, "status", RunStatus::parse)?,
-                    reason: r.get::<_, Option<String>>(3)?.as_deref().map(|v| decode(v, "reason", Reason::parse)).transpose()?,
-                    trigger: decode(&r.get::<_, String>(4)?, "trigger", Trigger::parse)?,
-                    message: r.get(5)?,
-                    started_at: r.get::<_, Option<String>>(6)?.as_deref().and_then(parse_time),
-                    duration_ms: r.get(7)?,
-                })
-            })?
-            .collect::<rusqlite::Result<_>>()?;
+        let mut q = stmt.query(params![routine, from_s, until_s])?;
+        while let Some(r) = q.next()? {
+            let text = |i: usize| r.get_ref(i).and_then(|v| v.as_str().map_err(Into::into));
+            let opt = |i: usize| r.get_ref(i).and_then(|v| v.as_str_or_null().map_err(Into::into));
+            rows.push(SlotRow {
+                slot: parse_time(text(0)?).unwrap_or(from),
+                id: text(1)?.to_string(),
+                status: decode(text(2)?, "status", RunStatus::parse)?,
+                reason: opt(3)?.map(|v| decode(v, "reason", Reason::parse)).transpose()?,
+                trigger: decode(text(4)?, "trigger", Trigger::parse)?,
+                message: None,
+                started_at: None,
+                duration_ms: r.get(5)?,
+            });
+        }
+        drop(q);
+        // Both newest first: the details go to their rows in one pass.
+        let mut stmt = conn.prepare_cached(SLOT_DETAILS)?;
+        let mut q = stmt.query(params![routine, from_s, until_s])?;
+        let mut at = 0;
+        while let Some(r) = q.next()? {
+            let slot = parse_time(r.get_ref(0)?.as_str().map_err(rusqlite::Error::from)?).unwrap_or(from);
+            while at < rows.len() && rows[at].slot > slot {
+                at += 1;
+            }
+            if let Some(row) = rows.get_mut(at).filter(|row| row.slot == slot) {
+                row.message = r.get(1)?;
+                row.started_at = r.get_ref(2)?.as_str_or_null().map_err(rusqlite::Error::from)?.and_then(parse_time);
+            }
+        }
         Ok(rows)
     }
 
@@ -158,10 +177,14 @@ impl Store {
     }
 }
 
-/// A routine's slot rows in a window: a range of the unique slot index.
-pub(crate) const SLOT_ROWS: &str = "SELECT scheduled_for, id, status, reason, trigger,
-     CASE WHEN status IN ('missed', 'skipped', 'blocked') THEN message END, CASE WHEN trigger = 'catchup' THEN started_at END, duration_ms FROM runs
+/// A routine's slot rows in a window: a range of the covering slot index (`runs_slot_facts`).
+pub(crate) const SLOT_ROWS: &str = "SELECT scheduled_for, id, status, reason, trigger, duration_ms FROM runs
      WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3 ORDER BY scheduled_for DESC";
+
+/// What only some rows' sentences need, read from the table for those rows alone.
+pub(crate) const SLOT_DETAILS: &str = "SELECT scheduled_for, message, started_at FROM runs INDEXED BY runs_slot_facts
+     WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3 AND (status IN ('skipped', 'blocked') OR trigger = 'catchup')
+     ORDER BY scheduled_for DESC";
 
 fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
     let at: String = r.get(1)?;
@@ -190,7 +213,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
         let p = plan(&store, SLOT_ROWS, 3);
-        assert!(p.starts_with("SEARCH runs USING INDEX runs_slot (routine=? AND scheduled_for>? AND scheduled_for<?)"), "{p}");
+        assert_eq!(p, "SEARCH runs USING COVERING INDEX runs_slot_facts (routine=? AND scheduled_for>? AND scheduled_for<?)");
+        let p = plan(&store, SLOT_DETAILS, 3);
+        // The filter is read from the index; the table only for the rows that pass it.
+        assert_eq!(p, "SEARCH runs USING INDEX runs_slot_facts (routine=? AND scheduled_for>? AND scheduled_for<?)");
     }
 
     #[test]

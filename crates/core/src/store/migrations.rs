@@ -145,7 +145,7 @@ pub const MIGRATIONS: &[&str] = &[
     // machine (one row per stretch; `ended` = 'asleep' when the machine slept and the same process
     // went on in the next row, 'stopped' on a clean exit, NULL while running or when killed), and
     // what happened to routines over time (paused/resumed, invalid/valid, disabled/enabled); and
-    // a covering index for usage sums.
+    // covering indexes for usage sums and for a routine's slots.
     r#"
     CREATE TABLE presence (
         id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -168,5 +168,7 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX routine_events_by_routine ON routine_events(routine, at);
     -- usage sums read this index alone (a window of it, in order), never the table's rows
     CREATE INDEX runs_usage ON runs(sort_ms, status, routine, account, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd);
+    -- `why` reads a routine's slots in a window from this index alone
+    CREATE INDEX runs_slot_facts ON runs(routine, scheduled_for, status, trigger, reason, duration_ms, id) WHERE scheduled_for IS NOT NULL;
     "#,
 ];

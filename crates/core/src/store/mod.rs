@@ -86,6 +86,14 @@ impl Store {
         Ok(())
     }
 
+    /// A second connection to the same database, for reading on another thread while this one
+    /// works (no migrations: the schema is this store's).
+    pub fn reader(&self) -> Result<Store> {
+        let conn = Connection::open(&self.path).map_err(|e| open_error(&self.path, &e))?;
+        conn.busy_timeout(Duration::from_secs(10)).map_err(|e| open_error(&self.path, &e))?;
+        Ok(Store { conn: Mutex::new(conn), path: self.path.clone() })
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

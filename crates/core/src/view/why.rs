@@ -12,7 +12,6 @@
 //! Slots without a row and with the same fate are one line with a count (a per-minute routine
 //! asleep all night is one line, not 400); every run is a line of its own.
 
-use super::duration;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::routine::Routine;
@@ -21,6 +20,7 @@ use crate::store::{EventRow, Presence, PresenceEnd, RoutineEvent, RoutineState, 
 use chrono::{DateTime, Duration as Span, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
+use std::borrow::Cow;
 
 /// What became of a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
@@ -71,10 +71,13 @@ pub struct SlotLine {
     pub fate: Fate,
     pub tone: Tone,
     /// The fate and its evidence: "missed — machine asleep 01:10–07:55; superseded by a later slot".
-    pub sentence: String,
+    /// (Most lines of a busy routine say the same few words: those are not allocated per line.)
+    pub sentence: Cow<'static, str>,
     /// The slot's run, when it has one.
     pub run_id: Option<String>,
     pub status: Option<RunStatus>,
+    /// How long its run took (the faces add "in 42s").
+    pub duration_ms: Option<i64>,
 }
 
 /// A routine's slots explained.
@@ -107,7 +110,7 @@ pub struct Mark {
     pub to: DateTime<Utc>,
     pub fate: Fate,
     pub tone: Tone,
-    pub sentence: String,
+    pub sentence: Cow<'static, str>,
     pub run_id: Option<String>,
 }
 
@@ -155,12 +158,11 @@ pub fn why(engine: &Engine, name: &str, days: u32) -> Result<Why> {
         notes.push(format!("Nightshift first saw this routine {}; it has no slots before that.", local_day_time(known_from, r.timezone)));
     }
     let slots = match (&r.schedule, r.at) {
-        (Some(s), _) => s.fires_between(start, now, usize::MAX).0,
+        (Some(s), _) => s.all_fires_between(start, now),
         (None, Some(at)) if at > start && at <= now => vec![at],
         _ => Vec::new(),
     };
-    let rows = store.slot_rows(name, start, now)?;
-    let lines = evidence.lines(&slots, rows);
+    let lines = evidence.explain(store, name, &slots, start, now)?;
     if lines.is_empty() {
         notes.push(match store.last_slot_row(name)? {
             Some(last) => format!(
@@ -203,7 +205,7 @@ pub fn slot_sentence(engine: &Engine, routine: &str, slot: DateTime<Utc>) -> Opt
         global_paused: store.global_paused().ok()?,
     };
     let rows = store.slot_rows(routine, slot, slot).ok()?;
-    evidence.lines(&[slot], rows).into_iter().next().map(|l| l.sentence)
+    evidence.lines(&[slot], rows).into_iter().next().map(|l| l.sentence.into_owned())
 }
 
 impl Why {
@@ -246,7 +248,7 @@ impl Why {
                     to: self.from + span * (i as i32 + 1),
                     fate: worst.fate,
                     tone: worst.tone,
-                    sentence: format!("{sum}; worst: {}", worst.sentence),
+                    sentence: format!("{sum}; worst: {}", worst.sentence).into(),
                     run_id: worst.run_id.clone(),
                 }
             })
@@ -296,10 +298,45 @@ enum Alive {
 /// A presence stretch counts until this long after its last sighting (passes are ≤ 30 s apart).
 const SEEN_SLACK_SECS: i64 = 45;
 
+/// Above this many slots the window is explained in two halves at once (the older on a second
+/// connection, on its own thread): reading and wording 130 000 rows is most of `why`'s time.
+const SPLIT_ABOVE: usize = 20_000;
+
 impl Evidence<'_> {
+    /// The lines of `slots` (newest first) in `[start, until]`, with their rows from the store.
+    fn explain(&self, store: &crate::store::Store, name: &str, slots: &[DateTime<Utc>], start: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<SlotLine>> {
+        if slots.len() <= SPLIT_ABOVE {
+            return Ok(self.lines(slots, store.slot_rows(name, start, until)?));
+        }
+        let (newer, older) = slots.split_at(slots.len() / 2);
+        // Newer: (mid, until]; older: [start, mid] — the slot at `mid` is the older half's first.
+        let mid = older[0];
+        let (newer_lines, older_lines) = std::thread::scope(|s| {
+            let older_half = s.spawn(move || -> Result<Vec<SlotLine>> {
+                let reader = store.reader()?;
+                Ok(self.lines(older, reader.slot_rows(name, start, mid)?))
+            });
+            let newer_lines = store.slot_rows(name, mid + Span::milliseconds(1), until).map(|rows| self.lines(newer, rows));
+            let older_lines = older_half.join().unwrap_or_else(|_| Err(crate::Error::new(crate::ErrorCode::StoreUnavailable, "explaining the older slots failed")));
+            (newer_lines, older_lines)
+        });
+        let mut lines = newer_lines?;
+        let mut older_lines = older_lines?.into_iter();
+        // A group of slots that spans the halves is one line.
+        if let (Some(last), Some(first)) = (lines.last_mut(), older_lines.as_slice().first()) {
+            if last.run_id.is_none() && first.run_id.is_none() && last.fate == first.fate && last.sentence == first.sentence {
+                last.from = first.from;
+                last.slots += first.slots;
+                older_lines.next();
+            }
+        }
+        lines.extend(older_lines);
+        Ok(lines)
+    }
+
     /// Slots (newest first) and their rows (newest first) as lines, newest first.
     fn lines(&self, slots: &[DateTime<Utc>], rows: Vec<SlotRow>) -> Vec<SlotLine> {
-        let mut lines: Vec<SlotLine> = Vec::new();
+        let mut lines: Vec<SlotLine> = Vec::with_capacity(slots.len().max(rows.len()));
         let mut rows = rows.into_iter().peekable();
         let mut slots = slots.iter().copied().peekable();
         loop {
@@ -325,7 +362,7 @@ impl Evidence<'_> {
                     last.from = slot;
                     last.slots += 1;
                 }
-                _ => lines.push(SlotLine { at: slot, from: slot, slots: 1, fate, tone: tone(fate, None), sentence, run_id: None, status: None }),
+                _ => lines.push(SlotLine { at: slot, from: slot, slots: 1, fate, tone: tone(fate, None), sentence: sentence.into(), run_id: None, status: None, duration_ms: None }),
             }
         }
         lines
@@ -333,32 +370,29 @@ impl Evidence<'_> {
 
     fn of_row(&self, row: SlotRow) -> SlotLine {
         let message = row.message.as_deref().unwrap_or("");
-        let (fate, sentence) = match row.status {
-            RunStatus::Queued => (Fate::Ran, "queued — waiting for a free lane".to_string()),
-            RunStatus::Running => (Fate::Ran, "running now".to_string()),
+        let (fate, sentence): (Fate, Cow<'static, str>) = match row.status {
+            RunStatus::Queued => (Fate::Ran, "queued — waiting for a free lane".into()),
+            RunStatus::Running => (Fate::Ran, "running now".into()),
             RunStatus::Missed => {
                 let mut s = format!("missed — {}", self.missed_because(row.slot));
                 if row.reason == Some(crate::run::Reason::Superseded) {
                     s += "; superseded by a later slot";
-                } else if message.contains("catchup: false") {
+                } else if row.reason.is_none() && !self.r.catchup {
                     s += "; the routine has `catchup: false`";
                 }
-                (Fate::Missed, s)
+                (Fate::Missed, s.into())
             }
-            RunStatus::Skipped => (Fate::Skipped, format!("skipped — {}", message.trim_start_matches("skipped: "))),
-            RunStatus::Blocked => (Fate::Blocked, format!("blocked — {}", if message.is_empty() { "its account could not sign in" } else { message })),
-            done => {
-                let how = status_words(done, row.duration_ms);
-                if row.trigger == Trigger::Catchup {
-                    let when = row.started_at.map(|t| format!(" at {}", local_day_time(t, self.r.timezone))).unwrap_or_default();
-                    let why = self.absence(row.slot).map(|a| format!(" — {a}")).unwrap_or_default();
-                    (Fate::CaughtUp, format!("caught up later{when} as run {} ({how}){why}", row.id))
-                } else {
-                    (Fate::Ran, format!("ran — {how}"))
-                }
+            RunStatus::Skipped => (Fate::Skipped, format!("skipped — {}", message.trim_start_matches("skipped: ")).into()),
+            RunStatus::Blocked => (Fate::Blocked, format!("blocked — {}", if message.is_empty() { "its account could not sign in" } else { message }).into()),
+            done if row.trigger == Trigger::Catchup => {
+                let when = row.started_at.map(|t| format!(" at {}", local_day_time(t, self.r.timezone))).unwrap_or_default();
+                let why = self.absence(row.slot).map(|a| format!(" — {a}")).unwrap_or_default();
+                (Fate::CaughtUp, format!("caught up later{when} as run {} ({}){why}", row.id, status_words(done)).into())
             }
+            done => (Fate::Ran, Cow::Borrowed(ran_words(done))),
         };
-        SlotLine { at: row.slot, from: row.slot, slots: 1, fate, tone: tone(fate, Some(row.status)), sentence, run_id: Some(row.id), status: Some(row.status) }
+        let tone = tone(fate, Some(row.status));
+        SlotLine { at: row.slot, from: row.slot, slots: 1, fate, tone, sentence, run_id: Some(row.id), status: Some(row.status), duration_ms: row.duration_ms }
     }
 
     /// Why a slot recorded missed was not run: no scheduler there at the time, else what the
@@ -528,14 +562,23 @@ fn tone(fate: Fate, status: Option<RunStatus>) -> Tone {
     }
 }
 
-fn status_words(status: RunStatus, duration_ms: Option<i64>) -> String {
-    let took = duration_ms.map(|ms| format!(" in {}", duration(ms.max(0) as u64))).unwrap_or_default();
+fn status_words(status: RunStatus) -> &'static str {
     match status {
-        RunStatus::Completed => format!("succeeded{took}"),
-        RunStatus::Failed => format!("failed{took}"),
-        RunStatus::TimedOut => format!("timed out{took}"),
-        RunStatus::Cancelled => format!("cancelled{took}"),
-        other => other.to_string(),
+        RunStatus::Completed => "succeeded",
+        RunStatus::Failed => "failed",
+        RunStatus::TimedOut => "timed out",
+        RunStatus::Cancelled => "cancelled",
+        other => other.as_str(),
+    }
+}
+
+fn ran_words(status: RunStatus) -> &'static str {
+    match status {
+        RunStatus::Completed => "ran — succeeded",
+        RunStatus::Failed => "ran — failed",
+        RunStatus::TimedOut => "ran — timed out",
+        RunStatus::Cancelled => "ran — cancelled",
+        _ => "ran",
     }
 }
 
