@@ -167,7 +167,7 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX routine_events_by_routine ON routine_events(routine, at);
     -- usage sums read this index alone (a window of it, in order), never the table's rows
-    CREATE INDEX runs_usage ON runs(sort_ms, status, routine, account, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd);
+    CREATE INDEX runs_usage ON runs(sort_ms, id, status, routine, account, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd);
     -- `why` reads a routine's slots in a window from this index alone
     CREATE INDEX runs_slot_facts ON runs(routine, scheduled_for, status, trigger, reason, duration_ms, id) WHERE scheduled_for IS NOT NULL;
     "#,
