@@ -20,7 +20,6 @@ use std::time::{Duration, Instant};
 fn main() {
     let quick = std::env::var("NIGHTSHIFT_BENCH_QUICK").as_deref() == Ok("1");
     let (days, total) = if quick { (7i64, 100_000usize) } else { (90, 1_000_000) };
-    let total = std::env::var("WHY_TOTAL").ok().and_then(|v| v.parse().ok()).unwrap_or(total);
     let tmp = tempfile::tempdir().unwrap();
     let home = tmp.path().join("home");
     let now = Utc::now();
@@ -63,6 +62,7 @@ fn main() {
         ("whole process: why minutely (7 days, text)", vec!["why", "minutely"]),
         ("whole process: usage --by day --since 30d", vec!["usage", "--by", "day", "--since", "30d"]),
         ("whole process: usage --by routine --since 90d", vec!["usage", "--by", "routine", "--since", "90d"]),
+        ("whole process: prune --dry-run (retention's candidates)", vec!["prune", "--dry-run"]),
     ] {
         let (time, _) = median_out(7, || {
             let m = measure(&mut ctl(&args));

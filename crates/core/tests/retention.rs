@@ -78,3 +78,78 @@ async fn old_runs_lose_their_files_and_keep_their_records() {
     let leftovers = std::fs::read_dir(th.path().join("runs/job")).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with(".pruning")).count();
     assert_eq!(leftovers, 0);
 }
+
+/// At scale: a home with 100 000 runs of 10 routines over 200 days and 2 GB of logs (sparse
+/// files: the size is real to every reader, the disk is spared) is pruned to the policy, batch
+/// after batch as the hourly pass does, without touching a running or a queued run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_home_of_100k_runs_and_2_gb_of_logs_is_pruned_to_the_policy() {
+    const RUNS: usize = 100_000;
+    const LOG: u64 = 20 * 1024; // × 100 000 = 2 GB
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "keep_runs_days = 30\nkeep_runs_per_routine = 1000\n").unwrap();
+    let now = Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap();
+    let clock = Arc::new(ManualClock::new(now));
+    let engine = engine(&th, &clock);
+    let db = rusqlite::Connection::open(th.path().join("nightshift.db")).unwrap();
+    let runs_dir = th.path().join("runs");
+    {
+        let tx = db.unchecked_transaction().unwrap();
+        let mut stmt = tx
+            .prepare("INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, finished_at, status, run_dir) VALUES (?1, ?2, 'schedule', 'command', ?3, ?4, ?4, ?5, ?6)")
+            .unwrap();
+        let span = Duration::days(200).num_milliseconds() / RUNS as i64;
+        for i in 0..RUNS + 2 {
+            let routine = format!("r{}", i % 10);
+            let at = now - Duration::days(200) + Duration::milliseconds(span * i as i64);
+            // The last two: a run still going and one waiting, both started long ago.
+            let (status, at) = match i {
+                i if i == RUNS => ("running", now - Duration::days(100)),
+                i if i == RUNS + 1 => ("queued", now - Duration::days(100)),
+                i if i % 5 == 0 => ("failed", at),
+                _ => ("completed", at),
+            };
+            let id = format!("{i:026}");
+            let dir = runs_dir.join(&routine).join(&id);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::File::create(dir.join("stdout.log")).unwrap().set_len(LOG).unwrap();
+            stmt.execute(rusqlite::params![id, routine, at.timestamp_millis(), nightshift_core::run::fmt_time(&at), status, dir.to_string_lossy()]).unwrap();
+        }
+        drop(stmt);
+        tx.commit().unwrap();
+    }
+    let mut removed = Vec::new();
+    loop {
+        let batch = engine.prune_runs(false).await;
+        if batch.is_empty() {
+            break;
+        }
+        assert!(batch.len() <= 10_000, "one pass removes at most a batch");
+        removed.extend(batch);
+    }
+    // Each routine keeps its newest 1000 (all within the 30 days); the rest lost their files.
+    assert_eq!(removed.len(), RUNS - 10 * 1000);
+    assert_eq!(removed.iter().map(|p| p.bytes).sum::<u64>(), (RUNS as u64 - 10_000) * LOG);
+    assert!(removed.iter().all(|p| p.removed));
+    let kept: Vec<(String, i64)> = db
+        .prepare("SELECT routine, COUNT(*) FROM runs WHERE pruned_at IS NULL AND status NOT IN ('running', 'queued') GROUP BY routine")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(|r| r.unwrap())
+        .collect();
+    assert_eq!(kept.len(), 10);
+    assert!(kept.iter().all(|(_, n)| *n == 1000), "{kept:?}");
+    let records: i64 = db.query_row("SELECT COUNT(*) FROM runs", [], |r| r.get(0)).unwrap();
+    assert_eq!(records, RUNS as i64 + 2, "every record stays");
+    // Files and records agree, run by run; the live runs are untouched.
+    let mut stmt = db.prepare("SELECT run_dir, pruned_at IS NOT NULL FROM runs").unwrap();
+    let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, bool>(1)?))).unwrap();
+    for row in rows {
+        let (dir, pruned) = row.unwrap();
+        assert_eq!(Path::new(&dir).exists(), !pruned, "{dir}");
+    }
+    for id in [RUNS, RUNS + 1] {
+        assert!(runs_dir.join(format!("r{}", id % 10)).join(format!("{id:026}/stdout.log")).exists());
+    }
+}

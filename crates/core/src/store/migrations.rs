@@ -145,7 +145,7 @@ pub const MIGRATIONS: &[&str] = &[
     // machine (one row per stretch; `ended` = 'asleep' when the machine slept and the same process
     // went on in the next row, 'stopped' on a clean exit, NULL while running or when killed), and
     // what happened to routines over time (paused/resumed, invalid/valid, disabled/enabled); and
-    // covering indexes for usage sums and for a routine's slots.
+    // covering indexes for usage sums and for a routine's slots; runs retention has not pruned.
     r#"
     CREATE TABLE presence (
         id          INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -170,5 +170,7 @@ pub const MIGRATIONS: &[&str] = &[
     CREATE INDEX runs_usage ON runs(sort_ms, id, status, routine, account, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, cost_usd);
     -- `why` reads a routine's slots in a window from this index alone
     CREATE INDEX runs_slot_facts ON runs(routine, scheduled_for, status, trigger, reason, duration_ms, id) WHERE scheduled_for IS NOT NULL;
+    -- retention reads only the runs it has not pruned yet
+    CREATE INDEX runs_unpruned ON runs(routine, sort_ms, id) WHERE pruned_at IS NULL;
     "#,
 ];
