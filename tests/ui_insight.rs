@@ -105,7 +105,9 @@ fn seed_usage(home: &Path, now: DateTime<Utc>) {
     std::fs::write(home.join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n[[accounts]]\nemail = \"me@home.dev\"\n").unwrap();
     drop(nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap()); // created and migrated
     let db = rusqlite::Connection::open(home.join("nightshift.db")).unwrap();
-    let rows: [(&str, &str, i64, &str, Option<i64>, Option<f64>); 6] = [
+    // (routine, account, days ago, status, input tokens, cost)
+    type Seeded<'a> = (&'a str, &'a str, i64, &'a str, Option<i64>, Option<f64>);
+    let rows: [Seeded; 6] = [
         ("review", "work@acme.dev", 0, "completed", Some(1000), Some(1.5)),
         ("review", "work@acme.dev", 1, "completed", Some(2000), Some(0.5)),
         ("triage", "me@home.dev", 1, "failed", Some(500), Some(0.25)),

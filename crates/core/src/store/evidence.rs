@@ -200,13 +200,7 @@ fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
 mod tests {
     use super::*;
 
-    fn plan(store: &Store, sql: &str, n: usize) -> String {
-        let conn = store.conn();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let args: Vec<String> = (0..n).map(|_| "x".to_string()).collect();
-        let rows: Vec<String> = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3)).unwrap().map(|r| r.unwrap()).collect();
-        rows.join(" | ")
-    }
+    use crate::store::query_plan as plan;
 
     #[test]
     fn a_window_of_slots_is_a_range_of_the_slot_index() {

@@ -153,3 +153,14 @@ fn open_error(path: &Path, err: &rusqlite::Error) -> Error {
     };
     Error::new(ErrorCode::StoreUnavailable, format!("cannot open the database {}: {detail}{hint}", path.display()))
 }
+
+/// `EXPLAIN QUERY PLAN` of `sql` with `n` placeholder arguments, as one line ("SEARCH runs USING
+/// INDEX … | …"): the store's tests check that every query the faces issue seeks.
+#[cfg(test)]
+pub(crate) fn query_plan(store: &Store, sql: &str, n: usize) -> String {
+    let conn = store.conn();
+    let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+    let args: Vec<i64> = (0..n as i64).collect();
+    let rows: Vec<String> = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3)).unwrap().map(|r| r.unwrap()).collect();
+    rows.join(" | ")
+}

@@ -91,13 +91,7 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn plan(store: &Store, sql: &str, n: usize) -> String {
-        let conn = store.conn();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let args: Vec<i64> = (0..n as i64).collect();
-        let rows: Vec<String> = stmt.query_map(rusqlite::params_from_iter(args), |r| r.get::<_, String>(3)).unwrap().map(|r| r.unwrap()).collect();
-        rows.join(" | ")
-    }
+    use crate::store::query_plan as plan;
 
     /// Retention's queries are index seeks and ranges, never a scan of the history.
     #[test]
