@@ -25,6 +25,8 @@ fn usage_adds_up_what_the_agents_reported() {
             {"key": "plain", "runs": 1, "input_tokens": null, "output_tokens": null, "cache_read_tokens": null, "cache_write_tokens": null, "cost_usd": null}
         ])
     );
+    let by_status = json(&ctl(&th).args(["usage", "--by", "status", "--json"]).output().unwrap());
+    assert_eq!((by_status[0]["key"].as_str(), by_status[0]["runs"].as_u64()), (Some("completed"), Some(3)), "{by_status}");
     let by_account = json(&ctl(&th).args(["usage", "--by", "account", "--json"]).output().unwrap());
     assert_eq!((by_account[0]["key"].as_str(), by_account[0]["runs"].as_u64()), (Some("-"), Some(3)));
     let today = chrono::Local::now().format("%Y-%m-%d").to_string();
