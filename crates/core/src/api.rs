@@ -397,11 +397,11 @@ pub async fn routine_why(engine: &Engine, name: &str, days: u32) -> Result<crate
 /// Each valid routine's strip: its slots over the last 14 days as at most 168 marks.
 pub async fn routine_strips(engine: &Engine) -> Result<std::collections::BTreeMap<String, Vec<crate::view::why::Mark>>> {
     blocking(engine, |e| {
-        let names: Vec<String> = e.routines().routines.iter().map(|r| r.name.clone()).collect();
+        let set = e.routine_set();
         let mut out = std::collections::BTreeMap::new();
-        for name in names {
-            let why = redact_why(&e, e.why(&name, STRIP_DAYS)?);
-            out.insert(name, why.strip(STRIP_MARKS));
+        for r in &set.routines {
+            let why = redact_why(&e, crate::view::why::why_in(&e, &set, &r.name, STRIP_DAYS)?);
+            out.insert(r.name.clone(), why.strip(STRIP_MARKS));
         }
         Ok(out)
     })

@@ -235,7 +235,7 @@ async fn blocked_elsewhere_weekly_and_broken_routines_say_so() {
     let weekly = r.why("weekly", 1);
     assert!(weekly.lines.is_empty(), "{:#?}", weekly.lines);
     let last = weekly.notes.last().unwrap();
-    assert!(last.starts_with("No slot in the last 1 days. It last fired Mon 2 Nov 09:00 (completed, run "), "{last}");
+    assert!(last.starts_with("No slot was due in the last day. It last fired Mon 2 Nov 09:00 (completed, run "), "{last}");
     assert_eq!(weekly.next, "Mon 9 Nov 09:00, if this machine is awake and the app or the daemon runs");
 
     let broken = r.why("broken", 7);

@@ -259,6 +259,11 @@ impl Engine {
     }
 
     /// The store, for the engine's own read models in `view/` (the routines overview).
+    /// The routines as last read, shared (no copy): for read models that look at many.
+    pub(crate) fn routine_set(&self) -> Arc<RoutineSet> {
+        self.core.routines()
+    }
+
     /// The engine clock's now (what schedules and views are computed at).
     pub(crate) fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
         self.core.clock.now()

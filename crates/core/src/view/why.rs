@@ -14,7 +14,7 @@
 
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::routine::Routine;
+use crate::routine::{Routine, RoutineSet};
 use crate::run::{ser_opt_time, ser_time, RunStatus, Trigger};
 use crate::store::{EventRow, Presence, PresenceEnd, RoutineEvent, RoutineState, SlotRow};
 use chrono::{DateTime, Duration as Span, Utc};
@@ -116,8 +116,12 @@ pub struct Mark {
 
 /// Explain `name`'s slots in the last `days` days (up to the engine clock's now).
 pub fn why(engine: &Engine, name: &str, days: u32) -> Result<Why> {
+    why_in(engine, &engine.routine_set(), name, days)
+}
+
+/// [`why`] over routines already at hand (the strips explain every routine of one set).
+pub fn why_in(engine: &Engine, set: &RoutineSet, name: &str, days: u32) -> Result<Why> {
     let now = engine.clock_now();
-    let set = engine.routines();
     let store = engine.core_store();
     let from = now - Span::days(days.max(1) as i64);
     let Some(r) = set.get(name) else {
@@ -164,14 +168,10 @@ pub fn why(engine: &Engine, name: &str, days: u32) -> Result<Why> {
     };
     let lines = evidence.explain(store, name, &slots, start, now)?;
     if lines.is_empty() {
+        let window = if days <= 1 { "day".to_string() } else { format!("{days} days") };
         notes.push(match store.last_slot_row(name)? {
-            Some(last) => format!(
-                "No slot in the last {days} days. It last fired {} ({}, run {}).",
-                local_day_time(last.slot, r.timezone),
-                last.status,
-                last.id
-            ),
-            None => format!("No slot in the last {days} days, and it has never fired on this machine."),
+            Some(last) => format!("No slot was due in the last {window}. It last fired {} ({}, run {}).", local_day_time(last.slot, r.timezone), last.status, last.id),
+            None => format!("No slot was due in the last {window}, and it has never fired on this machine."),
         });
     }
     let (next_fire, next) = evidence.next();
@@ -190,7 +190,7 @@ pub fn why(engine: &Engine, name: &str, days: u32) -> Result<Why> {
 
 /// What a missed, skipped or blocked run's explanation adds: its slot's fate with the evidence.
 pub fn slot_sentence(engine: &Engine, routine: &str, slot: DateTime<Utc>) -> Option<String> {
-    let set = engine.routines();
+    let set = engine.routine_set();
     let r = set.get(routine)?;
     let store = engine.core_store();
     let device = engine.device_name();
