@@ -69,7 +69,7 @@ fn finished_run(home: &std::path::Path, mb: usize, secret: bool) -> (String, std
             id: id.clone(),
             routine: "big".into(),
             trigger: Trigger::Cli,
-            agent: "claude".into(),
+            agent: nightshift_core::run::RunKind::Claude,
             status: RunStatus::Running,
             reason: None,
             message: None,

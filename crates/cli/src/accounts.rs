@@ -39,7 +39,7 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
             Ok(Outcome::Ok)
         }
         AccountsCommand::Add { agent, email } => {
-            let kind = AgentKind::from_name(&agent)
+            let kind = AgentKind::parse(&agent)
                 .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected claude, codex or gemini)")))?;
             engine.add_account(kind, &email)?;
             let auth = nightshift_core::accounts::AgentAuth::of(kind);

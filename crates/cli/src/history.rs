@@ -4,7 +4,7 @@ use crate::format::{self, json, table};
 use crate::Outcome;
 use clap::Args;
 use nightshift_core::run::RunStatus;
-use nightshift_core::store::RunQuery;
+use nightshift_core::store::{Delivery, RunQuery};
 use nightshift_core::{Engine, Error, ErrorCode};
 use std::io::Write;
 use std::time::Duration;
@@ -124,11 +124,11 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     }
     for d in engine.deliveries_of(&r.id)?.iter().filter(|d| d.channel.starts_with("webhook:")) {
         let name = d.channel.trim_start_matches("webhook:");
-        let how = match d.state.as_str() {
-            "delivered" => format!("delivered {}", opt(d.delivered_at.clone())),
-            "pending" if d.attempts == 0 => "pending (sent by the Nightshift app or `nightshiftctl daemon`)".to_string(),
-            "pending" => format!("pending: try {} failed ({}); next {}", d.attempts, opt(d.last_error.clone()), opt(d.next_at.map(|t| format::local(&t)))),
-            other => format!("{} after {} tr{}: {}", other.replace('_', " "), d.attempts + 1, if d.attempts == 0 { "y" } else { "ies" }, opt(d.last_error.clone())),
+        let how = match d.state {
+            Delivery::Delivered => format!("delivered {}", opt(d.delivered_at.clone())),
+            Delivery::Pending if d.attempts == 0 => "pending (sent by the Nightshift app or `nightshiftctl daemon`)".to_string(),
+            Delivery::Pending => format!("pending: try {} failed ({}); next {}", d.attempts, opt(d.last_error.clone()), opt(d.next_at.map(|t| format::local(&t)))),
+            other => format!("{} after {} tr{}: {}", other.as_str().replace('_', " "), d.attempts + 1, if d.attempts == 0 { "y" } else { "ies" }, opt(d.last_error.clone())),
         };
         println!("webhook      {name}: {how}");
     }

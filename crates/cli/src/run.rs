@@ -6,6 +6,7 @@ use clap::Args;
 use nightshift_core::agents::first_line;
 use nightshift_core::events::EngineEvent;
 use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::workspace::PushState;
 use nightshift_core::{Engine, Error};
 use std::io::IsTerminal;
 
@@ -85,7 +86,7 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     // A worktree run's branch: one push now (bounded); a failure is retried by the app or the
     // daemon, or with `nightshiftctl push`.
     let record = match record.changes.as_ref().and_then(|c| c.push.as_ref()) {
-        Some(p) if p.state == "pending" => {
+        Some(p) if p.state == PushState::Pending => {
             engine.push_branches_now().await;
             engine.run(&record.id).unwrap_or(record)
         }
@@ -103,9 +104,9 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         }
         if let Some(c) = &record.changes {
             eprintln!("  {}", c.summary());
-            if let Some(p) = c.push.as_ref().filter(|p| p.state != "nothing") {
-                let how = match p.state.as_str() {
-                    "pushed" => "pushed".to_string(),
+            if let Some(p) = c.push.as_ref().filter(|p| p.state != PushState::Nothing) {
+                let how = match p.state {
+                    PushState::Pushed => "pushed".to_string(),
                     _ => format!("not pushed yet ({}); retried by the app or the daemon, or `nightshiftctl push {id}`", p.error.as_deref().unwrap_or("pending")),
                 };
                 eprintln!("  push to {}: {how}", p.remote);

@@ -2,7 +2,7 @@
 
 use crate::format;
 use crate::Outcome;
-use nightshift_core::workspace::{Changes, Kind};
+use nightshift_core::workspace::{Changes, CommitBy, Kind, PushState};
 use nightshift_core::{Engine, Error};
 
 /// How many changed files `show` lists (the window and `--json` have them all, up to the cap).
@@ -35,14 +35,14 @@ pub fn print_changes(c: &Changes, run_id: &str) {
         println!("  … and {} more files (nightshiftctl show {run_id} --json)", c.files_changed - FILES_SHOWN);
     }
     for commit in &c.commits {
-        let by = if commit.by == "nightshift" { " (by Nightshift: what the run left uncommitted)" } else { "" };
+        let by = if commit.by == CommitBy::Nightshift { " (by Nightshift: what the run left uncommitted)" } else { "" };
         println!("commit       {} {}{by}", &commit.sha[..commit.sha.len().min(10)], commit.subject);
     }
     if let Some(p) = &c.push {
-        let how = match p.state.as_str() {
-            "pushed" => format!("pushed{}", p.at.map(|t| format!(" {}", format::local(&t))).unwrap_or_default()),
-            "nothing" => "nothing to push (no commit)".into(),
-            "failed" => format!(
+        let how = match p.state {
+            PushState::Pushed => format!("pushed{}", p.at.map(|t| format!(" {}", format::local(&t))).unwrap_or_default()),
+            PushState::Nothing => "nothing to push (no commit)".into(),
+            PushState::Failed => format!(
                 "failed after {} tries: {} — the branch is kept; try again with `nightshiftctl push {run_id}`",
                 p.tries,
                 p.error.as_deref().unwrap_or("no message")
@@ -64,7 +64,7 @@ pub async fn push(engine: &Engine, run_id: &str) -> Result<Outcome, Error> {
     let push = run.changes.as_ref().and_then(|c| c.push.clone());
     let branch = run.changes.as_ref().and_then(|c| c.branch.clone()).unwrap_or_default();
     match push {
-        Some(p) if p.state == "pushed" => {
+        Some(p) if p.state == PushState::Pushed => {
             println!("pushed {branch} to {}", p.remote);
             Ok(Outcome::Ok)
         }

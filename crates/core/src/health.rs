@@ -6,61 +6,35 @@
 use crate::accounts::claude_login::{self, LoginFacts};
 use crate::accounts::{keychain, Account};
 use crate::routine::AgentKind;
+use crate::run::string_enum;
 use crate::store::HealthRecord;
 use chrono::{DateTime, Duration, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A credential "expiring" this close to its expiry.
 pub const EXPIRING_HOURS: i64 = 72;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// The last run on it authenticated.
-    Live,
-    /// A credential is present and not expired.
-    Ok,
-    /// Expires within 72 h.
-    Expiring,
-    Expired,
-    /// A run failed `auth_failed` on it since its last success.
-    Revoked,
-    /// Until `resets_at`.
-    RateLimited,
-    /// No credential, or the keychain is unavailable.
-    Unconfigured,
-    Unknown,
-}
+string_enum!(
+    /// An account's auth health.
+    Verdict {
+        /// The last run on it authenticated.
+        Live = "live",
+        /// A credential is present and not expired.
+        Ok = "ok",
+        /// Expires within 72 h.
+        Expiring = "expiring",
+        Expired = "expired",
+        /// A run failed `auth_failed` on it since its last success.
+        Revoked = "revoked",
+        /// Until `resets_at`.
+        RateLimited = "rate_limited",
+        /// No credential, or the keychain is unavailable.
+        Unconfigured = "unconfigured",
+        Unknown = "unknown",
+    }
+);
 
 impl Verdict {
-    const ALL: [Verdict; 8] = [
-        Verdict::Live,
-        Verdict::Ok,
-        Verdict::Expiring,
-        Verdict::Expired,
-        Verdict::Revoked,
-        Verdict::RateLimited,
-        Verdict::Unconfigured,
-        Verdict::Unknown,
-    ];
-
-    /// The verdict stored as `s` (its `as_str`).
-    pub fn parse(s: &str) -> Option<Verdict> {
-        Verdict::ALL.into_iter().find(|v| v.as_str() == s)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Live => "live",
-            Verdict::Ok => "ok",
-            Verdict::Expiring => "expiring",
-            Verdict::Expired => "expired",
-            Verdict::Revoked => "revoked",
-            Verdict::RateLimited => "rate_limited",
-            Verdict::Unconfigured => "unconfigured",
-            Verdict::Unknown => "unknown",
-        }
-    }
     /// Preflight refuses to start a run on these; every other verdict fails open.
     pub fn blocks(self) -> bool {
         matches!(self, Verdict::Revoked | Verdict::Unconfigured)

@@ -79,7 +79,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
 pub fn policy_for(run: &RunRecord, set: &crate::routine::RoutineSet) -> (NotifyPolicy, Option<Duration>) {
     match set.get(&run.routine) {
         Some(r) => (r.notify, Some(r.timeout)),
-        None if run.agent == "command" => (NotifyPolicy::Failures, None),
+        None if run.agent == crate::run::RunKind::Command => (NotifyPolicy::Failures, None),
         None => (NotifyPolicy::Always, None),
     }
 }

@@ -1,14 +1,18 @@
 //! The run record: what `--json` prints and the UI receives (a contract: the README's "The CLI" documents it; fields are only ever added).
 
 use chrono::{DateTime, SecondsFormat, Utc};
+use crate::routine::AgentKind;
 use serde::{Deserialize, Serialize, Serializer};
 
+/// An enum that is stored and sent as a word: declared once with its words, it serialises as
+/// them, parses them (`parse`), lists them (`ALL`), and reads and writes them in SQL — an unknown
+/// stored word is an error that names it (`as "status"`: what the error calls the value).
 macro_rules! string_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$m:meta])* $name:ident $(as $word:literal)? { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
         #[serde(rename_all = "snake_case")]
-        pub enum $name { $($variant),+ }
+        pub enum $name { $($(#[$vm])* $variant),+ }
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
             pub fn as_str(self) -> &'static str { match self { $($name::$variant => $text),+ } }
@@ -17,17 +21,57 @@ macro_rules! string_enum {
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.as_str()) }
         }
+        /// Stored as its word.
+        impl rusqlite::types::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> { Ok(self.as_str().into()) }
+        }
+        /// Read back from its word; any other is a loud error naming the value, never a default.
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                let s = v.as_str()?;
+                $name::parse(s).ok_or_else(|| {
+                    let word = [$($word,)? stringify!($name)][0];
+                    rusqlite::types::FromSqlError::Other(format!("unknown {word} \"{s}\" in the run history (written by a newer Nightshift, or a damaged row)").into())
+                })
+            }
+        }
     };
 }
 pub(crate) use string_enum;
 
 string_enum!(
+    /// What a run runs: one of the agents, or a shell command.
+    RunKind as "agent" { Claude = "claude", Codex = "codex", Gemini = "gemini", Command = "command" }
+);
+
+impl RunKind {
+    pub fn of(agent: Option<AgentKind>) -> RunKind {
+        match agent {
+            Some(AgentKind::Claude) => RunKind::Claude,
+            Some(AgentKind::Codex) => RunKind::Codex,
+            Some(AgentKind::Gemini) => RunKind::Gemini,
+            None => RunKind::Command,
+        }
+    }
+
+    /// The agent, or `None` for a command.
+    pub fn agent(self) -> Option<AgentKind> {
+        match self {
+            RunKind::Claude => Some(AgentKind::Claude),
+            RunKind::Codex => Some(AgentKind::Codex),
+            RunKind::Gemini => Some(AgentKind::Gemini),
+            RunKind::Command => None,
+        }
+    }
+}
+
+string_enum!(
     /// Why a run exists.
-    Trigger { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli" }
+    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli" }
 );
 
 string_enum!(
-    RunStatus {
+    RunStatus as "status" {
         Queued = "queued",
         Running = "running",
         Completed = "completed",
@@ -42,7 +86,7 @@ string_enum!(
 
 string_enum!(
     /// The cause behind a status other than `completed`.
-    Reason {
+    Reason as "reason" {
         AuthFailed = "auth_failed",
         RateLimited = "rate_limited",
         AgentError = "agent_error",
@@ -98,7 +142,7 @@ pub struct RunRecord {
     pub session_id: Option<String>,
     pub report_path: Option<String>,
     /// `claude`, `codex`, `gemini` or `command`.
-    pub agent: String,
+    pub agent: RunKind,
     /// Where stdout.log, stderr.log and report.md live.
     pub run_dir: String,
     /// For a run held by a sign-in failure: the run that made it up once the account worked again.
@@ -140,7 +184,7 @@ impl RunRecord {
             cost_usd: None,
             session_id: None,
             report_path: None,
-            agent: "claude".into(),
+            agent: RunKind::Claude,
             run_dir: "/x".into(),
             made_up_by: None,
             notified: None,

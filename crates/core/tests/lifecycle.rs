@@ -178,7 +178,7 @@ async fn a_run_settled_hours_later_keeps_the_end_time_of_its_process() {
             id: "late1".into(),
             routine: "job".into(),
             trigger: Trigger::Cli,
-            agent: "command".into(),
+            agent: nightshift_core::run::RunKind::Command,
             status: RunStatus::Running,
             reason: None,
             message: None,

@@ -38,7 +38,7 @@ async fn a_command_completes_with_its_output_as_report() {
     assert_eq!(rec.status, RunStatus::Completed);
     assert_eq!(rec.exit_code, Some(0));
     assert_eq!(rec.trigger, Trigger::Manual);
-    assert_eq!(rec.agent, "command");
+    assert_eq!(rec.agent.as_str(), "command");
     let report = std::fs::read_to_string(rec.report_path.as_ref().unwrap()).unwrap();
     assert_eq!(report, "line one\nline two");
     let dir = std::path::Path::new(&rec.run_dir);

@@ -141,7 +141,7 @@ async fn a_hanging_receiver_delays_no_other_webhook() {
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     // The stuck one is still being tried (its request hangs), not lost.
     let stuck_row = engine.deliveries_of(&ids[0]).unwrap().into_iter().find(|d| d.channel == "webhook:stuck").unwrap();
-    assert_eq!(stuck_row.state, "pending");
+    assert_eq!(stuck_row.state.as_str(), "pending");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -158,7 +158,7 @@ async fn a_branch_is_pushed_and_a_refused_push_is_kept_then_retried() {
 
     // Pushed: the remote has the branch at the run's head.
     let rec = engine.run_now("nightly", Trigger::Manual).await.unwrap().wait().await.unwrap();
-    assert_eq!(rec.changes.as_ref().unwrap().push.as_ref().unwrap().state, "pending");
+    assert_eq!(rec.changes.as_ref().unwrap().push.as_ref().unwrap().state.as_str(), "pending");
     engine.push_branches_now().await;
     let rec = engine.run(&rec.id).unwrap();
     let c = rec.changes.unwrap();
@@ -174,7 +174,7 @@ async fn a_branch_is_pushed_and_a_refused_push_is_kept_then_retried() {
     let failed = loop {
         engine.push_branches_now().await;
         let p = engine.run(&rec.id).unwrap().changes.unwrap().push.unwrap();
-        if p.state == "failed" {
+        if p.state.as_str() == "failed" {
             break p;
         }
         assert!(std::time::Instant::now() < deadline, "the push never gave up: {p:?}");
@@ -189,7 +189,7 @@ async fn a_branch_is_pushed_and_a_refused_push_is_kept_then_retried() {
     // The remote takes pushes again: a later retry pushes it.
     accept_pushes(&remote);
     let retried = engine.retry_push(&rec.id).await.unwrap().changes.unwrap();
-    assert_eq!(retried.push.as_ref().unwrap().state, "pushed", "{:?}", retried.push);
+    assert_eq!(retried.push.as_ref().unwrap().state.as_str(), "pushed", "{:?}", retried.push);
     assert_eq!(git(&remote, &["rev-parse", &branch]), retried.head.unwrap());
 }
 

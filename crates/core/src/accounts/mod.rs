@@ -106,7 +106,7 @@ pub fn accounts(home: &Home, settings: &Settings) -> Vec<Account> {
         .accounts
         .iter()
         .filter_map(|a| {
-            let agent = AgentKind::from_name(&a.agent)?;
+            let agent = AgentKind::parse(&a.agent)?;
             let config_dir = a
                 .config_dir
                 .clone()

@@ -353,12 +353,13 @@ impl Engine {
     /// Push a run's branch again, now (after it gave up, or instead of waiting for the next
     /// try), and return the run as it is afterwards.
     pub async fn retry_push(&self, run_id: &str) -> Result<crate::run::RunRecord> {
+        use crate::workspace::PushState;
         let run = self.run(run_id)?;
-        let owed = run.changes.as_ref().and_then(|c| c.push.as_ref()).map(|p| p.state.clone());
-        match owed.as_deref() {
+        let owed = run.changes.as_ref().and_then(|c| c.push.as_ref()).map(|p| p.state);
+        match owed {
             None => return Err(Error::new(ErrorCode::Usage, format!("run {} has no branch to push (its routine has no `workspace: worktree` with `push:`)", run.id))),
-            Some("pushed") => return Ok(run),
-            Some("nothing") => return Err(Error::new(ErrorCode::Usage, format!("run {} made no commit: there is nothing to push", run.id))),
+            Some(PushState::Pushed) => return Ok(run),
+            Some(PushState::Nothing) => return Err(Error::new(ErrorCode::Usage, format!("run {} made no commit: there is nothing to push", run.id))),
             _ => {}
         }
         if !self.core.store.reset_push(&run.id)? {

@@ -92,7 +92,7 @@ pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trig
         id: id.to_string(),
         routine: routine.name.clone(),
         trigger,
-        agent: routine.kind_name().to_string(),
+        agent: routine.kind(),
         status: RunStatus::Queued,
         reason: None,
         message: None,

@@ -10,7 +10,7 @@
 use super::Core;
 use crate::store::outbox::PUSH;
 use crate::store::Delivery;
-use crate::workspace;
+use crate::workspace::{self, PushState};
 use chrono::{DateTime, Duration as Span, Utc};
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,7 +101,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
             match result {
                 Ok(()) => {
                     tracing::info!(run = %entry.run_id, remote = %push.remote, %branch, "pushed the run's branch");
-                    push.state = "pushed".into();
+                    push.state = PushState::Pushed;
                     push.error = None;
                     core.store.set_push(&entry.run_id, &push)?;
                     core.store.settle_delivery(&entry.run_id, PUSH, Delivery::Delivered, None, now)?;
@@ -109,14 +109,14 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                 Err(e) => match core.push_backoff.get(entry.attempts as usize) {
                     Some(wait) => {
                         tracing::info!(run = %entry.run_id, attempt = push.tries, error = %e, "push failed; trying again");
-                        push.state = "pending".into();
+                        push.state = PushState::Pending;
                         push.error = Some(e.clone());
                         core.store.set_push(&entry.run_id, &push)?;
                         core.store.retry_delivery(&entry.run_id, PUSH, &e, now + Span::from_std(*wait).unwrap_or_default())?;
                     }
                     None => {
                         tracing::warn!(run = %entry.run_id, error = %e, "push failed after every try; the branch is kept");
-                        push.state = "failed".into();
+                        push.state = PushState::Failed;
                         push.error = Some(e.clone());
                         core.store.set_push(&entry.run_id, &push)?;
                         core.store.settle_delivery(&entry.run_id, PUSH, Delivery::NotDelivered, Some(&e), now)?;

@@ -17,37 +17,20 @@ pub fn nearest_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
     parse::nearest(name, names)
 }
 
+use crate::run::{string_enum, RunKind};
 use crate::schedule::Schedule;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// The agent CLIs Nightshift drives.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum AgentKind {
-    Claude,
-    Codex,
-    Gemini,
-}
-
-impl AgentKind {
-    pub const ALL: [AgentKind; 3] = [AgentKind::Claude, AgentKind::Codex, AgentKind::Gemini];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AgentKind::Claude => "claude",
-            AgentKind::Codex => "codex",
-            AgentKind::Gemini => "gemini",
-        }
-    }
-    pub fn from_name(name: &str) -> Option<AgentKind> {
-        AgentKind::ALL.into_iter().find(|a| a.as_str() == name)
-    }
-}
+string_enum!(
+    /// The agent CLIs Nightshift drives.
+    AgentKind { Claude = "claude", Codex = "codex", Gemini = "gemini" }
+);
 
 /// agents-cli permission modes; each agent module maps them to its own flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -139,9 +122,14 @@ impl Routine {
         }
     }
 
+    /// What runs it: an agent, or `command`.
+    pub fn kind(&self) -> RunKind {
+        RunKind::of(self.agent())
+    }
+
     /// "claude", "codex", "gemini" or "command".
     pub fn kind_name(&self) -> &'static str {
-        self.agent().map(AgentKind::as_str).unwrap_or("command")
+        self.kind().as_str()
     }
 }
 

@@ -144,7 +144,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             None
         }
         (Some(node), None) => {
-            let agent = cx.string(node, "agent").and_then(|a| match AgentKind::from_name(&a) {
+            let agent = cx.string(node, "agent").and_then(|a| match AgentKind::parse(&a) {
                 Some(kind) => Some(kind),
                 None => {
                     let near = nearest(&a, &["claude", "codex", "gemini"]).map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default();

@@ -23,7 +23,7 @@ pub struct HealthRecord {
 fn row_to_health(r: &rusqlite::Row<'_>) -> rusqlite::Result<HealthRecord> {
     Ok(HealthRecord {
         account: r.get(0)?,
-        verdict: super::decode(&r.get::<_, String>(1)?, "verdict", crate::health::Verdict::parse)?,
+        verdict: r.get(1)?,
         evidence: r.get(2)?,
         at: parse_time(&r.get::<_, String>(3)?).unwrap_or_default(),
         resets_at: r.get::<_, Option<String>>(4)?.as_deref().and_then(parse_time),
@@ -53,12 +53,12 @@ impl Store {
             "INSERT INTO account_health (account, verdict, evidence, at, resets_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(account) DO UPDATE SET verdict = excluded.verdict, evidence = excluded.evidence, at = excluded.at,
                  resets_at = excluded.resets_at, run_id = excluded.run_id",
-            params![h.account, h.verdict.as_str(), h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
+            params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
         )?;
         if changed {
             tx.execute(
                 "INSERT INTO account_health_history (account, verdict, evidence, at, resets_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![h.account, h.verdict.as_str(), h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
+                params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
             )?;
         }
         tx.commit()?;

@@ -2,7 +2,7 @@
 //! to a routine over time (events), and the rows of a routine's slots in a window — each an index
 //! range, so explaining 90 days of a per-minute routine never scans the history.
 
-use super::{decode, Store};
+use super::Store;
 use crate::error::Result;
 use crate::run::{fmt_time, parse_time, string_enum, Reason, RunStatus, Trigger};
 use chrono::{DateTime, Utc};
@@ -85,12 +85,11 @@ impl Store {
         )?;
         let mut rows: Vec<Presence> = stmt
             .query_map(params![device, fmt_time(&from)], |r| {
-                let ended: Option<String> = r.get(3)?;
                 Ok(Presence {
                     who: r.get(0)?,
                     started_at: parse_time(&r.get::<_, String>(1)?).unwrap_or(from),
                     last_seen: parse_time(&r.get::<_, String>(2)?).unwrap_or(from),
-                    ended: ended.as_deref().map(|e| decode(e, "presence end", PresenceEnd::parse)).transpose()?,
+                    ended: r.get(3)?,
                 })
             })?
             .collect::<rusqlite::Result<_>>()?;
@@ -140,13 +139,12 @@ impl Store {
         let mut q = stmt.query(params![routine, from_s, until_s])?;
         while let Some(r) = q.next()? {
             let text = |i: usize| r.get_ref(i).and_then(|v| v.as_str().map_err(Into::into));
-            let opt = |i: usize| r.get_ref(i).and_then(|v| v.as_str_or_null().map_err(Into::into));
             rows.push(SlotRow {
                 slot: parse_time(text(0)?).unwrap_or(from),
                 id: text(1)?.to_string(),
-                status: decode(text(2)?, "status", RunStatus::parse)?,
-                reason: opt(3)?.map(|v| decode(v, "reason", Reason::parse)).transpose()?,
-                trigger: decode(text(4)?, "trigger", Trigger::parse)?,
+                status: r.get(2)?,
+                reason: r.get(3)?,
+                trigger: r.get(4)?,
                 message: None,
                 started_at: None,
                 duration_ms: r.get(5)?,
@@ -191,7 +189,7 @@ fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
     Ok(EventRow {
         routine: r.get(0)?,
         at: parse_time(&at).unwrap_or_default(),
-        event: decode(&r.get::<_, String>(2)?, "routine event", RoutineEvent::parse)?,
+        event: r.get(2)?,
         detail: r.get(3)?,
     })
 }

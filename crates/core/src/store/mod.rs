@@ -125,15 +125,6 @@ impl Store {
     }
 }
 
-/// A stored word read back as its enum — or a loud error naming the column and the value (a row
-/// written by a newer Nightshift, or a damaged one), never a silent default such as `failed`.
-pub(crate) fn decode<T>(value: &str, column: &str, parse: impl Fn(&str) -> Option<T>) -> rusqlite::Result<T> {
-    parse(value).ok_or_else(|| {
-        let why = format!("unknown {column} \"{value}\" in the run history (written by a newer Nightshift, or a damaged row)");
-        rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, why.into())
-    })
-}
-
 fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }

@@ -7,7 +7,8 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::fmt_time;
+use crate::run::{fmt_time, string_enum};
+use serde::{Deserialize, Serialize};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
@@ -33,8 +34,7 @@ pub struct DeliveryRow {
     pub routine: String,
     /// `notify`, or `webhook:<name>`.
     pub channel: String,
-    /// pending | delivered | not_delivered | summarized | not_needed
-    pub state: String,
+    pub state: Delivery,
     pub attempts: u32,
     pub last_error: Option<String>,
     pub delivered_at: Option<String>,
@@ -43,28 +43,19 @@ pub struct DeliveryRow {
     pub next_at: Option<DateTime<Utc>>,
 }
 
-/// How an entry ended (or did not yet).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
-    Delivered,
-    /// The policy said no notification (e.g. `notify: failures` and the run completed).
-    NotNeeded,
-    /// Folded into one summary notification (it was older than a day when first seen).
-    Summarized,
-    /// Every try failed.
-    NotDelivered,
-}
-
-impl Delivery {
-    fn state(self) -> &'static str {
-        match self {
-            Delivery::Delivered => "delivered",
-            Delivery::NotNeeded => "not_needed",
-            Delivery::Summarized => "summarized",
-            Delivery::NotDelivered => "not_delivered",
-        }
+string_enum!(
+    /// An outbox entry's state: waiting, or how it ended.
+    Delivery {
+        Pending = "pending",
+        Delivered = "delivered",
+        /// The policy said no notification (e.g. `notify: failures` and the run completed).
+        NotNeeded = "not_needed",
+        /// Folded into one summary notification (it was older than a day when first seen).
+        Summarized = "summarized",
+        /// Every try failed.
+        NotDelivered = "not_delivered",
     }
-}
+);
 
 pub(super) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &str, finished_at: DateTime<Utc>) -> rusqlite::Result<()> {
     tx.prepare_cached(
@@ -115,10 +106,10 @@ impl Store {
             "UPDATE outbox SET state = ?3, lease_until_ms = NULL, last_error = COALESCE(?4, last_error),
                  delivered_at = CASE WHEN ?3 = 'delivered' THEN ?5 ELSE delivered_at END
              WHERE run_id = ?1 AND channel = ?2",
-            params![run_id, channel, how.state(), error, fmt_time(&now)],
+            params![run_id, channel, how.as_str(), error, fmt_time(&now)],
         )?;
         if channel == NOTIFY {
-            let shown = if how == Delivery::NotNeeded { None } else { Some(how.state()) };
+            let shown = if how == Delivery::NotNeeded { None } else { Some(how.as_str()) };
             tx.execute("UPDATE runs SET notified = ?2 WHERE id = ?1", params![run_id, shown])?;
         }
         tx.commit()?;
@@ -177,13 +168,13 @@ impl Store {
         ))?;
         let rows = stmt
             .query_map(args, |r| {
-                let state: String = r.get(3)?;
+                let state: Delivery = r.get(3)?;
                 let next: i64 = r.get(7)?;
                 Ok(DeliveryRow {
                     run_id: r.get(0)?,
                     routine: r.get(1)?,
                     channel: r.get(2)?,
-                    next_at: (state == "pending").then(|| DateTime::from_timestamp_millis(next)).flatten(),
+                    next_at: (state == Delivery::Pending).then(|| DateTime::from_timestamp_millis(next)).flatten(),
                     state,
                     attempts: r.get(4)?,
                     last_error: r.get(5)?,

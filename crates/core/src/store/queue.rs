@@ -54,7 +54,7 @@ fn queued_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRow> {
     Ok(QueuedRow {
         id: r.get(0)?,
         routine: r.get(1)?,
-        trigger: super::decode(&r.get::<_, String>(2)?, "trigger", Trigger::parse)?,
+        trigger: r.get(2)?,
         owner_pid: r.get(3)?,
         owner_start: r.get(4)?,
         message: r.get(5)?,
@@ -173,7 +173,7 @@ impl Store {
 
     /// The routine's queued or running run, if any (a slot that finds one is skipped).
     pub fn open_run_of(&self, routine: &str) -> Result<Option<(String, RunStatus)>> {
-        let row: Option<(String, String)> = self
+        let row: Option<(String, RunStatus)> = self
             .conn()
             .query_row(
                 "SELECT id, status FROM runs WHERE routine = ?1 AND status IN ('queued', 'running') ORDER BY status = 'running' DESC LIMIT 1",
@@ -181,7 +181,7 @@ impl Store {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .optional()?;
-        row.map(|(id, s)| Ok((id, super::decode(&s, "status", RunStatus::parse)?))).transpose()
+        Ok(row)
     }
 
     /// Queued or running runs owned by an engine other than `me`.

@@ -2,7 +2,7 @@
 
 use super::Store;
 use crate::error::{Error, ErrorCode, Result};
-use crate::run::{fmt_time, parse_time, Attempt, Reason, RunRecord, RunStatus, Trigger};
+use crate::run::{fmt_time, parse_time, Attempt, Reason, RunKind, RunRecord, RunStatus, Trigger};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -12,7 +12,7 @@ pub struct NewRun {
     pub id: String,
     pub routine: String,
     pub trigger: Trigger,
-    pub agent: String,
+    pub agent: RunKind,
     pub status: RunStatus,
     pub reason: Option<Reason>,
     pub message: Option<String>,
@@ -316,19 +316,16 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
     let time = |i: usize| -> rusqlite::Result<Option<DateTime<Utc>>> {
         Ok(row.get::<_, Option<String>>(i)?.as_deref().and_then(parse_time))
     };
-    let trigger: String = row.get(2)?;
-    let status: String = row.get(6)?;
-    let reason: Option<String> = row.get(7)?;
     let attempts: String = row.get(12)?;
     Ok(RunRecord {
         id: row.get(0)?,
         routine: row.get(1)?,
-        trigger: super::decode(&trigger, "trigger", Trigger::parse)?,
+        trigger: row.get(2)?,
         scheduled_for: time(3)?,
         started_at: time(4)?,
         finished_at: time(5)?,
-        status: super::decode(&status, "status", RunStatus::parse)?,
-        reason: reason.as_deref().map(|r| super::decode(r, "reason", Reason::parse)).transpose()?,
+        status: row.get(6)?,
+        reason: row.get(7)?,
         message: row.get(8)?,
         exit_code: row.get(9)?,
         account: row.get(10)?,
@@ -403,7 +400,7 @@ mod tests {
                 id: id.into(),
                 routine: routine.into(),
                 trigger: Trigger::Manual,
-                agent: "command".into(),
+                agent: RunKind::Command,
                 status: RunStatus::Running,
                 reason: None,
                 message: None,

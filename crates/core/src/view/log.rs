@@ -81,7 +81,7 @@ pub fn run_log(engine: &Engine, run_id: &str, stream: LogStream, offset: u64, re
         ));
     }
     let (file, driver): (_, &dyn AgentDriver) = match stream {
-        LogStream::Stdout => (STDOUT_LOG, crate::agents::driver(crate::routine::AgentKind::from_name(&run.agent))),
+        LogStream::Stdout => (STDOUT_LOG, crate::agents::driver(run.agent.agent())),
         LogStream::Stderr => (STDERR_LOG, &crate::agents::command::Command),
     };
     let mut chunk = read_chunk(&Path::new(&run.run_dir).join(file), driver, offset, readable, run.status.is_final(), CHUNK_BYTES);

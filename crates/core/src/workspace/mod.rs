@@ -14,7 +14,7 @@
 
 pub mod git;
 
-use crate::run::RunStatus;
+use crate::run::{string_enum, RunStatus};
 use chrono::{DateTime, Utc};
 use git::Git;
 use serde::{Deserialize, Serialize};
@@ -82,12 +82,33 @@ pub struct Changes {
     pub error: Option<String>,
 }
 
+string_enum!(
+    /// Who made a commit of a run's branch.
+    CommitBy {
+        /// The agent, during the run.
+        Agent = "agent",
+        /// Nightshift, after it: what the run left uncommitted.
+        Nightshift = "nightshift",
+    }
+);
+
+string_enum!(
+    /// Where a worktree run's branch is in being pushed.
+    PushState {
+        Pending = "pending",
+        Pushed = "pushed",
+        /// Retried, then given up — the branch stays.
+        Failed = "failed",
+        /// The run made no commit: nothing to push.
+        Nothing = "nothing",
+    }
+);
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Commit {
     pub sha: String,
     pub subject: String,
-    /// `agent` (made during the run) or `nightshift` (what the run left uncommitted).
-    pub by: String,
+    pub by: CommitBy,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -101,9 +122,7 @@ pub struct FileChange {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Push {
     pub remote: String,
-    /// `pending`, `pushed`, `failed` (retried, then given up — the branch stays), or `nothing`
-    /// (the run made no commit).
-    pub state: String,
+    pub state: PushState,
     pub tries: u32,
     pub error: Option<String>,
     #[serde(serialize_with = "crate::run::ser_opt_time", default)]
@@ -346,7 +365,7 @@ pub fn finish(started: &Started, routine: &str, run_id: &str, status: RunStatus,
         removed: 0,
         worktree: started.worktree.as_ref().map(|p| p.display().to_string()),
         worktree_removed_at: None,
-        push: started.push.as_ref().map(|remote| Push { remote: remote.clone(), state: "pending".into(), tries: 0, error: None, at: None }),
+        push: started.push.as_ref().map(|remote| Push { remote: remote.clone(), state: PushState::Pending, tries: 0, error: None, at: None }),
         error: None,
     };
     let result = match started.kind {
@@ -358,7 +377,7 @@ pub fn finish(started: &Started, routine: &str, run_id: &str, status: RunStatus,
     }
     if let Some(push) = changes.push.as_mut() {
         if changes.commits.is_empty() && changes.error.is_none() {
-            push.state = "nothing".into();
+            push.state = PushState::Nothing;
         }
     }
     changes
@@ -436,7 +455,7 @@ fn commits(repo: &Path, from: &str, head: &str, ours: Option<&str>) -> Result<Ve
         .map(|(sha, subject)| Commit {
             sha: sha.to_string(),
             subject: subject.to_string(),
-            by: if Some(sha) == ours { "nightshift" } else { "agent" }.to_string(),
+            by: if Some(sha) == ours { CommitBy::Nightshift } else { CommitBy::Agent },
         })
         .collect())
 }
