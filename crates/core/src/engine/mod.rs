@@ -18,6 +18,7 @@ mod delivery;
 mod driver;
 mod finalize;
 mod held;
+mod housekeeping;
 pub mod lanes;
 mod live_settings;
 mod lock;
@@ -29,14 +30,13 @@ pub mod scheduler;
 mod signal;
 mod supervise;
 mod webhooks;
-mod workspaces;
 
 pub use authoring::{Removed, RoutineSource, Written};
 pub use delivery::DEFAULT_BACKOFF;
 pub use queue::RunHandle;
 pub use lock::SchedulerLock;
 pub use recovery::RecoveryMode;
-pub use workspaces::Pruned;
+pub use housekeeping::Pruned;
 pub use retention::PrunedRun;
 pub use scheduler::{Scheduler, TickReport};
 pub use presence::SLEEP_GAP_SECS;
@@ -80,7 +80,7 @@ impl EngineOptions {
             identity: crate::runner::process::self_identity(),
             delivery_backoff: DEFAULT_BACKOFF.to_vec(),
             webhook_backoff: webhooks::BACKOFF.to_vec(),
-            push_backoff: workspaces::BACKOFF.to_vec(),
+            push_backoff: housekeeping::BACKOFF.to_vec(),
         }
     }
 }
@@ -347,7 +347,7 @@ impl Engine {
     /// Push the worktree branches that are due now, once (a `run --wait` before it exits; what
     /// fails stays owed to the app or the daemon, which retry with backoff).
     pub async fn push_branches_now(&self) {
-        workspaces::push_due(&self.core).await;
+        housekeeping::push_due(&self.core).await;
     }
 
     /// Push a run's branch again, now (after it gave up, or instead of waiting for the next
@@ -365,16 +365,16 @@ impl Engine {
         if !self.core.store.reset_push(&run.id)? {
             return Err(Error::new(ErrorCode::Usage, format!("run {} owes no push right now", run.id)));
         }
-        workspaces::push_due(&self.core).await;
+        housekeeping::push_due(&self.core).await;
         signal::wake(&self.core);
         self.run(&run.id)
     }
 
     /// Remove the worktrees of settled runs older than `keep_worktrees_days` (what the app and the
     /// daemon do every hour); `dry_run` only says which.
-    pub async fn prune_worktrees(&self, dry_run: bool) -> Vec<workspaces::Pruned> {
+    pub async fn prune_worktrees(&self, dry_run: bool) -> Vec<housekeeping::Pruned> {
         let core = Arc::clone(&self.core);
-        tokio::task::spawn_blocking(move || workspaces::prune(&core, dry_run)).await.unwrap_or_default()
+        tokio::task::spawn_blocking(move || housekeeping::prune(&core, dry_run)).await.unwrap_or_default()
     }
 
     /// What runs used since `since`, grouped by routine, account or day.

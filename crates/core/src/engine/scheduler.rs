@@ -162,8 +162,8 @@ impl Scheduler {
             })
         };
         let mut _wake_watcher = watch_wakes();
-        // Worktree runs' pushes and cleanup, for as long as this scheduler runs.
-        let _workspaces = super::workspaces::start(self.core());
+        // Worktree runs' pushes, worktree cleanup and retention, for as long as this scheduler runs.
+        let _housekeeping = super::housekeeping::start(self.core());
         Engine::emit_state(self.core());
         loop {
             if let Err(e) = self.tick().await {

@@ -22,7 +22,8 @@ use std::path::{Path, PathBuf};
 
 /// The run directory's record of its workspace (see the module docs).
 pub const STATE_FILE: &str = "workspace.json";
-/// A worktree run's scratch index for photographing a `cwd` run's tree.
+/// The scratch copy of a repository's index through which a `cwd` run's working tree is
+/// photographed (kept in the run directory; the user's index is never written).
 const SCRATCH_INDEX: &str = "workspace.index";
 /// At most this many files are listed in a summary (the totals count them all).
 pub const MAX_FILES_LISTED: usize = 500;

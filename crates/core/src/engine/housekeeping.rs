@@ -1,6 +1,6 @@
-//! Looking after worktree runs once they are settled: pushing their branches (`push:`) and
-//! removing their worktree directories after `keep_worktrees_days` (the same hourly pass runs
-//! retention, `retention.rs`).
+//! Housekeeping, the hourly pass of long-lived engines (app, daemon, serve): worktree runs'
+//! branches pushed (`push:`), their worktree directories removed after `keep_worktrees_days`, and
+//! retention (`retention.rs`: old runs' files).
 //!
 //! A push is owed like a notification: an outbox entry written with the final row, leased by one
 //! engine at a time, retried with backoff, and after the last try `failed` on the run — the branch
