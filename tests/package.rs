@@ -12,9 +12,10 @@ mod common;
 
 use common::gui_available;
 use nightshift_testkit::dbus::{NotificationBus, TrayHost};
+use nightshift_testkit::{secs, wait_until};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Where the packages are, or `None` when this run is told to skip them.
 fn packages() -> Option<PathBuf> {
@@ -66,14 +67,6 @@ struct PurgeAtEnd;
 impl Drop for PurgeAtEnd {
     fn drop(&mut self) {
         purge();
-    }
-}
-
-fn wait_until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -206,7 +199,7 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
         drop(nightshift_core::store::Store::open(&fresh).unwrap());
         schema_version(&fresh)
     };
-    wait_until("the migrations", 10, || schema_version(&db) == latest);
+    wait_until("the migrations", secs(10), || schema_version(&db) == latest);
     let old_rows: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT count(*) FROM runs WHERE id = 'old-run-0000000000000000'", [], |r| r.get(0)).unwrap();
     assert_eq!(old_rows, 1, "the older history is kept");
 
@@ -221,7 +214,7 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     // --- Start at login, chosen in the tray, points at the installed binary.
     tray.click(&bus.address, "Start at login");
     let autostart = user.join(".config/autostart/Nightshift.desktop");
-    wait_until("the autostart entry", 10, || autostart.is_file());
+    wait_until("the autostart entry", secs(10), || autostart.is_file());
     let login = std::fs::read_to_string(&autostart).unwrap();
     assert!(login.contains("/usr/bin/nightshift") && login.contains("--minimized"), "{login}");
 
@@ -229,13 +222,13 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     apt(&["install", upgrade.to_str().unwrap()]);
     let second = installed_version().expect("still installed");
     assert_ne!(first, second, "a higher version was installed");
-    wait_until("the running app to quit for the upgrade", 15, || !alive(&mut app));
+    wait_until("the running app to quit for the upgrade", secs(15), || !alive(&mut app));
     assert!(home.join("routines/hello.yaml").is_file(), "routines kept");
     let runs: i64 = rusqlite::Connection::open(&db).unwrap().query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).unwrap();
     assert!(runs >= 2, "history kept across the upgrade: {runs} runs");
     let mut app = start_from_desktop_entry(&exec, &home, &user, &bus.address);
     let before = std::fs::read_to_string(tmp.path().join("tray.jsonl")).unwrap().lines().count();
-    wait_until("the upgraded app's tray icon", 30, || {
+    wait_until("the upgraded app's tray icon", secs(30), || {
         std::fs::read_to_string(tmp.path().join("tray.jsonl")).unwrap().lines().skip(before).any(|l| l.contains("\"Run now\""))
     });
 
@@ -243,7 +236,7 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     let listed: Vec<String> = run(Command::new("dpkg").args(["-L", "nightshift"])).lines().map(str::to_string).filter(|p| Path::new(p).is_file()).collect();
     assert!(listed.len() >= 8, "{listed:?}");
     apt(&["remove", "nightshift"]);
-    wait_until("the running app to quit for the removal", 15, || !alive(&mut app));
+    wait_until("the running app to quit for the removal", secs(15), || !alive(&mut app));
     let left: Vec<&String> = listed.iter().filter(|p| Path::new(p).exists()).collect();
     assert!(left.is_empty(), "program files left behind: {left:?}");
     assert!(installed_version().is_none());

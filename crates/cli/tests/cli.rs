@@ -3,8 +3,7 @@
 mod common;
 
 use common::{ctl, json, stderr, stdout};
-use nightshift_testkit::TestHome;
-use std::time::{Duration, Instant};
+use nightshift_testkit::{secs, wait_until, TestHome};
 
 #[test]
 fn validate_prints_every_problem_as_file_line_col_and_exits_2() {
@@ -106,14 +105,6 @@ fn run_wait_exit_codes_history_show_report_and_logs() {
     assert!(human.contains("✗ failed (exit_nonzero)"), "{human}");
 }
 
-fn wait_for(mut f: impl FnMut() -> bool, what: &str) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < Duration::from_secs(30), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn run_rows(th: &TestHome) -> Vec<serde_json::Value> {
     json(&ctl(th).args(["runs", "--json"]).output().unwrap()).as_array().unwrap().clone()
 }
@@ -127,7 +118,7 @@ fn a_run_survives_its_engine_being_killed_and_is_settled_from_its_files() {
         &format!("schedule: \"0 * * * *\"\ncommand: 'touch {}; sleep 2; echo survived the crash'\n", marker.display()),
     );
     let mut engine = ctl(&th).args(["run", "slow", "--wait"]).spawn().unwrap();
-    wait_for(|| marker.exists(), "the run to start");
+    wait_until("the run to start", secs(30), || marker.exists());
     // SIGKILL the engine mid-run: no chance to clean up.
     unsafe { libc::kill(engine.id() as i32, libc::SIGKILL) };
     engine.wait().unwrap();
@@ -140,7 +131,7 @@ fn a_run_survives_its_engine_being_killed_and_is_settled_from_its_files() {
 
     // Once its process is done, the next engine settles it from its exit code file and log.
     let id = rows[0]["id"].as_str().unwrap().to_string();
-    wait_for(|| json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap())["status"] != "running", "settling");
+    wait_until("settling", secs(30), || json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap())["status"] != "running");
     let rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
     assert_eq!(rec["status"], "completed", "{rec:#}");
     assert_eq!(rec["exit_code"], 0);
@@ -154,7 +145,7 @@ fn a_run_killed_together_with_its_engine_is_recorded_as_interrupted() {
     let marker = th.path().join("pgid");
     th.routine("slow", &format!("schedule: \"0 * * * *\"\ncommand: 'cut -d\" \" -f5 /proc/$$/stat > {}; sleep 30'\n", marker.display()));
     let mut engine = ctl(&th).args(["run", "slow", "--wait"]).spawn().unwrap();
-    wait_for(|| std::fs::read_to_string(&marker).map(|s| !s.trim().is_empty()).unwrap_or(false), "the run to start");
+    wait_until("the run to start", secs(30), || std::fs::read_to_string(&marker).map(|s| !s.trim().is_empty()).unwrap_or(false));
     let pgid: i32 = std::fs::read_to_string(&marker).unwrap().trim().parse().unwrap();
     unsafe {
         libc::kill(engine.id() as i32, libc::SIGKILL);
@@ -162,7 +153,7 @@ fn a_run_killed_together_with_its_engine_is_recorded_as_interrupted() {
     }
     engine.wait().unwrap();
     let id = run_rows(&th)[0]["id"].as_str().unwrap().to_string();
-    wait_for(|| json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap())["status"] != "running", "settling");
+    wait_until("settling", secs(30), || json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap())["status"] != "running");
     let rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("interrupted")), "{rec:#}");
 }

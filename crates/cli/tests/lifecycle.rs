@@ -7,16 +7,8 @@ mod common;
 
 use common::{ctl, json, runs, start_daemon, start_daemon_with};
 use nightshift_testkit::dbus::NotificationBus;
-use nightshift_testkit::TestHome;
+use nightshift_testkit::{wait_until, TestHome};
 use std::time::{Duration, Instant};
-
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !f() {
-        assert!(start.elapsed() < limit, "timed out after {limit:?} waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
 
 fn by_status(th: &TestHome, status: &str) -> Vec<serde_json::Value> {
     runs(th).into_iter().filter(|r| r["status"] == status).collect()
@@ -41,10 +33,10 @@ fn a_cli_run_times_out_on_its_own_with_no_engine_alive() {
     let started = Instant::now();
     let out = ctl(&th).args(["run", "slow"]).output().unwrap();
     assert!(out.status.success());
-    wait_for("the run's process to start", Duration::from_secs(5), || pidfile.exists());
+    wait_until("the run's process to start", Duration::from_secs(5), || pidfile.exists());
     let pid: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
     // No engine is alive (the CLI returned); the run's wrapper ends it on time by itself.
-    wait_for("the timed-out process to be gone", Duration::from_secs(3 + 1 + 2 + 2), || !pid_alive(pid));
+    wait_until("the timed-out process to be gone", Duration::from_secs(3 + 1 + 2 + 2), || !pid_alive(pid));
     assert!(started.elapsed() < Duration::from_secs(3 + 1 + 2 + 1), "gone within timeout + grace + 2 s: {:?}", started.elapsed());
     let rec = &runs(&th)[0];
     assert_eq!(rec["status"], "timed_out", "{rec:#}");
@@ -72,7 +64,7 @@ fn a_run_queued_by_a_cli_that_returned_says_who_starts_it_and_the_daemon_does() 
     let table = String::from_utf8(ctl(&th).args(["runs"]).output().unwrap().stdout).unwrap();
     assert!(table.contains(&format!("{}: {msg}", queued["id"].as_str().unwrap())), "{table}");
     let d = start_daemon(&th);
-    wait_for("both runs to complete", Duration::from_secs(20), || by_status(&th, "completed").len() == 2);
+    wait_until("both runs to complete", Duration::from_secs(20), || by_status(&th, "completed").len() == 2);
     assert!(all_final(&th), "{:#?}\n{}", runs(&th), d.output());
     assert_eq!(runs(&th).len(), 2, "no run was duplicated");
 }
@@ -85,13 +77,13 @@ fn kill_9_of_a_waiting_cli_leaves_its_queued_run_to_the_daemon() {
     th.routine("next", "schedule: \"0 3 * * *\"\ncommand: echo next ran\n");
     assert!(ctl(&th).args(["run", "long"]).output().unwrap().status.success());
     let mut waiting = ctl(&th).args(["run", "next", "--wait"]).spawn().unwrap();
-    wait_for("the waiting CLI's run to be queued", Duration::from_secs(5), || by_status(&th, "queued").len() == 1);
+    wait_until("the waiting CLI's run to be queued", Duration::from_secs(5), || by_status(&th, "queued").len() == 1);
     waiting.kill().unwrap();
     waiting.wait().unwrap();
     // Still queued: nothing lost, nothing started twice. The daemon adopts and runs it.
     assert_eq!(by_status(&th, "queued").len(), 1);
     let d = start_daemon(&th);
-    wait_for("both runs to complete", Duration::from_secs(20), || by_status(&th, "completed").len() == 2);
+    wait_until("both runs to complete", Duration::from_secs(20), || by_status(&th, "completed").len() == 2);
     assert!(all_final(&th), "{}", d.output());
     assert_eq!(runs(&th).len(), 2);
 }
@@ -109,7 +101,7 @@ fn kill_9_of_the_daemon_with_runs_waiting_loses_nothing() {
     }
     // The daemon adopts the queued runs the CLIs left; kill it while they wait.
     let daemon_pid = d.id().to_string();
-    wait_for("the daemon to own the waiting runs", Duration::from_secs(10), || {
+    wait_until("the daemon to own the waiting runs", Duration::from_secs(10), || {
         let q = by_status(&th, "queued");
         !q.is_empty() && q.iter().all(|r| !r["message"].as_str().unwrap_or("").contains("starts when"))
     });
@@ -117,7 +109,7 @@ fn kill_9_of_the_daemon_with_runs_waiting_loses_nothing() {
     let left: Vec<String> = runs(&th).iter().map(|r| r["status"].as_str().unwrap().to_string()).collect();
     assert!(left.iter().any(|s| s == "queued"), "runs were still waiting when the daemon died: {left:?} (daemon {daemon_pid})");
     let d2 = start_daemon(&th);
-    wait_for("every run to complete", Duration::from_secs(30), || by_status(&th, "completed").len() == 3);
+    wait_until("every run to complete", Duration::from_secs(30), || by_status(&th, "completed").len() == 3);
     assert!(all_final(&th), "{}", d2.output());
     let all = runs(&th);
     assert_eq!(all.len(), 3, "exactly once each: {all:#?}");
@@ -173,7 +165,7 @@ fn runs_settled_by_plain_commands_are_notified_once_by_the_next_daemon() {
     let bus = NotificationBus::start(th.path(), "refuse:2");
     let d = start_daemon_with(&th, &["--notify"], &[("DBUS_SESSION_BUS_ADDRESS", bus.address.as_str())]);
     let id = rec["id"].as_str().unwrap().to_string();
-    wait_for("the notification", Duration::from_secs(30), || {
+    wait_until("the notification", Duration::from_secs(30), || {
         json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap())["notified"] == "delivered"
     });
     let shown = bus.notifications();
@@ -203,6 +195,6 @@ fn a_notifier_killed_while_sending_leaves_the_notification_to_the_next_one() {
     // The next notifier sends it once its predecessor's lease (10 s) has run out.
     let ok = NotificationBus::start(th.path(), "record");
     let _d2 = start_daemon_with(&th, &["--notify"], &[("DBUS_SESSION_BUS_ADDRESS", ok.address.as_str())]);
-    wait_for("the notification", Duration::from_secs(30), || show(&th)["notified"] == "delivered");
+    wait_until("the notification", Duration::from_secs(30), || show(&th)["notified"] == "delivered");
     assert_eq!(ok.notifications().len(), 1);
 }

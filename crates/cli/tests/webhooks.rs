@@ -6,21 +6,13 @@
 mod common;
 
 use common::{ctl, json, start_daemon_with, stderr, stdout};
-use nightshift_testkit::{Answer, TestHome, WebhookReceiver};
+use nightshift_testkit::{secs, wait_until, Answer, TestHome, WebhookReceiver};
 use std::io::Write;
 use std::process::Stdio;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn bus_env() -> Vec<(&'static str, String)> {
     ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"].into_iter().filter_map(|k| std::env::var(k).ok().map(|v| (k, v))).collect()
-}
-
-fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -48,14 +40,14 @@ async fn a_signed_delivery_survives_kill_9_of_the_daemon_and_is_accepted_once() 
     let d = start_daemon_with(&th, &[], &refs);
     let rec = json(&ctl(&th).args(["run", "nightly", "--wait", "--json"]).envs(refs.iter().copied()).output().unwrap());
     let id = rec["id"].as_str().unwrap().to_string();
-    wait_for("the first (failing) try", 15, || !receiver.received().is_empty());
+    wait_until("the first (failing) try", secs(15), || !receiver.received().is_empty());
     d.kill9();
     assert!(receiver.accepted().is_empty(), "not accepted yet");
     let listed = stdout(&ctl(&th).args(["deliveries"]).output().unwrap());
     assert!(listed.contains(&id) && listed.contains("pending") && listed.contains("HTTP 503"), "{listed}");
 
     let _d2 = start_daemon_with(&th, &[], &refs);
-    wait_for("the retry accepted by the receiver", 20, || receiver.accepted().get(&id) == Some(&1));
+    wait_until("the retry accepted by the receiver", secs(20), || receiver.accepted().get(&id) == Some(&1));
     std::thread::sleep(Duration::from_millis(500));
     let seen = receiver.received();
     assert_eq!(seen.len(), 2, "one failed try, one accepted: {seen:?}");

@@ -5,22 +5,14 @@
 mod common;
 use common::*;
 use nightshift_testkit::git::{accept_pushes, git, init_bare, init_repo, refuse_pushes};
-use nightshift_testkit::TestHome;
+use nightshift_testkit::{secs, wait_until, TestHome};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn repo(th: &TestHome) -> PathBuf {
     let dir = th.path().join("repo");
     init_repo(&dir, &[("README.md", "hello\n")]);
     dir
-}
-
-fn wait_for(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 #[test]
@@ -37,7 +29,7 @@ fn kill_9_of_the_engine_mid_run_commits_and_summarises_the_worktree_once() {
         ),
     );
     let mut waiting = ctl(&th).args(["run", "wt", "--wait"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    wait_for("the run to start", 20, || mark.exists());
+    wait_until("the run to start", secs(20), || mark.exists());
     waiting.kill().unwrap(); // SIGKILL: the engine dies, the run's process group goes on
     waiting.wait().unwrap();
 
@@ -45,7 +37,7 @@ fn kill_9_of_the_engine_mid_run_commits_and_summarises_the_worktree_once() {
     let id = runs[0]["id"].as_str().unwrap().to_string();
     // The next command settles it from its files once its process has ended.
     let mut rec = serde_json::Value::Null;
-    wait_for("the run to be settled", 30, || {
+    wait_until("the run to be settled", secs(30), || {
         rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
         rec["status"] != "running"
     });

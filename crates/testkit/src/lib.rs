@@ -12,6 +12,7 @@ pub mod git;
 pub mod home;
 pub mod streams;
 pub mod tmpfs;
+pub mod wait;
 pub mod webhook_receiver;
 
 pub use fake_anthropic::{FakeAnthropic, Reply};
@@ -19,4 +20,5 @@ pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;
 pub use tmpfs::Tmpfs;
+pub use wait::{secs, wait_until, wait_until_async};
 pub use webhook_receiver::{Answer, WebhookReceiver};
