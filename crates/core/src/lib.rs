@@ -6,6 +6,7 @@
 pub mod accounts;
 pub mod api;
 pub mod agents;
+pub mod bounded;
 pub mod clock;
 pub mod engine;
 pub mod error;

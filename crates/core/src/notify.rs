@@ -122,17 +122,16 @@ impl BoundedSender {
         }
         let notifier = Arc::clone(&self.notifier);
         let hung = Arc::clone(&self.hung);
-        let (tx, rx) = std::sync::mpsc::channel();
         hung.store(true, Ordering::SeqCst);
-        std::thread::spawn(move || {
+        let answer = crate::bounded::within(SEND_TIMEOUT, move || {
             let result = notifier.send(&notice);
             hung.store(false, Ordering::SeqCst);
-            let _ = tx.send(result);
+            result
         });
-        let problem = match rx.recv_timeout(SEND_TIMEOUT) {
-            Ok(Ok(())) => return Ok(()),
-            Ok(Err(e)) => format!("the notification server refused: {e}"),
-            Err(_) => format!("the notification server did not answer within {} s", SEND_TIMEOUT.as_secs()),
+        let problem = match answer {
+            Some(Ok(())) => return Ok(()),
+            Some(Err(e)) => format!("the notification server refused: {e}"),
+            None => format!("the notification server did not answer within {} s", SEND_TIMEOUT.as_secs()),
         };
         let mut warned = self.warned.lock().unwrap_or_else(|e| e.into_inner());
         if !*warned {

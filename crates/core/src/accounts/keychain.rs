@@ -52,11 +52,7 @@ fn describe(err: &keyring::Error, fallback: &str) -> String {
 
 /// Run a keychain call off the caller's thread, bounded by [`LIMIT`].
 fn bounded<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(f());
-    });
-    rx.recv_timeout(LIMIT).ok()
+    crate::bounded::within(LIMIT, f)
 }
 
 fn timeout_message() -> String {
