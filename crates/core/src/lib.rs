@@ -17,6 +17,7 @@ pub mod home;
 pub mod notify;
 pub mod routine;
 pub mod run;
+pub mod run_dir;
 pub mod runner;
 pub mod schedule;
 pub mod settings;

@@ -4,7 +4,6 @@
 //! `turn.completed`…). Reading only the tail makes settling a 300 MB log cost the same as a small
 //! one. The window grows (×4) only while the event we need has not appeared in it, up to a cap.
 
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 pub const INITIAL_WINDOW: u64 = 256 * 1024;
@@ -23,14 +22,9 @@ pub struct LogTail {
 impl LogTail {
     /// The last `window` bytes of `path` (missing file → empty).
     pub fn read(path: &Path, window: u64) -> LogTail {
-        let Ok(mut f) = std::fs::File::open(path) else { return LogTail::default() };
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let start = len.saturating_sub(window);
-        if f.seek(SeekFrom::Start(start)).is_err() {
-            return LogTail::default();
-        }
-        let mut buf = Vec::with_capacity((len - start) as usize);
-        let _ = f.take(window).read_to_end(&mut buf);
+        let Ok(meta) = std::fs::metadata(path) else { return LogTail::default() };
+        let start = meta.len().saturating_sub(window);
+        let (buf, len) = crate::run_dir::read_range(path, start, window);
         let text = String::from_utf8_lossy(&buf);
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
         if start > 0 && !lines.is_empty() {

@@ -15,10 +15,10 @@ use std::sync::Arc;
 
 /// Keep an earlier attempt's output beside the next one: `stdout.attempt-1.log`, …
 pub(crate) fn archive_attempt_logs(run_dir: &std::path::Path, n: usize) {
-    for log in ["stdout", "stderr"] {
-        let _ = std::fs::rename(run_dir.join(format!("{log}.log")), run_dir.join(format!("{log}.attempt-{n}.log")));
+    for (log, stream) in [(crate::run_dir::STDOUT_LOG, "stdout"), (crate::run_dir::STDERR_LOG, "stderr")] {
+        let _ = std::fs::rename(run_dir.join(log), run_dir.join(crate::run_dir::attempt_log(stream, n)));
     }
-    let _ = std::fs::remove_file(run_dir.join(process::EXIT_CODE_FILE));
+    let _ = std::fs::remove_file(run_dir.join(crate::run_dir::EXIT_CODE_FILE));
 }
 
 /// Prepare and spawn one attempt; record its process.

@@ -13,7 +13,8 @@ use crate::events::EngineEvent;
 use crate::fsutil::write_atomic;
 use crate::run::{Attempt, RunRecord, RunStatus};
 use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
-use crate::runner::process::{self, REPORT_FILE};
+use crate::run_dir::{self, REPORT_FILE};
+use crate::runner::process;
 use crate::store::{outbox, Settlement};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -262,7 +263,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
     };
     // Never before the start, never after now (clocks of different processes disagree a little).
     let finished_at = finished_at.map(|t| t.clamp(run.started_at, now.max(run.started_at))).unwrap_or(now);
-    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !run.run_dir.join(process::STDOUT_LOG).exists();
+    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !run.run_dir.join(run_dir::STDOUT_LOG).exists();
     Settlement {
         status: outcome.status(),
         reason: outcome.reason,

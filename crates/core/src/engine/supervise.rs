@@ -7,6 +7,7 @@ use crate::events::EngineEvent;
 use crate::routine::Routine;
 use crate::run::{Reason, RunStatus};
 use crate::runner::follow::follow;
+use crate::run_dir;
 use crate::runner::process::{self, RunProcess};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
@@ -46,7 +47,7 @@ impl Scrubbed {
 /// async workers). While an engine follows a run this happens every few seconds, so settling
 /// only has the rest to do; a run that ran with no engine is scanned once, a chunk at a time.
 pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
-    for (log, offset) in [(process::STDOUT_LOG, &run.scrubbed.stdout), (process::STDERR_LOG, &run.scrubbed.stderr)] {
+    for (log, offset) in [(run_dir::STDOUT_LOG, &run.scrubbed.stdout), (run_dir::STDERR_LOG, &run.scrubbed.stderr)] {
         match core.redactor.scrub_file(&run.run_dir.join(log), offset.load(Ordering::SeqCst), finished) {
             Ok(end) => offset.store(end, Ordering::SeqCst),
             Err(e) => tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log"),
@@ -113,7 +114,7 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
     let follower = run.driver.has_progress().then(|| {
         let core = Arc::clone(core);
         let (id, routine) = (run.id.clone(), run.routine.name.clone());
-        tokio::spawn(follow(run.run_dir.join(process::STDOUT_LOG), run.driver, move |message| {
+        tokio::spawn(follow(run.run_dir.join(run_dir::STDOUT_LOG), run.driver, move |message| {
             Engine::emit(&core, EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
         }))
     });

@@ -1,7 +1,6 @@
 //! Follow a growing stdout log and turn new lines into progress messages.
 
 use crate::agents::AgentDriver;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -15,7 +14,7 @@ pub async fn follow(path: PathBuf, driver: &'static dyn AgentDriver, emit: impl 
     let mut partial: Vec<u8> = Vec::new();
     let mut skipping = false;
     loop {
-        let chunk = read_from(&path, offset);
+        let (chunk, _) = crate::run_dir::read_range(&path, offset, 8 << 20);
         offset += chunk.len() as u64;
         for byte_line in chunk.split_inclusive(|b| *b == b'\n') {
             let complete = byte_line.ends_with(b"\n");
@@ -38,14 +37,4 @@ pub async fn follow(path: PathBuf, driver: &'static dyn AgentDriver, emit: impl 
         }
         tokio::time::sleep(POLL).await;
     }
-}
-
-fn read_from(path: &PathBuf, offset: u64) -> Vec<u8> {
-    let mut buf = Vec::new();
-    if let Ok(mut f) = std::fs::File::open(path) {
-        if f.seek(SeekFrom::Start(offset)).is_ok() {
-            let _ = f.take(8 << 20).read_to_end(&mut buf);
-        }
-    }
-    buf
 }

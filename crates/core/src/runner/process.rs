@@ -19,12 +19,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-pub const STDOUT_LOG: &str = "stdout.log";
-pub const STDERR_LOG: &str = "stderr.log";
-pub const EXIT_CODE_FILE: &str = "exit_code";
-pub const REPORT_FILE: &str = "report.md";
-/// Written by the wrapper when the run's wall-clock limit ran out.
-pub const TIMED_OUT_FILE: &str = "timed_out";
+use crate::run_dir::{EXIT_CODE_FILE, STDERR_LOG, STDOUT_LOG, TIMED_OUT_FILE};
 /// The blank exit-code file made at spawn: wide enough for any code, written over in place.
 const EXIT_CODE_ROOM: &[u8] = b"                \n";
 

@@ -6,9 +6,8 @@
 use crate::agents::{AgentDriver, LogEntry};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::runner::process::{STDERR_LOG, STDOUT_LOG};
+use crate::run_dir::{read_range, STDERR_LOG, STDOUT_LOG};
 use serde::Serialize;
-use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
 
 /// Most bytes read per request: big enough for a whole typical run, small enough to stay quick
@@ -38,14 +37,7 @@ pub struct LogChunk {
 /// Read one chunk of `path` from `offset`. `complete`: the writer is done, so a last line without
 /// a newline is consumed too.
 pub fn read_chunk(path: &Path, driver: &dyn AgentDriver, offset: u64, readable: bool, complete: bool, max: u64) -> LogChunk {
-    let mut buf = Vec::new();
-    let mut size = 0;
-    if let Ok(mut f) = std::fs::File::open(path) {
-        size = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if offset < size && f.seek(SeekFrom::Start(offset)).is_ok() {
-            let _ = f.take(max).read_to_end(&mut buf);
-        }
-    }
+    let (buf, size) = read_range(path, offset, max);
     let full = buf.len() as u64 == max;
     let consumed = match buf.iter().rposition(|b| *b == b'\n') {
         Some(i) if !(complete && offset + buf.len() as u64 >= size) => i + 1,

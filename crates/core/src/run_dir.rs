@@ -1,0 +1,49 @@
+//! A run's directory (`runs/<routine>/<id>/`): the one place that knows its files' names and how
+//! a piece of one is read. The runner writes them, agents and settling read them, the views and
+//! the CLI show them — all through these names, so none of them imports another for a file name.
+
+use std::io::{Read, Seek, SeekFrom};
+use std::path::Path;
+
+/// The run's standard output, as its process wrote it (an agent's event stream).
+pub const STDOUT_LOG: &str = "stdout.log";
+pub const STDERR_LOG: &str = "stderr.log";
+/// Made blank at spawn and written over in place by the run's wrapper with its exit code.
+pub const EXIT_CODE_FILE: &str = "exit_code";
+pub const REPORT_FILE: &str = "report.md";
+/// Written by the wrapper when the run's wall-clock limit ran out.
+pub const TIMED_OUT_FILE: &str = "timed_out";
+
+/// An earlier attempt's log, kept beside the next one: `stdout.attempt-1.log`, …
+pub fn attempt_log(stream: &str, attempt: usize) -> String {
+    format!("{stream}.attempt-{attempt}.log")
+}
+
+/// Up to `max` bytes of `path` from `offset`, and the file's size when read (a missing file, or
+/// an offset at or past its end: nothing, and its size).
+pub fn read_range(path: &Path, offset: u64, max: u64) -> (Vec<u8>, u64) {
+    let mut buf = Vec::new();
+    let Ok(mut f) = std::fs::File::open(path) else { return (buf, 0) };
+    let size = f.metadata().map(|m| m.len()).unwrap_or(0);
+    if offset < size && f.seek(SeekFrom::Start(offset)).is_ok() {
+        buf.reserve(max.min(size - offset) as usize);
+        let _ = f.take(max).read_to_end(&mut buf);
+    }
+    (buf, size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_is_read_from_its_offset_up_to_its_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(STDOUT_LOG);
+        std::fs::write(&path, b"0123456789").unwrap();
+        assert_eq!(read_range(&path, 2, 3), (b"234".to_vec(), 10));
+        assert_eq!(read_range(&path, 8, 100), (b"89".to_vec(), 10));
+        assert_eq!(read_range(&path, 10, 100), (Vec::new(), 10));
+        assert_eq!(read_range(&dir.path().join("missing"), 0, 100), (Vec::new(), 0));
+    }
+}
