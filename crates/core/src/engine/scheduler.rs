@@ -104,7 +104,7 @@ impl Scheduler {
 
     /// Whether `routine` fires on this machine (`devices:`).
     pub fn on_this_device(&self, routine: &Routine) -> bool {
-        on_device(routine, &self.engine.device_name())
+        routine.runs_on(&self.engine.device_name())
     }
 
     /// One pass at the clock's now: fire what is due, record what was missed, make up held
@@ -140,7 +140,7 @@ impl Scheduler {
             .routines
             .iter()
             .filter(|r| r.enabled && self.on_this_device(r))
-            .filter_map(|r| next_slot(r, now))
+            .filter_map(|r| r.next_slot(now))
             .min()
     }
 
@@ -244,21 +244,6 @@ impl Drop for Scheduler {
     }
 }
 
-/// The routine's first slot after `now`, if it has one (within `end_at`).
-pub(crate) fn next_slot(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let next = match (&r.schedule, r.at) {
-        (Some(s), _) => s.next_after(now),
-        (None, Some(at)) if at > now => Some(at),
-        _ => None,
-    };
-    next.filter(|t| r.end_at.is_none_or(|end| *t <= end))
-}
-
-/// Whether `routine` fires on the device named `device` (`devices:`).
-pub(crate) fn on_device(routine: &Routine, device: &str) -> bool {
-    routine.devices.is_empty() || routine.devices.iter().any(|d| d == device)
-}
-
 /// One scheduler pass over the store (on a blocking thread).
 struct Pass<'a> {
     core: &'a Arc<Core>,
@@ -287,10 +272,10 @@ impl Pass<'_> {
                     continue;
                 }
             }
-            self.next_slots.insert(r.name.clone(), next_slot(r, now));
+            self.next_slots.insert(r.name.clone(), r.next_slot(now));
             let state = core.store.routine_state(&r.name, now)?;
             evaluated.push(&r.name);
-            if !r.enabled || state.paused || all_paused || !on_device(r, self.device) {
+            if !r.enabled || state.paused || all_paused || !r.runs_on(self.device) {
                 continue;
             }
             let from = state.checked_until.max(state.first_seen).max(now - Span::days(LOOKBACK_DAYS));

@@ -122,6 +122,22 @@ impl Routine {
         }
     }
 
+    /// The first slot after `now`, if it has one: the next cron fire or the one-shot `at`, never
+    /// after `end_at`. (Whether it will fire also depends on pause, `enabled` and device.)
+    pub fn next_slot(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let next = match (&self.schedule, self.at) {
+            (Some(s), _) => s.next_after(now),
+            (None, Some(at)) if at > now => Some(at),
+            _ => None,
+        };
+        next.filter(|t| self.end_at.is_none_or(|end| *t <= end))
+    }
+
+    /// Whether it fires on the device named `device` (`devices:`; none listed = every device).
+    pub fn runs_on(&self, device: &str) -> bool {
+        self.devices.is_empty() || self.devices.iter().any(|d| d == device)
+    }
+
     /// What runs it: an agent, or `command`.
     pub fn kind(&self) -> RunKind {
         RunKind::of(self.agent())

@@ -76,16 +76,6 @@ pub struct RoutineOverview {
     pub errors: Vec<String>,
 }
 
-/// The next time a routine fires after `now` (cron or one-shot), within its `end_at`.
-pub fn next_fire(r: &Routine, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let next = match (&r.schedule, r.at) {
-        (Some(s), _) => s.next_after(now),
-        (None, Some(at)) if at > now => Some(at),
-        _ => None,
-    };
-    next.filter(|t| r.end_at.is_none_or(|end| *t <= end))
-}
-
 /// "At 09:00 on Monday through Friday, Europe/Berlin", "Once at 2026-12-01 09:00 Europe/Berlin",
 /// or "Only when run by hand".
 pub fn schedule_words(r: &Routine) -> String {
@@ -111,7 +101,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
     for r in &set.routines {
         let paused = paused_now.contains_key(&r.name);
         let paused_reason = paused_now.get(&r.name).cloned().flatten();
-        let on_this_device = r.devices.is_empty() || r.devices.contains(&device);
+        let on_this_device = r.runs_on(&device);
         let state = if !r.enabled {
             RoutineState::Disabled
         } else if !on_this_device {
@@ -139,7 +129,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             paused_reason,
             on_this_device,
             state,
-            next_fire: if state == RoutineState::Enabled { next_fire(r, now) } else { None },
+            next_fire: if state == RoutineState::Enabled { r.next_slot(now) } else { None },
             last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
             errors: Vec::new(),
         });

@@ -426,7 +426,7 @@ impl Evidence<'_> {
         if let Some(sentence) = self.paused_at(slot) {
             return (Fate::Paused, sentence);
         }
-        if !crate::engine::scheduler::on_device(r, self.device) {
+        if !r.runs_on(self.device) {
             return (Fate::OtherDevice, format!("not this device (devices: {}; this is {})", r.devices.join(", "), self.device));
         }
         let checked = self.state.map(|s| s.checked_until);
@@ -528,10 +528,10 @@ impl Evidence<'_> {
         if let Some(p) = self.paused_at(now) {
             return (None, format!("none while {p}; resume it (`nightshiftctl resume {}`) and the next slot fires", r.name));
         }
-        if !crate::engine::scheduler::on_device(r, self.device) {
+        if !r.runs_on(self.device) {
             return (None, format!("none here — it fires on {} (devices:)", r.devices.join(", ")));
         }
-        let Some(next) = super::routines::next_fire(r, now) else {
+        let Some(next) = r.next_slot(now) else {
             return match r.end_at.filter(|e| *e <= now) {
                 Some(end) => (None, format!("none — end_at passed ({})", local_day_time(end, r.timezone))),
                 None if r.schedule.is_none() && r.at.is_none() => (None, "none — it has no schedule; it runs when started by hand".into()),
