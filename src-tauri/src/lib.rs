@@ -52,6 +52,8 @@ fn run_now_arg(argv: &[String]) -> Option<String> {
 }
 
 pub fn run() {
+    // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
+    nightshift_core::runner::scrub::serve_wrapper_request();
     init_tracing();
     let argv: Vec<String> = std::env::args().collect();
     let home = match Home::from_env().and_then(|home| home.bootstrap().map(|b| (home, b))) {
@@ -94,7 +96,7 @@ pub fn run() {
                 eprintln!("Nightshift is not running.");
                 std::process::exit(0);
             }
-            let engine = match Engine::open(EngineOptions::new(home)) {
+            let engine = match Engine::open(EngineOptions::new(home).scrubbing_with_this_binary()) {
                 Ok(engine) => engine,
                 Err(e) => {
                     cannot_start(app.handle(), &e.message);

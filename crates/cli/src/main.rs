@@ -123,8 +123,19 @@ pub enum Outcome {
     Invalid,
 }
 
-#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
-async fn main() -> ExitCode {
+fn main() -> ExitCode {
+    // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
+    nightshift_core::runner::scrub::serve_wrapper_request();
+    match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
+        Ok(rt) => rt.block_on(cli_main()),
+        Err(e) => {
+            eprintln!("error: could not start: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn cli_main() -> ExitCode {
     init_tracing();
     let cli = Cli::parse();
     match dispatch(cli.command).await {
@@ -164,7 +175,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
             }
             Ok(Outcome::Ok)
         }
-        Command::Daemon { json, notify } => daemon::daemon(Engine::open(EngineOptions::new(home))?, json, notify).await,
+        Command::Daemon { json, notify } => daemon::daemon(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, json, notify).await,
         Command::Pause { routine } => pause(&open(home).await?, routine, true),
         Command::Resume { routine } => pause(&open(home).await?, routine, false),
         Command::Accounts { command } => accounts::run(&open(home).await?, command).await,
@@ -173,7 +184,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Runs(args) => history::runs(&open(home).await?, args),
         Command::Show { run_id, json } => history::show(&open(home).await?, &run_id, json),
         Command::Report { run_id } => history::report(&open(home).await?, &run_id),
-        Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home))?, args).await,
+        Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args),
@@ -202,7 +213,7 @@ fn pause(engine: &Engine, routine: Option<String>, paused: bool) -> Result<Outco
 /// Open the engine and settle runs whose engine died (their process is gone). Live orphans are
 /// left for a long-running engine (daemon, tray) to re-adopt.
 async fn open(home: Home) -> Result<Engine, Error> {
-    let engine = Engine::open(EngineOptions::new(home))?;
+    let engine = Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?;
     if let Err(e) = engine.recover(RecoveryMode::SettleFinished).await {
         tracing::warn!(error = %e, "could not settle runs left by a previous engine");
     }

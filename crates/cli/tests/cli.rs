@@ -194,6 +194,36 @@ fn logs_never_print_a_secret_even_of_a_live_run() {
     assert!(followed.ends_with("done\n") && !followed.contains(key), "{followed}");
 }
 
+/// A run nobody follows (the CLI that started it returned) is scrubbed by its own wrapper when
+/// it ends, before its exit code is written: the key it printed and the token it was given are
+/// masked on disk before any Nightshift process looks at the run, and settling it later has
+/// nothing left to scan.
+#[test]
+fn a_run_nobody_follows_scrubs_its_own_logs_before_it_counts_as_finished() {
+    let th = TestHome::new();
+    let key = "sk-ant-api03-unfollowed0123456789abcdefghijk";
+    let token = "a-plain-token-with-no-known-shape-42";
+    th.routine(
+        "leaky",
+        &format!(
+            "schedule: \"0 * * * *\"\ntimeout: 1h\nenv:\n  CLAUDE_CODE_OAUTH_TOKEN: {token}\ncommand: 'sleep 0.3; echo key={key}; echo \"token=$CLAUDE_CODE_OAUTH_TOKEN\" >&2'\n"
+        ),
+    );
+    let id = stdout(&ctl(&th).args(["run", "leaky"]).output().unwrap()).trim().to_string();
+    let run_dir = th.path().join("runs/leaky").join(&id);
+    wait_until("the run's wrapper to record its exit code", secs(10), || {
+        std::fs::read_to_string(run_dir.join("exit_code")).is_ok_and(|c| !c.trim().is_empty())
+    });
+    let out = std::fs::read_to_string(run_dir.join("stdout.log")).unwrap();
+    let err = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap();
+    assert_eq!(out, format!("key={}\n", "*".repeat(key.len())));
+    assert_eq!(err, format!("token={}\n", "*".repeat(token.len())));
+    assert!(run_dir.join("unwatched").exists(), "the wrapper saw its engine go");
+    assert_eq!(std::fs::read_to_string(run_dir.join("scrubbed")).unwrap(), format!("{} {}\n", out.len(), err.len()));
+    let rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+}
+
 #[test]
 fn list_shows_valid_and_invalid_routines_with_next_fire() {
     let th = TestHome::new();

@@ -13,6 +13,27 @@ pub const EXIT_CODE_FILE: &str = "exit_code";
 pub const REPORT_FILE: &str = "report.md";
 /// Written by the wrapper when the run's wall-clock limit ran out.
 pub const TIMED_OUT_FILE: &str = "timed_out";
+/// How far `stdout.log` and `stderr.log` hold no secret any more: `<stdout offset> <stderr offset>`.
+/// Written after each scrub, so the next scrubber — whichever process it is — resumes there.
+pub const SCRUBBED_FILE: &str = "scrubbed";
+/// Made by the run's wrapper when the engine that started it no longer follows it (that engine
+/// held the other end of the wrapper's stdin: its exit, however it happened, closed it).
+pub const UNWATCHED_FILE: &str = "unwatched";
+
+/// The offsets in [`SCRUBBED_FILE`]; nothing scrubbed when it is missing or unreadable (a scrub
+/// then starts over, which costs time and loses nothing).
+pub fn scrubbed(dir: &Path) -> [u64; 2] {
+    let text = std::fs::read_to_string(dir.join(SCRUBBED_FILE)).unwrap_or_default();
+    let mut parts = text.split_whitespace().map(|n| n.parse::<u64>().ok());
+    match (parts.next().flatten(), parts.next().flatten()) {
+        (Some(out), Some(err)) => [out, err],
+        _ => [0, 0],
+    }
+}
+
+pub fn set_scrubbed(dir: &Path, at: [u64; 2]) -> std::io::Result<()> {
+    std::fs::write(dir.join(SCRUBBED_FILE), format!("{} {}\n", at[0], at[1]))
+}
 
 /// An earlier attempt's log, kept beside the next one: `stdout.attempt-1.log`, …
 pub fn attempt_log(stream: &str, attempt: usize) -> String {

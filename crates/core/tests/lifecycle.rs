@@ -169,6 +169,7 @@ async fn a_run_settled_hours_later_keeps_the_end_time_of_its_process() {
         run_dir: run_dir.clone(),
         timeout: None,
         kill_grace: Std::from_secs(1),
+        scrubber: None,
     })
     .unwrap();
     let started = Utc::now();

@@ -66,6 +66,7 @@ async fn spawn_sh(run_dir: &std::path::Path, script: &str) -> process::RunProces
         run_dir: run_dir.to_path_buf(),
         timeout: None,
         kill_grace: Duration::from_secs(1),
+        scrubber: None,
     };
     process::spawn(&spec).unwrap()
 }

@@ -28,6 +28,30 @@ fn pid_alive(pid: i32) -> bool {
     !stat.is_empty() && !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z')
 }
 
+/// While an engine follows a run, the engine keeps its limit: the wrapper's watcher waits on the
+/// engine (no timer, no `sleep` process) and is gone with the run, and the run is not marked
+/// `unwatched`. A command runs in the wrapper's own shell, as a fresh `sh -c` would see it.
+#[tokio::test]
+async fn a_followed_run_leaves_nothing_behind_and_its_command_sees_a_fresh_shell() {
+    let th = TestHome::new();
+    let group = th.path().join("group");
+    th.routine(
+        "quick",
+        &format!("schedule: \"0 * * * *\"\ntimeout: 1h\ncommand: 'echo $$ > {}; echo \"args=$# f=$f t=$t x=$x\"'\n", group.display()),
+    );
+    let engine = engine(&th);
+    let rec = run(&engine, "quick").await;
+    assert_eq!(rec.status, RunStatus::Completed);
+    let run_dir = std::path::PathBuf::from(&rec.run_dir);
+    let output = std::fs::read_to_string(run_dir.join("stdout.log")).unwrap();
+    assert_eq!(output, "args=0 f= t= x=\n", "no positional parameters or wrapper variables leak into the command");
+    assert!(!run_dir.join("unwatched").exists(), "its engine followed it to the end");
+    let pgid: i32 = std::fs::read_to_string(&group).unwrap().trim().parse().unwrap();
+    // SAFETY: signal 0 only checks for existence.
+    let group_alive = || unsafe { libc::killpg(pgid, 0) == 0 };
+    nightshift_testkit::wait_until_async("the run's process group to be empty", Duration::from_millis(500), || !group_alive()).await;
+}
+
 #[tokio::test]
 async fn a_command_completes_with_its_output_as_report() {
     let th = TestHome::new();

@@ -18,7 +18,10 @@ pub(crate) fn archive_attempt_logs(run_dir: &std::path::Path, n: usize) {
     for (log, stream) in [(crate::run_dir::STDOUT_LOG, "stdout"), (crate::run_dir::STDERR_LOG, "stderr")] {
         let _ = std::fs::rename(run_dir.join(log), run_dir.join(crate::run_dir::attempt_log(stream, n)));
     }
-    let _ = std::fs::remove_file(run_dir.join(crate::run_dir::EXIT_CODE_FILE));
+    // The next attempt writes new logs: nothing of them is scrubbed yet.
+    for stale in [crate::run_dir::EXIT_CODE_FILE, crate::run_dir::SCRUBBED_FILE] {
+        let _ = std::fs::remove_file(run_dir.join(stale));
+    }
 }
 
 /// Prepare and spawn one attempt; record its process.
@@ -109,6 +112,7 @@ fn prepare(
         run_dir: run_dir.to_path_buf(),
         timeout: Some(routine.timeout),
         kill_grace: core.settings().kill_grace(),
+        scrubber: core.scrubber.clone(),
     })
 }
 

@@ -54,7 +54,6 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         run_dir: core.home.run_dir(&routine.name, &rec.id),
         started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
         routine,
-        scrubbed: Default::default(),
     };
     let mut driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new(), workspace: None };
     let state = driver.preflight(reserved).await;
@@ -132,7 +131,7 @@ impl Driver {
 
     /// Watch try `n` to its end; on a rate limit, fail over to a free, healthy account.
     async fn attempt(&mut self, n: usize, proc: RunProcess, account: Option<(Account, Credential)>) -> State {
-        let ending = supervise(&self.core, &self.live, proc, Arc::clone(&self.cancel), self.live.routine.timeout).await;
+        let ending = supervise(&self.core, &self.live, proc, Arc::clone(&self.cancel)).await;
         let outcome = classify(&self.core, &self.live, &ending).await;
         let email = account.as_ref().map(|(a, _)| a.email.clone());
         if let Some(email) = &email {
@@ -150,7 +149,6 @@ impl Driver {
                     resets_at: outcome.resets_at,
                 });
                 archive_attempt_logs(&self.live.run_dir, self.attempts.len());
-                self.live.scrubbed.reset();
                 Engine::emit(&self.core, EngineEvent::RunProgress {
                     run_id: self.live.id.clone(),
                     routine: self.live.routine.name.clone(),

@@ -13,10 +13,6 @@
 
 use std::collections::HashSet;
 
-/// Waiting runs after this many get one constant note instead of their exact position, so a
-/// burst of hundreds of queued runs does not rewrite every note each time one starts.
-pub const EXACT_POSITIONS: usize = 20;
-
 /// A run waiting for a lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
@@ -45,7 +41,9 @@ pub struct Start {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Decision {
     pub starts: Vec<Start>,
-    /// (id, why it waits), for every waiting run that does not start, in queue order.
+    /// (id, why it waits), for every waiting run that does not start, in queue order. The note says
+    /// why, not where: its place in the queue is read with it (the store adds it), so a start does
+    /// not change the note of every run behind it.
     pub notes: Vec<(String, String)>,
 }
 
@@ -64,7 +62,6 @@ pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Dec
     let mut busy_accounts: HashSet<&str> = running.iter().filter_map(|b| b.account.as_deref()).collect();
     let order = waiting.iter().filter(|w| w.manual).chain(waiting.iter().filter(|w| !w.manual));
     let mut decision = Decision::default();
-    let mut position = 0;
     for w in order {
         let routine_running = busy_routines.contains(w.routine.as_str());
         let routine_busy = routine_running || waiting_routines.contains(w.routine.as_str());
@@ -82,7 +79,6 @@ pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Dec
         }
         // Waiting behind it: a later run of the same routine waits for this one, in order.
         waiting_routines.insert(&w.routine);
-        position += 1;
         let why = if routine_running {
             format!("waiting for the running {} run to finish", w.routine)
         } else if routine_busy {
@@ -97,8 +93,7 @@ pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Dec
         } else {
             format!("waiting for a free lane ({lanes_used} running; scheduled runs leave one of {max} free for Run now)")
         };
-        let place = if position <= EXACT_POSITIONS { format!("position {position}") } else { format!("behind {EXACT_POSITIONS}+ others") };
-        decision.notes.push((w.id.clone(), format!("queued ({place}): {why}")));
+        decision.notes.push((w.id.clone(), format!("queued: {why}")));
     }
     decision
 }
@@ -123,7 +118,7 @@ mod tests {
         let q = [w("s1", "a", false, &[]), w("s2", "b", false, &[]), w("m1", "c", true, &[])];
         let d = decide(&q, &[], 3);
         assert_eq!(started(&d), vec!["m1", "s1"], "the manual run goes first; scheduled runs use at most 2 of 3 lanes");
-        assert_eq!(d.notes, vec![("s2".into(), "queued (position 1): waiting for a free lane (2 running; scheduled runs leave one of 3 free for Run now)".into())]);
+        assert_eq!(d.notes, vec![("s2".into(), "queued: waiting for a free lane (2 running; scheduled runs leave one of 3 free for Run now)".into())]);
         let d = decide(&[w("s1", "a", false, &[]), w("m1", "c", true, &[])], &[busy("x", None)], 2);
         assert_eq!(started(&d), vec!["m1"], "Run now takes the lane scheduled runs leave free");
     }
@@ -134,11 +129,11 @@ mod tests {
         let q = [w("1", "r", true, &[]), w("2", "p", true, &["a@x", "b@x"]), w("3", "q", true, &["b@x"]), w("4", "r", true, &[])];
         let d = decide(&q, &running, 10);
         assert_eq!(d.starts, vec![Start { id: "2".into(), account: Some("b@x".into()) }]);
-        assert_eq!(d.notes[0], ("1".into(), "queued (position 1): waiting for the running r run to finish".into()));
-        assert_eq!(d.notes[1], ("3".into(), "queued (position 2): waiting: account b@x is busy with another run (one run per account at a time)".into()));
+        assert_eq!(d.notes[0], ("1".into(), "queued: waiting for the running r run to finish".into()));
+        assert_eq!(d.notes[1], ("3".into(), "queued: waiting: account b@x is busy with another run (one run per account at a time)".into()));
         assert_eq!(d.notes[2].0, "4");
         let d = decide(&[w("1", "r", true, &["a@x"]), w("2", "r", true, &[])], &[busy("x", Some("a@x"))], 10);
-        assert_eq!(d.notes[1], ("2".into(), "queued (position 2): waiting behind an earlier r run".into()));
+        assert_eq!(d.notes[1], ("2".into(), "queued: waiting behind an earlier r run".into()));
     }
 
     #[test]

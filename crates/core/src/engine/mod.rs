@@ -69,9 +69,19 @@ pub struct EngineOptions {
     pub webhook_backoff: Vec<std::time::Duration>,
     /// Waits between tries of a worktree run's branch push (tests shorten them).
     pub push_backoff: Vec<std::time::Duration>,
+    /// The binary a run's wrapper calls to scrub its logs once no engine follows the run (see
+    /// [`crate::runner::scrub`]). Default: none (whoever settles the run scrubs them).
+    pub scrubber: Option<std::path::PathBuf>,
 }
 
 impl EngineOptions {
+    /// Let runs' wrappers call this binary to scrub their logs ([`EngineOptions::scrubber`]).
+    /// Its `main` must call [`crate::runner::scrub::serve_wrapper_request`] first thing.
+    pub fn scrubbing_with_this_binary(mut self) -> Self {
+        self.scrubber = std::env::current_exe().ok();
+        self
+    }
+
     pub fn new(home: Home) -> Self {
         EngineOptions {
             home,
@@ -81,6 +91,7 @@ impl EngineOptions {
             delivery_backoff: DEFAULT_BACKOFF.to_vec(),
             webhook_backoff: webhooks::BACKOFF.to_vec(),
             push_backoff: housekeeping::BACKOFF.to_vec(),
+            scrubber: None,
         }
     }
 }
@@ -126,6 +137,8 @@ pub(crate) struct Core {
     /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
     pub webhook_backoff: Vec<std::time::Duration>,
     pub push_backoff: Vec<std::time::Duration>,
+    /// See [`EngineOptions::scrubber`].
+    pub scrubber: Option<std::path::PathBuf>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
     /// The routine files as last read.
@@ -202,6 +215,7 @@ impl Engine {
                 delivery_backoff: opts.delivery_backoff,
                 webhook_backoff: opts.webhook_backoff,
                 push_backoff: opts.push_backoff,
+                scrubber: opts.scrubber,
                 redactor: Default::default(),
                 catalog: Default::default(),
             }),

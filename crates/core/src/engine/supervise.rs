@@ -9,9 +9,9 @@ use crate::run::{Reason, RunStatus};
 use crate::runner::follow::follow;
 use crate::run_dir;
 use crate::runner::process::{self, RunProcess};
+use crate::runner::scrub;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -24,34 +24,14 @@ pub(crate) struct LiveRun {
     pub driver: &'static dyn AgentDriver,
     pub run_dir: PathBuf,
     pub started_at: DateTime<Utc>,
-    /// How far the current attempt's logs have been scrubbed of secrets.
-    pub scrubbed: Arc<Scrubbed>,
-}
-
-/// Offsets up to which `stdout.log` and `stderr.log` hold no secret any more.
-#[derive(Default)]
-pub(crate) struct Scrubbed {
-    stdout: AtomicU64,
-    stderr: AtomicU64,
-}
-
-impl Scrubbed {
-    /// A new attempt writes new logs.
-    pub(crate) fn reset(&self) {
-        self.stdout.store(0, Ordering::SeqCst);
-        self.stderr.store(0, Ordering::SeqCst);
-    }
 }
 
 /// Mask secrets in the run's logs from where the last scrub stopped (blocking: call off the
 /// async workers). While an engine follows a run this happens every few seconds, so settling
-/// only has the rest to do; a run that ran with no engine is scanned once, a chunk at a time.
+/// only has the rest to do; see [`crate::runner::scrub`] for who else scrubs and when.
 pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
-    for (log, offset) in [(run_dir::STDOUT_LOG, &run.scrubbed.stdout), (run_dir::STDERR_LOG, &run.scrubbed.stderr)] {
-        match core.redactor.scrub_file(&run.run_dir.join(log), offset.load(Ordering::SeqCst), finished) {
-            Ok(end) => offset.store(end, Ordering::SeqCst),
-            Err(e) => tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log"),
-        }
+    if let Err(e) = scrub::scrub_run_logs(&core.redactor, &run.run_dir, finished) {
+        tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
     }
 }
 
@@ -89,8 +69,19 @@ impl LiveRun {
             run_dir: rec.run_dir.clone().into(),
             started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
             routine,
-            scrubbed: Default::default(),
         }
+    }
+}
+
+/// Wait until the wall clock reaches `deadline` (forever without one), looking at it at least
+/// every 30 s: a monotonic timer stops while the machine sleeps, and the limit must not stretch.
+async fn until_wall_clock(deadline: Option<std::time::SystemTime>) {
+    let Some(deadline) = deadline else { return std::future::pending().await };
+    while let Ok(left) = deadline.duration_since(std::time::SystemTime::now()) {
+        if left.is_zero() {
+            break;
+        }
+        tokio::time::sleep(left.min(Duration::from_secs(30))).await;
     }
 }
 
@@ -110,7 +101,7 @@ pub(crate) enum Ending {
 }
 
 /// Wait for the process, enforcing timeout and cancel on its whole process group.
-pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProcess, cancel: Arc<Notify>, timeout: Duration) -> Ending {
+pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProcess, cancel: Arc<Notify>) -> Ending {
     let follower = run.driver.has_progress().then(|| {
         let core = Arc::clone(core);
         let (id, routine) = (run.id.clone(), run.routine.name.clone());
@@ -146,8 +137,8 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
                 Ending::Exited(code.or_else(|| process::recorded_exit_code(&run.run_dir)))
             }
         }
-        // The wrapper's own watchdog normally ends the run first; this is the backstop.
-        _ = tokio::time::sleep(timeout + Duration::from_secs(2)) => Ending::TimedOut,
+        // The engine keeps the limit while it follows the run (the wrapper once it does not).
+        _ = until_wall_clock(proc.deadline) => Ending::TimedOut,
         _ = cancel.notified() => Ending::Cancelled,
     };
     if matches!(ending, Ending::TimedOut | Ending::Cancelled) {

@@ -5,5 +5,6 @@ pub mod env;
 pub mod follow;
 pub mod hooks;
 pub mod process;
+pub mod scrub;
 
 pub use hooks::SettleHook;

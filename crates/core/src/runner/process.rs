@@ -7,11 +7,15 @@
 //! * It runs under a tiny `sh` wrapper that writes the agent's exit code to `exit_code` in the run
 //!   directory. After an engine crash the new engine is not the process's parent and cannot
 //!   `wait()` for it; the file tells it how the run ended, and the file's time when.
-//! * The wrapper also **enforces the wall-clock timeout itself**: the limit travels with the run,
-//!   so a run started by a CLI that returned, or left behind by a crash, still ends on time with
-//!   no engine alive. On timeout it writes `timed_out`, sends SIGTERM to the group, and SIGKILL
-//!   after the grace period. Its watchdog wakes once a second (a `sleep` per second while the run
-//!   lasts) because POSIX `sh` has no way to wait for "child or timer".
+//! * The wrapper also **keeps the wall-clock timeout itself once no engine follows the run**:
+//!   the limit travels with the run, so a run started by a CLI that returned, or left behind by a
+//!   crash, still ends on time. It learns that its engine is gone from its stdin — a pipe whose
+//!   other end only the engine holds, so the engine's exit (however it happens) ends it. While
+//!   the engine follows the run the engine keeps the limit, and a run that ends before its engine
+//!   costs the wrapper no timer at all (a burst of short runs pays for no `sleep` processes).
+//! * When no engine follows the run any more, the wrapper also has what is left of its logs
+//!   scrubbed of secrets before it records the exit code ([`super::scrub`]), so whoever settles
+//!   the run later does not have to read them.
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use std::collections::BTreeMap;
@@ -19,11 +23,12 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::run_dir::{EXIT_CODE_FILE, STDERR_LOG, STDOUT_LOG, TIMED_OUT_FILE};
+use crate::run_dir::{EXIT_CODE_FILE, STDERR_LOG, STDOUT_LOG, TIMED_OUT_FILE, UNWATCHED_FILE};
 /// The blank exit-code file made at spawn: wide enough for any code, written over in place.
 const EXIT_CODE_ROOM: &[u8] = b"                \n";
 
-/// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <deadline, epoch secs> <grace secs> <program> <args…>`
+/// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <deadline, epoch secs> <grace secs> <scrubber or ""> <program> <args…>`,
+/// or `… "" <command>` for a shell command (see [`spawn`]).
 ///
 /// The exit code is written in one small write, without a temporary file and `mv` (an exec per run):
 /// nobody reads it before the wrapper has exited — the engine after `wait`, recovery only once the
@@ -32,32 +37,51 @@ const EXIT_CODE_ROOM: &[u8] = b"                \n";
 /// (`1<>`: no truncation), so recording how the run ended needs no new disk space — the run that
 /// filled the disk still has its exit code.
 /// The wrapper survives the SIGTERM sent to its own group (it must record the exit code); the
-/// agent is started with default signal handling (a caught signal resets on exec). The watchdog
-/// is a subshell in the same group: it ends when the agent does (a run that ends at once costs
-/// it nothing), and otherwise wakes once a second — it reads the wall clock (`date`) only every
-/// 30 s and once the seconds it slept reach the limit, so a suspend cannot stretch the limit.
-const WRAPPER: &str = r#"f="$1"; t="$2"; d="$3"; g="$4"; shift 4
+/// agent is started with default signal handling (a caught signal resets on exec) and stdin from
+/// `/dev/null`. The watcher is a subshell in the same group (a fork, no exec): it reads the pipe
+/// (moved to fd 3: `sh` gives background jobs `/dev/null` as stdin) until the engine's end closes, then marks the run `unwatched` and, with a limit, wakes once a second —
+/// reading the wall clock (`date`) when it starts, every 30 s and once the seconds it slept reach
+/// what was left, so a suspend cannot stretch the limit. The wrapper ends the watcher when the
+/// agent exits, unless the watcher is ending the run (it then still owes the group its SIGKILL).
+const WRAPPER: &str = r#"f="$1"; t="$2"; d="$3"; g="$4"; x="$5"; shift 5
+r="${f%/*}"
 trap : TERM INT HUP
-"$@" & c=$!
-if [ "$t" -gt 0 ]; then
-  ( trap : TERM INT HUP
-    n=0
-    while kill -0 "$c" 2>/dev/null; do
-      sleep 1; n=$((n + 1))
-      if [ "$n" -ge "$t" ] || [ $((n % 30)) -eq 0 ]; then
-        if [ "$(date +%s)" -ge "$d" ] && kill -0 "$c" 2>/dev/null; then
-          date +%s > "${f%/*}/timed_out"
-          kill -TERM 0
-          n=0
-          while kill -0 "$c" 2>/dev/null && [ "$n" -lt "$g" ]; do sleep 1; n=$((n + 1)); done
-          kill -KILL 0
-        fi
+exec 3<&0 </dev/null
+if [ -z "$1" ]; then ( eval "shift 2; unset f t d g x r; $2" ) 3<&- & c=$!; else "$@" 3<&- & c=$!; fi
+( trap : TERM INT HUP
+  while read -r _ <&3; do :; done
+  exec 3<&-
+  : > "$r/unwatched"
+  [ "$t" -gt 0 ] || exit 0
+  n=0; left=$((d - $(date +%s)))
+  while kill -0 "$c" 2>/dev/null; do
+    if [ "$n" -ge "$left" ] || { [ "$n" -gt 0 ] && [ $((n % 30)) -eq 0 ]; }; then
+      if [ "$(date +%s)" -ge "$d" ] && kill -0 "$c" 2>/dev/null; then
+        date +%s > "$r/timed_out"
+        kill -TERM 0
+        n=0
+        while kill -0 "$c" 2>/dev/null && [ "$n" -lt "$g" ]; do sleep 1; n=$((n + 1)); done
+        kill -KILL 0
       fi
-    done ) &
-fi
+    fi
+    sleep 1; n=$((n + 1))
+  done ) & w=$!
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done
+[ -e "$r/timed_out" ] || kill -KILL "$w" 2>/dev/null
+if [ -n "$x" ] && [ -e "$r/unwatched" ]; then "$x" __scrub-run-logs "$r" 3<&- >/dev/null 2>&1; fi
 printf '%s\n' "$s" 1<> "$f"
 exit "$s""#;
+
+/// The shell the wrapper runs in.
+const WRAPPER_SHELL: &str = "/bin/sh";
+
+/// Do both paths name the same file (after links: `/usr/bin/sh` and `/bin/sh` on a merged /usr)?
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
 
 /// Everything needed to start one run's process.
 #[derive(Debug, Clone)]
@@ -72,6 +96,9 @@ pub struct SpawnSpec {
     /// and SIGKILL.
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
+    /// The binary the wrapper asks to scrub the logs when no engine follows the run any more
+    /// (it serves [`super::scrub::SCRUB_ARG`]); `None`: whoever settles the run scrubs them.
+    pub scrubber: Option<PathBuf>,
 }
 
 pub struct RunProcess {
@@ -80,6 +107,12 @@ pub struct RunProcess {
     /// The process's start time as the OS reports it: with the pid it identifies the process
     /// across pid reuse.
     pub start_time: Option<String>,
+    /// When the wall-clock limit runs out (`None`: no limit). The engine keeps it while it follows
+    /// the run; the wrapper once it does not.
+    pub deadline: Option<std::time::SystemTime>,
+    /// The engine's end of the wrapper's stdin: dropping it (or this process ending) tells the
+    /// wrapper that nobody follows the run any more.
+    _watched: std::io::PipeWriter,
 }
 
 pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
@@ -89,13 +122,16 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
     let exit_file = spec.run_dir.join(EXIT_CODE_FILE);
     std::fs::write(&exit_file, EXIT_CODE_ROOM)?;
 
-    let mut cmd = tokio::process::Command::new("/bin/sh");
+    let mut cmd = tokio::process::Command::new(WRAPPER_SHELL);
     // Whole seconds, rounded up (a limit is never cut short); 0 means no limit.
     let secs = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
     let timeout = spec.timeout.map(secs).unwrap_or(0);
     // The deadline is wall-clock time (the system's, whatever clock the engine runs on).
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
-    let _ = std::fs::remove_file(spec.run_dir.join(TIMED_OUT_FILE));
+    let deadline = (timeout > 0).then(|| std::time::UNIX_EPOCH + Duration::from_secs(now.saturating_add(timeout)));
+    for stale in [TIMED_OUT_FILE, UNWATCHED_FILE] {
+        let _ = std::fs::remove_file(spec.run_dir.join(stale));
+    }
     cmd.arg("-c")
         .arg(WRAPPER)
         .arg("nightshift-run")
@@ -103,18 +139,28 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
         .arg(timeout.to_string())
         .arg(now.saturating_add(timeout).to_string())
         .arg(secs(spec.kill_grace).max(1).to_string())
-        .arg(&spec.program)
-        .args(&spec.args);
+        .arg(spec.scrubber.as_deref().unwrap_or(Path::new("")));
+    // `sh -c COMMAND` (a command routine) runs in a fork of the wrapper's own shell — the same
+    // `sh`, one exec per run fewer; its positional parameters and the wrapper's variables are
+    // cleared first, as in a fresh `sh -c`. (`$$` is then the wrapper's pid, which lives exactly
+    // as long as the run.)
+    match spec.args.as_slice() {
+        [flag, command] if flag == "-c" && same_file(&spec.program, Path::new(WRAPPER_SHELL)) => cmd.arg("").arg(command),
+        _ => cmd.arg(&spec.program).args(&spec.args),
+    };
     cmd.env_clear().envs(&spec.env);
     if let Some(cwd) = &spec.cwd {
         cmd.current_dir(cwd);
     }
-    cmd.stdin(Stdio::null()).stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
+    // Both ends are close-on-exec here; the child gets the read end as its stdin, and no other
+    // child of this process inherits the write end.
+    let (watch, watched) = std::io::pipe()?;
+    cmd.stdin(Stdio::from(watch)).stdout(Stdio::from(stdout)).stderr(Stdio::from(stderr));
     let mut wrapped = CommandWrap::from(cmd);
     wrapped.wrap(ProcessGroup::leader());
     let child = wrapped.spawn()?;
     let pid = child.id().ok_or_else(|| std::io::Error::other("the process exited before its pid could be read"))?;
-    Ok(RunProcess { child, pid, start_time: process_start_time(pid) })
+    Ok(RunProcess { child, pid, start_time: process_start_time(pid), deadline, _watched: watched })
 }
 
 /// The exit code the wrapper recorded, if the run's process has finished.
@@ -308,6 +354,12 @@ fn is_executable(path: &Path) -> bool {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_wrapper_asks_for_the_scrub_the_binaries_serve() {
+        assert!(WRAPPER.contains(&format!("\"$x\" {} \"$r\"", super::super::scrub::SCRUB_ARG)));
+        assert!(WRAPPER.contains(crate::run_dir::UNWATCHED_FILE) && WRAPPER.contains(TIMED_OUT_FILE));
+    }
 
     #[test]
     fn descendants_are_found_below_a_process_only() {

@@ -77,11 +77,26 @@ pub struct Page {
     pub next_cursor: Option<String>,
 }
 
+/// A waiting run's note is stored as `queued: <why>`; its place in the queue is read with it
+/// (`queued (position 3): <why>`, `queued (behind 20+ others): …`) — runs queued before it, manual
+/// ones first, as dispatch takes them. Stored, every start would rewrite the note of every run
+/// behind it.
+macro_rules! message_column {
+    () => {
+        "CASE WHEN status = 'queued' AND message LIKE 'queued: %' THEN \
+           'queued (' || (SELECT CASE WHEN n < 20 THEN 'position ' || (n + 1) ELSE 'behind 20+ others' END FROM \
+             (SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs AS ahead WHERE ahead.status = 'queued' AND \
+               ((ahead.trigger IN ('manual', 'cli')) > (runs.trigger IN ('manual', 'cli')) OR \
+                ((ahead.trigger IN ('manual', 'cli')) = (runs.trigger IN ('manual', 'cli')) AND ahead.rowid < runs.rowid)) LIMIT 20))) \
+           || '): ' || substr(message, 9) ELSE message END"
+    };
+}
+
 macro_rules! columns {
     () => {
-        "id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, message, \
+        concat!("id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, ", message_column!(), ", \
          exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at"
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at")
     };
 }
 const COLUMNS: &str = columns!();
@@ -248,7 +263,7 @@ impl Store {
             "SELECT {COLUMNS}, pid, pid_start, owner_pid, owner_start FROM runs WHERE status = 'running' ORDER BY id"
         ))?;
         // The process columns follow the record's.
-        let n = COLUMNS.split(',').count();
+        let n = stmt.column_index("pid")?;
         let rows = stmt
             .query_map([], |row| {
                 Ok(OpenRun {
@@ -413,6 +428,51 @@ mod tests {
                 sort_at: at,
             })
             .unwrap();
+    }
+
+    #[test]
+    fn a_waiting_run_reads_with_its_place_in_the_queue() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let at = Utc::now();
+        // Queue order: manual runs first, then by arrival; 25 scheduled runs behind one manual.
+        let queue = |id: &str, trigger: Trigger, note: &str| {
+            store
+                .insert_run(&NewRun {
+                    id: id.into(),
+                    routine: id.into(),
+                    trigger,
+                    agent: RunKind::Command,
+                    status: RunStatus::Queued,
+                    reason: None,
+                    message: Some(note.into()),
+                    finished_at: None,
+                    scheduled_for: None,
+                    started_at: None,
+                    account: None,
+                    run_dir: format!("/runs/{id}/{id}"),
+                    owner: None,
+                    sort_at: at,
+                })
+                .unwrap()
+        };
+        for i in 0..25 {
+            queue(&format!("s{i:02}"), Trigger::Schedule, "queued: waiting for a free lane");
+        }
+        queue("m", Trigger::Manual, "queued: waiting for the running m run to finish");
+        queue("plain", Trigger::Schedule, "starts when the app runs");
+        let message = |id: &str| store.get_run(id).unwrap().message.unwrap();
+        assert_eq!(message("m"), "queued (position 1): waiting for the running m run to finish");
+        assert_eq!(message("s00"), "queued (position 2): waiting for a free lane");
+        assert_eq!(message("s18"), "queued (position 20): waiting for a free lane");
+        assert_eq!(message("s19"), "queued (behind 20+ others): waiting for a free lane");
+        assert_eq!(message("plain"), "starts when the app runs", "a note of another form is read as written");
+        // A page of history says the same, and the place follows the queue as it drains.
+        store.conn().execute("UPDATE runs SET status = 'running' WHERE id IN ('m', 's00')", []).unwrap();
+        let page = store.list_runs(&RunQuery { status: Some(RunStatus::Queued), limit: 100, ..Default::default() }).unwrap();
+        let s01 = page.runs.iter().find(|r| r.id == "s01").unwrap();
+        assert_eq!(s01.message.as_deref(), Some("queued (position 1): waiting for a free lane"));
+        assert_eq!(message("s19"), "queued (position 19): waiting for a free lane");
     }
 
     fn settlement(status: RunStatus) -> Settlement {
