@@ -188,8 +188,8 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     close_window("Quit Nightshift?");
     std::thread::sleep(Duration::from_secs(1));
     assert!(running.try_wait().unwrap().is_none(), "the app quit although the question was dismissed");
-    let got = bus.wait_for(1, Duration::from_secs(30));
-    assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "the run went on to the end: {got:#?}");
+    let got = bus.wait_for_routine("slow", 1, Duration::from_secs(30));
+    assert!(got.first().is_some_and(|n| n["summary"].as_str().unwrap().starts_with("✓ slow · ")), "the run went on to the end: {:#?}", bus.notifications());
 
     // Nothing going: quit at once, no question.
     std::thread::sleep(Duration::from_secs(1));

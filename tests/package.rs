@@ -102,8 +102,8 @@ fn older_home(home: &Path) -> PathBuf {
     drop(nightshift_core::store::Store::open(&db).unwrap());
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(
-        // What migrations 6 to 11 added, undone: the home of a release with schema 5.
-        "DROP TABLE presence; DROP TABLE routine_events; DROP INDEX runs_usage; DROP INDEX runs_slot_facts; DROP INDEX runs_unpruned;
+        // What migrations 6 to 12 added, undone: the home of a release with schema 5.
+        "DROP INDEX runs_queue; DROP TABLE presence; DROP TABLE routine_events; DROP INDEX runs_usage; DROP INDEX runs_slot_facts; DROP INDEX runs_unpruned;
          DROP INDEX runs_by_routine_status; DROP TABLE routine_files;
          DROP INDEX runs_with_worktree; ALTER TABLE runs DROP COLUMN changes; ALTER TABLE runs DROP COLUMN worktree;
          ALTER TABLE runs DROP COLUMN input_tokens; ALTER TABLE runs DROP COLUMN output_tokens;

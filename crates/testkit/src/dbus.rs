@@ -70,9 +70,21 @@ impl NotificationBus {
 
     /// Wait until at least `n` notifications arrived (or `limit` passed).
     pub fn wait_for(&self, n: usize, limit: Duration) -> Vec<serde_json::Value> {
+        self.wait_for_where(n, limit, |_| true)
+    }
+
+    /// [`NotificationBus::wait_for`], counting only the finish notifications of `routine` (its
+    /// summary is "<mark> <routine> · …"): a test home's example routine fires on the hour, and a
+    /// test that runs across one must not mistake it for the run it waits for.
+    pub fn wait_for_routine(&self, routine: &str, n: usize, limit: Duration) -> Vec<serde_json::Value> {
+        let needle = format!(" {routine} · ");
+        self.wait_for_where(n, limit, |v| v["summary"].as_str().is_some_and(|s| s.contains(&needle)))
+    }
+
+    fn wait_for_where(&self, n: usize, limit: Duration, keep: impl Fn(&serde_json::Value) -> bool) -> Vec<serde_json::Value> {
         let start = Instant::now();
         loop {
-            let got = self.notifications();
+            let got: Vec<serde_json::Value> = self.notifications().into_iter().filter(|v| keep(v)).collect();
             if got.len() >= n || start.elapsed() > limit {
                 return got;
             }

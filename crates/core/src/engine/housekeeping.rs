@@ -48,7 +48,7 @@ pub(crate) fn start(core: &Arc<Core>) -> AbortOnDrop {
             let until_push = next_push.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(LONGEST_WAIT);
             let until_cleanup = next_cleanup.saturating_duration_since(tokio::time::Instant::now());
             tokio::select! {
-                _ = kick.notified() => {}
+                _ = kick.notified() => tokio::time::sleep(super::signal::WAKE_GATHER).await,
                 _ = tokio::time::sleep(until_push.min(until_cleanup).min(LONGEST_WAIT)) => {}
             }
         }

@@ -199,6 +199,9 @@ impl Scheduler {
                 }
                 // Another process queued or settled a run, a login changed, an account works again.
                 Some(()) = wakes.recv() => {
+                    // A burst of settles (this process's own included: it touches the file too)
+                    // is one pass, not one per run.
+                    tokio::time::sleep(super::signal::WAKE_GATHER).await;
                     while wakes.try_recv().is_ok() {}
                 }
                 _ = self.core().scheduler_kick.notified() => {}

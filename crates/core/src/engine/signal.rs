@@ -43,6 +43,11 @@ pub(crate) fn fail_waiters(core: &Core, id: &str, err: &crate::error::Error) -> 
 /// Call `on_wake` whenever a process touches the home's wake file, or one of `also` changes
 /// (the scheduler adds each account's login file). `None` (and a warning) where files cannot be
 /// watched: callers then only hear of their own process's runs.
+/// How long a wake-up from the wake file waits for the ones right behind it before the work it
+/// asks for: a burst of settles (a process's own included — it touches the file too) is then one
+/// pass, not one per run.
+pub(crate) const WAKE_GATHER: std::time::Duration = std::time::Duration::from_millis(50);
+
 pub(crate) fn watch_wake_file(core: &Core, also: Vec<std::path::PathBuf>, on_wake: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
     let mut files = also;

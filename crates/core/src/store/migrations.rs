@@ -173,4 +173,10 @@ pub const MIGRATIONS: &[&str] = &[
     -- retention reads only the runs it has not pruned yet
     CREATE INDEX runs_unpruned ON runs(routine, sort_ms, id) WHERE pruned_at IS NULL;
     "#,
+    // 12: the queue in dispatch order — each class (manual first) a range of this index in rowid
+    // order, so a dispatch pass reads the head of the queue, not all of it sorted (a burst of
+    // hundreds of queued runs made every pass sort them all)
+    r#"
+    CREATE INDEX runs_queue ON runs((trigger IN ('manual', 'cli'))) WHERE status = 'queued';
+    "#,
 ];

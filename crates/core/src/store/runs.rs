@@ -84,10 +84,12 @@ pub struct Page {
 macro_rules! message_column {
     () => {
         "CASE WHEN status = 'queued' AND message LIKE 'queued: %' THEN \
-           'queued (' || (SELECT CASE WHEN n < 20 THEN 'position ' || (n + 1) ELSE 'behind 20+ others' END FROM \
-             (SELECT COUNT(*) AS n FROM (SELECT 1 FROM runs AS ahead WHERE ahead.status = 'queued' AND \
-               ((ahead.trigger IN ('manual', 'cli')) > (runs.trigger IN ('manual', 'cli')) OR \
-                ((ahead.trigger IN ('manual', 'cli')) = (runs.trigger IN ('manual', 'cli')) AND ahead.rowid < runs.rowid)) LIMIT 20))) \
+           'queued (' || (SELECT CASE WHEN n < 20 THEN 'position ' || (n + 1) ELSE 'behind 20+ others' END FROM (SELECT \
+             (CASE WHEN (runs.trigger IN ('manual', 'cli')) = 0 THEN \
+                (SELECT COUNT(*) FROM (SELECT 1 FROM runs AS ahead WHERE ahead.status = 'queued' AND (ahead.trigger IN ('manual', 'cli')) = 1 LIMIT 20)) \
+              ELSE 0 END) + \
+             (SELECT COUNT(*) FROM (SELECT 1 FROM runs AS ahead WHERE ahead.status = 'queued' \
+                AND (ahead.trigger IN ('manual', 'cli')) = (runs.trigger IN ('manual', 'cli')) AND ahead.rowid < runs.rowid LIMIT 20)) AS n)) \
            || '): ' || substr(message, 9) ELSE message END"
     };
 }
