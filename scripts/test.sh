@@ -69,6 +69,7 @@ echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo ben
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench daemon
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench settle
+NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench burst
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench history
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench worktree
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench insight
