@@ -61,6 +61,23 @@ fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     f.sync_all()
 }
 
+/// The disk space a file or a directory tree takes: allocated blocks (what removing it frees — a
+/// sparse or tiny file takes its blocks, not its length), links not followed, unreadable parts
+/// counted as nothing. Walked with a stack, so a deep tree cannot overflow ours.
+pub fn disk_usage(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let mut total = 0;
+    let mut stack = vec![path.to_path_buf()];
+    while let Some(p) = stack.pop() {
+        let Ok(meta) = std::fs::symlink_metadata(&p) else { continue };
+        total += meta.blocks() * 512;
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&p).into_iter().flatten().flatten().map(|e| e.path()));
+        }
+    }
+    total
+}
+
 /// Expand a leading `~` to the user's home directory.
 pub fn expand_tilde(path: &str) -> std::path::PathBuf {
     if path == "~" || path.starts_with("~/") {

@@ -393,7 +393,7 @@ impl Engine {
 
     /// What runs used since `since`, grouped by routine, account or day.
     pub fn usage(&self, by: crate::store::UsageBy, since: chrono::DateTime<chrono::Utc>) -> Result<Vec<crate::store::UsageRow>> {
-        self.core.store.usage(by, since)
+        self.core.store.usage(by, since, self.core.clock.now())
     }
 
     /// Remove the files of runs older than the retention settings say (`dry_run`: only list

@@ -18,7 +18,7 @@ const PRUNING: &str = "pruning";
 pub struct PrunedRun {
     pub run_id: String,
     pub routine: String,
-    /// Bytes its files took.
+    /// What its directory took on the disk (allocated blocks: what removing it frees).
     pub bytes: u64,
     pub removed: bool,
 }
@@ -47,7 +47,7 @@ pub(crate) fn prune(core: &Core, dry_run: bool) -> Vec<PrunedRun> {
     let mut done = Vec::new();
     for run in candidates {
         let dir = PathBuf::from(&run.run_dir);
-        let bytes = size_of(&dir);
+        let bytes = crate::fsutil::disk_usage(&dir);
         let mut p = PrunedRun { run_id: run.id.clone(), routine: run.routine.clone(), bytes, removed: false };
         if dry_run {
             done.push(p);
@@ -106,21 +106,4 @@ fn sweep_leftovers(core: &Core) {
             }
         }
     }
-}
-
-/// Bytes under `dir` (not following links).
-fn size_of(dir: &Path) -> u64 {
-    let mut total = 0;
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&d) else { continue };
-        for e in entries.flatten() {
-            match e.file_type() {
-                Ok(t) if t.is_dir() => stack.push(e.path()),
-                Ok(_) => total += e.metadata().map(|m| m.len()).unwrap_or(0),
-                Err(_) => {}
-            }
-        }
-    }
-    total
 }

@@ -60,10 +60,11 @@ fn sql(by: UsageBy) -> String {
 }
 
 impl Store {
-    /// Usage since `since`, grouped `by` (days oldest first; the others by cost, then tokens).
-    pub fn usage(&self, by: UsageBy, since: DateTime<Utc>) -> Result<Vec<UsageRow>> {
+    /// Usage since `since`, grouped `by` (days oldest first, up to `now` — the engine's clock;
+    /// the others by cost, then tokens).
+    pub fn usage(&self, by: UsageBy, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<Vec<UsageRow>> {
         if by == UsageBy::Day {
-            let days = self.usage_by_day(None, since, Utc::now())?;
+            let days = self.usage_by_day(None, since, now)?;
             return Ok(days.into_iter().map(|d| UsageRow { key: d.day, ..d.usage }).collect());
         }
         let mut rows = self.sums(by, since.timestamp_millis(), i64::MAX)?;
@@ -177,7 +178,7 @@ mod tests {
         let mut statuses: Vec<(String, String, u64)> = by_status.iter().map(|d| (d.day.clone(), d.usage.key.clone(), d.usage.runs)).collect();
         statuses.sort();
         assert_eq!(statuses, vec![(day.to_string(), "completed".into(), 1), (d1.clone(), "completed".into(), 1), (d1.clone(), "failed".into(), 1), (d1, "missed".into(), 1)]);
-        let by_routine = store.usage(UsageBy::Routine, since).unwrap();
+        let by_routine = store.usage(UsageBy::Routine, since, Utc::now()).unwrap();
         assert_eq!(by_routine.iter().map(|r| (r.key.as_str(), r.runs, r.input_tokens)).collect::<Vec<_>>(), vec![("a", 2, Some(10)), ("b", 1, Some(7))]);
     }
 }

@@ -53,7 +53,7 @@ pub fn report(engine: &Engine, days: u32, by: UsageBy) -> Result<UsageReport> {
     });
     let statuses = store.usage_by_day(Some(UsageBy::Status), since, now)?;
     let runs_by_status = series(&day_list, &statuses, |u| Some(u.runs as f64));
-    let mut top = store.usage(UsageBy::Routine, since)?;
+    let mut top = store.usage(UsageBy::Routine, since, now)?;
     top.truncate(10);
     let month_start = today.with_day(1).unwrap_or(today);
     let month_since = Local.from_local_datetime(&month_start.and_hms_opt(0, 0, 0).unwrap_or_default()).earliest().map(|t| t.with_timezone(&Utc)).unwrap_or(since);
@@ -118,7 +118,7 @@ pub fn disk_by_routine(runs_dir: &Path) -> Vec<DiskUse> {
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
         .map(|e| {
             let runs = std::fs::read_dir(e.path()).into_iter().flatten().flatten().filter(|r| r.file_type().is_ok_and(|t| t.is_dir())).count() as u64;
-            DiskUse { routine: e.file_name().to_string_lossy().into_owned(), bytes: du(&e.path()), runs }
+            DiskUse { routine: e.file_name().to_string_lossy().into_owned(), bytes: crate::fsutil::disk_usage(&e.path()), runs }
         })
         .collect();
     out.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.routine.cmp(&b.routine)));
@@ -126,21 +126,11 @@ pub fn disk_by_routine(runs_dir: &Path) -> Vec<DiskUse> {
 }
 
 /// Bytes allocated under `path` (symlinks are not followed).
-fn du(path: &Path) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    let Ok(meta) = std::fs::symlink_metadata(path) else { return 0 };
-    let own = meta.blocks() * 512;
-    if !meta.is_dir() {
-        return own;
-    }
-    own + std::fs::read_dir(path).into_iter().flatten().flatten().map(|e| du(&e.path())).sum::<u64>()
-}
-
 /// Runs and tokens of each account in the last 5 hours and 7 days (the windows Claude's limits
 /// are counted in), by account.
 pub fn account_windows(engine: &Engine, now: DateTime<Utc>) -> Result<(BTreeMap<String, UsageRow>, BTreeMap<String, UsageRow>)> {
     let store = engine.core_store();
-    let by = |since| -> Result<BTreeMap<String, UsageRow>> { Ok(store.usage(UsageBy::Account, since)?.into_iter().map(|r| (r.key.clone(), r)).collect()) };
+    let by = |since| -> Result<BTreeMap<String, UsageRow>> { Ok(store.usage(UsageBy::Account, since, now)?.into_iter().map(|r| (r.key.clone(), r)).collect()) };
     Ok((by(now - Span::hours(5))?, by(now - Span::days(7))?))
 }
 
