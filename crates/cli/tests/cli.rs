@@ -219,7 +219,8 @@ fn a_run_nobody_follows_scrubs_its_own_logs_before_it_counts_as_finished() {
     assert_eq!(out, format!("key={}\n", "*".repeat(key.len())));
     assert_eq!(err, format!("token={}\n", "*".repeat(token.len())));
     assert!(run_dir.join("unwatched").exists(), "the wrapper saw its engine go");
-    assert_eq!(std::fs::read_to_string(run_dir.join("scrubbed")).unwrap(), format!("{} {}\n", out.len(), err.len()));
+    let scrubbed: Vec<usize> = std::fs::read_to_string(run_dir.join("scrubbed")).unwrap().split_whitespace().map(|n| n.parse().unwrap()).collect();
+    assert_eq!(scrubbed, [out.len(), err.len()], "the wrapper's scrub recorded how far it got");
     let rec = json(&ctl(&th).args(["show", &id, "--json"]).output().unwrap());
     assert_eq!(rec["status"], "completed", "{rec:#}");
 }

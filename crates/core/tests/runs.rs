@@ -47,9 +47,21 @@ async fn a_followed_run_leaves_nothing_behind_and_its_command_sees_a_fresh_shell
     assert_eq!(output, "args=0 f= t= x=\n", "no positional parameters or wrapper variables leak into the command");
     assert!(!run_dir.join("unwatched").exists(), "its engine followed it to the end");
     let pgid: i32 = std::fs::read_to_string(&group).unwrap().trim().parse().unwrap();
-    // SAFETY: signal 0 only checks for existence.
-    let group_alive = || unsafe { libc::killpg(pgid, 0) == 0 };
-    nightshift_testkit::wait_until_async("the run's process group to be empty", Duration::from_millis(500), || !group_alive()).await;
+    // Live members of the run's group (a zombie is not alive; who reaps an orphan is the init's
+    // business, not the run's).
+    let members = || -> Vec<i32> {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+                fields.len() > 2 && fields[0] != "Z" && fields[2] == pgid.to_string()
+            })
+            .collect()
+    };
+    nightshift_testkit::wait_until_async("the run's process group to be empty", Duration::from_millis(500), || members().is_empty()).await;
 }
 
 #[tokio::test]

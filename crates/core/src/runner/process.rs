@@ -41,8 +41,9 @@ const EXIT_CODE_ROOM: &[u8] = b"                \n";
 /// `/dev/null`. The watcher is a subshell in the same group (a fork, no exec): it reads the pipe
 /// (moved to fd 3: `sh` gives background jobs `/dev/null` as stdin) until the engine's end closes, then marks the run `unwatched` and, with a limit, wakes once a second —
 /// reading the wall clock (`date`) when it starts, every 30 s and once the seconds it slept reach
-/// what was left, so a suspend cannot stretch the limit. The wrapper ends the watcher when the
-/// agent exits, unless the watcher is ending the run (it then still owes the group its SIGKILL).
+/// what was left, so a suspend cannot stretch the limit. The wrapper ends (and reaps) the watcher
+/// when the agent exits, unless the watcher is ending the run (it then still owes the group its
+/// SIGKILL).
 const WRAPPER: &str = r#"f="$1"; t="$2"; d="$3"; g="$4"; x="$5"; shift 5
 r="${f%/*}"
 trap : TERM INT HUP
@@ -67,7 +68,7 @@ if [ -z "$1" ]; then ( eval "shift 2; unset f t d g x r; $2" ) 3<&- & c=$!; else
     sleep 1; n=$((n + 1))
   done ) & w=$!
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done
-[ -e "$r/timed_out" ] || kill -KILL "$w" 2>/dev/null
+[ -e "$r/timed_out" ] || { kill -KILL "$w" 2>/dev/null; wait "$w" 2>/dev/null; }
 if [ -n "$x" ] && [ -e "$r/unwatched" ]; then "$x" __scrub-run-logs "$r" 3<&- >/dev/null 2>&1; fi
 printf '%s\n' "$s" 1<> "$f"
 exit "$s""#;
