@@ -397,10 +397,13 @@ pub async fn routine_why(engine: &Engine, name: &str, days: u32) -> Result<crate
 /// Each valid routine's strip: its slots over the last 14 days as at most 168 marks.
 pub async fn routine_strips(engine: &Engine) -> Result<std::collections::BTreeMap<String, Vec<crate::view::why::Mark>>> {
     blocking(engine, |e| {
+        use crate::view::why::{why_with, Surroundings};
         let set = e.routine_set();
+        // This device's presence and the global pause, read once for every routine.
+        let around = Surroundings::read(&e, Surroundings::window_start(&e, STRIP_DAYS))?;
         let mut out = std::collections::BTreeMap::new();
         for r in &set.routines {
-            let why = redact_why(&e, crate::view::why::why_in(&e, &set, &r.name, STRIP_DAYS)?);
+            let why = redact_why(&e, why_with(&e, &set, &around, &r.name, STRIP_DAYS)?);
             out.insert(r.name.clone(), why.strip(STRIP_MARKS));
         }
         Ok(out)

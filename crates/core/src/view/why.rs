@@ -119,9 +119,40 @@ pub fn why(engine: &Engine, name: &str, days: u32) -> Result<Why> {
     why_in(engine, &engine.routine_set(), name, days)
 }
 
-/// [`why`] over routines already at hand (the strips explain every routine of one set).
+/// What every routine's evidence shares — this device, its schedulers' presence since a time,
+/// whether everything is paused — read once for all the routines of a page of strips.
+pub struct Surroundings {
+    device: String,
+    /// Oldest first.
+    presence: Vec<Presence>,
+    global_paused: bool,
+    now: DateTime<Utc>,
+}
+
+impl Surroundings {
+    /// As they are now (the engine's clock), with presence from `since` on.
+    pub fn read(engine: &Engine, since: DateTime<Utc>) -> Result<Surroundings> {
+        let store = engine.core_store();
+        let device = engine.device_name();
+        Ok(Surroundings { presence: store.presence_since(&device, since)?, global_paused: store.global_paused()?, device, now: engine.clock_now() })
+    }
+
+    /// The start of a window of `days` days ending now.
+    pub fn window_start(engine: &Engine, days: u32) -> DateTime<Utc> {
+        engine.clock_now() - Span::days(days.max(1) as i64)
+    }
+}
+
+/// [`why`] over routines already at hand.
 pub fn why_in(engine: &Engine, set: &RoutineSet, name: &str, days: u32) -> Result<Why> {
-    let now = engine.clock_now();
+    let around = Surroundings::read(engine, Surroundings::window_start(engine, days))?;
+    why_with(engine, set, &around, name, days)
+}
+
+/// [`why_in`] with the surroundings read once for many routines (the strips explain every
+/// routine of one set; `around` must reach back `days`).
+pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: &str, days: u32) -> Result<Why> {
+    let now = around.now;
     let store = engine.core_store();
     let from = now - Span::days(days.max(1) as i64);
     let Some(r) = set.get(name) else {
@@ -144,18 +175,8 @@ pub fn why_in(engine: &Engine, set: &RoutineSet, name: &str, days: u32) -> Resul
             next: "none — the file is invalid; fix it and the next slot fires as usual".into(),
         });
     };
-    let device = engine.device_name();
-    let state = store.peek_routine_state(name)?;
-    let evidence = Evidence {
-        r,
-        now,
-        device: &device,
-        state: state.as_ref(),
-        presence: store.presence_since(&device, from)?,
-        events: store.routine_events(name)?,
-        global_paused: store.global_paused()?,
-    };
-    let known_from = state.as_ref().map(|s| s.first_seen).unwrap_or(now);
+    let evidence = Evidence::read(store, around, r)?;
+    let known_from = evidence.state.as_ref().map(|s| s.first_seen).unwrap_or(now);
     let start = from.max(known_from - Span::seconds(1));
     let mut notes = Vec::new();
     if known_from > from {
@@ -193,17 +214,8 @@ pub fn slot_sentence(engine: &Engine, routine: &str, slot: DateTime<Utc>) -> Opt
     let set = engine.routine_set();
     let r = set.get(routine)?;
     let store = engine.core_store();
-    let device = engine.device_name();
-    let state = store.peek_routine_state(routine).ok()?;
-    let evidence = Evidence {
-        r,
-        now: engine.clock_now(),
-        device: &device,
-        state: state.as_ref(),
-        presence: store.presence_since(&device, slot - Span::days(1)).ok()?,
-        events: store.routine_events(routine).ok()?,
-        global_paused: store.global_paused().ok()?,
-    };
+    let around = Surroundings::read(engine, slot - Span::days(1)).ok()?;
+    let evidence = Evidence::read(store, &around, r).ok()?;
     let rows = store.slot_rows(routine, slot, slot).ok()?;
     evidence.lines(&[slot], rows).into_iter().next().map(|l| l.sentence.into_owned())
 }
@@ -278,12 +290,27 @@ struct Evidence<'a> {
     r: &'a Routine,
     now: DateTime<Utc>,
     device: &'a str,
-    state: Option<&'a RoutineState>,
+    state: Option<RoutineState>,
     /// Oldest first.
-    presence: Vec<Presence>,
+    presence: &'a [Presence],
     /// Oldest first; the routine's and the engine's (`*`).
     events: Vec<EventRow>,
     global_paused: bool,
+}
+
+impl<'a> Evidence<'a> {
+    /// `r`'s own records (its state and events) in `around`.
+    fn read(store: &crate::store::Store, around: &'a Surroundings, r: &'a Routine) -> Result<Evidence<'a>> {
+        Ok(Evidence {
+            r,
+            now: around.now,
+            device: &around.device,
+            state: store.peek_routine_state(&r.name)?,
+            presence: &around.presence,
+            events: store.routine_events(&r.name)?,
+            global_paused: around.global_paused,
+        })
+    }
 }
 
 /// Whether a scheduler was alive at an instant.
@@ -429,7 +456,7 @@ impl Evidence<'_> {
         if !r.runs_on(self.device) {
             return (Fate::OtherDevice, format!("not this device (devices: {}; this is {})", r.devices.join(", "), self.device));
         }
-        let checked = self.state.map(|s| s.checked_until);
+        let checked = self.state.as_ref().map(|s| s.checked_until);
         if checked.is_none_or(|c| slot > c) {
             return match self.running_now() {
                 true => (Fate::Pending, "due — the scheduler takes it at its next pass".into()),
@@ -467,7 +494,7 @@ impl Evidence<'_> {
             }
             // Paused before its pauses were recorded: the state still says since when.
             None => {
-                if let Some(s) = self.state.filter(|s| s.paused && s.paused_at.is_some_and(|p| p <= t)) {
+                if let Some(s) = self.state.as_ref().filter(|s| s.paused && s.paused_at.is_some_and(|p| p <= t)) {
                     let since = local_day_time(s.paused_at.unwrap_or(t), tz);
                     return Some(match &s.paused_reason {
                         Some(reason) => format!("paused since {since} — {reason}"),
@@ -501,7 +528,7 @@ impl Evidence<'_> {
 
     fn presence_at(&self, t: DateTime<Utc>) -> Alive {
         let tz = self.r.timezone;
-        let p = &self.presence;
+        let p = self.presence;
         // Oldest first: the last stretch that started at or before t.
         let i = p.partition_point(|s| s.started_at <= t);
         let Some(b) = i.checked_sub(1).map(|j| &p[j]) else { return Alive::Unknown };
