@@ -195,9 +195,9 @@ fn logs_never_print_a_secret_even_of_a_live_run() {
 }
 
 /// A run nobody follows (the CLI that started it returned) is scrubbed by its own wrapper when
-/// it ends, before its exit code is written: the key it printed and the token it was given are
-/// masked on disk before any Nightshift process looks at the run, and settling it later has
-/// nothing left to scan.
+/// it ends, before the wrapper exits: the key it printed and the token it was given are masked on
+/// disk before any Nightshift process looks at the run, and settling it later has nothing left to
+/// scan.
 #[test]
 fn a_run_nobody_follows_scrubs_its_own_logs_before_it_counts_as_finished() {
     let th = TestHome::new();
@@ -211,9 +211,9 @@ fn a_run_nobody_follows_scrubs_its_own_logs_before_it_counts_as_finished() {
     );
     let id = stdout(&ctl(&th).args(["run", "leaky"]).output().unwrap()).trim().to_string();
     let run_dir = th.path().join("runs/leaky").join(&id);
-    wait_until("the run's wrapper to record its exit code", secs(10), || {
-        std::fs::read_to_string(run_dir.join("exit_code")).is_ok_and(|c| !c.trim().is_empty())
-    });
+    // The wrapper records the exit code, then the scrub (which records how far it got), then exits.
+    wait_until("the run's wrapper to scrub its logs", secs(10), || nightshift_core::run_dir::scrubbed(&run_dir) != [0, 0]);
+    assert_eq!(std::fs::read_to_string(run_dir.join("exit_code")).unwrap().trim(), "0");
     let out = std::fs::read_to_string(run_dir.join("stdout.log")).unwrap();
     let err = std::fs::read_to_string(run_dir.join("stderr.log")).unwrap();
     assert_eq!(out, format!("key={}\n", "*".repeat(key.len())));

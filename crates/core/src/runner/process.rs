@@ -14,8 +14,9 @@
 //!   the engine follows the run the engine keeps the limit, and a run that ends before its engine
 //!   costs the wrapper no timer at all (a burst of short runs pays for no `sleep` processes).
 //! * When no engine follows the run any more, the wrapper also has what is left of its logs
-//!   scrubbed of secrets before it records the exit code ([`super::scrub`]), so whoever settles
-//!   the run later does not have to read them.
+//!   scrubbed of secrets after it records the exit code and before it exits ([`super::scrub`]):
+//!   nobody settles a run while its wrapper lives, so whoever settles it later does not have to
+//!   read its logs, and the exit-code file's time is still the moment the agent ended.
 
 use process_wrap::tokio::{ChildWrapper, CommandWrap, ProcessGroup};
 use std::collections::BTreeMap;
@@ -69,8 +70,8 @@ if [ -z "$1" ]; then ( eval "shift 2; unset f t d g x r; $2" ) 3<&- & c=$!; else
   done ) & w=$!
 while :; do wait "$c"; s=$?; kill -0 "$c" 2>/dev/null || break; done
 [ -e "$r/timed_out" ] || { kill -KILL "$w" 2>/dev/null; wait "$w" 2>/dev/null; }
-if [ -n "$x" ] && [ -e "$r/unwatched" ]; then "$x" __scrub-run-logs "$r" 3<&- >/dev/null 2>&1; fi
 printf '%s\n' "$s" 1<> "$f"
+if [ -n "$x" ] && [ -e "$r/unwatched" ]; then "$x" __scrub-run-logs "$r" 3<&- >/dev/null 2>&1; fi
 exit "$s""#;
 
 /// The shell the wrapper runs in.

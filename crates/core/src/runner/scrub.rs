@@ -6,8 +6,9 @@
 //! resumes there: the engine every few seconds while it follows a run, the engine that settles
 //! it, another engine after a crash — and, when no engine follows the run any more (the CLI that
 //! started it returned, or its engine died), the run's own wrapper, which calls the binary that
-//! started it with [`SCRUB_ARG`] once the agent has exited and before it records the exit code.
-//! So settling scans only what nobody scrubbed yet, whatever the log's size.
+//! started it with [`SCRUB_ARG`] once the agent has exited (after recording the exit code, before
+//! it exits itself: nobody settles a run whose wrapper lives). So settling scans only what nobody
+//! scrubbed yet, whatever the log's size.
 
 use crate::accounts::redact::Redactor;
 use crate::accounts::AgentAuth;
