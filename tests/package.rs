@@ -214,7 +214,8 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     // --- Start at login, chosen in the tray, points at the installed binary.
     tray.click(&bus.address, "Start at login");
     let autostart = user.join(".config/autostart/Nightshift.desktop");
-    wait_until("the autostart entry", secs(10), || autostart.is_file());
+    // Whole, not just created (it is created, then written: a look in between reads it empty).
+    wait_until("the autostart entry", secs(10), || std::fs::read_to_string(&autostart).is_ok_and(|t| t.contains("\nExec=") && t.trim_end().ends_with("Terminal=false")));
     let login = std::fs::read_to_string(&autostart).unwrap();
     assert!(login.contains("/usr/bin/nightshift") && login.contains("--minimized"), "{login}");
 
