@@ -59,16 +59,7 @@ fn main() {
     let (lost, duplicated) = (n - slots, rows - slots);
 
     // Baseline: the same processes, 3 at a time (the lanes scheduled runs get), no engine.
-    let t = Instant::now();
-    let (mut pending, mut running) = (n, std::collections::VecDeque::new());
-    while pending > 0 || !running.is_empty() {
-        while running.len() < 3 && pending > 0 {
-            running.push_back(Command::new("/bin/sh").args(["-c", "true"]).spawn().unwrap());
-            pending -= 1;
-        }
-        running.pop_front().unwrap().wait().unwrap();
-    }
-    let base = t.elapsed();
+    let base = nightshift_testkit::bench::spawn_in_lanes(n, 3);
     println!("Burst, whole process: {n} routines due in one minute under `nightshiftctl daemon`, max_parallel = 4, command `true` each ({})", if quick { "quick" } else { "full" });
     println!("{:>8} {:>10} {:>8} {:>11} {:>12} {:>14} {:>16}", "runs", "completed", "lost", "duplicated", "baseline", "nightshift", "overhead per run");
     let per_run = took.saturating_sub(base) / n as u32;

@@ -356,19 +356,7 @@ fn burst_bench(n: usize) {
     let lost = n - slots.len();
 
     // Baseline: the same processes, 3 at a time (the lanes scheduled runs get), no engine.
-    let t = Instant::now();
-    let mut pending = n;
-    let mut running: Vec<std::process::Child> = Vec::new();
-    while pending > 0 || !running.is_empty() {
-        while running.len() < 3 && pending > 0 {
-            running.push(std::process::Command::new("/bin/sh").args(["-c", "true"]).spawn().unwrap());
-            pending -= 1;
-        }
-        let child = running.remove(0);
-        let mut child = child;
-        child.wait().unwrap();
-    }
-    let base = t.elapsed();
+    let base = nightshift_testkit::bench::spawn_in_lanes(n, 3);
     let per_run = engine_time.saturating_sub(base) / n as u32;
     println!("{:>10} {:>10} {:>10} {:>14} {:>14} {:>16}", "runs", "completed", "lost", "duplicated", "baseline", "nightshift");
     println!("{:>10} {:>10} {:>10} {:>14} {:>14} {:>16}", n, completed, lost, duplicated, fmt(base), fmt(engine_time));

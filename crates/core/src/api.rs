@@ -400,7 +400,7 @@ pub async fn routine_strips(engine: &Engine) -> Result<std::collections::BTreeMa
         use crate::view::why::{why_with, Surroundings};
         let set = e.routine_set();
         // This device's presence and the global pause, read once for every routine.
-        let around = Surroundings::read(&e, Surroundings::window_start(&e, STRIP_DAYS))?;
+        let around = Surroundings::over_days(&e, STRIP_DAYS)?;
         let mut out = std::collections::BTreeMap::new();
         for r in &set.routines {
             let why = redact_why(&e, why_with(&e, &set, &around, &r.name, STRIP_DAYS)?);

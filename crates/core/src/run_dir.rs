@@ -31,12 +31,10 @@ pub fn scrubbed(dir: &Path) -> [u64; 2] {
     }
 }
 
-/// Written over in place at a fixed width, never truncated (as the wake file: on a file system
-/// mounted with `discard`, freeing the block each time costs a synchronous discard).
+/// Written over in place at a fixed width ([`crate::fsutil::write_in_place`]): rewritten every few
+/// seconds while a run is followed.
 pub fn set_scrubbed(dir: &Path, at: [u64; 2]) -> std::io::Result<()> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(dir.join(SCRUBBED_FILE))?;
-    file.write_all_at(format!("{:>20} {:>20}\n", at[0], at[1]).as_bytes(), 0)
+    crate::fsutil::write_in_place(&dir.join(SCRUBBED_FILE), format!("{:>20} {:>20}\n", at[0], at[1]).as_bytes())
 }
 
 /// An earlier attempt's log, kept beside the next one: `stdout.attempt-1.log`, …

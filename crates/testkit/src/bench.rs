@@ -29,6 +29,23 @@ pub fn measure(cmd: &mut Command) -> Measured {
     Measured { time: start.elapsed(), peak_kib: usage.ru_maxrss as u64, code }
 }
 
+/// The burst benchmarks' baseline: `n` processes of `sh -c true`, `lanes` at a time, no engine —
+/// what spawning the runs costs by itself. Returns the wall time.
+pub fn spawn_in_lanes(n: usize, lanes: usize) -> Duration {
+    let start = Instant::now();
+    let (mut pending, mut running) = (n, std::collections::VecDeque::new());
+    while pending > 0 || !running.is_empty() {
+        while running.len() < lanes && pending > 0 {
+            running.push_back(Command::new("/bin/sh").args(["-c", "true"]).spawn().expect("spawn sh"));
+            pending -= 1;
+        }
+        if let Some(mut oldest) = running.pop_front() {
+            oldest.wait().expect("wait for sh");
+        }
+    }
+    start.elapsed()
+}
+
 /// "12.3 ms" below a second, "1.23 s" above.
 pub fn fmt(d: Duration) -> String {
     if d.as_secs_f64() >= 1.0 {

@@ -11,14 +11,11 @@ use tokio::sync::oneshot;
 pub(crate) fn wake(core: &Core) {
     core.dispatch_kick.notify_one();
     let path = core.home.wake_path();
-    // Written over in place, the same length each time — never truncated: freeing and allocating
-    // the file's block on every touch costs a synchronous discard on a file system mounted with
-    // `discard` (measured: most of a burst's time on such a disk).
-    let touched = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|_| {
-        use std::os::unix::fs::FileExt;
-        let file = std::fs::OpenOptions::new().write(true).create(true).truncate(false).open(&path)?;
-        file.write_all_at(format!("{:>10}\n", std::process::id()).as_bytes(), 0)
-    });
+    // Written over in place, the same length each time (touched on every settle).
+    let touched = path
+        .parent()
+        .map_or(Ok(()), std::fs::create_dir_all)
+        .and_then(|_| crate::fsutil::write_in_place(&path, format!("{:>10}\n", std::process::id()).as_bytes()));
     if let Err(e) = touched {
         tracing::debug!(error = %e, "could not touch the wake file");
     }

@@ -78,9 +78,11 @@ exit "$s""#;
 const WRAPPER_SHELL: &str = "/bin/sh";
 
 /// Do both paths name the same file (after links: `/usr/bin/sh` and `/bin/sh` on a merged /usr)?
+/// Two `stat`s on every spawn, not a walk of each path's links.
 fn same_file(a: &Path, b: &Path) -> bool {
-    match (std::fs::canonicalize(a), std::fs::canonicalize(b)) {
-        (Ok(a), Ok(b)) => a == b,
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
         _ => false,
     }
 }

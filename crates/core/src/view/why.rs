@@ -130,31 +130,36 @@ pub struct Surroundings {
 }
 
 impl Surroundings {
-    /// As they are now (the engine's clock), with presence from `since` on.
-    pub fn read(engine: &Engine, since: DateTime<Utc>) -> Result<Surroundings> {
-        let store = engine.core_store();
-        let device = engine.device_name();
-        Ok(Surroundings { presence: store.presence_since(&device, since)?, global_paused: store.global_paused()?, device, now: engine.clock_now() })
+    /// As they are now (the engine's clock), with presence over the window of the last `days` days.
+    pub fn over_days(engine: &Engine, days: u32) -> Result<Surroundings> {
+        let now = engine.clock_now();
+        Surroundings::at(engine, now, window_start(now, days))
     }
 
-    /// The start of a window of `days` days ending now.
-    pub fn window_start(engine: &Engine, days: u32) -> DateTime<Utc> {
-        engine.clock_now() - Span::days(days.max(1) as i64)
+    /// As they are now, with presence from `since` on.
+    fn at(engine: &Engine, now: DateTime<Utc>, since: DateTime<Utc>) -> Result<Surroundings> {
+        let store = engine.core_store();
+        let device = engine.device_name();
+        Ok(Surroundings { presence: store.presence_since(&device, since)?, global_paused: store.global_paused()?, device, now })
     }
+}
+
+/// The start of the window of the last `days` days (at least one) before `now`.
+fn window_start(now: DateTime<Utc>, days: u32) -> DateTime<Utc> {
+    now - Span::days(days.max(1) as i64)
 }
 
 /// [`why`] over routines already at hand.
 pub fn why_in(engine: &Engine, set: &RoutineSet, name: &str, days: u32) -> Result<Why> {
-    let around = Surroundings::read(engine, Surroundings::window_start(engine, days))?;
-    why_with(engine, set, &around, name, days)
+    why_with(engine, set, &Surroundings::over_days(engine, days)?, name, days)
 }
 
 /// [`why_in`] with the surroundings read once for many routines (the strips explain every
-/// routine of one set; `around` must reach back `days`).
+/// routine of one set; `around` from [`Surroundings::over_days`] with the same `days`).
 pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: &str, days: u32) -> Result<Why> {
     let now = around.now;
     let store = engine.core_store();
-    let from = now - Span::days(days.max(1) as i64);
+    let from = window_start(now, days);
     let Some(r) = set.get(name) else {
         let bad = match set.get_invalid(name) {
             Some(bad) => bad,
@@ -214,7 +219,7 @@ pub fn slot_sentence(engine: &Engine, routine: &str, slot: DateTime<Utc>) -> Opt
     let set = engine.routine_set();
     let r = set.get(routine)?;
     let store = engine.core_store();
-    let around = Surroundings::read(engine, slot - Span::days(1)).ok()?;
+    let around = Surroundings::at(engine, engine.clock_now(), slot - Span::days(1)).ok()?;
     let evidence = Evidence::read(store, &around, r).ok()?;
     let rows = store.slot_rows(routine, slot, slot).ok()?;
     evidence.lines(&[slot], rows).into_iter().next().map(|l| l.sentence.into_owned())
