@@ -309,6 +309,10 @@ async fn old_worktrees_are_removed_branches_stay_and_a_running_run_is_never_touc
     let engine = engine_with(&th, Some(Arc::clone(&clock)));
     let done = engine.run_now("done", Trigger::Manual).await.unwrap().wait().await.unwrap();
     let slow = engine.run_now("slow", Trigger::Manual).await.unwrap();
+    // The slow run must be under way in its worktree before anything is pruned, or the check
+    // below would prove nothing (and would race the run's checkout: CI once looked too early).
+    let slow_wt = th.path().join("worktrees").join(&slow.id);
+    nightshift_testkit::wait_until_async("the slow run to start in its worktree", Duration::from_secs(20), || slow_wt.join("s.txt").exists()).await;
     let wt = PathBuf::from(done.changes.as_ref().unwrap().worktree.clone().unwrap());
     let branch = done.changes.as_ref().unwrap().branch.clone().unwrap();
 
@@ -325,8 +329,7 @@ async fn old_worktrees_are_removed_branches_stay_and_a_running_run_is_never_touc
     let c = engine.run(&done.id).unwrap().changes.unwrap();
     assert_eq!((c.worktree, c.worktree_removed_at), (None, Some(clock_now(&clock))));
     // The running run's worktree is still there and still in use.
-    let slow_wt = th.path().join("worktrees").join(&slow.id);
-    assert!(slow_wt.is_dir());
+    assert!(slow_wt.join("s.txt").is_file(), "the running run's worktree was pruned");
     assert!(engine.cancel(&slow.id).await);
     let slow = slow.wait().await.unwrap();
     assert_eq!(slow.status, RunStatus::Cancelled);
