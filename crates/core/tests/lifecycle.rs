@@ -314,3 +314,32 @@ async fn a_notifier_hears_of_runs_other_engines_settle() {
     let id = rec.id.clone();
     until("the viewer to notify", || notifier.shown.lock().unwrap().iter().any(|n| n.run_id.as_deref() == Some(id.as_str())).then_some(())).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_listener_of_one_engine_hears_other_engines_settle_and_a_dropped_one_stops_nothing() {
+    // The viewer's notifier and webhook deliverer share one watch on the wake file: each hears
+    // every run the daemon settles, and a scheduler started and dropped in between (its own
+    // listener gone) leaves the others listening.
+    let th = TestHome::new();
+    let receiver = nightshift_testkit::WebhookReceiver::start(vec![nightshift_testkit::Answer::Accept; 2], None).await;
+    th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo all green\nwebhooks: [team]\n");
+    let settings = format!("[[webhooks]]\nname = \"team\"\nurl = \"{}\"\n", receiver.url());
+    let viewer = engine(&th, Arc::new(ManualClock::new(Utc::now())), &settings, &[]);
+    let notifier = flaky(0);
+    viewer.enable_notifications(notifier.clone());
+    viewer.enable_webhooks();
+    let daemon = engine(&th, Arc::new(ManualClock::new(Utc::now())), &settings, &[]);
+    for round in 1..=2 {
+        if round == 2 {
+            let shutdown = Arc::new(tokio::sync::Notify::new());
+            let task = tokio::spawn(Scheduler::new(viewer.clone()).run(Arc::clone(&shutdown)));
+            tokio::time::sleep(Std::from_millis(100)).await;
+            shutdown.notify_one();
+            task.await.unwrap();
+        }
+        tokio::time::sleep(Std::from_millis(200)).await;
+        let id = daemon.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap().id;
+        until("the viewer's notifier to hear of the run", || notifier.shown.lock().unwrap().iter().any(|n| n.run_id.as_deref() == Some(id.as_str())).then_some(())).await;
+        until("the viewer's webhook deliverer to hear of the run", || receiver.received().iter().any(|r| r.body.contains(&id)).then_some(())).await;
+    }
+}

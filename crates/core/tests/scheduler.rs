@@ -367,13 +367,26 @@ async fn the_running_loop_notices_a_settings_edit_by_itself() {
     let shutdown = Arc::new(tokio::sync::Notify::new());
     let task = tokio::spawn(r.sched.clone().run(shutdown.clone()));
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    std::fs::write(r.th.path().join("nightshift.toml"), "kill_grace_secs = 1\n[[webhooks]]\nname = \"team\"\nurl = \"http://127.0.0.1:9/\"\n").unwrap();
-    let start = std::time::Instant::now();
-    while r.sched.routines().get("posted").is_none() {
-        // Well before the 30 s slice: the loop watches the file.
-        assert!(start.elapsed() < std::time::Duration::from_secs(10), "the scheduler never saw the settings edit");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    let with_team = "kill_grace_secs = 1\n[[webhooks]]\nname = \"team\"\nurl = \"http://127.0.0.1:9/\"\n";
+    let settings = r.th.path().join("nightshift.toml");
+    std::fs::write(&settings, with_team).unwrap();
+    // Well before the 30 s slice: the loop watches the file.
+    let seen = |valid: bool, what: &'static str| {
+        let sched = r.sched.clone();
+        nightshift_testkit::wait_until_async(what, std::time::Duration::from_secs(10), move || sched.routines().get("posted").is_some() == valid)
+    };
+    seen(true, "the scheduler to see the settings edit").await;
+    // Saved the way many editors do, by renaming a new file over the old one — twice: the watch
+    // follows the file that replaced the one it was on.
+    let save_by_rename = |text: &str| {
+        let tmp = r.th.path().join(".nightshift.toml.swp");
+        std::fs::write(&tmp, text).unwrap();
+        std::fs::rename(&tmp, &settings).unwrap();
+    };
+    save_by_rename("kill_grace_secs = 1\n");
+    seen(false, "the scheduler to see the webhook removed by a rename").await;
+    save_by_rename(with_team);
+    seen(true, "the scheduler to see the webhook back after a second rename").await;
     shutdown.notify_one();
     tokio::time::timeout(std::time::Duration::from_secs(5), task).await.expect("the loop stops on shutdown").unwrap();
 }

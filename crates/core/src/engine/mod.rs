@@ -131,8 +131,10 @@ pub(crate) struct Core {
     pub problems: Mutex<std::collections::BTreeMap<String, String>>,
     /// Wakes the webhook deliverers (set once they run).
     pub webhook_kick: Mutex<Option<Arc<Notify>>>,
-    /// Keeps the webhook deliverers' wake-file watcher alive.
-    pub webhook_watch: Mutex<Option<notify::RecommendedWatcher>>,
+    /// The process's one watch on the wake file (see [`signal::WakeHub`]).
+    pub(crate) wake_hub: signal::WakeHub,
+    /// Keeps the webhook deliverers listening to the wake file.
+    pub(crate) webhook_watch: Mutex<Option<signal::WakeWatch>>,
     pub delivery_backoff: Vec<std::time::Duration>,
     /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
     pub webhook_backoff: Vec<std::time::Duration>,
@@ -212,6 +214,7 @@ impl Engine {
                 problems: Default::default(),
                 webhook_kick: Default::default(),
                 webhook_watch: Default::default(),
+                wake_hub: Default::default(),
                 delivery_backoff: opts.delivery_backoff,
                 webhook_backoff: opts.webhook_backoff,
                 push_backoff: opts.push_backoff,

@@ -102,11 +102,6 @@ impl Scheduler {
         Engine::emit(self.core(), EngineEvent::RoutinesChanged);
     }
 
-    /// Whether `routine` fires on this machine (`devices:`).
-    pub fn on_this_device(&self, routine: &Routine) -> bool {
-        routine.runs_on(&self.engine.device_name())
-    }
-
     /// One pass at the clock's now: fire what is due, record what was missed, make up held
     /// work; then start what fits.
     pub async fn tick(&self) -> Result<TickReport> {
@@ -115,9 +110,9 @@ impl Scheduler {
         let device = self.engine.device_name();
         self.presence.lock().unwrap_or_else(|e| e.into_inner()).beat(&core, &device);
         let next_slots = std::mem::take(&mut *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()));
-        let (report, finals, next_slots) = {
+        let (report, finals, queued, next_slots) = {
             let core = Arc::clone(&core);
-            tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, finals: Vec::new(), next_slots }.run())
+            tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, claims: Vec::new(), next_slots }.run())
                 .await
                 .map_err(|e| Error::new(ErrorCode::StoreUnavailable, format!("scheduler pass failed: {e}")))??
         };
@@ -125,10 +120,8 @@ impl Scheduler {
         for run in finals {
             finalize::announce(&core, &run).await;
         }
-        for (_, id, _) in &report.fired {
-            if let Ok(run) = core.store.get_run(id) {
-                Engine::emit(&core, EngineEvent::RunQueued { run });
-            }
+        for run in queued {
+            Engine::emit(&core, EngineEvent::RunQueued { run });
         }
         queue::dispatch(&core).await;
         Ok(report)
@@ -136,10 +129,11 @@ impl Scheduler {
 
     /// The next instant any active routine fires.
     pub fn next_fire(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
+        let device = self.engine.device_name();
         self.current()
             .routines
             .iter()
-            .filter(|r| r.enabled && self.on_this_device(r))
+            .filter(|r| r.enabled && r.runs_on(&device))
             .filter_map(|r| r.next_slot(now))
             .min()
     }
@@ -150,7 +144,8 @@ impl Scheduler {
         let (tx, mut changes) = tokio::sync::mpsc::channel::<()>(16);
         let _watcher = watch_routines(&self.engine.home().routines_dir(), tx);
         let (settings_tx, mut settings_changes) = tokio::sync::mpsc::channel::<()>(16);
-        let _settings_watcher = watch_settings(&self.engine.home().settings_path(), settings_tx);
+        let settings_path = self.engine.home().settings_path();
+        let mut _settings_watcher = watch_settings(&settings_path, settings_tx.clone());
         let (wake_tx, mut wakes) = tokio::sync::mpsc::channel::<()>(16);
         // Another process queued or settled a run; an account's login file changed (the accounts
         // as the settings say now: watched again when they change).
@@ -192,6 +187,8 @@ impl Scheduler {
                 Some(()) = settings_changes.recv() => {
                     tokio::time::sleep(DEBOUNCE).await;
                     while settings_changes.try_recv().is_ok() {}
+                    // Watched again before it is read: a change from now on is not missed.
+                    _settings_watcher = watch_settings(&settings_path, settings_tx.clone());
                     self.core().live_settings.forget();
                     let _ = self.core().settings();
                     self.reload();
@@ -252,16 +249,20 @@ struct Pass<'a> {
     core: &'a Arc<Core>,
     set: &'a RoutineSet,
     device: &'a str,
-    /// Rows that were final from the start (missed, skipped), to announce.
-    finals: Vec<crate::run::RunRecord>,
+    /// The rows this pass claims, with what each one is for, written together at its end.
+    claims: Vec<(NewRun, Trigger)>,
     next_slots: NextSlots,
 }
+
+/// What a pass did: its report, the rows that were final from the start (missed, skipped) to
+/// announce, the queued runs to announce, and each evaluated routine's next slot.
+type PassResult = (TickReport, Vec<crate::run::RunRecord>, Vec<crate::run::RunRecord>, NextSlots);
 
 /// Each routine's next slot as a pass computed it.
 type NextSlots = HashMap<String, Option<DateTime<Utc>>>;
 
 impl Pass<'_> {
-    fn run(mut self) -> Result<(TickReport, Vec<crate::run::RunRecord>, NextSlots)> {
+    fn run(mut self) -> Result<PassResult> {
         let core = self.core;
         let now = core.clock.now();
         let all_paused = core.store.global_paused()?;
@@ -291,28 +292,50 @@ impl Pass<'_> {
             if slots.is_empty() {
                 continue;
             }
-            self.plan(r, &slots, total, now, &mut report)?;
+            self.plan(r, &slots, total, now)?;
+        }
+        let (rows, triggers): (Vec<NewRun>, Vec<Trigger>) = std::mem::take(&mut self.claims).into_iter().unzip();
+        let (mut finals, mut queued) = (Vec::new(), Vec::new());
+        for (run, trigger) in core.store.claim_slots(&rows)?.into_iter().flatten().zip(triggers) {
+            match run.status {
+                RunStatus::Queued => {
+                    if trigger == Trigger::Catchup {
+                        tracing::info!(routine = %run.routine, slot = ?run.scheduled_for, "catching up a missed slot");
+                    }
+                    report.fired.push((run.routine.clone(), run.id.clone(), trigger));
+                    queued.push(run);
+                }
+                RunStatus::Missed => {
+                    report.missed += 1;
+                    finals.push(run);
+                }
+                _ => {
+                    report.skipped += 1;
+                    finals.push(run);
+                }
+            }
         }
         // An invalid file's slots are dropped too: fixing it does not replay the time it was broken.
         evaluated.extend(self.set.invalid.iter().map(|bad| bad.name.as_str()));
         core.store.set_checked_until(&evaluated, now)?;
         for (routine, id) in held::make_up_owed(core, self.set)? {
+            queued.extend(core.store.get_run(&id).ok());
             report.fired.push((routine, id, Trigger::Catchup));
         }
-        Ok((report, self.finals, self.next_slots))
+        Ok((report, finals, queued, self.next_slots))
     }
 
     /// Decide what happens to a routine's due slots (newest first).
-    fn plan(&mut self, r: &Routine, slots: &[DateTime<Utc>], total: usize, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+    fn plan(&mut self, r: &Routine, slots: &[DateTime<Utc>], total: usize, now: DateTime<Utc>) -> Result<()> {
         let newest = slots[0];
         let late = now - newest > Span::seconds(ON_TIME_SECS);
         if !late {
-            self.fire(r, newest, Trigger::Schedule, now, report)?;
+            self.fire(r, newest, Trigger::Schedule, now)?;
         } else if r.catchup {
-            self.fire(r, newest, Trigger::Catchup, now, report)?;
+            self.fire(r, newest, Trigger::Catchup, now)?;
         } else {
             let msg = "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string();
-            self.record(r, newest, RunStatus::Missed, None, msg, now, report)?;
+            self.record(r, newest, RunStatus::Missed, None, msg, now);
         }
         let when = local(r, newest);
         for (i, older) in slots.iter().enumerate().skip(1) {
@@ -325,13 +348,14 @@ impl Pass<'_> {
                 msg += &format!(" ({} earlier missed slots were not recorded one by one)", total - slots.len());
             }
             let reason = r.catchup.then_some(Reason::Superseded);
-            self.record(r, *older, RunStatus::Missed, reason, msg, now, report)?;
+            self.record(r, *older, RunStatus::Missed, reason, msg, now);
         }
         Ok(())
     }
 
     /// Claim the slot as a queued run — or record it `skipped` while the routine is busy.
-    fn fire(&mut self, r: &Routine, slot: DateTime<Utc>, trigger: Trigger, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
+    /// (Claimed at the pass's end with the others; a slot already taken stays the taker's.)
+    fn fire(&mut self, r: &Routine, slot: DateTime<Utc>, trigger: Trigger, now: DateTime<Utc>) -> Result<()> {
         let core = self.core;
         if let Some((id, status)) = core.store.open_run_of(&r.name)? {
             let msg = if status == RunStatus::Running {
@@ -339,40 +363,23 @@ impl Pass<'_> {
             } else {
                 "skipped: a run of this routine was still waiting for a free lane".to_string()
             };
-            return self.record(r, slot, RunStatus::Skipped, Some(Reason::ActiveRun), msg, now, report);
+            self.record(r, slot, RunStatus::Skipped, Some(Reason::ActiveRun), msg, now);
+            return Ok(());
         }
-        let id = new_run_id();
-        if core.store.claim_slot(&queued_row(core, r, &id, trigger, Some(slot), now))? {
-            if trigger == Trigger::Catchup {
-                tracing::info!(routine = %r.name, slot = %slot, "catching up a missed slot");
-            }
-            report.fired.push((r.name.clone(), id, trigger));
-        }
+        self.claims.push((queued_row(core, r, &new_run_id(), trigger, Some(slot), now), trigger));
         Ok(())
     }
 
     /// A final row for a slot that does not run (missed, skipped), if the slot is still unclaimed.
-    #[allow(clippy::too_many_arguments)]
-    fn record(&mut self, r: &Routine, slot: DateTime<Utc>, status: RunStatus, reason: Option<Reason>, message: String, now: DateTime<Utc>, report: &mut TickReport) -> Result<()> {
-        let core = self.core;
-        let id = new_run_id();
+    fn record(&mut self, r: &Routine, slot: DateTime<Utc>, status: RunStatus, reason: Option<Reason>, message: String, now: DateTime<Utc>) {
         let row = NewRun {
             status,
             reason,
             message: Some(message),
             finished_at: Some(now),
-            ..queued_row(core, r, &id, Trigger::Schedule, Some(slot), now)
+            ..queued_row(self.core, r, &new_run_id(), Trigger::Schedule, Some(slot), now)
         };
-        if core.store.claim_slot(&row)? {
-            match status {
-                RunStatus::Missed => report.missed += 1,
-                _ => report.skipped += 1,
-            }
-            if let Ok(run) = core.store.get_run(&id) {
-                self.finals.push(run);
-            }
-        }
-        Ok(())
+        self.claims.push((row, Trigger::Schedule));
     }
 }
 
@@ -386,16 +393,23 @@ fn watch_routines(dir: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> O
     watch_files(dir, "routine files", routine::is_routine_path, tx)
 }
 
-/// `nightshift.toml` (its folder, for the file itself being replaced by an editor's rename).
+/// `nightshift.toml`: the file itself while it exists, its folder until it does. Not the folder
+/// always: it holds the database, and every write to its journal would wake the watch (dozens per
+/// run). The loop watches again after each change — an editor that saves by renaming a new file
+/// over the old one leaves a watch on a file that is gone.
 fn watch_settings(file: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     let name = file.file_name()?.to_owned();
-    watch_files(file.parent()?, "nightshift.toml", move |p| p.file_name() == Some(name.as_os_str()), tx)
+    let target = if file.is_file() { file } else { file.parent()? };
+    watch_files(target, "nightshift.toml", move |p| p.file_name() == Some(name.as_os_str()), tx)
 }
 
-/// Tell `tx` when a file in `dir` for which `wanted` holds changes.
-fn watch_files(dir: &std::path::Path, what: &str, wanted: impl Fn(&std::path::Path) -> bool + Send + 'static, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+/// Tell `tx` when a file for which `wanted` holds changes: in `target` if it is a folder (made if
+/// missing), else `target` itself.
+fn watch_files(target: &std::path::Path, what: &str, wanted: impl Fn(&std::path::Path) -> bool + Send + 'static, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
-    let _ = std::fs::create_dir_all(dir);
+    if !target.exists() {
+        let _ = std::fs::create_dir_all(target);
+    }
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
             if ev.paths.iter().any(|p| wanted(p)) {
@@ -406,8 +420,8 @@ fn watch_files(dir: &std::path::Path, what: &str, wanted: impl Fn(&std::path::Pa
     .map_err(|e| tracing::warn!(error = %e, "cannot watch {what}; changes need a restart"))
     .ok()?;
     watcher
-        .watch(dir, notify::RecursiveMode::NonRecursive)
-        .map_err(|e| tracing::warn!(error = %e, dir = %dir.display(), "cannot watch {what}; changes need a restart"))
+        .watch(target, notify::RecursiveMode::NonRecursive)
+        .map_err(|e| tracing::warn!(error = %e, path = %target.display(), "cannot watch {what}; changes need a restart"))
         .ok()?;
     Some(watcher)
 }

@@ -4,6 +4,8 @@
 
 use super::Core;
 use crate::run::RunRecord;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::oneshot;
 
 /// Something was queued or settled: this engine's dispatcher looks again, and long-running
@@ -44,34 +46,97 @@ pub(crate) fn fail_waiters(core: &Core, id: &str, err: &crate::error::Error) -> 
     waiting.into_iter().flatten().map(|tx| tx.send(Err(err.clone())).is_ok()).filter(|told| *told).count() > 0
 }
 
-/// Call `on_wake` whenever a process touches the home's wake file, or one of `also` changes
-/// (the scheduler adds each account's login file). `None` (and a warning) where files cannot be
-/// watched: callers then only hear of their own process's runs.
 /// How long a wake-up from the wake file waits for the ones right behind it before the work it
 /// asks for: a burst of settles (a process's own included — it touches the file too) is then one
 /// pass, not one per run.
 pub(crate) const WAKE_GATHER: std::time::Duration = std::time::Duration::from_millis(50);
 
-pub(crate) fn watch_wake_file(core: &Core, also: Vec<std::path::PathBuf>, on_wake: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
+type Listener = Arc<dyn Fn() + Send + Sync>;
+
+/// The process's one watch on the home's wake file, shared by every loop that wants to hear of
+/// other processes' queues and settles (scheduler, dispatcher, delivery, webhooks, housekeeping):
+/// a touch wakes one watcher thread, not one per loop. The watch starts with the first listener
+/// and ends with the last.
+#[derive(Default)]
+pub(crate) struct WakeHub {
+    state: Arc<Mutex<HubState>>,
+}
+
+#[derive(Default)]
+struct HubState {
+    watcher: Option<notify::RecommendedWatcher>,
+    listeners: Vec<(u64, Listener)>,
+    next_id: u64,
+}
+
+/// A listener on the wake file (and on the files it was asked to watch besides); it stops
+/// listening when dropped.
+pub(crate) struct WakeWatch {
+    hub: Weak<Mutex<HubState>>,
+    id: u64,
+    _also: Option<notify::RecommendedWatcher>,
+}
+
+impl Drop for WakeWatch {
+    fn drop(&mut self) {
+        let Some(state) = self.hub.upgrade() else { return };
+        let idle_watcher = {
+            let mut s = state.lock().unwrap_or_else(|e| e.into_inner());
+            s.listeners.retain(|(id, _)| *id != self.id);
+            if s.listeners.is_empty() { s.watcher.take() } else { None }
+        };
+        // Dropped outside the lock: its thread may be calling the listeners right now.
+        drop(idle_watcher);
+    }
+}
+
+/// Call `on_wake` whenever a process touches the home's wake file, or one of `also` changes
+/// (the scheduler adds each account's login file). Where files cannot be watched (a warning is
+/// logged) callers only hear of their own process's runs.
+pub(crate) fn watch_wake_file(core: &Core, also: Vec<PathBuf>, on_wake: impl Fn() + Send + Sync + 'static) -> WakeWatch {
+    let on_wake: Listener = Arc::new(on_wake);
+    let hub = &core.wake_hub;
+    let mut s = hub.state.lock().unwrap_or_else(|e| e.into_inner());
+    if s.watcher.is_none() {
+        s.watcher = watch_files(vec![core.home.wake_path()], "the wake file", {
+            let state = Arc::downgrade(&hub.state);
+            move || {
+                let Some(state) = state.upgrade() else { return };
+                let listeners: Vec<Listener> = state.lock().unwrap_or_else(|e| e.into_inner()).listeners.iter().map(|(_, l)| Arc::clone(l)).collect();
+                for listener in listeners {
+                    listener();
+                }
+            }
+        });
+    }
+    s.next_id += 1;
+    let id = s.next_id;
+    s.listeners.push((id, Arc::clone(&on_wake)));
+    drop(s);
+    let also = (!also.is_empty()).then(|| watch_files(also, "login files", move || on_wake())).flatten();
+    WakeWatch { hub: Arc::downgrade(&hub.state), id, _also: also }
+}
+
+/// Call `on_change` when one of `files` is written, created, replaced or removed (each file's
+/// folder is watched, so a file replaced by a rename is still heard of).
+fn watch_files(files: Vec<PathBuf>, what: &str, on_change: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
     use notify::Watcher;
-    let mut files = also;
-    files.push(core.home.wake_path());
-    let mut dirs: Vec<std::path::PathBuf> = files.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)).collect();
+    let mut dirs: Vec<PathBuf> = files.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)).collect();
     dirs.sort();
     dirs.dedup();
     let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
         if let Ok(ev) = res {
             if !matches!(ev.kind, notify::EventKind::Access(_)) && ev.paths.iter().any(|p| files.contains(p)) {
-                on_wake();
+                on_change();
             }
         }
     })
-    .map_err(|e| tracing::warn!(error = %e, "cannot watch the wake file"))
+    .map_err(|e| tracing::warn!(error = %e, "cannot watch {what}"))
     .ok()?;
     for dir in dirs {
         let _ = std::fs::create_dir_all(&dir);
         if let Err(e) = watcher.watch(&dir, notify::RecursiveMode::NonRecursive) {
-            tracing::warn!(error = %e, dir = %dir.display(), "cannot watch for wake-ups");
+            tracing::warn!(error = %e, dir = %dir.display(), "cannot watch {what}");
         }
     }
     Some(watcher)

@@ -45,7 +45,7 @@ pub(crate) fn start(core: &Arc<Core>) {
         let k = Arc::clone(&kick);
         let watcher = super::signal::watch_wake_file(core, Vec::new(), move || k.notify_waiters());
         let mut held = core.webhook_watch.lock().unwrap_or_else(|e| e.into_inner());
-        *held = watcher;
+        *held = Some(watcher);
     }
     *core.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&kick));
     let core = Arc::clone(core);

@@ -105,18 +105,25 @@ const COLUMNS: &str = columns!();
 
 impl Store {
     pub fn insert_run(&self, run: &NewRun) -> Result<()> {
-        self.insert(run, false).map(|_| ())
+        insert_row(&self.conn(), run, false).map(|_| ())
     }
 
-    /// Claim a scheduled slot by inserting its row. `false` when the slot already has a row (another
-    /// engine, or an earlier pass, claimed it): then nothing is written and nothing may be spawned.
-    pub fn claim_slot(&self, run: &NewRun) -> Result<bool> {
-        debug_assert!(run.scheduled_for.is_some(), "a slot claim needs scheduled_for");
-        self.insert(run, true)
-    }
-
-    fn insert(&self, run: &NewRun, or_ignore: bool) -> Result<bool> {
-        insert_row(&self.conn(), run, or_ignore)
+    /// Claim scheduled slots by inserting their rows, in one transaction (a scheduler pass's rows:
+    /// a burst of due routines is one commit — one write of each index page it touches — not one
+    /// per run). Returns each row's record as stored, or `None` where the slot already had a row
+    /// (another engine, or an earlier pass, claimed it): then nothing was written for it and
+    /// nothing may be spawned.
+    pub fn claim_slots(&self, runs: &[NewRun]) -> Result<Vec<Option<RunRecord>>> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let mut claimed = Vec::with_capacity(runs.len());
+        for run in runs {
+            debug_assert!(run.scheduled_for.is_some(), "a slot claim needs scheduled_for");
+            let record = if insert_row(&tx, run, true)? { Some(tx.prepare_cached(GET_EXACT)?.query_row([&run.id], row_to_record)?) } else { None };
+            claimed.push(record);
+        }
+        tx.commit()?;
+        Ok(claimed)
     }
 
     /// How many runs are `running` now, across every process on this home.
