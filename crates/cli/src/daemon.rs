@@ -60,6 +60,12 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
         }
         stop.notify_one();
     });
+    // The first pass now (the loop's own first pass then finds nothing new), so what start-up
+    // allocated and dropped can be handed back before the daemon settles into idling.
+    if let Err(e) = sched.tick().await {
+        tracing::warn!(error = %e, "the first scheduler pass failed; the loop retries");
+    }
+    crate::allocator::release_freed();
     sched.run(shutdown).await;
     printer.abort();
     let running = engine.running_count().unwrap_or(0);

@@ -4,16 +4,18 @@
 use crate::run::RunRecord;
 use serde::Serialize;
 
+/// A run's record travels boxed: the channel keeps 1024 events in slots the size of the largest
+/// variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum EngineEvent {
-    RunQueued { run: RunRecord },
-    RunStarted { run: RunRecord },
+    RunQueued { run: Box<RunRecord> },
+    RunStarted { run: Box<RunRecord> },
     /// A human line about a live run, e.g. "API retry 3/10: authentication_failed".
     RunProgress { run_id: String, routine: String, message: String },
-    RunFinished { run: RunRecord },
+    RunFinished { run: Box<RunRecord> },
     /// A settled run's record changed: its branch was pushed, a push try failed, or it gave up.
-    RunUpdated { run: RunRecord },
+    RunUpdated { run: Box<RunRecord> },
     RoutinesChanged,
     /// An account's health verdict changed, or accounts were added/removed.
     AccountsChanged,

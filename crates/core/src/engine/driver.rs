@@ -47,7 +47,7 @@ struct Driver {
 pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved: Option<String>) {
     let cancel = Arc::new(Notify::new());
     core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(rec.id.clone(), Arc::clone(&cancel));
-    Engine::emit(core, EngineEvent::RunStarted { run: rec.clone() });
+    Engine::emit(core, EngineEvent::RunStarted { run: Box::new(rec.clone()) });
     let live = LiveRun {
         id: rec.id.clone(),
         driver: crate::agents::driver(routine.agent()),

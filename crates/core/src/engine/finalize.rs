@@ -190,7 +190,7 @@ async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox
 
 /// Tell the faces, auto-pause, run the in-process hooks: once per final row.
 pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
-    Engine::emit(core, EngineEvent::RunFinished { run: record.clone() });
+    Engine::emit(core, EngineEvent::RunFinished { run: Box::new(record.clone()) });
     Engine::emit_state(core);
     if record.notified.is_some() {
         core.outbox_kick.notify_one();

@@ -78,7 +78,7 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
     };
     let done = signal::waiter(core, &id);
     if let Ok(run) = core.store.get_run(&id) {
-        Engine::emit(core, EngineEvent::RunQueued { run });
+        Engine::emit(core, EngineEvent::RunQueued { run: Box::new(run) });
     }
     dispatch(core).await;
     // Long-running engines in other processes look at once (they may take over what waits).

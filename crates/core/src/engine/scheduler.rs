@@ -121,7 +121,7 @@ impl Scheduler {
             finalize::announce(&core, &run).await;
         }
         for run in queued {
-            Engine::emit(&core, EngineEvent::RunQueued { run });
+            Engine::emit(&core, EngineEvent::RunQueued { run: Box::new(run) });
         }
         queue::dispatch(&core).await;
         Ok(report)
