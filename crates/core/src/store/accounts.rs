@@ -49,17 +49,17 @@ impl Store {
         let changed = previous.as_ref().is_none_or(|p| p.verdict != h.verdict || p.resets_at != h.resets_at);
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute(
+        tx.prepare_cached(
             "INSERT INTO account_health (account, verdict, evidence, at, resets_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
              ON CONFLICT(account) DO UPDATE SET verdict = excluded.verdict, evidence = excluded.evidence, at = excluded.at,
                  resets_at = excluded.resets_at, run_id = excluded.run_id",
-            params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
-        )?;
+        )?
+        .execute(params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id])?;
         if changed {
-            tx.execute(
+            tx.prepare_cached(
                 "INSERT INTO account_health_history (account, verdict, evidence, at, resets_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id],
-            )?;
+            )?
+            .execute(params![h.account, h.verdict, h.evidence, fmt_time(&h.at), h.resets_at.as_ref().map(fmt_time), h.run_id])?;
         }
         tx.commit()?;
         Ok(changed)

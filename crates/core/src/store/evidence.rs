@@ -56,22 +56,22 @@ impl Store {
     /// A scheduler starts a stretch of presence; returns its id.
     pub fn presence_start(&self, device: &str, who: &str, at: DateTime<Utc>) -> Result<i64> {
         let conn = self.conn();
-        conn.execute(
+        conn.prepare_cached(
             "INSERT INTO presence (device, who, pid, started_at, last_seen) VALUES (?1, ?2, ?3, ?4, ?4)",
-            params![device, who, std::process::id(), fmt_time(&at)],
-        )?;
+        )?
+        .execute(params![device, who, std::process::id(), fmt_time(&at)])?;
         Ok(conn.last_insert_rowid())
     }
 
     /// The scheduler is still there at `at`.
     pub fn presence_seen(&self, id: i64, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute("UPDATE presence SET last_seen = MAX(last_seen, ?2) WHERE id = ?1", params![id, fmt_time(&at)])?;
+        self.conn().prepare_cached("UPDATE presence SET last_seen = MAX(last_seen, ?2) WHERE id = ?1")?.execute(params![id, fmt_time(&at)])?;
         Ok(())
     }
 
     /// The stretch ended (the machine slept, or the scheduler stopped).
     pub fn presence_end(&self, id: i64, how: PresenceEnd) -> Result<()> {
-        self.conn().execute("UPDATE presence SET ended = ?2 WHERE id = ?1 AND ended IS NULL", params![id, how.as_str()])?;
+        self.conn().prepare_cached("UPDATE presence SET ended = ?2 WHERE id = ?1 AND ended IS NULL")?.execute(params![id, how.as_str()])?;
         Ok(())
     }
 
@@ -99,10 +99,10 @@ impl Store {
 
     /// Record what happened to `routine` (`*`: every routine).
     pub fn add_routine_event(&self, routine: &str, event: RoutineEvent, detail: Option<&str>, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn().prepare_cached(
             "INSERT INTO routine_events (routine, at, event, detail) VALUES (?1, ?2, ?3, ?4)",
-            params![routine, fmt_time(&at), event.as_str(), detail],
-        )?;
+        )?
+        .execute(params![routine, fmt_time(&at), event.as_str(), detail])?;
         Ok(())
     }
 

@@ -102,15 +102,15 @@ impl Store {
     pub fn settle_delivery(&self, run_id: &str, channel: &str, how: Delivery, error: Option<&str>, now: DateTime<Utc>) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        tx.execute(
+        tx.prepare_cached(
             "UPDATE outbox SET state = ?3, lease_until_ms = NULL, last_error = COALESCE(?4, last_error),
                  delivered_at = CASE WHEN ?3 = 'delivered' THEN ?5 ELSE delivered_at END
              WHERE run_id = ?1 AND channel = ?2",
-            params![run_id, channel, how.as_str(), error, fmt_time(&now)],
-        )?;
+        )?
+        .execute(params![run_id, channel, how.as_str(), error, fmt_time(&now)])?;
         if channel == NOTIFY {
             let shown = if how == Delivery::NotNeeded { None } else { Some(how.as_str()) };
-            tx.execute("UPDATE runs SET notified = ?2 WHERE id = ?1", params![run_id, shown])?;
+            tx.prepare_cached("UPDATE runs SET notified = ?2 WHERE id = ?1")?.execute(params![run_id, shown])?;
         }
         tx.commit()?;
         Ok(())
@@ -118,11 +118,11 @@ impl Store {
 
     /// A try failed; the next one is due at `next_at`.
     pub fn retry_delivery(&self, run_id: &str, channel: &str, error: &str, next_at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn().prepare_cached(
             "UPDATE outbox SET attempts = attempts + 1, last_error = ?3, next_at_ms = ?4, lease_until_ms = NULL
              WHERE run_id = ?1 AND channel = ?2 AND state = 'pending'",
-            params![run_id, channel, error, next_at.timestamp_millis()],
-        )?;
+        )?
+        .execute(params![run_id, channel, error, next_at.timestamp_millis()])?;
         Ok(())
     }
 
@@ -188,11 +188,11 @@ impl Store {
     /// Try a delivery again from the start (after "not delivered", or now instead of later).
     /// Returns how many entries were reset (`channel` `None`: all of the run's webhooks).
     pub fn reset_delivery(&self, run_id: &str, channel: Option<&str>) -> Result<usize> {
-        let n = self.conn().execute(
+        let n = self.conn().prepare_cached(
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
              WHERE run_id = ?1 AND state IN ('pending', 'not_delivered') AND channel LIKE 'webhook:%' AND (?2 IS NULL OR channel = ?2)",
-            params![run_id, channel],
-        )?;
+        )?
+        .execute(params![run_id, channel])?;
         Ok(n)
     }
 }

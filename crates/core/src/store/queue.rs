@@ -119,22 +119,22 @@ impl Store {
 
     /// Take over a queued row whose owner is gone (`from`), exactly once across engines.
     pub fn adopt_queued(&self, id: &str, from: (Option<u32>, Option<&str>), to: (u32, &str)) -> Result<bool> {
-        let changed = self.conn().execute(
+        let changed = self.conn().prepare_cached(
             "UPDATE runs SET owner_pid = ?4, owner_start = ?5
              WHERE id = ?1 AND status = 'queued' AND owner_pid IS ?2 AND owner_start IS ?3",
-            params![id, from.0, from.1, to.0, to.1],
-        )?;
+        )?
+        .execute(params![id, from.0, from.1, to.0, to.1])?;
         Ok(changed == 1)
     }
 
     /// A run claimed by an engine that died before spawning anything goes back to the queue
     /// (nothing was done yet, so nothing is lost by starting it again), owned by `to`.
     pub fn requeue_unstarted(&self, id: &str, from: (Option<u32>, Option<&str>), to: (u32, &str), message: &str) -> Result<bool> {
-        let changed = self.conn().execute(
+        let changed = self.conn().prepare_cached(
             "UPDATE runs SET status = 'queued', started_at = NULL, owner_pid = ?4, owner_start = ?5, message = ?6
              WHERE id = ?1 AND status = 'running' AND pid IS NULL AND owner_pid IS ?2 AND owner_start IS ?3",
-            params![id, from.0, from.1, to.0, to.1, message],
-        )?;
+        )?
+        .execute(params![id, from.0, from.1, to.0, to.1, message])?;
         Ok(changed == 1)
     }
 
@@ -150,18 +150,18 @@ impl Store {
 
     /// Set the note of a queued row (e.g. who will start it).
     pub fn set_queued_message(&self, id: &str, message: &str) -> Result<()> {
-        self.conn().execute("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'", params![id, message])?;
+        self.conn().prepare_cached("UPDATE runs SET message = ?2 WHERE id = ?1 AND status = 'queued'")?.execute(params![id, message])?;
         Ok(())
     }
 
     /// Take `account` for run `id` unless another running run holds it — the one-run-per-account
     /// rule, enforced at the moment an account is chosen (first attempt and failover alike).
     pub fn claim_account(&self, id: &str, account: &str) -> Result<bool> {
-        let changed = self.conn().execute(
+        let changed = self.conn().prepare_cached(
             "UPDATE runs SET account = ?2 WHERE id = ?1
                AND NOT EXISTS (SELECT 1 FROM runs o WHERE o.status = 'running' AND o.account = ?2 AND o.id != ?1)",
-            params![id, account],
-        )?;
+        )?
+        .execute(params![id, account])?;
         Ok(changed == 1)
     }
 
@@ -188,11 +188,10 @@ impl Store {
 
     /// Queued or running runs owned by an engine other than `me`.
     pub fn open_runs_of_others(&self, me: (u32, &str)) -> Result<usize> {
-        let n: i64 = self.conn().query_row(
+        let n: i64 = self.conn().prepare_cached(
             "SELECT COUNT(*) FROM runs WHERE status IN ('queued', 'running') AND (owner_pid IS NOT ?1 OR owner_start IS NOT ?2)",
-            params![me.0, me.1],
-            |r| r.get(0),
-        )?;
+        )?
+        .query_row(params![me.0, me.1], |r| r.get(0))?;
         Ok(n as usize)
     }
 
@@ -206,12 +205,11 @@ impl Store {
     }
 
     pub fn open_counts(&self) -> Result<(usize, usize)> {
-        let (running, queued): (i64, i64) = self.conn().query_row(
+        let (running, queued): (i64, i64) = self.conn().prepare_cached(
             "SELECT COUNT(*) FILTER (WHERE status = 'running'), COUNT(*) FILTER (WHERE status = 'queued')
              FROM runs WHERE status IN ('queued', 'running')",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )?;
+        )?
+        .query_row([], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok((running as usize, queued as usize))
     }
 
@@ -238,7 +236,7 @@ impl Store {
     pub fn queue_make_up(&self, held: &str, row: &super::NewRun) -> Result<bool> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        let changed = tx.execute("UPDATE runs SET made_up_by = ?2 WHERE id = ?1 AND made_up_by IS NULL", params![held, row.id])?;
+        let changed = tx.prepare_cached("UPDATE runs SET made_up_by = ?2 WHERE id = ?1 AND made_up_by IS NULL")?.execute(params![held, row.id])?;
         if changed != 1 {
             return Ok(false);
         }

@@ -128,7 +128,7 @@ impl Store {
 
     /// How many runs are `running` now, across every process on this home.
     pub fn running_count(&self) -> Result<usize> {
-        let n: i64 = self.conn().query_row("SELECT COUNT(*) FROM runs WHERE status = 'running'", [], |r| r.get(0))?;
+        let n: i64 = self.conn().prepare_cached("SELECT COUNT(*) FROM runs WHERE status = 'running'")?.query_row([], |r| r.get(0))?;
         Ok(n as usize)
     }
 
@@ -145,13 +145,13 @@ impl Store {
 
     /// Record the process that runs `id`, right after it was spawned.
     pub fn set_process(&self, id: &str, pid: u32, pid_start: Option<&str>) -> Result<()> {
-        self.conn().execute("UPDATE runs SET pid = ?2, pid_start = ?3 WHERE id = ?1", params![id, pid, pid_start])?;
+        self.conn().prepare_cached("UPDATE runs SET pid = ?2, pid_start = ?3 WHERE id = ?1")?.execute(params![id, pid, pid_start])?;
         Ok(())
     }
 
     /// Hand a running run to another supervisor (crash recovery re-adopts it).
     pub fn set_owner(&self, id: &str, owner: (u32, &str)) -> Result<()> {
-        self.conn().execute("UPDATE runs SET owner_pid = ?2, owner_start = ?3 WHERE id = ?1", params![id, owner.0, owner.1])?;
+        self.conn().prepare_cached("UPDATE runs SET owner_pid = ?2, owner_start = ?3 WHERE id = ?1")?.execute(params![id, owner.0, owner.1])?;
         Ok(())
     }
 

@@ -20,23 +20,28 @@ impl Store {
     /// The routine's state, creating it (first seen now, checked until now) on first sight.
     pub fn routine_state(&self, routine: &str, now: DateTime<Utc>) -> Result<RoutineState> {
         let conn = self.conn();
-        conn.execute(
-            "INSERT OR IGNORE INTO routine_state (routine, first_seen, checked_until) VALUES (?1, ?2, ?2)",
-            params![routine, fmt_time(&now)],
-        )?;
-        let row = conn.query_row(
-            "SELECT first_seen, checked_until, paused, paused_reason, paused_at FROM routine_state WHERE routine = ?1",
-            [routine],
-            |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, bool>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                    r.get::<_, Option<String>>(4)?,
-                ))
-            },
-        )?;
+        let read = || {
+            conn.prepare_cached("SELECT first_seen, checked_until, paused, paused_reason, paused_at FROM routine_state WHERE routine = ?1")?
+                .query_row([routine], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, bool>(2)?,
+                        r.get::<_, Option<String>>(3)?,
+                        r.get::<_, Option<String>>(4)?,
+                    ))
+                })
+                .optional()
+        };
+        // Read first: the insert (a write transaction) only on a routine's first sight.
+        let row = match read()? {
+            Some(row) => row,
+            None => {
+                conn.prepare_cached("INSERT OR IGNORE INTO routine_state (routine, first_seen, checked_until) VALUES (?1, ?2, ?2)")?
+                    .execute(params![routine, fmt_time(&now)])?;
+                read()?.ok_or_else(|| rusqlite::Error::QueryReturnedNoRows)?
+            }
+        };
         Ok(RoutineState {
             first_seen: parse_time(&row.0).unwrap_or(now),
             checked_until: parse_time(&row.1).unwrap_or(now),
@@ -49,7 +54,7 @@ impl Store {
     /// The state without creating it (for display).
     pub fn peek_routine_state(&self, routine: &str) -> Result<Option<RoutineState>> {
         let exists: Option<i64> =
-            self.conn().query_row("SELECT 1 FROM routine_state WHERE routine = ?1", [routine], |r| r.get(0)).optional()?;
+            self.conn().prepare_cached("SELECT 1 FROM routine_state WHERE routine = ?1")?.query_row([routine], |r| r.get(0)).optional()?;
         match exists {
             Some(_) => self.routine_state(routine, Utc::now()).map(Some),
             None => Ok(None),
@@ -82,10 +87,10 @@ impl Store {
     /// Pause (with an optional reason; `None` = by the user) or resume one routine.
     pub fn set_routine_paused(&self, routine: &str, paused: bool, reason: Option<&str>, now: DateTime<Utc>) -> Result<()> {
         let was = self.routine_state(routine, now)?.paused;
-        self.conn().execute(
+        self.conn().prepare_cached(
             "UPDATE routine_state SET paused = ?2, paused_reason = ?3, paused_at = ?4 WHERE routine = ?1",
-            params![routine, paused, if paused { reason } else { None }, if paused { Some(fmt_time(&now)) } else { None }],
-        )?;
+        )?
+        .execute(params![routine, paused, if paused { reason } else { None }, if paused { Some(fmt_time(&now)) } else { None }])?;
         // The history `why` reads (a pause that changes nothing is not an event).
         if was != paused {
             let event = if paused { RoutineEvent::Paused } else { RoutineEvent::Resumed };
@@ -101,22 +106,22 @@ impl Store {
     pub fn rename_routine(&self, old: &str, new: &str) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
-        let open: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM runs WHERE status IN ('queued', 'running') AND routine = ?1)", [old], |r| r.get(0))?;
+        let open: bool = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM runs WHERE status IN ('queued', 'running') AND routine = ?1)")?.query_row([old], |r| r.get(0))?;
         if open {
             return Err(Error::new(ErrorCode::Conflict, format!("a run of \"{old}\" is queued or running; rename it once the run has ended (or cancel the run)")));
         }
-        let taken: bool = tx.query_row("SELECT EXISTS (SELECT 1 FROM runs WHERE routine = ?1)", [new], |r| r.get(0))?;
+        let taken: bool = tx.prepare_cached("SELECT EXISTS (SELECT 1 FROM runs WHERE routine = ?1)")?.query_row([new], |r| r.get(0))?;
         if taken {
             return Err(Error::new(
                 ErrorCode::Conflict,
                 format!("the run history already holds runs of a routine named \"{new}\" (one removed earlier); choose another name"),
             ));
         }
-        tx.execute("UPDATE runs SET routine = ?2 WHERE routine = ?1", params![old, new])?;
-        tx.execute("DELETE FROM routine_state WHERE routine = ?1", [new])?;
-        tx.execute("UPDATE routine_state SET routine = ?2 WHERE routine = ?1", params![old, new])?;
-        tx.execute("DELETE FROM routine_events WHERE routine = ?1", [new])?;
-        tx.execute("UPDATE routine_events SET routine = ?2 WHERE routine = ?1", params![old, new])?;
+        tx.prepare_cached("UPDATE runs SET routine = ?2 WHERE routine = ?1")?.execute(params![old, new])?;
+        tx.prepare_cached("DELETE FROM routine_state WHERE routine = ?1")?.execute([new])?;
+        tx.prepare_cached("UPDATE routine_state SET routine = ?2 WHERE routine = ?1")?.execute(params![old, new])?;
+        tx.prepare_cached("DELETE FROM routine_events WHERE routine = ?1")?.execute([new])?;
+        tx.prepare_cached("UPDATE routine_events SET routine = ?2 WHERE routine = ?1")?.execute(params![old, new])?;
         tx.commit()?;
         Ok(())
     }
@@ -124,7 +129,7 @@ impl Store {
     /// Forget the scheduler state of a routine that no longer exists (a rename's old name, which a
     /// scheduler may have seen again for a moment).
     pub fn forget_routine_state(&self, routine: &str) -> Result<()> {
-        self.conn().execute("DELETE FROM routine_state WHERE routine = ?1", [routine])?;
+        self.conn().prepare_cached("DELETE FROM routine_state WHERE routine = ?1")?.execute([routine])?;
         Ok(())
     }
 
@@ -141,14 +146,14 @@ impl Store {
     }
 
     fn flag(&self, key: &str) -> Result<Option<String>> {
-        Ok(self.conn().query_row("SELECT value FROM engine_state WHERE key = ?1", [key], |r| r.get(0)).optional()?)
+        Ok(self.conn().prepare_cached("SELECT value FROM engine_state WHERE key = ?1")?.query_row([key], |r| r.get(0)).optional()?)
     }
 
     fn set_flag(&self, key: &str, value: &str) -> Result<()> {
-        self.conn().execute(
+        self.conn().prepare_cached(
             "INSERT INTO engine_state (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            params![key, value],
-        )?;
+        )?
+        .execute(params![key, value])?;
         Ok(())
     }
 

@@ -27,10 +27,10 @@ impl Store {
     /// Record the latest push state in the run's change summary.
     pub fn set_push(&self, run_id: &str, push: &Push) -> Result<()> {
         let json = serde_json::to_string(push).unwrap_or_default();
-        self.conn().execute(
+        self.conn().prepare_cached(
             "UPDATE runs SET changes = json_set(changes, '$.push', json(?2)) WHERE id = ?1 AND changes IS NOT NULL",
-            params![run_id, json],
-        )?;
+        )?
+        .execute(params![run_id, json])?;
         Ok(())
     }
 
@@ -55,23 +55,23 @@ impl Store {
 
     /// The run's worktree directory is gone (its branch stays).
     pub fn set_worktree_removed(&self, run_id: &str, at: DateTime<Utc>) -> Result<()> {
-        self.conn().execute(
+        self.conn().prepare_cached(
             "UPDATE runs SET worktree = NULL,
                  changes = json_set(changes, '$.worktree', json('null'), '$.worktree_removed_at', ?2)
              WHERE id = ?1",
-            params![run_id, fmt_time(&at)],
-        )?;
+        )?
+        .execute(params![run_id, fmt_time(&at)])?;
         Ok(())
     }
 
     /// Push a run's branch again from the first try (after it gave up, or now instead of later).
     /// `false` when the run has no push owed.
     pub fn reset_push(&self, run_id: &str) -> Result<bool> {
-        let n = self.conn().execute(
+        let n = self.conn().prepare_cached(
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
              WHERE run_id = ?1 AND channel = ?2 AND state IN ('pending', 'not_delivered')",
-            params![run_id, super::outbox::PUSH],
-        )?;
+        )?
+        .execute(params![run_id, super::outbox::PUSH])?;
         Ok(n > 0)
     }
 }
