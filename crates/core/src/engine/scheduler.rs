@@ -127,14 +127,20 @@ impl Scheduler {
         Ok(report)
     }
 
-    /// The next instant any active routine fires.
+    /// The next instant any active routine fires. A slot the last pass computed (and that is
+    /// still ahead) is taken as it is: the loop asks after every pass, and working each routine's
+    /// schedule out again cost a burst of settles thousands of cron evaluations.
     pub fn next_fire(&self, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
         let device = self.engine.device_name();
+        let known = self.next_slots.lock().unwrap_or_else(|e| e.into_inner());
         self.current()
             .routines
             .iter()
             .filter(|r| r.enabled && r.runs_on(&device))
-            .filter_map(|r| r.next_slot(now))
+            .filter_map(|r| match known.get(&r.name) {
+                Some(next) if next.is_none_or(|t| t > now) => *next,
+                _ => r.next_slot(now),
+            })
             .min()
     }
 
