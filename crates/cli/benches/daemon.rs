@@ -27,7 +27,7 @@ fn main() {
         println!("Idle scheduler with {n} routines over {} s ({})", window.as_secs(), if quick { "quick" } else { "full" });
         println!("{:<28} {:>12} {:>12} {:>12}", "", "CPU time", "RSS now", "RSS peak");
         for (name, m) in [("baseline: 1 s poller", base), ("nightshiftctl daemon", ours)] {
-            println!("{:<28} {:>9.2} ms {:>9} MB {:>9} MB", name, m.cpu_ns as f64 / 1e6, m.rss_kb / 1024, m.hwm_kb / 1024);
+            println!("{:<28} {:>9.2} ms {:>9.1} MB {:>9.1} MB", name, m.cpu_ns as f64 / 1e6, m.rss_kb as f64 / 1024.0, m.hwm_kb as f64 / 1024.0);
         }
         let one = tempfile::tempdir().unwrap();
         write_routines(one.path(), 1);
