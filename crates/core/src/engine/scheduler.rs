@@ -255,8 +255,8 @@ struct Pass<'a> {
     core: &'a Arc<Core>,
     set: &'a RoutineSet,
     device: &'a str,
-    /// The rows this pass claims, with what each one is for, written together at its end.
-    claims: Vec<(NewRun, Trigger)>,
+    /// The rows this pass claims (queued, missed, skipped), written together at its end.
+    claims: Vec<NewRun>,
     next_slots: NextSlots,
 }
 
@@ -300,15 +300,15 @@ impl Pass<'_> {
             }
             self.plan(r, &slots, total, now)?;
         }
-        let (rows, triggers): (Vec<NewRun>, Vec<Trigger>) = std::mem::take(&mut self.claims).into_iter().unzip();
         let (mut finals, mut queued) = (Vec::new(), Vec::new());
-        for (run, trigger) in core.store.claim_slots(&rows)?.into_iter().flatten().zip(triggers) {
+        // A slot another engine claimed first comes back `None`: nothing of it is announced.
+        for run in core.store.claim_slots(&self.claims)?.into_iter().flatten() {
             match run.status {
                 RunStatus::Queued => {
-                    if trigger == Trigger::Catchup {
+                    if run.trigger == Trigger::Catchup {
                         tracing::info!(routine = %run.routine, slot = ?run.scheduled_for, "catching up a missed slot");
                     }
-                    report.fired.push((run.routine.clone(), run.id.clone(), trigger));
+                    report.fired.push((run.routine.clone(), run.id.clone(), run.trigger));
                     queued.push(run);
                 }
                 RunStatus::Missed => {
@@ -372,7 +372,7 @@ impl Pass<'_> {
             self.record(r, slot, RunStatus::Skipped, Some(Reason::ActiveRun), msg, now);
             return Ok(());
         }
-        self.claims.push((queued_row(core, r, &new_run_id(), trigger, Some(slot), now), trigger));
+        self.claims.push(queued_row(core, r, &new_run_id(), trigger, Some(slot), now));
         Ok(())
     }
 
@@ -385,7 +385,7 @@ impl Pass<'_> {
             finished_at: Some(now),
             ..queued_row(self.core, r, &new_run_id(), Trigger::Schedule, Some(slot), now)
         };
-        self.claims.push((row, Trigger::Schedule));
+        self.claims.push(row);
     }
 }
 

@@ -54,7 +54,7 @@ pub(crate) const WAKE_GATHER: std::time::Duration = std::time::Duration::from_mi
 type Listener = Arc<dyn Fn() + Send + Sync>;
 
 /// The process's one watch on the home's wake file, shared by every loop that wants to hear of
-/// other processes' queues and settles (scheduler, dispatcher, delivery, webhooks, housekeeping):
+/// other processes' queues and settles (scheduler, delivery, webhooks, housekeeping):
 /// a touch wakes one watcher thread, not one per loop. The watch starts with the first listener
 /// and ends with the last.
 #[derive(Default)]

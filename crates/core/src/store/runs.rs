@@ -440,6 +440,42 @@ mod tests {
     }
 
     #[test]
+    fn a_pass_claims_its_slots_in_one_go_and_a_taken_slot_stays_the_takers() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        let slot = Utc::now() - Duration::minutes(1);
+        let row = |id: &str, routine: &str, trigger: Trigger, status: RunStatus| NewRun {
+            id: id.into(),
+            routine: routine.into(),
+            trigger,
+            agent: RunKind::Command,
+            status,
+            reason: None,
+            message: None,
+            finished_at: (status != RunStatus::Queued).then_some(slot),
+            scheduled_for: Some(slot),
+            started_at: None,
+            account: None,
+            run_dir: format!("/runs/{routine}/{id}"),
+            owner: None,
+            sort_at: slot,
+        };
+        // Another engine claimed routine a's slot first.
+        assert_eq!(store.claim_slots(&[row("first", "a", Trigger::Schedule, RunStatus::Queued)]).unwrap().len(), 1);
+        let claimed = store
+            .claim_slots(&[
+                row("late", "a", Trigger::Schedule, RunStatus::Queued),
+                row("b1", "b", Trigger::Catchup, RunStatus::Queued),
+                row("c1", "c", Trigger::Schedule, RunStatus::Missed),
+            ])
+            .unwrap();
+        let got: Vec<Option<(&str, Trigger, RunStatus)>> = claimed.iter().map(|r| r.as_ref().map(|r| (r.id.as_str(), r.trigger, r.status))).collect();
+        assert_eq!(got, [None, Some(("b1", Trigger::Catchup, RunStatus::Queued)), Some(("c1", Trigger::Schedule, RunStatus::Missed))]);
+        assert!(matches!(store.get_run("late"), Err(_)), "nothing was written for the taken slot");
+        assert_eq!(store.get_run("first").unwrap().status, RunStatus::Queued);
+    }
+
+    #[test]
     fn a_waiting_run_reads_with_its_place_in_the_queue() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
