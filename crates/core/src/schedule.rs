@@ -176,6 +176,13 @@ impl Schedule {
 
     /// croner's English description ("At 09:00, on Monday, …").
     pub fn describe(&self) -> String {
+        if let Some(words) = daily_at(&self.expr) {
+            return words;
+        }
+        self.describe_with_croner()
+    }
+
+    fn describe_with_croner(&self) -> String {
         // The year window is ours, not the user's: left out of the words.
         match parse_cron_around(&self.expr, chrono::Utc::now().year()) {
             Ok((cron, Some((from, to)))) => cron.describe().replace(&format!(", in year {from}-{to}"), ""),
@@ -183,6 +190,19 @@ impl Schedule {
             Err(_) => String::new(),
         }
     }
+}
+
+/// croner's words for the commonest shape, "M H * * *" (every day at one time), without building
+/// and walking its pattern: listing 1000 routines spent 40% of its time in croner's `describe`.
+/// The same words as croner's (`daily_words_are_croners_own` compares every minute of the day).
+fn daily_at(expr: &str) -> Option<String> {
+    let fields: Vec<&str> = expr.split_whitespace().collect();
+    let [minute, hour, "*", "*", "*"] = fields.as_slice() else { return None };
+    let number = |field: &str, max: u16| -> Option<u16> {
+        let n = field.parse::<u16>().ok().filter(|_| field.bytes().all(|b| b.is_ascii_digit()))?;
+        (n <= max).then_some(n)
+    };
+    Some(format!("At {:02}:{:02}.", number(hour, 23)?, number(minute, 59)?))
 }
 
 fn describe_cron_error(e: &croner::errors::CronError) -> String {
@@ -206,6 +226,23 @@ pub fn local_tz() -> Tz {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn daily_words_are_croners_own() {
+        for hour in 0..24 {
+            for minute in 0..60 {
+                for expr in [format!("{minute} {hour} * * *"), format!("{minute:02} {hour:02} * * *")] {
+                    let s = Schedule { expr: expr.clone(), tz: Tz::UTC };
+                    assert_eq!(daily_at(&expr).as_deref(), Some(s.describe_with_croner().as_str()), "{expr}");
+                }
+            }
+        }
+        // Every other shape is croner's alone.
+        for expr in ["0 3 * * 1", "60 3 * * *", "0 24 * * *", "*/5 * * * *", "0 3,4 * * *", "0 0 3 * * *", "+1 3 * * *", "@daily"] {
+            assert_eq!(daily_at(expr), None, "{expr}");
+        }
+        assert_eq!(Schedule::parse("30 9 * * *", Tz::UTC).unwrap().words(), "At 09:30");
+    }
 
     #[test]
     fn an_expression_that_never_fires_is_an_error() {
