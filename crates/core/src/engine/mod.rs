@@ -29,6 +29,7 @@ mod retention;
 pub mod scheduler;
 mod signal;
 mod supervise;
+mod watch;
 mod webhooks;
 
 pub use authoring::{Removed, RoutineSource, Written};

@@ -396,7 +396,9 @@ fn local(r: &Routine, t: DateTime<Utc>) -> String {
 
 /// Watch the routines directory; each change sends a nudge (the loop debounces and reloads).
 fn watch_routines(dir: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    watch_files(dir, "routine files", routine::is_routine_path, tx)
+    super::watch::watch(&[dir.to_path_buf()], "routine files; changes need a restart", routine::is_routine_path, move |_| {
+        let _ = tx.try_send(());
+    })
 }
 
 /// `nightshift.toml`: the file itself while it exists, its folder until it does. Not the folder
@@ -406,28 +408,7 @@ fn watch_routines(dir: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> O
 fn watch_settings(file: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     let name = file.file_name()?.to_owned();
     let target = if file.is_file() { file } else { file.parent()? };
-    watch_files(target, "nightshift.toml", move |p| p.file_name() == Some(name.as_os_str()), tx)
-}
-
-/// Tell `tx` when a file for which `wanted` holds changes: in `target` if it is a folder (made if
-/// missing), else `target` itself.
-fn watch_files(target: &std::path::Path, what: &str, wanted: impl Fn(&std::path::Path) -> bool + Send + 'static, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    use notify::Watcher;
-    if !target.exists() {
-        let _ = std::fs::create_dir_all(target);
-    }
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            if ev.paths.iter().any(|p| wanted(p)) {
-                let _ = tx.try_send(());
-            }
-        }
+    super::watch::watch(&[target.to_path_buf()], "nightshift.toml; changes need a restart", move |p| p.file_name() == Some(name.as_os_str()), move |_| {
+        let _ = tx.try_send(());
     })
-    .map_err(|e| tracing::warn!(error = %e, "cannot watch {what}; changes need a restart"))
-    .ok()?;
-    watcher
-        .watch(target, notify::RecursiveMode::NonRecursive)
-        .map_err(|e| tracing::warn!(error = %e, path = %target.display(), "cannot watch {what}; changes need a restart"))
-        .ok()?;
-    Some(watcher)
 }

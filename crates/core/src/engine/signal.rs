@@ -117,27 +117,11 @@ pub(crate) fn watch_wake_file(core: &Core, also: Vec<PathBuf>, on_wake: impl Fn(
     WakeWatch { hub: Arc::downgrade(&hub.state), id, _also: also }
 }
 
-/// Call `on_change` when one of `files` is written, created, replaced or removed (each file's
-/// folder is watched, so a file replaced by a rename is still heard of).
+/// Call `on_change` when one of `files` changes (each file's folder is watched, so a file
+/// replaced by a rename is still heard of).
 fn watch_files(files: Vec<PathBuf>, what: &str, on_change: impl Fn() + Send + 'static) -> Option<notify::RecommendedWatcher> {
-    use notify::Watcher;
     let mut dirs: Vec<PathBuf> = files.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)).collect();
     dirs.sort();
     dirs.dedup();
-    let mut watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-        if let Ok(ev) = res {
-            if !matches!(ev.kind, notify::EventKind::Access(_)) && ev.paths.iter().any(|p| files.contains(p)) {
-                on_change();
-            }
-        }
-    })
-    .map_err(|e| tracing::warn!(error = %e, "cannot watch {what}"))
-    .ok()?;
-    for dir in dirs {
-        let _ = std::fs::create_dir_all(&dir);
-        if let Err(e) = watcher.watch(&dir, notify::RecursiveMode::NonRecursive) {
-            tracing::warn!(error = %e, dir = %dir.display(), "cannot watch {what}");
-        }
-    }
-    Some(watcher)
+    super::watch::watch(&dirs, what, move |p| files.iter().any(|f| f == p), move |_| on_change())
 }
