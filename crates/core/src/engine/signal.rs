@@ -13,11 +13,13 @@ use tokio::sync::oneshot;
 pub(crate) fn wake(core: &Core) {
     core.dispatch_kick.notify_one();
     let path = core.home.wake_path();
-    // Written over in place, the same length each time (touched on every settle).
-    let touched = path
-        .parent()
-        .map_or(Ok(()), std::fs::create_dir_all)
-        .and_then(|_| crate::fsutil::write_in_place(&path, format!("{:>10}\n", std::process::id()).as_bytes()));
+    // Written over in place, the same length each time (touched on every settle); its folder is
+    // made only when it is missing, not looked for on every settle.
+    let touch = || crate::fsutil::write_in_place(&path, format!("{:>10}\n", std::process::id()).as_bytes());
+    let touched = touch().or_else(|e| match (e.kind(), path.parent()) {
+        (std::io::ErrorKind::NotFound, Some(dir)) => std::fs::create_dir_all(dir).and_then(|_| touch()),
+        _ => Err(e),
+    });
     if let Err(e) = touched {
         tracing::debug!(error = %e, "could not touch the wake file");
     }
