@@ -56,10 +56,7 @@ fn prepare(
     account: Option<(&Account, &Credential)>,
     workspace: Option<&Started>,
 ) -> Result<process::SpawnSpec, String> {
-    if let Err(e) = std::fs::create_dir_all(run_dir) {
-        let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
-        return Err(format!("cannot create the run directory {}: {e}{cause}", run_dir.display()));
-    }
+    // The run directory exists: the driver made it before the run's workspace.
     // A run on a full disk would die writing its first lines and leave no exit code: say why now.
     if let Some(trouble) = crate::fsutil::storage_trouble(run_dir) {
         return Err(format!("not started: {trouble}; free some space and run it again"));

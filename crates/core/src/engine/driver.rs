@@ -94,7 +94,11 @@ impl Driver {
         let (routine, id, run_dir, worktrees) =
             (self.live.routine.clone(), self.live.id.clone(), self.live.run_dir.clone(), self.core.home.worktrees_dir());
         let started = tokio::task::spawn_blocking(move || {
-            std::fs::create_dir_all(&run_dir).map_err(|e| format!("cannot create the run directory {}: {e}", run_dir.display()))?;
+            // Once per run, before its workspace and every attempt (which all write into it).
+            std::fs::create_dir_all(&run_dir).map_err(|e| {
+                let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
+                format!("cannot create the run directory {}: {e}{cause}", run_dir.display())
+            })?;
             crate::workspace::start(&routine, &id, &run_dir, &worktrees)
         })
         .await
