@@ -104,61 +104,95 @@ fn cmdline(pid: u32) -> String {
     std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ")
 }
 
-/// Any process below `pid` still alive (not a zombie) whose name starts with `prefix`.
-fn live_descendant_named(pid: u32, prefix: &str) -> bool {
+/// Processes below `pid` still alive (not zombies) whose name starts with `prefix`.
+fn live_descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
     use nightshift_core::runner::process::{descendants, is_zombie, process_name};
-    descendants(pid).into_iter().any(|p| process_name(p).is_some_and(|n| n.starts_with(prefix)) && !is_zombie(p))
+    descendants(pid).into_iter().filter(|p| process_name(*p).is_some_and(|n| n.starts_with(prefix)) && !is_zombie(*p)).collect()
 }
 
-/// Closing the window gives its memory back by restarting tray-only (same pid, fresh image) —
-/// but never while a run is going, and afterwards everything still works: the single-instance
-/// handover, the in-process engine and scheduler, notifications (exactly once), reopening.
+/// The resident's window process (`nightshift --window …`), if one is up.
+fn window_process(resident: u32) -> Option<u32> {
+    nightshift_core::runner::process::descendants(resident).into_iter().find(|p| cmdline(*p).contains(" --window "))
+}
+
+/// What shows the resident never made a webview: no WebKit process of its own (they belong to
+/// the window process) and no GL driver mapped (a webview's compositing loads one).
+fn assert_resident_has_no_webview(resident: u32) {
+    let window = window_process(resident);
+    for helper in live_descendants_named(resident, "WebKit") {
+        let parent = std::fs::read_to_string(format!("/proc/{helper}/stat")).unwrap_or_default().rsplit(')').next().and_then(|r| r.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        assert!(parent.is_some() && parent == window, "WebKit process {helper} is not the window process's: parent {parent:?}, window {window:?}");
+    }
+    let maps = std::fs::read_to_string(format!("/proc/{resident}/maps")).unwrap();
+    for gl in ["/dri/", "libEGL_mesa", "libGLX_mesa", "libLLVM"] {
+        assert!(!maps.contains(gl), "the resident process mapped {gl}");
+    }
+}
+
+/// The window is a process of its own: the resident (engine, scheduler, tray) never loads a
+/// webview and its pid never changes; closing the window ends the window process, a second launch,
+/// the tray's "Open Nightshift" and a notification's "Open" start a new one on the right view;
+/// kill -9 of the window process leaves the tray and a run going intact; Quit ends both.
 #[test]
-fn closing_the_window_restarts_tray_only_once_runs_are_done() {
+fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     if !gui_available() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let home = home_with_slow_routine(tmp.path(), 8);
-    let bus = NotificationBus::start(tmp.path(), "record");
+    let home = home_with_slow_routine(tmp.path(), 6);
+    let bus = NotificationBus::start(tmp.path(), "open");
+    let tray = nightshift_testkit::dbus::TrayHost::start(tmp.path(), &bus.address);
     let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
-    let running = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
-    let pid = running.id();
+    let resident = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
+    let pid = resident.id();
     wait_until("the window", 60, || window_titles().contains("\"Nightshift\": ("));
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(live_descendant_named(pid, "WebKitNetwork"), "the window's network process runs");
+    let first = window_process(pid).expect("the window is a process of its own");
+    wait_until("the window's WebKit processes", 30, || !live_descendants_named(first, "WebKit").is_empty());
+    assert_resident_has_no_webview(pid);
 
-    // A run is going when the window closes: the app does not restart under it.
+    // A run goes on while the window closes and opens.
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
-    std::thread::sleep(Duration::from_secs(1));
     close_window("Nightshift");
-    std::thread::sleep(Duration::from_secs(4));
-    assert!(!cmdline(pid).contains("--minimized"), "restarted while a run was going");
+    wait_until("the window process to exit", 10, || window_process(pid).is_none());
+    wait_until("WebKit's processes to end with the window's", 10, || live_descendants_named(pid, "WebKit").is_empty());
 
-    // The run finishes and notifies; then the app restarts tray-only, WebKit's helpers gone.
+    // The tray's "Open Nightshift": a new window process.
+    tray.wait_for("Open Nightshift", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Open Nightshift"));
+    tray.click(&bus.address, "Open Nightshift");
+    wait_until("the window from the tray", 30, || window_titles().contains("\"Nightshift\": ("));
+    let second = window_process(pid).expect("a window process");
+    assert_ne!(second, first);
+    // A second launch while it is up raises it: no second window process.
+    assert!(app(&home, &bus, &[]).status().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(window_process(pid), Some(second), "a second launch started another window process");
+
+    // kill -9 of the window process: the tray and the run are intact.
+    unsafe { libc::kill(second as i32, libc::SIGKILL) };
+    wait_until("the killed window to go", 10, || window_process(pid).is_none() && !window_titles().contains("\"Nightshift\": ("));
+    // The run finishes and notifies; the notification's "Open" shows that run in a new window.
     let got = bus.wait_for(1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
-    wait_until("the restart in the tray", 20, || cmdline(pid).contains("--minimized"));
-    std::thread::sleep(Duration::from_secs(2));
-    assert!(!live_descendant_named(pid, "WebKit"), "WebKit processes outlived the window");
-
-    // The fresh image is the same app: a second launch reaches it, its engine runs and notifies.
-    assert!(app(&home, &bus, &["--run-now", "hello"]).status().unwrap().success());
-    let got = bus.wait_for(2, Duration::from_secs(30));
-    assert_eq!(got.len(), 2, "exactly one notification per run across the restart: {got:#?}");
-    assert!(got[1]["summary"].as_str().unwrap().starts_with("✓ hello · "), "{got:#?}");
-
-    // And reopening shows the window again.
-    assert!(app(&home, &bus, &[]).status().unwrap().success());
-    wait_until("the window to reopen", 30, || window_titles().contains("\"Nightshift\": ("));
+    wait_until("the window from the notification", 30, || window_process(pid).is_some_and(|w| cmdline(w).contains("\"run\"")));
+    let third = window_process(pid).unwrap();
+    let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
+    let slow = store.list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.into_iter().find(|r| r.routine == "slow").unwrap();
+    assert_eq!(slow.status.to_string(), "completed", "the run went on through the window's close and kill -9");
+    let run_id = slow.id;
+    assert!(cmdline(third).contains(&run_id), "the window opened on another run: {}", cmdline(third));
+    wait_until("the run's window", 30, || window_titles().contains("\"Nightshift\": ("));
     std::thread::sleep(Duration::from_secs(1));
-    let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-reopened.png")).status();
-    stop(running);
+    let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-opened-from-notification.png")).status();
+    assert_resident_has_no_webview(pid);
+
+    // Quit ends both.
+    stop(resident);
+    let gone = |p: u32| !std::path::Path::new(&format!("/proc/{p}")).exists() || nightshift_core::runner::process::is_zombie(p);
+    wait_until("the window process to end with the app", 10, || gone(third));
     let log = std::fs::read_to_string(tmp.path().join("app.log")).unwrap();
-    assert!(log.contains("restarting in the tray"), "{log}");
-    assert!(!log.contains("already schedules"), "the fresh image lost the scheduler lock: {log}");
-    assert_eq!(bus.wait_for(2, Duration::from_millis(500)).len(), 2, "no late duplicate");
+    assert!(log.contains("the window process ended abnormally"), "the killed window was noticed: {log}");
+    assert_eq!(bus.wait_for(2, Duration::from_millis(500)).len(), 1, "one run, one notification: {log}");
 }
 
 /// `nightshift --quit` (a second launch, like the tray's Quit): with a run going it asks first and

@@ -138,6 +138,13 @@ listen("open-run", (id) => go(`#/run/${id}`));
 listen("relogin", (p) => showRelogin(p));
 window.addEventListener("hashchange", route);
 
+// A window opened by the tray's Re-login starts at #/relogin/<account>: the Accounts view with the
+// panel (the engine gives the command again; no terminal could be opened, or one is now).
+const reloginAt = location.hash.match(/^#\/relogin\/(.+)$/);
+if (reloginAt) {
+  history.replaceState(null, "", "#/accounts");
+  relogin(decodeURIComponent(reloginAt[1]));
+}
 refreshState();
 route();
 

@@ -1,10 +1,14 @@
-//! The command layer through Tauri's real IPC path (mock runtime, no display): the app's own
-//! capabilities decide what the window may call, payloads are what the UI receives, errors are
+//! The command layer through Tauri's real IPC path (mock runtime, no display) and the real pipe
+//! between the window process and the resident: the app's own capabilities decide what the window
+//! may call, each call crosses [`crate::bridge`] as it does between the two processes (here over a
+//! socket pair within one test process), payloads are what the UI receives, errors are
 //! `{code, message}`, and no token ever appears in a payload.
 
+use crate::bridge::{self, Link, ToWindow};
 use crate::AppState;
 use nightshift_core::{Engine, EngineOptions, Home};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 use tauri::ipc::{CallbackFn, InvokeBody};
 use tauri::test::{get_ipc_response, mock_builder, MockRuntime, INVOKE_KEY};
@@ -16,6 +20,7 @@ const TOKEN: &str = "sk-ant-oat01-ipc-test-secret-0042-XYZ";
 struct Fixture {
     _dir: tempfile::TempDir,
     engine: Engine,
+    _resident: tauri::App<MockRuntime>,
     _app: tauri::App<MockRuntime>,
     main: WebviewWindow<MockRuntime>,
     other: WebviewWindow<MockRuntime>,
@@ -45,11 +50,29 @@ fn fixture() -> Fixture {
     // The account's token comes from the environment: it must never reach a payload.
     opts.env.push(("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), TOKEN.into()));
     let engine = Engine::open(opts).unwrap();
-    let app = crate::with_commands(mock_builder()).build(tauri::generate_context!()).unwrap();
-    app.manage(AppState::new(engine.clone()));
+    // The resident: the engine and the app's face, answering what comes down the pipe.
+    let resident = tauri::test::mock_app();
+    resident.manage(AppState::new(engine.clone()));
+    let (to_resident_r, to_resident_w) = std::os::unix::net::UnixStream::pair().unwrap();
+    let (to_window_r, to_window_w) = std::os::unix::net::UnixStream::pair().unwrap();
+    let to_window = Arc::new(std::sync::Mutex::new(to_window_w));
+    let face = Arc::new(crate::face::AppFace(resident.handle().clone()));
+    let runtime = tauri::async_runtime::handle().inner().clone();
+    let serving = engine.clone();
+    std::thread::spawn(move || {
+        let reply = move |m: ToWindow| {
+            bridge::send(&mut *to_window.lock().unwrap(), &m);
+        };
+        bridge::serve(std::io::BufReader::new(to_resident_r), serving, face, runtime, reply, |_| {});
+    });
+    // The window process: its command handler sends every call to the resident.
+    let link = Link::new(Box::new(to_resident_w));
+    let answers = Arc::clone(&link);
+    std::thread::spawn(move || bridge::receive(std::io::BufReader::new(to_window_r), |m: ToWindow| drop(answers.settle(m))));
+    let app = mock_builder().invoke_handler(bridge::invoke_handler(link)).build(crate::context()).unwrap();
     let main = WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     let other = WebviewWindowBuilder::new(&app, "other", Default::default()).build().unwrap();
-    Fixture { _dir: dir, engine, _app: app, main, other }
+    Fixture { _dir: dir, engine, _resident: resident, _app: app, main, other }
 }
 
 fn ipc(w: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Result<Value, Value> {

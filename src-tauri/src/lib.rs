@@ -3,15 +3,22 @@
 //! It hosts the engine in-process on Tauri's tokio runtime: the scheduler (unless a
 //! `nightshiftctl daemon` already schedules this home), crash recovery, desktop notifications.
 //! Users meet it as a status icon (idle / running / attention) with a menu, and as finish
-//! notifications. Closing the window destroys it (an idle tray app should not keep a webview
-//! alive); the app lives on in the tray until Quit.
+//! notifications.
+//!
+//! Two processes of this one binary: the **resident** process (engine, scheduler, notifications,
+//! tray icon and menu) lives all day and never loads a webview; the **window** is a process of its
+//! own ([`window`], started by [`window_host`] when the window should appear, talking to the
+//! resident over a pipe: [`bridge`]) that exits when the window is closed, taking all of WebKit's
+//! memory and processes with it.
 
-mod commands;
-mod idle;
-#[cfg(test)]
+mod bridge;
+mod face;
+#[cfg(all(test, unix))]
 mod ipc_tests;
 mod relogin;
 pub mod tray;
+mod window;
+mod window_host;
 
 use nightshift_core::run::{RunStatus, Trigger};
 use nightshift_core::{Engine, EngineEvent, EngineOptions, Home, RecoveryMode, Scheduler, SchedulerLock};
@@ -19,9 +26,10 @@ use nightshift_desktop::DesktopNotifier;
 use std::sync::{Arc, Mutex};
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
-use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
+use tauri::{AppHandle, Manager, RunEvent, Runtime};
 use tauri_plugin_autostart::ManagerExt;
 use tray::{MenuEntry, TrayFacts};
+use window_host::WindowHost;
 
 const TRAY_ID: &str = "nightshift";
 
@@ -32,12 +40,19 @@ pub struct AppState {
     /// This app runs the scheduler now (false while starting, on a damaged database, or when
     /// another process schedules the home).
     pub scheduling: std::sync::atomic::AtomicBool,
+    /// The window process, when the window is up.
+    pub windows: Arc<WindowHost>,
 }
 
 impl AppState {
     pub fn new(engine: Engine) -> AppState {
-        AppState { engine, scheduled_elsewhere: Mutex::new(None), scheduling: Default::default() }
+        AppState { engine, scheduled_elsewhere: Mutex::new(None), scheduling: Default::default(), windows: Default::default() }
     }
+}
+
+/// The app's Tauri context (config, embedded pages, icons), made once for both processes.
+fn context<R: Runtime>() -> tauri::Context<R> {
+    tauri::generate_context!()
 }
 
 /// Start in the tray without a window (what Start at login launches).
@@ -56,6 +71,15 @@ pub fn run() {
     nightshift_core::runner::scrub::serve_wrapper_request();
     init_tracing();
     let argv: Vec<String> = std::env::args().collect();
+    if let Some(i) = argv.iter().position(|a| a == window::FLAG) {
+        let open = argv.get(i + 1).and_then(|a| serde_json::from_str(a).ok()).unwrap_or_default();
+        return window::run(open);
+    }
+    // The resident never draws with OpenGL, yet GTK on X11 loads the GL driver at start to pick
+    // visuals (Mesa with LLVM: ~50 MB resident) unless told not to. The window process, which
+    // does draw, gets the user's own setting back.
+    let users_gdk_gl = std::env::var_os("GDK_GL");
+    std::env::set_var("GDK_GL", "disable");
     let home = match Home::from_env().and_then(|home| home.bootstrap().map(|b| (home, b))) {
         Ok((home, boot)) => {
             if boot.created {
@@ -69,7 +93,7 @@ pub fn run() {
         }
     };
 
-    let app = with_commands(tauri::Builder::default())
+    let app = tauri::Builder::default()
         .plugin(tauri_plugin_single_instance::init(|app, argv, _cwd| {
             // A second launch: quit or run a routine if asked, else bring the window up.
             if argv.iter().any(|a| a == QUIT) {
@@ -83,13 +107,6 @@ pub fn run() {
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![MINIMIZED])))
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
-        .on_window_event(|window, event| {
-            if let tauri::WindowEvent::Destroyed = event {
-                #[cfg(target_os = "macos")]
-                let _ = window.app_handle().set_activation_policy(tauri::ActivationPolicy::Accessory);
-                rest_when_idle(window.app_handle());
-            }
-        })
         .setup(move |app| {
             if argv.iter().any(|a| a == QUIT) {
                 // Nothing to quit: this is the only instance (a running one would have got the request).
@@ -104,24 +121,19 @@ pub fn run() {
                 }
             };
             let handle = app.handle().clone();
-            let on_open: nightshift_desktop::OpenRun = Arc::new(move |run_id: String| {
-                show_window(&handle);
-                let _ = handle.emit("open-run", run_id);
-            });
+            let on_open: nightshift_desktop::OpenRun = Arc::new(move |run_id: String| show(&handle, bridge::Open::Run(run_id)));
             // The engine spawns its listeners on Tauri's tokio runtime.
             let runtime = tauri::async_runtime::handle();
             let _entered = runtime.inner().enter();
             engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open))));
             engine.enable_webhooks();
-            app.manage(AppState::new(engine.clone()));
+            app.manage(AppState { windows: Arc::new(WindowHost::new(users_gdk_gl)), ..AppState::new(engine.clone()) });
             install_tray(app.handle())?;
             let handle = app.handle().clone();
             tauri::async_runtime::spawn(async move { run_engine(handle, engine).await });
             quit_on_sigterm(app.handle());
             // Started at login: straight to the tray. Otherwise the user launched it: show the window.
-            if argv.iter().any(|a| a == MINIMIZED) {
-                release_when_idle(app.handle(), IDLE_AFTER_START);
-            } else {
+            if !argv.iter().any(|a| a == MINIMIZED) {
                 show_window(app.handle());
             }
             if let Some(name) = run_now_arg(&argv) {
@@ -129,57 +141,22 @@ pub fn run() {
             }
             Ok(())
         })
-        .build(tauri::generate_context!())
+        .build(context())
         .unwrap_or_else(|e| {
             eprintln!("error: Nightshift could not start: {e}");
             std::process::exit(1);
         });
-    app.run(|_app, event| {
-        // Closing the last window keeps the app in the tray; only Quit (an explicit exit code) ends it.
-        if let RunEvent::ExitRequested { code: None, api, .. } = event {
-            api.prevent_exit();
+    app.run(|app, event| match event {
+        // Only Quit (an explicit exit code) ends the app; it has no window of its own to close.
+        RunEvent::ExitRequested { code: None, api, .. } => api.prevent_exit(),
+        // Quit closes the window too (its process would see the pipe close anyway).
+        RunEvent::Exit => {
+            if let Some(state) = app.try_state::<AppState>() {
+                state.windows.close();
+            }
         }
+        _ => {}
     });
-}
-
-/// The window's commands (their permissions: build.rs and capabilities/main.json).
-pub fn with_commands<R: Runtime>(builder: tauri::Builder<R>) -> tauri::Builder<R> {
-    builder
-        .invoke_handler(tauri::generate_handler![
-            commands::engine_state,
-            commands::list_routines,
-            commands::run_now,
-            commands::set_routine_paused,
-            commands::set_paused,
-            commands::list_runs,
-            commands::get_run,
-            commands::read_log,
-            commands::cancel_run,
-            commands::list_accounts,
-            commands::check_account,
-            commands::set_token,
-            commands::relogin,
-            commands::open_link,
-            commands::routine_form,
-            commands::check_routine_draft,
-            commands::create_routine,
-            commands::routine_source,
-            commands::check_routine_text,
-            commands::save_routine_text,
-            commands::duplicate_routine,
-            commands::rename_routine,
-            commands::remove_routine,
-            commands::removed_routines,
-            commands::restore_routine,
-            commands::open_routine_file,
-            commands::list_folders,
-            commands::push_branch,
-            commands::open_workspace,
-            commands::routine_why,
-            commands::routine_strips,
-            commands::usage_report,
-            commands::disk_usage,
-        ])
 }
 
 /// Recovery, the scheduler (if this home is not scheduled elsewhere) and tray updates from events.
@@ -211,14 +188,14 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     // the tray (attention, the sentence atop the menu) and the window's header.
     if let Err(e) = engine.check_database() {
         tracing::error!("{}", e.message);
-        let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "engine_state" }));
+        emit(&app, serde_json::json!({ "type": "engine_state" }));
         refresh_tray(&app).await;
         return;
     }
     match SchedulerLock::acquire(engine.home(), "the Nightshift app") {
         Ok(lock) => {
             app.state::<AppState>().scheduling.store(true, std::sync::atomic::Ordering::SeqCst);
-            let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "engine_state" }));
+            emit(&app, serde_json::json!({ "type": "engine_state" }));
             Scheduler::new(engine.clone()).run(Arc::new(tokio::sync::Notify::new())).await;
             app.state::<AppState>().scheduling.store(false, std::sync::atomic::Ordering::SeqCst);
             drop(lock);
@@ -228,7 +205,7 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             tracing::warn!("{}", e.message);
             let who = SchedulerLock::holder(engine.home()).unwrap_or_else(|| "another process".to_string());
             *app.state::<AppState>().scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(who);
-            let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "engine_state" }));
+            emit(&app, serde_json::json!({ "type": "engine_state" }));
             refresh_tray(&app).await;
         }
     }
@@ -238,30 +215,24 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 /// so History turns rows from queued to running to final without a reload and nothing polls.
 pub const WINDOW_EVENT: &str = "engine";
 
+/// Tell the window (its process, when one is up) about the engine: state changes and events.
+fn emit<R: Runtime>(app: &AppHandle<R>, payload: serde_json::Value) {
+    app.state::<AppState>().windows.emit(WINDOW_EVENT, || Some(payload));
+}
+
 fn forward_events_to_window<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
     let mut events = engine.subscribe();
-    let app = app.clone();
+    let windows = Arc::clone(&app.state::<AppState>().windows);
     tauri::async_runtime::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(event) => {
-                    let _ = app.emit(WINDOW_EVENT, &event);
-                }
+                Ok(event) => windows.emit(WINDOW_EVENT, || serde_json::to_value(&event).ok()),
                 // The window missed some: it reloads what it shows.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    let _ = app.emit(WINDOW_EVENT, serde_json::json!({ "type": "resync" }));
-                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => windows.emit(WINDOW_EVENT, || Some(serde_json::json!({ "type": "resync" }))),
                 Err(_) => return,
             }
         }
     });
-}
-
-/// The window shows only the app's own pages: any other navigation (a link in a report that
-/// slipped past everything else, a script setting `location`) is refused. Links open in the
-/// system browser through the `open_link` command instead.
-fn own_page(url: &tauri::Url) -> bool {
-    url.scheme() == "tauri" || url.host_str() == Some("tauri.localhost")
 }
 
 fn notification_icon<R: Runtime>(app: &AppHandle<R>) -> std::path::PathBuf {
@@ -273,84 +244,21 @@ fn notification_icon<R: Runtime>(app: &AppHandle<R>) -> std::path::PathBuf {
         .unwrap_or_else(DesktopNotifier::bundled_icon)
 }
 
-/// How long after the window closed (WebKit finishes tearing the page down) and after a start
-/// without a window (startup work done) the app gives back what an idle tray app does not need.
-const IDLE_AFTER_CLOSE: std::time::Duration = std::time::Duration::from_secs(3);
-const IDLE_AFTER_START: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// The window closed. Once nothing needs this image — no window came back, no run is queued or
-/// going (in any process: a run's row must be final first) — restart tray-only ([`idle`]); until
-/// then trim, and look again whenever a run finishes.
-fn rest_when_idle<R: Runtime>(app: &AppHandle<R>) {
-    let app = app.clone();
-    tauri::async_runtime::spawn(async move {
-        tokio::time::sleep(IDLE_AFTER_CLOSE).await;
-        let engine = app.state::<AppState>().engine.clone();
-        let mut events = engine.subscribe();
-        loop {
-            if !app.webview_windows().is_empty() {
-                return; // reopened: its own close starts this again
-            }
-            let open_runs = engine.open_run_count().unwrap_or(usize::MAX);
-            if open_runs == 0 && engine.queued().await == 0 {
-                #[cfg(target_os = "linux")]
-                {
-                    let err = idle::restart_in_tray();
-                    tracing::warn!(error = %err, "could not restart in the tray; trimming memory instead");
-                }
-                return tauri::async_runtime::spawn_blocking(idle::release).await.unwrap_or(());
-            }
-            let _ = tauri::async_runtime::spawn_blocking(idle::release).await;
-            loop {
-                match events.recv().await {
-                    Ok(EngineEvent::RunFinished { .. }) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => break,
-                    Ok(_) => continue,
-                    Err(_) => return,
-                }
-            }
-            tokio::time::sleep(std::time::Duration::from_secs(1)).await;
-        }
-    });
-}
-
-/// After `delay`, if no window exists, release WebKit's leftovers and clean pages ([`idle`]).
-fn release_when_idle<R: Runtime>(app: &AppHandle<R>, delay: std::time::Duration) {
-    let app = app.clone();
-    std::thread::spawn(move || {
-        std::thread::sleep(delay);
-        if app.webview_windows().is_empty() {
-            idle::release();
-        }
-    });
-}
-
-/// Show the window, recreating it if it was closed (closing destroys it to free the webview).
+/// Show the window (in a window process of its own: [`window_host`]).
 pub fn show_window<R: Runtime>(app: &AppHandle<R>) {
-    // A menu-bar app on macOS (LSUIElement in packaging/macos/Info.plist): a Dock icon only while
-    // the window is open.
-    #[cfg(target_os = "macos")]
-    let _ = app.set_activation_policy(tauri::ActivationPolicy::Regular);
-    if let Some(w) = app.get_webview_window("main") {
-        let _ = w.show();
-        let _ = w.unminimize();
-        let _ = w.set_focus();
-        return;
-    }
-    let built = WebviewWindowBuilder::new(app, "main", WebviewUrl::App("index.html".into()))
-        .on_navigation(|url| {
-            let ok = own_page(url);
-            if !ok {
-                tracing::warn!(%url, "refused to navigate the window away from the app");
-            }
-            ok
-        })
-        .title("Nightshift")
-        .inner_size(920.0, 640.0)
-        .min_inner_size(560.0, 420.0)
-        .build();
-    if let Err(e) = built {
-        tracing::error!(error = %e, "could not open the window");
-    }
+    show(app, bridge::Open::Front);
+}
+
+/// Show the window with `open`: a run, the re-login panel.
+fn show<R: Runtime>(app: &AppHandle<R>, open: bridge::Open) {
+    let state = app.state::<AppState>();
+    let backend = window_host::Backend {
+        engine: state.engine.clone(),
+        face: Arc::new(face::AppFace(app.clone())),
+        runtime: tauri::async_runtime::handle().inner().clone(),
+        exe: window_host::this_binary(),
+    };
+    state.windows.open(&backend, open);
 }
 
 /// SIGTERM (a package upgrade or removal asking it to quit, a session ending, `kill`) quits like the
@@ -479,8 +387,7 @@ pub fn on_menu<R: Runtime>(app: &AppHandle<R>, id: &str) {
         let Ok(account) = engine.account(email) else { return };
         if let Err(command) = relogin::open_terminal(&account) {
             // No terminal here: the window shows the exact command (and a field for a setup token).
-            show_window(app);
-            let _ = app.emit("relogin", serde_json::json!({ "account": email, "command": command }));
+            show(app, bridge::Open::Relogin { account: email.to_string(), command });
         }
         return;
     }

@@ -6,6 +6,8 @@ hints, timeout).
     notification_server.py record OUT.jsonl   answer every call
     notification_server.py hang   OUT.jsonl   record, but never reply (a hung server)
     notification_server.py refuse:N OUT.jsonl  answer the first N calls with an error, then record
+    notification_server.py open   OUT.jsonl   record, answer, and half a second later click the
+                                              notification's "Open" (the ActionInvoked signal)
 
 It writes {"ready": true} as its first line once it owns the name. Needs Debian's python3-dbus and
 python3-gi (/usr/bin/python3, not a pyenv python).
@@ -61,6 +63,13 @@ class Server(dbus.service.Object):
                "timeout": int(timeout)})
         if MODE != "hang":
             ok(dbus.UInt32(self.count))
+        if MODE == "open" and "open" in [str(a) for a in actions]:
+            nid = self.count
+            GLib.timeout_add(500, lambda: self.ActionInvoked(dbus.UInt32(nid), "open") or False)
+
+    @dbus.service.signal(IFACE, signature="us")
+    def ActionInvoked(self, nid, action):
+        write({"clicked": int(nid), "action": str(action)})
 
     @dbus.service.method(IFACE, in_signature="", out_signature="as")
     def GetCapabilities(self):

@@ -213,8 +213,8 @@ async fn runs_supervised_by_a_live_engine_are_not_touched() {
 }
 
 #[tokio::test]
-async fn runs_of_an_earlier_image_of_this_process_are_recovered_after_it_re_executed() {
-    // The tray app re-executes itself to drop the window's memory: same pid, same start time.
+async fn runs_of_an_earlier_process_with_this_pid_are_recovered() {
+    // The row's owner had this engine's pid but another identity: an earlier process, gone.
     let th = TestHome::new();
     th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo\n");
     let (pid, start) = process::self_identity();
@@ -223,7 +223,7 @@ async fn runs_of_an_earlier_image_of_this_process_are_recovered_after_it_re_exec
     opts.identity = (pid, format!("{start}#1"));
     let engine = Engine::open(opts).unwrap();
     let run_dir = th.path().join("runs/job/r8");
-    let mut p = spawn_sh(&run_dir, "echo done before the re-exec").await;
+    let mut p = spawn_sh(&run_dir, "echo done before this engine").await;
     p.child.wait().await.unwrap();
     owned_row(&engine, &th, "r8", "command", Some((p.pid, p.start_time.clone())), earlier);
     // A run of this very image is left alone.

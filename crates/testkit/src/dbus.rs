@@ -25,7 +25,8 @@ impl Drop for NotificationBus {
 
 impl NotificationBus {
     /// `mode`: "record" answers every call, "hang" never replies, "refuse:N" answers the first N
-    /// calls with an error. Files go into `dir`.
+    /// calls with an error, "open" clicks each notification's "Open" half a second after showing
+    /// it. Files go into `dir`.
     pub fn start(dir: &std::path::Path, mode: &str) -> NotificationBus {
         let conf = std::fs::read_to_string("/usr/share/dbus-1/session.conf").expect("dbus session.conf (apt: dbus)");
         let bare: String = conf.lines().filter(|l| !l.contains("servicedir") && !l.contains("standard_session_servicedirs")).collect::<Vec<_>>().join("\n");
@@ -64,7 +65,7 @@ impl NotificationBus {
             .unwrap_or_default()
             .lines()
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v.get("ready").is_none() && v.get("refused").is_none())
+            .filter(|v| v.get("ready").is_none() && v.get("refused").is_none() && v.get("clicked").is_none())
             .collect()
     }
 

@@ -61,7 +61,7 @@ pub struct EngineOptions {
     pub clock: Arc<dyn Clock>,
     /// The environment runs inherit from (filtered by the allow-list). Default: this process's.
     pub env: Vec<(String, String)>,
-    /// Who this engine is in run rows (pid, start time[#image]): recovery tells its own runs from
+    /// Who this engine is in run rows (pid, start time): recovery tells its own runs from
     /// those of engines that are gone by it. Default: this process.
     pub identity: (u32, String),
     /// Waits between tries of a notification that was not shown. Default [`DEFAULT_BACKOFF`].
@@ -149,9 +149,9 @@ pub(crate) struct Core {
 }
 
 impl Core {
-    /// Is the engine recorded as a run's owner still there? "Me" is; my pid with another identity
-    /// is an earlier image of this process (it re-executed itself), which is gone; anyone else is
-    /// there while the same process (pid and start time) lives.
+    /// Is the engine recorded as a run's owner still there? "Me" is; my pid with another start
+    /// time is an earlier process that had my pid, which is gone; anyone else is there while the
+    /// same process (pid and start time) lives.
     pub(crate) fn owner_alive(&self, pid: Option<u32>, start: Option<&str>) -> bool {
         if pid == Some(self.identity.0) {
             return start == Some(self.identity.1.as_str());

@@ -325,17 +325,8 @@ pub fn is_zombie(pid: u32) -> bool {
 /// Identity of this process (the engine), stored as the owner of the runs it supervises.
 pub fn self_identity() -> (u32, String) {
     let pid = std::process::id();
-    let start = process_start_time(pid).unwrap_or_default();
-    // A process that re-executed itself (the tray app returning to its startup footprint) keeps
-    // its pid and start time; the image count tells the new engine from the one before it.
-    match std::env::var(EXEC_GENERATION_VAR).ok().filter(|g| !g.is_empty() && g != "0") {
-        Some(generation) => (pid, format!("{start}#{generation}")),
-        None => (pid, start),
-    }
+    (pid, process_start_time(pid).unwrap_or_default())
 }
-
-/// Set by a process that re-executes itself: how many images it has run before this one.
-pub const EXEC_GENERATION_VAR: &str = "NIGHTSHIFT_EXEC_GENERATION";
 
 /// Find `name` on a PATH string, like the shell would.
 pub fn find_on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {

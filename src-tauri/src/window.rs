@@ -1,0 +1,136 @@
+//! The window process (`nightshift --window`): the only process that ever loads a webview.
+//!
+//! The resident process (engine, scheduler, tray) starts it when the window should appear and
+//! talks to it over its stdin/stdout ([`crate::bridge`]). It holds no engine: every command the
+//! page calls runs in the resident, and the resident sends every engine event on. It lives as long
+//! as its window: closing the window tells the resident, which closes the pipe, and the process
+//! exits — within milliseconds, with all WebKit's memory and processes. If the resident goes away
+//! (Quit, a crash), the pipe closes and the window closes with it.
+
+use crate::bridge::{self, FromWindow, Link, Open, ToWindow};
+use std::sync::Arc;
+use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
+
+/// The command-line flag that makes the binary a window process; the argument after it is the
+/// [`Open`] to start with, as JSON.
+pub const FLAG: &str = "--window";
+
+/// The window's label (capabilities/main.json grants its commands to this label only).
+pub const LABEL: &str = "main";
+
+/// Run the window process until its window is closed or the resident goes away.
+pub fn run(open: Open) {
+    let (from_resident, to_resident) = stdio();
+    let link = Link::new(to_resident);
+    let closing = Arc::clone(&link);
+    let app = tauri::Builder::default()
+        .invoke_handler(bridge::invoke_handler(Arc::clone(&link)))
+        .setup(move |app| {
+            // A menu-bar app on macOS has no Dock icon; the window process is the window, so it has one.
+            #[cfg(target_os = "macos")]
+            let _ = app.set_activation_policy(tauri::ActivationPolicy::Regular);
+            build(app.handle(), &open)?;
+            let handle = app.handle().clone();
+            std::thread::Builder::new().name("from-resident".into()).spawn(move || {
+                bridge::receive(std::io::BufReader::new(from_resident), |message: ToWindow| {
+                    if let Some(message) = link.settle(message) {
+                        act(&handle, &link, message);
+                    }
+                });
+                // The resident closed the pipe: after our window closed, or because it quit or died.
+                link.fail_pending();
+                handle.exit(0);
+            })?;
+            Ok(())
+        })
+        .build(crate::context())
+        .unwrap_or_else(|e| {
+            eprintln!("error: the Nightshift window could not start: {e}");
+            std::process::exit(1);
+        });
+    app.run(move |_, event| {
+        // The window closed: say so and wait for the resident to close the pipe, so a "show" it
+        // sent meanwhile is read (and handed back) rather than lost with this process.
+        if let RunEvent::ExitRequested { code: None, api, .. } = event {
+            api.prevent_exit();
+            if !closing.tell(&FromWindow::Closed) {
+                std::process::exit(0);
+            }
+        }
+    });
+}
+
+/// The resident's messages other than answers.
+fn act<R: Runtime>(app: &AppHandle<R>, link: &Link, message: ToWindow) {
+    match message {
+        ToWindow::Emit { event, payload } => {
+            let _ = app.emit(&event, payload);
+        }
+        ToWindow::Show(open) => match app.get_webview_window(LABEL) {
+            Some(w) => {
+                let _ = w.show();
+                let _ = w.unminimize();
+                let _ = w.set_focus();
+                if let Some((event, payload)) = open.event() {
+                    let _ = app.emit(event, payload);
+                }
+            }
+            None => {
+                link.tell(&FromWindow::Missed(open));
+            }
+        },
+        ToWindow::Reply { .. } => {}
+    }
+}
+
+fn build<R: Runtime>(app: &AppHandle<R>, open: &Open) -> tauri::Result<()> {
+    WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(open.start_url().into()))
+        .on_navigation(|url| {
+            let ok = own_page(url);
+            if !ok {
+                tracing::warn!(%url, "refused to navigate the window away from the app");
+            }
+            ok
+        })
+        .title("Nightshift")
+        .inner_size(920.0, 640.0)
+        .min_inner_size(560.0, 420.0)
+        .build()
+        .map(|_| ())
+}
+
+/// The window shows only the app's own pages: any other navigation (a link in a report that
+/// slipped past everything else, a script setting `location`) is refused. Links open in the
+/// system browser through the `open_link` command instead.
+pub(crate) fn own_page(url: &tauri::Url) -> bool {
+    url.scheme() == "tauri" || url.host_str() == Some("tauri.localhost")
+}
+
+/// The pipe to the resident: stdin, and stdout moved to a descriptor of its own. The process's
+/// stdout then points at stderr, so a library that prints to stdout (GTK and WebKit may) cannot
+/// corrupt a message.
+fn stdio() -> (Box<dyn std::io::Read + Send>, Box<dyn std::io::Write + Send>) {
+    #[cfg(unix)]
+    {
+        use std::os::fd::FromRawFd;
+        // SAFETY: dup/dup2 on this process's standard descriptors; the new descriptor is owned by
+        // the File from here on and nothing else uses it.
+        unsafe {
+            let out = libc::dup(1);
+            if out >= 0 && libc::dup2(2, 1) >= 0 {
+                return (Box::new(std::io::stdin()), Box::new(std::fs::File::from_raw_fd(out)));
+            }
+        }
+    }
+    (Box::new(std::io::stdin()), Box::new(std::io::stdout()))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn only_the_apps_own_pages() {
+        for (url, ok) in [("tauri://localhost/index.html", true), ("http://tauri.localhost/#/run/1", true), ("https://evil.example/", false), ("file:///etc/passwd", false)] {
+            assert_eq!(super::own_page(&url.parse().unwrap()), ok, "{url}");
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! The resident's side of the window: it starts the window process (`nightshift --window`, see
+//! [`crate::window`]) when the window should appear, keeps at most one, sends it every engine
+//! event and answers its commands with the engine ([`crate::bridge`]).
+//!
+//! "Show this" goes to the window process that is up; a new one is started only when none is.
+//! A window process that has just closed its window hands a "show" back (`Missed`), and it is
+//! shown in a new one — so "Open" never does nothing, however the clicks and the close interleave.
+
+use crate::bridge::{self, FromWindow, Open, ToWindow};
+use nightshift_core::api::Face;
+use nightshift_core::Engine;
+use serde_json::Value;
+use std::process::{Command, Stdio};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex};
+
+/// The window process that is up, if any.
+#[derive(Default)]
+pub struct WindowHost {
+    current: Mutex<Option<Current>>,
+    /// `GDK_GL` as the user had it (the resident turns GL off for itself only).
+    users_gdk_gl: Option<std::ffi::OsString>,
+}
+
+struct Current {
+    pid: u32,
+    pipe: Arc<Pipe>,
+}
+
+/// The way to a window process's stdin: a writer thread fed by a channel, so the engine never
+/// blocks on a window. Closing it (dropping the only sender) closes the process's stdin.
+#[derive(Default)]
+struct Pipe(Mutex<Option<Sender<ToWindow>>>);
+
+impl Pipe {
+    fn send(&self, message: ToWindow) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|tx| tx.send(message).is_ok())
+    }
+    fn close(&self) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// What the window process's commands run against, in this process.
+#[derive(Clone)]
+pub struct Backend {
+    pub engine: Engine,
+    pub face: Arc<dyn Face>,
+    pub runtime: tokio::runtime::Handle,
+    /// What `nightshift --window` is: this binary (tests give the built app).
+    pub exe: std::path::PathBuf,
+}
+
+impl WindowHost {
+    pub fn new(users_gdk_gl: Option<std::ffi::OsString>) -> WindowHost {
+        WindowHost { current: Mutex::default(), users_gdk_gl }
+    }
+
+    /// Show the window with `open`: in the window process that is up, else in a new one.
+    pub fn open(self: &Arc<Self>, backend: &Backend, open: Open) {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = current.as_ref() {
+            if c.pipe.send(ToWindow::Show(open.clone())) {
+                return;
+            }
+        }
+        *current = match self.start(backend, &open) {
+            Ok(started) => Some(started),
+            Err(e) => {
+                tracing::error!(error = %e, "could not open the window (starting `nightshift --window` failed)");
+                None
+            }
+        };
+    }
+
+    /// Send an event to the page, if a window is up (`payload` is built only then).
+    pub fn emit(&self, event: &str, payload: impl FnOnce() -> Option<Value>) {
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = current.as_ref() {
+            if let Some(payload) = payload() {
+                c.pipe.send(ToWindow::Emit { event: event.to_string(), payload });
+            }
+        }
+    }
+
+    /// The pid of the window process that is up.
+    pub fn pid(&self) -> Option<u32> {
+        self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.pid)
+    }
+
+    /// Close the window (Quit): its process exits once its stdin closes.
+    pub fn close(&self) {
+        if let Some(c) = self.current.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            c.pipe.close();
+        }
+    }
+
+    fn start(self: &Arc<Self>, backend: &Backend, open: &Open) -> std::io::Result<Current> {
+        let open_json = serde_json::to_string(open).map_err(std::io::Error::other)?;
+        let mut command = Command::new(&backend.exe);
+        command.arg(crate::window::FLAG).arg(open_json).stdin(Stdio::piped()).stdout(Stdio::piped());
+        match &self.users_gdk_gl {
+            Some(gl) => command.env("GDK_GL", gl),
+            None => command.env_remove("GDK_GL"),
+        };
+        let mut child = command.spawn()?;
+        let pid = child.id();
+        let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(std::io::Error::other("the window process has no pipes"));
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<ToWindow>();
+        let pipe = Arc::new(Pipe(Mutex::new(Some(tx))));
+        std::thread::Builder::new().name("to-window".into()).spawn(move || {
+            for message in rx {
+                if !bridge::send(&mut stdin, &message) {
+                    return;
+                }
+            }
+        })?;
+        let (host, backend, replies) = (Arc::clone(self), backend.clone(), Arc::clone(&pipe));
+        std::thread::Builder::new().name("from-window".into()).spawn(move || {
+            let reply = move |m: ToWindow| {
+                replies.send(m);
+            };
+            let (engine, face, runtime) = (backend.engine.clone(), Arc::clone(&backend.face), backend.runtime.clone());
+            bridge::serve(std::io::BufReader::new(stdout), engine, face, runtime, reply, |message| match message {
+                FromWindow::Closed => host.forget(pid),
+                FromWindow::Missed(open) => host.open(&backend, open),
+                FromWindow::Call { .. } => {}
+            });
+            // Its stdout closed: the process is ending (or was killed). Reap it.
+            host.forget(pid);
+            match child.wait() {
+                Ok(status) if !status.success() => tracing::warn!(pid, %status, "the window process ended abnormally; runs are not affected"),
+                Ok(_) => tracing::debug!(pid, "the window process ended"),
+                Err(e) => tracing::warn!(pid, error = %e, "could not reap the window process"),
+            }
+        })?;
+        tracing::debug!(pid, "started the window process");
+        Ok(Current { pid, pipe })
+    }
+
+    /// Window process `pid` closed its window or ended: close its pipe (it exits) and start the
+    /// next "Open" in a new one.
+    fn forget(&self, pid: u32) {
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_ref().is_some_and(|c| c.pid == pid) {
+            if let Some(c) = current.take() {
+                c.pipe.close();
+            }
+        }
+    }
+}
+
+/// This binary, to start as the window process. After a package upgrade replaced it on disk,
+/// Linux names the running image "… (deleted)": the file now at that path is the one to start.
+pub fn this_binary() -> std::path::PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "nightshift".into());
+    match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
+        Some(path) => path.into(),
+        None => exe,
+    }
+}
