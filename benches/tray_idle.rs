@@ -1,16 +1,25 @@
-//! Memory of the tray app idle in the tray, side by side with the same app keeping its window:
-//! RSS of all the app's processes (the app and its WebKit web/network processes) after the window
-//! was opened once and closed (target < 60 MB), against the window left open — what a hidden
-//! webview would keep alive. Also the time to reopen the window (a second launch asks the running
-//! app to show it), and the cold start to the tray icon: from starting `nightshift --minimized` on
-//! an existing home to its StatusNotifier item registering on the session bus (a real host,
-//! tests/support/status_notifier_host.py), median of 5. Needs an X display (Xvfb) and
-//! python3-xlib; run with `xvfb-run -a cargo bench -p nightshift --bench tray_idle`.
-//! `NIGHTSHIFT_APP_BIN=/path/to/nightshift` measures that binary instead of the bench build — the
-//! README's numbers are of the release build that goes into the packages (`scripts/package.sh`).
+//! Memory of the tray app at rest, side by side with the same app keeping its window open.
+//!
+//! The resident process (engine, scheduler, tray) never loads a webview; the window is a process
+//! of its own that ends when the window closes. Measured here, median of 5 runs, each on a fresh
+//! home: the resident's RSS, PSS and anonymous memory 10 s after the window was opened once and
+//! closed; the time from closing the window to its process being gone; the time from "Open" (the
+//! tray's "Open Nightshift" clicked over D-Bus, and a second launch) to the window's page loaded
+//! (WebKit's load-finished, logged by the window process), and at the first launch; the
+//! resident's CPU over a quiet minute. The baseline
+//! is the whole tree with the window kept open (resident, window process, WebKit's processes). And
+//! the cold start to the tray icon: from starting `nightshift --minimized` on an existing home to
+//! its StatusNotifier item registering on the session bus (a real host,
+//! tests/support/status_notifier_host.py), median of 5.
+//!
+//! Needs an X display (Xvfb) and python3-xlib; run with
+//! `xvfb-run -a cargo bench -p nightshift --bench tray_idle`. `NIGHTSHIFT_APP_BIN=/path/to/nightshift`
+//! measures that binary instead of the bench build — the README's numbers are of the release build
+//! that goes into the packages (`scripts/package.sh`).
 
 use nightshift_testkit::dbus::{NotificationBus, TrayHost};
-use std::process::{Child, Command};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn main() {
@@ -23,47 +32,76 @@ fn main() {
     let tray = TrayHost::start(tmp.path(), &bus.address);
     let app_bin = std::env::var("NIGHTSHIFT_APP_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_nightshift").to_string());
     let app_bin = app_bin.as_str();
-    let launch = |home: &std::path::Path| -> Command {
+    let launch = |home: &Path| -> Command {
         let mut c = Command::new(app_bin);
-        c.env("NIGHTSHIFT_HOME", home).env("DBUS_SESSION_BUS_ADDRESS", &bus.address).env("NO_AT_BRIDGE", "1").env("NIGHTSHIFT_LOG", "error");
+        c.env("NIGHTSHIFT_HOME", home)
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
+            .env("NO_AT_BRIDGE", "1")
+            .env("NIGHTSHIFT_LOG", "error,nightshift_app::window=debug");
         c
     };
 
-    // Window left open.
-    let home_a = tmp.path().join("a");
-    let open_app = launch(&home_a).spawn().unwrap();
-    wait_window(true);
+    // Baseline: the window kept open (the whole tree).
+    let home = tmp.path().join("open");
+    let (open_app, _) = start(&launch(&home), &tmp.path().join("open.log"));
     std::thread::sleep(Duration::from_secs(8));
-    let open_rss = tree_rss_kb(open_app.id());
+    let open_rss = tree_kb(open_app.id(), "/status", "VmRSS:");
     stop(open_app);
     wait_window(false);
 
-    // Window opened once, then closed: the app lives on in the tray.
-    let home_b = tmp.path().join("b");
-    let tray_app = launch(&home_b).spawn().unwrap();
-    wait_window(true);
-    std::thread::sleep(Duration::from_secs(3));
-    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg("Nightshift").status().unwrap();
-    assert!(closed.success(), "could not close the window");
-    wait_window(false);
-    // The app restarts tray-only once the window is gone and no run is going (same pid, fresh
-    // image), then trims clean pages after its startup work; measure once that has settled.
-    let start = Instant::now();
-    while !std::fs::read_to_string(format!("/proc/{}/cmdline", tray_app.id())).unwrap_or_default().contains("--minimized") {
-        assert!(start.elapsed() < Duration::from_secs(30), "the app did not restart in the tray");
-        std::thread::sleep(Duration::from_millis(50));
+    let mut rest = Vec::new();
+    let (mut gone_ms, mut cold_ms, mut reopen_ms, mut tray_open_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut cpu_per_minute = None;
+    for i in 0..5 {
+        let home = tmp.path().join(format!("rest-{i}"));
+        let log = tmp.path().join(format!("rest-{i}.log"));
+        let registered = tray.registrations().len();
+        let (app, cold) = start(&launch(&home), &log);
+        cold_ms.push(cold.as_millis() as u64);
+        std::thread::sleep(Duration::from_secs(2));
+        let window = window_process(app.id()).expect("a window process");
+        let t = Instant::now();
+        close_window();
+        while alive(window) {
+            assert!(t.elapsed() < Duration::from_secs(30), "the window process did not exit");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        gone_ms.push(t.elapsed().as_millis() as u64);
+        wait_window(false);
+        std::thread::sleep(Duration::from_secs(10));
+        let pid = app.id();
+        rest.push((kb(pid, "/status", "VmRSS:"), kb(pid, "/smaps_rollup", "Pss:"), kb(pid, "/smaps_rollup", "Anonymous:")));
+        if i == 4 {
+            let before = cpu_ticks(pid);
+            std::thread::sleep(Duration::from_secs(60));
+            cpu_per_minute = Some((cpu_ticks(pid) - before) * 1000 / ticks_per_second());
+        }
+        // Reopen from the tray's "Open Nightshift" (this app's item), then close it again and
+        // reopen with a second launch.
+        let start = Instant::now();
+        while tray.registrations().len() == registered || !tray.menu().unwrap_or_default().iter().any(|e| e.label == "Open Nightshift") {
+            assert!(start.elapsed() < Duration::from_secs(30), "the tray item never registered");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let loaded_before = page_loads(&log);
+        let t = Instant::now();
+        tray.click(&bus.address, "Open Nightshift");
+        wait_page_load(&log, loaded_before, t);
+        tray_open_ms.push(t.elapsed().as_millis() as u64);
+        wait_window(true);
+        close_window();
+        wait_window(false);
+        while window_process(app.id()).is_some() {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let loaded_before = page_loads(&log);
+        let t = Instant::now();
+        assert!(launch(&home).status().unwrap().success());
+        wait_page_load(&log, loaded_before, t);
+        reopen_ms.push(t.elapsed().as_millis() as u64);
+        stop(app);
+        wait_window(false);
     }
-    std::thread::sleep(Duration::from_secs(15));
-    let tray_rss = tree_rss_kb(tray_app.id());
-    let tray_pss = tree_kb(tray_app.id(), "/smaps_rollup", "Pss:");
-    let tray_anon = tree_kb(tray_app.id(), "/smaps_rollup", "Anonymous:");
-
-    // Reopen: a second launch asks the running app to show its window.
-    let t = Instant::now();
-    assert!(launch(&home_b).status().unwrap().success());
-    wait_window(true);
-    let reopen = t.elapsed();
-    stop(tray_app);
 
     // Cold start to the tray icon, on an existing home, started as at login (no window).
     let home_c = tmp.path().join("c");
@@ -84,15 +122,84 @@ fn main() {
         starts.push(((registered - t0) * 1000.0) as u64);
         stop(app);
     }
-    starts.sort();
 
+    let mb = |kb: u64| format!("{:.1} MB", kb as f64 / 1024.0);
+    let median = |mut v: Vec<u64>| {
+        v.sort();
+        (v[v.len() / 2], v)
+    };
+    let (rss, rss_all) = median(rest.iter().map(|r| r.0).collect());
+    let (pss, pss_all) = median(rest.iter().map(|r| r.1).collect());
+    let (anon, _) = median(rest.iter().map(|r| r.2).collect());
     println!("{app_bin} ({} MB)", std::fs::metadata(app_bin).map(|m| m.len() / 1_000_000).unwrap_or(0));
-    println!("cold start to the tray icon: {} ms (median of 5; {:?})", starts[2], starts);
-    println!("Tray app memory (RSS of the app and its WebKit processes), idle");
-    println!("{:<44} {:>10}", "", "RSS");
-    println!("{:<44} {:>7} MB", "baseline: window kept open", open_rss / 1024);
-    println!("{:<44} {:>7} MB  (PSS {} MB, anonymous {} MB)", "nightshift: in the tray, window closed", tray_rss / 1024, tray_pss / 1024, tray_anon / 1024);
-    println!("time to reopen the window: {} ms", reopen.as_millis());
+    println!("Tray app memory, median of 5 (each run: a fresh home, the window opened once and closed, 10 s quiet)");
+    println!("{:<52} {:>9} {:>9}", "", "RSS", "PSS");
+    println!("{:<52} {:>9} {:>9}", "baseline: window kept open (all its processes)", mb(open_rss), "");
+    println!("{:<52} {:>9} {:>9}  (anonymous {})", "nightshift: the resident process, window closed", mb(rss), mb(pss), mb(anon));
+    println!("  all 5 runs, RSS: {:?} kB; PSS: {:?} kB", rss_all, pss_all);
+    println!("resident CPU over a quiet minute: {} ms", cpu_per_minute.unwrap_or(0));
+    let (gone, gone_all) = median(gone_ms);
+    let (cold, cold_all) = median(cold_ms);
+    let (reopen, reopen_all) = median(reopen_ms);
+    let (tray_open, tray_open_all) = median(tray_open_ms);
+    println!("window closed (the close request sent) → its process gone: {gone} ms (median of 5; {gone_all:?})");
+    println!("first launch → window page loaded: {cold} ms (median of 5; {cold_all:?})");
+    println!("tray \"Open Nightshift\" → window page loaded: {tray_open} ms (median of 5; {tray_open_all:?})");
+    println!("second launch → window page loaded: {reopen} ms (median of 5; {reopen_all:?})");
+    let (cold_tray, starts) = median(starts);
+    println!("cold start to the tray icon: {cold_tray} ms (median of 5; {starts:?})");
+}
+
+/// Start the app with its window; returns once the window's page has loaded, and how long that took.
+fn start(command: &Command, log: &Path) -> (Child, Duration) {
+    let mut command = clone(command);
+    let t = Instant::now();
+    let child = command.stderr(std::fs::File::create(log).unwrap()).stdout(Stdio::null()).spawn().unwrap();
+    while page_loads(log) == 0 {
+        assert!(t.elapsed() < Duration::from_secs(60), "the window never loaded: {}", std::fs::read_to_string(log).unwrap_or_default());
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let took = t.elapsed();
+    wait_window(true);
+    (child, took)
+}
+
+fn wait_page_load(log: &Path, before: usize, since: Instant) {
+    while page_loads(log) == before {
+        assert!(since.elapsed() < Duration::from_secs(30), "the window did not open");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn clone(c: &Command) -> Command {
+    let mut n = Command::new(c.get_program());
+    n.args(c.get_args());
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            n.env(k, v);
+        }
+    }
+    n
+}
+
+/// How many times a window process logged its page as loaded.
+fn page_loads(log: &Path) -> usize {
+    std::fs::read_to_string(log).unwrap_or_default().matches("window page loaded").count()
+}
+
+fn window_process(resident: u32) -> Option<u32> {
+    nightshift_core::runner::process::descendants(resident)
+        .into_iter()
+        .find(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default().contains("--window"))
+}
+
+fn alive(pid: u32) -> bool {
+    PathBuf::from(format!("/proc/{pid}")).exists() && !nightshift_core::runner::process::is_zombie(pid)
+}
+
+fn close_window() {
+    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg("Nightshift").status().unwrap();
+    assert!(closed.success(), "could not close the window");
 }
 
 fn window_open() -> bool {
@@ -113,21 +220,30 @@ fn stop(mut c: Child) {
     let _ = c.wait();
 }
 
-/// RSS of `pid` and all its descendants, in KiB.
-fn tree_rss_kb(pid: u32) -> u64 {
-    tree_kb(pid, "/status", "VmRSS:")
+/// utime + stime of `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let after = stat.rsplit(')').next().unwrap();
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
-/// A `key: N kB` figure from /proc/PID/`file`, summed over `pid` and all its descendants.
+fn ticks_per_second() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as u64
+}
+
+/// A `key: N kB` figure from /proc/PID/`file`.
+fn kb(pid: u32, file: &str, key: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}{file}"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()))
+        .unwrap_or(0)
+}
+
+/// The same figure summed over `pid` and all its descendants.
 fn tree_kb(pid: u32, file: &str, key: &str) -> u64 {
     let mut tree = nightshift_core::runner::process::descendants(pid);
     tree.push(pid);
-    tree.iter()
-        .map(|p| {
-            std::fs::read_to_string(format!("/proc/{p}{file}"))
-                .ok()
-                .and_then(|s| s.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()))
-                .unwrap_or(0)
-        })
-        .sum()
+    tree.iter().map(|p| kb(*p, file, key)).sum()
 }
