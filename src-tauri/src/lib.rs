@@ -69,6 +69,8 @@ fn run_now_arg(argv: &[String]) -> Option<String> {
 pub fn run() {
     // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
     nightshift_core::runner::scrub::serve_wrapper_request();
+    // Before any thread exists: the resident lives all day (see `allocator`).
+    nightshift_core::allocator::limit_arenas();
     init_tracing();
     let argv: Vec<String> = std::env::args().collect();
     if let Some(i) = argv.iter().position(|a| a == window::FLAG) {
@@ -196,7 +198,14 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         Ok(lock) => {
             app.state::<AppState>().scheduling.store(true, std::sync::atomic::Ordering::SeqCst);
             emit(&app, serde_json::json!({ "type": "engine_state" }));
-            Scheduler::new(engine.clone()).run(Arc::new(tokio::sync::Notify::new())).await;
+            // The first pass now, so what start-up allocated and dropped is handed back before
+            // the app settles into idling (as the daemon does).
+            let scheduler = Scheduler::new(engine.clone());
+            if let Err(e) = scheduler.tick().await {
+                tracing::warn!(error = %e, "the first scheduler pass failed; the loop retries");
+            }
+            nightshift_core::allocator::release_freed();
+            scheduler.run(Arc::new(tokio::sync::Notify::new())).await;
             app.state::<AppState>().scheduling.store(false, std::sync::atomic::Ordering::SeqCst);
             drop(lock);
         }

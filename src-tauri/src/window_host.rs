@@ -128,8 +128,10 @@ impl WindowHost {
                 FromWindow::Missed(open) => host.open(&backend, open),
                 FromWindow::Call { .. } => {}
             });
-            // Its stdout closed: the process is ending (or was killed). Reap it.
+            // Its stdout closed: the process is ending (or was killed). Reap it, and hand back
+            // what serving it freed (pages of runs and logs it asked for).
             host.forget(pid);
+            nightshift_core::allocator::release_freed();
             match child.wait() {
                 Ok(status) if !status.success() => tracing::warn!(pid, %status, "the window process ended abnormally; runs are not affected"),
                 Ok(_) => tracing::debug!(pid, "the window process ended"),

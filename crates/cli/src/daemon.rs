@@ -65,7 +65,7 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
     if let Err(e) = sched.tick().await {
         tracing::warn!(error = %e, "the first scheduler pass failed; the loop retries");
     }
-    crate::allocator::release_freed();
+    nightshift_core::allocator::release_freed();
     sched.run(shutdown).await;
     printer.abort();
     let running = engine.running_count().unwrap_or(0);

@@ -5,7 +5,6 @@
 //! configuration errors (bad arguments, invalid routine, unknown run…), printed as `error: …`.
 
 mod accounts;
-mod allocator;
 mod daemon;
 mod format;
 mod history;
@@ -127,7 +126,7 @@ pub enum Outcome {
 fn main() -> ExitCode {
     // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
     nightshift_core::runner::scrub::serve_wrapper_request();
-    allocator::limit_arenas();
+    nightshift_core::allocator::limit_arenas();
     match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt.block_on(cli_main()),
         Err(e) => {

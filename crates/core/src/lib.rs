@@ -4,6 +4,7 @@
 //! and the CLI (`nightshiftctl`) are two thin faces over [`engine::Engine`].
 
 pub mod accounts;
+pub mod allocator;
 pub mod api;
 pub mod agents;
 pub mod bounded;
