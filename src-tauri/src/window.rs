@@ -20,6 +20,10 @@ pub const LABEL: &str = "main";
 
 /// Run the window process until its window is closed or the resident goes away.
 pub fn run(open: Open) {
+    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+        eprintln!("error: `nightshift {FLAG}` is started by the running app; run `nightshift` to open the window");
+        std::process::exit(2);
+    }
     let (from_resident, to_resident) = stdio();
     let link = Link::new(to_resident);
     let closing = Arc::clone(&link);

@@ -3,7 +3,54 @@
 //! the CLI show them — all through these names, so none of them imports another for a file name.
 
 use std::io::{Read, Seek, SeekFrom};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// A run's directory: where each of its files is. Borrowed from wherever the path is kept (the run
+/// record, a driver), so naming a file costs nothing but the join.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunDir<'a>(&'a Path);
+
+impl<'a> RunDir<'a> {
+    pub fn at(dir: &'a Path) -> RunDir<'a> {
+        RunDir(dir)
+    }
+    pub fn path(self) -> &'a Path {
+        self.0
+    }
+    pub fn stdout(self) -> PathBuf {
+        self.0.join(STDOUT_LOG)
+    }
+    pub fn stderr(self) -> PathBuf {
+        self.0.join(STDERR_LOG)
+    }
+    pub fn exit_code(self) -> PathBuf {
+        self.0.join(EXIT_CODE_FILE)
+    }
+    pub fn report(self) -> PathBuf {
+        self.0.join(REPORT_FILE)
+    }
+    pub fn timed_out(self) -> PathBuf {
+        self.0.join(TIMED_OUT_FILE)
+    }
+    pub fn unwatched(self) -> PathBuf {
+        self.0.join(UNWATCHED_FILE)
+    }
+    /// An earlier attempt's log of `stream` ("stdout", "stderr"), kept beside the next one.
+    pub fn attempt_log(self, stream: &str, attempt: usize) -> PathBuf {
+        self.0.join(attempt_log(stream, attempt))
+    }
+    /// How far the logs hold no secret any more ([`SCRUBBED_FILE`]).
+    pub fn scrubbed(self) -> [u64; 2] {
+        scrubbed(self.0)
+    }
+    pub fn set_scrubbed(self, at: [u64; 2]) -> std::io::Result<()> {
+        set_scrubbed(self.0, at)
+    }
+    /// Forget how far the logs were scrubbed (the next attempt writes new ones).
+    pub fn clear_scrubbed(self) {
+        let _ = std::fs::remove_file(self.0.join(SCRUBBED_FILE));
+    }
+}
 
 /// The run's standard output, as its process wrote it (an agent's event stream).
 pub const STDOUT_LOG: &str = "stdout.log";

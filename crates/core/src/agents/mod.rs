@@ -82,11 +82,11 @@ pub struct RunOutput<'a> {
 
 impl RunOutput<'_> {
     pub fn stdout_path(&self) -> std::path::PathBuf {
-        self.run_dir.join(crate::run_dir::STDOUT_LOG)
+        crate::run_dir::RunDir::at(self.run_dir).stdout()
     }
     /// The last lines of stderr: the best message when a CLI dies without a structured event.
     pub fn stderr_tail(&self) -> LogTail {
-        LogTail::read(&self.run_dir.join(crate::run_dir::STDERR_LOG), 16 * 1024)
+        LogTail::read(&crate::run_dir::RunDir::at(self.run_dir).stderr(), 16 * 1024)
     }
 }
 

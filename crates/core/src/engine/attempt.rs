@@ -15,13 +15,13 @@ use std::sync::Arc;
 
 /// Keep an earlier attempt's output beside the next one: `stdout.attempt-1.log`, …
 pub(crate) fn archive_attempt_logs(run_dir: &std::path::Path, n: usize) {
-    for (log, stream) in [(crate::run_dir::STDOUT_LOG, "stdout"), (crate::run_dir::STDERR_LOG, "stderr")] {
-        let _ = std::fs::rename(run_dir.join(log), run_dir.join(crate::run_dir::attempt_log(stream, n)));
+    let dir = crate::run_dir::RunDir::at(run_dir);
+    for (log, stream) in [(dir.stdout(), "stdout"), (dir.stderr(), "stderr")] {
+        let _ = std::fs::rename(log, dir.attempt_log(stream, n));
     }
     // The next attempt writes new logs: nothing of them is scrubbed yet.
-    for stale in [crate::run_dir::EXIT_CODE_FILE, crate::run_dir::SCRUBBED_FILE] {
-        let _ = std::fs::remove_file(run_dir.join(stale));
-    }
+    let _ = std::fs::remove_file(dir.exit_code());
+    dir.clear_scrubbed();
 }
 
 /// Prepare and spawn one attempt; record its process.

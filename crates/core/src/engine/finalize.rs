@@ -13,7 +13,7 @@ use crate::events::EngineEvent;
 use crate::fsutil::write_atomic;
 use crate::run::{Attempt, RunRecord, RunStatus};
 use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
-use crate::run_dir::{self, REPORT_FILE};
+use crate::run_dir::RunDir;
 use crate::runner::process;
 use crate::store::{outbox, Settlement};
 use chrono::{DateTime, Utc};
@@ -246,7 +246,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
     }
     let report_path = match (&outcome.status(), &outcome.report) {
         (RunStatus::Completed, Some(report)) => {
-            let path = run.run_dir.join(REPORT_FILE);
+            let path = RunDir::at(&run.run_dir).report();
             match write_atomic(&path, report.as_bytes()) {
                 Ok(()) => Some(path.display().to_string()),
                 Err(e) => {
@@ -263,7 +263,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
     };
     // Never before the start, never after now (clocks of different processes disagree a little).
     let finished_at = finished_at.map(|t| t.clamp(run.started_at, now.max(run.started_at))).unwrap_or(now);
-    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !run.run_dir.join(run_dir::STDOUT_LOG).exists();
+    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !RunDir::at(&run.run_dir).stdout().exists();
     Settlement {
         status: outcome.status(),
         reason: outcome.reason,

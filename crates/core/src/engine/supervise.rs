@@ -2,12 +2,12 @@
 //! ended: the agent's own classification, overridden by what the engine itself knows.
 
 use super::{Core, Engine};
+use crate::run_dir::RunDir;
 use crate::agents::{AgentDriver, Outcome, RunOutput};
 use crate::events::EngineEvent;
 use crate::routine::Routine;
 use crate::run::{Reason, RunStatus};
 use crate::runner::follow::follow;
-use crate::run_dir;
 use crate::runner::process::{self, RunProcess};
 use crate::runner::scrub;
 use chrono::{DateTime, Utc};
@@ -105,7 +105,7 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
     let follower = run.driver.has_progress().then(|| {
         let core = Arc::clone(core);
         let (id, routine) = (run.id.clone(), run.routine.name.clone());
-        tokio::spawn(follow(run.run_dir.join(run_dir::STDOUT_LOG), run.driver, move |message| {
+        tokio::spawn(follow(RunDir::at(&run.run_dir).stdout(), run.driver, move |message| {
             Engine::emit(&core, EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
         }))
     });

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::run_dir::{EXIT_CODE_FILE, STDERR_LOG, STDOUT_LOG, TIMED_OUT_FILE, UNWATCHED_FILE};
+use crate::run_dir::RunDir;
 /// The blank exit-code file made at spawn: wide enough for any code, written over in place.
 const EXIT_CODE_ROOM: &[u8] = b"                \n";
 
@@ -121,9 +121,10 @@ pub struct RunProcess {
 
 pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
     std::fs::create_dir_all(&spec.run_dir)?;
-    let stdout = std::fs::File::create(spec.run_dir.join(STDOUT_LOG))?;
-    let stderr = std::fs::File::create(spec.run_dir.join(STDERR_LOG))?;
-    let exit_file = spec.run_dir.join(EXIT_CODE_FILE);
+    let dir = RunDir::at(&spec.run_dir);
+    let stdout = std::fs::File::create(dir.stdout())?;
+    let stderr = std::fs::File::create(dir.stderr())?;
+    let exit_file = dir.exit_code();
     std::fs::write(&exit_file, EXIT_CODE_ROOM)?;
 
     let mut cmd = tokio::process::Command::new(WRAPPER_SHELL);
@@ -133,8 +134,8 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
     // The deadline is wall-clock time (the system's, whatever clock the engine runs on).
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let deadline = (timeout > 0).then(|| std::time::UNIX_EPOCH + Duration::from_secs(now.saturating_add(timeout)));
-    for stale in [TIMED_OUT_FILE, UNWATCHED_FILE] {
-        let _ = std::fs::remove_file(spec.run_dir.join(stale));
+    for stale in [dir.timed_out(), dir.unwatched()] {
+        let _ = std::fs::remove_file(stale);
     }
     cmd.arg("-c")
         .arg(WRAPPER)
@@ -169,7 +170,7 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
 
 /// The exit code the wrapper recorded, if the run's process has finished.
 pub fn recorded_exit_code(run_dir: &Path) -> Option<i32> {
-    std::fs::read_to_string(run_dir.join(EXIT_CODE_FILE)).ok()?.trim().parse().ok()
+    std::fs::read_to_string(RunDir::at(run_dir).exit_code()).ok()?.trim().parse().ok()
 }
 
 /// Record the exit code the engine saw when the wrapper could not (killed before it wrote, or
@@ -180,22 +181,23 @@ pub fn record_exit_code(run_dir: &Path, code: i32) -> std::io::Result<()> {
     if recorded_exit_code(run_dir).is_some() {
         return Ok(());
     }
-    let mut f = std::fs::OpenOptions::new().write(true).open(run_dir.join(EXIT_CODE_FILE))?;
+    let mut f = std::fs::OpenOptions::new().write(true).open(RunDir::at(run_dir).exit_code())?;
     f.write_all(format!("{code}\n").as_bytes())
 }
 
 /// Did the wrapper time the run out?
 pub fn timed_out_by_wrapper(run_dir: &Path) -> bool {
-    run_dir.join(TIMED_OUT_FILE).exists()
+    RunDir::at(run_dir).timed_out().exists()
 }
 
 /// When the run's process ended, as its files tell: the exit-code file's time (written the moment
 /// the agent exited), else the last write to its logs. For a run settled long after it ended.
 pub fn ended_at(run_dir: &Path) -> Option<chrono::DateTime<chrono::Utc>> {
-    let mtime = |name: &str| std::fs::metadata(run_dir.join(name)).and_then(|m| m.modified()).ok();
+    let dir = RunDir::at(run_dir);
+    let mtime = |file: PathBuf| std::fs::metadata(file).and_then(|m| m.modified()).ok();
     // The blank file made at spawn says nothing about the end.
-    let exited = recorded_exit_code(run_dir).and_then(|_| mtime(EXIT_CODE_FILE));
-    let at = exited.or_else(|| [STDOUT_LOG, STDERR_LOG, TIMED_OUT_FILE].iter().filter_map(|n| mtime(n)).max())?;
+    let exited = recorded_exit_code(run_dir).and_then(|_| mtime(dir.exit_code()));
+    let at = exited.or_else(|| [dir.stdout(), dir.stderr(), dir.timed_out()].into_iter().filter_map(mtime).max())?;
     Some(at.into())
 }
 
@@ -353,7 +355,7 @@ mod tests {
     #[test]
     fn the_wrapper_asks_for_the_scrub_the_binaries_serve() {
         assert!(WRAPPER.contains(&format!("\"$x\" {} \"$r\"", super::super::scrub::SCRUB_ARG)));
-        assert!(WRAPPER.contains(crate::run_dir::UNWATCHED_FILE) && WRAPPER.contains(TIMED_OUT_FILE));
+        assert!(WRAPPER.contains(crate::run_dir::UNWATCHED_FILE) && WRAPPER.contains(crate::run_dir::TIMED_OUT_FILE));
     }
 
     #[test]

@@ -13,7 +13,7 @@
 use crate::accounts::redact::Redactor;
 use crate::accounts::AgentAuth;
 use crate::routine::AgentKind;
-use crate::run_dir::{self, STDERR_LOG, STDOUT_LOG};
+use crate::run_dir::RunDir;
 use std::path::Path;
 
 /// `<exe> __scrub-run-logs <run dir>`: the wrapper's request to scrub what is left of its logs.
@@ -23,17 +23,18 @@ pub const SCRUB_ARG: &str = "__scrub-run-logs";
 /// this one did. `finished`: the process is done writing (a key still growing at the end of a
 /// live log is left for the next pass). Blocking: call off the async workers.
 pub fn scrub_run_logs(redactor: &Redactor, dir: &Path, finished: bool) -> std::io::Result<()> {
-    let before = run_dir::scrubbed(dir);
+    let dir = RunDir::at(dir);
+    let before = dir.scrubbed();
     let mut after = before;
     let mut failed = None;
-    for (i, log) in [STDOUT_LOG, STDERR_LOG].into_iter().enumerate() {
-        match redactor.scrub_file(&dir.join(log), before[i], finished) {
+    for (i, log) in [dir.stdout(), dir.stderr()].into_iter().enumerate() {
+        match redactor.scrub_file(&log, before[i], finished) {
             Ok(end) => after[i] = end,
             Err(e) => failed = Some(e),
         }
     }
     if after != before {
-        run_dir::set_scrubbed(dir, after)?;
+        dir.set_scrubbed(after)?;
     }
     failed.map_or(Ok(()), Err)
 }
@@ -60,6 +61,7 @@ pub fn serve_wrapper_request() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::run_dir::{self, STDERR_LOG, STDOUT_LOG};
 
     const KEY: &str = "sk-ant-api03-0123456789abcdefghij";
 

@@ -6,7 +6,7 @@
 use crate::agents::{AgentDriver, LogEntry};
 use crate::engine::Engine;
 use crate::error::Result;
-use crate::run_dir::{read_range, STDERR_LOG, STDOUT_LOG};
+use crate::run_dir::{read_range, RunDir};
 use serde::Serialize;
 use std::path::Path;
 
@@ -72,11 +72,12 @@ pub fn run_log(engine: &Engine, run_id: &str, stream: LogStream, offset: u64, re
             format!("the log of run {} was removed {} by retention (keep_runs_days, keep_runs_per_routine); its record stays", run.id, crate::run::fmt_time(&t)),
         ));
     }
+    let dir = RunDir::at(Path::new(&run.run_dir));
     let (file, driver): (_, &dyn AgentDriver) = match stream {
-        LogStream::Stdout => (STDOUT_LOG, crate::agents::driver(run.agent.agent())),
-        LogStream::Stderr => (STDERR_LOG, &crate::agents::command::Command),
+        LogStream::Stdout => (dir.stdout(), crate::agents::driver(run.agent.agent())),
+        LogStream::Stderr => (dir.stderr(), &crate::agents::command::Command),
     };
-    let mut chunk = read_chunk(&Path::new(&run.run_dir).join(file), driver, offset, readable, run.status.is_final(), CHUNK_BYTES);
+    let mut chunk = read_chunk(&file, driver, offset, readable, run.status.is_final(), CHUNK_BYTES);
     for e in &mut chunk.entries {
         e.text = engine.redact(&e.text);
     }
