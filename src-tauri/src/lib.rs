@@ -303,9 +303,8 @@ async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
     let engine = state.engine.clone();
     let elsewhere = state.scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
-    let queued = engine.queued().await;
     tauri::async_runtime::spawn_blocking(move || {
-        let paused = engine.is_paused().unwrap_or(false);
+        let activity = engine.activity().unwrap_or_default();
         // The same overview the window and `nightshiftctl routines list` show.
         let routines = nightshift_core::view::routines::overview(&engine, chrono::Utc::now())
             .unwrap_or_default()
@@ -318,9 +317,9 @@ async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
             })
             .collect();
         TrayFacts {
-            running: engine.running_count().unwrap_or(0),
-            queued,
-            paused,
+            running: activity.running,
+            queued: activity.queued,
+            paused: activity.paused,
             scheduled_elsewhere: elsewhere,
             routines,
             accounts: engine.accounts_health(),

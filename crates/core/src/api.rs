@@ -61,7 +61,6 @@ pub struct EngineStateView {
 
 pub async fn engine_state(engine: &Engine, face: &dyn Face) -> Result<EngineStateView> {
     let (elsewhere, scheduling) = (face.scheduled_elsewhere(), face.scheduling());
-    let queued = engine.queued().await;
     blocking(engine, move |e| {
         // A damaged or unwritable database must not blank the header: what cannot be read is
         // itself a problem to show.
@@ -71,14 +70,13 @@ pub async fn engine_state(engine: &Engine, face: &dyn Face) -> Result<EngineStat
                 problems.push(err.message);
             }
         };
-        let paused = e.is_paused().map_err(&mut unreadable).unwrap_or(false);
-        let running = e.running_count().map_err(&mut unreadable).unwrap_or(0);
+        let activity = e.activity().map_err(&mut unreadable).unwrap_or_default();
         Ok(EngineStateView {
             scheduled_elsewhere: elsewhere,
             scheduling,
-            paused,
-            running,
-            queued,
+            paused: activity.paused,
+            running: activity.running,
+            queued: activity.queued,
             device: e.device_name(),
             home: e.home().config_dir().display().to_string(),
             routines_dir: e.home().routines_dir().display().to_string(),

@@ -55,6 +55,20 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::Notify;
 
+/// Runs going and waiting (counted from the store, so every process's and never under-reported)
+/// and whether scheduling is paused on this machine.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Activity {
+    pub running: usize,
+    pub queued: usize,
+    pub paused: bool,
+}
+
+fn activity(core: &Core) -> Result<Activity> {
+    let (running, queued) = core.store.open_counts()?;
+    Ok(Activity { running, queued, paused: core.store.global_paused()? })
+}
+
 /// How to build an [`Engine`]; everything has a default except the home.
 pub struct EngineOptions {
     pub home: Home,
@@ -256,19 +270,15 @@ impl Engine {
         Ok(page)
     }
 
+    /// What is going on in this home now, in every process: the one reading behind the tray
+    /// icon, the window's header and the engine's `EngineState` event.
+    pub fn activity(&self) -> Result<Activity> {
+        activity(&self.core)
+    }
+
     /// Runs going now (any process on this home).
     pub fn running_count(&self) -> Result<usize> {
         self.core.store.running_count()
-    }
-
-    /// Runs of any process still open (`running`), for the app's restart-when-idle decision.
-    pub fn open_run_count(&self) -> Result<usize> {
-        Ok(self.core.store.open_runs()?.len())
-    }
-
-    /// Scheduling is paused on this machine.
-    pub fn is_paused(&self) -> Result<bool> {
-        self.core.store.global_paused()
     }
 
     /// Why a run's notification was not delivered, if it was not.
@@ -570,8 +580,7 @@ impl Engine {
     /// Tell the faces how many runs are going and waiting (read from the store, so it counts
     /// every process and never under-reports).
     pub(crate) fn emit_state(core: &Core) {
-        let Ok((running, queued)) = core.store.open_counts() else { return };
-        let paused = core.store.global_paused().unwrap_or(false);
+        let Ok(Activity { running, queued, paused }) = activity(core) else { return };
         Engine::emit(core, EngineEvent::EngineState { running, queued, paused });
     }
 
