@@ -21,6 +21,7 @@ mod window;
 mod window_host;
 
 use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::engine::NotTaken;
 use nightshift_core::{Engine, EngineEvent, EngineOptions, Home, RecoveryMode, Scheduler, SchedulerLock};
 use nightshift_desktop::DesktopNotifier;
 use std::sync::{Arc, Mutex};
@@ -194,7 +195,7 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
         refresh_tray(&app).await;
         return;
     }
-    match SchedulerLock::acquire(engine.home(), "the Nightshift app") {
+    match SchedulerLock::take(engine.home(), "the Nightshift app") {
         Ok(lock) => {
             app.state::<AppState>().scheduling.store(true, std::sync::atomic::Ordering::SeqCst);
             emit(&app, serde_json::json!({ "type": "engine_state" }));
@@ -209,11 +210,17 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             app.state::<AppState>().scheduling.store(false, std::sync::atomic::Ordering::SeqCst);
             drop(lock);
         }
-        Err(e) => {
+        Err(NotTaken::Held { holder }) => {
             // A daemon schedules this home: this app views and controls (Run now still works).
-            tracing::warn!("{}", e.message);
-            let who = SchedulerLock::holder(engine.home()).unwrap_or_else(|| "another process".to_string());
-            *app.state::<AppState>().scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(who);
+            tracing::warn!("{holder} schedules this home; the app views and controls it");
+            *app.state::<AppState>().scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(holder);
+            emit(&app, serde_json::json!({ "type": "engine_state" }));
+            refresh_tray(&app).await;
+        }
+        Err(NotTaken::Failed(e)) => {
+            // An unusable data folder: not scheduling, and the storage trouble is a problem the
+            // tray and the window show.
+            tracing::error!("cannot schedule: {}", e.message);
             emit(&app, serde_json::json!({ "type": "engine_state" }));
             refresh_tray(&app).await;
         }

@@ -112,7 +112,7 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
 
     // Schedule this home unless someone else does; deliver its webhooks either way.
     engine.enable_webhooks();
-    let lock = match SchedulerLock::acquire(engine.home(), "nightshiftctl serve") {
+    let lock = match SchedulerLock::take(engine.home(), "nightshiftctl serve") {
         Ok(lock) => {
             engine.recover(nightshift_core::RecoveryMode::Adopt).await?;
             served.scheduling.store(true, Ordering::SeqCst);
@@ -120,11 +120,12 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
             tokio::spawn(async move { sched.run(Arc::new(tokio::sync::Notify::new())).await });
             Some(lock)
         }
-        Err(e) => {
-            tracing::info!("{}", e.message);
-            *served.elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(SchedulerLock::holder(engine.home()).unwrap_or_else(|| "another process".to_string()));
+        Err(nightshift_core::engine::NotTaken::Held { holder }) => {
+            tracing::info!("{holder} schedules this home; serving it as a viewer and controller");
+            *served.elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(holder);
             None
         }
+        Err(nightshift_core::engine::NotTaken::Failed(e)) => return Err(e),
     };
     if !loopback {
         eprintln!("warning: serving on {addr} without TLS (--insecure): anyone on the network path can read the token");

@@ -35,7 +35,7 @@ mod webhooks;
 pub use authoring::{Removed, RoutineSource, Written};
 pub use delivery::DEFAULT_BACKOFF;
 pub use queue::RunHandle;
-pub use lock::SchedulerLock;
+pub use lock::{NotTaken, SchedulerLock};
 pub use recovery::RecoveryMode;
 pub use housekeeping::Pruned;
 pub use retention::PrunedRun;
