@@ -121,7 +121,7 @@ async fn the_web_ui_in_the_real_app() {
     c.active_element().await.unwrap().send_keys("\u{E00C}").await.unwrap(); // Escape
     until(&c, "Esc closing the panel", "return document.getElementById('relogin').hidden", 10).await;
     // A window the tray's Re-login opens starts at #/relogin/<account>: Accounts, with the panel.
-    js(&c, "location.hash = '#/relogin/work%40acme.dev'; location.reload(); return 1").await;
+    js(&c, "location.hash = '#/relogin/work%40acme.dev'; return 1").await;
     until(&c, "the re-login panel of a window opened for it", "return !document.getElementById('relogin').hidden && document.getElementById('relogin-account').textContent === 'work@acme.dev' && location.hash === '#/accounts'", 15).await;
     assert!(text(&c, "#relogin-command").await.contains("claude"), "the login command is shown");
     js(&c, "document.getElementById('relogin-close').click(); return 1").await;

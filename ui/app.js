@@ -34,6 +34,13 @@ function parseHash() {
 }
 
 function route() {
+  // #/relogin/<account> (where the tray's Re-login opens a new window): the Accounts view with the
+  // panel (the engine gives the command again; no terminal could be opened, or one is now).
+  const reloginAt = location.hash.match(/^#\/relogin\/(.+)$/);
+  if (reloginAt) {
+    window.history.replaceState(null, "", "#/accounts"); // (`history` here is the History view)
+    relogin(decodeURIComponent(reloginAt[1]));
+  }
   const [name, params] = parseHash();
   unmount?.();
   for (const a of document.querySelectorAll("nav a")) {
@@ -138,13 +145,6 @@ listen("open-run", (id) => go(`#/run/${id}`));
 listen("relogin", (p) => showRelogin(p));
 window.addEventListener("hashchange", route);
 
-// A window opened by the tray's Re-login starts at #/relogin/<account>: the Accounts view with the
-// panel (the engine gives the command again; no terminal could be opened, or one is now).
-const reloginAt = location.hash.match(/^#\/relogin\/(.+)$/);
-if (reloginAt) {
-  history.replaceState(null, "", "#/accounts");
-  relogin(decodeURIComponent(reloginAt[1]));
-}
 refreshState();
 route();
 

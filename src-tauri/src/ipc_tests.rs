@@ -70,6 +70,7 @@ fn fixture() -> Fixture {
     let answers = Arc::clone(&link);
     std::thread::spawn(move || bridge::receive(std::io::BufReader::new(to_window_r), |m: ToWindow| drop(answers.settle(m))));
     let app = mock_builder().invoke_handler(bridge::invoke_handler(link)).build(crate::context()).unwrap();
+    app.add_capability(crate::window::capability()).unwrap();
     let main = WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     let other = WebviewWindowBuilder::new(&app, "other", Default::default()).build().unwrap();
     Fixture { _dir: dir, engine, _resident: resident, _app: app, main, other }
@@ -215,19 +216,14 @@ fn only_the_main_window_and_only_the_apps_commands() {
 }
 
 /// The window's commands are defined once in `nightshift_core::api`, whose list `build.rs`
-/// includes (the app manifest); the capability must grant each, and each must answer in the real
-/// app (not "not found").
+/// includes (the app manifest) and the window's capability is derived from; each must answer in
+/// the real app (not "not found", not "not allowed").
 #[test]
-fn every_command_is_defined_once_and_listed_everywhere() {
+fn every_command_is_defined_once_and_answers() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let build = std::fs::read_to_string(root.join("src-tauri/build.rs")).unwrap();
-    let capability = std::fs::read_to_string(root.join("capabilities/main.json")).unwrap();
     assert!(build.contains("include!(\"../crates/core/src/api_commands.rs\")"), "build.rs takes the API's own list");
-    for name in nightshift_core::api::COMMANDS {
-        assert!(capability.contains(&format!("\"allow-{}\"", name.replace('_', "-"))), "capabilities/main.json does not grant {name}");
-    }
-    let granted = capability.matches("\"allow-").count();
-    assert_eq!(granted, nightshift_core::api::COMMANDS.len(), "the capability grants a command the API does not define");
+    assert!(!root.join("capabilities").exists(), "no hand-kept capability file beside the derived one");
     let f = fixture();
     for name in nightshift_core::api::COMMANDS {
         if let Err(e) = ipc(&f.main, name, json!({})) {

@@ -15,8 +15,17 @@ use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewW
 /// [`Open`] to start with, as JSON.
 pub const FLAG: &str = "--window";
 
-/// The window's label (capabilities/main.json grants its commands to this label only).
+/// The window's label (its [`capability`] is granted to this label only).
 pub const LABEL: &str = "main";
+
+/// What the window may call, derived from the one list of window commands
+/// ([`nightshift_core::api::COMMANDS`]; `build.rs` declares a permission for each): each of them,
+/// and listening to events — no plugin command (no shell, no fs, no http, no opener from JS: links
+/// go through `open_link`, which opens only http/https/mailto), nothing for any other window.
+pub fn capability() -> tauri::ipc::CapabilityBuilder {
+    let base = tauri::ipc::CapabilityBuilder::new("main").window(LABEL).permission("core:event:allow-listen").permission("core:event:allow-unlisten");
+    nightshift_core::api::COMMANDS.iter().fold(base, |c, name| c.permission(format!("allow-{}", name.replace('_', "-"))))
+}
 
 /// Run the window process until its window is closed or the resident goes away.
 pub fn run(open: Open) {
@@ -33,6 +42,7 @@ pub fn run(open: Open) {
             // A menu-bar app on macOS has no Dock icon; the window process is the window, so it has one.
             #[cfg(target_os = "macos")]
             let _ = app.set_activation_policy(tauri::ActivationPolicy::Regular);
+            app.add_capability(capability())?;
             build(app.handle(), &open)?;
             let handle = app.handle().clone();
             std::thread::Builder::new().name("from-resident".into()).spawn(move || {
