@@ -52,5 +52,3 @@ const TRIGGERS = { schedule: "schedule", manual: "manual", catchup: "catch-up", 
 export function trigger(t) {
   return TRIGGERS[t] ?? t;
 }
-
-export const STATUSES = ["queued", "running", "completed", "failed", "timed_out", "cancelled", "blocked", "missed", "skipped"];

@@ -2,7 +2,8 @@
 // Live: engine events add a run as queued/running and turn it to its final state in place.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
-import { cost, duration, full, STATUSES, trigger, when } from "../lib/format.js";
+import { cost, duration, full, trigger, when } from "../lib/format.js";
+import { STATUS_LABEL, STATUSES } from "../lib/vocabulary.js";
 
 const PAGE = 50;
 
@@ -13,7 +14,7 @@ export function mount(root, params, ui) {
     "select",
     { id: "filter-status", "aria-label": "Status", onchange: () => setFilter("status", statusSelect.value) },
     h("option", { value: "" }, "All statuses"),
-    STATUSES.map((s) => h("option", { value: s, selected: s === filters.status }, s.replaceAll("_", " "))),
+    STATUSES.map((s) => h("option", { value: s, selected: s === filters.status }, STATUS_LABEL[s])),
   );
   const tbody = h("tbody", { id: "history-rows" });
   const table = h(

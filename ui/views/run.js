@@ -4,6 +4,7 @@
 import { call, errorText, onEngine, openLink } from "../lib/api.js";
 import { badge, h, replace, trustedReport } from "../lib/dom.js";
 import { cost, duration, full, trigger } from "../lib/format.js";
+import { STATUS_TONE } from "../lib/vocabulary.js";
 
 const FOLLOW_MS = 700;
 
@@ -79,7 +80,7 @@ export function mount(root, params, ui) {
       detail.slot_why ? h("p", { id: "run-slot-why" }, h("strong", {}, "Why: "), detail.slot_why, " · ", h("a", { href: `#/routine/${encodeURIComponent(r.routine)}` }, "every slot of this routine")) : null,
       x.relogin ? h("button", { id: "run-relogin", class: "primary", onclick: () => ui.relogin(x.relogin) }, `Re-login ${x.relogin}`) : null,
     );
-    explanation.dataset.tone = r.status === "completed" ? "ok" : ["failed", "timed_out", "blocked"].includes(r.status) ? "bad" : "neutral";
+    explanation.dataset.tone = STATUS_TONE[r.status] ?? "muted";
 
     const fact = (label, value, title) => (value === null || value === undefined || value === "" ? [] : [h("dt", {}, label), h("dd", { title }, value)]);
     replace(

@@ -6,14 +6,15 @@ import { call, errorText, onEngine } from "../lib/api.js";
 import { empty, h, replace } from "../lib/dom.js";
 import { stackedBars } from "../lib/chart.js";
 import { cost } from "../lib/format.js";
+import { NEVER_STARTED, STATUS_TONE } from "../lib/vocabulary.js";
 
 const tokens = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(Math.round(n)));
 const count = (n) => String(Math.round(n));
 const money = (n) => (n === 0 ? "$0" : cost(n));
 const bytes = (n) => (n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`);
 const dash = (v, f) => (v === null || v === undefined ? "–" : f(v));
-// Final statuses in the order the runs chart stacks them, each with its tone's colour.
-const STATUS_CLASS = { completed: "tone-ok", failed: "tone-bad", timed_out: "tone-bad", cancelled: "tone-muted", blocked: "tone-warn", missed: "tone-bad-light", skipped: "tone-warn-light" };
+// A status's bar in the engine's tone, lighter for runs that never started a process.
+const statusClass = (s) => (STATUS_TONE[s] ? `tone-${STATUS_TONE[s]}${NEVER_STARTED.includes(s) ? "-light" : ""}` : "tone-muted");
 
 export function mount(root) {
   const choice = { days: 30, by: "routine" };
@@ -64,7 +65,7 @@ export function mount(root) {
       month,
       stackedBars({ id: "chart-cost", title: `Cost per day by ${r.by}`, days: r.days, series: r.cost, format: money }),
       stackedBars({ id: "chart-tokens", title: `Tokens per day by ${r.by} (input + output)`, days: r.days, series: r.tokens, format: tokens }),
-      stackedBars({ id: "chart-runs", title: "Runs per day by final status", days: r.days, series: r.runs_by_status, format: count, classOf: (s) => STATUS_CLASS[s.key] ?? "tone-muted" }),
+      stackedBars({ id: "chart-runs", title: "Runs per day by final status", days: r.days, series: r.runs_by_status, format: count, classOf: (s) => statusClass(s.key) }),
       top,
     );
   }

@@ -6,6 +6,7 @@ pub mod log;
 pub mod markdown;
 pub mod routines;
 pub mod usage;
+pub mod vocabulary;
 pub mod why;
 
 /// A duration the short way, everywhere a person reads one (notifications, the CLI):
