@@ -61,6 +61,7 @@ impl WindowHost {
         let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(c) = current.as_ref() {
             if c.pipe.send(ToWindow::Show(open.clone())) {
+                tracing::info!(pid = c.pid, "asked the window process that is up to show the window");
                 return;
             }
         }
@@ -138,7 +139,7 @@ impl WindowHost {
                 Err(e) => tracing::warn!(pid, error = %e, "could not reap the window process"),
             }
         })?;
-        tracing::debug!(pid, "started the window process");
+        tracing::info!(pid, "started a window process");
         Ok(Current { pid, pipe })
     }
 
