@@ -23,8 +23,6 @@ pub const DEFAULT_BACKOFF: &[Duration] =
 pub const STALE_AFTER_HOURS: i64 = 24;
 /// How long a lease holds an entry (longer than one bounded send).
 const LEASE: Duration = Duration::from_secs(10);
-/// The longest wait for a retry that is due later (the wall clock may jump meanwhile).
-const LONGEST_WAIT: Duration = Duration::from_secs(300);
 
 /// Start delivering this home's notifications through `sender`. Call once, inside a runtime.
 pub(crate) fn start(core: &Arc<Core>, sender: Arc<BoundedSender>) {
@@ -33,20 +31,8 @@ pub(crate) fn start(core: &Arc<Core>, sender: Arc<BoundedSender>) {
         // Runs settled by other processes (a CLI, a daemon without --notify) are heard of here.
         let kick = Arc::clone(&core);
         let _watcher = super::signal::watch_wake_file(&core, Vec::new(), move || kick.outbox_kick.notify_one());
-        loop {
-            // Idle is idle: with nothing pending, only a kick (a run settled here, or the wake
-            // file touched by another process) wakes the deliverer.
-            match pass(&core, &sender).await {
-                Some(next) => {
-                    let wait = (next - Utc::now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
-                    tokio::select! {
-                        _ = core.outbox_kick.notified() => {}
-                        _ = tokio::time::sleep(wait) => {}
-                    }
-                }
-                None => core.outbox_kick.notified().await,
-            }
-        }
+        // Kicked by a run settled here, or by the wake file touched by another process.
+        super::signal::deliver_forever(&core.outbox_kick, || pass(&core, &sender)).await;
     });
 }
 

@@ -127,3 +127,31 @@ fn watch_files(files: Vec<PathBuf>, what: &str, on_change: impl Fn() + Send + 's
     dirs.dedup();
     super::watch::watch(&dirs, what, move |p| files.iter().any(|f| f == p), move |_| on_change())
 }
+
+/// The longest an outbox deliverer sleeps towards a retry that is due later: the wall clock may
+/// jump (suspend, a clock change) while it waits.
+pub(crate) const LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
+
+/// An outbox deliverer's loop (notifications, each webhook): run `pass` now, then again when
+/// `kick` is notified or when the next entry it reported comes due. Idle is idle: with nothing
+/// pending, only a kick wakes it. The wake-up is registered before each pass, so a kick during a
+/// pass — `notify_waiters` included — is not lost.
+pub(crate) async fn deliver_forever<F, Fut>(kick: &tokio::sync::Notify, mut pass: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<chrono::DateTime<chrono::Utc>>>,
+{
+    loop {
+        let notified = kick.notified();
+        match pass().await {
+            Some(next) => {
+                let wait = (next - chrono::Utc::now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
+                tokio::select! {
+                    _ = notified => {}
+                    _ = tokio::time::sleep(wait) => {}
+                }
+            }
+            None => notified.await,
+        }
+    }
+}

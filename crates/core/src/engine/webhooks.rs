@@ -31,8 +31,6 @@ const MAX_AGE_HOURS: i64 = 24;
 const CONCURRENT: usize = 8;
 /// Longer than one bounded request.
 const LEASE: Duration = Duration::from_secs(30);
-/// The longest sleep while a retry is due later (the wall clock may jump meanwhile).
-const LONGEST_WAIT: Duration = Duration::from_secs(300);
 /// A `Retry-After` longer than this is cut to it.
 const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
@@ -71,19 +69,7 @@ fn deliverer(core: &Arc<Core>, kick: &Arc<tokio::sync::Notify>, channel: String)
     let (core, kick) = (Arc::clone(core), Arc::clone(kick));
     tokio::spawn(async move {
         let agent = webhook::agent();
-        loop {
-            let notified = kick.notified();
-            match pass(&core, &agent, &channel).await {
-                Some(next) => {
-                    let wait = (next - Utc::now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
-                    tokio::select! {
-                        _ = notified => {}
-                        _ = tokio::time::sleep(wait) => {}
-                    }
-                }
-                None => notified.await,
-            }
-        }
+        super::signal::deliver_forever(&kick, || pass(&core, &agent, &channel)).await;
     });
 }
 
