@@ -63,13 +63,7 @@ impl Rig {
 
     /// Wait (really) until no run of this home is queued or running.
     async fn settle(&self) {
-        for _ in 0..600 {
-            if self.engine.store().running_count().unwrap() == 0 && self.engine.queued().await == 0 {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        panic!("runs did not settle");
+        self.engine.until_idle(std::time::Duration::from_secs(12)).await;
     }
 
     fn rows(&self, routine: &str) -> Vec<RunRecord> {
@@ -416,12 +410,7 @@ async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
         let (ra, rb) = tokio::join!(a.sched.tick(), sched_b.tick());
         fired += ra.unwrap().fired.len() + rb.unwrap().fired.len();
         a.settle().await;
-        for _ in 0..500 {
-            if engine_b.queued().await == 0 && engine_b.store().running_count().unwrap() == 0 {
-                break;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
+        engine_b.until_idle(std::time::Duration::from_secs(5)).await;
     }
     let all = a.engine.store().list_runs(&RunQuery { limit: 1000, ..Default::default() }).unwrap();
     let mut page = all.runs;

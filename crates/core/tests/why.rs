@@ -45,13 +45,7 @@ impl Rig {
     }
 
     async fn settle(&self) {
-        for _ in 0..1000 {
-            if self.engine.store().running_count().unwrap() == 0 && self.engine.queued().await == 0 {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-        panic!("runs did not settle");
+        self.engine.until_idle(std::time::Duration::from_secs(20)).await;
     }
 
     fn why(&self, routine: &str, days: u32) -> Why {

@@ -276,6 +276,22 @@ impl Engine {
         activity(&self.core)
     }
 
+    /// Wait until no run of this home is queued or running, in any process (tests: after a pass,
+    /// before reading its rows). Looks again on each of this engine's events, and every 50 ms for
+    /// other engines' runs; panics after `limit`.
+    #[cfg(any(test, feature = "test-support"))]
+    pub async fn until_idle(&self, limit: std::time::Duration) {
+        let mut events = self.subscribe();
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            if self.activity().is_ok_and(|a| a.running == 0 && a.queued == 0) {
+                return;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "runs did not settle within {limit:?}");
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(50), events.recv()).await;
+        }
+    }
+
     /// Runs going now (any process on this home).
     pub fn running_count(&self) -> Result<usize> {
         self.core.store.running_count()
