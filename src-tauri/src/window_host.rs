@@ -11,8 +11,14 @@ use nightshift_core::api::Face;
 use nightshift_core::Engine;
 use serde_json::Value;
 use std::process::{Command, Stdio};
-use std::sync::mpsc::Sender;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{SyncSender, TrySendError};
 use std::sync::{Arc, Mutex};
+
+/// Messages waiting for a window process that does not read (frozen, stopped): beyond this,
+/// events are dropped — and the page told to reload what it shows once it reads again — rather
+/// than held without end or blocking the engine.
+const BACKLOG: usize = 4096;
 
 /// The window process that is up, if any.
 #[derive(Default)]
@@ -27,18 +33,44 @@ struct Current {
     pipe: Arc<Pipe>,
 }
 
-/// The way to a window process's stdin: a writer thread fed by a channel, so the engine never
-/// blocks on a window. Closing it (dropping the only sender) closes the process's stdin.
-#[derive(Default)]
-struct Pipe(Mutex<Option<Sender<ToWindow>>>);
+/// The way to a window process's stdin: a writer thread fed by a bounded channel, so the engine
+/// never blocks on a window. Closing it (dropping the only sender) closes the process's stdin.
+struct Pipe {
+    tx: Mutex<Option<SyncSender<ToWindow>>>,
+    /// Something was dropped for want of room: the page must reload what it shows.
+    dropped: AtomicBool,
+}
 
 impl Pipe {
+    fn new(tx: SyncSender<ToWindow>) -> Pipe {
+        Pipe { tx: Mutex::new(Some(tx)), dropped: AtomicBool::new(false) }
+    }
+
+    /// Queue `message`; `false` once the window process is gone (or the pipe closed).
     fn send(&self, message: ToWindow) -> bool {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).as_ref().is_some_and(|tx| tx.send(message).is_ok())
+        let tx = self.tx.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(tx) = tx.as_ref() else { return false };
+        if self.dropped.load(Ordering::Relaxed) && tx.try_send(resync()).is_ok() {
+            self.dropped.store(false, Ordering::Relaxed);
+        }
+        match tx.try_send(message) {
+            Ok(()) => true,
+            Err(TrySendError::Full(_)) => {
+                self.dropped.store(true, Ordering::Relaxed);
+                true
+            }
+            Err(TrySendError::Disconnected(_)) => false,
+        }
     }
+
     fn close(&self) {
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).take();
+        self.tx.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
+}
+
+/// "Reload what you show": the engine event the page already answers after a gap.
+fn resync() -> ToWindow {
+    ToWindow::Emit { event: crate::WINDOW_EVENT.to_string(), payload: serde_json::json!({ "type": "resync" }) }
 }
 
 /// What the window process's commands run against, in this process.
@@ -109,8 +141,8 @@ impl WindowHost {
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(std::io::Error::other("the window process has no pipes"));
         };
-        let (tx, rx) = std::sync::mpsc::channel::<ToWindow>();
-        let pipe = Arc::new(Pipe(Mutex::new(Some(tx))));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<ToWindow>(BACKLOG);
+        let pipe = Arc::new(Pipe::new(tx));
         std::thread::Builder::new().name("to-window".into()).spawn(move || {
             for message in rx {
                 if !bridge::send(&mut stdin, &message) {
@@ -162,5 +194,32 @@ pub fn this_binary() -> std::path::PathBuf {
     match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {
         Some(path) => path.into(),
         None => exe,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(n: u64) -> ToWindow {
+        ToWindow::Emit { event: "engine".into(), payload: serde_json::json!({ "n": n }) }
+    }
+
+    #[test]
+    fn a_window_that_does_not_read_never_blocks_the_engine_and_resyncs_when_it_does() {
+        let (tx, rx) = std::sync::mpsc::sync_channel(2);
+        let pipe = Pipe::new(tx);
+        for n in 0..5 {
+            assert!(pipe.send(event(n)), "a full pipe is not a gone window");
+        }
+        let got: Vec<String> = rx.try_iter().map(|m| format!("{m:?}")).collect();
+        assert_eq!(got.len(), 2, "{got:?}");
+        assert!(pipe.send(event(9)));
+        let got: Vec<String> = rx.try_iter().map(|m| format!("{m:?}")).collect();
+        assert!(got[0].contains("resync") && got[1].contains("9"), "told to reload, then the next event: {got:?}");
+        drop(rx);
+        assert!(!pipe.send(event(10)), "a window process that is gone");
+        pipe.close();
+        assert!(!pipe.send(event(11)));
     }
 }
