@@ -160,19 +160,29 @@ impl TrayHost {
     }
 
     /// Click the top-level menu entry labelled `label`, as a panel does when the user picks it
-    /// (com.canonical.dbusmenu.Event "clicked", through `gdbus`).
+    /// (com.canonical.dbusmenu.Event "clicked", through `gdbus`). The app rebuilds its menu on
+    /// engine events (new item ids): a click that lands on an id just replaced is tried again on
+    /// the menu as the host now has it, as a panel would show it.
     pub fn click(&self, bus_address: &str, label: &str) {
-        let item = self.last().expect("the tray item registered");
-        let menu: Vec<MenuEntry> = serde_json::from_value(item["menu"].clone()).unwrap();
-        let entry = menu.iter().find(|e| e.label == label).unwrap_or_else(|| panic!("no {label:?} in the tray menu: {menu:?}"));
-        let status = Command::new("gdbus")
-            .args(["call", "--session", "--dest", item["service"].as_str().unwrap(), "--object-path", item["menu_path"].as_str().unwrap()])
-            .args(["--method", "com.canonical.dbusmenu.Event", &entry.id.to_string(), "clicked", "<int32 0>", "0"])
-            .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
-            .stdout(Stdio::null())
-            .status()
-            .expect("gdbus (apt: libglib2.0-bin)");
-        assert!(status.success(), "clicking {label:?} in the tray menu failed");
+        let start = Instant::now();
+        loop {
+            let item = self.last().expect("the tray item registered");
+            let menu: Vec<MenuEntry> = serde_json::from_value(item["menu"].clone()).unwrap();
+            let entry = menu.iter().find(|e| e.label == label).unwrap_or_else(|| panic!("no {label:?} in the tray menu: {menu:?}"));
+            let out = Command::new("gdbus")
+                .args(["call", "--session", "--dest", item["service"].as_str().unwrap(), "--object-path", item["menu_path"].as_str().unwrap()])
+                .args(["--method", "com.canonical.dbusmenu.Event", &entry.id.to_string(), "clicked", "<int32 0>", "0"])
+                .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
+                .output()
+                .expect("gdbus (apt: libglib2.0-bin)");
+            if out.status.success() {
+                return;
+            }
+            let said = String::from_utf8_lossy(&out.stderr);
+            let replaced = said.contains("does not refer to a menu item");
+            assert!(replaced && start.elapsed() < Duration::from_secs(10), "clicking {label:?} in the tray menu failed: {said}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
     }
 
     /// The labels of a submenu (e.g. "Run now"), as last read.
