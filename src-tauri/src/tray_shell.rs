@@ -2,7 +2,7 @@
 //! ([`facts`], shaped into icon, tooltip and menu by the pure model in [`crate::tray`]), and what a
 //! click does acts on the app ([`on_menu`]).
 
-use crate::tray::{self, MenuEntry, TrayFacts};
+use crate::tray::{self, MenuEntry, TrayFacts, TrayView};
 use crate::{bridge, relogin, show, show_window, AppState};
 use nightshift_core::run::{RunStatus, Trigger};
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
@@ -11,6 +11,10 @@ use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_autostart::ManagerExt;
 
 const TRAY_ID: &str = "nightshift";
+
+/// What the tray shows now. A menu is rebuilt only when it changed: a rebuild gives every item a
+/// new id, and a click on a menu the panel still shows with the old ids would do nothing.
+struct Shown(std::sync::Mutex<Option<TrayView>>);
 
 /// Start a routine now (a manual run never waits silently: it starts, or is visibly queued).
 pub(crate) fn run_now<R: Runtime>(app: &AppHandle<R>, name: String) {
@@ -61,16 +65,26 @@ pub(crate) async fn refresh_tray<R: Runtime>(app: &AppHandle<R>) {
     let handle = app.clone();
     let _ = app.run_on_main_thread(move || {
         let Some(tray) = handle.tray_by_id(TRAY_ID) else { return };
-        if let Ok(img) = tauri::image::Image::from_bytes(view.icon.png()) {
-            let _ = tray.set_icon(Some(img));
-        }
-        let _ = tray.set_tooltip(Some(&view.tooltip));
-        match build_menu(&handle, &view.menu) {
-            Ok(menu) => {
-                let _ = tray.set_menu(Some(menu));
+        let Some(shown) = handle.try_state::<Shown>() else { return };
+        let mut shown = shown.0.lock().unwrap_or_else(|e| e.into_inner());
+        let before = shown.as_ref();
+        if before.map(|b| b.icon) != Some(view.icon) {
+            if let Ok(img) = tauri::image::Image::from_bytes(view.icon.png()) {
+                let _ = tray.set_icon(Some(img));
             }
-            Err(e) => tracing::error!(error = %e, "could not build the tray menu"),
         }
+        if before.map(|b| &b.tooltip) != Some(&view.tooltip) {
+            let _ = tray.set_tooltip(Some(&view.tooltip));
+        }
+        if before.map(|b| &b.menu) != Some(&view.menu) {
+            match build_menu(&handle, &view.menu) {
+                Ok(menu) => {
+                    let _ = tray.set_menu(Some(menu));
+                }
+                Err(e) => tracing::error!(error = %e, "could not build the tray menu"),
+            }
+        }
+        *shown = Some(view);
     });
 }
 
@@ -83,6 +97,7 @@ pub(crate) fn install_tray<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> 
         .show_menu_on_left_click(true)
         .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
         .build(app)?;
+    app.manage(Shown(std::sync::Mutex::new(Some(initial))));
     Ok(())
 }
 
