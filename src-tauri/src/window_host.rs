@@ -79,7 +79,7 @@ pub struct Backend {
     pub engine: Engine,
     pub face: Arc<dyn Face>,
     pub runtime: tokio::runtime::Handle,
-    /// What `nightshift --window` is: this binary (tests give the built app).
+    /// What `nightshift --window` is: this binary ([`this_binary`]).
     pub exe: std::path::PathBuf,
 }
 
@@ -114,11 +114,6 @@ impl WindowHost {
                 c.pipe.send(ToWindow::Emit { event: event.to_string(), payload });
             }
         }
-    }
-
-    /// The pid of the window process that is up.
-    pub fn pid(&self) -> Option<u32> {
-        self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.pid)
     }
 
     /// Close the window (Quit): its process exits once its stdin closes.
