@@ -64,6 +64,24 @@ pub struct TrayView {
     pub menu: Vec<MenuEntry>,
 }
 
+/// What must be set on the tray to go from `before` to `now`. The menu only when it changed: a
+/// rebuilt menu gets new item ids, and a click on the menu a panel still shows with the old ones
+/// would do nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Changes {
+    pub icon: bool,
+    pub tooltip: bool,
+    pub menu: bool,
+}
+
+pub fn changes(before: Option<&TrayView>, now: &TrayView) -> Changes {
+    Changes {
+        icon: before.map(|b| b.icon) != Some(now.icon),
+        tooltip: before.map(|b| &b.tooltip) != Some(&now.tooltip),
+        menu: before.map(|b| &b.menu) != Some(&now.menu),
+    }
+}
+
 pub const RUN_PREFIX: &str = "run:";
 pub const RELOGIN_PREFIX: &str = "relogin:";
 
@@ -176,6 +194,20 @@ fn cut(text: &str, max: usize) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_refresh_sets_only_what_changed_and_keeps_an_unchanged_menu() {
+        let idle = view(&TrayFacts::default());
+        assert_eq!(changes(None, &idle), Changes { icon: true, tooltip: true, menu: true }, "the first refresh sets everything");
+        assert_eq!(changes(Some(&idle), &idle.clone()), Changes { icon: false, tooltip: false, menu: false }, "an event that changed nothing rebuilds nothing");
+        let running = view(&TrayFacts { running: 1, ..Default::default() });
+        let c = changes(Some(&idle), &running);
+        assert!(c.icon && c.tooltip, "{c:?}");
+        let mut same_menu = running.clone();
+        same_menu.tooltip.push_str(" ·");
+        assert_eq!(changes(Some(&running), &same_menu), Changes { icon: false, tooltip: true, menu: false });
+    }
+
     use super::*;
     use nightshift_core::health::CredentialSource;
     use nightshift_core::routine::AgentKind;

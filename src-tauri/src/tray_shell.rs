@@ -12,8 +12,7 @@ use tauri_plugin_autostart::ManagerExt;
 
 const TRAY_ID: &str = "nightshift";
 
-/// What the tray shows now. A menu is rebuilt only when it changed: a rebuild gives every item a
-/// new id, and a click on a menu the panel still shows with the old ids would do nothing.
+/// What the tray shows now ([`tray::changes`] decides what a refresh must set).
 struct Shown(std::sync::Mutex<Option<TrayView>>);
 
 /// Start a routine now (a manual run never waits silently: it starts, or is visibly queued).
@@ -67,16 +66,16 @@ pub(crate) async fn refresh_tray<R: Runtime>(app: &AppHandle<R>) {
         let Some(tray) = handle.tray_by_id(TRAY_ID) else { return };
         let Some(shown) = handle.try_state::<Shown>() else { return };
         let mut shown = shown.0.lock().unwrap_or_else(|e| e.into_inner());
-        let before = shown.as_ref();
-        if before.map(|b| b.icon) != Some(view.icon) {
+        let changed = tray::changes(shown.as_ref(), &view);
+        if changed.icon {
             if let Ok(img) = tauri::image::Image::from_bytes(view.icon.png()) {
                 let _ = tray.set_icon(Some(img));
             }
         }
-        if before.map(|b| &b.tooltip) != Some(&view.tooltip) {
+        if changed.tooltip {
             let _ = tray.set_tooltip(Some(&view.tooltip));
         }
-        if before.map(|b| &b.menu) != Some(&view.menu) {
+        if changed.menu {
             match build_menu(&handle, &view.menu) {
                 Ok(menu) => {
                     let _ = tray.set_menu(Some(menu));
