@@ -151,6 +151,13 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     wait_until("the window's WebKit processes", 30, || !live_descendants_named(first, "WebKit").is_empty());
     assert_resident_has_no_webview(pid);
 
+    // The tray's Run now entry for "slow", as a panel has it: (dbusmenu id, label).
+    let slow_entry = |tray: &nightshift_testkit::dbus::TrayHost| {
+        tray.menu().unwrap_or_default().into_iter().find(|e| e.label == "Run now").and_then(|r| r.children.into_iter().find(|c| c.label.ends_with("slow"))).map(|c| (c.id, c.label))
+    };
+    tray.wait_for("Run now ▸ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "slow")));
+    let (slow_id, _) = slow_entry(&tray).unwrap();
+
     // A run goes on while the window closes and opens.
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
     close_window("Nightshift");
@@ -177,6 +184,10 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // The run finishes and notifies; the notification's "Open" shows that run in a new window.
     let got = bus.wait_for(1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
+    // The tray says so — its entry changed in place (same id: a click on the menu a panel shows
+    // while runs start and end still reaches the app).
+    tray.wait_for("✓ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "✓ slow")));
+    assert_eq!(slow_entry(&tray), Some((slow_id, "✓ slow".to_string())), "the menu was rebuilt, not updated in place");
     wait_until("the window from the notification", 30, || window_process(pid).is_some_and(|w| cmdline(w).contains("\"run\"")));
     let third = window_process(pid).unwrap();
     let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();

@@ -64,22 +64,43 @@ pub struct TrayView {
     pub menu: Vec<MenuEntry>,
 }
 
-/// What must be set on the tray to go from `before` to `now`. The menu only when it changed: a
-/// rebuilt menu gets new item ids, and a click on the menu a panel still shows with the old ones
-/// would do nothing.
+/// What must be set on the tray to go from `before` to `now`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Changes {
     pub icon: bool,
     pub tooltip: bool,
-    pub menu: bool,
+    pub menu: MenuChange,
+}
+
+/// How the menu changes. A rebuilt menu gets new item ids, and a click on the menu a panel still
+/// shows with the old ones would do nothing — so a menu is rebuilt only when its entries are not
+/// the same ones any more; a run that starts or ends only changes texts, updated in place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MenuChange {
+    Same,
+    /// The same entries (ids, kinds, order): set texts, enabled and checked states in place.
+    InPlace,
+    Rebuild,
 }
 
 pub fn changes(before: Option<&TrayView>, now: &TrayView) -> Changes {
-    Changes {
-        icon: before.map(|b| b.icon) != Some(now.icon),
-        tooltip: before.map(|b| &b.tooltip) != Some(&now.tooltip),
-        menu: before.map(|b| &b.menu) != Some(&now.menu),
-    }
+    let menu = match before.map(|b| &b.menu) {
+        Some(m) if *m == now.menu => MenuChange::Same,
+        Some(m) if same_entries(m, &now.menu) => MenuChange::InPlace,
+        _ => MenuChange::Rebuild,
+    };
+    Changes { icon: before.map(|b| b.icon) != Some(now.icon), tooltip: before.map(|b| &b.tooltip) != Some(&now.tooltip), menu }
+}
+
+/// The same entries in the same places, whatever their texts and states say.
+fn same_entries(a: &[MenuEntry], b: &[MenuEntry]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|pair| match pair {
+            (MenuEntry::Item { id: x, .. }, MenuEntry::Item { id: y, .. }) | (MenuEntry::Check { id: x, .. }, MenuEntry::Check { id: y, .. }) => x == y,
+            (MenuEntry::Submenu { text: x, items: xs }, MenuEntry::Submenu { text: y, items: ys }) => x == y && same_entries(xs, ys),
+            (MenuEntry::Separator, MenuEntry::Separator) => true,
+            _ => false,
+        })
 }
 
 pub const RUN_PREFIX: &str = "run:";
@@ -100,6 +121,16 @@ fn status_mark(s: Option<RunStatus>) -> &'static str {
         Some(RunStatus::Failed | RunStatus::Blocked) => "✗ ",
         Some(RunStatus::TimedOut) => "⏱ ",
         _ => "",
+    }
+}
+
+impl MenuEntry {
+    /// The id clicks are matched on ("" for a submenu or a separator).
+    pub fn id(&self) -> &str {
+        match self {
+            MenuEntry::Item { id, .. } | MenuEntry::Check { id, .. } => id,
+            MenuEntry::Submenu { .. } | MenuEntry::Separator => "",
+        }
     }
 }
 
@@ -197,15 +228,19 @@ mod tests {
 
     #[test]
     fn a_refresh_sets_only_what_changed_and_keeps_an_unchanged_menu() {
-        let idle = view(&TrayFacts::default());
-        assert_eq!(changes(None, &idle), Changes { icon: true, tooltip: true, menu: true }, "the first refresh sets everything");
-        assert_eq!(changes(Some(&idle), &idle.clone()), Changes { icon: false, tooltip: false, menu: false }, "an event that changed nothing rebuilds nothing");
-        let running = view(&TrayFacts { running: 1, ..Default::default() });
+        let idle = view(&TrayFacts { routines: vec![routine("pr-review", None)], ..Default::default() });
+        assert_eq!(changes(None, &idle), Changes { icon: true, tooltip: true, menu: MenuChange::Rebuild }, "the first refresh sets everything");
+        assert_eq!(changes(Some(&idle), &idle.clone()), Changes { icon: false, tooltip: false, menu: MenuChange::Same }, "an event that changed nothing rebuilds nothing");
+        // A run starts and ends: texts change in place, the entries (and their ids) stay.
+        let running = view(&TrayFacts { running: 1, routines: vec![routine("pr-review", Some(RunStatus::Running))], ..Default::default() });
         let c = changes(Some(&idle), &running);
-        assert!(c.icon && c.tooltip, "{c:?}");
-        let mut same_menu = running.clone();
-        same_menu.tooltip.push_str(" ·");
-        assert_eq!(changes(Some(&running), &same_menu), Changes { icon: false, tooltip: true, menu: false });
+        assert!(c.icon && c.tooltip && c.menu == MenuChange::InPlace, "{c:?}");
+        let done = view(&TrayFacts { routines: vec![routine("pr-review", Some(RunStatus::Completed))], ..Default::default() });
+        assert_eq!(changes(Some(&running), &done).menu, MenuChange::InPlace);
+        // Pausing swaps an entry (pause → resume), a new routine adds one: rebuilt.
+        assert_eq!(changes(Some(&done), &view(&TrayFacts { paused: true, routines: vec![routine("pr-review", Some(RunStatus::Completed))], ..Default::default() })).menu, MenuChange::Rebuild);
+        let two = TrayFacts { routines: vec![routine("pr-review", None), routine("nightly", None)], ..Default::default() };
+        assert_eq!(changes(Some(&idle), &view(&two)).menu, MenuChange::Rebuild);
     }
 
     use super::*;

@@ -2,18 +2,23 @@
 //! ([`facts`], shaped into icon, tooltip and menu by the pure model in [`crate::tray`]), and what a
 //! click does acts on the app ([`on_menu`]).
 
-use crate::tray::{self, MenuEntry, TrayFacts, TrayView};
+use crate::tray::{self, MenuChange, MenuEntry, TrayFacts, TrayView};
 use crate::{bridge, relogin, show, show_window, AppState};
 use nightshift_core::run::{RunStatus, Trigger};
-use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, MenuItemKind, PredefinedMenuItem, Submenu};
 use tauri::tray::TrayIconBuilder;
 use tauri::{AppHandle, Manager, Runtime};
 use tauri_plugin_autostart::ManagerExt;
 
 const TRAY_ID: &str = "nightshift";
 
-/// What the tray shows now ([`tray::changes`] decides what a refresh must set).
-struct Shown(std::sync::Mutex<Option<TrayView>>);
+/// What the tray shows now ([`tray::changes`] decides what a refresh must set), and the menu's
+/// items by id, to change their texts in place.
+struct Shown<R: Runtime>(Mutex<(TrayView, Items<R>)>);
+
+type Items<R> = HashMap<String, MenuItemKind<R>>;
 
 /// Start a routine now (a manual run never waits silently: it starts, or is visibly queued).
 pub(crate) fn run_now<R: Runtime>(app: &AppHandle<R>, name: String) {
@@ -64,9 +69,10 @@ pub(crate) async fn refresh_tray<R: Runtime>(app: &AppHandle<R>) {
     let handle = app.clone();
     let _ = app.run_on_main_thread(move || {
         let Some(tray) = handle.tray_by_id(TRAY_ID) else { return };
-        let Some(shown) = handle.try_state::<Shown>() else { return };
+        let Some(shown) = handle.try_state::<Shown<R>>() else { return };
         let mut shown = shown.0.lock().unwrap_or_else(|e| e.into_inner());
-        let changed = tray::changes(shown.as_ref(), &view);
+        let (before, items) = &mut *shown;
+        let changed = tray::changes(Some(before), &view);
         if changed.icon {
             if let Ok(img) = tauri::image::Image::from_bytes(view.icon.png()) {
                 let _ = tray.set_icon(Some(img));
@@ -75,49 +81,80 @@ pub(crate) async fn refresh_tray<R: Runtime>(app: &AppHandle<R>) {
         if changed.tooltip {
             let _ = tray.set_tooltip(Some(&view.tooltip));
         }
-        if changed.menu {
-            match build_menu(&handle, &view.menu) {
-                Ok(menu) => {
+        match changed.menu {
+            MenuChange::Same => {}
+            MenuChange::InPlace => update_in_place(items, &view.menu),
+            MenuChange::Rebuild => match build_menu(&handle, &view.menu) {
+                Ok((menu, built)) => {
                     let _ = tray.set_menu(Some(menu));
+                    *items = built;
                 }
                 Err(e) => tracing::error!(error = %e, "could not build the tray menu"),
-            }
+            },
         }
-        *shown = Some(view);
+        *before = view;
     });
 }
 
 pub(crate) fn install_tray<R: Runtime>(app: &AppHandle<R>) -> tauri::Result<()> {
     let initial = tray::view(&TrayFacts::default());
+    let (menu, items) = build_menu(app, &initial.menu)?;
     TrayIconBuilder::with_id(TRAY_ID)
         .icon(tauri::image::Image::from_bytes(initial.icon.png())?)
         .tooltip(&initial.tooltip)
-        .menu(&build_menu(app, &initial.menu)?)
+        .menu(&menu)
         .show_menu_on_left_click(true)
         .on_menu_event(|app, event| on_menu(app, event.id().as_ref()))
         .build(app)?;
-    app.manage(Shown(std::sync::Mutex::new(Some(initial))));
+    app.manage(Shown(Mutex::new((initial, items))));
     Ok(())
 }
 
-fn build_menu<R: Runtime>(app: &AppHandle<R>, entries: &[MenuEntry]) -> tauri::Result<Menu<R>> {
+fn build_menu<R: Runtime>(app: &AppHandle<R>, entries: &[MenuEntry]) -> tauri::Result<(Menu<R>, Items<R>)> {
     let menu = Menu::new(app)?;
+    let mut items = Items::new();
     for e in entries {
-        let item = menu_item(app, e)?;
+        let item = menu_item(app, e, &mut items)?;
         menu.append(&*item)?;
     }
-    Ok(menu)
+    Ok((menu, items))
 }
 
-fn menu_item<R: Runtime>(app: &AppHandle<R>, e: &MenuEntry) -> tauri::Result<Box<dyn IsMenuItem<R>>> {
+/// The same entries as shown: set what their texts and states say now, keeping their ids.
+fn update_in_place<R: Runtime>(items: &Items<R>, entries: &[MenuEntry]) {
+    for e in entries {
+        match (e, items.get(e.id())) {
+            (MenuEntry::Item { text, enabled, .. }, Some(MenuItemKind::MenuItem(item))) => {
+                let _ = item.set_text(text);
+                let _ = item.set_enabled(*enabled);
+            }
+            (MenuEntry::Check { text, checked, .. }, Some(MenuItemKind::Check(item))) => {
+                let _ = item.set_text(text);
+                let _ = item.set_checked(*checked);
+            }
+            (MenuEntry::Submenu { items: children, .. }, _) => update_in_place(items, children),
+            _ => {}
+        }
+    }
+}
+
+fn menu_item<R: Runtime>(app: &AppHandle<R>, e: &MenuEntry, built: &mut Items<R>) -> tauri::Result<Box<dyn IsMenuItem<R>>> {
     Ok(match e {
-        MenuEntry::Item { id, text, enabled } => Box::new(MenuItem::with_id(app, id, text, *enabled, None::<&str>)?),
-        MenuEntry::Check { id, text, checked } => Box::new(CheckMenuItem::with_id(app, id, text, true, *checked, None::<&str>)?),
+        MenuEntry::Item { id, text, enabled } => {
+            let item = MenuItem::with_id(app, id, text, *enabled, None::<&str>)?;
+            built.insert(id.clone(), MenuItemKind::MenuItem(item.clone()));
+            Box::new(item)
+        }
+        MenuEntry::Check { id, text, checked } => {
+            let item = CheckMenuItem::with_id(app, id, text, true, *checked, None::<&str>)?;
+            built.insert(id.clone(), MenuItemKind::Check(item.clone()));
+            Box::new(item)
+        }
         MenuEntry::Separator => Box::new(PredefinedMenuItem::separator(app)?),
         MenuEntry::Submenu { text, items } => {
             let sub = Submenu::new(app, text, true)?;
             for i in items {
-                sub.append(&*menu_item(app, i)?)?;
+                sub.append(&*menu_item(app, i, built)?)?;
             }
             Box::new(sub)
         }
