@@ -1,5 +1,7 @@
 // Times in the user's locale and zone; durations and money the short way.
 
+import { TRIGGER_LABEL } from "./vocabulary.js";
+
 const dateTime = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "short" });
 const timeOnly = new Intl.DateTimeFormat(undefined, { timeStyle: "short" });
 const relative = new Intl.RelativeTimeFormat(undefined, { numeric: "auto" });
@@ -48,7 +50,6 @@ export function cost(usd) {
   return usd === null || usd === undefined ? "—" : `$${usd.toFixed(usd < 0.01 ? 4 : 2)}`;
 }
 
-const TRIGGERS = { schedule: "schedule", manual: "manual", catchup: "catch-up", cli: "cli" };
 export function trigger(t) {
-  return TRIGGERS[t] ?? t;
+  return TRIGGER_LABEL[t] ?? t;
 }

@@ -32,3 +32,11 @@ export const STATUS_LABEL = {
 
 /** Statuses of runs that never started a process (drawn lighter beside those that ran). */
 export const NEVER_STARTED = ["blocked", "missed", "skipped"];
+
+/** The words a person reads for each trigger. */
+export const TRIGGER_LABEL = {
+  schedule: "schedule",
+  manual: "manual",
+  catchup: "catch-up",
+  cli: "cli",
+};

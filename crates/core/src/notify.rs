@@ -43,7 +43,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         NotifyPolicy::Failures if !failed => return None,
         _ => {}
     }
-    let name = if run.trigger == Trigger::Catchup { format!("↻ {} (catch-up)", run.routine) } else { run.routine.clone() };
+    let name = if run.trigger == Trigger::Catchup { format!("↻ {} ({})", run.routine, Trigger::Catchup.label()) } else { run.routine.clone() };
     let took = run.duration_ms.map(crate::view::duration).unwrap_or_default();
     let login = matches!(run.reason, Some(Reason::AuthFailed | Reason::AuthPreflight | Reason::NoAccount));
     let summary = match run.status {

@@ -70,6 +70,16 @@ string_enum!(
     Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli" }
 );
 
+impl Trigger {
+    /// The words a person reads ("catch-up"), in notifications and the window.
+    pub fn label(self) -> &'static str {
+        match self {
+            Trigger::Catchup => "catch-up",
+            other => other.as_str(),
+        }
+    }
+}
+
 string_enum!(
     RunStatus as "status" {
         Queued = "queued",

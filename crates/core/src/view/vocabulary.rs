@@ -1,10 +1,10 @@
-//! The window's words and colours for run statuses, from the engine's own enum: written into
-//! `ui/lib/vocabulary.js` (generated, checked in) so the window cannot list, name or colour a
-//! status differently from the engine. A test fails when the file is stale;
+//! The window's words and colours for run statuses and triggers, from the engine's own enums:
+//! written into `ui/lib/vocabulary.js` (generated, checked in) so the window cannot list, name or
+//! colour one differently from the engine. A test fails when the file is stale;
 //! `NIGHTSHIFT_BLESS=1 cargo test -p nightshift-core vocabulary` writes it again.
 
 use super::why::Tone;
-use crate::run::RunStatus;
+use crate::run::{RunStatus, Trigger};
 
 /// How a run with this status looks: the colour of its badge, bar or border.
 pub fn status_tone(status: RunStatus) -> Tone {
@@ -34,6 +34,7 @@ pub fn javascript() -> String {
     let tones: Vec<String> = RunStatus::ALL.iter().map(|s| format!("  {s}: {},", word(status_tone(*s)))).collect();
     let labels: Vec<String> = RunStatus::ALL.iter().map(|s| format!("  {s}: \"{}\",", status_label(*s))).collect();
     let never: Vec<String> = RunStatus::ALL.iter().filter(|s| never_started(**s)).map(|s| format!("\"{s}\"")).collect();
+    let triggers: Vec<String> = Trigger::ALL.iter().map(|t| format!("  {t}: \"{}\",", t.label())).collect();
     format!(
         "// Generated from crates/core/src/view/vocabulary.rs — do not edit: a test fails when this file and the\n\
          // engine disagree; `NIGHTSHIFT_BLESS=1 cargo test -p nightshift-core vocabulary` writes it again.\n\n\
@@ -44,11 +45,14 @@ pub fn javascript() -> String {
          /** The words a person reads for each status. */\n\
          export const STATUS_LABEL = {{\n{}\n}};\n\n\
          /** Statuses of runs that never started a process (drawn lighter beside those that ran). */\n\
-         export const NEVER_STARTED = [{}];\n",
+         export const NEVER_STARTED = [{}];\n\n\
+         /** The words a person reads for each trigger. */\n\
+         export const TRIGGER_LABEL = {{\n{}\n}};\n",
         statuses.join(", "),
         tones.join("\n"),
         labels.join("\n"),
         never.join(", "),
+        triggers.join("\n"),
     )
 }
 
