@@ -239,7 +239,7 @@ fn forward_events_to_window<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {
             match events.recv().await {
                 Ok(event) => windows.emit(WINDOW_EVENT, || serde_json::to_value(&event).ok()),
                 // The window missed some: it reloads what it shows.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => windows.emit(WINDOW_EVENT, || Some(serde_json::json!({ "type": "resync" }))),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => windows.resync(),
                 Err(_) => return,
             }
         }

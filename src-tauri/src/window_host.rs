@@ -68,7 +68,8 @@ impl Pipe {
     }
 }
 
-/// "Reload what you show": the engine event the page already answers after a gap.
+/// "Reload what you show": the engine event the page already answers after a gap (events dropped
+/// here, or missed by the engine's channel).
 fn resync() -> ToWindow {
     ToWindow::Emit { event: crate::WINDOW_EVENT.to_string(), payload: serde_json::json!({ "type": "resync" }) }
 }
@@ -113,6 +114,13 @@ impl WindowHost {
             if let Some(payload) = payload() {
                 c.pipe.send(ToWindow::Emit { event: event.to_string(), payload });
             }
+        }
+    }
+
+    /// Tell the page to reload what it shows (it missed events), if a window is up.
+    pub fn resync(&self) {
+        if let Some(c) = self.current.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            c.pipe.send(resync());
         }
     }
 

@@ -21,8 +21,6 @@ pub(crate) const BACKOFF: &[Duration] = &[Duration::from_secs(10), Duration::fro
 const LEASE: Duration = Duration::from_secs(180);
 /// How often a long-running engine looks for worktrees to remove.
 const CLEANUP_EVERY: Duration = Duration::from_secs(3600);
-/// The longest sleep while a retry is due later (the wall clock may jump meanwhile).
-const LONGEST_WAIT: Duration = Duration::from_secs(300);
 
 /// Push and clean up for as long as the engine lives (the app, the daemon, `serve`). The task
 /// ends when the returned handle is dropped.
@@ -45,11 +43,11 @@ pub(crate) fn start(core: &Arc<Core>) -> AbortOnDrop {
                 .await;
                 next_cleanup = tokio::time::Instant::now() + CLEANUP_EVERY;
             }
-            let until_push = next_push.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(LONGEST_WAIT);
+            let until_push = next_push.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(super::signal::LONGEST_WAIT);
             let until_cleanup = next_cleanup.saturating_duration_since(tokio::time::Instant::now());
             tokio::select! {
                 _ = kick.notified() => tokio::time::sleep(super::signal::WAKE_GATHER).await,
-                _ = tokio::time::sleep(until_push.min(until_cleanup).min(LONGEST_WAIT)) => {}
+                _ = tokio::time::sleep(until_push.min(until_cleanup).min(super::signal::LONGEST_WAIT)) => {}
             }
         }
     }))

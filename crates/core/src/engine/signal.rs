@@ -128,8 +128,8 @@ fn watch_files(files: Vec<PathBuf>, what: &str, on_change: impl Fn() + Send + 's
     super::watch::watch(&dirs, what, move |p| files.iter().any(|f| f == p), move |_| on_change())
 }
 
-/// The longest an outbox deliverer sleeps towards a retry that is due later: the wall clock may
-/// jump (suspend, a clock change) while it waits.
+/// The longest a long-running loop (the outbox deliverers, housekeeping) sleeps towards something
+/// due later: the wall clock may jump (suspend, a clock change) while it waits.
 pub(crate) const LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
 /// An outbox deliverer's loop (notifications, each webhook): run `pass` now, then again when
