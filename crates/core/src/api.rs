@@ -61,27 +61,52 @@ pub struct EngineStateView {
 
 pub async fn engine_state(engine: &Engine, face: &dyn Face) -> Result<EngineStateView> {
     let (elsewhere, scheduling) = (face.scheduled_elsewhere(), face.scheduling());
+    blocking(engine, move |e| Ok(state_view(&e, elsewhere, scheduling))).await
+}
+
+fn state_view(e: &Engine, scheduled_elsewhere: Option<String>, scheduling: bool) -> EngineStateView {
+    // A damaged or unwritable database must not blank the header: what cannot be read is
+    // itself a problem to show.
+    let mut problems = e.problems();
+    let mut unreadable = |err: Error| {
+        if !problems.contains(&err.message) {
+            problems.push(err.message);
+        }
+    };
+    let activity = e.activity().map_err(&mut unreadable).unwrap_or_default();
+    EngineStateView {
+        scheduled_elsewhere,
+        scheduling,
+        paused: activity.paused,
+        running: activity.running,
+        queued: activity.queued,
+        device: e.device_name(),
+        home: e.home().config_dir().display().to_string(),
+        routines_dir: e.home().routines_dir().display().to_string(),
+        problems,
+    }
+}
+
+/// Everything a status icon shows at a glance — the engine's state, every routine, every
+/// account's health — in one read (the tray asks after every engine event).
+#[derive(Serialize)]
+pub struct Glance {
+    pub state: EngineStateView,
+    /// As `list_routines` gives them; a routines folder that cannot be read gives none (and is
+    /// one of `state.problems`).
+    pub routines: Vec<RoutineOverview>,
+    pub accounts: Vec<AccountHealth>,
+}
+
+pub async fn glance(engine: &Engine, face: &dyn Face) -> Result<Glance> {
+    let (elsewhere, scheduling) = (face.scheduled_elsewhere(), face.scheduling());
     blocking(engine, move |e| {
-        // A damaged or unwritable database must not blank the header: what cannot be read is
-        // itself a problem to show.
-        let mut problems = e.problems();
-        let mut unreadable = |err: Error| {
-            if !problems.contains(&err.message) {
-                problems.push(err.message);
-            }
-        };
-        let activity = e.activity().map_err(&mut unreadable).unwrap_or_default();
-        Ok(EngineStateView {
-            scheduled_elsewhere: elsewhere,
-            scheduling,
-            paused: activity.paused,
-            running: activity.running,
-            queued: activity.queued,
-            device: e.device_name(),
-            home: e.home().config_dir().display().to_string(),
-            routines_dir: e.home().routines_dir().display().to_string(),
-            problems,
-        })
+        let mut state = state_view(&e, elsewhere, scheduling);
+        let routines = overview(&e, chrono::Utc::now()).unwrap_or_else(|err| {
+            state.problems.push(err.message);
+            Vec::new()
+        });
+        Ok(Glance { state, routines, accounts: e.accounts_health() })
     })
     .await
 }

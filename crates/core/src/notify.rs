@@ -38,10 +38,8 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         return None;
     }
     let failed = run.status != RunStatus::Completed;
-    match policy {
-        NotifyPolicy::Never => return None,
-        NotifyPolicy::Failures if !failed => return None,
-        _ => {}
+    if !policy.wants(failed) {
+        return None;
     }
     let name = if run.trigger == Trigger::Catchup { format!("↻ {} ({})", run.routine, Trigger::Catchup.label()) } else { run.routine.clone() };
     let took = run.duration_ms.map(crate::view::duration).unwrap_or_default();
@@ -72,16 +70,6 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         body.push_str(&changes.summary());
     }
     Some(Notice { summary, body, run_id: Some(run.id.clone()), critical: failed })
-}
-
-/// The routine's notification policy and time limit for a run (the routine may be gone: then
-/// commands notify on failures, agents always).
-pub fn policy_for(run: &RunRecord, set: &crate::routine::RoutineSet) -> (NotifyPolicy, Option<Duration>) {
-    match set.get(&run.routine) {
-        Some(r) => (r.notify, Some(r.timeout)),
-        None if run.agent == crate::run::RunKind::Command => (NotifyPolicy::Failures, None),
-        None => (NotifyPolicy::Always, None),
-    }
 }
 
 /// One notification for runs that finished long ago, while nothing could notify (a week away

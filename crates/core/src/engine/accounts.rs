@@ -46,32 +46,29 @@ impl Core {
 pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &[String], busy: &[String]) -> AccountPlan {
     let Some(agent) = routine.agent() else { return AccountPlan::Default };
     let all: Vec<Account> = core.accounts().into_iter().filter(|a| a.agent == agent).collect();
-    let candidates: Vec<String> = match &routine.account {
-        AccountChoice::Pinned(email) => {
-            let Some(account) = all.iter().find(|a| a.email == *email) else {
-                return AccountPlan::Blocked {
-                    reason: Reason::NoAccount,
-                    message: format!("account {email} is not configured; add it with `nightshiftctl accounts add {} {email}`", agent.as_str()),
-                    account: Some(email.clone()),
-                    resets_at: None,
-                };
+    // A pinned account is used whatever its pool state: only a verdict that blocks stops it.
+    if let AccountChoice::Pinned(email) = &routine.account {
+        let Some(account) = all.iter().find(|a| a.email == *email) else {
+            return AccountPlan::Blocked {
+                reason: Reason::NoAccount,
+                message: format!("account {email} is not configured; add it with `nightshiftctl accounts add {} {email}`", agent.as_str()),
+                account: Some(email.clone()),
+                resets_at: None,
             };
-            let cred = core.credential(account);
-            let h = core.assess(account, &cred);
-            if h.verdict.blocks() {
-                return blocked_by(account, &h);
-            }
-            return AccountPlan::Use(account.clone(), cred);
+        };
+        let cred = core.credential(account);
+        let h = core.assess(account, &cred);
+        if h.verdict.blocks() {
+            return blocked_by(account, &h);
         }
-        AccountChoice::Pool(list) => list.clone(),
-        AccountChoice::Any if all.is_empty() => return AccountPlan::Default,
-        AccountChoice::Any => all.iter().map(|a| a.email.clone()).collect(),
-    };
-    let order = prefer.filter(|p| candidates.iter().any(|c| c == p)).into_iter().map(str::to_string).chain(candidates.iter().filter(|c| Some(c.as_str()) != prefer).cloned());
+        return AccountPlan::Use(account.clone(), cred);
+    }
+    let configured: Vec<String> = all.iter().map(|a| a.email.clone()).collect();
+    let Some(order) = routine.candidate_accounts(&configured, prefer) else { return AccountPlan::Default };
     let mut refused: Vec<AccountHealth> = Vec::new();
     let mut unknown: Vec<String> = Vec::new();
     let mut taken: Vec<String> = Vec::new();
-    for email in order.filter(|e| !skip.contains(e)) {
+    for email in order.into_iter().filter(|e| !skip.contains(e)) {
         if busy.contains(&email) {
             taken.push(email);
             continue;

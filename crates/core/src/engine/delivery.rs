@@ -9,7 +9,7 @@
 //! lease runs out) and the next deliverer sends it.
 
 use super::Core;
-use crate::notify::{notice_for, policy_for, summary_for, BoundedSender};
+use crate::notify::{notice_for, summary_for, BoundedSender};
 use crate::run::RunRecord;
 use crate::store::{outbox::NOTIFY, Delivery, OutboxEntry};
 use chrono::{Duration as Span, Utc};
@@ -73,7 +73,7 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
                 core.store.settle_delivery(&entry.run_id, NOTIFY, Delivery::NotNeeded, Some("the run no longer exists"), now)?;
                 continue;
             };
-            let (policy, timeout) = policy_for(&run, &set);
+            let (policy, timeout) = set.notify_policy(&run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
             let Some(notice) = notice_for(&run, policy, report.as_deref(), timeout) else {
                 core.store.settle_delivery(&entry.run_id, NOTIFY, Delivery::NotNeeded, None, now)?;

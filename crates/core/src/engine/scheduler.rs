@@ -136,7 +136,7 @@ impl Scheduler {
         self.current()
             .routines
             .iter()
-            .filter(|r| r.enabled && r.runs_on(&device))
+            .filter(|r| r.fires_on(&device))
             .filter_map(|r| match known.get(&r.name) {
                 Some(next) if next.is_none_or(|t| t > now) => *next,
                 _ => r.next_slot(now),
@@ -283,18 +283,13 @@ impl Pass<'_> {
                 }
             }
             self.next_slots.insert(r.name.clone(), r.next_slot(now));
-            let state = core.store.routine_state(&r.name, now)?;
+            let row = core.store.routine_state(&r.name, now)?;
             evaluated.push(&r.name);
-            if !r.enabled || state.paused || all_paused || !r.runs_on(self.device) {
+            if !r.state(self.device, row.paused.then_some(row.paused_reason.as_deref()), all_paused).is_active() {
                 continue;
             }
-            let from = state.checked_until.max(state.first_seen).max(now - Span::days(LOOKBACK_DAYS));
-            let (mut slots, total) = match (&r.schedule, r.at) {
-                (Some(s), _) => s.fires_between(from, now, MAX_MISSED_ROWS + 1),
-                (None, Some(at)) if at > from && at <= now => (vec![at], 1),
-                _ => (Vec::new(), 0),
-            };
-            slots.retain(|t| r.end_at.is_none_or(|end| *t <= end));
+            let from = row.checked_until.max(row.first_seen).max(now - Span::days(LOOKBACK_DAYS));
+            let (slots, total) = r.due_slots(from, now, MAX_MISSED_ROWS + 1);
             if slots.is_empty() {
                 continue;
             }

@@ -56,7 +56,7 @@ impl LiveRun {
             env: Default::default(),
             account: crate::routine::AccountChoice::Any,
             catchup: false,
-            notify: crate::routine::NotifyPolicy::Failures,
+            notify: crate::routine::NotifyPolicy::default_for(rec.agent),
             enabled: false,
             variables: Default::default(),
             devices: Vec::new(),

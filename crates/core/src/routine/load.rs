@@ -19,6 +19,14 @@ impl RoutineSet {
     pub fn get(&self, name: &str) -> Option<&Routine> {
         self.routines.binary_search_by(|r| r.name.as_str().cmp(name)).ok().map(|i| &self.routines[i])
     }
+    /// How a finished run of routine `run.routine` notifies, and the time limit it had: its
+    /// routine's `notify:` and `timeout:`, or — the routine is gone — the default for its kind.
+    pub fn notify_policy(&self, run: &crate::run::RunRecord) -> (super::NotifyPolicy, Option<std::time::Duration>) {
+        match self.get(&run.routine) {
+            Some(r) => (r.notify, Some(r.timeout)),
+            None => (super::NotifyPolicy::default_for(run.agent), None),
+        }
+    }
     pub fn get_invalid(&self, name: &str) -> Option<&InvalidRoutine> {
         self.invalid.iter().find(|r| r.name == name)
     }

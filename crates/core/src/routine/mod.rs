@@ -54,11 +54,82 @@ pub enum NotifyPolicy {
     Never,
 }
 
+impl NotifyPolicy {
+    /// Without `notify:` — commands speak up only when they fail, an agent's every run is news.
+    /// (Also what a run of a routine that is gone gets.)
+    pub fn default_for(kind: RunKind) -> NotifyPolicy {
+        match kind {
+            RunKind::Command => NotifyPolicy::Failures,
+            _ => NotifyPolicy::Always,
+        }
+    }
+
+    /// Whether a run that ended this way (`failed`: anything but completed) is notified.
+    pub fn wants(self, failed: bool) -> bool {
+        match self {
+            NotifyPolicy::Always => true,
+            NotifyPolicy::Failures => failed,
+            NotifyPolicy::Never => false,
+        }
+    }
+}
+
+/// Why a routine will or will not fire here, one word the faces turn into a badge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RoutineState {
+    Enabled,
+    Disabled,
+    /// Paused by the user.
+    Paused,
+    /// Paused by the engine after failures in a row (`paused_reason` says why).
+    AutoPaused,
+    /// Everything is paused ("Pause all").
+    PausedAll,
+    /// `devices:` does not list this machine.
+    OtherDevice,
+    /// The file has errors; it never runs until they are fixed.
+    Invalid,
+}
+
+impl RoutineState {
+    /// Whether the scheduler fires it.
+    pub fn is_active(self) -> bool {
+        self == RoutineState::Enabled
+    }
+
+    pub fn words(self) -> &'static str {
+        match self {
+            RoutineState::Enabled => "enabled",
+            RoutineState::Disabled => "disabled",
+            RoutineState::Paused => "paused",
+            RoutineState::AutoPaused => "auto-paused",
+            RoutineState::PausedAll => "paused (all)",
+            RoutineState::OtherDevice => "not on this device",
+            RoutineState::Invalid => "invalid",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
     Agent { agent: AgentKind, prompt: String, mode: Mode, model: Option<String> },
     Command { command: String },
+}
+
+impl Action {
+    pub fn agent(&self) -> Option<AgentKind> {
+        match self {
+            Action::Agent { agent, .. } => Some(*agent),
+            Action::Command { .. } => None,
+        }
+    }
+
+    /// What runs it: an agent, or `command`.
+    pub fn kind(&self) -> RunKind {
+        RunKind::of(self.agent())
+    }
 }
 
 /// Where a run works (`workspace:`).
@@ -116,10 +187,7 @@ impl Routine {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
     pub fn agent(&self) -> Option<AgentKind> {
-        match &self.action {
-            Action::Agent { agent, .. } => Some(*agent),
-            Action::Command { .. } => None,
-        }
+        self.action.agent()
     }
 
     /// The first slot after `now`, if it has one: the next cron fire or the one-shot `at`, never
@@ -138,9 +206,56 @@ impl Routine {
         self.devices.is_empty() || self.devices.iter().any(|d| d == device)
     }
 
+    /// Whether its file lets it fire on `device` (enabled, and listed by `devices:`); pauses are
+    /// the store's and come on top ([`Routine::state`]).
+    pub fn fires_on(&self, device: &str) -> bool {
+        self.enabled && self.runs_on(device)
+    }
+
+    /// Whether it fires here now, and if not, why. `paused`: `None` when not paused on this
+    /// machine, `Some(None)` when paused by the user, `Some(Some(reason))` when auto-paused.
+    /// The order is the one a person fixes things in: the file first, then this machine.
+    pub fn state(&self, device: &str, paused: Option<Option<&str>>, all_paused: bool) -> RoutineState {
+        match paused {
+            _ if !self.enabled => RoutineState::Disabled,
+            _ if !self.runs_on(device) => RoutineState::OtherDevice,
+            Some(Some(_)) => RoutineState::AutoPaused,
+            Some(None) => RoutineState::Paused,
+            None if all_paused => RoutineState::PausedAll,
+            None => RoutineState::Enabled,
+        }
+    }
+
+    /// The slots it was due at in `(from, now]` — its cron fires or its one-shot `at`, none after
+    /// `end_at` — newest first, at most `max` of them; and how many the schedule had in all.
+    pub fn due_slots(&self, from: DateTime<Utc>, now: DateTime<Utc>, max: usize) -> (Vec<DateTime<Utc>>, usize) {
+        let (mut slots, total) = match (&self.schedule, self.at) {
+            (Some(s), _) => s.fires_between(from, now, max),
+            (None, Some(at)) if at > from && at <= now => (vec![at], 1),
+            _ => (Vec::new(), 0),
+        };
+        slots.retain(|t| self.end_at.is_none_or(|end| *t <= end));
+        (slots, total)
+    }
+
+    /// The accounts a run of it may use, in the order to try them (`prefer` first when it is one
+    /// of them), from `configured` (the emails of its agent's accounts). `None` when no account is
+    /// involved: a command, or `account:` not set and none configured (the agent's own login).
+    pub fn candidate_accounts(&self, configured: &[String], prefer: Option<&str>) -> Option<Vec<String>> {
+        self.agent()?;
+        let listed: Vec<String> = match &self.account {
+            AccountChoice::Pinned(email) => vec![email.clone()],
+            AccountChoice::Pool(list) => list.clone(),
+            AccountChoice::Any if configured.is_empty() => return None,
+            AccountChoice::Any => configured.to_vec(),
+        };
+        let first = prefer.filter(|p| listed.iter().any(|c| c == p));
+        Some(first.map(str::to_string).into_iter().chain(listed.iter().filter(|c| Some(c.as_str()) != first).cloned()).collect())
+    }
+
     /// What runs it: an agent, or `command`.
     pub fn kind(&self) -> RunKind {
-        RunKind::of(self.agent())
+        self.action.kind()
     }
 
     /// "claude", "codex", "gemini" or "command".
@@ -198,4 +313,66 @@ pub fn check_name(name: &str) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn routine(yaml: &str) -> Routine {
+        parse_routine(yaml, std::path::Path::new("r.yaml"), "r.yaml").unwrap_or_else(|e| panic!("{:?}", e.errors))
+    }
+    fn at(h: u32, m: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(2026, 12, 1, h, m, 0).unwrap()
+    }
+
+    #[test]
+    fn state_puts_the_file_first_then_this_machine() {
+        let r = routine("name: r\ncommand: \"true\"\nschedule: \"0 * * * *\"\ndevices: [desk]\n");
+        assert_eq!(r.state("desk", None, false), RoutineState::Enabled);
+        assert!(r.state("desk", None, false).is_active());
+        assert_eq!(r.state("laptop", Some(None), true), RoutineState::OtherDevice, "another device's routine is not 'paused' here");
+        assert_eq!(r.state("desk", Some(Some("3 failures in a row")), true), RoutineState::AutoPaused);
+        assert_eq!(r.state("desk", Some(None), false), RoutineState::Paused);
+        assert_eq!(r.state("desk", None, true), RoutineState::PausedAll);
+        assert!(!r.state("desk", None, true).is_active());
+        let off = routine("name: r\ncommand: \"true\"\nschedule: \"0 * * * *\"\nenabled: false\ndevices: [desk]\n");
+        assert_eq!(off.state("laptop", None, false), RoutineState::Disabled);
+        assert!(!off.fires_on("desk") && r.fires_on("desk") && !r.fires_on("laptop"));
+    }
+
+    #[test]
+    fn due_slots_are_the_fires_in_the_window_and_none_after_end_at() {
+        let r = routine("name: r\ncommand: \"true\"\nschedule: \"*/10 * * * *\"\ntimezone: UTC\nend_at: \"2026-12-01T09:30:00Z\"\n");
+        let (slots, total) = r.due_slots(at(9, 0), at(10, 0), 100);
+        assert_eq!(slots, vec![at(9, 30), at(9, 20), at(9, 10)], "newest first; from is excluded, end_at included, nothing after it");
+        assert_eq!(total, 6, "the schedule's own count is kept (the scheduler sizes its catch-up by it)");
+        let once = routine("name: r\ncommand: \"true\"\nat: \"2026-12-01T09:15:00Z\"\n");
+        assert_eq!(once.due_slots(at(9, 0), at(10, 0), 100), (vec![at(9, 15)], 1));
+        assert_eq!(once.due_slots(at(9, 15), at(10, 0), 100), (vec![], 0), "an `at` already checked is not due again");
+    }
+
+    #[test]
+    fn candidate_accounts_follow_account_and_put_the_preferred_first() {
+        let configured = vec!["a@x.dev".to_string(), "b@x.dev".to_string()];
+        let any = routine("name: r\nagent: claude\nprompt: hi\nschedule: \"0 9 * * *\"\n");
+        assert_eq!(any.candidate_accounts(&configured, Some("b@x.dev")), Some(vec!["b@x.dev".into(), "a@x.dev".into()]));
+        assert_eq!(any.candidate_accounts(&[], None), None, "no account configured: the agent's own login");
+        let pool = routine("name: r\nagent: claude\nprompt: hi\nschedule: \"0 9 * * *\"\naccounts: [c@x.dev, a@x.dev]\n");
+        assert_eq!(pool.candidate_accounts(&configured, Some("b@x.dev")), Some(vec!["c@x.dev".into(), "a@x.dev".into()]), "a preferred account outside the pool is ignored");
+        let pinned = routine("name: r\nagent: claude\nprompt: hi\nschedule: \"0 9 * * *\"\naccount: c@x.dev\n");
+        assert_eq!(pinned.candidate_accounts(&configured, None), Some(vec!["c@x.dev".into()]));
+        let command = routine("name: r\ncommand: \"true\"\nschedule: \"0 9 * * *\"\n");
+        assert_eq!(command.candidate_accounts(&configured, None), None);
+    }
+
+    #[test]
+    fn notify_defaults_by_kind_and_policies_choose_by_outcome() {
+        assert_eq!(routine("name: r\ncommand: \"true\"\nschedule: \"0 9 * * *\"\n").notify, NotifyPolicy::Failures);
+        assert_eq!(routine("name: r\nagent: codex\nprompt: hi\nschedule: \"0 9 * * *\"\n").notify, NotifyPolicy::Always);
+        assert_eq!(NotifyPolicy::default_for(RunKind::Gemini), NotifyPolicy::Always);
+        assert!(NotifyPolicy::Always.wants(false) && NotifyPolicy::Failures.wants(true));
+        assert!(!NotifyPolicy::Failures.wants(false) && !NotifyPolicy::Never.wants(true));
+    }
 }

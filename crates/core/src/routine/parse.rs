@@ -225,10 +225,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
 
     match action {
         Some(action) if cx.errors.is_empty() => {
-            let notify = notify.unwrap_or(match action {
-                Action::Command { .. } => NotifyPolicy::Failures,
-                Action::Agent { .. } => NotifyPolicy::Always,
-            });
+            let notify = notify.unwrap_or_else(|| NotifyPolicy::default_for(action.kind()));
             Ok(Routine {
                 name,
                 file: file.to_path_buf(),

@@ -19,7 +19,7 @@ pub use outbox::{Delivery, DeliveryRow, OutboxEntry};
 pub use queue::{Claims, HeldRun, QueuedRow, RunningRow};
 pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;
-pub use scheduling::RoutineState;
+pub use scheduling::RoutineRow;
 pub use routine_files::IndexedFile;
 pub use workspaces::KeptWorktree;
 pub use usage::{DayUsage, UsageBy, UsageRow};

@@ -6,8 +6,9 @@ use crate::run::{fmt_time, parse_time};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
+/// A routine's row in `routine_state`: what the scheduler has checked and how it is paused here.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RoutineState {
+pub struct RoutineRow {
     pub first_seen: DateTime<Utc>,
     pub checked_until: DateTime<Utc>,
     pub paused: bool,
@@ -18,7 +19,7 @@ pub struct RoutineState {
 
 impl Store {
     /// The routine's state, creating it (first seen now, checked until now) on first sight.
-    pub fn routine_state(&self, routine: &str, now: DateTime<Utc>) -> Result<RoutineState> {
+    pub fn routine_state(&self, routine: &str, now: DateTime<Utc>) -> Result<RoutineRow> {
         let conn = self.conn();
         let read = || {
             conn.prepare_cached("SELECT first_seen, checked_until, paused, paused_reason, paused_at FROM routine_state WHERE routine = ?1")?
@@ -42,7 +43,7 @@ impl Store {
                 read()?.ok_or_else(|| rusqlite::Error::QueryReturnedNoRows)?
             }
         };
-        Ok(RoutineState {
+        Ok(RoutineRow {
             first_seen: parse_time(&row.0).unwrap_or(now),
             checked_until: parse_time(&row.1).unwrap_or(now),
             paused: row.2,
@@ -52,7 +53,7 @@ impl Store {
     }
 
     /// The state without creating it (for display).
-    pub fn peek_routine_state(&self, routine: &str) -> Result<Option<RoutineState>> {
+    pub fn peek_routine_state(&self, routine: &str) -> Result<Option<RoutineRow>> {
         let exists: Option<i64> =
             self.conn().prepare_cached("SELECT 1 FROM routine_state WHERE routine = ?1")?.query_row([routine], |r| r.get(0)).optional()?;
         match exists {

@@ -3,42 +3,11 @@
 
 use crate::engine::Engine;
 use crate::error::Result;
+pub use crate::routine::RoutineState;
 use crate::routine::Routine;
 use crate::run::{fmt_time, Reason, RunStatus};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
-
-/// Why a routine will or will not fire here, one word the UI turns into a badge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RoutineState {
-    Enabled,
-    Disabled,
-    /// Paused by the user.
-    Paused,
-    /// Paused by the engine after failures in a row (`paused_reason` says why).
-    AutoPaused,
-    /// Everything is paused ("Pause all").
-    PausedAll,
-    /// `devices:` does not list this machine.
-    OtherDevice,
-    /// The file has errors; it never runs until they are fixed.
-    Invalid,
-}
-
-impl RoutineState {
-    pub fn words(self) -> &'static str {
-        match self {
-            RoutineState::Enabled => "enabled",
-            RoutineState::Disabled => "disabled",
-            RoutineState::Paused => "paused",
-            RoutineState::AutoPaused => "auto-paused",
-            RoutineState::PausedAll => "paused (all)",
-            RoutineState::OtherDevice => "not on this device",
-            RoutineState::Invalid => "invalid",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct LastRun {
@@ -102,19 +71,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
         let paused = paused_now.contains_key(&r.name);
         let paused_reason = paused_now.get(&r.name).cloned().flatten();
         let on_this_device = r.runs_on(&device);
-        let state = if !r.enabled {
-            RoutineState::Disabled
-        } else if !on_this_device {
-            RoutineState::OtherDevice
-        } else if paused && paused_reason.is_some() {
-            RoutineState::AutoPaused
-        } else if paused {
-            RoutineState::Paused
-        } else if all_paused {
-            RoutineState::PausedAll
-        } else {
-            RoutineState::Enabled
-        };
+        let state = r.state(&device, paused.then_some(paused_reason.as_deref()), all_paused);
         let last = last_runs.remove(&r.name);
         rows.push(RoutineOverview {
             name: r.name.clone(),
@@ -129,7 +86,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             paused_reason,
             on_this_device,
             state,
-            next_fire: if state == RoutineState::Enabled { r.next_slot(now) } else { None },
+            next_fire: if state.is_active() { r.next_slot(now) } else { None },
             last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
             errors: Vec::new(),
         });

@@ -16,7 +16,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::routine::{Routine, RoutineSet};
 use crate::run::{ser_opt_time, ser_time, RunStatus, Trigger};
-use crate::store::{EventRow, Presence, PresenceEnd, RoutineEvent, RoutineState, SlotRow};
+use crate::store::{EventRow, Presence, PresenceEnd, RoutineEvent, RoutineRow, SlotRow};
 use chrono::{DateTime, Duration as Span, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
@@ -295,7 +295,7 @@ struct Evidence<'a> {
     r: &'a Routine,
     now: DateTime<Utc>,
     device: &'a str,
-    state: Option<RoutineState>,
+    state: Option<RoutineRow>,
     /// Oldest first.
     presence: &'a [Presence],
     /// Oldest first; the routine's and the engine's (`*`).
