@@ -97,14 +97,55 @@ pub fn send<T: Serialize>(out: &mut dyn Write, message: &T) -> bool {
     out.write_all(&line).and_then(|_| out.flush()).is_ok()
 }
 
+/// The longest message either side takes. The largest ones are a routine's text (at most
+/// [`nightshift_core::fsutil::MAX_TEXT_FILE`]) and a log chunk (`CHUNK_BYTES`), both escaped as
+/// JSON; 16 MiB leaves room. A longer line is skipped as it streams by, never held whole — so a
+/// misbehaving window process cannot make the resident buffer without end.
+pub const MAX_LINE: usize = 16 << 20;
+
 /// Read messages line by line until the other side closes its end. A line that is not a message
-/// is logged and skipped (nothing else writes to this pipe, but a stray line must not end it).
-pub fn receive<T: for<'de> Deserialize<'de>>(reader: impl BufRead, mut on: impl FnMut(T)) {
-    for line in reader.lines() {
-        let Ok(line) = line else { return };
-        match serde_json::from_str(&line) {
+/// (or is longer than [`MAX_LINE`]) is logged and skipped: nothing else writes to this pipe, but
+/// a stray line must not end it.
+pub fn receive<T: for<'de> Deserialize<'de>>(reader: impl BufRead, on: impl FnMut(T)) {
+    receive_within(reader, MAX_LINE, on)
+}
+
+fn receive_within<T: for<'de> Deserialize<'de>>(mut reader: impl BufRead, max: usize, mut on: impl FnMut(T)) {
+    let mut line = Vec::new();
+    while let Ok(Some(whole)) = next_line(&mut reader, &mut line, max) {
+        if !whole {
+            tracing::warn!(max, "skipped a line on the window pipe longer than a message can be");
+            continue;
+        }
+        match serde_json::from_slice(&line) {
             Ok(message) => on(message),
             Err(e) => tracing::warn!(error = %e, "ignored a line on the window pipe that is not a message"),
+        }
+    }
+}
+
+/// The next line into `line` (without its newline): `Some(true)`, or `Some(false)` when it was
+/// longer than `max` (then skipped, `line` empty); `None` at the end of the stream.
+fn next_line(reader: &mut impl BufRead, line: &mut Vec<u8>, max: usize) -> std::io::Result<Option<bool>> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let buf = reader.fill_buf()?;
+        if buf.is_empty() {
+            return Ok((too_long || !line.is_empty()).then_some(!too_long));
+        }
+        let newline = buf.iter().position(|b| *b == b'\n');
+        let piece = &buf[..newline.unwrap_or(buf.len())];
+        if !too_long && line.len() + piece.len() <= max {
+            line.extend_from_slice(piece);
+        } else {
+            too_long = true;
+            line.clear();
+        }
+        let used = newline.map_or(buf.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            return Ok(Some(!too_long));
         }
     }
 }
@@ -230,6 +271,26 @@ mod tests {
         receive(&out[..], |m: FromWindow| got.push(format!("{m:?}")));
         assert_eq!(got.len(), 3, "{got:?}");
         assert!(got[0].contains("get_run") && got[1].contains("Relogin") && got[2] == "Closed", "{got:?}");
+    }
+
+    #[test]
+    fn a_line_too_long_is_skipped_without_being_kept_and_the_next_one_is_read() {
+        let mut out = Vec::new();
+        let long = FromWindow::Call { id: 1, command: "check_routine_text".into(), args: serde_json::json!({ "text": "x".repeat(300) }) };
+        assert!(send(&mut out, &long));
+        assert!(send(&mut out, &FromWindow::Closed));
+        out.extend_from_slice(b"{\"closed\"");
+        let mut got = Vec::new();
+        // A reader with a small buffer, so the long line arrives in pieces as from a pipe.
+        receive_within(std::io::BufReader::with_capacity(16, &out[..]), 100, |m: FromWindow| got.push(format!("{m:?}")));
+        assert_eq!(got, vec!["Closed".to_string()], "the long call is dropped, the next message read; a cut-off last line is not a message");
+        let mut line = Vec::new();
+        let mut reader = std::io::BufReader::with_capacity(16, &b"0123456789abcdef0123456789\nok"[..]);
+        assert_eq!(next_line(&mut reader, &mut line, 10).unwrap(), Some(false));
+        assert!(line.is_empty());
+        assert_eq!(next_line(&mut reader, &mut line, 10).unwrap(), Some(true));
+        assert_eq!(line, b"ok");
+        assert_eq!(next_line(&mut reader, &mut line, 10).unwrap(), None);
     }
 
     #[test]

@@ -186,14 +186,13 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
     // the tray (attention, the sentence atop the menu) and the window's header.
     if let Err(e) = engine.check_database() {
         tracing::error!("{}", e.message);
-        emit(&app, serde_json::json!({ "type": "engine_state" }));
-        refresh_tray(&app).await;
+        announce_state(&app).await;
         return;
     }
     match SchedulerLock::take(engine.home(), "the Nightshift app") {
         Ok(lock) => {
             app.state::<AppState>().scheduling.store(true, std::sync::atomic::Ordering::SeqCst);
-            emit(&app, serde_json::json!({ "type": "engine_state" }));
+            announce_state(&app).await;
             // The first pass now, so what start-up allocated and dropped is handed back before
             // the app settles into idling (as the daemon does).
             let scheduler = Scheduler::new(engine.clone());
@@ -209,15 +208,13 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
             // A daemon schedules this home: this app views and controls (Run now still works).
             tracing::warn!("{holder} schedules this home; the app views and controls it");
             *app.state::<AppState>().scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()) = Some(holder);
-            emit(&app, serde_json::json!({ "type": "engine_state" }));
-            refresh_tray(&app).await;
+            announce_state(&app).await;
         }
         Err(NotTaken::Failed(e)) => {
             // An unusable data folder: not scheduling, and the storage trouble is a problem the
             // tray and the window show.
             tracing::error!("cannot schedule: {}", e.message);
-            emit(&app, serde_json::json!({ "type": "engine_state" }));
-            refresh_tray(&app).await;
+            announce_state(&app).await;
         }
     }
 }
@@ -226,9 +223,11 @@ async fn run_engine<R: Runtime>(app: AppHandle<R>, engine: Engine) {
 /// so History turns rows from queued to running to final without a reload and nothing polls.
 pub const WINDOW_EVENT: &str = "engine";
 
-/// Tell the window (its process, when one is up) about the engine: state changes and events.
-fn emit<R: Runtime>(app: &AppHandle<R>, payload: serde_json::Value) {
-    app.state::<AppState>().windows.emit(WINDOW_EVENT, || Some(payload));
+/// Tell the window (its process, when one is up) and the tray that the engine's state changed
+/// (scheduling here or elsewhere, or unusable); the window reads `engine_state` again.
+async fn announce_state<R: Runtime>(app: &AppHandle<R>) {
+    app.state::<AppState>().windows.emit(WINDOW_EVENT, || Some(serde_json::json!({ "type": "engine_state" })));
+    refresh_tray(app).await;
 }
 
 fn forward_events_to_window<R: Runtime>(app: &AppHandle<R>, engine: &Engine) {

@@ -32,36 +32,26 @@ pub(crate) fn run_now<R: Runtime>(app: &AppHandle<R>, name: String) {
 
 /// Gather what the tray shows (reads the keychain for account health: off the UI thread).
 async fn facts<R: Runtime>(app: &AppHandle<R>) -> TrayFacts {
-    let state = app.state::<AppState>();
-    let engine = state.engine.clone();
-    let elsewhere = state.scheduled_elsewhere.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let engine = app.state::<AppState>().engine.clone();
     let autostart = app.autolaunch().is_enabled().unwrap_or(false);
-    tauri::async_runtime::spawn_blocking(move || {
-        let activity = engine.activity().unwrap_or_default();
-        // The same overview the window and `nightshiftctl routines list` show.
-        let routines = nightshift_core::view::routines::overview(&engine, chrono::Utc::now())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| tray::RoutineLine {
-                last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed),
-                next: r.next_fire,
-                valid: r.valid,
-                name: r.name,
-            })
-            .collect();
-        TrayFacts {
-            running: activity.running,
-            queued: activity.queued,
-            paused: activity.paused,
-            scheduled_elsewhere: elsewhere,
-            routines,
-            accounts: engine.accounts_health(),
-            autostart,
-            problems: engine.problems(),
-        }
-    })
-    .await
-    .unwrap_or_default()
+    // The same read the window's header, its Routines view and `nightshiftctl` use.
+    let Ok(glance) = nightshift_core::api::glance(&engine, &crate::face::AppFace(app.clone())).await else { return TrayFacts::default() };
+    let routines = glance
+        .routines
+        .into_iter()
+        .map(|r| tray::RoutineLine { last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next: r.next_fire, valid: r.valid, name: r.name })
+        .collect();
+    let state = glance.state;
+    TrayFacts {
+        running: state.running,
+        queued: state.queued,
+        paused: state.paused,
+        scheduled_elsewhere: state.scheduled_elsewhere,
+        routines,
+        accounts: glance.accounts,
+        autostart,
+        problems: state.problems,
+    }
 }
 
 pub(crate) async fn refresh_tray<R: Runtime>(app: &AppHandle<R>) {
