@@ -13,16 +13,19 @@ need_cargo
 echo "==> system packages"
 ensure_apt_packages $BUILD_PACKAGES $TEST_PACKAGES
 
-echo "==> agent CLIs for the integration tests (tests/agents-cli: Claude Code, Codex, Gemini CLI)"
+echo "==> npm tools for the tests (tests/agents-cli: Claude Code, Codex, Gemini CLI; tests/typecheck: TypeScript)"
 command -v npm >/dev/null 2>&1 || ensure_apt_packages nodejs npm
 # Reinstall whenever the pinned versions (the lock file) changed since the last install.
-want=$(sha256sum tests/agents-cli/package-lock.json | cut -d' ' -f1)
-have=$(cat tests/agents-cli/node_modules/.nightshift-lock 2>/dev/null || true)
-if [ "$have" != "$want" ]; then
-  (cd tests/agents-cli && npm ci --no-audit --no-fund --loglevel=error)
-  echo "$want" > tests/agents-cli/node_modules/.nightshift-lock
-fi
+for dir in tests/agents-cli tests/typecheck; do
+  want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
+  have=$(cat "$dir/node_modules/.nightshift-lock" 2>/dev/null || true)
+  if [ "$have" != "$want" ]; then
+    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    echo "$want" > "$dir/node_modules/.nightshift-lock"
+  fi
+done
 for cli in claude codex gemini; do printf '%s: ' "$cli"; tests/agents-cli/node_modules/.bin/$cli --version </dev/null; done
+printf 'tsc: '; tests/typecheck/node_modules/.bin/tsc --version
 
 echo "==> tauri-driver (WebDriver for the real app in WebKitGTK)"
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"

@@ -24,7 +24,10 @@ function go(hash) {
   else location.hash = hash;
 }
 
-/** "#/history?routine=x" → ["history", URLSearchParams]; "#/run/ID" → ["run", {id}]. */
+/**
+ * "#/history?routine=x" → ["history", URLSearchParams]; "#/run/ID" → ["run", {id}].
+ * @returns {[string, URLSearchParams]}
+ */
 function parseHash() {
   const [path, query] = location.hash.replace(/^#\/?/, "").split("?");
   const [name, id] = path.split("/");
@@ -43,7 +46,7 @@ function route() {
   }
   const [name, params] = parseHash();
   unmount?.();
-  for (const a of document.querySelectorAll("nav a")) {
+  for (const a of /** @type {NodeListOf<HTMLAnchorElement>} */ (document.querySelectorAll("nav a"))) {
     const current = a.dataset.view === (UNDER[name] ?? name);
     if (current) a.setAttribute("aria-current", "page");
     else a.removeAttribute("aria-current");
@@ -101,6 +104,7 @@ onEngine((ev) => {
 const panel = document.getElementById("relogin");
 let reloginAccount = null;
 let reloginSecret = "setup token";
+/** @param {{ account: string, command: string, opened: string | null, secret?: string, secret_how?: string }} r */
 function showRelogin({ account, command, opened, secret, secret_how }) {
   reloginAccount = account;
   if (secret) {
@@ -127,7 +131,7 @@ async function relogin(account) {
 document.getElementById("relogin-close").addEventListener("click", () => (panel.hidden = true));
 document.getElementById("token-form").addEventListener("submit", async (ev) => {
   ev.preventDefault();
-  const field = document.getElementById("token");
+  const field = /** @type {HTMLInputElement} */ (document.getElementById("token"));
   const token = field.value;
   field.value = ""; // never kept on screen
   try {

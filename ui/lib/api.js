@@ -19,7 +19,18 @@ function takeToken() {
   return sessionStorage.getItem("nightshift-token");
 }
 
-export async function call(command, args = {}) {
+/** @typedef {import("./types.js").Commands} Commands */
+
+/**
+ * Call a window command; its arguments and answer are the engine's (`Commands` in types.d.ts,
+ * generated from Rust), so the type check catches a field or argument the engine does not have.
+ * @template {keyof Commands} C
+ * @param {C} command
+ * @param {Commands[C]["args"]} [args]
+ * @returns {Promise<Commands[C]["answer"]>}
+ */
+export async function call(command, args) {
+  args ??= /** @type {Commands[C]["args"]} */ ({});
   if (tauri) return tauri.core.invoke(command, args);
   const res = await fetch(`/api/${command}`, {
     method: "POST",
@@ -43,7 +54,10 @@ export function errorText(e) {
 
 const handlers = new Set();
 
-/** Call `fn(event)` for each engine event; returns a function that stops it. */
+/**
+ * Call `fn(event)` for each engine event; returns a function that stops it.
+ * @param {(event: import("./types.js").WindowEvent) => void} fn
+ */
 export function onEngine(fn) {
   handlers.add(fn);
   return () => handlers.delete(fn);

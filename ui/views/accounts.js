@@ -6,6 +6,7 @@ import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
 
 const AGENTS = { claude: "Claude", codex: "Codex", gemini: "Gemini CLI" };
+/** @param {import("../lib/types.js").AccountHealth} a */
 const source = (a) =>
   ({ keychain: `${a.secret} in the OS keychain`, env: `${a.secret} from the environment`, agent_login: `${AGENTS[a.agent] ?? a.agent} login in its config dir`, none: "no credential" })[a.source] ?? a.source;
 const capital = (s) => s.charAt(0).toUpperCase() + s.slice(1);
@@ -23,6 +24,7 @@ export function mount(root, _params, ui) {
     }
   }
 
+  /** @param {import("../lib/types.js").AccountView[]} accounts */
   function render(accounts) {
     if (accounts.length === 0) {
       replace(
@@ -44,6 +46,7 @@ export function mount(root, _params, ui) {
     return `${u.runs} run${u.runs === 1 ? "" : "s"} · ${t(u.input_tokens)} tokens in, ${t(u.output_tokens)} out`;
   }
 
+  /** @param {import("../lib/types.js").AccountView} view */
   function card({ health: a, history, last_5h, last_7d, limits }) {
     const tokenField = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true, "aria-label": `${capital(a.secret)} for ${a.account}`, class: "token" });
     const tokenForm = h(

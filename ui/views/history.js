@@ -87,10 +87,12 @@ export function mount(root, params, ui) {
     return r.top < window.innerHeight + 200;
   }
 
+  /** @param {import("../lib/types.js").RunRecord} run */
   function matches(run) {
     return (!filters.routine || run.routine === filters.routine) && (!filters.status || run.status === filters.status);
   }
 
+  /** @param {import("../lib/types.js").RunRecord} run */
   function row(run) {
     const tr = h(
       "tr",
@@ -117,8 +119,8 @@ export function mount(root, params, ui) {
 
   const stop = onEngine((ev) => {
     if (ev.type === "resync") return reset();
+    if (!("run" in ev)) return;
     const run = ev.run;
-    if (!run) return;
     const existing = rows.get(run.id);
     if (existing) {
       const fresh = row(run);

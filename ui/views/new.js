@@ -168,6 +168,7 @@ export function mount(root, _params, ui) {
 
   function draft() {
     const p = PRESETS.find((x) => x.id === preset.value);
+    /** @type {Record<string, string>} */
     const envMap = {};
     for (const line of env.value.split("\n")) {
       const i = line.indexOf("=");
@@ -221,6 +222,7 @@ export function mount(root, _params, ui) {
   // on all of them once they try to save.
   const touched = new Set();
   let revealAll = false;
+  /** @param {import("../lib/types.js").FieldProblem} p */
   const visible = (p) => revealAll || (p.field && touched.has(p.field));
 
   function showProblems(all) {
@@ -240,6 +242,7 @@ export function mount(root, _params, ui) {
     general.hidden = rest.length === 0;
   }
 
+  /** @param {import("../lib/types.js").Preview | null} pv */
   function showPreview(pv) {
     if (!pv || (!pv.words && pv.fires.length === 0)) {
       replace(preview, h("p", { class: "muted" }, "No fire times yet."));

@@ -20,6 +20,7 @@ export function mount(root, params, ui) {
     }
   }
 
+  /** @param {import("../lib/types.js").Why} why @param {import("../lib/types.js").Mark[]} marks */
   function render(why, marks) {
     replace(
       body,

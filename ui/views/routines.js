@@ -77,6 +77,7 @@ export function mount(root, params, ui) {
     }
   }
 
+  /** @param {import("../lib/types.js").Removed} r */
   async function restore(r) {
     try {
       const w = await call("restore_routine", { id: r.id });
@@ -113,12 +114,13 @@ export function mount(root, params, ui) {
 
   async function confirm(action, name, newName, form) {
     try {
-      const done = await call(`${action}_routine`, action === "remove" ? { name } : { name, newName });
-      status.textContent = {
-        duplicate: `Copied ${name} to ${done.name} (${done.file}).`,
-        rename: `Renamed ${name} to ${done.name}; its history follows it.`,
-        remove: `Removed ${name}. Restore it from Removed routines below.`,
-      }[action];
+      if (action === "remove") {
+        await call("remove_routine", { name });
+        status.textContent = `Removed ${name}. Restore it from Removed routines below.`;
+      } else {
+        const done = await call(action === "duplicate" ? "duplicate_routine" : "rename_routine", { name, newName });
+        status.textContent = action === "duplicate" ? `Copied ${name} to ${done.name} (${done.file}).` : `Renamed ${name} to ${done.name}; its history follows it.`;
+      }
       form.closest("tr").remove();
       load();
     } catch (e) {
@@ -126,6 +128,7 @@ export function mount(root, params, ui) {
     }
   }
 
+  /** @param {import("../lib/types.js").RoutineOverview[]} rows */
   function render(rows) {
     if (rows.length === 0) {
       replace(body, empty("No routines yet — create one with New routine, or add a YAML file to the routines folder:", h("code", {}, ui.state?.routines_dir ?? "routines/")));
@@ -140,6 +143,7 @@ export function mount(root, params, ui) {
     replace(body, table);
   }
 
+  /** @param {import("../lib/types.js").RoutineOverview} r */
   function row(r) {
     const tr = h("tr", { dataset: { routine: r.name }, class: r.valid ? "" : "invalid" });
     const title = r.valid ? h("a", { href: `#/routine/${encodeURIComponent(r.name)}`, title: `Why ${r.name} did or did not run` }, h("strong", {}, r.name)) : h("strong", {}, r.name);

@@ -21,7 +21,7 @@ export function mount(root, params, ui) {
   const changesBox = h("section", { id: "run-changes", "aria-labelledby": "changes-title" });
   const report = h("article", { id: "run-report", class: "report" });
   const logBox = h("pre", { id: "run-log", class: "log", tabindex: "0", "aria-label": "Log" });
-  const logMode = { readable: true, stream: "stdout" };
+  const logMode = { readable: true, stream: /** @type {import("../lib/types.js").LogStream} */ ("stdout") };
   const readableToggle = h("input", { type: "checkbox", id: "log-raw", onchange: () => restartLog({ readable: !readableToggle.checked }) });
   const streamSelect = h("select", { id: "log-stream", "aria-label": "Stream", onchange: () => restartLog({ stream: streamSelect.value }) }, h("option", { value: "stdout" }, "output"), h("option", { value: "stderr" }, "errors (stderr)"));
   const logStatus = h("span", { class: "muted small", id: "log-status", role: "status" });
@@ -62,6 +62,7 @@ export function mount(root, params, ui) {
     }
   }
 
+  /** @param {import("../lib/types.js").RunDetail} detail */
   function render(detail) {
     const r = detail.run;
     const actions = h("div", { class: "actions" });
@@ -112,6 +113,7 @@ export function mount(root, params, ui) {
 
     // Webhooks: what each receiver got (their error text is untrusted: text nodes only).
     if (detail.deliveries.length) {
+      /** @param {import("../lib/types.js").DeliveryRow} d */
       const how = (d) =>
         d.state === "delivered" ? `delivered ${d.delivered_at ? full(d.delivered_at) : ""}`
         : d.state === "pending" ? (d.attempts ? `pending — try ${d.attempts} failed, next ${d.next_at ? full(d.next_at) : "soon"}` : "pending")
@@ -131,6 +133,7 @@ export function mount(root, params, ui) {
   }
 
   // What the run changed in git. Paths and commit subjects come from the agent: text nodes only.
+  /** @param {import("../lib/types.js").RunRecord} r @param {string} summary */
   function renderChanges(r, summary) {
     const c = r.changes;
     if (!c) return changesBox.replaceChildren();
@@ -280,7 +283,7 @@ export function mount(root, params, ui) {
   }
 
   const stop = onEngine(async (ev) => {
-    if (ev.run?.id === id || (ev.type === "run_progress" && ev.run_id === id) || ev.type === "resync") {
+    if (("run" in ev && ev.run.id === id) || (ev.type === "run_progress" && ev.run_id === id) || ev.type === "resync") {
       if (ev.type === "run_progress") return pumpLog();
       await load();
       pumpLog();

@@ -4,6 +4,7 @@
 import { h } from "../lib/dom.js";
 import { full } from "../lib/format.js";
 
+/** @param {string} name @param {import("../lib/types.js").Mark[]} marks */
 export function strip(name, marks) {
   const says = h("p", { class: "strip-says muted small", "aria-live": "polite" }, "Hover or focus a mark to see what happened.");
   const show = (m) => () => (says.textContent = `${when(m)}: ${m.sentence}`);
@@ -14,6 +15,7 @@ export function strip(name, marks) {
   return h("div", { class: "strip-box" }, h("div", { class: "strip", role: "list", "aria-label": `${name}: the last 14 days, one mark per slot` }, items), says);
 }
 
+/** @param {import("../lib/types.js").Mark} m */
 function when(m) {
   return m.from === m.to ? full(m.from) : `${full(m.from)} – ${full(m.to)}`;
 }

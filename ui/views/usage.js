@@ -38,6 +38,7 @@ export function mount(root) {
     }
   }
 
+  /** @param {import("../lib/types.js").UsageReport} r */
   function render(r) {
     const m = r.month;
     const month = h(

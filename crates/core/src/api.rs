@@ -44,6 +44,7 @@ async fn blocking<T: Send + 'static>(engine: &Engine, f: impl FnOnce(Engine) -> 
 
 /// What the header shows.
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct EngineStateView {
     /// Another process (a `nightshiftctl daemon`) schedules this home; this window views and controls.
     pub scheduled_elsewhere: Option<String>,
@@ -132,6 +133,7 @@ pub fn set_paused(engine: &Engine, paused: bool) -> Result<()> {
 /// What the New routine form offers: each agent with the accounts that can run it, the zones, the
 /// webhooks defined, where the file goes.
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RoutineForm {
     pub agents: Vec<AgentChoice>,
     /// This machine's zone (the default).
@@ -142,6 +144,7 @@ pub struct RoutineForm {
 }
 
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentChoice {
     pub agent: &'static str,
     pub accounts: Vec<String>,
@@ -167,6 +170,7 @@ pub async fn check_routine_draft(engine: &Engine, draft: Draft) -> Result<DraftC
 
 /// What creating a routine did: the file, and the run started when asked to try it at once.
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Created {
     #[serde(flatten)]
     pub written: Written,
@@ -216,6 +220,7 @@ pub async fn restore_routine(engine: &Engine, id: String) -> Result<Written> {
 /// A folder and the folders in it, for the form's folder picker (one that works the same in the
 /// app and in a browser on `serve`, where the folders are the server's).
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Folders {
     pub path: String,
     pub parent: Option<String>,
@@ -286,6 +291,7 @@ pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<
 
 /// A run for the detail view: the record, what it means, and its report as sanitized HTML.
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunDetail {
     pub run: RunRecord,
     pub explanation: Explanation,
@@ -332,6 +338,7 @@ pub async fn cancel_run(engine: &Engine, id: &str) -> Result<bool> {
 
 /// An account for the Accounts view: its health and the verdicts behind it.
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AccountView {
     pub health: AccountHealth,
     pub history: Vec<HealthRecord>,
@@ -377,6 +384,7 @@ pub async fn set_token(engine: &Engine, email: &str, token: &str) -> Result<()> 
 }
 
 #[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Relogin {
     /// A terminal was opened running the login.
     pub opened: Option<String>,
@@ -469,87 +477,114 @@ pub async fn disk_usage(engine: &Engine) -> Result<Vec<crate::view::usage::DiskU
 // `COMMANDS`: every command's name (the list `src-tauri/build.rs` includes too).
 include!("api_commands.rs");
 
-/// Arguments, as the window sends them (camelCase keys, as Tauri's IPC does).
-#[derive(Deserialize, Default)]
-#[serde(rename_all = "camelCase", default)]
-struct Args {
-    name: Option<String>,
-    paused: Option<bool>,
-    routine: Option<String>,
-    status: Option<String>,
-    cursor: Option<String>,
-    limit: Option<usize>,
-    id: Option<String>,
-    stream: Option<LogStream>,
-    offset: Option<u64>,
-    readable: Option<bool>,
-    email: Option<String>,
-    token: Option<String>,
-    url: Option<String>,
-    draft: Option<Draft>,
-    run_now: Option<bool>,
-    text: Option<String>,
-    version: Option<String>,
-    overwrite: Option<bool>,
-    new_name: Option<String>,
-    path: Option<String>,
-    days: Option<u32>,
-    by: Option<String>,
-}
-
-fn need<T>(v: Option<T>, what: &str) -> Result<T> {
-    v.ok_or_else(|| Error::new(ErrorCode::Usage, format!("missing argument `{what}`")))
-}
-
 fn json<T: Serialize>(v: T) -> Result<serde_json::Value> {
     serde_json::to_value(v).map_err(|e| Error::new(ErrorCode::Io, format!("could not encode the answer: {e}")))
 }
 
-/// Call `command` with JSON `args` (the HTTP transport).
-pub async fn call(engine: &Engine, face: &dyn Face, command: &str, args: serde_json::Value) -> Result<serde_json::Value> {
-    let a: Args = serde_json::from_value(args).map_err(|e| Error::new(ErrorCode::Usage, format!("bad arguments for {command}: {e}")))?;
-    match command {
-        "engine_state" => json(engine_state(engine, face).await?),
-        "list_routines" => json(list_routines(engine).await?),
-        "run_now" => json(run_now(engine, &need(a.name, "name")?).await?),
-        "set_routine_paused" => json(set_routine_paused(engine, &need(a.name, "name")?, need(a.paused, "paused")?)?),
-        "set_paused" => json(set_paused(engine, need(a.paused, "paused")?)?),
-        "list_runs" => json(list_runs(engine, a.routine, a.status, a.cursor, a.limit).await?),
-        "get_run" => json(get_run(engine, &need(a.id, "id")?).await?),
-        "read_log" => json(read_log(engine, &need(a.id, "id")?, a.stream.unwrap_or(LogStream::Stdout), a.offset.unwrap_or(0), a.readable.unwrap_or(true)).await?),
-        "cancel_run" => json(cancel_run(engine, &need(a.id, "id")?).await?),
-        "list_accounts" => json(list_accounts(engine).await?),
-        "check_account" => json(check_account(engine, &need(a.email, "email")?).await?),
-        "set_token" => json(set_token(engine, &need(a.email, "email")?, &need(a.token, "token")?).await?),
-        "relogin" => json(relogin(engine, face, &need(a.email, "email")?)?),
-        "open_link" => json(open_link(face, &need(a.url, "url")?)?),
-        "routine_form" => json(routine_form(engine)),
-        "check_routine_draft" => json(check_routine_draft(engine, need(a.draft, "draft")?).await?),
-        "create_routine" => json(create_routine(engine, need(a.draft, "draft")?, a.run_now.unwrap_or(false)).await?),
-        "routine_source" => json(routine_source(engine, need(a.name, "name")?).await?),
-        "check_routine_text" => json(check_routine_text(engine, need(a.name, "name")?, need(a.text, "text")?).await?),
-        "save_routine_text" => {
-            json(save_routine_text(engine, need(a.name, "name")?, need(a.text, "text")?, need(a.version, "version")?, a.overwrite.unwrap_or(false)).await?)
+/// A command's arguments from the window's JSON (camelCase keys, as Tauri's IPC sends them; no
+/// arguments may come as `null`). Keys it does not know are ignored.
+fn arguments<T: for<'de> Deserialize<'de>>(command: &str, args: serde_json::Value) -> Result<T> {
+    let args = if args.is_null() { serde_json::json!({}) } else { args };
+    serde_json::from_value(args).map_err(|e| Error::new(ErrorCode::Usage, format!("bad arguments for {command}: {e}")))
+}
+
+/// Every window command, declared once: its name, its arguments (`Option` ones may be left out)
+/// and what it answers, then how it is answered. From this come the router ([`call`]) and, in
+/// the tests, the window's TypeScript types (`ui/lib/types.d.ts`, see `view::typescript`) — so
+/// the window cannot send an argument or read an answer the engine does not have. `$engine` and
+/// `$face` name the engine and the host inside the bodies.
+macro_rules! commands {
+    ($engine:ident, $face:ident; $( $name:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty = $body:expr; )*) => {
+        /// Each command's arguments as a type (named after the command).
+        #[allow(non_camel_case_types)]
+        pub(crate) mod arguments {
+            use super::*;
+            $(
+                #[derive(Deserialize)]
+                #[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
+                #[serde(rename_all = "camelCase")]
+                pub struct $name { $(pub $arg: $ty),* }
+            )*
         }
-        "duplicate_routine" => json(duplicate_routine(engine, need(a.name, "name")?, need(a.new_name, "newName")?).await?),
-        "rename_routine" => json(rename_routine(engine, need(a.name, "name")?, need(a.new_name, "newName")?).await?),
-        "remove_routine" => json(remove_routine(engine, need(a.name, "name")?).await?),
-        "removed_routines" => json(removed_routines(engine).await?),
-        "restore_routine" => json(restore_routine(engine, need(a.id, "id")?).await?),
-        "open_routine_file" => json(open_routine_file(engine, face, &need(a.name, "name")?)?),
-        "list_folders" => json(list_folders(a.path).await?),
-        "push_branch" => json(push_branch(engine, &need(a.id, "id")?).await?),
-        "open_workspace" => json(open_workspace(engine, face, &need(a.id, "id")?)?),
-        "routine_why" => json(routine_why(engine, &need(a.name, "name")?, a.days.unwrap_or(7)).await?),
-        "routine_strips" => json(routine_strips(engine).await?),
-        "usage_report" => json(usage_report(engine, a.days.unwrap_or(30), a.by).await?),
-        "disk_usage" => json(disk_usage(engine).await?),
-        other => Err(Error::new(ErrorCode::Usage, format!("no command named \"{other}\""))),
-    }
+
+        /// Call `command` with JSON `args` (both transports: the app's window and `serve`'s HTTP).
+        pub async fn call($engine: &Engine, $face: &dyn Face, command: &str, args: serde_json::Value) -> Result<serde_json::Value> {
+            match command {
+                $(
+                    stringify!($name) => {
+                        #[allow(unused_variables)]
+                        let arguments::$name { $($arg),* } = arguments(command, args)?;
+                        json::<$answer>($body)
+                    }
+                )*
+                other => Err(Error::new(ErrorCode::Usage, format!("no command named \"{other}\""))),
+            }
+        }
+
+        /// Every command as TypeScript: `name: { args: {…}; answer: T }`, and what those name.
+        #[cfg(test)]
+        pub(crate) fn command_types(cfg: &ts_rs::Config, types: &mut crate::view::typescript::Declarations) -> Vec<String> {
+            use ts_rs::TS;
+            let mut lines = Vec::new();
+            $(
+                types.add_named_by::<arguments::$name>(cfg);
+                types.add::<$answer>(cfg);
+                lines.push(format!("  {}: {{ args: {}; answer: {} }};", stringify!($name), <arguments::$name as TS>::inline(cfg), <$answer as TS>::name(cfg)));
+            )*
+            lines
+        }
+
+        /// The names, in order (checked against [`COMMANDS`], the list the app's build reads).
+        #[cfg(test)]
+        pub(crate) const DECLARED: &[&str] = &[$(stringify!($name)),*];
+    };
+}
+
+commands! { engine, face;
+    engine_state() -> EngineStateView = engine_state(engine, face).await?;
+    list_routines() -> Vec<RoutineOverview> = list_routines(engine).await?;
+    run_now(name: String) -> String = run_now(engine, &name).await?;
+    set_routine_paused(name: String, paused: bool) -> () = set_routine_paused(engine, &name, paused)?;
+    set_paused(paused: bool) -> () = set_paused(engine, paused)?;
+    list_runs(routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Page = list_runs(engine, routine, status, cursor, limit).await?;
+    get_run(id: String) -> RunDetail = get_run(engine, &id).await?;
+    read_log(id: String, stream: Option<LogStream>, offset: Option<u64>, readable: Option<bool>) -> LogChunk =
+        read_log(engine, &id, stream.unwrap_or(LogStream::Stdout), offset.unwrap_or(0), readable.unwrap_or(true)).await?;
+    cancel_run(id: String) -> bool = cancel_run(engine, &id).await?;
+    list_accounts() -> Vec<AccountView> = list_accounts(engine).await?;
+    check_account(email: String) -> AccountView = check_account(engine, &email).await?;
+    set_token(email: String, token: String) -> () = set_token(engine, &email, &token).await?;
+    relogin(email: String) -> Relogin = relogin(engine, face, &email)?;
+    open_link(url: String) -> () = open_link(face, &url)?;
+    routine_form() -> RoutineForm = routine_form(engine);
+    check_routine_draft(draft: Draft) -> DraftCheck = check_routine_draft(engine, draft).await?;
+    create_routine(draft: Draft, run_now: Option<bool>) -> Created = create_routine(engine, draft, run_now.unwrap_or(false)).await?;
+    routine_source(name: String) -> RoutineSource = routine_source(engine, name).await?;
+    check_routine_text(name: String, text: String) -> Vec<Diagnostic> = check_routine_text(engine, name, text).await?;
+    save_routine_text(name: String, text: String, version: String, overwrite: Option<bool>) -> RoutineSource =
+        save_routine_text(engine, name, text, version, overwrite.unwrap_or(false)).await?;
+    duplicate_routine(name: String, new_name: String) -> Written = duplicate_routine(engine, name, new_name).await?;
+    rename_routine(name: String, new_name: String) -> Written = rename_routine(engine, name, new_name).await?;
+    remove_routine(name: String) -> Removed = remove_routine(engine, name).await?;
+    removed_routines() -> Vec<Removed> = removed_routines(engine).await?;
+    restore_routine(id: String) -> Written = restore_routine(engine, id).await?;
+    open_routine_file(name: String) -> () = open_routine_file(engine, face, &name)?;
+    list_folders(path: Option<String>) -> Folders = list_folders(path).await?;
+    push_branch(id: String) -> RunRecord = push_branch(engine, &id).await?;
+    open_workspace(id: String) -> () = open_workspace(engine, face, &id)?;
+    routine_why(name: String, days: Option<u32>) -> crate::view::why::Why = routine_why(engine, &name, days.unwrap_or(7)).await?;
+    routine_strips() -> std::collections::BTreeMap<String, Vec<crate::view::why::Mark>> = routine_strips(engine).await?;
+    usage_report(days: Option<u32>, by: Option<String>) -> crate::view::usage::UsageReport = usage_report(engine, days.unwrap_or(30), by).await?;
+    disk_usage() -> Vec<crate::view::usage::DiskUse> = disk_usage(engine).await?;
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_declared_commands_are_the_list_the_app_build_reads() {
+        assert_eq!(super::DECLARED, super::COMMANDS, "api_commands.rs must list the commands `commands!` declares, in order");
+    }
+
     #[test]
     fn only_web_and_mail_links_open() {
         for ok in ["https://example.com/a?b", "http://localhost:3000", "mailto:a@b.c", "HTTPS://X"] {

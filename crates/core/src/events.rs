@@ -8,6 +8,7 @@ use serde::Serialize;
 /// variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
 #[derive(Debug, Clone, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum EngineEvent {
     RunQueued { run: Box<RunRecord> },
     RunStarted { run: Box<RunRecord> },

@@ -47,6 +47,7 @@ impl Verdict {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum CredentialSource {
     /// A setup token in the OS keychain.
     Keychain,
@@ -111,6 +112,7 @@ pub fn credential(account: &Account, keychain_service: &str, env: &[(String, Str
 
 /// An account's health as the UI and CLI show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AccountHealth {
     pub account: String,
     pub agent: AgentKind,

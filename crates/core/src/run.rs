@@ -11,6 +11,7 @@ macro_rules! string_enum {
     ($(#[$m:meta])* $name:ident $(as $word:literal)? { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+        #[cfg_attr(test, derive(ts_rs::TS))]
         #[serde(rename_all = "snake_case")]
         pub enum $name { $($(#[$vm])* $variant),+ }
         impl $name {
@@ -119,6 +120,7 @@ impl RunStatus {
 
 /// One try of a run on one account (failover makes several).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Attempt {
     pub account: Option<String>,
     pub status: RunStatus,
@@ -129,6 +131,7 @@ pub struct Attempt {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunRecord {
     pub id: String,
     pub routine: String,

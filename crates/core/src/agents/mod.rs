@@ -20,6 +20,7 @@ pub use transcript::{LogEntry, LogKind};
 /// `turn.completed`, Gemini's `result.stats`). A figure the agent did not give stays `None` —
 /// never 0 — so a chart can tell "none" from "unknown".
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Usage {
     pub input_tokens: Option<u64>,
     pub output_tokens: Option<u64>,

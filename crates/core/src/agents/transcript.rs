@@ -9,6 +9,7 @@ pub const MAX_ENTRY_CHARS: usize = 4000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum LogKind {
     /// What the agent said.
     Text,
@@ -28,11 +29,13 @@ pub enum LogKind {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LogEntry {
     pub kind: LogKind,
     pub text: String,
     /// A streamed continuation of the previous entry (Gemini sends text in deltas).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
+    #[cfg_attr(test, ts(as = "Option<bool>", optional))]
     pub joins: bool,
 }
 

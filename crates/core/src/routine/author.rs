@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 /// A routine as a form fills it in: the routine file's own fields, as text. Empty means absent.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Draft {
     pub name: String,
     pub description: String,
@@ -174,6 +175,7 @@ fn reads_back(text: &str, value: &str) -> bool {
 
 /// One problem with a draft, on the field it belongs to (`None`: the routine as a whole).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FieldProblem {
     pub field: Option<String>,
     pub message: String,
@@ -181,6 +183,7 @@ pub struct FieldProblem {
 
 /// When a routine would fire: its schedule in words and the next fire times.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Preview {
     pub words: String,
     pub timezone: String,
@@ -188,6 +191,7 @@ pub struct Preview {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Fire {
     /// RFC 3339, UTC.
     pub at: String,
@@ -199,6 +203,7 @@ pub struct Fire {
 
 /// A draft checked: the file it would write, every problem on its field, when it would fire.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DraftCheck {
     pub yaml: String,
     /// The file it would be written to (relative to the home).

@@ -77,6 +77,7 @@ impl NotifyPolicy {
 /// Why a routine will or will not fire here, one word the faces turn into a badge.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum RoutineState {
     Enabled,
     Disabled,
@@ -273,6 +274,7 @@ fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
 
 /// One problem in one routine file, at a position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Diagnostic {
     /// The file as the user should see it (relative to the home when inside it).
     pub file: String,

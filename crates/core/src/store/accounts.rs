@@ -9,6 +9,7 @@ use serde::Serialize;
 
 /// The latest run-derived verdict on an account (`live`, `revoked`, `rate_limited`, `ok`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct HealthRecord {
     pub account: String,
     pub verdict: crate::health::Verdict,

@@ -29,6 +29,7 @@ pub struct OutboxEntry {
 
 /// One delivery as the faces show it (`nightshiftctl deliveries`, a run's detail).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DeliveryRow {
     pub run_id: String,
     pub routine: String,

@@ -71,6 +71,7 @@ pub struct RunQuery {
 }
 
 #[derive(Debug, Clone, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Page {
     pub runs: Vec<RunRecord>,
     /// Pass back to get the next (older) page; `None` at the end.

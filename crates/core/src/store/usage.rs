@@ -21,6 +21,7 @@ pub enum UsageBy {
 
 /// One group's sums. A sum is `None` when no run in the group reported that figure.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct UsageRow {
     /// The routine, the account (`-` for runs without one), the day (`YYYY-MM-DD`) or the status.
     pub key: String,

@@ -10,6 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct LastRun {
     pub id: String,
     pub status: RunStatus,
@@ -19,6 +20,7 @@ pub struct LastRun {
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RoutineOverview {
     pub name: String,
     /// The file, relative to the home when inside it.

@@ -13,12 +13,14 @@ use std::path::Path;
 
 /// One group's values, one per day of the report (oldest first).
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Series {
     pub key: String,
     pub values: Vec<Option<f64>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct UsageReport {
     /// The local days, oldest first (every day, also those without runs).
     pub days: Vec<String>,
@@ -101,6 +103,7 @@ fn add(a: UsageRow, b: UsageRow) -> UsageRow {
 
 /// What one routine's run directories take on disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct DiskUse {
     pub routine: String,
     /// Allocated on disk (what `du` says), not the files' apparent length.

@@ -62,13 +62,7 @@ mod tests {
 
     #[test]
     fn the_windows_vocabulary_file_is_current() {
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/lib/vocabulary.js");
-        let want = javascript();
-        if std::env::var_os("NIGHTSHIFT_BLESS").is_some() {
-            std::fs::write(&path, &want).unwrap();
-        }
-        let have = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(have == want, "ui/lib/vocabulary.js is stale: run `NIGHTSHIFT_BLESS=1 cargo test -p nightshift-core vocabulary`\n--- want:\n{want}");
+        crate::view::assert_generated_file_is_current("ui/lib/vocabulary.js", &javascript(), "vocabulary");
     }
 
     #[test]

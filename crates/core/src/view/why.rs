@@ -25,6 +25,7 @@ use std::borrow::Cow;
 /// What became of a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Fate {
     /// It ran at its time (or is running, or waits for a lane).
     Ran,
@@ -50,6 +51,7 @@ pub enum Fate {
 /// How a fate looks: the UI's colour and the order in which a bucket of several shows its worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub enum Tone {
     Muted,
     Ok,
@@ -60,6 +62,7 @@ pub enum Tone {
 
 /// One slot — or several neighbouring slots with the same fate and no run — in words.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct SlotLine {
     /// The slot (the newest, for several).
     #[serde(serialize_with = "ser_time")]
@@ -82,6 +85,7 @@ pub struct SlotLine {
 
 /// A routine's slots explained.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Why {
     pub routine: String,
     pub timezone: String,
@@ -103,6 +107,7 @@ pub struct Why {
 
 /// A mark of the Routines view's strip: one slot, or a stretch of time when there are too many.
 #[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Mark {
     #[serde(serialize_with = "ser_time")]
     pub from: DateTime<Utc>,

@@ -32,6 +32,7 @@ pub const MAX_COMMITS_LISTED: usize = 100;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "WorkspaceKind"))]
 pub enum Kind {
     Cwd,
     Worktree,
@@ -59,6 +60,7 @@ pub struct Started {
 
 /// What a run changed — part of the run record (`changes`, `null` for a run outside git).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Changes {
     pub workspace: Kind,
     pub repo: String,
@@ -106,6 +108,7 @@ string_enum!(
 );
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Commit {
     pub sha: String,
     pub subject: String,
@@ -113,6 +116,7 @@ pub struct Commit {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct FileChange {
     pub path: String,
     /// Lines added / removed; `null` for a binary file.
@@ -121,6 +125,7 @@ pub struct FileChange {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Push {
     pub remote: String,
     pub state: PushState,

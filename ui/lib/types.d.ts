@@ -1,0 +1,634 @@
+// Generated from the engine's types (crates/core/src/view/typescript.rs) — do not edit: a test fails when
+// this file and the engine disagree; `NIGHTSHIFT_BLESS=1 cargo test -p nightshift-core typescript` writes it again.
+
+/**
+ * An account's health as the UI and CLI show it.
+ */
+export type AccountHealth = { account: string, agent: AgentKind, verdict: Verdict, 
+/**
+ * Why, in words ("run 01j… failed auth_failed: Invalid bearer token").
+ */
+evidence: string, 
+/**
+ * When the evidence was seen.
+ */
+since: string | null, source: CredentialSource, expires_at: string | null, resets_at: string | null, config_dir: string, 
+/**
+ * The exact fix, when there is one.
+ */
+fix: string | null, 
+/**
+ * What this agent's stored secret is ("setup token", "OpenAI API key", "Gemini API key")
+ * and where a user gets one — so every face words Set token the same way.
+ */
+secret: string, secret_how: string, };
+
+/**
+ * An account for the Accounts view: its health and the verdicts behind it.
+ */
+export type AccountView = { health: AccountHealth, history: Array<HealthRecord>, 
+/**
+ * Runs and tokens in the last 5 hours and 7 days (`None`: no run in that window).
+ */
+last_5h: UsageRow | null, last_7d: UsageRow | null, 
+/**
+ * When it hit a rate limit in the last 30 days (and when that limit reset), newest first.
+ */
+limits: Array<HealthRecord>, };
+
+export type AgentChoice = { agent: string, accounts: Array<string>, };
+
+/**
+ * The agent CLIs Nightshift drives.
+ */
+export type AgentKind = "claude" | "codex" | "gemini";
+
+/**
+ * One try of a run on one account (failover makes several).
+ */
+export type Attempt = { account: string | null, status: RunStatus, reason: Reason | null, message: string | null, resets_at: string | null, };
+
+/**
+ * What a run changed — part of the run record (`changes`, `null` for a run outside git).
+ */
+export type Changes = { workspace: WorkspaceKind, repo: string, branch: string | null, 
+/**
+ * The commit the run started from, and the one its branch (or checkout) ended on.
+ */
+base: string | null, head: string | null, 
+/**
+ * Oldest first; at most [`MAX_COMMITS_LISTED`].
+ */
+commits: Array<Commit>, 
+/**
+ * At most [`MAX_FILES_LISTED`]; `files_changed` counts them all.
+ */
+files: Array<FileChange>, files_changed: number, added: number, removed: number, 
+/**
+ * The worktree's directory while it exists (`null` once cleaned up, and for cwd runs).
+ */
+worktree: string | null, worktree_removed_at: string | null, 
+/**
+ * The branch's push, when the routine has `push:`.
+ */
+push: Push | null, 
+/**
+ * Committing or summarising failed: said here instead of a summary that looks complete.
+ */
+error: string | null, };
+
+export type Commit = { sha: string, subject: string, by: CommitBy, };
+
+/**
+ * Who made a commit of a run's branch.
+ */
+export type CommitBy = "agent" | "nightshift";
+
+/**
+ * What creating a routine did: the file, and the run started when asked to try it at once.
+ */
+export type Created = { run_id: string | null, name: string, file: string, };
+
+export type CredentialSource = "keychain" | "env" | "agent_login" | "none";
+
+/**
+ * An outbox entry's state: waiting, or how it ended.
+ */
+export type Delivery = "pending" | "delivered" | "not_needed" | "summarized" | "not_delivered";
+
+/**
+ * One delivery as the faces show it (`nightshiftctl deliveries`, a run's detail).
+ */
+export type DeliveryRow = { run_id: string, routine: string, 
+/**
+ * `notify`, or `webhook:<name>`.
+ */
+channel: string, state: Delivery, attempts: number, last_error: string | null, delivered_at: string | null, 
+/**
+ * When the next try is due (pending only).
+ */
+next_at: string | null, };
+
+/**
+ * One problem in one routine file, at a position.
+ */
+export type Diagnostic = { 
+/**
+ * The file as the user should see it (relative to the home when inside it).
+ */
+file: string, line: number, col: number, message: string, };
+
+/**
+ * What one routine's run directories take on disk.
+ */
+export type DiskUse = { routine: string, 
+/**
+ * Allocated on disk (what `du` says), not the files' apparent length.
+ */
+bytes: number, runs: number, };
+
+/**
+ * A routine as a form fills it in: the routine file's own fields, as text. Empty means absent.
+ */
+export type Draft = { name: string, description: string, 
+/**
+ * `claude`, `codex` or `gemini`; empty for a shell command.
+ */
+agent: string, prompt: string, command: string, 
+/**
+ * One account pinned (an email of the agent's accounts); empty for any.
+ */
+account: string, mode: string, model: string, cwd: string, 
+/**
+ * `worktree` for a git worktree of its own per run; empty for `cwd` itself.
+ */
+workspace: string, 
+/**
+ * With `worktree`: the branch it starts from, the remote its branch is pushed to.
+ */
+base: string, push: string, 
+/**
+ * A cron expression; or use `at` for a one-shot.
+ */
+schedule: string, 
+/**
+ * A one-shot time (`2026-12-24 09:00` in the routine's zone, or RFC 3339).
+ */
+at: string, timezone: string, end_at: string, timeout: string, notify: string, 
+/**
+ * `None`: the default (on).
+ */
+catchup: boolean | null, 
+/**
+ * `None`: the default (enabled).
+ */
+enabled: boolean | null, devices: Array<string>, webhooks: Array<string>, env: { [key in string]: string }, };
+
+/**
+ * A draft checked: the file it would write, every problem on its field, when it would fire.
+ */
+export type DraftCheck = { yaml: string, 
+/**
+ * The file it would be written to (relative to the home).
+ */
+file: string, problems: Array<FieldProblem>, preview: Preview | null, };
+
+/**
+ * A run's record travels boxed: the channel keeps 1024 events in slots the size of the largest
+ * variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
+ */
+export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
+
+/**
+ * What the header shows.
+ */
+export type EngineStateView = { 
+/**
+ * Another process (a `nightshiftctl daemon`) schedules this home; this window views and controls.
+ */
+scheduled_elsewhere: string | null, 
+/**
+ * This host's scheduler is running (else: starting, refused — see `problems` — or elsewhere).
+ */
+scheduling: boolean, paused: boolean, running: number, queued: number, device: string, home: string, routines_dir: string, 
+/**
+ * What the user must hear about the home (disk full, damaged database, unrecorded runs).
+ */
+problems: Array<string>, };
+
+export type Explanation = { 
+/**
+ * One sentence a user understands without knowing the reason codes.
+ */
+summary: string, 
+/**
+ * What to do about it, when something can be done.
+ */
+fix: string | null, 
+/**
+ * The account to log in again, when that is the fix (the window offers Re-login).
+ */
+relogin: string | null, };
+
+/**
+ * What became of a slot.
+ */
+export type Fate = "ran" | "caught_up" | "missed" | "skipped" | "blocked" | "paused" | "other_device" | "disabled" | "invalid" | "ended" | "pending" | "no_record";
+
+/**
+ * One problem with a draft, on the field it belongs to (`None`: the routine as a whole).
+ */
+export type FieldProblem = { field: string | null, message: string, };
+
+export type FileChange = { path: string, 
+/**
+ * Lines added / removed; `null` for a binary file.
+ */
+added: number | null, removed: number | null, };
+
+export type Fire = { 
+/**
+ * RFC 3339, UTC.
+ */
+at: string, 
+/**
+ * The wall-clock time in the routine's zone ("Mon 2026-12-07 09:00 CET").
+ */
+in_zone: string, 
+/**
+ * The same instant on this machine's clock.
+ */
+local: string, };
+
+/**
+ * A folder and the folders in it, for the form's folder picker (one that works the same in the
+ * app and in a browser on `serve`, where the folders are the server's).
+ */
+export type Folders = { path: string, parent: string | null, 
+/**
+ * Sub-folders by name, hidden ones left out, at most [`MAX_FOLDERS`].
+ */
+folders: Array<string>, 
+/**
+ * How many more there were.
+ */
+more: number, };
+
+/**
+ * The latest run-derived verdict on an account (`live`, `revoked`, `rate_limited`, `ok`).
+ */
+export type HealthRecord = { account: string, verdict: Verdict, evidence: string, at: string, resets_at: string | null, run_id: string | null, };
+
+export type LastRun = { id: string, status: RunStatus, reason: Reason | null, started_at: string | null, };
+
+export type LogChunk = { 
+/**
+ * Readable entries (when asked for readable).
+ */
+entries: Array<LogEntry>, 
+/**
+ * The bytes as text (when asked for raw).
+ */
+raw: string | null, offset: number, 
+/**
+ * Ask from here for what comes next.
+ */
+next_offset: number, 
+/**
+ * The file's size when read; `next_offset < size` means there is more already.
+ */
+size: number, };
+
+export type LogEntry = { kind: LogKind, text: string, 
+/**
+ * A streamed continuation of the previous entry (Gemini sends text in deltas).
+ */
+joins?: boolean, };
+
+export type LogKind = "text" | "tool" | "tool_result" | "retry" | "error" | "info" | "result" | "output";
+
+export type LogStream = "stdout" | "stderr";
+
+/**
+ * A mark of the Routines view's strip: one slot, or a stretch of time when there are too many.
+ */
+export type Mark = { from: string, to: string, fate: Fate, tone: Tone, sentence: string, run_id: string | null, };
+
+export type Page = { runs: Array<RunRecord>, 
+/**
+ * Pass back to get the next (older) page; `None` at the end.
+ */
+next_cursor: string | null, };
+
+/**
+ * When a routine would fire: its schedule in words and the next fire times.
+ */
+export type Preview = { words: string, timezone: string, fires: Array<Fire>, };
+
+export type Push = { remote: string, state: PushState, tries: number, error: string | null, at: string | null, };
+
+/**
+ * Where a worktree run's branch is in being pushed.
+ */
+export type PushState = "pending" | "pushed" | "failed" | "nothing";
+
+/**
+ * The cause behind a status other than `completed`.
+ */
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run";
+
+export type Relogin = { 
+/**
+ * A terminal was opened running the login.
+ */
+opened: string | null, 
+/**
+ * The exact command, to show and copy.
+ */
+command: string, 
+/**
+ * What can be pasted instead ("setup token", "OpenAI API key", …) and where to get one.
+ */
+secret: string, secret_how: string, };
+
+/**
+ * A routine file in the trash.
+ */
+export type Removed = { 
+/**
+ * Its name in `routines/.trash/` (what restore takes).
+ */
+id: string, name: string, 
+/**
+ * RFC 3339.
+ */
+removed_at: string, };
+
+/**
+ * What the New routine form offers: each agent with the accounts that can run it, the zones, the
+ * webhooks defined, where the file goes.
+ */
+export type RoutineForm = { agents: Array<AgentChoice>, 
+/**
+ * This machine's zone (the default).
+ */
+timezone: string, timezones: Array<string>, webhooks: Array<string>, routines_dir: string, };
+
+export type RoutineOverview = { name: string, 
+/**
+ * The file, relative to the home when inside it.
+ */
+file: string, valid: boolean, 
+/**
+ * `claude`, `codex`, `gemini` or `command`.
+ */
+kind: string | null, 
+/**
+ * The cron expression (or `at …` for a one-shot).
+ */
+schedule: string | null, 
+/**
+ * The schedule in words: "At 09:00 on Monday through Friday, Europe/Berlin".
+ */
+schedule_words: string | null, timezone: string | null, enabled: boolean | null, 
+/**
+ * Paused on this machine (by the user, or automatically: see `paused_reason`).
+ */
+paused: boolean, paused_reason: string | null, on_this_device: boolean, state: RoutineState, 
+/**
+ * Only when the routine will actually fire (enabled, not paused, on this device).
+ */
+next_fire: string | null, last_run: LastRun | null, 
+/**
+ * file:line:col problems of an invalid file.
+ */
+errors: Array<string>, };
+
+/**
+ * A routine file's text as the editor opens it.
+ */
+export type RoutineSource = { name: string, 
+/**
+ * As the user sees it (relative to the home when inside it).
+ */
+file: string, 
+/**
+ * The absolute path (for "open in editor").
+ */
+path: string, text: string, 
+/**
+ * What a save must name to overwrite this text ([`author::version`]).
+ */
+version: string, 
+/**
+ * In the home's routines folder (else imported from agents-cli's: editable, not renamed or
+ * removed from here).
+ */
+in_home: boolean, };
+
+/**
+ * Why a routine will or will not fire here, one word the faces turn into a badge.
+ */
+export type RoutineState = "enabled" | "disabled" | "paused" | "auto_paused" | "paused_all" | "other_device" | "invalid";
+
+/**
+ * A run for the detail view: the record, what it means, and its report as sanitized HTML.
+ */
+export type RunDetail = { run: RunRecord, explanation: Explanation, report_html: string | null, 
+/**
+ * The routine still exists (Run again is possible).
+ */
+routine_exists: boolean, 
+/**
+ * Its webhook deliveries (what each receiver got, tries, last error).
+ */
+deliveries: Array<DeliveryRow>, 
+/**
+ * What it changed in git, in one line ("3 files changed, +40 −12 on nightshift/…"), worded
+ * as the notification and the CLI say it.
+ */
+changes_summary: string | null, 
+/**
+ * For a slot that did not run (missed, skipped, blocked): its fate with the evidence, as
+ * `nightshiftctl why` says it ("missed — machine asleep 01:10–07:55; …").
+ */
+slot_why: string | null, };
+
+/**
+ * What a run runs: one of the agents, or a shell command.
+ */
+export type RunKind = "claude" | "codex" | "gemini" | "command";
+
+export type RunRecord = { id: string, routine: string, trigger: Trigger, scheduled_for: string | null, started_at: string | null, finished_at: string | null, status: RunStatus, reason: Reason | null, message: string | null, exit_code: number | null, account: string | null, resets_at: string | null, attempts: Array<Attempt>, duration_ms: number | null, cost_usd: number | null, session_id: string | null, report_path: string | null, 
+/**
+ * `claude`, `codex`, `gemini` or `command`.
+ */
+agent: RunKind, 
+/**
+ * Where stdout.log, stderr.log and report.md live.
+ */
+run_dir: string, 
+/**
+ * For a run held by a sign-in failure: the run that made it up once the account worked again.
+ */
+made_up_by: string | null, 
+/**
+ * Its finish notification: `pending`, `delivered`, `not_delivered` or `summarized`; `null`
+ * when none is due (the routine's `notify:` policy, or a missed/skipped slot).
+ */
+notified: string | null, 
+/**
+ * What the run changed in its git workspace — files with +/−, commits, the branch of a
+ * worktree run and its push; `null` for a run outside git.
+ */
+changes: Changes | null, 
+/**
+ * Tokens (input, output, cache read, cache write) and model from the agent's own final
+ * event; `null` when it gave none (a command, a run that never started). A figure the agent
+ * did not give is `null`, never 0.
+ */
+usage: Usage | null, 
+/**
+ * When retention removed the run's files (logs, report); the record itself stays.
+ */
+pruned_at: string | null, };
+
+export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
+
+/**
+ * One group's values, one per day of the report (oldest first).
+ */
+export type Series = { key: string, values: Array<number | null>, };
+
+/**
+ * One slot — or several neighbouring slots with the same fate and no run — in words.
+ */
+export type SlotLine = { 
+/**
+ * The slot (the newest, for several).
+ */
+at: string, 
+/**
+ * The oldest slot of the line (the same as `at` for one).
+ */
+from: string, slots: number, fate: Fate, tone: Tone, 
+/**
+ * The fate and its evidence: "missed — machine asleep 01:10–07:55; superseded by a later slot".
+ * (Most lines of a busy routine say the same few words: those are not allocated per line.)
+ */
+sentence: string, 
+/**
+ * The slot's run, when it has one.
+ */
+run_id: string | null, status: RunStatus | null, 
+/**
+ * How long its run took (the faces add "in 42s").
+ */
+duration_ms: number | null, };
+
+/**
+ * How a fate looks: the UI's colour and the order in which a bucket of several shows its worst.
+ */
+export type Tone = "muted" | "ok" | "pending" | "warn" | "bad";
+
+/**
+ * Why a run exists.
+ */
+export type Trigger = "schedule" | "manual" | "catchup" | "cli";
+
+/**
+ * What a run used, as the agent's own final event says (Claude's `result`, Codex's last
+ * `turn.completed`, Gemini's `result.stats`). A figure the agent did not give stays `None` —
+ * never 0 — so a chart can tell "none" from "unknown".
+ */
+export type Usage = { input_tokens: number | null, output_tokens: number | null, cache_read_tokens: number | null, cache_write_tokens: number | null, 
+/**
+ * The model(s) that answered, most used first (`, `-separated when several).
+ */
+model: string | null, };
+
+export type UsageReport = { 
+/**
+ * The local days, oldest first (every day, also those without runs).
+ */
+days: Array<string>, 
+/**
+ * What cost and tokens are stacked by: `routine` or `account`.
+ */
+by: string, cost: Array<Series>, 
+/**
+ * Input + output tokens (cache reads and writes are in the tables of `top`).
+ */
+tokens: Array<Series>, runs_by_status: Array<Series>, 
+/**
+ * Routines by cost over the report's days (then by output tokens).
+ */
+top: Array<UsageRow>, 
+/**
+ * The current local month so far.
+ */
+month: UsageRow, 
+/**
+ * "November 2026".
+ */
+month_name: string, };
+
+/**
+ * One group's sums. A sum is `None` when no run in the group reported that figure.
+ */
+export type UsageRow = { 
+/**
+ * The routine, the account (`-` for runs without one), the day (`YYYY-MM-DD`) or the status.
+ */
+key: string, runs: number, input_tokens: number | null, output_tokens: number | null, cache_read_tokens: number | null, cache_write_tokens: number | null, cost_usd: number | null, };
+
+/**
+ * An account's auth health.
+ */
+export type Verdict = "live" | "ok" | "expiring" | "expired" | "revoked" | "rate_limited" | "unconfigured" | "unknown";
+
+/**
+ * A routine's slots explained.
+ */
+export type Why = { routine: string, timezone: string, schedule_words: string | null, from: string, until: string, 
+/**
+ * Newest first.
+ */
+lines: Array<SlotLine>, 
+/**
+ * Said when the window holds no slot, or starts before the routine was known, or the file
+ * cannot be read: when it last fired and why not since.
+ */
+notes: Array<string>, next_fire: string | null, 
+/**
+ * The next fire and what it depends on, or why there is none.
+ */
+next: string, };
+
+export type WorkspaceKind = "cwd" | "worktree";
+
+/**
+ * A routine file written (created, duplicated, renamed, restored).
+ */
+export type Written = { name: string, file: string, };
+
+/** Every window command: the arguments it takes and what it answers (`call` in lib/api.js). */
+export interface Commands {
+  engine_state: { args: Record<symbol, never>; answer: EngineStateView };
+  list_routines: { args: Record<symbol, never>; answer: Array<RoutineOverview> };
+  run_now: { args: { name: string, }; answer: string };
+  set_routine_paused: { args: { name: string, paused: boolean, }; answer: null };
+  set_paused: { args: { paused: boolean, }; answer: null };
+  list_runs: { args: { routine?: string, status?: string, cursor?: string, limit?: number, }; answer: Page };
+  get_run: { args: { id: string, }; answer: RunDetail };
+  read_log: { args: { id: string, stream?: LogStream, offset?: number, readable?: boolean, }; answer: LogChunk };
+  cancel_run: { args: { id: string, }; answer: boolean };
+  list_accounts: { args: Record<symbol, never>; answer: Array<AccountView> };
+  check_account: { args: { email: string, }; answer: AccountView };
+  set_token: { args: { email: string, token: string, }; answer: null };
+  relogin: { args: { email: string, }; answer: Relogin };
+  open_link: { args: { url: string, }; answer: null };
+  routine_form: { args: Record<symbol, never>; answer: RoutineForm };
+  check_routine_draft: { args: { draft: Draft, }; answer: DraftCheck };
+  create_routine: { args: { draft: Draft, runNow?: boolean, }; answer: Created };
+  routine_source: { args: { name: string, }; answer: RoutineSource };
+  check_routine_text: { args: { name: string, text: string, }; answer: Array<Diagnostic> };
+  save_routine_text: { args: { name: string, text: string, version: string, overwrite?: boolean, }; answer: RoutineSource };
+  duplicate_routine: { args: { name: string, newName: string, }; answer: Written };
+  rename_routine: { args: { name: string, newName: string, }; answer: Written };
+  remove_routine: { args: { name: string, }; answer: Removed };
+  removed_routines: { args: Record<symbol, never>; answer: Array<Removed> };
+  restore_routine: { args: { id: string, }; answer: Written };
+  open_routine_file: { args: { name: string, }; answer: null };
+  list_folders: { args: { path?: string, }; answer: Folders };
+  push_branch: { args: { id: string, }; answer: RunRecord };
+  open_workspace: { args: { id: string, }; answer: null };
+  routine_why: { args: { name: string, days?: number, }; answer: Why };
+  routine_strips: { args: Record<symbol, never>; answer: { [key in string]: Array<Mark> } };
+  usage_report: { args: { days?: number, by?: string, }; answer: UsageReport };
+  disk_usage: { args: Record<symbol, never>; answer: Array<DiskUse> };
+}
+
+/** What the window hears on its one event channel: the engine's events, and the app's own two —
+ * `engine_state` (read the engine's state again) and `resync` (events were lost: read everything again). */
+export type WindowEvent = EngineEvent | { type: "engine_state" } | { type: "resync" };
