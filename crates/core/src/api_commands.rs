@@ -1,4 +1,4 @@
-// Every window command's name, as the window calls it. One list, included by `api.rs` (the
+// Every window command's name, as the window calls it. One list, included by `api/mod.rs` (the
 // definitions, `serve`'s router) and by `src-tauri/build.rs` (the app manifest Tauri derives the
 // permissions from; a build script cannot depend on the crate, so it includes this file).
 pub const COMMANDS: &[&str] = &[

@@ -1,0 +1,88 @@
+//! Run commands: a page of history, a run's detail and log, cancel, and a run's git work (push
+//! again, open its folder).
+
+use super::{blocking, Face};
+use crate::error::{Error, ErrorCode, Result};
+use crate::Engine;
+use serde::Serialize;
+use crate::run::{RunRecord, RunStatus};
+use crate::store::{DeliveryRow, Page, RunQuery};
+use crate::view::explain::{explain, Explanation};
+use crate::view::log::{run_log, LogChunk, LogStream};
+
+/// Page sizes the window may ask for: enough to fill a tall window, never the whole history.
+const MAX_PAGE: usize = 200;
+
+/// "Push again": a worktree run's branch pushed now; the run as it is afterwards (its
+/// `changes.push` says how it went).
+pub async fn push_branch(engine: &Engine, id: &str) -> Result<crate::run::RunRecord> {
+    engine.retry_push(id).await
+}
+
+/// "Open folder": a run's worktree — or its repository, once the worktree is cleaned up or for a
+/// run in `cwd` — in the system's file manager.
+pub fn open_workspace(engine: &Engine, face: &dyn Face, id: &str) -> Result<()> {
+    let run = engine.run(id)?;
+    let changes = run.changes.ok_or_else(|| Error::new(ErrorCode::Usage, format!("run {} did not work in a git repository", run.id)))?;
+    face.open_file(std::path::Path::new(&changes.worktree.unwrap_or(changes.repo)))
+}
+
+/// One page of history, newest first. `cursor` comes from the previous page's `next_cursor`.
+pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Result<Page> {
+    let status = match status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown status {s:?}")))?),
+    };
+    let query = RunQuery { routine: routine.filter(|r| !r.is_empty()), status, cursor, limit: limit.unwrap_or(50).clamp(1, MAX_PAGE) };
+    blocking(engine, move |e| {
+        e.runs(&query)
+    })
+    .await
+}
+
+/// A run for the detail view: the record, what it means, and its report as sanitized HTML.
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RunDetail {
+    pub run: RunRecord,
+    pub explanation: Explanation,
+    pub report_html: Option<String>,
+    /// The routine still exists (Run again is possible).
+    pub routine_exists: bool,
+    /// Its webhook deliveries (what each receiver got, tries, last error).
+    pub deliveries: Vec<DeliveryRow>,
+    /// What it changed in git, in one line ("3 files changed, +40 −12 on nightshift/…"), worded
+    /// as the notification and the CLI say it.
+    pub changes_summary: Option<String>,
+    /// For a slot that did not run (missed, skipped, blocked): its fate with the evidence, as
+    /// `nightshiftctl why` says it ("missed — machine asleep 01:10–07:55; …").
+    pub slot_why: Option<String>,
+}
+
+pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
+    let id = id.to_string();
+    blocking(engine, move |e| {
+        let run = e.run(&id)?;
+        let report_html = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|md| crate::view::markdown::render(&e.redact(&md)));
+        let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.channel.starts_with(crate::webhook::CHANNEL_PREFIX)).collect();
+        let changes_summary = run.changes.as_ref().map(crate::workspace::Changes::summary);
+        let slot_why = match (run.status, run.scheduled_for) {
+            (RunStatus::Missed | RunStatus::Skipped | RunStatus::Blocked, Some(slot)) => crate::view::why::slot_sentence(&e, &run.routine, slot).map(|s| e.redact(&s)),
+            _ => None,
+        };
+        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary, slot_why })
+    })
+    .await
+}
+
+/// A chunk of a run's log from `offset`: readable entries, or raw text.
+pub async fn read_log(engine: &Engine, id: &str, stream: LogStream, offset: u64, readable: bool) -> Result<LogChunk> {
+    let id = id.to_string();
+    blocking(engine, move |e| run_log(&e, &id, stream, offset, readable)).await
+}
+
+/// Cancel a queued or running run. `false` when it had already ended.
+pub async fn cancel_run(engine: &Engine, id: &str) -> Result<bool> {
+    engine.run(id)?;
+    Ok(engine.cancel(id).await)
+}
