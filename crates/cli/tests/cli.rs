@@ -182,11 +182,7 @@ fn logs_never_print_a_secret_even_of_a_live_run() {
     th.routine("leaky", &format!("schedule: \"0 * * * *\"\ncommand: 'echo key={key}; sleep 2; echo done'\n"));
     let id = stdout(&ctl(&th).args(["run", "leaky"]).output().unwrap()).trim().to_string();
     let run_dir = th.path().join("runs/leaky").join(&id);
-    let start = std::time::Instant::now();
-    while !std::fs::read_to_string(run_dir.join("stdout.log")).unwrap_or_default().contains("key=") {
-        assert!(start.elapsed() < std::time::Duration::from_secs(5), "the run wrote nothing");
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
+    wait_until("the run to write its key", secs(5), || std::fs::read_to_string(run_dir.join("stdout.log")).unwrap_or_default().contains("key="));
     assert!(std::fs::read_to_string(run_dir.join("stdout.log")).unwrap().contains(key), "the file itself is not scrubbed yet (no engine follows this run)");
     let live = stdout(&ctl(&th).args(["logs", &id]).output().unwrap());
     assert!(live.starts_with("key=") && !live.contains(key), "{live}");

@@ -3,7 +3,7 @@
 
 use nightshift_testkit::TestHome;
 use std::process::{Child, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 pub fn ctl(th: &TestHome) -> std::process::Command {
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nightshiftctl"));
@@ -82,14 +82,12 @@ impl Daemon {
 
 pub fn stop(mut d: Daemon) -> (i32, String) {
     unsafe { libc::kill(d.child.id() as i32, libc::SIGTERM) };
-    let start = Instant::now();
-    loop {
-        if let Some(status) = d.child.try_wait().unwrap() {
-            return (status.code().unwrap_or(-1), d.output());
-        }
-        assert!(start.elapsed() < Duration::from_secs(10), "the daemon did not stop on SIGTERM");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let mut status = None;
+    nightshift_testkit::wait_until("the daemon to stop on SIGTERM", Duration::from_secs(10), || {
+        status = d.child.try_wait().unwrap();
+        status.is_some()
+    });
+    (status.and_then(|s| s.code()).unwrap_or(-1), d.output())
 }
 
 pub fn runs(th: &TestHome) -> Vec<serde_json::Value> {

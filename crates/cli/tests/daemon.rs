@@ -6,7 +6,7 @@ mod common;
 use common::{ctl, json, runs, start_daemon, stderr, stop};
 use nightshift_testkit::TestHome;
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 fn completed(th: &TestHome) -> usize {
     runs(th).iter().filter(|r| r["status"] == "completed").count()
@@ -17,11 +17,7 @@ fn the_daemon_fires_real_runs_stops_on_sigterm_and_never_refires_a_slot() {
     let th = TestHome::new();
     th.routine("fast", "schedule: \"*/2 * * * * *\"\ntimezone: UTC\ncommand: echo tick\n");
     let d = start_daemon(&th);
-    let start = Instant::now();
-    while completed(&th) < 2 {
-        assert!(start.elapsed() < Duration::from_secs(30), "no runs fired: {:?}\ndaemon output:\n{}", runs(&th), d.output());
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    assert!(nightshift_testkit::waited(Duration::from_secs(30), || completed(&th) >= 2), "no runs fired: {:?}\ndaemon output:\n{}", runs(&th), d.output());
     let (code, out) = stop(d);
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("▶ fast started (schedule"), "{out}");
@@ -31,11 +27,7 @@ fn the_daemon_fires_real_runs_stops_on_sigterm_and_never_refires_a_slot() {
     // A second daemon on the same home picks up where the first stopped.
     std::thread::sleep(Duration::from_millis(2500));
     let d = start_daemon(&th);
-    let start = Instant::now();
-    while completed(&th) < first.len() + 2 {
-        assert!(start.elapsed() < Duration::from_secs(30), "no runs after restart");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    nightshift_testkit::wait_until("runs after the restart", Duration::from_secs(30), || completed(&th) >= first.len() + 2);
     let (code, _) = stop(d);
     assert_eq!(code, 0);
     let all = runs(&th);
@@ -99,16 +91,8 @@ fn the_daemon_adopts_a_run_whose_cli_went_away() {
     let out = ctl(&th).args(["run", "bg"]).output().unwrap();
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
     // …until the daemon adopts it and records its end (no CLI command needed).
-    let start = Instant::now();
     let db = th.path().join("nightshift.db");
-    loop {
-        let status = rusqlite_status(&db, &id);
-        if status == "completed" {
-            break;
-        }
-        assert!(start.elapsed() < Duration::from_secs(45), "not adopted: {status}\n{}", d.output());
-        std::thread::sleep(Duration::from_millis(250));
-    }
+    nightshift_testkit::wait_until("the daemon to adopt and settle the run", Duration::from_secs(45), || rusqlite_status(&db, &id) == "completed");
     let (code, out) = stop(d);
     assert_eq!(code, 0);
     assert!(out.contains("✓ bg completed"), "{out}");

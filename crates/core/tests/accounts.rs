@@ -6,7 +6,7 @@ use nightshift_core::health::{assess, Credential, CredentialSource, Verdict};
 use nightshift_core::routine::AgentKind;
 use nightshift_core::run::{Reason, RunStatus, Trigger};
 use nightshift_core::store::{HealthRecord, RunQuery};
-use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
+use nightshift_core::{EngineOptions, ManualClock, Scheduler};
 use nightshift_testkit::TestHome;
 use std::sync::Arc;
 
@@ -76,26 +76,20 @@ async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
     th.routine("nightly", "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccount: c@x.dev\n");
     let start = DateTime::parse_from_rfc3339("2026-11-30T09:59:00Z").unwrap().with_timezone(&Utc);
     let clock = Arc::new(ManualClock::new(start));
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.clock = clock.clone();
-    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
-    for var in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"] {
-        if let Ok(v) = std::env::var(var) {
-            opts.env.push((var.into(), v));
-        }
-    }
-    let engine = Engine::open(opts).unwrap();
+    let opts = EngineOptions::for_test(th.path()).clock(clock.clone()).path_first(&th.bin_dir());
+    // The keychain is reached over the session bus the test runs in.
+    let engine = ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR"].into_iter().fold(opts, |o, var| match std::env::var(var) {
+        Ok(v) => o.env(var, v),
+        Err(_) => o,
+    });
+    let engine = engine.open();
     let sched = Scheduler::new(engine.clone());
     sched.tick().await.unwrap();
     clock.set(start + Duration::minutes(1));
     sched.tick().await.unwrap();
     let rows = || engine.store().list_runs(&RunQuery { routine: Some("nightly".into()), limit: 10, ..Default::default() }).unwrap().runs;
-    for _ in 0..200 {
-        if rows().first().is_some_and(|r| r.status.is_final()) {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let settled = std::time::Duration::from_secs(10);
+    engine.until_idle(settled).await;
     let blocked = rows();
     assert_eq!(blocked.len(), 1);
     assert_eq!((blocked[0].status, blocked[0].reason), (RunStatus::Blocked, Some(Reason::AuthPreflight)), "{blocked:?}");
@@ -105,12 +99,7 @@ async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
     // The scheduler makes up held work (the running loop is woken by the token change).
     clock.set(start + Duration::minutes(2));
     sched.tick().await.unwrap();
-    for _ in 0..200 {
-        if rows().len() == 2 && rows()[0].status.is_final() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    engine.until_idle(settled).await;
     let after = rows();
     assert_eq!(after.len(), 2, "{after:?}");
     assert_eq!((after[0].status, after[0].trigger), (RunStatus::Completed, Trigger::Catchup), "{after:?}");
@@ -118,8 +107,9 @@ async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
     // Owed once, not again.
     engine.set_token("c@x.dev", "nightshift-test-token-held-0007").await.unwrap();
     clock.set(start + Duration::minutes(3));
+    // A pass queues what it makes up before it returns: nothing new is there, or running.
     sched.tick().await.unwrap();
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    engine.until_idle(settled).await;
     assert_eq!(rows().len(), 2);
     let _ = nightshift_core::accounts::keychain::delete_token(&service, &engine.accounts()[0]);
 }

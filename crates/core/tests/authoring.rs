@@ -4,15 +4,16 @@
 
 use nightshift_core::routine::author::Draft;
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::{Engine, EngineOptions, ErrorCode, Home};
+use nightshift_core::{Engine, EngineOptions, ErrorCode};
 use nightshift_testkit::TestHome;
 use std::time::Duration;
 
 fn engine(th: &TestHome) -> Engine {
-    std::fs::write(th.path().join("nightshift.toml"), "[[accounts]]\nemail = \"me@home.dev\"\n\n[[webhooks]]\nname = \"team\"\nurl = \"http://127.0.0.1:9/\"\n").unwrap();
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into()), ("HOME".into(), th.user_home().display().to_string())];
-    Engine::open(opts).unwrap()
+    EngineOptions::for_test(th.path())
+        .settings("[[accounts]]\nemail = \"me@home.dev\"\n\n[[webhooks]]\nname = \"team\"\nurl = \"http://127.0.0.1:9/\"\n")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("HOME", th.user_home().display().to_string())
+        .open()
 }
 
 fn command_draft(name: &str) -> Draft {

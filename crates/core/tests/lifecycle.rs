@@ -8,8 +8,8 @@ use chrono::{DateTime, Duration, Utc};
 use nightshift_core::notify::{Notice, Notifier};
 use nightshift_core::run::{Reason, RunRecord, RunStatus, Trigger};
 use nightshift_core::store::{NewRun, RunQuery};
-use nightshift_core::{Engine, EngineOptions, Home, ManualClock, RecoveryMode, Scheduler};
-use nightshift_testkit::TestHome;
+use nightshift_core::{Engine, EngineOptions, ManualClock, RecoveryMode, Scheduler};
+use nightshift_testkit::{secs, wait_for_async, TestHome};
 use std::sync::{Arc, Mutex};
 use std::time::Duration as Std;
 
@@ -21,27 +21,14 @@ fn at(s: &str) -> DateTime<Utc> {
 
 fn engine(th: &TestHome, clock: Arc<ManualClock>, settings: &str, env: &[(&str, &str)]) -> Engine {
     let settings = if settings.contains("kill_grace_secs") { settings.to_string() } else { format!("kill_grace_secs = 1\n{settings}") };
-    std::fs::write(th.path().join("nightshift.toml"), settings).unwrap();
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.clock = clock;
-    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
-    opts.env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let opts = EngineOptions::for_test(th.path()).settings(&settings).clock(clock).path_first(&th.bin_dir());
+    let mut opts = env.iter().fold(opts, |o, (k, v)| o.env(k, *v));
     opts.delivery_backoff = vec![Std::from_millis(100), Std::from_millis(100), Std::from_millis(100)];
-    Engine::open(opts).unwrap()
+    opts.open()
 }
 
 fn rows(engine: &Engine, routine: &str) -> Vec<RunRecord> {
     engine.store().list_runs(&RunQuery { routine: Some(routine.into()), limit: 100, ..Default::default() }).unwrap().runs
-}
-
-async fn until<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    for _ in 0..500 {
-        if let Some(v) = f() {
-            return v;
-        }
-        tokio::time::sleep(Std::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,7 +109,7 @@ async fn a_scheduled_run_that_failed_sign_in_is_made_up_once_after_a_new_login()
     sched.tick().await.unwrap();
     clock.set(start + Duration::minutes(1));
     sched.tick().await.unwrap();
-    let failed = until("the scheduled run to end", || rows(&engine, "nightly").into_iter().find(|r| r.status.is_final())).await;
+    let failed = wait_for_async("the scheduled run to end", secs(10), || rows(&engine, "nightly").into_iter().find(|r| r.status.is_final())).await;
     assert_eq!((failed.status, failed.reason, failed.trigger), (RunStatus::Failed, Some(Reason::AuthFailed), Trigger::Schedule));
     assert_eq!(engine.accounts_health()[0].verdict.as_str(), "revoked");
     // A manual run stopped by the same account (now at preflight) is the person's to repeat,
@@ -146,7 +133,7 @@ async fn a_scheduled_run_that_failed_sign_in_is_made_up_once_after_a_new_login()
     clock.set(start + Duration::minutes(6));
     let report = sched.tick().await.unwrap();
     assert_eq!(report.fired.iter().map(|f| (f.0.as_str(), f.2)).collect::<Vec<_>>(), vec![("nightly", Trigger::Catchup)]);
-    let made_up = until("the make-up run to end", || rows(&engine, "nightly").into_iter().find(|r| r.trigger == Trigger::Catchup && r.status.is_final())).await;
+    let made_up = wait_for_async("the make-up run to end", secs(10), || rows(&engine, "nightly").into_iter().find(|r| r.trigger == Trigger::Catchup && r.status.is_final())).await;
     assert_eq!(made_up.status, RunStatus::Completed, "{made_up:#?}");
     assert_eq!(engine.store().get_run(&failed.id).unwrap().made_up_by.as_deref(), Some(made_up.id.as_str()));
     assert_eq!(rows(&engine, "adhoc").len(), 1, "no make-up for a manual run");
@@ -237,13 +224,13 @@ async fn a_refused_notification_is_retried_and_shown_once() {
     engine.enable_notifications(notifier.clone());
     let rec = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
     let id = rec.id.clone();
-    until("the notification to be delivered", || (engine.store().get_run(&id).unwrap().notified.as_deref() == Some("delivered")).then_some(())).await;
+    wait_for_async("the notification to be delivered", secs(10), || (engine.store().get_run(&id).unwrap().notified.as_deref() == Some("delivered")).then_some(())).await;
     let shown = notifier.shown.lock().unwrap().clone();
     assert_eq!(shown.len(), 1, "{shown:?}");
     assert!(shown[0].summary.starts_with("✓ report · "));
     assert_eq!(*notifier.tries.lock().unwrap(), 3, "refused twice, accepted on the third try");
-    tokio::time::sleep(Std::from_millis(400)).await;
-    assert_eq!(notifier.shown.lock().unwrap().len(), 1, "exactly once");
+    // Exactly once: nothing is owed any more, so no later pass can send it again.
+    assert_eq!(engine.store().next_delivery_due("notify").unwrap(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -257,7 +244,7 @@ async fn a_notification_that_never_gets_through_is_recorded_as_not_delivered() {
     assert!(t0.elapsed() < Std::from_secs(3), "settling never waits for notifications");
     assert_eq!(rec.notified.as_deref(), Some("pending"));
     let id = rec.id.clone();
-    until("the last try", || (engine.store().get_run(&id).unwrap().notified.as_deref() == Some("not_delivered")).then_some(())).await;
+    wait_for_async("the last try", secs(10), || (engine.store().get_run(&id).unwrap().notified.as_deref() == Some("not_delivered")).then_some(())).await;
     assert_eq!(engine.store().delivery_error(&id, "notify").unwrap().as_deref(), Some("the notification server refused: org.freedesktop.Notifications.Error: refused"));
 }
 
@@ -281,8 +268,8 @@ async fn runs_settled_without_a_notifier_are_notified_by_the_next_one_and_old_on
     let app = engine(&th, clock.clone(), "", &[]);
     let notifier = flaky(0);
     app.enable_notifications(notifier.clone());
-    until("two notifications", || (notifier.shown.lock().unwrap().len() >= 2).then_some(())).await;
-    tokio::time::sleep(Std::from_millis(300)).await;
+    // Everything owed settled (a notice is recorded after it is sent): all that will be shown was.
+    wait_for_async("nothing owed", secs(10), || app.store().next_delivery_due("notify").unwrap().is_none().then_some(())).await;
     let shown = notifier.shown.lock().unwrap().clone();
     assert_eq!(shown.len(), 2, "{shown:#?}");
     let summary = shown.iter().find(|n| n.run_id.is_none()).expect("a summary");
@@ -291,12 +278,15 @@ async fn runs_settled_without_a_notifier_are_notified_by_the_next_one_and_old_on
     assert!(shown.iter().any(|n| n.run_id.as_deref() == Some(fresh.id.as_str())));
     assert_eq!(app.store().get_run(&old_a.id).unwrap().notified.as_deref(), Some("summarized"));
     assert_eq!(app.store().get_run(&fresh.id).unwrap().notified.as_deref(), Some("delivered"));
-    // A second notifier later sends nothing again.
+    // A second notifier later sends nothing again: a new run's notification (shown by whichever
+    // of the two takes it first) is the only one that follows.
     let again = engine(&th, clock, "", &[]);
     let second = flaky(0);
     again.enable_notifications(second.clone());
-    tokio::time::sleep(Std::from_millis(500)).await;
-    assert!(second.shown.lock().unwrap().is_empty());
+    let newer = again.run_now("report", Trigger::Cli).await.unwrap().wait().await.unwrap();
+    wait_for_async("the new run's notification", secs(10), || (again.store().get_run(&newer.id).unwrap().notified.as_deref() == Some("delivered")).then_some(())).await;
+    let later: Vec<Option<String>> = notifier.shown.lock().unwrap().iter().skip(2).chain(second.shown.lock().unwrap().iter()).map(|n| n.run_id.clone()).collect();
+    assert_eq!(later, vec![Some(newer.id.clone())], "only the new run, nothing sent again");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -312,7 +302,7 @@ async fn a_notifier_hears_of_runs_other_engines_settle() {
     let daemon = engine(&th, Arc::new(ManualClock::new(Utc::now())), "", &[]);
     let rec = daemon.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
     let id = rec.id.clone();
-    until("the viewer to notify", || notifier.shown.lock().unwrap().iter().any(|n| n.run_id.as_deref() == Some(id.as_str())).then_some(())).await;
+    wait_for_async("the viewer to notify", secs(10), || notifier.shown.lock().unwrap().iter().any(|n| n.run_id.as_deref() == Some(id.as_str())).then_some(())).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -339,7 +329,7 @@ async fn every_listener_of_one_engine_hears_other_engines_settle_and_a_dropped_o
         }
         tokio::time::sleep(Std::from_millis(200)).await;
         let id = daemon.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap().id;
-        until("the viewer's notifier to hear of the run", || notifier.shown.lock().unwrap().iter().any(|n| n.run_id.as_deref() == Some(id.as_str())).then_some(())).await;
-        until("the viewer's webhook deliverer to hear of the run", || receiver.received().iter().any(|r| r.body.contains(&id)).then_some(())).await;
+        wait_for_async("the viewer's notifier to hear of the run", secs(10), || notifier.shown.lock().unwrap().iter().any(|n| n.run_id.as_deref() == Some(id.as_str())).then_some(())).await;
+        wait_for_async("the viewer's webhook deliverer to hear of the run", secs(10), || receiver.received().iter().any(|r| r.body.contains(&id)).then_some(())).await;
     }
 }

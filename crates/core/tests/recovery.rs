@@ -6,7 +6,7 @@ use nightshift_core::events::EngineEvent;
 use nightshift_core::run::{Reason, RunStatus, Trigger};
 use nightshift_core::runner::process::{self, SpawnSpec};
 use nightshift_core::store::NewRun;
-use nightshift_core::{Engine, EngineOptions, Home, RecoveryMode};
+use nightshift_core::{Engine, EngineOptions, RecoveryMode};
 use nightshift_testkit::TestHome;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -20,7 +20,7 @@ fn dead_owner() -> (u32, String) {
 }
 
 fn engine(th: &TestHome) -> Engine {
-    Engine::open(EngineOptions::new(Home::at(th.path()))).unwrap()
+    EngineOptions::for_test(th.path()).open()
 }
 
 /// Insert a `running` row as a crashed engine would have left it.
@@ -129,20 +129,11 @@ async fn a_row_whose_process_never_started_goes_back_to_the_queue_and_runs() {
     assert!(rec.message.as_deref().unwrap().contains("starts when the Nightshift app or `nightshiftctl daemon` runs"), "{rec:?}");
     // A long-running engine adopts it and its queue starts it: nothing was lost.
     let mut events = engine.subscribe();
-    let other = Engine::open(EngineOptions::new(Home::at(th.path()))).unwrap();
+    let other = EngineOptions::for_test(th.path()).open();
     drop(engine);
     assert_eq!(other.recover(RecoveryMode::Adopt).await.unwrap(), Vec::<String>::new(), "queued, not running: nothing to adopt as running");
-    let done = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let r = other.store().get_run("r4").unwrap();
-            if r.status.is_final() {
-                return r;
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await
-    .expect("the requeued run was started and settled");
+    other.until_idle(Duration::from_secs(10)).await;
+    let done = other.store().get_run("r4").unwrap();
     assert_eq!(done.status, RunStatus::Completed);
     assert_eq!(std::fs::read_to_string(done.report_path.unwrap()).unwrap(), "ran after all");
     let _ = events.try_recv();
@@ -219,9 +210,9 @@ async fn runs_of_an_earlier_process_with_this_pid_are_recovered() {
     th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo\n");
     let (pid, start) = process::self_identity();
     let earlier = (pid, start.clone());
-    let mut opts = EngineOptions::new(Home::at(th.path()));
+    let mut opts = EngineOptions::for_test(th.path());
     opts.identity = (pid, format!("{start}#1"));
-    let engine = Engine::open(opts).unwrap();
+    let engine = opts.open();
     let run_dir = th.path().join("runs/job/r8");
     let mut p = spawn_sh(&run_dir, "echo done before this engine").await;
     p.child.wait().await.unwrap();

@@ -5,16 +5,13 @@
 
 use chrono::{Duration, TimeZone, Utc};
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::{Engine, EngineOptions, Home, ManualClock};
+use nightshift_core::{Engine, EngineOptions, ManualClock};
 use nightshift_testkit::TestHome;
 use std::path::Path;
 use std::sync::Arc;
 
 fn engine(th: &TestHome, clock: &Arc<ManualClock>) -> Engine {
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
-    opts.clock = Arc::clone(clock) as _;
-    Engine::open(opts).unwrap()
+    EngineOptions::for_test(th.path()).clock(Arc::clone(clock) as _).open()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -3,18 +3,19 @@
 use nightshift_core::events::EngineEvent;
 use nightshift_core::run::{Reason, RunRecord, RunStatus, Trigger};
 use nightshift_core::runner::SettleHook;
-use nightshift_core::{Engine, EngineOptions, Home};
+use nightshift_core::{Engine, EngineOptions};
 use nightshift_testkit::TestHome;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 fn engine(th: &TestHome) -> Engine {
-    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\n").unwrap();
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    let path = format!("{}:/usr/local/bin:/usr/bin:/bin", th.bin_dir().display());
-    opts.env = vec![("PATH".into(), path), ("HOME".into(), th.user_home().display().to_string())];
-    Engine::open(opts).unwrap()
+    EngineOptions::for_test(th.path())
+        .settings("kill_grace_secs = 1\n")
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .path_first(&th.bin_dir())
+        .env("HOME", th.user_home().display().to_string())
+        .open()
 }
 
 async fn run(engine: &Engine, name: &str) -> RunRecord {
@@ -161,12 +162,7 @@ async fn cancel_stops_the_run_and_its_children() {
     );
     let engine = engine(&th);
     let handle = engine.run_now("long", Trigger::Manual).await.unwrap();
-    for _ in 0..100 {
-        if pids.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    nightshift_testkit::wait_until_async("the run to write its pids", Duration::from_secs(5), || pids.exists()).await;
     assert!(engine.cancel(&handle.id).await);
     let rec = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.unwrap().unwrap();
     assert_eq!(rec.status, RunStatus::Cancelled);
@@ -179,9 +175,7 @@ async fn cancel_stops_the_run_and_its_children() {
 async fn a_missing_agent_binary_is_recorded_with_how_to_install_it() {
     let th = TestHome::new();
     th.routine("review", "schedule: \"0 9 * * *\"\nagent: codex\nprompt: hi\n");
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), th.bin_dir().display().to_string())];
-    let engine = Engine::open(opts).unwrap();
+    let engine = EngineOptions::for_test(th.path()).env("PATH", th.bin_dir().display().to_string()).open();
     let rec = run(&engine, "review").await;
     assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::SpawnFailed)));
     let msg = rec.message.unwrap();
@@ -315,13 +309,11 @@ async fn claude_runs_get_the_stream_flags_and_a_clean_environment() {
     let th = TestHome::new();
     th.script("claude", "printf '%s\\n' \"$@\" > \"$NIGHTSHIFT_RUN_DIR/args\"; env > \"$NIGHTSHIFT_RUN_DIR/env\"; exit 0");
     th.routine("r", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: hi\nmode: edit\nmodel: opus\nenv: { EXTRA: yes }\n");
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![
-        ("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display())),
-        ("CLAUDE_CODE_OAUTH_TOKEN".into(), "sk-ant-oat01-inherited-secret".into()),
-        ("ANTHROPIC_API_KEY".into(), "sk-ant-api-inherited".into()),
-    ];
-    let engine = Engine::open(opts).unwrap();
+    let engine = EngineOptions::for_test(th.path())
+        .path_first(&th.bin_dir())
+        .env("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-inherited-secret")
+        .env("ANTHROPIC_API_KEY", "sk-ant-api-inherited")
+        .open();
     let rec = run(&engine, "r").await;
     let args = std::fs::read_to_string(format!("{}/args", rec.run_dir)).unwrap();
     assert_eq!(args, "-p\nhi\n--verbose\n--output-format\nstream-json\n--permission-mode\nacceptEdits\n--model\nopus\n");

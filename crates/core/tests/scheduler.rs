@@ -6,8 +6,8 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use nightshift_core::events::EngineEvent;
 use nightshift_core::run::{Reason, RunRecord, RunStatus, Trigger};
 use nightshift_core::store::RunQuery;
-use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
-use nightshift_testkit::TestHome;
+use nightshift_core::{Engine, EngineOptions, ManualClock, Scheduler};
+use nightshift_testkit::{secs, wait_until_async, TestHome};
 use std::sync::Arc;
 
 fn at(s: &str) -> DateTime<Utc> {
@@ -22,16 +22,14 @@ struct Rig {
 }
 
 fn rig_with(th: TestHome, start: DateTime<Utc>, settings: &str) -> Rig {
-    std::fs::write(th.path().join("nightshift.toml"), format!("kill_grace_secs = 1\n{settings}")).unwrap();
     let clock = Arc::new(ManualClock::new(start));
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.clock = clock.clone();
-    opts.env = vec![
-        ("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display())),
-        ("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), "tok-work-for-tests".into()),
-        ("CLAUDE_CODE_OAUTH_TOKEN_ME_AT_HOME_DOT_DEV".into(), "tok-me-for-tests".into()),
-    ];
-    let engine = Engine::open(opts).unwrap();
+    let engine = EngineOptions::for_test(th.path())
+        .settings(&format!("kill_grace_secs = 1\n{settings}"))
+        .clock(clock.clone())
+        .path_first(&th.bin_dir())
+        .env("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV", "tok-work-for-tests")
+        .env("CLAUDE_CODE_OAUTH_TOKEN_ME_AT_HOME_DOT_DEV", "tok-me-for-tests")
+        .open();
     let sched = Scheduler::new(engine.clone());
     Rig { th, clock, engine, sched }
 }
@@ -298,13 +296,7 @@ async fn run_now_starts_at_once_while_scheduled_runs_wait_visibly() {
     let running = r.engine.store().list_runs(&RunQuery { status: Some(RunStatus::Running), limit: 10, ..Default::default() }).unwrap().runs;
     assert_eq!(running.len(), 1);
     assert!(r.engine.cancel(&running[0].id).await);
-    for _ in 0..200 {
-        if r.engine.store().get_run(&queued[0].id).unwrap().status == RunStatus::Running {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    assert_eq!(r.engine.store().get_run(&queued[0].id).unwrap().status, RunStatus::Running);
+    wait_until_async("the queued run to start", secs(5), || r.engine.store().get_run(&queued[0].id).unwrap().status == RunStatus::Running).await;
     assert!(r.engine.cancel(&queued[0].id).await);
     r.settle().await;
 }
@@ -394,10 +386,7 @@ async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
     let start = at("2026-11-30T00:00:30Z");
     let a = rig_with(th, start, "max_parallel = 64\n");
     let clock_b = Arc::new(ManualClock::new(start));
-    let mut opts = EngineOptions::new(Home::at(a.th.path()));
-    opts.clock = clock_b.clone();
-    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
-    let engine_b = Engine::open(opts).unwrap();
+    let engine_b = EngineOptions::for_test(a.th.path()).clock(clock_b.clone()).open();
     let sched_b = Scheduler::new(engine_b.clone());
     a.tick_at(start).await;
     sched_b.tick().await.unwrap();
@@ -508,12 +497,8 @@ async fn a_catch_up_run_says_so_in_its_notification() {
     r.tick_at(at("2026-11-30T10:05:00Z")).await;
     r.tick_at(at("2026-11-30T13:05:00Z")).await;
     r.settle().await;
-    for _ in 0..100 {
-        if !recorder.0.lock().unwrap().is_empty() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    // Everything owed settled (a notice is recorded after it is sent): all that will be shown was.
+    wait_until_async("nothing owed", secs(5), || r.engine.store().next_delivery_due("notify").unwrap().is_none()).await;
     let sent = recorder.0.lock().unwrap().clone();
     assert_eq!(sent.len(), 1, "one run, one notification; the missed slots stay quiet: {sent:?}");
     assert!(sent[0].summary.starts_with("↻ hourly (catch-up) · "), "{sent:?}");
@@ -531,12 +516,7 @@ async fn an_account_turning_revoked_is_announced_once() {
     r.engine.enable_notifications(recorder.clone());
     let rec = r.engine.run_now("review", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert_eq!(rec.reason, Some(Reason::AuthFailed));
-    for _ in 0..100 {
-        if recorder.0.lock().unwrap().len() >= 2 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    wait_until_async("two notifications", secs(5), || recorder.0.lock().unwrap().len() >= 2).await;
     let summaries: Vec<String> = recorder.0.lock().unwrap().iter().map(|n| n.summary.clone()).collect();
     assert!(summaries.contains(&"✗ review · login needed for work@acme.dev".to_string()), "{summaries:?}");
     assert!(summaries.contains(&"✗ work@acme.dev needs login".to_string()), "{summaries:?}");

@@ -3,23 +3,14 @@
 //! once a second), and a broken file keeps the last good settings in force, said as a problem.
 
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::{Engine, EngineOptions, Home};
-use nightshift_testkit::{Answer, TestHome, WebhookReceiver};
-use std::time::{Duration, Instant};
-
-async fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
+use nightshift_core::{Engine, EngineOptions};
+use nightshift_testkit::{secs, wait_until_async, Answer, TestHome, WebhookReceiver};
+use std::time::Duration;
 
 fn engine(th: &TestHome) -> Engine {
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let mut opts = EngineOptions::for_test(th.path());
     opts.webhook_backoff = vec![Duration::from_millis(100); 3];
-    Engine::open(opts).unwrap()
+    opts.open()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -32,7 +23,7 @@ async fn an_account_added_while_running_is_seen_and_a_broken_edit_keeps_the_last
     let mut events = engine.subscribe();
 
     std::fs::write(&settings, "max_parallel = 2\n\n[[accounts]]\nemail = \"new@acme.dev\"\n").unwrap();
-    until("the new account", 5, || engine.accounts().iter().any(|a| a.email == "new@acme.dev")).await;
+    wait_until_async("the new account", secs(5), || engine.accounts().iter().any(|a| a.email == "new@acme.dev")).await;
     let mut told = false;
     while let Ok(ev) = events.try_recv() {
         told |= matches!(ev, nightshift_core::EngineEvent::AccountsChanged);
@@ -41,14 +32,14 @@ async fn an_account_added_while_running_is_seen_and_a_broken_edit_keeps_the_last
 
     // A broken edit: the last good settings stay; the problem says where and what still applies.
     std::fs::write(&settings, "max_parallel = 0\n\n[[accounts]]\nemail = \"new@acme.dev\"\n").unwrap();
-    until("the problem", 5, || engine.problems().iter().any(|p| p.contains("nightshift.toml:1:16: `max_parallel` must be between 1 and 64"))).await;
+    wait_until_async("the problem", secs(5), || engine.problems().iter().any(|p| p.contains("nightshift.toml:1:16: `max_parallel` must be between 1 and 64"))).await;
     let problem = engine.problems().into_iter().find(|p| p.contains("max_parallel")).unwrap();
     assert!(problem.ends_with("the previous settings stay in effect until it is fixed"), "{problem}");
     assert_eq!(engine.settings().max_parallel, 2);
     assert_eq!(engine.accounts().len(), 1);
     // Fixed: the problem goes.
     std::fs::write(&settings, "max_parallel = 3\n").unwrap();
-    until("the fix", 5, || engine.problems().is_empty() && engine.settings().max_parallel == 3).await;
+    wait_until_async("the fix", secs(5), || engine.problems().is_empty() && engine.settings().max_parallel == 3).await;
     assert!(engine.accounts().is_empty(), "the account was removed from the file");
 }
 
@@ -63,9 +54,9 @@ async fn a_webhook_added_while_running_makes_its_routine_valid_and_gets_deliveri
     assert!(err.message.contains("no webhook named \"team\""), "{}", err.message);
 
     std::fs::write(th.path().join("nightshift.toml"), format!("[[webhooks]]\nname = \"team\"\nurl = \"{}\"\n", receiver.url())).unwrap();
-    until("the routine to become valid", 5, || engine.routine("report").is_ok()).await;
+    wait_until_async("the routine to become valid", secs(5), || engine.routine("report").is_ok()).await;
     let rec = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert_eq!(rec.status, RunStatus::Completed);
-    until("the delivery to the new webhook", 15, || receiver.received().len() == 1).await;
+    wait_until_async("the delivery to the new webhook", secs(15), || receiver.received().len() == 1).await;
     assert!(receiver.received()[0].body.contains(&rec.id), "the run it posted");
 }

@@ -2,14 +2,14 @@
 //! a full disk — asked of the real file system each time, so it clears once space is freed —
 //! and a damaged database found before scheduling.
 
-use nightshift_core::{Engine, EngineOptions, Home};
+use nightshift_core::EngineOptions;
 use nightshift_testkit::{TestHome, Tmpfs};
 
 #[test]
 fn a_full_disk_is_a_problem_until_space_is_freed() {
     let Some(fs) = Tmpfs::mount(4 * 1024) else { return };
     let home = fs.path().join("home");
-    let engine = Engine::open(EngineOptions::new(Home::at(&home))).unwrap();
+    let engine = EngineOptions::for_test(&home).open();
     assert_eq!(engine.problems(), Vec::<String>::new());
     let filler = fs.fill(100);
     let problems = engine.problems();
@@ -24,7 +24,7 @@ fn a_damaged_database_is_a_problem_named_with_its_file() {
     let th = TestHome::new();
     let db = th.path().join("nightshift.db");
     {
-        let engine = Engine::open(EngineOptions::new(Home::at(th.path()))).unwrap();
+        let engine = EngineOptions::for_test(th.path()).open();
         assert!(engine.check_database().is_ok());
         assert!(engine.problems().is_empty());
     }
@@ -36,7 +36,7 @@ fn a_damaged_database_is_a_problem_named_with_its_file() {
     use std::os::unix::fs::FileExt;
     std::fs::OpenOptions::new().write(true).open(&db).unwrap().write_all_at(&[0xAB; 4096], 8 * 4096).unwrap();
 
-    let engine = Engine::open(EngineOptions::new(Home::at(th.path()))).unwrap();
+    let engine = EngineOptions::for_test(th.path()).open();
     let err = engine.check_database().unwrap_err();
     let problems = engine.problems();
     assert_eq!(problems, vec![err.message.clone()]);
@@ -52,7 +52,7 @@ async fn a_run_that_could_not_be_recorded_is_recorded_once_space_is_freed() {
     let home = fs.path().join("home");
     std::fs::create_dir_all(home.join("routines")).unwrap();
     std::fs::write(home.join("routines/job.yaml"), "name: job\nschedule: \"0 3 * * *\"\ncommand: \"head -c 8000000 /dev/zero || exit 7\"\n").unwrap();
-    let engine = Engine::open(EngineOptions::new(Home::at(&home))).unwrap();
+    let engine = EngineOptions::for_test(&home).open();
     let mut events = engine.subscribe();
 
     let handle = engine.run_now("job", nightshift_core::run::Trigger::Manual).await.unwrap();

@@ -5,8 +5,8 @@
 //! (Short backoffs here; the process-level drill — kill -9 of the daemon — is in the CLI's tests.)
 
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::{Engine, EngineOptions, Home};
-use nightshift_testkit::{Answer, TestHome, WebhookReceiver};
+use nightshift_core::{Engine, EngineOptions};
+use nightshift_testkit::{secs, wait_until_async, Answer, TestHome, WebhookReceiver};
 use nightshift_core::notify::{Notice, Notifier};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -23,22 +23,11 @@ impl Notifier for Shown {
 }
 
 fn engine(th: &TestHome, settings: &str, env: &[(&str, &str)]) -> Engine {
-    std::fs::write(th.path().join("nightshift.toml"), settings).unwrap();
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
-    opts.env.extend(env.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+    let mut opts = env.iter().fold(EngineOptions::for_test(th.path()).settings(settings), |o, (k, v)| o.env(k, *v));
     opts.webhook_backoff = vec![Duration::from_millis(100); 5];
-    let engine = Engine::open(opts).unwrap();
+    let engine = opts.open();
     engine.enable_webhooks();
     engine
-}
-
-async fn until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,8 +53,8 @@ async fn each_run_is_accepted_exactly_once_through_errors_drops_and_retry_after(
     let failed = engine.run_now("other", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert_eq!(failed.status, RunStatus::Failed);
 
-    until("every run accepted by the flaky receiver", 30, || flaky.accepted().len() == 3).await;
-    until("the failed run posted to chat", 10, || chat.accepted().len() == 1).await;
+    wait_until_async("every run accepted by the flaky receiver", secs(30), || flaky.accepted().len() == 3).await;
+    wait_until_async("the failed run posted to chat", secs(10), || chat.accepted().len() == 1).await;
     tokio::time::sleep(Duration::from_millis(500)).await; // nothing more may come
     let accepted = flaky.accepted();
     for id in &ids {
@@ -101,7 +90,7 @@ async fn a_refused_delivery_is_not_retried_and_is_said_until_retried_by_hand() {
     let shown = Arc::new(Shown::default());
     engine.enable_notifications(shown.clone());
     let rec = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap();
-    until("the refusal recorded", 10, || engine.webhook_deliveries(true, 10).unwrap().len() == 1).await;
+    wait_until_async("the refusal recorded", secs(10), || engine.webhook_deliveries(true, 10).unwrap().len() == 1).await;
     // Recorded as given up (a final state): no retry is scheduled, so the count is final.
     assert_eq!(picky.received().len(), 1, "a 400 is not retried");
     let failed = &engine.webhook_deliveries(true, 10).unwrap()[0];
@@ -111,17 +100,24 @@ async fn a_refused_delivery_is_not_retried_and_is_said_until_retried_by_hand() {
     let r = &picky.received()[0];
     assert_eq!(r.headers.get("title").map(String::as_str), Some("job: completed"));
 
-    // Said on the desktop once, however many runs it refuses while it stays broken.
+    // Said on the desktop once, however many runs it refuses while it stays broken: the second
+    // refusal is not announced (an announcement comes before its row is final).
+    let mut events = engine.subscribe();
     let second = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap();
-    until("the second refusal recorded", 10, || engine.webhook_deliveries(true, 10).unwrap().len() == 2).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    wait_until_async("the second refusal recorded", secs(10), || engine.webhook_deliveries(true, 10).unwrap().len() == 2).await;
+    let mut announced = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        if let nightshift_core::events::EngineEvent::WebhookFailed { run_id, .. } = event {
+            announced.push(run_id);
+        }
+    }
+    assert!(announced.is_empty(), "the second refusal ({}) was announced again: {announced:?}", second.id);
     let told: Vec<String> = shown.0.lock().unwrap().iter().map(|n| n.summary.clone()).filter(|s| s.contains("webhook")).collect();
     assert_eq!(told, vec!["✗ webhook picky could not post job".to_string()], "once");
-    let _ = second;
 
     assert_eq!(engine.retry_deliveries(&rec.id, None).unwrap(), 1);
-    until("the retried delivery accepted", 10, || picky.accepted().get(&rec.id) == Some(&1)).await;
-    until("the problem cleared", 5, || engine.problems().is_empty()).await;
+    wait_until_async("the retried delivery accepted", secs(10), || picky.accepted().get(&rec.id) == Some(&1)).await;
+    wait_until_async("the problem cleared", secs(5), || engine.problems().is_empty()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -137,7 +133,7 @@ async fn a_hanging_receiver_delays_no_other_webhook() {
     for _ in 0..3 {
         ids.push(engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap().id);
     }
-    until("the quick webhook to get every run", 5, || quick.accepted().len() == 3).await;
+    wait_until_async("the quick webhook to get every run", secs(5), || quick.accepted().len() == 3).await;
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     // The stuck one is still being tried (its request hangs), not lost.
     let stuck_row = engine.deliveries_of(&ids[0]).unwrap().into_iter().find(|d| d.channel == "webhook:stuck").unwrap();

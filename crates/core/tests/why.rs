@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 use nightshift_core::store::RunQuery;
 use nightshift_core::view::why::{Fate, Why};
-use nightshift_core::{Engine, EngineOptions, Home, ManualClock, Scheduler};
+use nightshift_core::{Engine, EngineOptions, ManualClock, Scheduler};
 use nightshift_testkit::TestHome;
 use std::sync::Arc;
 
@@ -25,10 +25,7 @@ impl Rig {
     fn new(th: TestHome, start: DateTime<Utc>, settings: &str) -> Rig {
         std::fs::write(th.path().join("nightshift.toml"), format!("kill_grace_secs = 1\ndevice_name = \"laptop\"\n{settings}")).unwrap();
         let clock = Arc::new(ManualClock::new(start));
-        let mut opts = EngineOptions::new(Home::at(th.path()));
-        opts.clock = clock.clone();
-        opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
-        let engine = Engine::open(opts).unwrap();
+        let engine = EngineOptions::for_test(th.path()).clock(clock.clone()).path_first(&th.bin_dir()).open();
         let sched = Some(Scheduler::new(engine.clone()));
         Rig { th, clock, engine, sched }
     }
@@ -189,14 +186,11 @@ async fn every_fate_of_a_slot_is_explained_with_its_evidence() {
 }
 
 async fn wait_for_running(r: &Rig) -> String {
-    for _ in 0..500 {
+    nightshift_testkit::wait_for_async("the slow run to start", std::time::Duration::from_secs(10), || {
         let runs = r.engine.store().list_runs(&RunQuery { routine: Some("tick".into()), limit: 1, ..Default::default() }).unwrap().runs;
-        if let Some(run) = runs.first().filter(|x| x.status == nightshift_core::RunStatus::Running) {
-            return run.id.clone();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("the slow run did not start");
+        runs.first().filter(|x| x.status == nightshift_core::RunStatus::Running).map(|run| run.id.clone())
+    })
+    .await
 }
 
 #[tokio::test]

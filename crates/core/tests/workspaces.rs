@@ -51,13 +51,12 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
 }
 
 fn engine_with(th: &TestHome, clock: Option<Arc<ManualClock>>) -> Engine {
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let mut opts = EngineOptions::for_test(th.path());
     opts.push_backoff = vec![Duration::from_millis(20); 2];
-    if let Some(c) = clock {
-        opts.clock = c;
+    match clock {
+        Some(c) => opts.clock(c).open(),
+        None => opts.open(),
     }
-    Engine::open(opts).unwrap()
 }
 
 fn engine(th: &TestHome) -> Engine {
@@ -281,7 +280,7 @@ async fn a_full_disk_while_checking_out_leaves_no_half_worktree() {
         format!("schedule: \"0 3 * * *\"\ncommand: \"touch ran\"\ncwd: {}\nworkspace: worktree\n", repo.display()),
     )
     .unwrap();
-    let engine = Engine::open(EngineOptions::new(Home::at(&home))).unwrap();
+    let engine = EngineOptions::for_test(&home).open();
     let rec = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert_eq!(rec.status, RunStatus::Failed);
     let msg = rec.message.unwrap();
@@ -431,9 +430,7 @@ async fn an_agent_prompt_gets_its_branch_and_last_report() {
     // A stand-in for the agent CLI: it keeps the prompt it was given (the last argument after -p).
     th.script("claude", "while [ $# -gt 0 ]; do if [ \"$1\" = -p ]; then printf '%s' \"$2\" > prompt.txt; fi; shift; done");
     th.routine("ask", &format!("schedule: \"0 3 * * *\"\nagent: claude\nprompt: \"Work on {{branch}}; before: {{last_report}}\"\ncwd: {}\nworkspace: worktree\n", repo.display()));
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), format!("{}:/usr/bin:/bin", th.bin_dir().display()))];
-    let engine = Engine::open(opts).unwrap();
+    let engine = EngineOptions::for_test(th.path()).path_first(&th.bin_dir()).open();
     let rec = engine.run_now("ask", Trigger::Manual).await.unwrap().wait().await.unwrap();
     let branch = rec.changes.unwrap().branch.unwrap();
     assert_eq!(git(&repo, &["show", &format!("{branch}:prompt.txt")]), format!("Work on {branch}; before: (no previous report)"));

@@ -4,7 +4,7 @@
 //! "not delivered".
 
 use nightshift_core::run::Trigger;
-use nightshift_core::{Engine, EngineOptions, Home};
+use nightshift_core::{Engine, EngineOptions};
 use nightshift_desktop::DesktopNotifier;
 use nightshift_testkit::dbus::NotificationBus;
 use nightshift_testkit::TestHome;
@@ -13,10 +13,9 @@ use std::time::{Duration, Instant};
 
 fn engine(th: &TestHome, bus: &NotificationBus) -> Engine {
     th.routine("report", "schedule: \"0 3 * * *\"\nnotify: always\ncommand: echo all green\n");
-    let mut opts = EngineOptions::new(Home::at(th.path()));
-    opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+    let mut opts = EngineOptions::for_test(th.path());
     opts.delivery_backoff = vec![Duration::from_millis(200); 3];
-    let engine = Engine::open(opts).unwrap();
+    let engine = opts.open();
     // notify-rust talks to the session bus named in the environment.
     std::env::set_var("DBUS_SESSION_BUS_ADDRESS", &bus.address);
     engine.enable_notifications(Arc::new(DesktopNotifier::new(None, None)));
@@ -24,15 +23,7 @@ fn engine(th: &TestHome, bus: &NotificationBus) -> Engine {
 }
 
 async fn notified(engine: &Engine, id: &str, want: &str, limit: Duration) {
-    let start = Instant::now();
-    loop {
-        let got = engine.store().get_run(id).unwrap().notified;
-        if got.as_deref() == Some(want) {
-            return;
-        }
-        assert!(start.elapsed() < limit, "notified = {got:?}, wanted {want}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    nightshift_testkit::wait_until_async(&format!("the run's notification to be {want}"), limit, || engine.store().get_run(id).unwrap().notified.as_deref() == Some(want)).await;
 }
 
 // One test function: the bus address is process-wide environment for notify-rust.

@@ -20,5 +20,5 @@ pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;
 pub use tmpfs::Tmpfs;
-pub use wait::{secs, wait_until, wait_until_async};
+pub use wait::{secs, wait_for_async, wait_until, wait_until_async, waited};
 pub use webhook_receiver::{Answer, WebhookReceiver};

@@ -89,6 +89,49 @@ pub struct EngineOptions {
     pub scrubber: Option<std::path::PathBuf>,
 }
 
+/// The one way tests open an engine (feature `test-support`): a throwaway home, the system's own
+/// binaries only, and what each test changes said in one chain —
+/// `EngineOptions::for_test(dir).settings("…").clock(c).open()`.
+#[cfg(any(test, feature = "test-support"))]
+impl EngineOptions {
+    /// An engine on the home at `dir`, whose runs see `PATH=/usr/bin:/bin` and nothing else of
+    /// the test process's environment (a developer's own variables never leak into a test).
+    pub fn for_test(dir: &std::path::Path) -> Self {
+        let mut opts = EngineOptions::new(Home::at(dir));
+        opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
+        opts
+    }
+
+    /// Write `toml` as the home's `nightshift.toml` first.
+    pub fn settings(self, toml: &str) -> Self {
+        std::fs::write(self.home.config_dir().join("nightshift.toml"), toml).expect("write nightshift.toml");
+        self
+    }
+
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Set one variable for runs (`PATH` replaces the default).
+    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
+        self.env.retain(|(k, _)| k != key);
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// Put `dir` (a test's own fake binaries) first on the runs' `PATH`.
+    pub fn path_first(self, dir: &std::path::Path) -> Self {
+        let rest = self.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
+        self.env("PATH", format!("{}:{rest}", dir.display()))
+    }
+
+    /// Open it; a test cannot go on without it.
+    pub fn open(self) -> Engine {
+        Engine::open(self).unwrap_or_else(|e| panic!("could not open the test engine: {}", e.message))
+    }
+}
+
 impl EngineOptions {
     /// Let runs' wrappers call this binary to scrub their logs ([`EngineOptions::scrubber`]).
     /// Its `main` must call [`crate::runner::scrub::serve_wrapper_request`] first thing.

@@ -165,13 +165,13 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, outcome: Result<(), Fail
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(problem_key, format!("{said} (`nightshiftctl deliveries --failed`; retry with `nightshiftctl deliveries retry RUN`)"))
                         .is_none();
-                    let settled = core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::NotDelivered, Some(&error), now);
                     if first {
                         // Once per webhook until it works again: the desktop notification, the tray.
+                        // Announced before the row is final, so whoever sees it final was told.
                         let routine = core.store.get_run(&entry.run_id).map(|r| r.routine).unwrap_or_default();
-                        let _ = core.events.send(crate::events::EngineEvent::WebhookFailed { webhook: name.to_string(), run_id: entry.run_id.clone(), routine, error });
+                        let _ = core.events.send(crate::events::EngineEvent::WebhookFailed { webhook: name.to_string(), run_id: entry.run_id.clone(), routine, error: error.clone() });
                     }
-                    settled
+                    core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::NotDelivered, Some(&error), now)
                 }
             }
         }
