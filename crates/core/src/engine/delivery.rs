@@ -114,3 +114,42 @@ fn record(core: &Core, entry: &OutboxEntry, result: Result<(), String>, success:
         },
     }
 }
+
+/// The notices that are not a run's finish notification, from the engine's events as they
+/// happen: a routine auto-paused, a webhook that stopped accepting (once until it works again), an
+/// account that turned `revoked` (once per verdict).
+pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventReceiver, sender: Arc<BoundedSender>) {
+    use crate::events::EngineEvent;
+    use crate::notify::Notice;
+    let core = Arc::clone(core);
+    tokio::spawn(async move {
+        let mut told: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+        loop {
+            let notice = match events.recv().await {
+                Ok(EngineEvent::RoutinePaused { routine, reason }) => Some(Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true }),
+                Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(Notice {
+                    summary: format!("✗ webhook {webhook} could not post {routine}"),
+                    body: format!("{error} — the run's result is kept; `nightshiftctl deliveries retry` sends it again"),
+                    run_id: Some(run_id),
+                    critical: false,
+                }),
+                Ok(EngineEvent::AccountsChanged) => core.accounts().iter().find_map(|a| {
+                    let h = core.store.account_health(&a.email).ok().flatten()?;
+                    let key = (a.email.clone(), crate::run::fmt_time(&h.at));
+                    (h.verdict == crate::health::Verdict::Revoked && told.insert(key)).then(|| Notice {
+                        summary: format!("✗ {} needs login", a.email),
+                        body: crate::agents::first_line(&h.evidence, 140),
+                        run_id: h.run_id.clone(),
+                        critical: true,
+                    })
+                }),
+                Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
+                Err(_) => return,
+            };
+            if let Some(n) = notice {
+                let sender = Arc::clone(&sender);
+                tokio::task::spawn_blocking(move || sender.send(n));
+            }
+        }
+    });
+}

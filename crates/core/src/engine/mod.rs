@@ -9,11 +9,17 @@
 //! row and its outbox entry, in one transaction) → `delivery` (the notification). `recovery`
 //! takes over what a dead engine left; `scheduler` fires slots and makes up `held` work; `signal`
 //! carries wake-ups and final records back without a step importing its caller.
+//!
+//! This file is the engine's whole public surface — short methods, each a door to a module
+//! below — so it is the one module read top to bottom to learn what the engine offers, and longer
+//! than the rest for that reason.
 
 mod accounts;
 mod attempt;
 mod authoring;
 mod catalog;
+#[cfg(any(test, feature = "test-support"))]
+mod testing;
 mod delivery;
 mod driver;
 mod finalize;
@@ -87,49 +93,6 @@ pub struct EngineOptions {
     /// The binary a run's wrapper calls to scrub its logs once no engine follows the run (see
     /// [`crate::runner::scrub`]). Default: none (whoever settles the run scrubs them).
     pub scrubber: Option<std::path::PathBuf>,
-}
-
-/// The one way tests open an engine (feature `test-support`): a throwaway home, the system's own
-/// binaries only, and what each test changes said in one chain —
-/// `EngineOptions::for_test(dir).settings("…").clock(c).open()`.
-#[cfg(any(test, feature = "test-support"))]
-impl EngineOptions {
-    /// An engine on the home at `dir`, whose runs see `PATH=/usr/bin:/bin` and nothing else of
-    /// the test process's environment (a developer's own variables never leak into a test).
-    pub fn for_test(dir: &std::path::Path) -> Self {
-        let mut opts = EngineOptions::new(Home::at(dir));
-        opts.env = vec![("PATH".into(), "/usr/bin:/bin".into())];
-        opts
-    }
-
-    /// Write `toml` as the home's `nightshift.toml` first.
-    pub fn settings(self, toml: &str) -> Self {
-        std::fs::write(self.home.config_dir().join("nightshift.toml"), toml).expect("write nightshift.toml");
-        self
-    }
-
-    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// Set one variable for runs (`PATH` replaces the default).
-    pub fn env(mut self, key: &str, value: impl Into<String>) -> Self {
-        self.env.retain(|(k, _)| k != key);
-        self.env.push((key.into(), value.into()));
-        self
-    }
-
-    /// Put `dir` (a test's own fake binaries) first on the runs' `PATH`.
-    pub fn path_first(self, dir: &std::path::Path) -> Self {
-        let rest = self.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone()).unwrap_or_default();
-        self.env("PATH", format!("{}:{rest}", dir.display()))
-    }
-
-    /// Open it; a test cannot go on without it.
-    pub fn open(self) -> Engine {
-        Engine::open(self).unwrap_or_else(|e| panic!("could not open the test engine: {}", e.message))
-    }
 }
 
 impl EngineOptions {
@@ -290,13 +253,6 @@ impl Engine {
     pub fn settings(&self) -> Arc<Settings> {
         self.core.settings()
     }
-    /// The store itself — for tests that arrange rows an engine would have left (the faces go
-    /// through the methods below; a normal build has no `store()` at all).
-    #[cfg(any(test, feature = "test-support"))]
-    pub fn store(&self) -> &Store {
-        &self.core.store
-    }
-
     /// One run by id or unambiguous id prefix, its message masked (every face shows the same).
     pub fn run(&self, id: &str) -> Result<crate::run::RunRecord> {
         let mut run = self.core.store.get_run(id)?;
@@ -317,22 +273,6 @@ impl Engine {
     /// icon, the window's header and the engine's `EngineState` event.
     pub fn activity(&self) -> Result<Activity> {
         activity(&self.core)
-    }
-
-    /// Wait until no run of this home is queued or running, in any process (tests: after a pass,
-    /// before reading its rows). Looks again on each of this engine's events, and every 50 ms for
-    /// other engines' runs; panics after `limit`.
-    #[cfg(any(test, feature = "test-support"))]
-    pub async fn until_idle(&self, limit: std::time::Duration) {
-        let mut events = self.subscribe();
-        let deadline = tokio::time::Instant::now() + limit;
-        loop {
-            if self.activity().is_ok_and(|a| a.running == 0 && a.queued == 0) {
-                return;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "runs did not settle within {limit:?}");
-            let _ = tokio::time::timeout(std::time::Duration::from_millis(50), events.recv()).await;
-        }
     }
 
     /// Runs going now (any process on this home).
@@ -375,42 +315,7 @@ impl Engine {
     pub fn enable_notifications(&self, notifier: Arc<dyn crate::notify::Notifier>) {
         let sender = Arc::new(crate::notify::BoundedSender::new(notifier));
         delivery::start(&self.core, Arc::clone(&sender));
-        let mut events = self.subscribe();
-        let store = Arc::clone(&self.core.store);
-        let core = Arc::clone(&self.core);
-        tokio::spawn(async move {
-            let mut told: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
-            loop {
-                let notice = match events.recv().await {
-                    Ok(EngineEvent::RoutinePaused { routine, reason }) => {
-                        Some(crate::notify::Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true })
-                    }
-                    Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(crate::notify::Notice {
-                        summary: format!("✗ webhook {webhook} could not post {routine}"),
-                        body: format!("{error} — the run's result is kept; `nightshiftctl deliveries retry` sends it again"),
-                        run_id: Some(run_id),
-                        critical: false,
-                    }),
-                    Ok(EngineEvent::AccountsChanged) => core.accounts().iter().find_map(|a| {
-                        let h = store.account_health(&a.email).ok().flatten()?;
-                        let key = (a.email.clone(), crate::run::fmt_time(&h.at));
-                        (h.verdict == crate::health::Verdict::Revoked && told.insert(key)).then(|| crate::notify::Notice {
-                            summary: format!("✗ {} needs login", a.email),
-                            body: crate::agents::first_line(&h.evidence, 140),
-                            run_id: h.run_id.clone(),
-                            critical: true,
-                        })
-                    }),
-                    Ok(_) => None,
-                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
-                    Err(_) => return,
-                };
-                if let Some(n) = notice {
-                    let sender = Arc::clone(&sender);
-                    tokio::task::spawn_blocking(move || sender.send(n));
-                }
-            }
-        });
+        delivery::start_notices(&self.core, self.subscribe(), sender);
     }
 
     /// Deliver the notifications that are due now through `notifier`, once, and return (for a

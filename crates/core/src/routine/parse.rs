@@ -1,4 +1,6 @@
 //! Turn one routine file into a [`Routine`], collecting every problem with its position.
+//! (Longer than most modules on purpose: every field's rules and words sit in this one place, the
+//! only definition of a valid routine that the loader, the editor and the form all run.)
 
 use super::yaml::{self, Node, Pos};
 use super::{check_name, AccountChoice, Action, AgentKind, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Routine, Workspace};

@@ -1,4 +1,6 @@
 //! Run rows: written when a run starts (atuin-style), finalized exactly once when it ends.
+//! (Every statement on the `runs` table lives here — one place to read when the schema changes —
+//! which is why it runs past the usual module length; a third of it is its tests.)
 
 use super::Store;
 use crate::error::{Error, ErrorCode, Result};

@@ -1,306 +1,14 @@
-//! "My 9:00 routine did not run — why?": every slot of a routine in a window, newest first, with
-//! its fate in words and the evidence (`nightshiftctl why`, the Routines view's strip, a missed
-//! run's explanation).
-//!
-//! The evidence is what the engine records anyway: the slot's row (ran, caught up, missed,
-//! skipped, blocked), when a scheduler was alive and awake on this machine (`presence`), and what
-//! happened to the routine (paused, resumed, file invalid, disabled). A slot with no row gets its
-//! fate from those, in this order: after `end_at`, file invalid or disabled, paused, not this
-//! device, not yet evaluated, machine asleep or no Nightshift running — and, when a scheduler was
-//! there and left nothing, "no record" (never a guess).
-//!
-//! Slots without a row and with the same fate are one line with a count (a per-minute routine
-//! asleep all night is one line, not 400); every run is a line of its own.
+//! Reading a slot's fate from the evidence: the slot's row, the scheduler's presence on this
+//! machine and the routine's events — in the order the parent module's doc gives.
 
-use crate::engine::Engine;
-use crate::error::Result;
-use crate::routine::{Routine, RoutineSet};
-use crate::run::{ser_opt_time, ser_time, RunStatus, Trigger};
-use crate::store::{EventRow, Presence, PresenceEnd, RoutineEvent, RoutineRow, SlotRow};
-use chrono::{DateTime, Duration as Span, Utc};
-use chrono_tz::Tz;
-use serde::Serialize;
-use std::borrow::Cow;
-
-/// What became of a slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum Fate {
-    /// It ran at its time (or is running, or waits for a lane).
-    Ran,
-    /// It ran later, as a catch-up after sleep or downtime.
-    CaughtUp,
-    Missed,
-    /// The previous run was still going.
-    Skipped,
-    /// Not started: its account could not sign in.
-    Blocked,
-    Paused,
-    OtherDevice,
-    Disabled,
-    Invalid,
-    /// After the routine's `end_at`.
-    Ended,
-    /// Due, and not evaluated yet.
-    Pending,
-    /// A scheduler was there and left no record (never expected; said rather than guessed).
-    NoRecord,
-}
-
-/// How a fate looks: the UI's colour and the order in which a bucket of several shows its worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum Tone {
-    Muted,
-    Ok,
-    Pending,
-    Warn,
-    Bad,
-}
-
-/// One slot — or several neighbouring slots with the same fate and no run — in words.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct SlotLine {
-    /// The slot (the newest, for several).
-    #[serde(serialize_with = "ser_time")]
-    pub at: DateTime<Utc>,
-    /// The oldest slot of the line (the same as `at` for one).
-    #[serde(serialize_with = "ser_time")]
-    pub from: DateTime<Utc>,
-    pub slots: usize,
-    pub fate: Fate,
-    pub tone: Tone,
-    /// The fate and its evidence: "missed — machine asleep 01:10–07:55; superseded by a later slot".
-    /// (Most lines of a busy routine say the same few words: those are not allocated per line.)
-    pub sentence: Cow<'static, str>,
-    /// The slot's run, when it has one.
-    pub run_id: Option<String>,
-    pub status: Option<RunStatus>,
-    /// How long its run took (the faces add "in 42s").
-    pub duration_ms: Option<i64>,
-}
-
-/// A routine's slots explained.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Why {
-    pub routine: String,
-    pub timezone: String,
-    pub schedule_words: Option<String>,
-    #[serde(serialize_with = "ser_time")]
-    pub from: DateTime<Utc>,
-    #[serde(serialize_with = "ser_time")]
-    pub until: DateTime<Utc>,
-    /// Newest first.
-    pub lines: Vec<SlotLine>,
-    /// Said when the window holds no slot, or starts before the routine was known, or the file
-    /// cannot be read: when it last fired and why not since.
-    pub notes: Vec<String>,
-    #[serde(serialize_with = "ser_opt_time")]
-    pub next_fire: Option<DateTime<Utc>>,
-    /// The next fire and what it depends on, or why there is none.
-    pub next: String,
-}
-
-/// A mark of the Routines view's strip: one slot, or a stretch of time when there are too many.
-#[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Mark {
-    #[serde(serialize_with = "ser_time")]
-    pub from: DateTime<Utc>,
-    #[serde(serialize_with = "ser_time")]
-    pub to: DateTime<Utc>,
-    pub fate: Fate,
-    pub tone: Tone,
-    pub sentence: Cow<'static, str>,
-    pub run_id: Option<String>,
-}
-
-/// Explain `name`'s slots in the last `days` days (up to the engine clock's now).
-pub fn why(engine: &Engine, name: &str, days: u32) -> Result<Why> {
-    why_in(engine, &engine.routine_set(), name, days)
-}
-
-/// What every routine's evidence shares — this device, its schedulers' presence since a time,
-/// whether everything is paused — read once for all the routines of a page of strips.
-pub struct Surroundings {
-    device: String,
-    /// Oldest first.
-    presence: Vec<Presence>,
-    global_paused: bool,
-    now: DateTime<Utc>,
-}
-
-impl Surroundings {
-    /// As they are now (the engine's clock), with presence over the window of the last `days` days.
-    pub fn over_days(engine: &Engine, days: u32) -> Result<Surroundings> {
-        let now = engine.clock_now();
-        Surroundings::at(engine, now, window_start(now, days))
-    }
-
-    /// As they are now, with presence from `since` on.
-    fn at(engine: &Engine, now: DateTime<Utc>, since: DateTime<Utc>) -> Result<Surroundings> {
-        let store = engine.core_store();
-        let device = engine.device_name();
-        Ok(Surroundings { presence: store.presence_since(&device, since)?, global_paused: store.global_paused()?, device, now })
-    }
-}
-
-/// The start of the window of the last `days` days (at least one) before `now`.
-fn window_start(now: DateTime<Utc>, days: u32) -> DateTime<Utc> {
-    now - Span::days(days.max(1) as i64)
-}
-
-/// [`why`] over routines already at hand.
-pub fn why_in(engine: &Engine, set: &RoutineSet, name: &str, days: u32) -> Result<Why> {
-    why_with(engine, set, &Surroundings::over_days(engine, days)?, name, days)
-}
-
-/// [`why_in`] with the surroundings read once for many routines (the strips explain every
-/// routine of one set; `around` from [`Surroundings::over_days`] with the same `days`).
-pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: &str, days: u32) -> Result<Why> {
-    let now = around.now;
-    let store = engine.core_store();
-    let from = window_start(now, days);
-    let Some(r) = set.get(name) else {
-        let bad = match set.get_invalid(name) {
-            Some(bad) => bad,
-            None => return Err(engine.routine(name).err().unwrap_or_else(|| crate::Error::new(crate::ErrorCode::RoutineNotFound, format!("no routine named \"{name}\"")))),
-        };
-        let since = store.last_routine_event(name, &[RoutineEvent::Invalid])?.map(|e| e.at);
-        let first = bad.errors.first().map(ToString::to_string).unwrap_or_default();
-        let since = since.map(|t| format!(" since {}", local_day_time(t, crate::schedule::local_tz()))).unwrap_or_default();
-        return Ok(Why {
-            routine: name.to_string(),
-            timezone: String::new(),
-            schedule_words: None,
-            from,
-            until: now,
-            lines: Vec::new(),
-            notes: vec![format!("The file is invalid{since}: {first}. No slot fires until it is fixed.")],
-            next_fire: None,
-            next: "none — the file is invalid; fix it and the next slot fires as usual".into(),
-        });
-    };
-    let evidence = Evidence::read(store, around, r)?;
-    let known_from = evidence.state.as_ref().map(|s| s.first_seen).unwrap_or(now);
-    let start = from.max(known_from - Span::seconds(1));
-    let mut notes = Vec::new();
-    if known_from > from {
-        notes.push(format!("Nightshift first saw this routine {}; it has no slots before that.", local_day_time(known_from, r.timezone)));
-    }
-    let slots = match (&r.schedule, r.at) {
-        (Some(s), _) => s.all_fires_between(start, now),
-        (None, Some(at)) if at > start && at <= now => vec![at],
-        _ => Vec::new(),
-    };
-    let lines = evidence.explain(store, name, &slots, start, now)?;
-    if lines.is_empty() {
-        let window = if days <= 1 { "day".to_string() } else { format!("{days} days") };
-        notes.push(match store.last_slot_row(name)? {
-            Some(last) => format!("No slot was due in the last {window}. It last fired {} ({}, run {}).", local_day_time(last.slot, r.timezone), last.status, last.id),
-            None => format!("No slot was due in the last {window}, and it has never fired on this machine."),
-        });
-    }
-    let (next_fire, next) = evidence.next();
-    Ok(Why {
-        routine: name.to_string(),
-        timezone: r.timezone.name().to_string(),
-        schedule_words: Some(super::routines::schedule_words(r)),
-        from,
-        until: now,
-        lines,
-        notes,
-        next_fire,
-        next,
-    })
-}
-
-/// What a missed, skipped or blocked run's explanation adds: its slot's fate with the evidence.
-pub fn slot_sentence(engine: &Engine, routine: &str, slot: DateTime<Utc>) -> Option<String> {
-    let set = engine.routine_set();
-    let r = set.get(routine)?;
-    let store = engine.core_store();
-    let around = Surroundings::at(engine, engine.clock_now(), slot - Span::days(1)).ok()?;
-    let evidence = Evidence::read(store, &around, r).ok()?;
-    let rows = store.slot_rows(routine, slot, slot).ok()?;
-    evidence.lines(&[slot], rows).into_iter().next().map(|l| l.sentence.into_owned())
-}
-
-impl Why {
-    /// The strip: one mark per slot line's slot when there are at most `max` slots, else `max`
-    /// equal stretches of the window, each showing its worst fate and counting the rest.
-    pub fn strip(&self, max: usize) -> Vec<Mark> {
-        let max = max.max(1);
-        // Every slot, oldest first; a line of several spreads its slots over its own stretch
-        // (evenly: they share one fate, so only their count per mark matters).
-        let slots = self.lines.iter().rev().flat_map(|l| {
-            let step = if l.slots > 1 { (l.at - l.from) / (l.slots as i32 - 1) } else { Span::zero() };
-            (0..l.slots).map(move |i| (l.from + step * i as i32, l))
-        });
-        let total: usize = self.lines.iter().map(|l| l.slots).sum();
-        if total <= max {
-            return slots.map(|(t, l)| Mark { from: t, to: t, fate: l.fate, tone: l.tone, sentence: l.sentence.clone(), run_id: l.run_id.clone() }).collect();
-        }
-        let span = ((self.until - self.from) / max as i32).max(Span::milliseconds(1));
-        let mut buckets: Vec<Vec<&SlotLine>> = vec![Vec::new(); max];
-        for (t, l) in slots {
-            let i = ((t - self.from).num_milliseconds().max(0) / span.num_milliseconds()) as usize;
-            buckets[i.min(max - 1)].push(l);
-        }
-        buckets
-            .into_iter()
-            .enumerate()
-            .filter(|(_, b)| !b.is_empty())
-            .map(|(i, b)| {
-                let worst = b.iter().max_by_key(|l| l.tone).copied().unwrap_or(b[0]);
-                let mut counts: Vec<(Fate, usize)> = Vec::new();
-                for l in &b {
-                    match counts.iter_mut().find(|(f, _)| *f == l.fate) {
-                        Some((_, n)) => *n += 1,
-                        None => counts.push((l.fate, 1)),
-                    }
-                }
-                let sum = counts.iter().map(|(f, n)| format!("{n} {}", fate_word(*f))).collect::<Vec<_>>().join(", ");
-                Mark {
-                    from: self.from + span * i as i32,
-                    to: self.from + span * (i as i32 + 1),
-                    fate: worst.fate,
-                    tone: worst.tone,
-                    sentence: format!("{sum}; worst: {}", worst.sentence).into(),
-                    run_id: worst.run_id.clone(),
-                }
-            })
-            .collect()
-    }
-}
-
-fn fate_word(f: Fate) -> &'static str {
-    match f {
-        Fate::Ran => "ran",
-        Fate::CaughtUp => "caught up",
-        Fate::Missed => "missed",
-        Fate::Skipped => "skipped",
-        Fate::Blocked => "blocked",
-        Fate::Paused => "paused",
-        Fate::OtherDevice => "not this device",
-        Fate::Disabled => "disabled",
-        Fate::Invalid => "invalid",
-        Fate::Ended => "after end_at",
-        Fate::Pending => "due",
-        Fate::NoRecord => "no record",
-    }
-}
+use super::*;
 
 /// Everything a slot's fate is read from.
-struct Evidence<'a> {
+pub(super) struct Evidence<'a> {
     r: &'a Routine,
     now: DateTime<Utc>,
     device: &'a str,
-    state: Option<RoutineRow>,
+    pub(super) state: Option<RoutineRow>,
     /// Oldest first.
     presence: &'a [Presence],
     /// Oldest first; the routine's and the engine's (`*`).
@@ -310,7 +18,7 @@ struct Evidence<'a> {
 
 impl<'a> Evidence<'a> {
     /// `r`'s own records (its state and events) in `around`.
-    fn read(store: &crate::store::Store, around: &'a Surroundings, r: &'a Routine) -> Result<Evidence<'a>> {
+    pub(super) fn read(store: &crate::store::Store, around: &'a Surroundings, r: &'a Routine) -> Result<Evidence<'a>> {
         Ok(Evidence {
             r,
             now: around.now,
@@ -341,7 +49,7 @@ const SPLIT_ABOVE: usize = 20_000;
 
 impl Evidence<'_> {
     /// The lines of `slots` (newest first) in `[start, until]`, with their rows from the store.
-    fn explain(&self, store: &crate::store::Store, name: &str, slots: &[DateTime<Utc>], start: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<SlotLine>> {
+    pub(super) fn explain(&self, store: &crate::store::Store, name: &str, slots: &[DateTime<Utc>], start: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<SlotLine>> {
         if slots.len() <= SPLIT_ABOVE {
             return Ok(self.lines(slots, store.slot_rows(name, start, until)?));
         }
@@ -372,7 +80,7 @@ impl Evidence<'_> {
     }
 
     /// Slots (newest first) and their rows (newest first) as lines, newest first.
-    fn lines(&self, slots: &[DateTime<Utc>], rows: Vec<SlotRow>) -> Vec<SlotLine> {
+    pub(super) fn lines(&self, slots: &[DateTime<Utc>], rows: Vec<SlotRow>) -> Vec<SlotLine> {
         let mut lines: Vec<SlotLine> = Vec::with_capacity(slots.len().max(rows.len()));
         let mut rows = rows.into_iter().peekable();
         let mut slots = slots.iter().copied().peekable();
@@ -405,7 +113,7 @@ impl Evidence<'_> {
         lines
     }
 
-    fn of_row(&self, row: SlotRow) -> SlotLine {
+    pub(super) fn of_row(&self, row: SlotRow) -> SlotLine {
         let message = row.message.as_deref().unwrap_or("");
         let (fate, sentence): (Fate, Cow<'static, str>) = match row.status {
             RunStatus::Queued => (Fate::Ran, "queued — waiting for a free lane".into()),
@@ -445,7 +153,7 @@ impl Evidence<'_> {
     }
 
     /// A slot without a row.
-    fn without_row(&self, slot: DateTime<Utc>) -> (Fate, String) {
+    pub(super) fn without_row(&self, slot: DateTime<Utc>) -> (Fate, String) {
         let r = self.r;
         let tz = r.timezone;
         if let Some(end) = r.end_at.filter(|end| slot > *end) {
@@ -556,7 +264,7 @@ impl Evidence<'_> {
     }
 
     /// The next fire and what it depends on.
-    fn next(&self) -> (Option<DateTime<Utc>>, String) {
+    pub(super) fn next(&self) -> (Option<DateTime<Utc>>, String) {
         let r = self.r;
         let now = self.now;
         if !r.enabled {
@@ -619,10 +327,6 @@ fn ran_words(status: RunStatus) -> &'static str {
     }
 }
 
-/// "Mon 30 Nov 09:00" in the routine's zone.
-pub fn local_day_time(t: DateTime<Utc>, tz: Tz) -> String {
-    t.with_timezone(&tz).format("%a %-d %b %H:%M").to_string()
-}
 
 /// "01:10–07:55" within a day, else "Sat 28 Nov 01:10 – Mon 30 Nov 07:55".
 fn time_range(a: DateTime<Utc>, b: DateTime<Utc>, tz: Tz) -> String {
