@@ -36,7 +36,7 @@ last_5h: UsageRow | null, last_7d: UsageRow | null,
  */
 limits: Array<HealthRecord>, };
 
-export type AgentChoice = { agent: string, accounts: Array<string>, };
+export type AgentChoice = { agent: AgentKind, accounts: Array<string>, };
 
 /**
  * The agent CLIs Nightshift drives.
@@ -360,9 +360,9 @@ export type RoutineOverview = { name: string,
  */
 file: string, valid: boolean, 
 /**
- * `claude`, `codex`, `gemini` or `command`.
+ * What runs it (`claude`, `codex`, `gemini` or `command`); none for an invalid file.
  */
-kind: string | null, 
+kind: RunKind | null, 
 /**
  * The cron expression (or `at …` for a one-shot).
  */
@@ -535,7 +535,7 @@ days: Array<string>,
 /**
  * What cost and tokens are stacked by: `routine` or `account`.
  */
-by: string, cost: Array<Series>, 
+by: "routine" | "account", cost: Array<Series>, 
 /**
  * Input + output tokens (cache reads and writes are in the tables of `top`).
  */

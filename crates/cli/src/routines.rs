@@ -251,7 +251,7 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
             });
             vec![
                 r.name.clone(),
-                r.kind.unwrap_or("-").to_string(),
+                r.kind.map_or("-", |k| k.as_str()).to_string(),
                 match (&r.schedule, &r.timezone) {
                     (Some(s), Some(tz)) => format!("{s} {tz}"),
                     _ => "-".into(),

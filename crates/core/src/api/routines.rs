@@ -45,7 +45,7 @@ pub struct RoutineForm {
 #[derive(Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentChoice {
-    pub agent: &'static str,
+    pub agent: crate::routine::AgentKind,
     pub accounts: Vec<String>,
 }
 
@@ -54,7 +54,7 @@ pub fn routine_form(engine: &Engine) -> RoutineForm {
     RoutineForm {
         agents: crate::routine::AgentKind::ALL
             .iter()
-            .map(|a| AgentChoice { agent: a.as_str(), accounts: accounts.iter().filter(|x| x.agent == *a).map(|x| x.email.clone()).collect() })
+            .map(|a| AgentChoice { agent: *a, accounts: accounts.iter().filter(|x| x.agent == *a).map(|x| x.email.clone()).collect() })
             .collect(),
         timezone: crate::schedule::local_tz().name().to_string(),
         timezones: chrono_tz::TZ_VARIANTS.iter().map(|t| t.name()).collect(),

@@ -258,11 +258,6 @@ impl Routine {
     pub fn kind(&self) -> RunKind {
         self.action.kind()
     }
-
-    /// "claude", "codex", "gemini" or "command".
-    pub fn kind_name(&self) -> &'static str {
-        self.kind().as_str()
-    }
 }
 
 fn ser_tz<S: serde::Serializer>(tz: &Tz, s: S) -> Result<S::Ok, S::Error> {

@@ -5,7 +5,7 @@ use crate::engine::Engine;
 use crate::error::Result;
 pub use crate::routine::RoutineState;
 use crate::routine::Routine;
-use crate::run::{fmt_time, Reason, RunStatus};
+use crate::run::{fmt_time, Reason, RunKind, RunStatus};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -26,8 +26,8 @@ pub struct RoutineOverview {
     /// The file, relative to the home when inside it.
     pub file: String,
     pub valid: bool,
-    /// `claude`, `codex`, `gemini` or `command`.
-    pub kind: Option<&'static str>,
+    /// What runs it (`claude`, `codex`, `gemini` or `command`); none for an invalid file.
+    pub kind: Option<RunKind>,
     /// The cron expression (or `at …` for a one-shot).
     pub schedule: Option<String>,
     /// The schedule in words: "At 09:00 on Monday through Friday, Europe/Berlin".
@@ -79,7 +79,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             name: r.name.clone(),
             file: engine.home().display_path(&r.file),
             valid: true,
-            kind: Some(r.kind_name()),
+            kind: Some(r.kind()),
             schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", fmt_time(&t)))),
             schedule_words: Some(schedule_words(r)),
             timezone: Some(r.timezone.name().to_string()),

@@ -25,6 +25,7 @@ pub struct UsageReport {
     /// The local days, oldest first (every day, also those without runs).
     pub days: Vec<String>,
     /// What cost and tokens are stacked by: `routine` or `account`.
+    #[cfg_attr(test, ts(type = "\"routine\" | \"account\""))]
     pub by: &'static str,
     pub cost: Vec<Series>,
     /// Input + output tokens (cache reads and writes are in the tables of `top`).
