@@ -33,6 +33,9 @@ export const STATUS_LABEL = {
 /** Statuses of runs that never started a process (drawn lighter beside those that ran). */
 export const NEVER_STARTED = ["blocked", "missed", "skipped"];
 
+/** Statuses of runs that are not final yet: their record can still change. */
+export const LIVE = ["queued", "running"];
+
 /** The words a person reads for each trigger. */
 export const TRIGGER_LABEL = {
   schedule: "schedule",

@@ -4,12 +4,12 @@
 import { call, errorText, onEngine, openLink } from "../lib/api.js";
 import { badge, h, replace, trustedReport } from "../lib/dom.js";
 import { cost, duration, full, trigger } from "../lib/format.js";
-import { STATUS_TONE } from "../lib/vocabulary.js";
+import { LIVE, STATUS_TONE } from "../lib/vocabulary.js";
 
 const FOLLOW_MS = 700;
 
-/** Queued or running: the record can still change (the engine's `is_final`, negated). */
-const isLive = (status) => status === "queued" || status === "running";
+/** Not final yet: the record can still change (the engine's words, `LIVE`). */
+const isLive = (status) => LIVE.includes(status);
 
 export function mount(root, params, ui) {
   const id = params.get("id");

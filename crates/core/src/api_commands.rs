@@ -1,6 +1,7 @@
-// Every window command's name, as the window calls it. One list, included by `api/mod.rs` (the
-// definitions, `serve`'s router) and by `src-tauri/build.rs` (the app manifest Tauri derives the
-// permissions from; a build script cannot depend on the crate, so it includes this file).
+// Every window command's name, as the window calls it. The commands are declared in `api/mod.rs`
+// (`commands!`, which a test holds to this list); this copy of their names exists for
+// `src-tauri/build.rs` (the app manifest Tauri derives the permissions from), which cannot depend
+// on the crate and so includes this file.
 pub const COMMANDS: &[&str] = &[
     "engine_state",
     "list_routines",

@@ -34,6 +34,7 @@ pub fn javascript() -> String {
     let tones: Vec<String> = RunStatus::ALL.iter().map(|s| format!("  {s}: {},", word(status_tone(*s)))).collect();
     let labels: Vec<String> = RunStatus::ALL.iter().map(|s| format!("  {s}: \"{}\",", status_label(*s))).collect();
     let never: Vec<String> = RunStatus::ALL.iter().filter(|s| never_started(**s)).map(|s| format!("\"{s}\"")).collect();
+    let live: Vec<String> = RunStatus::ALL.iter().filter(|s| !s.is_final()).map(|s| format!("\"{s}\"")).collect();
     let triggers: Vec<String> = Trigger::ALL.iter().map(|t| format!("  {t}: \"{}\",", t.label())).collect();
     format!(
         "// Generated from crates/core/src/view/vocabulary.rs — do not edit: a test fails when this file and the\n\
@@ -46,12 +47,15 @@ pub fn javascript() -> String {
          export const STATUS_LABEL = {{\n{}\n}};\n\n\
          /** Statuses of runs that never started a process (drawn lighter beside those that ran). */\n\
          export const NEVER_STARTED = [{}];\n\n\
+         /** Statuses of runs that are not final yet: their record can still change. */\n\
+         export const LIVE = [{}];\n\n\
          /** The words a person reads for each trigger. */\n\
          export const TRIGGER_LABEL = {{\n{}\n}};\n",
         statuses.join(", "),
         tones.join("\n"),
         labels.join("\n"),
         never.join(", "),
+        live.join(", "),
         triggers.join("\n"),
     )
 }
@@ -71,5 +75,6 @@ mod tests {
         assert_eq!(status_label(RunStatus::TimedOut), "timed out");
         assert!(javascript().contains("timed_out: \"bad\","));
         assert!(javascript().contains("export const NEVER_STARTED = [\"blocked\", \"missed\", \"skipped\"];"));
+        assert!(javascript().contains("export const LIVE = [\"queued\", \"running\"];"));
     }
 }
