@@ -44,8 +44,19 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Open (creating if needed) and migrate the database at `path`.
+    /// Open (creating if needed) and migrate the database at `path`. Only the engine opens its
+    /// store — no face can hold one and go around it; tests and benches may (feature
+    /// `test-support`), to lay out the rows an engine would have left.
+    #[cfg(any(test, feature = "test-support"))]
     pub fn open(path: &Path) -> Result<Store> {
+        Store::open_and_migrate(path)
+    }
+    #[cfg(not(any(test, feature = "test-support")))]
+    pub(crate) fn open(path: &Path) -> Result<Store> {
+        Store::open_and_migrate(path)
+    }
+
+    fn open_and_migrate(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
         }
