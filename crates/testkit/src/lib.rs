@@ -1,6 +1,7 @@
 //! Test support for Nightshift: faithful fakes of the Anthropic Messages, OpenAI Responses and
 //! Gemini APIs on loopback (for the real Claude Code, Codex and Gemini CLIs), helpers that lay out
-//! throwaway homes, and where to find the real agent CLIs the tests run.
+//! throwaway homes, where to find the real agent CLIs the tests run, and real servers started by
+//! the tests (a webhook receiver, a D-Bus notification server, an OpenSSH server).
 
 pub mod bench;
 pub mod dbus;
@@ -10,6 +11,7 @@ pub mod fake_gemini;
 pub mod fake_openai;
 pub mod git;
 pub mod home;
+pub mod ssh;
 pub mod streams;
 pub mod tmpfs;
 pub mod wait;
@@ -19,6 +21,7 @@ pub use fake_anthropic::{FakeAnthropic, Reply};
 pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;
+pub use ssh::SshServer;
 pub use tmpfs::Tmpfs;
 pub use wait::{secs, wait_for_async, wait_until, wait_until_async, waited};
 pub use webhook_receiver::{Answer, WebhookReceiver};
