@@ -5,6 +5,7 @@ pub mod env;
 pub mod follow;
 pub mod hooks;
 pub mod process;
+pub mod remote;
 pub mod scrub;
 
 pub use hooks::SettleHook;

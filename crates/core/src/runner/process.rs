@@ -45,7 +45,7 @@ const EXIT_CODE_ROOM: &[u8] = b"                \n";
 /// what was left, so a suspend cannot stretch the limit. The wrapper ends (and reaps) the watcher
 /// when the agent exits, unless the watcher is ending the run (it then still owes the group its
 /// SIGKILL).
-const WRAPPER: &str = r#"f="$1"; t="$2"; d="$3"; g="$4"; x="$5"; shift 5
+pub(crate) const WRAPPER: &str = r#"f="$1"; t="$2"; d="$3"; g="$4"; x="$5"; shift 5
 r="${f%/*}"
 trap : TERM INT HUP
 exec 3<&0 </dev/null

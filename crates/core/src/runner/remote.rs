@@ -1,0 +1,332 @@
+//! A run's process on another machine, over the user's own OpenSSH (groundwork for remote runs:
+//! the mechanics are here and tested against a real `sshd`; routines cannot place runs on a host
+//! yet — see the open issue on remote runs).
+//!
+//! * **The same wrapper as a local run** ([`super::process`]), started on the remote side in a
+//!   per-run directory under the remote user's home (`~/.nightshift/runs/<run id>/`: `stdout.log`,
+//!   `stderr.log`, `exit_code`, `pgid`). The session sshd starts is its own process group, so a
+//!   timeout or cancel reaches everything the agent forked.
+//! * **Autonomous once started**: the wrapper's stdin is `/dev/null`, so it keeps the wall-clock
+//!   limit itself from the first second (a local run's wrapper does that only once its engine is
+//!   gone); the start command returns at once, and no connection has to stay open for the run to
+//!   go on — a dropped connection or a dead engine never ends it.
+//! * **Secrets travel only over the channel**: the start command reads `NAME=value` lines from
+//!   its stdin with the shell's `read` builtin and exports them — never in any argv (`ps`), never in
+//!   a remote file.
+//! * **Output comes home by following**: `tail -c +<next byte> --pid=<wrapper> -f` per log, run
+//!   over SSH, appends to the local files from the last byte they have, and ends when the wrapper
+//!   ends — so following again after a drop continues exactly where it stopped. (GNU `tail`; the
+//!   remote side is expected to be Linux.)
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// Where runs live on the remote side, under its `$HOME`.
+const REMOTE_RUNS: &str = ".nightshift/runs";
+
+/// How to reach a host: an alias or `user@host` from the user's `~/.ssh/config`, never a prompt.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub host: String,
+    /// An `ssh_config` to use instead of the user's (`-F`; tests).
+    pub config: Option<PathBuf>,
+}
+
+impl Target {
+    pub fn new(host: impl Into<String>) -> Target {
+        Target { host: host.into(), config: None }
+    }
+
+    /// `ssh … host -- <remote command>`: batch mode (a missing key is an error, not a password
+    /// prompt nobody answers) and a connect timeout (an unreachable host fails in seconds).
+    fn ssh(&self, remote: &str) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new("ssh");
+        if let Some(config) = &self.config {
+            c.arg("-F").arg(config);
+        }
+        c.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-T"]).arg(&self.host).arg("--").arg(remote);
+        c.stdin(Stdio::null()).kill_on_drop(true);
+        c
+    }
+
+    async fn output(&self, remote: &str) -> Result<String, String> {
+        let out = self.ssh(remote).output().await.map_err(|e| format!("could not run ssh: {e}"))?;
+        match out.status.success() {
+            true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
+            false => Err(said(&self.host, &out.stderr, out.status.code())),
+        }
+    }
+}
+
+/// ssh's own words for a failure, with the host named.
+fn said(host: &str, stderr: &[u8], code: Option<i32>) -> String {
+    let text = String::from_utf8_lossy(stderr);
+    let text = text.trim();
+    match (text.is_empty(), code) {
+        (false, _) => format!("{host}: {text}"),
+        (true, Some(255)) => format!("{host}: ssh could not connect"),
+        (true, code) => format!("{host}: the remote command failed (exit code {})", code.map_or("none".into(), |c| c.to_string())),
+    }
+}
+
+/// What runs on the remote side.
+#[derive(Debug, Clone)]
+pub struct RemoteCommand {
+    pub run_id: String,
+    /// The program and its arguments, or `["sh", "-c", COMMAND]` for a shell command.
+    pub argv: Vec<String>,
+    /// Where it runs (remote path; `~` is the remote home); `None`: the remote home.
+    pub cwd: Option<String>,
+    /// Variables for the run's environment that must never rest anywhere (tokens).
+    pub secrets: Vec<(String, String)>,
+    pub timeout: Option<Duration>,
+    pub kill_grace: Duration,
+}
+
+/// A started remote run: where its files are and which process group is it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Started {
+    /// The run's directory on the remote side (absolute).
+    pub dir: String,
+    /// The wrapper's pid (it lives exactly as long as the run) and its process group.
+    pub pid: u32,
+    pub pgid: u32,
+}
+
+/// `'text'` for a POSIX shell.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+/// A remote path as a shell word: `~/x` stays relative to the remote home.
+fn remote_path(path: &str) -> String {
+    match path.strip_prefix("~/") {
+        Some(rest) => format!("\"$HOME\"/{}", quote(rest)),
+        None if path == "~" => "\"$HOME\"".into(),
+        None => quote(path),
+    }
+}
+
+/// Start `cmd` on `target` and return once it runs there (the run itself goes on alone).
+pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, String> {
+    let secs = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
+    let timeout = cmd.timeout.map(secs).unwrap_or(0);
+    let argv: Vec<String> = cmd.argv.iter().map(|a| quote(a)).collect();
+    let cwd = cmd.cwd.as_deref().map(remote_path).unwrap_or_else(|| "\"$HOME\"".into());
+    // Secrets first (read, exported, never echoed); then the run directory, the wrapper started
+    // in the background with stdin from /dev/null (it keeps the limit itself), its pid reported.
+    // `$$` of `sh -c` here is the session's process group leader sshd made, or in its group.
+    let script = format!(
+        "set -e\n\
+         while IFS= read -r kv && [ -n \"$kv\" ]; do export \"$kv\"; done\n\
+         d=\"$HOME/{REMOTE_RUNS}/\"{id}\n\
+         mkdir -p \"$d\"\n\
+         cd {cwd}\n\
+         : > \"$d/stdout.log\"; : > \"$d/stderr.log\"; printf '%16s\\n' '' > \"$d/exit_code\"\n\
+         now=$(date +%s)\n\
+         sh -c {wrapper} nightshift-run \"$d/exit_code\" {timeout} $((now + {timeout})) {grace} '' {argv} </dev/null >\"$d/stdout.log\" 2>\"$d/stderr.log\" &\n\
+         w=$!\n\
+         g=$(ps -o pgid= -p \"$w\" 2>/dev/null | tr -d ' ') || true\n\
+         [ -n \"$g\" ] || g=$(cut -d' ' -f5 /proc/$w/stat)\n\
+         printf '%s\\n' \"$g\" > \"$d/pgid\"\n\
+         printf '%s %s %s\\n' \"$d\" \"$w\" \"$g\"\n",
+        id = quote(&cmd.run_id),
+        wrapper = quote(super::process::WRAPPER),
+        grace = secs(cmd.kill_grace).max(1),
+        argv = argv.join(" "),
+    );
+    let mut child = target.ssh(&format!("sh -c {}", quote(&script))).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not run ssh: {e}"))?;
+    let mut secrets = String::new();
+    for (k, v) in &cmd.secrets {
+        // A line break would end the value early and run the rest as another variable: refused.
+        if v.contains('\n') || k.contains(['\n', '=']) {
+            return Err(format!("the variable {k} cannot be sent to {}: it holds a line break", target.host));
+        }
+        secrets.push_str(&format!("{k}={v}\n"));
+    }
+    secrets.push('\n');
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin.write_all(secrets.as_bytes()).await.map_err(|e| format!("{}: could not send the run's environment: {e}", target.host))?;
+    }
+    let out = child.wait_with_output().await.map_err(|e| format!("could not run ssh: {e}"))?;
+    if !out.status.success() {
+        return Err(said(&target.host, &out.stderr, out.status.code()));
+    }
+    let line = String::from_utf8_lossy(&out.stdout);
+    let mut parts = line.split_whitespace();
+    match (parts.next(), parts.next().and_then(|p| p.parse().ok()), parts.next().and_then(|g| g.parse().ok())) {
+        (Some(dir), Some(pid), Some(pgid)) => Ok(Started { dir: dir.to_string(), pid, pgid }),
+        _ => Err(format!("{}: the run started but did not say where (got {:?})", target.host, line.trim())),
+    }
+}
+
+/// Bring the run's output home: append what the remote logs have past the local files' ends,
+/// following until the run ends there; then its exit code (`None`: it ended without one —
+/// killed before the wrapper could write it). Call again after a drop: it continues from the last
+/// byte the local files have.
+pub async fn follow(target: &Target, run: &Started, local_stdout: &Path, local_stderr: &Path) -> Result<Option<i32>, String> {
+    let (a, b) = tokio::join!(follow_one(target, run, "stdout.log", local_stdout), follow_one(target, run, "stderr.log", local_stderr));
+    a?;
+    b?;
+    let code = target.output(&format!("cat {}/exit_code", quote(&run.dir))).await?;
+    Ok(code.trim().parse().ok())
+}
+
+async fn follow_one(target: &Target, run: &Started, name: &str, local: &Path) -> Result<(), String> {
+    let have = std::fs::metadata(local).map(|m| m.len()).unwrap_or(0);
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(local).map_err(|e| format!("could not write {}: {e}", local.display()))?;
+    // `--pid`: tail ends once the wrapper is gone, after a last read.
+    let remote = format!("tail -c +{} --pid={} -f {}/{name}", have + 1, run.pid, quote(&run.dir));
+    // (`spawn`, not `output`: tokio's `output` would capture stdout instead of the file.)
+    let child = target.ssh(&remote).stdout(Stdio::from(file)).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not run ssh: {e}"))?;
+    let status = child.wait_with_output().await.map_err(|e| format!("could not run ssh: {e}"))?;
+    match status.status.success() {
+        true => Ok(()),
+        false => Err(said(&target.host, &status.stderr, status.status.code())),
+    }
+}
+
+/// End the run on the remote side: SIGTERM to its process group, SIGKILL after the grace.
+pub async fn cancel(target: &Target, run: &Started, grace: Duration) -> Result<(), String> {
+    let g = run.pgid;
+    let script = format!(
+        "kill -TERM -{g} 2>/dev/null || exit 0\n\
+         n=0; while kill -0 -{g} 2>/dev/null && [ $n -lt {grace} ]; do sleep 1; n=$((n + 1)); done\n\
+         kill -KILL -{g} 2>/dev/null; exit 0\n",
+        grace = grace.as_secs().max(1)
+    );
+    target.output(&format!("sh -c {}", quote(&script))).await.map(|_| ())
+}
+
+/// Remove the run's remote directory (once its output is home and it is settled).
+pub async fn remove(target: &Target, run: &Started) -> Result<(), String> {
+    // Only ever a directory under the runs folder: never an arbitrary path from a record.
+    if !run.dir.contains(&format!("/{REMOTE_RUNS}/")) {
+        return Err(format!("refusing to remove {} on {}: not a run directory", run.dir, target.host));
+    }
+    target.output(&format!("rm -rf -- {}", quote(&run.dir))).await.map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn words_are_quoted_for_the_remote_shell() {
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(remote_path("~/src/my repo"), "\"$HOME\"/'src/my repo'");
+        assert_eq!(remote_path("/srv/x"), "'/srv/x'");
+    }
+
+    fn target(server: &nightshift_testkit::SshServer) -> Target {
+        Target { host: nightshift_testkit::SshServer::ALIAS.into(), config: Some(server.ssh_config()) }
+    }
+
+    /// Where a run's output comes home (kept while the first value lives).
+    fn local_logs() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+        let local = tempfile::tempdir().unwrap();
+        let (out, err) = (local.path().join("stdout.log"), local.path().join("stderr.log"));
+        (local, out, err)
+    }
+
+    fn command(id: &str, script: &str, timeout: Option<Duration>) -> RemoteCommand {
+        RemoteCommand { run_id: id.into(), argv: vec!["sh".into(), "-c".into(), script.into()], cwd: None, secrets: Vec::new(), timeout, kill_grace: Duration::from_secs(1) }
+    }
+
+    /// Every process whose argv or environment is readable here (the "remote" side is this machine).
+    fn argv_holding(needle: &str) -> Vec<String> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+            if let Ok(argv) = std::fs::read(entry.path().join("cmdline")) {
+                if String::from_utf8_lossy(&argv).contains(needle) {
+                    found.push(String::from_utf8_lossy(&argv).replace('\0', " "));
+                }
+            }
+        }
+        found
+    }
+
+    fn pgroup_alive(pgid: u32) -> bool {
+        // SAFETY: signal 0 only checks that the group exists.
+        unsafe { libc::kill(-(pgid as i32), 0) == 0 }
+    }
+
+    #[tokio::test]
+    async fn a_run_goes_there_its_output_comes_home_and_the_token_rests_nowhere() {
+        let Some(server) = nightshift_testkit::SshServer::start() else { return };
+        let t = target(&server);
+        let (_local, out, err) = local_logs();
+        let token = "sk-ant-oat01-remote-token-never-in-argv";
+        let mut cmd = command("r1", "echo out; echo err >&2; printf '%s' \"$TOKEN\" | wc -c; sleep 1; pwd; exit 3", None);
+        cmd.secrets = vec![("TOKEN".into(), token.into())];
+        cmd.cwd = Some("~".into());
+        let run = start(&t, &cmd).await.unwrap();
+        assert!(run.dir.starts_with(&server.remote_home().display().to_string()), "{run:?}");
+        assert!(argv_holding(token).is_empty(), "the token is in a process's argv: {:?}", argv_holding(token));
+        assert_eq!(follow(&t, &run, &out, &err).await.unwrap(), Some(3));
+        let said = std::fs::read_to_string(&out).unwrap();
+        assert_eq!(said, format!("out\n{}\n{}\n", token.len(), server.remote_home().display()), "the token reached the run's environment");
+        assert_eq!(std::fs::read_to_string(&err).unwrap(), "err\n");
+        let rest = std::process::Command::new("grep").args(["-r", "-l", token]).arg(server.remote_home()).output().unwrap();
+        assert!(rest.stdout.is_empty(), "the token rests in a remote file: {}", String::from_utf8_lossy(&rest.stdout));
+        remove(&t, &run).await.unwrap();
+        assert!(!std::path::Path::new(&run.dir).exists(), "the remote run directory is removed");
+    }
+
+    #[tokio::test]
+    async fn the_remote_side_keeps_the_limit_and_cancel_ends_the_whole_group() {
+        let Some(server) = nightshift_testkit::SshServer::start() else { return };
+        let t = target(&server);
+        let (_local, out, err) = local_logs();
+        // Nobody follows this one: the wrapper ends it at its limit by itself.
+        let run = start(&t, &command("slow", "sleep 30 & sleep 30; wait", Some(Duration::from_secs(1)))).await.unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(15), follow(&t, &run, &out, &err)).await.expect("ended at its limit").unwrap();
+        assert!(code.is_some_and(|c| c != 0), "{code:?}");
+        assert!(std::path::Path::new(&run.dir).join("timed_out").exists(), "the wrapper recorded the timeout");
+        nightshift_testkit::wait_until_async("the group to be gone", Duration::from_secs(5), || !pgroup_alive(run.pgid)).await;
+
+        let run = start(&t, &command("cancelled", "sleep 30 & sleep 30; wait", None)).await.unwrap();
+        assert!(pgroup_alive(run.pgid));
+        cancel(&t, &run, Duration::from_secs(1)).await.unwrap();
+        let code = tokio::time::timeout(Duration::from_secs(10), follow(&t, &run, &out, &err)).await.expect("ended by cancel").unwrap();
+        assert!(code.is_some_and(|c| c != 0), "{code:?}");
+        nightshift_testkit::wait_until_async("the cancelled group to be gone", Duration::from_secs(5), || !pgroup_alive(run.pgid)).await;
+    }
+
+    #[tokio::test]
+    async fn a_dropped_connection_loses_nothing_and_following_again_continues_where_it_stopped() {
+        let Some(mut server) = nightshift_testkit::SshServer::start() else { return };
+        let t = target(&server);
+        let (_local, out, err) = local_logs();
+        let run = start(&t, &command("long", "i=0; while [ $i -lt 30 ]; do echo line $i; i=$((i + 1)); sleep 0.1; done", None)).await.unwrap();
+        // Follow for a while, then the server goes away under the follower (every session cut).
+        let following = tokio::spawn({
+            let (t, run, out, err) = (t.clone(), run.clone(), out.clone(), err.clone());
+            async move { follow(&t, &run, &out, &err).await }
+        });
+        nightshift_testkit::wait_until_async("some output home", Duration::from_secs(10), || std::fs::metadata(&out).is_ok_and(|m| m.len() > 0)).await;
+        server.stop();
+        assert!(following.await.unwrap().is_err(), "the follower notices the drop");
+        assert!(pgroup_alive(run.pgid) || std::fs::read_to_string(std::path::Path::new(&run.dir).join("exit_code")).unwrap().trim() == "0", "the run went on without a connection");
+        server.resume();
+        assert_eq!(follow(&t, &run, &out, &err).await.unwrap(), Some(0));
+        let want: String = (0..30).map(|i| format!("line {i}\n")).collect();
+        assert_eq!(std::fs::read_to_string(&out).unwrap(), want, "every line once, in order");
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_host_fails_in_words_without_a_prompt() {
+        let Some(mut server) = nightshift_testkit::SshServer::start() else { return };
+        server.stop();
+        let err = start(&target(&server), &command("never", "true", None)).await.unwrap_err();
+        assert!(err.starts_with("box: ") && err.contains("Connection refused"), "{err}");
+    }
+
+    #[test]
+    fn failures_name_the_host() {
+        assert_eq!(said("box", b"ssh: connect to host 127.0.0.1 port 1: Connection refused\n", Some(255)), "box: ssh: connect to host 127.0.0.1 port 1: Connection refused");
+        assert_eq!(said("box", b"", Some(255)), "box: ssh could not connect");
+    }
+}
