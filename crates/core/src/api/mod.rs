@@ -112,7 +112,10 @@ pub async fn glance(engine: &Engine, face: &dyn Face) -> Result<Glance> {
     blocking(engine, move |e| {
         let mut state = state_view(&e, elsewhere, scheduling);
         let routines = overview(&e, chrono::Utc::now()).unwrap_or_else(|err| {
-            state.problems.push(err.message);
+            // (The same unreadable database may already be one of the problems.)
+            if !state.problems.contains(&err.message) {
+                state.problems.push(err.message);
+            }
             Vec::new()
         });
         Ok(Glance { state, routines, accounts: e.accounts_health() })
