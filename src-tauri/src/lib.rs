@@ -315,7 +315,7 @@ fn init_tracing() {
 mod tests {
     use super::*;
     use nightshift_core::run::{RunStatus, Trigger};
-    use nightshift_core::store::RunQuery;
+    use nightshift_core::records::RunQuery;
 
     fn app_with_engine(home: &std::path::Path) -> (tauri::App<tauri::test::MockRuntime>, Engine) {
         let home = Home::at(home);

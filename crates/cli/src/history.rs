@@ -4,7 +4,7 @@ use crate::format::{self, json, table};
 use crate::Outcome;
 use clap::Args;
 use nightshift_core::run::RunStatus;
-use nightshift_core::store::{Delivery, RunQuery};
+use nightshift_core::records::{Delivery, RunQuery};
 use nightshift_core::{Engine, Error, ErrorCode};
 use std::io::Write;
 use std::time::Duration;

@@ -3,7 +3,7 @@
 use crate::format;
 use crate::Outcome;
 use chrono::{DateTime, NaiveDate, TimeZone, Utc};
-use nightshift_core::store::{UsageBy, UsageRow};
+use nightshift_core::records::{UsageBy, UsageRow};
 use nightshift_core::{Engine, Error, ErrorCode};
 
 #[derive(clap::Args)]

@@ -22,7 +22,13 @@ pub mod run_dir;
 pub mod runner;
 pub mod schedule;
 pub mod settings;
+/// The database is the engine's: a normal build cannot reach the store at all (the faces read
+/// through [`Engine`] and [`records`]); test builds may, to lay out the rows an engine would have
+/// left (feature `test-support`).
+#[cfg(any(test, feature = "test-support"))]
 pub mod store;
+#[cfg(not(any(test, feature = "test-support")))]
+pub(crate) mod store;
 pub mod view;
 pub mod webhook;
 pub mod workspace;
@@ -33,3 +39,8 @@ pub use error::{Error, ErrorCode, Result};
 pub use events::EngineEvent;
 pub use home::Home;
 pub use run::{Reason, RunRecord, RunStatus, Trigger};
+
+/// The rows the faces read through the engine, and the queries they ask with.
+pub mod records {
+    pub use crate::store::{Delivery, DeliveryRow, HealthRecord, Page, RunQuery, UsageBy, UsageRow};
+}

@@ -15,6 +15,7 @@ macro_rules! string_enum {
         #[serde(rename_all = "snake_case")]
         pub enum $name { $($(#[$vm])* $variant),+ }
         impl $name {
+            #[allow(dead_code)] // (every word, for the faces and tests; not every enum has a use for it)
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
             pub fn as_str(self) -> &'static str { match self { $($name::$variant => $text),+ } }
             pub fn parse(s: &str) -> Option<Self> { match s { $($text => Some($name::$variant),)+ _ => None } }

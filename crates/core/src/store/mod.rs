@@ -16,14 +16,12 @@ mod usage;
 mod workspaces;
 
 pub use outbox::{Delivery, DeliveryRow, OutboxEntry};
-pub use queue::{Claims, HeldRun, QueuedRow, RunningRow};
-pub use runs::{NewRun, OpenRun, Page, RunQuery, Settlement};
+pub use queue::{Claims, QueuedRow};
+pub use runs::{NewRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;
 pub use scheduling::RoutineRow;
 pub use routine_files::IndexedFile;
-pub use workspaces::KeptWorktree;
 pub use usage::{DayUsage, UsageBy, UsageRow};
-pub use retention::Prunable;
 pub use evidence::{EventRow, Presence, PresenceEnd, RoutineEvent, SlotRow};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -44,19 +42,9 @@ impl std::fmt::Debug for Store {
 }
 
 impl Store {
-    /// Open (creating if needed) and migrate the database at `path`. Only the engine opens its
-    /// store — no face can hold one and go around it; tests and benches may (feature
-    /// `test-support`), to lay out the rows an engine would have left.
-    #[cfg(any(test, feature = "test-support"))]
+    /// Open (creating if needed) and migrate the database at `path`. (Only the engine does, outside
+    /// test builds: this module is private to the crate there.)
     pub fn open(path: &Path) -> Result<Store> {
-        Store::open_and_migrate(path)
-    }
-    #[cfg(not(any(test, feature = "test-support")))]
-    pub(crate) fn open(path: &Path) -> Result<Store> {
-        Store::open_and_migrate(path)
-    }
-
-    fn open_and_migrate(path: &Path) -> Result<Store> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
         }
@@ -106,10 +94,6 @@ impl Store {
         let conn = Connection::open(&self.path).map_err(|e| open_error(&self.path, &e))?;
         conn.busy_timeout(Duration::from_secs(10)).map_err(|e| open_error(&self.path, &e))?;
         Ok(Store { conn: Mutex::new(conn), path: self.path.clone() })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Check the whole file for damage (`PRAGMA quick_check`: it reads every page, so long-running

@@ -13,13 +13,12 @@ use rusqlite::params;
 pub struct KeptWorktree {
     pub run_id: String,
     pub routine: String,
-    pub finished_at: Option<DateTime<Utc>>,
     pub changes: Changes,
 }
 
 /// Settled runs with a worktree, oldest first: a walk of the partial index `runs_with_worktree`
 /// (only rows that still have a worktree are in it), never of the whole history.
-const KEPT: &str = "SELECT id, routine, finished_at, changes FROM runs
+const KEPT: &str = "SELECT id, routine, changes FROM runs
      WHERE worktree IS NOT NULL AND status NOT IN ('queued', 'running') AND finished_at < ?1
      ORDER BY sort_ms LIMIT ?2";
 
@@ -40,15 +39,15 @@ impl Store {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(KEPT)?;
         let rows = stmt.query_map(params![fmt_time(&before), limit as i64], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?, r.get::<_, Option<String>>(3)?))
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, Option<String>>(2)?))
         })?;
         let mut kept = Vec::new();
         for row in rows {
-            let (run_id, routine, finished, changes) = row?;
+            let (run_id, routine, changes) = row?;
             let Some(changes) = changes.and_then(|c| serde_json::from_str(&c).ok()) else {
                 continue;
             };
-            kept.push(KeptWorktree { run_id, routine, finished_at: finished.as_deref().and_then(crate::run::parse_time), changes });
+            kept.push(KeptWorktree { run_id, routine, changes });
         }
         Ok(kept)
     }
