@@ -154,7 +154,9 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, Stri
     if !out.status.success() {
         return Err(said(&target.host, &out.stderr, out.status.code()));
     }
-    let line = String::from_utf8_lossy(&out.stdout);
+    // The last line: a login shell's startup files may print before the script runs.
+    let said = String::from_utf8_lossy(&out.stdout);
+    let line = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
     let mut parts = line.split_whitespace();
     match (parts.next(), parts.next().and_then(|p| p.parse().ok()), parts.next().and_then(|g| g.parse().ok())) {
         (Some(dir), Some(pid), Some(pgid)) => Ok(Started { dir: dir.to_string(), pid, pgid }),
