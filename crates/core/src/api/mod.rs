@@ -161,7 +161,6 @@ macro_rules! commands {
             match command {
                 $(
                     stringify!($name) => {
-                        #[allow(unused_variables)]
                         let arguments::$name { $($arg),* } = arguments(command, args)?;
                         json::<$answer>($body)
                     }
