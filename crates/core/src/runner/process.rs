@@ -26,7 +26,12 @@ use std::time::Duration;
 
 use crate::run_dir::RunDir;
 /// The blank exit-code file made at spawn: wide enough for any code, written over in place.
-const EXIT_CODE_ROOM: &[u8] = b"                \n";
+pub(crate) const EXIT_CODE_ROOM: &str = "                \n";
+
+/// Whole seconds, rounded up — what the wrapper counts in: a limit or a grace is never cut short.
+pub(crate) fn whole_secs(d: Duration) -> u64 {
+    d.as_secs() + u64::from(d.subsec_nanos() > 0)
+}
 
 /// `sh -c WRAPPER nightshift-run <exit file> <timeout secs, 0 = none> <deadline, epoch secs> <grace secs> <scrubber or ""> <program> <args…>`,
 /// or `… "" <command>` for a shell command (see [`spawn`]).
@@ -128,9 +133,8 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
     std::fs::write(&exit_file, EXIT_CODE_ROOM)?;
 
     let mut cmd = tokio::process::Command::new(WRAPPER_SHELL);
-    // Whole seconds, rounded up (a limit is never cut short); 0 means no limit.
-    let secs = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    let timeout = spec.timeout.map(secs).unwrap_or(0);
+    // 0 means no limit.
+    let timeout = spec.timeout.map(whole_secs).unwrap_or(0);
     // The deadline is wall-clock time (the system's, whatever clock the engine runs on).
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     let deadline = (timeout > 0).then(|| std::time::UNIX_EPOCH + Duration::from_secs(now.saturating_add(timeout)));
@@ -143,7 +147,7 @@ pub fn spawn(spec: &SpawnSpec) -> std::io::Result<RunProcess> {
         .arg(&exit_file)
         .arg(timeout.to_string())
         .arg(now.saturating_add(timeout).to_string())
-        .arg(secs(spec.kill_grace).max(1).to_string())
+        .arg(whole_secs(spec.kill_grace).max(1).to_string())
         .arg(spec.scrubber.as_deref().unwrap_or(Path::new("")));
     // `sh -c COMMAND` (a command routine) runs in a fork of the wrapper's own shell — the same
     // `sh`, one exec per run fewer; its positional parameters and the wrapper's variables are

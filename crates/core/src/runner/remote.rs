@@ -3,9 +3,9 @@
 //! yet — see the open issue on remote runs).
 //!
 //! * **The same wrapper as a local run** ([`super::process`]), started on the remote side in a
-//!   per-run directory under the remote user's home (`~/.nightshift/runs/<run id>/`: `stdout.log`,
-//!   `stderr.log`, `exit_code`, `pgid`). The session sshd starts is its own process group, so a
-//!   timeout or cancel reaches everything the agent forked.
+//!   per-run directory under the remote user's home (`~/.nightshift/runs/<run id>/`, laid out as a
+//!   local run directory: `stdout.log`, `stderr.log`, `exit_code`). The session sshd starts is its
+//!   own process group, so a timeout or cancel reaches everything the agent forked.
 //! * **Autonomous once started**: the wrapper's stdin is `/dev/null`, so it keeps the wall-clock
 //!   limit itself from the first second (a local run's wrapper does that only once its engine is
 //!   gone); the start command returns at once, and no connection has to stay open for the run to
@@ -18,6 +18,7 @@
 //!   ends — so following again after a drop continues exactly where it stopped. (GNU `tail`; the
 //!   remote side is expected to be Linux.)
 
+use crate::run_dir::{EXIT_CODE_FILE, STDERR_LOG, STDOUT_LOG};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -111,8 +112,8 @@ fn remote_path(path: &str) -> String {
 
 /// Start `cmd` on `target` and return once it runs there (the run itself goes on alone).
 pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, String> {
-    let secs = |d: Duration| d.as_secs() + u64::from(d.subsec_nanos() > 0);
-    let timeout = cmd.timeout.map(secs).unwrap_or(0);
+    use super::process::whole_secs;
+    let timeout = cmd.timeout.map(whole_secs).unwrap_or(0);
     let argv: Vec<String> = cmd.argv.iter().map(|a| quote(a)).collect();
     let cwd = cmd.cwd.as_deref().map(remote_path).unwrap_or_else(|| "\"$HOME\"".into());
     // Secrets first (read, exported, never echoed); then the run directory, the wrapper started
@@ -124,17 +125,20 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, Stri
          d=\"$HOME/{REMOTE_RUNS}/\"{id}\n\
          mkdir -p \"$d\"\n\
          cd {cwd}\n\
-         : > \"$d/stdout.log\"; : > \"$d/stderr.log\"; printf '%16s\\n' '' > \"$d/exit_code\"\n\
+         : > \"$d/{out}\"; : > \"$d/{err}\"; printf '%s' {room} > \"$d/{exit}\"\n\
          now=$(date +%s)\n\
-         sh -c {wrapper} nightshift-run \"$d/exit_code\" {timeout} $((now + {timeout})) {grace} '' {argv} </dev/null >\"$d/stdout.log\" 2>\"$d/stderr.log\" &\n\
+         sh -c {wrapper} nightshift-run \"$d/{exit}\" {timeout} $((now + {timeout})) {grace} '' {argv} </dev/null >\"$d/{out}\" 2>\"$d/{err}\" &\n\
          w=$!\n\
          g=$(ps -o pgid= -p \"$w\" 2>/dev/null | tr -d ' ') || true\n\
          [ -n \"$g\" ] || g=$(cut -d' ' -f5 /proc/$w/stat)\n\
-         printf '%s\\n' \"$g\" > \"$d/pgid\"\n\
          printf '%s %s %s\\n' \"$d\" \"$w\" \"$g\"\n",
         id = quote(&cmd.run_id),
+        out = STDOUT_LOG,
+        err = STDERR_LOG,
+        exit = EXIT_CODE_FILE,
+        room = quote(super::process::EXIT_CODE_ROOM),
         wrapper = quote(super::process::WRAPPER),
-        grace = secs(cmd.kill_grace).max(1),
+        grace = whole_secs(cmd.kill_grace).max(1),
         argv = argv.join(" "),
     );
     let mut child = target.ssh(&format!("sh -c {}", quote(&script))).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("could not run ssh: {e}"))?;
@@ -169,10 +173,10 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, Stri
 /// killed before the wrapper could write it). Call again after a drop: it continues from the last
 /// byte the local files have.
 pub async fn follow(target: &Target, run: &Started, local_stdout: &Path, local_stderr: &Path) -> Result<Option<i32>, String> {
-    let (a, b) = tokio::join!(follow_one(target, run, "stdout.log", local_stdout), follow_one(target, run, "stderr.log", local_stderr));
+    let (a, b) = tokio::join!(follow_one(target, run, STDOUT_LOG, local_stdout), follow_one(target, run, STDERR_LOG, local_stderr));
     a?;
     b?;
-    let code = target.output(&format!("cat {}/exit_code", quote(&run.dir))).await?;
+    let code = target.output(&format!("cat {}/{EXIT_CODE_FILE}", quote(&run.dir))).await?;
     Ok(code.trim().parse().ok())
 }
 
