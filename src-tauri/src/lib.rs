@@ -341,16 +341,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let (app, engine) = app_with_engine(dir.path());
         on_menu(app.handle(), "run:hello");
-        let start = std::time::Instant::now();
-        loop {
-            let runs = engine.store().list_runs(&RunQuery { limit: 5, ..Default::default() }).unwrap().runs;
-            if let Some(r) = runs.first().filter(|r| r.status.is_final()) {
-                assert_eq!((r.routine.as_str(), r.trigger, r.status), ("hello", Trigger::Manual, RunStatus::Completed));
-                break;
-            }
-            assert!(start.elapsed() < std::time::Duration::from_secs(20), "Run now did nothing");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
+        let settled = || engine.store().list_runs(&RunQuery { limit: 5, ..Default::default() }).unwrap().runs.into_iter().next().filter(|r| r.status.is_final());
+        nightshift_testkit::wait_until("Run now to start the routine and settle it", std::time::Duration::from_secs(20), || settled().is_some());
+        let r = settled().unwrap();
+        assert_eq!((r.routine.as_str(), r.trigger, r.status), ("hello", Trigger::Manual, RunStatus::Completed));
     }
 
     #[test]

@@ -86,10 +86,6 @@ impl SshServer {
         self.dir.path().join("remote-home")
     }
 
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
     /// `ssh -F <config> box <command>`: the real client, as a user's config would run it.
     pub fn ssh(&self, command: &str) -> Command {
         let mut c = Command::new("ssh");

@@ -64,9 +64,7 @@ impl SchedulerLock {
         let _ = file.flush();
         Ok(SchedulerLock { file })
     }
-}
 
-impl SchedulerLock {
     /// Who holds the lock, as it wrote ("nightshiftctl daemon (pid 4242)"), if anyone said.
     pub fn holder(home: &Home) -> Option<String> {
         let mut text = String::new();

@@ -49,7 +49,7 @@ impl EngineOptions {
 
 impl Engine {
     /// The store itself — for tests that arrange rows an engine would have left (the faces go
-    /// through the methods below; a normal build has no `store()` at all).
+    /// through the engine's own methods; a normal build has no `store()` at all).
     pub fn store(&self) -> &Store {
         &self.core.store
     }
