@@ -289,7 +289,9 @@ mod tests {
         // Nobody follows this one: the wrapper ends it at its limit by itself.
         let run = start(&t, &command("slow", "sleep 30 & sleep 30; wait", Some(Duration::from_secs(1)))).await.unwrap();
         let code = tokio::time::timeout(Duration::from_secs(15), follow(&t, &run, &out, &err)).await.expect("ended at its limit").unwrap();
-        assert!(code.is_some_and(|c| c != 0), "{code:?}");
+        // The wrapper's SIGKILL to the group after the grace may take the wrapper itself before it
+        // writes a code: the timeout is told by the marker, never by the code.
+        assert_ne!(code, Some(0), "a run ended at its limit is not a success");
         assert!(std::path::Path::new(&run.dir).join("timed_out").exists(), "the wrapper recorded the timeout");
         nightshift_testkit::wait_until_async("the group to be gone", Duration::from_secs(5), || !pgroup_alive(run.pgid)).await;
 
