@@ -259,6 +259,40 @@ more: number, };
  */
 export type HealthRecord = { account: string, verdict: Verdict, evidence: string, at: string, resets_at: string | null, run_id: string | null, };
 
+/**
+ * What a fresh check of a host found.
+ */
+export type HostCheck = { host: string, reachable: boolean, 
+/**
+ * The agents its routines need that it does not have (by the path runs use there).
+ */
+missing: Array<string>, 
+/**
+ * One sentence: reachable with everything, what is missing, or why it cannot be reached.
+ */
+message: string, };
+
+/**
+ * A host and what is known of it.
+ */
+export type HostView = { host: string, 
+/**
+ * The routines placed on it (valid files only), by name.
+ */
+routines: Array<string>, 
+/**
+ * When it was last tried; `null` if never.
+ */
+checked_at: string | null, 
+/**
+ * When it last answered; `null` if it never did.
+ */
+last_seen: string | null, 
+/**
+ * Why the last try failed, in ssh's words; `null` when it answered.
+ */
+last_error: string | null, };
+
 export type LastRun = { id: string, status: RunStatus, reason: Reason | null, started_at: string | null, };
 
 export type LogChunk = { 
@@ -315,7 +349,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable";
 
 export type Relogin = { 
 /**
@@ -471,7 +505,11 @@ usage: Usage | null,
 /**
  * When retention removed the run's files (logs, report); the record itself stays.
  */
-pruned_at: string | null, };
+pruned_at: string | null, 
+/**
+ * The machine it ran on over SSH (a routine's `host:`); `null` for a run on this machine.
+ */
+host: string | null, };
 
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
 
@@ -607,6 +645,8 @@ export interface Commands {
   check_account: { args: { email: string, }; answer: AccountView };
   set_token: { args: { email: string, token: string, }; answer: null };
   relogin: { args: { email: string, }; answer: Relogin };
+  list_hosts: { args: Record<symbol, never>; answer: Array<HostView> };
+  check_host: { args: { host: string, }; answer: HostCheck };
   open_link: { args: { url: string, }; answer: null };
   routine_form: { args: Record<symbol, never>; answer: RoutineForm };
   check_routine_draft: { args: { draft: Draft, }; answer: DraftCheck };

@@ -1,6 +1,6 @@
 // Accounts: each account's auth health with the evidence behind it, where its credential comes
 // from, expiry and rate-limit reset; Re-login, Set token (paste → OS keychain; never shown
-// again), Check.
+// again), Check. Below them the hosts routines run on over SSH (`host:`), with their health.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
@@ -14,13 +14,49 @@ const capital = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 export function mount(root, _params, ui) {
   const status = h("p", { class: "notice", role: "status", id: "accounts-status" });
   const body = h("div", { id: "accounts" }, h("p", { class: "muted" }, "Checking accounts…"));
-  replace(root, h("h2", {}, "Accounts"), status, body);
+  const hostsBody = h("div", { id: "hosts" });
+  replace(root, h("h2", {}, "Accounts"), status, body, hostsBody);
 
   async function load() {
     try {
       render(await call("list_accounts"));
     } catch (e) {
       replace(body, empty(`Could not check accounts: ${errorText(e)}`));
+    }
+    try {
+      renderHosts(await call("list_hosts"));
+    } catch (e) {
+      replace(hostsBody, empty(`Could not read the hosts: ${errorText(e)}`));
+    }
+  }
+
+  /** The machines routines are placed on (none: nothing shown). @param {import("../lib/types.js").HostView[]} hosts */
+  function renderHosts(hosts) {
+    if (hosts.length === 0) return replace(hostsBody);
+    replace(hostsBody, h("h2", {}, "Hosts"), hosts.map(hostCard));
+  }
+
+  /** @param {import("../lib/types.js").HostView} host */
+  function hostCard(host) {
+    const state = host.checked_at === null ? "not tried yet" : host.last_error === null ? "reachable" : "unreachable";
+    return h(
+      "section",
+      { class: "card host", dataset: { host: host.host, state } },
+      h("div", { class: "toolbar" }, h("h3", {}, host.host), h("span", { class: `badge badge-${host.checked_at === null ? "unknown" : host.last_error === null ? "ok" : "failed"}` }, state), h("span", { class: "muted small" }, "over SSH")),
+      host.last_error ? h("p", { class: "evidence" }, host.last_error) : null,
+      h("p", { class: "muted small" }, "Last seen: ", host.last_seen ? h("strong", { title: full(host.last_seen) }, ago(host.last_seen)) : "never", host.checked_at ? ` · last tried ${ago(host.checked_at)}` : ""),
+      h("p", { class: "muted small" }, host.routines.length ? `Routines: ${host.routines.join(", ")}` : "No routine is placed on it now."),
+      h("div", { class: "actions" }, h("button", { onclick: () => checkHost(host.host) }, "Check")),
+    );
+  }
+
+  async function checkHost(host) {
+    status.textContent = `Checking ${host} over SSH…`;
+    try {
+      status.textContent = (await call("check_host", { host })).message;
+      load();
+    } catch (e) {
+      status.textContent = errorText(e);
     }
   }
 

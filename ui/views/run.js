@@ -94,6 +94,7 @@ export function mount(root, params, ui) {
       fact("Duration", r.duration_ms !== null ? duration(r.duration_ms) : null),
       fact("Agent", r.agent),
       fact("Account", r.account),
+      fact("Host", r.host && `${r.host} (over SSH)`),
       fact("Rate limit resets", r.resets_at && full(r.resets_at)),
       fact("Cost", r.cost_usd !== null ? cost(r.cost_usd) : null),
       fact("Tokens", r.usage && tokens(r.usage)),

@@ -83,6 +83,9 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     if let Some(m) = &r.message {
         println!("  {m}");
     }
+    if let Some(fix) = nightshift_core::view::explain::explain(&r).fix.filter(|_| r.status.is_final()) {
+        println!("  fix: {fix}");
+    }
     println!("id           {}", r.id);
     println!("agent        {}", r.agent);
     println!("trigger      {}", r.trigger);
@@ -92,6 +95,9 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     println!("duration     {}", opt(r.duration_ms.map(format::duration_ms)));
     println!("exit code    {}", opt(r.exit_code.map(|c| c.to_string())));
     println!("account      {}", opt(r.account.clone()));
+    if let Some(host) = &r.host {
+        println!("host         {host} (over SSH)");
+    }
     if let Some(t) = r.resets_at {
         println!("resets at    {}", format::local(&t));
     }

@@ -8,6 +8,7 @@ mod accounts;
 mod daemon;
 mod format;
 mod history;
+mod hosts;
 mod routines;
 mod run;
 mod prune;
@@ -61,6 +62,11 @@ enum Command {
     Accounts {
         #[command(subcommand)]
         command: accounts::AccountsCommand,
+    },
+    /// The machines routines run on over SSH (`host:`): their health, a fresh check.
+    Hosts {
+        #[command(subcommand)]
+        command: hosts::HostsCommand,
     },
     /// Create the home directory with example routines (the tray app does this on first launch).
     Init,
@@ -180,6 +186,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Pause { routine } => pause(&open(home).await?, routine, true),
         Command::Resume { routine } => pause(&open(home).await?, routine, false),
         Command::Accounts { command } => accounts::run(&open(home).await?, command).await,
+        Command::Hosts { command } => hosts::hosts(&open(home).await?, command).await,
         Command::Routines { command } => routines::run(&open(home).await?, command),
         Command::Run(args) => run::run(&open(home).await?, args).await,
         Command::Runs(args) => history::runs(&open(home).await?, args),

@@ -5,53 +5,11 @@
 
 mod common;
 
-use common::{ctl, json, stderr, stdout, tokio_ctl};
+use common::{ctl, ctl_bus, home_with_accounts, json, keychain_available, set_token, stderr, stdout, tokio_ctl};
 use nightshift_testkit::home::{require_agent_cli, require_claude_cli};
 use nightshift_testkit::{FakeAnthropic, Reply, TestHome};
 use std::io::Write;
 use std::process::{Command, Stdio};
-
-/// Tests that need the real keychain fail loudly without one, unless skipped on purpose.
-fn keychain_available() -> bool {
-    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() {
-        return true;
-    }
-    if std::env::var("NIGHTSHIFT_SKIP_KEYCHAIN").as_deref() == Ok("1") {
-        eprintln!("skipping: no D-Bus session and NIGHTSHIFT_SKIP_KEYCHAIN=1");
-        return false;
-    }
-    panic!("no D-Bus session bus: run the suite through scripts/test.sh (it starts one with gnome-keyring), or set NIGHTSHIFT_SKIP_KEYCHAIN=1");
-}
-
-/// A home whose keychain service is unique to this test; accounts are `email` (Claude) or
-/// `agent:email`.
-fn home_with_accounts(accounts: &[&str]) -> (TestHome, String) {
-    let th = TestHome::new();
-    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
-    let mut toml = format!("keychain_service = \"{service}\"\nkill_grace_secs = 1\n");
-    for a in accounts {
-        let (agent, email) = a.split_once(':').unwrap_or(("claude", a));
-        toml += &format!("[[accounts]]\nagent = \"{agent}\"\nemail = \"{email}\"\n");
-    }
-    std::fs::write(th.path().join("nightshift.toml"), toml).unwrap();
-    (th, service)
-}
-
-fn ctl_bus(th: &TestHome) -> Command {
-    let mut c = ctl(th);
-    for var in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"] {
-        if let Some(v) = std::env::var_os(var) {
-            c.env(var, v);
-        }
-    }
-    c
-}
-
-fn set_token(th: &TestHome, email: &str, token: &str) -> std::process::Output {
-    let mut child = ctl_bus(th).args(["accounts", "set-token", email]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    child.stdin.take().unwrap().write_all(format!("{token}\n").as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
-}
 
 fn health(th: &TestHome) -> Vec<serde_json::Value> {
     json(&ctl_bus(th).args(["accounts", "list", "--json"]).output().unwrap()).as_array().unwrap().clone()

@@ -114,3 +114,48 @@ pub fn record_fixture(rec: &serde_json::Value, dir: &str, name: &str) {
     std::fs::copy(run_dir.join("stderr.log"), dir.join(format!("{name}.stderr"))).unwrap();
     std::fs::write(dir.join(format!("{name}.exit")), format!("{}\n", rec["exit_code"])).unwrap();
 }
+
+/// Tests that need the real keychain fail loudly without one, unless skipped on purpose.
+pub fn keychain_available() -> bool {
+    if std::env::var_os("DBUS_SESSION_BUS_ADDRESS").is_some() {
+        return true;
+    }
+    if std::env::var("NIGHTSHIFT_SKIP_KEYCHAIN").as_deref() == Ok("1") {
+        eprintln!("skipping: no D-Bus session and NIGHTSHIFT_SKIP_KEYCHAIN=1");
+        return false;
+    }
+    panic!("no D-Bus session bus: run the suite through scripts/test.sh (it starts one with gnome-keyring), or set NIGHTSHIFT_SKIP_KEYCHAIN=1");
+}
+
+/// A home whose keychain service is unique to this test; accounts are `email` (Claude) or
+/// `agent:email`.
+pub fn home_with_accounts(accounts: &[&str]) -> (TestHome, String) {
+    let th = TestHome::new();
+    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
+    let mut toml = format!("keychain_service = \"{service}\"\nkill_grace_secs = 1\n");
+    for a in accounts {
+        let (agent, email) = a.split_once(':').unwrap_or(("claude", a));
+        toml += &format!("[[accounts]]\nagent = \"{agent}\"\nemail = \"{email}\"\n");
+    }
+    std::fs::write(th.path().join("nightshift.toml"), toml).unwrap();
+    (th, service)
+}
+
+/// `nightshiftctl` on the test's D-Bus session (its keychain).
+pub fn ctl_bus(th: &TestHome) -> std::process::Command {
+    let mut c = ctl(th);
+    for var in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"] {
+        if let Some(v) = std::env::var_os(var) {
+            c.env(var, v);
+        }
+    }
+    c
+}
+
+/// `nightshiftctl accounts set-token EMAIL`, the token typed on stdin.
+pub fn set_token(th: &TestHome, email: &str, token: &str) -> Output {
+    use std::io::Write;
+    let mut child = ctl_bus(th).args(["accounts", "set-token", email]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(format!("{token}\n").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}

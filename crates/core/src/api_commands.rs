@@ -16,6 +16,8 @@ pub const COMMANDS: &[&str] = &[
     "check_account",
     "set_token",
     "relogin",
+    "list_hosts",
+    "check_host",
     "open_link",
     "routine_form",
     "check_routine_draft",

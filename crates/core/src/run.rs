@@ -109,6 +109,8 @@ string_enum!(
         NoAccount = "no_account",
         Superseded = "superseded",
         ActiveRun = "active_run",
+        /// None of the routine's hosts could be reached over SSH (or contact was lost for good).
+        HostUnreachable = "host_unreachable",
     }
 );
 
@@ -174,6 +176,8 @@ pub struct RunRecord {
     /// When retention removed the run's files (logs, report); the record itself stays.
     #[serde(serialize_with = "ser_opt_time")]
     pub pruned_at: Option<DateTime<Utc>>,
+    /// The machine it ran on over SSH (a routine's `host:`); `null` for a run on this machine.
+    pub host: Option<String>,
 }
 
 #[cfg(test)]
@@ -205,6 +209,7 @@ impl RunRecord {
             changes: None,
             usage: None,
             pruned_at: None,
+            host: None,
         }
     }
 }

@@ -40,6 +40,29 @@ pub struct Settings {
     pub keep_runs_days: u64,
     /// At most this many runs per routine keep their files (the newest); 0 = no limit.
     pub keep_runs_per_routine: u64,
+    /// Machines routines are placed on with `host:` (`[hosts.<name>]`): what differs there.
+    pub hosts: BTreeMap<String, HostSettings>,
+    /// The `ssh_config` runs on hosts use (`ssh -F`); default: your own (`~/.ssh/config`).
+    pub ssh_config: Option<PathBuf>,
+    /// Keep one SSH connection per host open for a minute after use (OpenSSH's
+    /// `ControlMaster`), so a run's start, output and settling share it.
+    pub reuse_ssh_connections: bool,
+}
+
+/// One `[hosts.<name>]` entry (the name as routines write it in `host:`).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HostSettings {
+    /// The agent's executable on that machine when it is not on the PATH an SSH command gets
+    /// there: one path for every agent, or one per agent (`{ claude = "…", codex = "…" }`).
+    pub agent_path: Option<AgentPath>,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum AgentPath {
+    Every(String),
+    PerAgent(BTreeMap<String, String>),
 }
 
 /// One `[[webhooks]]` entry. Its signing secret (optional) lives in the OS keychain, never here.
@@ -118,6 +141,9 @@ impl Default for Settings {
             delete_merged_branches: false,
             keep_runs_days: 90,
             keep_runs_per_routine: 1000,
+            hosts: BTreeMap::new(),
+            ssh_config: None,
+            reuse_ssh_connections: true,
         }
     }
 }
@@ -190,6 +216,14 @@ impl Settings {
 
     pub fn agent_path(&self, agent: &str) -> Option<&Path> {
         self.agents.get(agent).and_then(|a| a.path.as_deref())
+    }
+
+    /// The agent's executable on `host` (`[hosts.<host>] agent_path`), if set there.
+    pub fn host_agent_path(&self, host: &str, agent: &str) -> Option<&str> {
+        match self.hosts.get(host)?.agent_path.as_ref()? {
+            AgentPath::Every(path) => Some(path),
+            AgentPath::PerAgent(paths) => paths.get(agent).map(String::as_str),
+        }
     }
 }
 
@@ -272,5 +306,24 @@ mod tests {
         assert_eq!(err.code, ErrorCode::SettingsInvalid);
         assert!(err.message.contains("nightshift.toml:2:1:"), "{}", err.message);
         assert!(err.message.contains("max_paralel"), "{}", err.message);
+    }
+
+    #[test]
+    fn reads_a_hosts_agent_path_for_every_agent_or_per_agent() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nightshift.toml");
+        let text = "ssh_config = \"/etc/nightshift/ssh_config\"\nreuse_ssh_connections = false\n\
+                    [hosts.box]\nagent_path = \"/opt/bin/claude\"\n[hosts.server]\nagent_path = { codex = \"/usr/local/bin/codex\" }\n";
+        std::fs::write(&path, text).unwrap();
+        let s = Settings::load(&path).unwrap();
+        assert_eq!(s.ssh_config.as_deref(), Some(Path::new("/etc/nightshift/ssh_config")));
+        assert!(!s.reuse_ssh_connections);
+        assert_eq!(s.host_agent_path("box", "gemini"), Some("/opt/bin/claude"));
+        assert_eq!(s.host_agent_path("server", "codex"), Some("/usr/local/bin/codex"));
+        assert_eq!(s.host_agent_path("server", "claude"), None);
+        assert_eq!(s.host_agent_path("elsewhere", "claude"), None);
+        std::fs::write(&path, "[hosts.box]\nagent = \"/opt\"\n").unwrap();
+        let err = Settings::load(&path).unwrap_err();
+        assert!(err.message.contains("nightshift.toml:2:1:") && err.message.contains("agent"), "{}", err.message);
     }
 }

@@ -217,3 +217,44 @@ fn schedules_that_can_never_run_are_refused() {
     assert!(m.contains(&"routines/feb31.yaml:1:11: the cron expression \"0 0 31 2 *\" never fires (no date matches it)".to_string()), "{m:?}");
     assert!(m.contains(&"routines/backwards.yaml:2:1: `end_at` is before `at`: the routine would never run".to_string()), "{m:?}");
 }
+
+#[test]
+fn a_routine_placed_on_a_host_parses_with_agents_cli_field_names() {
+    let th = TestHome::new();
+    th.routine("one", "schedule: \"0 2 * * *\"\ncommand: make nightly\nhostStrategy: host\nhost: workstation\nremoteCwd: ~/src/app\n");
+    th.routine("several", "schedule: \"0 2 * * *\"\ncommand: make\nhosts: [box, me@server.lan]\nremote_cwd: /srv/app\n");
+    th.routine("here", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: local\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    assert!(set.invalid.is_empty(), "{:?}", set.invalid);
+    let one = set.get("one").unwrap().placement.clone().unwrap();
+    assert_eq!((one.hosts, one.remote_cwd.as_deref()), (vec!["workstation".to_string()], Some("~/src/app")));
+    let several = set.get("several").unwrap().placement.clone().unwrap();
+    assert_eq!((several.hosts, several.remote_cwd.as_deref()), (vec!["box".to_string(), "me@server.lan".to_string()], Some("/srv/app")));
+    assert_eq!(set.get("here").unwrap().placement, None);
+}
+
+#[test]
+fn placements_that_cannot_work_are_refused_where_they_are_written() {
+    let th = TestHome::new();
+    th.routine("fleet", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: fleet\n");
+    th.routine("cloud", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: cloud\n");
+    th.routine("nohost", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: host\n");
+    th.routine("both", "schedule: \"0 2 * * *\"\ncommand: make\nhost: a\nhosts: [b]\n");
+    th.routine("option", "schedule: \"0 2 * * *\"\ncommand: make\nhost: -oProxyCommand=x\n");
+    th.routine("cwd", "schedule: \"0 2 * * *\"\ncommand: make\nhost: box\ncwd: /tmp\n");
+    th.routine("stray", "schedule: \"0 2 * * *\"\ncommand: make\nremoteCwd: /srv\n");
+    th.routine("contradiction", "schedule: \"0 2 * * *\"\ncommand: make\nhost: box\nhostStrategy: local\n");
+    let msgs = messages(&th);
+    for expected in [
+        "routines/fleet.yaml:3:15: `hostStrategy: fleet` is not supported: list the machines with `hosts: [a, b]`",
+        "routines/cloud.yaml:3:15: `hostStrategy: cloud` is not supported: Nightshift runs on your own machines — use `host:`",
+        "routines/nohost.yaml:3:15: `hostStrategy: host` needs `host:`",
+        "routines/both.yaml:4:1: give either `host` (one machine) or `hosts`",
+        "routines/option.yaml:3:7: \"-oProxyCommand=x\" is not an SSH host",
+        "routines/cwd.yaml:4:1: `cwd` is a directory on this machine; a run on a host works in `remote_cwd:`",
+        "routines/stray.yaml:3:1: `remoteCwd` only applies to a routine placed on another machine",
+        "routines/contradiction.yaml:4:15: `hostStrategy: local` runs on this machine",
+    ] {
+        assert!(msgs.iter().any(|m| m.starts_with(expected)), "missing {expected:?} in {msgs:#?}");
+    }
+}

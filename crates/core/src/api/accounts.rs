@@ -90,3 +90,8 @@ pub fn safe_link(url: &str) -> bool {
     let lower = url.trim_start().to_ascii_lowercase();
     ["https://", "http://", "mailto:"].iter().any(|p| lower.starts_with(p)) && !url.chars().any(char::is_control)
 }
+
+/// Every host routines are placed on, with its health (for the Accounts view's Hosts list).
+pub async fn list_hosts(engine: &Engine) -> Result<Vec<crate::engine::HostView>> {
+    blocking(engine, |e| e.hosts()).await
+}

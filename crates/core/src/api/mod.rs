@@ -203,6 +203,8 @@ commands! { engine, face;
     check_account(email: String) -> AccountView = check_account(engine, &email).await?;
     set_token(email: String, token: String) -> () = set_token(engine, &email, &token).await?;
     relogin(email: String) -> Relogin = relogin(engine, face, &email)?;
+    list_hosts() -> Vec<crate::engine::HostView> = list_hosts(engine).await?;
+    check_host(host: String) -> crate::engine::HostCheck = engine.check_host(&host).await;
     open_link(url: String) -> () = open_link(face, &url)?;
     routine_form() -> RoutineForm = routine_form(engine);
     check_routine_draft(draft: Draft) -> DraftCheck = check_routine_draft(engine, draft).await?;

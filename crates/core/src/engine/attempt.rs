@@ -61,23 +61,10 @@ fn prepare(
     if let Some(trouble) = crate::fsutil::storage_trouble(run_dir) {
         return Err(format!("not started: {trouble}; free some space and run it again"));
     }
-    let prompt = match &routine.action {
-        Action::Agent { prompt, .. } => {
-            let last = core.store.last_completed_report(&routine.name).ok().flatten();
-            let branch = workspace.and_then(|w| w.branch.as_deref());
-            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables, branch })
-        }
-        Action::Command { command } => command.clone(),
-    };
+    let prompt = render_prompt(core, routine, now, workspace);
     let (driver, args) = agents::invocation(&routine.action, &prompt);
-    let mut extra = vec![
-        ("NIGHTSHIFT_RUN_ID", id.to_string()),
-        ("NIGHTSHIFT_ROUTINE", routine.name.clone()),
-        ("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()),
-        // `date` inside a run agrees with its schedule: the routine's zone (its own `env: TZ`
-        // still wins).
-        ("TZ", routine.timezone.name().to_string()),
-    ];
+    let mut extra = run_variables(routine, id);
+    extra.push(("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()));
     if let Some(branch) = workspace.and_then(|w| w.branch.clone()) {
         extra.push(("NIGHTSHIFT_BRANCH", branch));
     }
@@ -111,6 +98,30 @@ fn prepare(
         kill_grace: core.settings().kill_grace(),
         scrubber: core.scrubber.clone(),
     })
+}
+
+/// The routine's prompt with its variables filled in (`{last_report}`, `{branch}`, …), or its
+/// command.
+pub(crate) fn render_prompt(core: &Core, routine: &Routine, now: DateTime<Utc>, workspace: Option<&Started>) -> String {
+    match &routine.action {
+        Action::Agent { prompt, .. } => {
+            let last = core.store.last_completed_report(&routine.name).ok().flatten();
+            let branch = workspace.and_then(|w| w.branch.as_deref());
+            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables, branch })
+        }
+        Action::Command { command } => command.clone(),
+    }
+}
+
+/// What every run is told about itself, wherever it runs.
+pub(crate) fn run_variables(routine: &Routine, id: &str) -> Vec<(&'static str, String)> {
+    vec![
+        ("NIGHTSHIFT_RUN_ID", id.to_string()),
+        ("NIGHTSHIFT_ROUTINE", routine.name.clone()),
+        // `date` inside a run agrees with its schedule: the routine's zone (its own `env: TZ`
+        // still wins).
+        ("TZ", routine.timezone.name().to_string()),
+    ]
 }
 
 /// The executable to run, or a message saying exactly what is missing and how to fix it.

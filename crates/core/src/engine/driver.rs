@@ -8,7 +8,8 @@
 use super::accounts::{self, AccountPlan};
 use super::attempt::{archive_attempt_logs, spawn_attempt};
 use super::finalize::{self, Ended};
-use super::supervise::{classify, supervise, Ending, LiveRun};
+use super::remote_run;
+use super::supervise::{classify, supervise, Ending, LiveRun, Proc};
 use super::{Core, Engine};
 use crate::accounts::Account;
 use crate::agents::Outcome;
@@ -16,7 +17,6 @@ use crate::events::EngineEvent;
 use crate::health::Credential;
 use crate::routine::{AccountChoice, Routine};
 use crate::run::{Attempt, Reason, RunRecord};
-use crate::runner::process::RunProcess;
 use crate::workspace::Started;
 use std::sync::Arc;
 use tokio::sync::Notify;
@@ -24,8 +24,8 @@ use tokio::sync::Notify;
 /// Where a run is in its life after preflight (choosing and checking its account, then spawning
 /// the first try — done before [`start`] returns).
 enum State {
-    /// Try number `n` (1-based) is running on `account`.
-    Attempt { n: usize, proc: RunProcess, account: Option<(Account, Credential)> },
+    /// Try number `n` (1-based) is running on `account` (here or on a host).
+    Attempt { n: usize, proc: Proc, account: Option<(Account, Credential)> },
     /// The process ended (or never started); the row is about to become final.
     Settling(Ended),
 }
@@ -106,7 +106,7 @@ impl Driver {
         match started {
             Ok(workspace) => {
                 self.workspace = workspace;
-                self.spawn(n, account)
+                self.spawn(n, account).await
             }
             Err(message) => {
                 tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run could not start");
@@ -117,15 +117,22 @@ impl Driver {
         }
     }
 
-    /// Spawn try `n`; a spawn failure settles the run (with the tries so far).
-    fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
+    /// Spawn try `n` — here, or on the routine's host; a spawn failure (or no reachable host)
+    /// settles the run (with the tries so far).
+    async fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let now = self.core.clock.now();
         let creds = account.as_ref().map(|(a, c)| (a, c));
-        match spawn_attempt(&self.core, &self.live.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref()) {
+        let spawned = match self.live.routine.placement {
+            Some(_) => remote_run::start(&self.core, &self.live, creds).await.map(Proc::Remote),
+            None => spawn_attempt(&self.core, &self.live.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref())
+                .map(Proc::Local)
+                .map_err(Ending::SpawnFailed),
+        };
+        match spawned {
             Ok(proc) => State::Attempt { n, proc, account },
-            Err(message) => {
-                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run could not start");
-                let mut ended = Ended::new(Ending::SpawnFailed(message));
+            Err(ending) => {
+                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, ?ending, "run could not start");
+                let mut ended = Ended::new(ending);
                 ended.attempts = std::mem::take(&mut self.attempts);
                 ended.account = account.map(|(a, _)| a.email);
                 State::Settling(ended)
@@ -134,8 +141,15 @@ impl Driver {
     }
 
     /// Watch try `n` to its end; on a rate limit, fail over to a free, healthy account.
-    async fn attempt(&mut self, n: usize, proc: RunProcess, account: Option<(Account, Credential)>) -> State {
-        let ending = supervise(&self.core, &self.live, proc, Arc::clone(&self.cancel)).await;
+    async fn attempt(&mut self, n: usize, mut proc: Proc, account: Option<(Account, Credential)>) -> State {
+        let ending = supervise(&self.core, &self.live, &mut proc, Arc::clone(&self.cancel)).await;
+        if let Proc::Remote(remote) = proc {
+            // Its end is kept here first, so its files there can go before it is settled (a
+            // caller waiting for the final record may exit right after it).
+            if remote_run::keep_locally(&self.live.run_dir, &ending) {
+                remote_run::forget(&self.live.id, &remote).await;
+            }
+        }
         let outcome = classify(&self.core, &self.live, &ending).await;
         let email = account.as_ref().map(|(a, _)| a.email.clone());
         if let Some(email) = &email {
@@ -159,7 +173,7 @@ impl Driver {
                     message: format!("{email} is rate limited; retrying on {}", next.email),
                 });
                 tracing::info!(run = %self.live.id, from = %email, to = %next.email, "failing over to the next account");
-                return self.spawn(n + 1, Some((next, cred)));
+                return self.spawn(n + 1, Some((next, cred))).await;
             }
         }
         let mut ended = Ended::new(ending);

@@ -12,7 +12,8 @@
 //! back to the queue.
 
 use super::finalize::{self, Ended};
-use super::supervise::{Ending, LiveRun};
+use super::remote_run::{self, RemoteProc};
+use super::supervise::{supervise, Ending, LiveRun, Proc};
 use super::Core;
 use crate::error::Result;
 use crate::runner::process;
@@ -37,6 +38,8 @@ enum Found {
     Alive { live: LiveRun, pid: u32, start: Option<String>, account: Option<String> },
     /// Its process is gone: settle it from its files.
     Ended { live: LiveRun, ending: Ending, account: Option<String> },
+    /// It runs (or ran) on a host: re-attach, bring the rest of its output home, settle it.
+    Remote { live: LiveRun, proc: RemoteProc, account: Option<String> },
     /// Claimed but never spawned: back in the queue.
     Requeued(String),
 }
@@ -64,6 +67,23 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                     let mut ended = Ended::new(ending);
                     ended.account = account;
                     ended.finished_at = Some(process::ended_at(&live.run_dir).unwrap_or_else(|| core.clock.now()));
+                    finalize::settle(&core, &live, ended).await;
+                });
+            }
+            Found::Remote { live, proc, account } => {
+                tracing::info!(run = %live.id, host = %proc.target.host, "re-attaching to a run on its host left by a previous engine");
+                let cancel = Arc::new(Notify::new());
+                core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(live.id.clone(), Arc::clone(&cancel));
+                handled.push(live.id.clone());
+                let core = Arc::clone(core);
+                tokio::spawn(async move {
+                    let mut running = Proc::Remote(proc.clone());
+                    let ending = supervise(&core, &live, &mut running, cancel).await;
+                    if remote_run::keep_locally(&live.run_dir, &ending) {
+                        remote_run::forget(&live.id, &proc).await;
+                    }
+                    let mut ended = Ended::new(ending);
+                    ended.account = account;
                     finalize::settle(&core, &live, ended).await;
                 });
             }
@@ -95,6 +115,25 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             continue;
         }
         let from = (open.owner_pid, open.owner_start.as_deref());
+        if let Some(remote) = open.remote.as_deref() {
+            let set = set.get_or_insert_with(|| core.routines());
+            let live = LiveRun::for_record(core, &open.record, set);
+            let account = open.record.account.clone();
+            // Its end was brought home before its engine died: settle from that.
+            if process::recorded_exit_code(&live.run_dir).is_some() || process::timed_out_by_wrapper(&live.run_dir) {
+                found.push(Found::Ended { ending: ending_from_files(&live.run_dir), live, account });
+                continue;
+            }
+            // Reaching the host takes a long-running engine (a short command leaves it be).
+            if mode == RecoveryMode::Adopt {
+                core.store.set_owner(&open.record.id, me)?;
+                match remote_run::recorded(core, open.record.host.as_deref(), remote) {
+                    Some(proc) => found.push(Found::Remote { live, proc, account }),
+                    None => found.push(Found::Ended { live, ending: Ending::Unreachable("its record does not say where on its host it runs".into()), account }),
+                }
+            }
+            continue;
+        }
         let Some(pid) = open.pid else {
             // Claimed, but its engine died before spawning anything: nothing was done, so the
             // run goes back to the queue instead of being lost.

@@ -62,6 +62,7 @@ impl LiveRun {
             devices: Vec::new(),
             webhooks: Vec::new(),
             workspace: Default::default(),
+            placement: None,
         });
         LiveRun {
             id: rec.id.clone(),
@@ -96,12 +97,21 @@ pub(crate) enum Ending {
     SpawnFailed(String),
     /// Its process is gone and left no exit code (the engine and the run were both killed).
     Lost,
-    /// Refused before spawning (account preflight).
+    /// Refused before spawning (account preflight, no host reachable).
     Blocked { reason: Reason, message: String, resets_at: Option<DateTime<Utc>> },
+    /// A run on a host that could not be followed to its end (contact lost past its limit).
+    Unreachable(String),
 }
 
-/// Wait for the process, enforcing timeout and cancel on its whole process group.
-pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProcess, cancel: Arc<Notify>) -> Ending {
+/// A try's process: here, or on a host.
+pub(crate) enum Proc {
+    Local(RunProcess),
+    Remote(super::remote_run::RemoteProc),
+}
+
+/// Follow a try to its end — live progress from its log and secrets scrubbed from it as it grows,
+/// wherever it runs — then scrub the rest.
+pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, proc: &mut Proc, cancel: Arc<Notify>) -> Ending {
     let follower = run.driver.has_progress().then(|| {
         let core = Arc::clone(core);
         let (id, routine) = (run.id.clone(), run.routine.name.clone());
@@ -119,6 +129,22 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
             }
         })
     };
+    let ending = match proc {
+        Proc::Local(p) => wait_local(core, run, p, cancel).await,
+        Proc::Remote(r) => super::remote_run::follow(core, run, r, cancel).await,
+    };
+    if let Some(f) = follower {
+        f.abort();
+    }
+    scrubber.abort();
+    // The attempt's logs are final: scrub the rest now (failover archives them next).
+    let (core2, run2) = (Arc::clone(core), run.clone());
+    let _ = tokio::task::spawn_blocking(move || scrub_logs(&core2, &run2, true)).await;
+    ending
+}
+
+/// Wait for a local process, enforcing timeout and cancel on its whole process group.
+async fn wait_local(core: &Arc<Core>, run: &LiveRun, proc: &mut RunProcess, cancel: Arc<Notify>) -> Ending {
     let pgid = proc.pid;
     let ending = tokio::select! {
         status = proc.child.wait() => {
@@ -150,13 +176,6 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, mut proc: RunProc
         // Reap the leader; bounded in case something unkillable (D state) holds it.
         let _ = tokio::time::timeout(Duration::from_secs(5), proc.child.wait()).await;
     }
-    if let Some(f) = follower {
-        f.abort();
-    }
-    scrubber.abort();
-    // The attempt's logs are final: scrub the rest now (failover archives them next).
-    let (core2, run2) = (Arc::clone(core), run.clone());
-    let _ = tokio::task::spawn_blocking(move || scrub_logs(&core2, &run2, true)).await;
     ending
 }
 
@@ -179,6 +198,14 @@ pub(crate) fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path:
     let out = RunOutput { run_dir, exit_code, now };
     match ending {
         Ending::SpawnFailed(message) => Outcome::failed(Reason::SpawnFailed, message.clone()),
+        Ending::Unreachable(message) => {
+            // What came home before contact was lost still counts for cost and session.
+            let seen = driver.classify(&out);
+            let mut o = Outcome::failed(Reason::HostUnreachable, message.clone());
+            o.cost_usd = seen.cost_usd;
+            o.session_id = seen.session_id;
+            o
+        }
         Ending::Blocked { reason, message, resets_at } => Outcome {
             status: Some(RunStatus::Blocked),
             reason: Some(*reason),

@@ -182,6 +182,19 @@ pub struct Routine {
     /// Webhooks (by name, from `nightshift.toml`) that get every final run of this routine.
     pub webhooks: Vec<String>,
     pub workspace: Workspace,
+    /// Where its runs go: here (`None`), or over SSH to one of the user's machines (`host:`).
+    pub placement: Option<Placement>,
+}
+
+/// A routine placed on another machine (`host:` or `hosts:`, `remote_cwd:`): its runs go there
+/// over the user's own OpenSSH, and are followed, judged and notified here.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Placement {
+    /// SSH hosts or aliases from the user's `ssh_config`, tried in order: the first reachable one
+    /// without a run of this routine takes the run.
+    pub hosts: Vec<String>,
+    /// Where the run works on that machine (`~` is its home); `None`: the remote home.
+    pub remote_cwd: Option<String>,
 }
 
 impl Routine {

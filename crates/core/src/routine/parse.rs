@@ -3,7 +3,7 @@
 //! only definition of a valid routine that the loader, the editor and the form all run.)
 
 use super::yaml::{self, Node, Pos};
-use super::{check_name, AccountChoice, Action, AgentKind, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Routine, Workspace};
+use super::{check_name, AccountChoice, Action, AgentKind, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Placement, Routine, Workspace};
 use crate::schedule::{local_tz, parse_tz, Schedule};
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -13,7 +13,7 @@ use std::path::Path;
 const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
-    "end_at", "webhooks", "workspace", "base", "push",
+    "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
 ];
 const CONFIG_KEYS: &[&str] = &["model"];
 
@@ -224,6 +224,15 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     let devices = get("devices").map(|n| cx.string_list(n, "devices")).unwrap_or_default();
     let webhooks = get("webhooks").map(|n| cx.string_list(n, "webhooks")).unwrap_or_default();
     let workspace = workspace(&mut cx, &get, &key_pos, cwd.as_deref(), get("cwd").map(Node::pos));
+    let placement = placement(&mut cx, &get, &key_pos);
+    if placement.is_some() {
+        if get("cwd").is_some() {
+            cx.err(key_pos("cwd"), "`cwd` is a directory on this machine; a run on a host works in `remote_cwd:` (a path there, `~` is its home)");
+        }
+        if workspace != Workspace::Cwd {
+            cx.err(key_pos("workspace"), "`workspace: worktree` makes a worktree on this machine; it cannot be used with `host:`");
+        }
+    }
 
     match action {
         Some(action) if cx.errors.is_empty() => {
@@ -248,6 +257,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 devices,
                 webhooks,
                 workspace,
+                placement,
             })
         }
         _ => {
@@ -301,6 +311,67 @@ fn workspace<'n>(
         Some(_) => {}
     }
     Workspace::Worktree { base, push }
+}
+
+/// `host:` or `hosts:`, `remote_cwd:` (agents-cli's `remoteCwd:` too) and `hostStrategy:`
+/// (`local` or `host`; agents-cli's `fleet` and `cloud` are refused with what to use instead).
+fn placement<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>, key_pos: &dyn Fn(&str) -> Pos) -> Option<Placement> {
+    let hosts = match (get("host"), get("hosts")) {
+        (Some(_), Some(_)) => {
+            cx.err(key_pos("hosts"), "give either `host` (one machine) or `hosts` (the first reachable of several), not both");
+            Vec::new()
+        }
+        (Some(n), None) => cx.string(n, "host").into_iter().map(|h| (h, n.pos())).collect(),
+        (None, Some(n)) => {
+            let list: Vec<(String, Pos)> = match n {
+                Node::Seq { items, .. } => items.iter().filter_map(|i| cx.string(i, "hosts").map(|h| (h, i.pos()))).collect(),
+                other => cx.string(other, "hosts").into_iter().map(|h| (h, other.pos())).collect(),
+            };
+            if list.is_empty() {
+                cx.err(n.pos(), "`hosts` is an empty list");
+            }
+            list
+        }
+        (None, None) => Vec::new(),
+    };
+    for (host, pos) in &hosts {
+        // A word ssh takes as a destination, never as an option.
+        if host.is_empty() || host.starts_with('-') || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            cx.err(*pos, format!("\"{host}\" is not an SSH host: give a name or alias from your ssh config, or user@host (no spaces, not starting with '-')"));
+        }
+    }
+    let remote_cwd = match (get("remote_cwd"), get("remoteCwd")) {
+        (Some(_), Some(_)) => {
+            cx.err(key_pos("remoteCwd"), "`remote_cwd` is given twice (as `remote_cwd` and `remoteCwd`)");
+            None
+        }
+        (Some(n), None) => cx.string(n, "remote_cwd"),
+        (None, Some(n)) => cx.string(n, "remoteCwd"),
+        (None, None) => None,
+    };
+    if let Some(strategy) = get("hostStrategy") {
+        match cx.string(strategy, "hostStrategy").as_deref() {
+            Some("host") if hosts.is_empty() => cx.err(strategy.pos(), "`hostStrategy: host` needs `host:` (an SSH host or alias) or `hosts:` (several)"),
+            Some("local") if !hosts.is_empty() => {
+                cx.err(strategy.pos(), "`hostStrategy: local` runs on this machine, but `host:` places the run on another; remove one of them")
+            }
+            Some("host" | "local") | None => {}
+            Some("fleet") => cx.err(
+                strategy.pos(),
+                "`hostStrategy: fleet` is not supported: list the machines with `hosts: [a, b]` (the first reachable one without a run of this routine takes it), or give the routine to one machine's scheduler with `devices:`",
+            ),
+            Some("cloud") => cx.err(strategy.pos(), "`hostStrategy: cloud` is not supported: Nightshift runs on your own machines — use `host:` to place the run on one of them over SSH"),
+            Some(other) => cx.err(strategy.pos(), format!("unknown hostStrategy \"{other}\" (expected local or host)")),
+        }
+    }
+    if hosts.is_empty() {
+        if remote_cwd.is_some() {
+            let key = if get("remote_cwd").is_some() { "remote_cwd" } else { "remoteCwd" };
+            cx.err(key_pos(key), format!("`{key}` only applies to a routine placed on another machine with `host:`"));
+        }
+        return None;
+    }
+    Some(Placement { hosts: hosts.into_iter().map(|(h, _)| h).collect(), remote_cwd })
 }
 
 struct Cx<'a> {

@@ -179,4 +179,17 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     CREATE INDEX runs_queue ON runs((trigger IN ('manual', 'cli'))) WHERE status = 'queued';
     "#,
+    // 13: runs on other machines over SSH — the host a run went to, and where its process is
+    // there (JSON: its directory, wrapper pid and process group) so the next engine can re-attach;
+    // and each host's health as connecting to it showed (last seen, last error).
+    r#"
+    ALTER TABLE runs ADD COLUMN host TEXT;
+    ALTER TABLE runs ADD COLUMN remote TEXT;
+    CREATE TABLE host_health (
+        host        TEXT PRIMARY KEY,
+        checked_at  TEXT NOT NULL,
+        last_seen   TEXT,
+        last_error  TEXT
+    );
+    "#,
 ];

@@ -5,6 +5,7 @@
 
 mod accounts;
 mod evidence;
+mod hosts;
 mod migrations;
 pub mod outbox;
 mod queue;
@@ -19,6 +20,7 @@ pub use outbox::{Delivery, DeliveryRow, OutboxEntry};
 pub use queue::{Claims, QueuedRow};
 pub use runs::{NewRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;
+pub use hosts::HostRecord;
 pub use scheduling::RoutineRow;
 pub use routine_files::IndexedFile;
 pub use usage::{DayUsage, UsageBy, UsageRow};

@@ -61,6 +61,8 @@ pub struct OpenRun {
     pub pid_start: Option<String>,
     pub owner_pid: Option<u32>,
     pub owner_start: Option<String>,
+    /// Where its process is on another machine (JSON), for a run placed on a host.
+    pub remote: Option<String>,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -101,7 +103,7 @@ macro_rules! columns {
     () => {
         concat!("id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, ", message_column!(), ", \
          exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at")
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host")
     };
 }
 const COLUMNS: &str = columns!();
@@ -272,7 +274,7 @@ impl Store {
     pub fn open_runs(&self) -> Result<Vec<OpenRun>> {
         let conn = self.conn();
         let mut stmt = conn.prepare(&format!(
-            "SELECT {COLUMNS}, pid, pid_start, owner_pid, owner_start FROM runs WHERE status = 'running' ORDER BY id"
+            "SELECT {COLUMNS}, pid, pid_start, owner_pid, owner_start, remote FROM runs WHERE status = 'running' ORDER BY id"
         ))?;
         // The process columns follow the record's.
         let n = stmt.column_index("pid")?;
@@ -284,6 +286,7 @@ impl Store {
                     pid_start: row.get(n + 1)?,
                     owner_pid: row.get(n + 2)?,
                     owner_start: row.get(n + 3)?,
+                    remote: row.get(n + 4)?,
                 })
             })?
             .collect::<Result<_, _>>()?;
@@ -385,6 +388,7 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
             .or_none()
         },
         pruned_at: time(28)?,
+        host: row.get(29)?,
     })
 }
 

@@ -49,13 +49,17 @@ pub fn explain(run: &RunRecord) -> Explanation {
         ),
         (_, Some(Reason::SpawnFailed)) => {
             let storage = said.is_some_and(|m| m.contains(" is full") || m.contains("read-only") || m.contains("quota"));
-            let fix = if storage {
-                "Free some space on that disk (or make it writable), then run it again."
-            } else {
-                "Install the agent's CLI or set its path under [agents] in nightshift.toml."
+            let fix = match (&run.host, storage) {
+                (_, true) => "Free some space on that disk (or make it writable), then run it again.".to_string(),
+                (Some(host), false) => format!("Install the agent's CLI on {host}, or set its path there as `[hosts.{host}] agent_path` in nightshift.toml."),
+                (None, false) => "Install the agent's CLI or set its path under [agents] in nightshift.toml.".to_string(),
             };
-            plain(format!("The agent could not be started: {}", said.unwrap_or("unknown error")), Some(fix))
+            Explanation { summary: format!("The agent could not be started: {}", said.unwrap_or("unknown error")), fix: Some(fix), relogin: None }
         }
+        (_, Some(Reason::HostUnreachable)) => plain(
+            format!("{}: {}", if run.status == RunStatus::Blocked { "Not started" } else { "Lost contact with the machine it ran on" }, said.unwrap_or("the host could not be reached over SSH")),
+            Some("Check that the machine is on and that `ssh <host> true` works from here without a prompt (a key in your SSH agent or ssh config); `nightshiftctl hosts check` tries it."),
+        ),
         (_, Some(Reason::ExitNonzero)) => plain(format!("The command failed: {}", said.unwrap_or("it exited with an error")), Some("The log below shows what it printed.")),
         (_, Some(Reason::AgentError)) => plain(format!("The agent reported an error: {}", said.unwrap_or("no details")), Some("The log below shows the agent's own account of it.")),
         (_, Some(Reason::Interrupted)) => plain(

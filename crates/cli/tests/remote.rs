@@ -1,0 +1,204 @@
+//! Routines placed on another machine (`host:`), through the real `nightshiftctl` and the real
+//! OpenSSH client against a real `sshd` on loopback (started by the test, with its own keys, an
+//! `ssh_config` alias `box` and a separate remote home). Drills: success, the limit and cancel
+//! kept on the remote side, a cut connection, kill -9 of the engine, an unreachable host, the
+//! token never resting there, and the real Claude CLI on the "remote" side.
+
+mod common;
+
+use common::{ctl, ctl_bus, home_with_accounts, json, keychain_available, runs, set_token, start_daemon, stderr, tokio_ctl};
+use nightshift_testkit::home::require_claude_cli;
+use nightshift_testkit::{FakeAnthropic, Reply, SshServer, TestHome};
+use std::time::Duration;
+
+/// Point the home at the test's sshd (its own `ssh_config`), keeping whatever `toml` says.
+fn use_server(th: &TestHome, server: &SshServer, toml: &str) {
+    let path = th.path().join("nightshift.toml");
+    let before = std::fs::read_to_string(&path).unwrap_or_default();
+    std::fs::write(&path, format!("ssh_config = \"{}\"\nkill_grace_secs = 1\n{before}{toml}", server.ssh_config().display())).unwrap();
+}
+
+/// Every process whose command line holds `needle` (the "remote" side is this machine).
+fn processes_holding(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(argv) = std::fs::read(entry.path().join("cmdline")) {
+            let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
+            if argv.contains(needle) {
+                found.push(format!("{}: {argv}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+fn remote_runs(server: &SshServer) -> Vec<String> {
+    std::fs::read_dir(server.remote_home().join(".nightshift/runs")).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()).unwrap_or_default()
+}
+
+fn log_of(rec: &serde_json::Value) -> String {
+    std::fs::read_to_string(std::path::Path::new(rec["run_dir"].as_str().unwrap()).join("stdout.log")).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_on_a_host_is_a_run_here_with_its_output_and_no_remote_leftovers() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    use_server(&th, &server, "");
+    std::fs::create_dir_all(server.remote_home().join("src/app")).unwrap();
+    th.routine(
+        "nightly",
+        "schedule: \"0 2 * * *\"\nhostStrategy: host\nhost: box\nremoteCwd: ~/src/app\nenv: { GREETING: hello }\n\
+         command: 'echo \"$GREETING from $(pwd) as $NIGHTSHIFT_ROUTINE\"; echo warn >&2; exit 0'\n",
+    );
+    let (rec, code) = common::run_wait(&th, "nightly").await;
+    assert_eq!((code, rec["status"].as_str(), rec["host"].as_str()), (0, Some("completed"), Some("box")), "{rec:#}");
+    assert_eq!(log_of(&rec), format!("hello from {} as nightly\n", server.remote_home().join("src/app").display()));
+    assert_eq!(rec["exit_code"], 0);
+    assert!(remote_runs(&server).is_empty(), "the settled run's remote files are removed: {:?}", remote_runs(&server));
+    // The host's health: seen just now, no error.
+    let hosts = json(&ctl(&th).args(["hosts", "list", "--json"]).output().unwrap());
+    assert_eq!((hosts[0]["host"].as_str(), hosts[0]["last_error"].as_str()), (Some("box"), None), "{hosts:#}");
+    assert!(hosts[0]["last_seen"].is_string(), "{hosts:#}");
+    assert_eq!(hosts[0]["routines"], serde_json::json!(["nightly"]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_limit_and_cancel_end_the_whole_remote_process_group() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    use_server(&th, &server, "");
+    th.routine("slow", "schedule: \"0 2 * * *\"\nhost: box\ntimeout: 2s\ncommand: 'sleep 3171 & sleep 3171; wait'\n");
+    let (rec, _) = common::run_wait(&th, "slow").await;
+    assert_eq!(rec["status"], "timed_out", "{rec:#}");
+    nightshift_testkit::wait_until("the remote group to be gone after its limit", Duration::from_secs(10), || processes_holding("sleep 3171").is_empty());
+
+    th.routine("long", "schedule: \"0 2 * * *\"\nhost: box\ntimeout: 5m\ncommand: 'echo started; sleep 3172 & sleep 3172; wait'\n");
+    let waiting = tokio_ctl(&th).args(["run", "long", "--wait", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    nightshift_testkit::wait_until("the run to be going on the host", Duration::from_secs(20), || processes_holding("sleep 3172").len() >= 2);
+    // Ctrl-C, as a user at the terminal cancels it.
+    unsafe { libc::kill(waiting.id().unwrap() as i32, libc::SIGINT) };
+    let out = waiting.wait_with_output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!(rec["status"], "cancelled", "{rec:#}\n{}", stderr(&out));
+    assert_eq!(log_of(&rec), "started\n");
+    nightshift_testkit::wait_until("the cancelled remote group to be gone", Duration::from_secs(10), || processes_holding("sleep 3172").is_empty());
+    assert!(remote_runs(&server).is_empty(), "{:?}", remote_runs(&server));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cut_connection_and_a_killed_engine_lose_nothing_and_settle_the_run_once() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    use_server(&th, &server, "");
+    // 40 lines over ~4 s: long enough to cut its connection and kill its engine mid-run.
+    th.routine("lines", "schedule: \"0 2 * * *\"\nhost: box\ncommand: 'i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i + 1)); sleep 0.1; done'\n");
+    let daemon = start_daemon(&th);
+    let out = ctl(&th).args(["run", "lines"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let id = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    // The CLI that started it returned: the daemon re-attaches and follows it.
+    nightshift_testkit::wait_until("the daemon to follow the run", Duration::from_secs(15), || !processes_holding("tail -c +").is_empty());
+    // The ssh client bringing its output home is killed: the daemon reconnects from the last byte.
+    let clients: Vec<i32> = processes_holding("tail -c +")
+        .iter()
+        .filter_map(|p| p.split_once(": ").filter(|(_, argv)| argv.starts_with("ssh ")).and_then(|(pid, _)| pid.parse().ok()))
+        .collect();
+    assert!(!clients.is_empty(), "{:?}", processes_holding("tail -c +"));
+    for pid in clients {
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // Then the daemon itself dies without a word; the run goes on there.
+    daemon.kill9();
+    let second = start_daemon(&th);
+    nightshift_testkit::wait_until("the next daemon to settle the run", Duration::from_secs(40), || runs(&th).iter().any(|r| r["id"] == id.as_str() && r["status"] != "running"));
+    let all = runs(&th);
+    assert_eq!(all.len(), 1, "one record: {all:#?}");
+    let rec = &all[0];
+    assert_eq!((rec["status"].as_str(), rec["exit_code"].as_i64()), (Some("completed"), Some(0)), "{rec:#}\n{}", second.output());
+    let want: String = (0..40).map(|i| format!("line {i}\n")).collect();
+    assert_eq!(log_of(rec), want, "the whole log, every line once, in order");
+    nightshift_testkit::wait_until("its remote files to be removed", Duration::from_secs(10), || remote_runs(&server).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreachable_host_blocks_the_run_in_words_and_the_next_run_goes_once_it_is_back() {
+    let Some(mut server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    use_server(&th, &server, "");
+    th.routine("nightly", "schedule: \"0 2 * * *\"\nhosts: [box]\ncommand: echo back\n");
+    server.stop();
+    let (rec, code) = common::run_wait(&th, "nightly").await;
+    assert_ne!(code, 0);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str(), rec["host"].as_str()), (Some("blocked"), Some("host_unreachable"), Some("box")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().contains("Connection refused"), "{rec:#}");
+    let shown = ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap();
+    assert!(common::stdout(&shown).contains("`ssh <host> true` works from here without a prompt"), "{}", common::stdout(&shown));
+    let check = ctl(&th).args(["hosts", "check", "box"]).output().unwrap();
+    assert_eq!(check.status.code(), Some(1), "{}", common::stdout(&check));
+    assert!(common::stdout(&check).contains("box: unreachable"), "{}", common::stdout(&check));
+
+    server.resume();
+    let (rec, code) = common::run_wait(&th, "nightly").await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    assert_eq!(log_of(&rec), "back\n");
+    let check = ctl(&th).args(["hosts", "check", "box"]).output().unwrap();
+    assert!(check.status.success() && common::stdout(&check).contains("box: reachable"), "{}", common::stdout(&check));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_agent_on_the_host_fails_the_run_with_the_fix() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    use_server(&th, &server, "[hosts.box]\nagent_path = \"/nowhere/claude\"\n");
+    th.routine("triage", "schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nprompt: Triage\n");
+    let (rec, _) = common::run_wait(&th, "triage").await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("spawn_failed")), "{rec:#}");
+    assert_eq!(rec["message"], "`/nowhere/claude` was not found on box's PATH for SSH commands");
+    let shown = common::stdout(&ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains("set its path there as `[hosts.box] agent_path`"), "{shown}");
+}
+
+/// The real Claude Code CLI on the "remote" side, against the fake API on loopback, with the
+/// account's token from the OS keychain: it arrives in the run's environment there and rests in
+/// no remote file and no process's argv.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_claude_cli_runs_on_the_host_with_the_token_only_in_its_environment() {
+    if require_claude_cli().is_none() || !keychain_available() {
+        return;
+    }
+    let Some(server) = SshServer::start() else { return };
+    let fake = FakeAnthropic::start(None).await;
+    let token = "sk-ant-oat01-remote-drill-token-0042";
+    fake.set(token, Reply::Success { text: "## Remote triage\n\nAll quiet.".into() });
+    let (th, _service) = home_with_accounts(&["me@home.dev"]);
+    let claude = nightshift_testkit::home::workspace_root().join("tests/agents-cli/node_modules/.bin/claude");
+    use_server(&th, &server, &format!("[hosts.box]\nagent_path = \"{}\"\n", claude.display()));
+    assert!(set_token(&th, "me@home.dev", token).status.success());
+    th.routine(
+        "triage",
+        &format!("schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nmode: plan\naccount: me@home.dev\nprompt: Triage\ntimeout: 2m\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n", fake.url()),
+    );
+    let waiting = tokio::process::Command::from(ctl_bus(&th)).args(["run", "triage", "--wait", "--json"]).output();
+    let watching = async {
+        // While it runs: no process anywhere carries the token in its argv.
+        let mut seen = Vec::new();
+        for _ in 0..100 {
+            seen.extend(processes_holding(token));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        seen
+    };
+    let (out, seen) = tokio::join!(waiting, watching);
+    let out = out.unwrap();
+    assert!(seen.is_empty(), "the token was in a process's argv: {seen:?}");
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["host"].as_str(), rec["account"].as_str()), (Some("completed"), Some("box"), Some("me@home.dev")), "{rec:#}\n{}", stderr(&out));
+    assert!(rec["cost_usd"].as_f64().unwrap() > 0.0, "{rec:#}");
+    assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), "## Remote triage\n\nAll quiet.");
+    let rest = std::process::Command::new("grep").args(["-r", "-l", token]).arg(server.remote_home()).output().unwrap();
+    assert!(rest.stdout.is_empty(), "the token rests in a remote file: {}", String::from_utf8_lossy(&rest.stdout));
+    let here = std::process::Command::new("grep").args(["-r", "-l", token]).arg(th.path()).output().unwrap();
+    assert!(here.stdout.is_empty(), "the token rests in a file of the home: {}", String::from_utf8_lossy(&here.stdout));
+}

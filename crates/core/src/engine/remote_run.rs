@@ -1,0 +1,236 @@
+//! The engine's side of a run placed on another machine (`host:`): choosing the host, starting
+//! the run there with the account's token sent over the SSH channel, bringing its output home
+//! while it goes (again after a dropped connection or a new engine), and forgetting its remote
+//! files once it is settled. The mechanics of each SSH command are in [`crate::runner::remote`].
+//!
+//! A remote run is a run: it has the same record, statuses, classification, report, attempts and
+//! notifications as a local one — its logs are in the local run directory, so everything that
+//! reads a run reads it. What differs is who keeps the limit (the remote wrapper, from the first
+//! second: it is never watched through a pipe) and how it is cancelled (over SSH).
+
+use super::supervise::{Ending, LiveRun};
+use super::Core;
+use crate::accounts::Account;
+use crate::health::Credential;
+use crate::run::Reason;
+use crate::run_dir::RunDir;
+use crate::runner::remote::{self, Failure, RemoteCommand, Started, Target};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// A run going on a host.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteProc {
+    pub target: Target,
+    pub started: Started,
+}
+
+/// How long after its limit (and grace) a run whose host cannot be reached is given up: by then
+/// the remote wrapper has ended it, so only its output and exit code are still out there.
+const GIVE_UP_AFTER_LIMIT: Duration = Duration::from_secs(10 * 60);
+
+/// A host that answers but refuses to show the run's files this many times in a row is given up.
+const GIVE_UP_REFUSALS: usize = 3;
+
+/// Waits between tries to reach a host again while following a run.
+const RECONNECT: [Duration; 5] = [Duration::from_secs(1), Duration::from_secs(2), Duration::from_secs(5), Duration::from_secs(10), Duration::from_secs(30)];
+
+impl Core {
+    /// How this engine reaches `host`: the user's ssh config (or `ssh_config`), sharing one
+    /// connection per host unless `reuse_ssh_connections = false`.
+    pub(crate) fn ssh_target(&self, host: &str) -> Target {
+        let settings = self.settings();
+        let control_dir = settings.reuse_ssh_connections.then(|| self.home.data_dir().join("ssh"));
+        if let Some(dir) = &control_dir {
+            // Sockets of the user's connections: only the user may reach them.
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+        }
+        Target { host: host.to_string(), config: settings.ssh_config.clone(), control_dir }
+    }
+
+    /// Remember what reaching `host` showed (its health in `hosts list` and the window).
+    pub(crate) fn host_contact(&self, host: &str, failure: Option<&Failure>) {
+        let error = failure.filter(|f| matches!(f, Failure::Unreachable(_))).map(Failure::message);
+        if let Err(e) = self.store.record_host_contact(host, self.clock.now(), error) {
+            tracing::warn!(%host, error = %e, "could not record the host's health");
+        }
+    }
+}
+
+/// Start try `n`'s process on the first of the routine's hosts that answers and has no run of
+/// this routine going. An unreachable host is skipped (and remembered); when none answers the run
+/// is `blocked · host_unreachable`; a host that answers but cannot start it fails it (`spawn_failed`).
+pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Account, &Credential)>) -> Result<RemoteProc, Ending> {
+    let Some(placement) = live.routine.placement.as_ref() else { return Err(Ending::SpawnFailed("the routine has no host".into())) };
+    let mut unreachable = Vec::new();
+    let mut busy = Vec::new();
+    for host in &placement.hosts {
+        if placement.hosts.len() > 1 && core.store.routine_running_on(&live.routine.name, host, &live.id).unwrap_or(false) {
+            busy.push(host.as_str());
+            continue;
+        }
+        let cmd = command(core, live, host, account).map_err(Ending::SpawnFailed)?;
+        if let Err(e) = core.store.set_host(&live.id, host) {
+            tracing::warn!(run = %live.id, error = %e, "could not record the run's host");
+        }
+        let target = core.ssh_target(host);
+        match remote::start(&target, &cmd).await {
+            Ok(started) => {
+                core.host_contact(host, None);
+                let json = serde_json::to_string(&started).unwrap_or_default();
+                if let Err(e) = core.store.set_remote(&live.id, &json) {
+                    tracing::error!(run = %live.id, error = %e, "could not record where the run's process is");
+                }
+                tracing::info!(run = %live.id, %host, dir = %started.dir, "run started on its host");
+                return Ok(RemoteProc { target, started });
+            }
+            Err(failure @ Failure::Unreachable(_)) => {
+                core.host_contact(host, Some(&failure));
+                tracing::warn!(run = %live.id, %host, error = %failure.message(), "host unreachable");
+                unreachable.push(failure.message().to_string());
+            }
+            Err(Failure::Refused(message)) => {
+                core.host_contact(host, None);
+                return Err(Ending::SpawnFailed(message));
+            }
+        }
+    }
+    let message = match (unreachable.is_empty(), busy.is_empty()) {
+        (false, _) => format!("not started: {}", unreachable.join("; ")),
+        (true, _) => format!("not started: every host of this routine ({}) has a run of it going", busy.join(", ")),
+    };
+    let reason = if unreachable.is_empty() { Reason::ActiveRun } else { Reason::HostUnreachable };
+    Err(Ending::Blocked { reason, message, resets_at: None })
+}
+
+/// The command line and environment for `host`: the agent there (`[hosts.<host>] agent_path`, or
+/// its name on the PATH an SSH command gets), the routine's `env:`, the run's own variables and
+/// the account's secret — never the local environment (its PATH means nothing there).
+fn command(core: &Core, live: &LiveRun, host: &str, account: Option<(&Account, &Credential)>) -> Result<RemoteCommand, String> {
+    let routine = &live.routine;
+    let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None);
+    let (driver, args) = crate::agents::invocation(&routine.action, &prompt);
+    let settings = core.settings();
+    let program = routine.agent().and_then(|a| settings.host_agent_path(host, a.as_str())).unwrap_or(driver.program()).to_string();
+    let mut env: Vec<(String, String)> = routine.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    for (k, v) in super::attempt::run_variables(routine, &live.id) {
+        if !routine.env.contains_key(k) {
+            env.push((k.to_string(), v));
+        }
+    }
+    if let Some((account, cred)) = account {
+        if let Some(token) = &cred.token {
+            env.push((account.auth().secret_var.to_string(), token.clone()));
+        }
+    }
+    Ok(RemoteCommand {
+        run_id: live.id.clone(),
+        argv: std::iter::once(program).chain(args).collect(),
+        cwd: routine.placement.as_ref().and_then(|p| p.remote_cwd.clone()),
+        env,
+        timeout: Some(routine.timeout),
+        kill_grace: settings.kill_grace(),
+    })
+}
+
+/// Bring the run's output home until it ends there; reconnect after a drop (from the last byte
+/// the local logs have); cancel it there on `cancel`. Gives up only once the host has been out of
+/// reach past the run's limit ([`GIVE_UP_AFTER_LIMIT`]).
+pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &RemoteProc, cancel: Arc<Notify>) -> Ending {
+    let dir = RunDir::at(&run.run_dir);
+    let (stdout, stderr) = (dir.stdout(), dir.stderr());
+    let host = &proc.target.host;
+    let mut cancelled = false;
+    let mut tries = 0usize;
+    let mut refused = 0usize;
+    loop {
+        let following = remote::follow(&proc.target, &proc.started, &stdout, &stderr);
+        let failure = tokio::select! {
+            ended = following => match ended {
+                Ok(end) => {
+                    core.host_contact(host, None);
+                    return match (end.timed_out, cancelled) {
+                        (true, _) => Ending::TimedOut,
+                        (false, true) => Ending::Cancelled,
+                        (false, false) => Ending::Exited(end.code),
+                    };
+                }
+                Err(failure) => failure,
+            },
+            _ = cancel.notified(), if !cancelled => {
+                cancelled = true;
+                tracing::info!(run = %run.id, %host, "cancelling the run on its host");
+                if let Err(failure) = remote::cancel(&proc.target, &proc.started, core.settings().kill_grace()).await {
+                    tracing::warn!(run = %run.id, %host, error = %failure.message(), "could not cancel the run on its host");
+                    core.host_contact(host, Some(&failure));
+                }
+                continue;
+            }
+        };
+        core.host_contact(host, Some(&failure));
+        refused = if matches!(failure, Failure::Refused(_)) { refused + 1 } else { 0 };
+        if refused >= GIVE_UP_REFUSALS {
+            // The host answers but the run's files cannot be read there (removed by hand):
+            // nothing more can come home.
+            tracing::warn!(run = %run.id, %host, error = %failure.message(), "the run's files on its host cannot be read");
+            return Ending::Unreachable(format!("the run's files on {host} cannot be read: {}", failure.message()));
+        }
+        if past_giving_up(&proc.started, core.settings().kill_grace()) {
+            return Ending::Unreachable(format!("lost contact with {host} while the run went on there: {}", failure.message()));
+        }
+        tracing::info!(run = %run.id, %host, error = %failure.message(), "lost the connection to the run's host; reconnecting");
+        let wait = RECONNECT[tries.min(RECONNECT.len() - 1)];
+        tries += 1;
+        tokio::select! {
+            _ = tokio::time::sleep(wait) => {}
+            _ = cancel.notified(), if !cancelled => {
+                // Cancelling needs the host too: try it at once, keep following after.
+                cancelled = true;
+                let _ = remote::cancel(&proc.target, &proc.started, core.settings().kill_grace()).await;
+            }
+        }
+    }
+}
+
+/// Whether the host has been out of reach for so long after the run's limit that it is given up.
+fn past_giving_up(started: &Started, grace: Duration) -> bool {
+    if started.deadline == 0 {
+        return false;
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
+    now > started.deadline + grace.as_secs() + GIVE_UP_AFTER_LIMIT.as_secs()
+}
+
+/// The run is settled: remove its files on the host (its output is home). A failure only leaves
+/// a small directory there, and is logged.
+pub(crate) async fn forget(run_id: &str, proc: &RemoteProc) {
+    if let Err(failure) = remote::remove(&proc.target, &proc.started).await {
+        tracing::warn!(run = %run_id, host = %proc.target.host, error = %failure.message(), "could not remove the run's files on its host");
+    }
+}
+
+/// Keep how a try on a host ended in the local run directory (its exit code, the timeout mark),
+/// so settling — or recovery, should this engine die first — never needs the host again. `false`
+/// when that could not be written (the host's files are then kept until it is settled).
+pub(crate) fn keep_locally(run_dir: &std::path::Path, ending: &Ending) -> bool {
+    let kept = match ending {
+        Ending::Exited(Some(code)) => std::fs::write(RunDir::at(run_dir).exit_code(), format!("{code}\n")),
+        Ending::TimedOut => std::fs::write(RunDir::at(run_dir).timed_out(), b""),
+        _ => Ok(()),
+    };
+    match kept {
+        Ok(()) => true,
+        Err(e) => {
+            tracing::warn!(dir = %run_dir.display(), error = %e, "could not keep how the run ended on its host");
+            false
+        }
+    }
+}
+
+/// Where a recorded run's process is on its host (recovery re-attaches to it).
+pub(crate) fn recorded(core: &Core, host: Option<&str>, remote: &str) -> Option<RemoteProc> {
+    let started: Started = serde_json::from_str(remote).ok()?;
+    Some(RemoteProc { target: core.ssh_target(host?), started })
+}
