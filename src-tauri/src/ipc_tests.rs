@@ -281,3 +281,26 @@ fn no_token_in_any_payload() {
         assert!(!text.contains(TOKEN), "{file}: {text}");
     }
 }
+
+#[test]
+fn hosts_and_their_health_reach_the_window() {
+    let f = fixture();
+    let home = f._dir.path().join("home");
+    // A host nobody listens for: port 1 on loopback refuses at once.
+    let config = f._dir.path().join("ssh_config");
+    std::fs::write(&config, "Host box\n  HostName 127.0.0.1\n  Port 1\n").unwrap();
+    let settings = std::fs::read_to_string(home.join("nightshift.toml")).unwrap();
+    std::fs::write(home.join("nightshift.toml"), format!("ssh_config = \"{}\"\n{settings}", config.display())).unwrap();
+    std::fs::write(home.join("routines/placed.yaml"), "name: placed\nschedule: \"0 3 1 1 *\"\nhost: box\ncommand: make\n").unwrap();
+    nightshift_testkit::wait_until("the placed routine to be read", std::time::Duration::from_secs(10), || {
+        ipc(&f.main, "list_hosts", json!({})).unwrap().as_array().is_some_and(|h| h.len() == 1)
+    });
+    let hosts = ipc(&f.main, "list_hosts", json!({})).unwrap();
+    assert_eq!(hosts, json!([{ "host": "box", "routines": ["placed"], "checked_at": null, "last_seen": null, "last_error": null }]));
+    let check = ipc(&f.main, "check_host", json!({ "host": "box" })).unwrap();
+    assert_eq!(check["reachable"], false, "{check:#}");
+    assert!(check["message"].as_str().unwrap().starts_with("box: unreachable — box: ssh: connect to host 127.0.0.1 port 1: Connection refused"), "{check:#}");
+    let hosts = ipc(&f.main, "list_hosts", json!({})).unwrap();
+    assert!(hosts[0]["checked_at"].is_string() && hosts[0]["last_seen"].is_null(), "{hosts:#}");
+    assert!(hosts[0]["last_error"].as_str().unwrap().contains("Connection refused"), "{hosts:#}");
+}

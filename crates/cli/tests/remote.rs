@@ -15,7 +15,8 @@ use std::time::Duration;
 fn use_server(th: &TestHome, server: &SshServer, toml: &str) {
     let path = th.path().join("nightshift.toml");
     let before = std::fs::read_to_string(&path).unwrap_or_default();
-    std::fs::write(&path, format!("ssh_config = \"{}\"\nkill_grace_secs = 1\n{before}{toml}", server.ssh_config().display())).unwrap();
+    let grace = if before.contains("kill_grace_secs") { "" } else { "kill_grace_secs = 1\n" };
+    std::fs::write(&path, format!("ssh_config = \"{}\"\n{grace}{before}{toml}", server.ssh_config().display())).unwrap();
 }
 
 /// Every process whose command line holds `needle` (the "remote" side is this machine).
@@ -175,7 +176,8 @@ async fn the_real_claude_cli_runs_on_the_host_with_the_token_only_in_its_environ
     let (th, _service) = home_with_accounts(&["me@home.dev"]);
     let claude = nightshift_testkit::home::workspace_root().join("tests/agents-cli/node_modules/.bin/claude");
     use_server(&th, &server, &format!("[hosts.box]\nagent_path = \"{}\"\n", claude.display()));
-    assert!(set_token(&th, "me@home.dev", token).status.success());
+    let stored = set_token(&th, "me@home.dev", token);
+    assert!(stored.status.success(), "{}", stderr(&stored));
     th.routine(
         "triage",
         &format!("schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nmode: plan\naccount: me@home.dev\nprompt: Triage\ntimeout: 2m\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n", fake.url()),
