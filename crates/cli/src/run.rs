@@ -28,6 +28,12 @@ pub struct RunArgs {
 pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     let live = std::io::stderr().is_terminal();
     let mut events = engine.subscribe();
+    // Ctrl-C is listened for before the run starts: pressed while it starts, it still cancels it
+    // (the default action would end this command and leave the run going).
+    let mut interrupts = match args.wait {
+        true => Some(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| Error::new(nightshift_core::ErrorCode::Io, format!("cannot listen for Ctrl-C: {e}")))?),
+        false => None,
+    };
     let handle = engine.run_now(&args.name, Trigger::Cli).await?;
     let id = handle.id.clone();
 
@@ -65,10 +71,11 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
     let cancel_engine = engine.clone();
     let cancel_id = id.clone();
     let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
+        let Some(interrupts) = interrupts.as_mut() else { return };
+        if interrupts.recv().await.is_some() {
             eprintln!("cancelling run {cancel_id} (Ctrl-C again to stop waiting; the run then continues in the background)");
             cancel_engine.cancel(&cancel_id).await;
-            if tokio::signal::ctrl_c().await.is_ok() {
+            if interrupts.recv().await.is_some() {
                 std::process::exit(130);
             }
         }

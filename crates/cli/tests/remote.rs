@@ -69,21 +69,23 @@ async fn the_limit_and_cancel_end_the_whole_remote_process_group() {
     let Some(server) = SshServer::start() else { return };
     let th = TestHome::new();
     use_server(&th, &server, "");
-    th.routine("slow", "schedule: \"0 2 * * *\"\nhost: box\ntimeout: 2s\ncommand: 'sleep 3171 & sleep 3171; wait'\n");
+    // Sleeps this test alone runs (so no other process can be mistaken for them).
+    let (first, second) = (format!("sleep {}", 4000 + std::process::id() % 4000), format!("sleep {}", 8001 + std::process::id() % 4000));
+    th.routine("slow", &format!("schedule: \"0 2 * * *\"\nhost: box\ntimeout: 2s\ncommand: '{first} & {first}; wait'\n"));
     let (rec, _) = common::run_wait(&th, "slow").await;
     assert_eq!(rec["status"], "timed_out", "{rec:#}");
-    nightshift_testkit::wait_until("the remote group to be gone after its limit", Duration::from_secs(10), || processes_holding("sleep 3171").is_empty());
+    nightshift_testkit::wait_until("the remote group to be gone after its limit", Duration::from_secs(10), || processes_holding(&first).is_empty());
 
-    th.routine("long", "schedule: \"0 2 * * *\"\nhost: box\ntimeout: 5m\ncommand: 'echo started; sleep 3172 & sleep 3172; wait'\n");
+    th.routine("long", &format!("schedule: \"0 2 * * *\"\nhost: box\ntimeout: 5m\ncommand: 'echo started; {second} & {second}; wait'\n"));
     let waiting = tokio_ctl(&th).args(["run", "long", "--wait", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
-    nightshift_testkit::wait_until("the run to be going on the host", Duration::from_secs(20), || processes_holding("sleep 3172").len() >= 2);
+    nightshift_testkit::wait_until("the run to be going on the host", Duration::from_secs(20), || processes_holding(&format!("{second} ")).len() >= 2);
     // Ctrl-C, as a user at the terminal cancels it.
     unsafe { libc::kill(waiting.id().unwrap() as i32, libc::SIGINT) };
     let out = waiting.wait_with_output().await.unwrap();
     let rec = json(&out);
     assert_eq!(rec["status"], "cancelled", "{rec:#}\n{}", stderr(&out));
     assert_eq!(log_of(&rec), "started\n");
-    nightshift_testkit::wait_until("the cancelled remote group to be gone", Duration::from_secs(10), || processes_holding("sleep 3172").is_empty());
+    nightshift_testkit::wait_until("the cancelled remote group to be gone", Duration::from_secs(10), || processes_holding(&second).is_empty());
     assert!(remote_runs(&server).is_empty(), "{:?}", remote_runs(&server));
 }
 
@@ -159,6 +161,9 @@ async fn a_missing_agent_on_the_host_fails_the_run_with_the_fix() {
     assert_eq!(rec["message"], "`/nowhere/claude` was not found on box's PATH for SSH commands");
     let shown = common::stdout(&ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
     assert!(shown.contains("set its path there as `[hosts.box] agent_path`"), "{shown}");
+    let check = ctl(&th).args(["hosts", "check"]).output().unwrap();
+    assert_eq!(check.status.code(), Some(1));
+    assert_eq!(common::stdout(&check).trim(), "box: reachable, but /nowhere/claude not found there — install it, or set `[hosts.box] agent_path` in nightshift.toml");
 }
 
 /// The real Claude Code CLI on the "remote" side, against the fake API on loopback, with the
@@ -203,4 +208,24 @@ async fn the_real_claude_cli_runs_on_the_host_with_the_token_only_in_its_environ
     assert!(rest.stdout.is_empty(), "the token rests in a remote file: {}", String::from_utf8_lossy(&rest.stdout));
     let here = std::process::Command::new("grep").args(["-r", "-l", token]).arg(th.path()).output().unwrap();
     assert!(here.stdout.is_empty(), "the token rests in a file of the home: {}", String::from_utf8_lossy(&here.stdout));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_several_hosts_an_unreachable_one_is_skipped_and_remembered() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    // `dead`: a host nobody answers for (port 1 on loopback refuses at once); `box`: the server.
+    let config = th.path().join("ssh_config");
+    std::fs::write(&config, format!("Include {}\nHost dead\n  HostName 127.0.0.1\n  Port 1\n", server.ssh_config().display())).unwrap();
+    std::fs::write(th.path().join("nightshift.toml"), format!("ssh_config = \"{}\"\n", config.display())).unwrap();
+    th.routine("nightly", "schedule: \"0 2 * * *\"\nhosts: [dead, box]\ncommand: echo from box\n");
+    let (rec, code) = common::run_wait(&th, "nightly").await;
+    assert_eq!((code, rec["status"].as_str(), rec["host"].as_str()), (0, Some("completed"), Some("box")), "{rec:#}");
+    assert_eq!(log_of(&rec), "from box\n");
+    let hosts = json(&ctl(&th).args(["hosts", "list", "--json"]).output().unwrap());
+    let by = |name: &str| hosts.as_array().unwrap().iter().find(|h| h["host"] == name).cloned().unwrap();
+    assert!(by("dead")["last_error"].as_str().unwrap().contains("Connection refused") && by("dead")["last_seen"].is_null(), "{hosts:#}");
+    assert!(by("box")["last_error"].is_null() && by("box")["last_seen"].is_string(), "{hosts:#}");
+    let listed = common::stdout(&ctl(&th).args(["hosts", "list"]).output().unwrap());
+    assert!(listed.lines().any(|l| l.starts_with("dead") && l.contains("never") && l.contains("Connection refused") && l.contains("nightly")), "{listed}");
 }
