@@ -4,7 +4,8 @@
 //! Run now → the run detail follows the log live → History shows the row running and turns it to
 //! completed without a reload; the report is rendered; the failing run says why and what to do;
 //! the hostile report is inert and the window never navigates away; History pages through 10k
-//! runs; Accounts shows the verdict and a token field that never keeps the token.
+//! runs; Accounts shows the verdict and a token field that never keeps the token, and the hosts
+//! routines are placed on with a Check.
 //! Screenshots of each view go to tests/artifacts (ui-*.png).
 
 mod common;
@@ -34,7 +35,11 @@ fn write_home(home: &Path) {
     for (name, text) in files {
         std::fs::write(routines.join(name), text).unwrap();
     }
-    std::fs::write(home.join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n").unwrap();
+    // A routine placed on a host nobody answers for (port 1 on loopback refuses at once).
+    std::fs::write(home.join("ssh_config"), "Host box\n  HostName 127.0.0.1\n  Port 1\n").unwrap();
+    std::fs::write(routines.join("placed.yaml"), "name: placed\nschedule: \"0 3 1 1 *\"\nhost: box\ncommand: make\nnotify: never\n").unwrap();
+    let ssh_config = home.join("ssh_config");
+    std::fs::write(home.join("nightshift.toml"), format!("ssh_config = \"{}\"\n[[accounts]]\nemail = \"work@acme.dev\"\n", ssh_config.display())).unwrap();
     seed_history(&home.join("nightshift.db"));
 }
 
@@ -234,6 +239,16 @@ async fn the_web_ui_in_the_real_app() {
     assert_eq!(value, json!(""), "the token is cleared from the field at once");
     let page = js(&c, "return document.documentElement.outerHTML").await;
     assert!(!page.as_str().unwrap().contains("ui-test-token"), "the token is nowhere in the page");
+    // Hosts, next to the accounts: the one a routine is placed on, not tried yet; Check tries it.
+    let host = "#hosts .host[data-host='box']";
+    let state = until(&c, "the host card", &format!("return document.querySelector(\"{host}\")?.dataset.state"), 20).await;
+    assert_eq!(state, json!("not tried yet"));
+    assert!(text(&c, host).await.contains("Routines: placed"), "{}", text(&c, host).await);
+    click(&c, &format!("{host} .actions button")).await;
+    let said = until(&c, "the host check", "const s = document.getElementById('accounts-status').textContent; return s.startsWith('box: unreachable') ? s : null", 20).await;
+    assert!(said.as_str().unwrap().contains("Connection refused"), "{said}");
+    until(&c, "the host card to show the failure", &format!("return document.querySelector(\"{host}\")?.dataset.state === 'unreachable'"), 20).await;
+    assert!(text(&c, host).await.contains("Connection refused") && text(&c, host).await.contains("Last seen: never"), "{}", text(&c, host).await);
     screenshot(&c, "ui-accounts.png").await;
 
     c.close().await.unwrap();

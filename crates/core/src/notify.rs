@@ -41,7 +41,11 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     if !policy.wants(failed) {
         return None;
     }
-    let name = if run.trigger == Trigger::Catchup { format!("↻ {} ({})", run.routine, Trigger::Catchup.label()) } else { run.routine.clone() };
+    let mut name = if run.trigger == Trigger::Catchup { format!("↻ {} ({})", run.routine, Trigger::Catchup.label()) } else { run.routine.clone() };
+    // A run on another machine says which.
+    if let Some(host) = &run.host {
+        name = format!("{name} on {host}");
+    }
     let took = run.duration_ms.map(crate::view::duration).unwrap_or_default();
     let login = matches!(run.reason, Some(Reason::AuthFailed | Reason::AuthPreflight | Reason::NoAccount));
     let summary = match run.status {
@@ -157,6 +161,19 @@ mod tests {
         assert_eq!(caught.summary, "↻ pr-review (catch-up) · 4m 12s");
         let blocked = notice_for(&record(RunStatus::Blocked, Some(Reason::AuthPreflight), Trigger::Schedule), NotifyPolicy::Failures, None, None).unwrap();
         assert_eq!(blocked.summary, "✗ pr-review · login needed for work@acme.dev");
+    }
+
+    #[test]
+    fn a_run_on_a_host_says_which() {
+        let ok = RunRecord { host: Some("workstation".into()), ..record(RunStatus::Completed, None, Trigger::Schedule) };
+        assert_eq!(notice_for(&ok, NotifyPolicy::Always, None, None).unwrap().summary, "✓ pr-review on workstation · 4m 12s");
+        let down = RunRecord {
+            host: Some("workstation".into()),
+            message: Some("not started: workstation: ssh: connect to host 10.0.0.2 port 22: No route to host".into()),
+            ..record(RunStatus::Blocked, Some(Reason::HostUnreachable), Trigger::Schedule)
+        };
+        let n = notice_for(&down, NotifyPolicy::Failures, None, None).unwrap();
+        assert_eq!((n.summary.as_str(), n.body.as_str()), ("✗ pr-review on workstation · blocked", "not started: workstation: ssh: connect to host 10.0.0.2 port 22: No route to host"));
     }
 
     #[test]
