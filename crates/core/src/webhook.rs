@@ -78,6 +78,7 @@ pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, ho
                 "exit_code": run.exit_code,
                 "account": run.account,
                 "host": host,
+                "remote_host": run.host,
                 "cost_usd": run.cost_usd,
                 "excerpt": excerpt,
             });
@@ -229,5 +230,13 @@ mod tests {
         let e = excerpt(&long);
         assert_eq!(e.lines().count(), EXCERPT_LINES + 1);
         assert!(e.ends_with('…'));
+    }
+
+    #[test]
+    fn a_run_on_another_machine_names_it_beside_this_machines_name() {
+        let hook = WebhookSettings { name: "team".into(), url: "https://example.invalid/hook".into(), format: WebhookFormat::Json, on: Default::default() };
+        let run = RunRecord { host: Some("workstation".into()), ..RunRecord::sample(crate::run::RunStatus::Completed, None) };
+        let body: serde_json::Value = serde_json::from_str(&request(&hook, &run, None, "laptop", None, 1_700_000_000).body).unwrap();
+        assert_eq!((body["host"].as_str(), body["remote_host"].as_str()), (Some("laptop"), Some("workstation")));
     }
 }

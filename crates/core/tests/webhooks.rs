@@ -67,6 +67,7 @@ async fn each_run_is_accepted_exactly_once_through_errors_drops_and_retry_after(
     let body: serde_json::Value = serde_json::from_str(&seen.iter().find(|r| r.answer == Answer::Accept).unwrap().body).unwrap();
     assert_eq!(body["routine"], "review");
     assert_eq!(body["status"], "completed");
+    assert_eq!(body["remote_host"], serde_json::Value::Null, "a run on this machine: {body}");
     assert_eq!(body["excerpt"], "## Review\n\nSee the PR", "link text kept, URLs dropped: {body}");
     assert!(ids.contains(&body["run_id"].as_str().unwrap().to_string()));
     // Only the failure went to chat (on = failures), as a Slack message.
