@@ -96,6 +96,8 @@ async fn the_web_ui_in_the_real_app() {
     let broken = text(&c, "#routines tr[data-routine='broken']").await;
     assert!(broken.contains("invalid") && broken.contains("routines/broken.yaml:4:1: unknown key `retrys`"), "{broken}");
     assert!(text(&c, "#routines tr[data-routine='pr-review']").await.contains("disabled"));
+    let placed = text(&c, "#routines tr[data-routine='placed']").await;
+    assert!(placed.contains("command on box · routines/placed.yaml"), "{placed}");
     let timing = js(&c, "const p = performance.getEntriesByName('first-contentful-paint')[0]; const n = performance.getEntriesByType('navigation')[0]; return { first_contentful_paint_ms: p ? p.startTime : null, dom_content_loaded_ms: n ? n.domContentLoadedEventEnd : null }").await;
     std::fs::write(artifacts().join("ui-timing.json"), timing.to_string()).unwrap();
     screenshot(&c, "ui-routines.png").await;

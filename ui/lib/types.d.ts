@@ -398,6 +398,10 @@ file: string, valid: boolean,
  */
 kind: RunKind | null, 
 /**
+ * The machines its runs go to over SSH (`host:`/`hosts:`); empty: this one.
+ */
+hosts: Array<string>, 
+/**
  * The cron expression (or `at …` for a one-shot).
  */
 schedule: string | null, 

@@ -147,7 +147,7 @@ export function mount(root, params, ui) {
   function row(r) {
     const tr = h("tr", { dataset: { routine: r.name }, class: r.valid ? "" : "invalid" });
     const title = r.valid ? h("a", { href: `#/routine/${encodeURIComponent(r.name)}`, title: `Why ${r.name} did or did not run` }, h("strong", {}, r.name)) : h("strong", {}, r.name);
-    const name = h("td", {}, title, h("div", { class: "muted small" }, r.kind ? `${r.kind} · ${r.file}` : r.file));
+    const name = h("td", {}, title, h("div", { class: "muted small" }, r.kind ? `${r.kind}${r.hosts.length ? ` on ${r.hosts.join(" or ")}` : ""} · ${r.file}` : r.file));
     const edit = h("a", { href: `#/edit/${encodeURIComponent(r.name)}`, class: "button", title: `Edit ${r.file}` }, "Edit");
     const more = (...actions) =>
       h(

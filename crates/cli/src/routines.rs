@@ -251,7 +251,10 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
             });
             vec![
                 r.name.clone(),
-                r.kind.map_or("-", |k| k.as_str()).to_string(),
+                match r.hosts.is_empty() {
+                    true => r.kind.map_or("-", |k| k.as_str()).to_string(),
+                    false => format!("{} on {}", r.kind.map_or("-", |k| k.as_str()), r.hosts.join("|")),
+                },
                 match (&r.schedule, &r.timezone) {
                     (Some(s), Some(tz)) => format!("{s} {tz}"),
                     _ => "-".into(),

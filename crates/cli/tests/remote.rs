@@ -226,6 +226,8 @@ async fn with_several_hosts_an_unreachable_one_is_skipped_and_remembered() {
     let by = |name: &str| hosts.as_array().unwrap().iter().find(|h| h["host"] == name).cloned().unwrap();
     assert!(by("dead")["last_error"].as_str().unwrap().contains("Connection refused") && by("dead")["last_seen"].is_null(), "{hosts:#}");
     assert!(by("box")["last_error"].is_null() && by("box")["last_seen"].is_string(), "{hosts:#}");
+    let routines = common::stdout(&ctl(&th).args(["routines", "list"]).output().unwrap());
+    assert!(routines.lines().any(|l| l.starts_with("nightly") && l.contains("command on dead|box")), "{routines}");
     let listed = common::stdout(&ctl(&th).args(["hosts", "list"]).output().unwrap());
     assert!(listed.lines().any(|l| l.starts_with("dead") && l.contains("never") && l.contains("Connection refused") && l.contains("nightly")), "{listed}");
 }

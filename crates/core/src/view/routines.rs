@@ -28,6 +28,8 @@ pub struct RoutineOverview {
     pub valid: bool,
     /// What runs it (`claude`, `codex`, `gemini` or `command`); none for an invalid file.
     pub kind: Option<RunKind>,
+    /// The machines its runs go to over SSH (`host:`/`hosts:`); empty: this one.
+    pub hosts: Vec<String>,
     /// The cron expression (or `at …` for a one-shot).
     pub schedule: Option<String>,
     /// The schedule in words: "At 09:00 on Monday through Friday, Europe/Berlin".
@@ -80,6 +82,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             file: engine.home().display_path(&r.file),
             valid: true,
             kind: Some(r.kind()),
+            hosts: r.placement.as_ref().map(|p| p.hosts.clone()).unwrap_or_default(),
             schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", fmt_time(&t)))),
             schedule_words: Some(schedule_words(r)),
             timezone: Some(r.timezone.name().to_string()),
@@ -99,6 +102,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             file: engine.home().display_path(&bad.file),
             valid: false,
             kind: None,
+            hosts: Vec::new(),
             schedule: None,
             schedule_words: None,
             timezone: None,
