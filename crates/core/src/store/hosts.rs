@@ -93,4 +93,38 @@ mod tests {
         let now = &store.host_health().unwrap()[0];
         assert_eq!((now.checked_at, now.last_seen, now.last_error.as_deref()), (t(20), Some(t(10)), Some("box: timed out")));
     }
+
+    /// Held work is what an account stopped: a run blocked because its host was out of reach is
+    /// not made up when the account is next seen working.
+    #[test]
+    fn a_run_blocked_by_its_host_is_not_held_for_its_account() {
+        use crate::run::{Reason, RunKind, RunStatus, Trigger};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db.sqlite")).unwrap();
+        let t = |s: i64| DateTime::from_timestamp(1_700_000_000 + s, 0).unwrap();
+        for (id, routine, reason) in [("h1", "remote", Reason::HostUnreachable), ("a1", "local", Reason::AuthPreflight)] {
+            store
+                .insert_run(&crate::store::NewRun {
+                    id: id.into(),
+                    routine: routine.into(),
+                    trigger: Trigger::Schedule,
+                    agent: RunKind::of(Some(crate::routine::AgentKind::Claude)),
+                    status: RunStatus::Blocked,
+                    reason: Some(reason),
+                    message: None,
+                    scheduled_for: Some(t(0)),
+                    started_at: Some(t(0)),
+                    finished_at: Some(t(0)),
+                    account: Some("me@x.dev".into()),
+                    run_dir: "/nonexistent".into(),
+                    owner: None,
+                    sort_at: t(0),
+                })
+                .unwrap();
+        }
+        let health = crate::store::HealthRecord { account: "me@x.dev".into(), verdict: crate::health::Verdict::Ok, evidence: "a run worked".into(), at: t(60), resets_at: None, run_id: None };
+        store.set_account_health(&health).unwrap();
+        let owed: Vec<String> = store.held_runs_owed(t(-3600)).unwrap().into_iter().map(|h| h.id).collect();
+        assert_eq!(owed, vec!["a1".to_string()], "only the run its account stopped is owed");
+    }
 }
