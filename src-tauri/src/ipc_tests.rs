@@ -27,11 +27,17 @@ struct Fixture {
 }
 
 fn fixture() -> Fixture {
+    fixture_with(|_| String::new())
+}
+
+/// The fixture with more settings at the top of `nightshift.toml` (given the home's path).
+fn fixture_with(settings: impl Fn(&std::path::Path) -> String) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let home_dir = dir.path().join("home");
     let home = Home::at(&home_dir);
     home.bootstrap().unwrap();
-    std::fs::write(home_dir.join("nightshift.toml"), "keychain_service = \"nightshift-ipc-test\"\n\n[[accounts]]\nemail = \"work@acme.dev\"\n").unwrap();
+    let extra = settings(&home_dir);
+    std::fs::write(home_dir.join("nightshift.toml"), format!("{extra}keychain_service = \"nightshift-ipc-test\"\n\n[[accounts]]\nemail = \"work@acme.dev\"\n")).unwrap();
     std::fs::write(home_dir.join("routines/broken.yaml"), "name: broken\ncommand: echo hi\nschedul: \"0 9 * * *\"\n").unwrap();
     std::fs::write(
         home_dir.join("routines/fails.yaml"),
@@ -284,13 +290,10 @@ fn no_token_in_any_payload() {
 
 #[test]
 fn hosts_and_their_health_reach_the_window() {
-    let f = fixture();
+    let f = fixture_with(|home| format!("ssh_config = \"{}\"\n", home.join("ssh_config").display()));
     let home = f._dir.path().join("home");
     // A host nobody listens for: port 1 on loopback refuses at once.
-    let config = f._dir.path().join("ssh_config");
-    std::fs::write(&config, "Host box\n  HostName 127.0.0.1\n  Port 1\n").unwrap();
-    let settings = std::fs::read_to_string(home.join("nightshift.toml")).unwrap();
-    std::fs::write(home.join("nightshift.toml"), format!("ssh_config = \"{}\"\n{settings}", config.display())).unwrap();
+    std::fs::write(home.join("ssh_config"), "Host box\n  HostName 127.0.0.1\n  Port 1\n").unwrap();
     std::fs::write(home.join("routines/placed.yaml"), "name: placed\nschedule: \"0 3 1 1 *\"\nhost: box\ncommand: make\n").unwrap();
     nightshift_testkit::wait_until("the placed routine to be read", std::time::Duration::from_secs(10), || {
         ipc(&f.main, "list_hosts", json!({})).unwrap().as_array().is_some_and(|h| h.len() == 1)
