@@ -77,3 +77,4 @@ NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench history
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench worktree
 NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench insight
 cargo bench -p nightshiftctl --bench hostile
+NIGHTSHIFT_BENCH_RUNS=3 cargo bench -p nightshiftctl --bench remote

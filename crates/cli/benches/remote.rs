@@ -4,7 +4,8 @@
 //! remote run pays — with and without connection sharing (`reuse_ssh_connections`, OpenSSH's
 //! `ControlMaster`). What the difference buys: the start (environment over the channel, the
 //! wrapper there), following the output home, reading the exit code, removing the remote files,
-//! and settling the record. Median of `NIGHTSHIFT_BENCH_RUNS` (default 9) runs each.
+//! and settling the record. Median of `NIGHTSHIFT_BENCH_RUNS` (default 9) runs each; then the same
+//! run in-process (one engine, `run_now` to the final record).
 
 use nightshift_testkit::bench::{fmt, measure};
 use nightshift_testkit::SshServer;
@@ -28,6 +29,7 @@ fn main() {
     };
     let ssh = [median(runs, || plain(true)), median(runs, || plain(false))];
     let mut ours = Vec::new();
+    let mut in_process = Vec::new();
     for shared in [true, false] {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(home.path().join("routines")).unwrap();
@@ -38,12 +40,31 @@ fn main() {
             c.args(["run", "remote", "--wait"]).env("NIGHTSHIFT_HOME", home.path());
             c
         }));
+        in_process.push(in_process_median(runs, home.path()));
         let _ = Command::new("ssh").arg("-F").arg(server.ssh_config()).arg("-o").arg(format!("ControlPath={}/ssh/%C", home.path().display())).args(["-O", "exit", "box"]).output();
     }
     println!("{:<34} {:>12} {:>12}", "ssh box true (the floor)", fmt(ssh[0]), fmt(ssh[1]));
     println!("{:<34} {:>12} {:>12}", "nightshiftctl run remote --wait", fmt(ours[0]), fmt(ours[1]));
     println!("{:<34} {:>12} {:>12}", "overhead over the floor", fmt(ours[0].saturating_sub(ssh[0])), fmt(ours[1].saturating_sub(ssh[1])));
+    println!("{:<34} {:>12} {:>12}", "in-process: run_now → final record", fmt(in_process[0]), fmt(in_process[1]));
     let _ = Command::new("ssh").arg("-F").arg(server.ssh_config()).arg("-o").arg(format!("ControlPath={}/%C", control.path().display())).args(["-O", "exit", "box"]).output();
+}
+
+/// The same run in-process: one engine on the home, `run_now` to the final record, `n` times.
+fn in_process_median(n: usize, home: &std::path::Path) -> Duration {
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    runtime.block_on(async {
+        let engine = nightshift_core::Engine::open(nightshift_core::EngineOptions::new(nightshift_core::Home::at(home))).unwrap();
+        let mut times = Vec::with_capacity(n);
+        for _ in 0..n {
+            let start = std::time::Instant::now();
+            let record = engine.run_now("remote", nightshift_core::Trigger::Manual).await.unwrap().wait().await.unwrap();
+            assert_eq!(record.status, nightshift_core::RunStatus::Completed, "{record:?}");
+            times.push(start.elapsed());
+        }
+        times.sort();
+        times[n / 2]
+    })
 }
 
 /// The median wall time of `n` runs of the command `make` builds (each must succeed).
