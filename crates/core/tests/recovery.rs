@@ -225,3 +225,27 @@ async fn runs_of_an_earlier_process_with_this_pid_are_recovered() {
     assert_eq!((rec.status, rec.exit_code), (RunStatus::Completed, Some(0)));
     assert_eq!(engine.store().get_run("r9").unwrap().status, RunStatus::Running);
 }
+
+/// A run on a host whose engine died after bringing its end home but before removing its files
+/// there: the next engine settles it from the local files and removes what it left on the host.
+#[tokio::test]
+async fn a_remote_run_whose_end_is_home_is_settled_and_its_host_files_removed() {
+    let Some(server) = nightshift_testkit::SshServer::start() else { return };
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\nhost: box\ncommand: echo\n");
+    let engine = EngineOptions::for_test(th.path()).settings(&format!("ssh_config = \"{}\"\nreuse_ssh_connections = false\n", server.ssh_config().display())).open();
+    let run_dir = orphan_row(&engine, &th, "r1", "command", None);
+    std::fs::write(run_dir.join("stdout.log"), "done there\n").unwrap();
+    std::fs::write(run_dir.join("exit_code"), "0\n").unwrap();
+    let remote = server.remote_home().join(".nightshift/runs/r1");
+    std::fs::create_dir_all(&remote).unwrap();
+    std::fs::write(remote.join("stdout.log"), "done there\n").unwrap();
+    engine.store().set_host("r1", "box").unwrap();
+    engine.store().set_remote("r1", &format!("{{\"dir\":\"{}\",\"pid\":1,\"pgid\":1,\"deadline\":0}}", remote.display())).unwrap();
+    engine.recover(RecoveryMode::Adopt).await.unwrap();
+    let rec = engine.run("r1").unwrap();
+    assert_eq!((rec.status, rec.exit_code, rec.host.as_deref()), (RunStatus::Completed, Some(0), Some("box")), "{rec:#?}");
+    nightshift_testkit::wait_until_async("its files on the host to be removed", Duration::from_secs(10), || !remote.exists()).await;
+    // Settled once: another pass finds nothing.
+    assert!(engine.recover(RecoveryMode::Adopt).await.unwrap().is_empty());
+}

@@ -36,8 +36,8 @@ const ADOPT_POLL: Duration = Duration::from_millis(500);
 enum Found {
     /// Its process still runs: watch it to the end.
     Alive { live: LiveRun, pid: u32, start: Option<String>, account: Option<String> },
-    /// Its process is gone: settle it from its files.
-    Ended { live: LiveRun, ending: Ending, account: Option<String> },
+    /// Its process is gone: settle it from its files (and remove what it left on its host).
+    Ended { live: LiveRun, ending: Ending, account: Option<String>, leftover: Option<RemoteProc> },
     /// It runs (or ran) on a host: re-attach, bring the rest of its output home, settle it.
     Remote { live: LiveRun, proc: RemoteProc, account: Option<String> },
     /// Claimed but never spawned: back in the queue.
@@ -87,7 +87,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                     finalize::settle(&core, &live, ended).await;
                 });
             }
-            Found::Ended { live, ending, account } => {
+            Found::Ended { live, ending, account, leftover } => {
                 tracing::info!(run = %live.id, ?ending, "settling a run left by a previous engine");
                 let mut ended = Ended::new(ending);
                 ended.account = account;
@@ -95,6 +95,11 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                 ended.finished_at = process::ended_at(&live.run_dir);
                 finalize::settle(core, &live, ended).await;
                 handled.push(live.id.clone());
+                if let Some(proc) = leftover {
+                    // Over SSH, in the background: recovery never waits on a host.
+                    let id = live.id.clone();
+                    tokio::spawn(async move { remote_run::forget(&id, &proc).await });
+                }
             }
         }
     }
@@ -121,7 +126,9 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             let account = open.record.account.clone();
             // Its end was brought home before its engine died: settle from that.
             if process::recorded_exit_code(&live.run_dir).is_some() || process::timed_out_by_wrapper(&live.run_dir) {
-                found.push(Found::Ended { ending: ending_from_files(&live.run_dir), live, account });
+                // (Its files there may still be on the host: its engine died before removing them.)
+                let leftover = (mode == RecoveryMode::Adopt).then(|| remote_run::recorded(core, open.record.host.as_deref(), remote)).flatten();
+                found.push(Found::Ended { ending: ending_from_files(&live.run_dir), live, account, leftover });
                 continue;
             }
             // Reaching the host takes a long-running engine (a short command leaves it be).
@@ -129,7 +136,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
                 core.store.set_owner(&open.record.id, me)?;
                 match remote_run::recorded(core, open.record.host.as_deref(), remote) {
                     Some(proc) => found.push(Found::Remote { live, proc, account }),
-                    None => found.push(Found::Ended { live, ending: Ending::Unreachable("its record does not say where on its host it runs".into()), account }),
+                    None => found.push(Found::Ended { live, ending: Ending::Unreachable("its record does not say where on its host it runs".into()), account, leftover: None }),
                 }
             }
             continue;
@@ -159,7 +166,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             continue;
         }
         let ending = ending_from_files(&live.run_dir);
-        found.push(Found::Ended { live, ending, account });
+        found.push(Found::Ended { live, ending, account, leftover: None });
     }
     Ok(found)
 }
