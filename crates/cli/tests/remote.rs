@@ -157,8 +157,8 @@ async fn a_missing_agent_on_the_host_fails_the_run_with_the_fix() {
     use_server(&th, &server, "[hosts.box]\nagent_path = \"/nowhere/claude\"\n");
     th.routine("triage", "schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nprompt: Triage\n");
     let (rec, _) = common::run_wait(&th, "triage").await;
-    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("spawn_failed")), "{rec:#}");
-    assert_eq!(rec["message"], "`/nowhere/claude` was not found on box's PATH for SSH commands");
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("spawn_failed")), "{rec:#}");
+    assert_eq!(rec["message"], "not started: `/nowhere/claude` was not found on box's PATH for SSH commands");
     let shown = common::stdout(&ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
     assert!(shown.contains("set its path there as `[hosts.box] agent_path`"), "{shown}");
     let check = ctl(&th).args(["hosts", "check"]).output().unwrap();

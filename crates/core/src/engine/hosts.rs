@@ -77,7 +77,7 @@ impl Engine {
                 missing,
             },
             Err(Failure::Unreachable(why)) => HostCheck { host: host.into(), reachable: false, missing: Vec::new(), message: format!("{host}: unreachable — {why}") },
-            Err(Failure::Refused(why)) => HostCheck { host: host.into(), reachable: true, missing: Vec::new(), message: format!("{host}: reachable, but the check failed there — {why}") },
+            Err(Failure::Refused(why) | Failure::Missing(why)) => HostCheck { host: host.into(), reachable: true, missing: Vec::new(), message: format!("{host}: reachable, but the check failed there — {why}") },
         }
     }
 }

@@ -61,7 +61,8 @@ impl Core {
 
 /// Start try `n`'s process on the first of the routine's hosts that answers and has no run of
 /// this routine going. An unreachable host is skipped (and remembered); when none answers the run
-/// is `blocked · host_unreachable`; a host that answers but cannot start it fails it (`spawn_failed`).
+/// is `blocked · host_unreachable`; a host without the agent blocks it (`blocked · spawn_failed`);
+/// a host that answers but cannot start it otherwise fails it (`failed · spawn_failed`).
 pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Account, &Credential)>) -> Result<RemoteProc, Ending> {
     let Some(placement) = live.routine.placement.as_ref() else { return Err(Ending::SpawnFailed("the routine has no host".into())) };
     let mut unreachable = Vec::new();
@@ -90,6 +91,11 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Ac
                 core.host_contact(host, Some(&failure));
                 tracing::warn!(run = %live.id, %host, error = %failure.message(), "host unreachable");
                 unreachable.push(failure.message().to_string());
+            }
+            Err(Failure::Missing(message)) => {
+                // Preflight: nothing was started there, so the run is blocked, not failed.
+                core.host_contact(host, None);
+                return Err(Ending::Blocked { reason: Reason::SpawnFailed, message: format!("not started: {message}"), resets_at: None });
             }
             Err(Failure::Refused(message)) => {
                 core.host_contact(host, None);
@@ -170,7 +176,7 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &RemoteProc, c
             }
         };
         core.host_contact(host, Some(&failure));
-        refused = if matches!(failure, Failure::Refused(_)) { refused + 1 } else { 0 };
+        refused = if matches!(failure, Failure::Refused(_) | Failure::Missing(_)) { refused + 1 } else { 0 };
         if refused >= GIVE_UP_REFUSALS {
             // The host answers but the run's files cannot be read there (removed by hand):
             // nothing more can come home.

@@ -84,7 +84,9 @@ impl Target {
 pub enum Failure {
     /// ssh could not reach the host or log in (its exit code 255): the host is unreachable.
     Unreachable(String),
-    /// The host answered, and the command there failed (e.g. the agent is not installed).
+    /// The host answered, and the program to run is not there (nothing was started).
+    Missing(String),
+    /// The host answered, and the command there failed.
     Refused(String),
 }
 
@@ -100,7 +102,7 @@ impl Failure {
 
     pub fn message(&self) -> &str {
         match self {
-            Failure::Unreachable(m) | Failure::Refused(m) => m,
+            Failure::Unreachable(m) | Failure::Missing(m) | Failure::Refused(m) => m,
         }
     }
 }
@@ -230,7 +232,7 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, Fail
     let said_out = String::from_utf8_lossy(&out.stdout);
     if out.status.code() == Some(127) && said_out.lines().any(|l| l == MISSING) {
         let name = cmd.argv.first().map(String::as_str).unwrap_or_default();
-        return Err(Failure::Refused(format!("`{name}` was not found on {}'s PATH for SSH commands", target.host)));
+        return Err(Failure::Missing(format!("`{name}` was not found on {}'s PATH for SSH commands", target.host)));
     }
     if !out.status.success() {
         return Err(Failure::of(&target.host, &out.stderr, out.status.code()));
@@ -435,7 +437,7 @@ mod tests {
         let mut cmd = command("missing", "", None);
         cmd.argv = vec!["no-such-agent-here".into(), "-p".into()];
         let err = start(&target(&server), &cmd).await.unwrap_err();
-        assert_eq!(err, Failure::Refused("`no-such-agent-here` was not found on box's PATH for SSH commands".into()));
+        assert_eq!(err, Failure::Missing("`no-such-agent-here` was not found on box's PATH for SSH commands".into()));
         assert!(!server.remote_home().join(".nightshift/runs/missing").exists(), "nothing was set up for it");
         assert_eq!(target(&server).check(&["sh", "no-such-agent-here"]).await.unwrap(), vec!["no-such-agent-here".to_string()]);
     }

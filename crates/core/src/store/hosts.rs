@@ -94,15 +94,15 @@ mod tests {
         assert_eq!((now.checked_at, now.last_seen, now.last_error.as_deref()), (t(20), Some(t(10)), Some("box: timed out")));
     }
 
-    /// Held work is what an account stopped: a run blocked because its host was out of reach is
-    /// not made up when the account is next seen working.
+    /// Held work is what an account stopped: a run blocked because its host was out of reach (or
+    /// lacked the agent) is not made up when the account is next seen working.
     #[test]
     fn a_run_blocked_by_its_host_is_not_held_for_its_account() {
         use crate::run::{Reason, RunKind, RunStatus, Trigger};
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db.sqlite")).unwrap();
         let t = |s: i64| DateTime::from_timestamp(1_700_000_000 + s, 0).unwrap();
-        for (id, routine, reason) in [("h1", "remote", Reason::HostUnreachable), ("a1", "local", Reason::AuthPreflight)] {
+        for (id, routine, reason) in [("h1", "remote", Reason::HostUnreachable), ("m1", "missing", Reason::SpawnFailed), ("a1", "local", Reason::AuthPreflight)] {
             store
                 .insert_run(&crate::store::NewRun {
                     id: id.into(),

@@ -221,7 +221,7 @@ impl Store {
         let mut stmt = conn.prepare_cached(
             "SELECT r.id, r.routine, r.account FROM runs r
              JOIN account_health h ON h.account = r.account
-             WHERE ((r.status = 'blocked' AND COALESCE(r.reason, '') NOT IN ('host_unreachable', 'active_run'))
+             WHERE ((r.status = 'blocked' AND COALESCE(r.reason, '') NOT IN ('host_unreachable', 'active_run', 'spawn_failed'))
                     OR (r.status = 'failed' AND r.reason = 'auth_failed'))
                AND r.trigger IN ('schedule', 'catchup') AND r.made_up_by IS NULL AND r.sort_ms >= ?1
                AND h.verdict IN ('ok', 'live') AND h.at >= COALESCE(r.finished_at, '')
