@@ -65,6 +65,7 @@ impl Core {
 /// a host that answers but cannot start it otherwise fails it (`failed · spawn_failed`).
 pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Account, &Credential)>) -> Result<RemoteProc, Ending> {
     let Some(placement) = live.routine.placement.as_ref() else { return Err(Ending::SpawnFailed("the routine has no host".into())) };
+    let mut cmd = command(core, live, account);
     let mut unreachable = Vec::new();
     let mut busy = Vec::new();
     for host in &placement.hosts {
@@ -72,7 +73,7 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Ac
             busy.push(host.as_str());
             continue;
         }
-        let cmd = command(core, live, host, account).map_err(Ending::SpawnFailed)?;
+        cmd.argv[0] = program_on(&core.settings(), &live.routine, host);
         if let Err(e) = core.store.set_host(&live.id, host) {
             tracing::warn!(run = %live.id, error = %e, "could not record the run's host");
         }
@@ -103,42 +104,42 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Ac
             }
         }
     }
-    let message = match (unreachable.is_empty(), busy.is_empty()) {
-        (false, _) => format!("not started: {}", unreachable.join("; ")),
-        (true, _) => format!("not started: every host of this routine ({}) has a run of it going", busy.join(", ")),
+    let (reason, message) = match unreachable.is_empty() {
+        false => (Reason::HostUnreachable, format!("not started: {}", unreachable.join("; "))),
+        true => (Reason::ActiveRun, format!("not started: every host of this routine ({}) has a run of it going", busy.join(", "))),
     };
-    let reason = if unreachable.is_empty() { Reason::ActiveRun } else { Reason::HostUnreachable };
     Err(Ending::Blocked { reason, message, resets_at: None })
 }
 
-/// The command line and environment for `host`: the agent there (`[hosts.<host>] agent_path`, or
-/// its name on the PATH an SSH command gets), the routine's `env:`, the run's own variables and
-/// the account's secret — never the local environment (its PATH means nothing there).
-fn command(core: &Core, live: &LiveRun, host: &str, account: Option<(&Account, &Credential)>) -> Result<RemoteCommand, String> {
+/// The agent's executable on `host`: `[hosts.<host>] agent_path`, else its name on the PATH an
+/// SSH command gets there (`sh` for a command routine).
+pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &crate::routine::Routine, host: &str) -> String {
+    let name = crate::agents::driver(routine.agent()).program();
+    routine.agent().and_then(|a| settings.host_agent_path(host, a.as_str())).unwrap_or(name).to_string()
+}
+
+/// The command line and environment, the same for every host but its program (`argv[0]`, set per
+/// host): the routine's `env:` over the run's own variables and the account's secret, as for a
+/// run here ([`crate::runner::env::overlay`]) — never the local environment (its PATH means
+/// nothing there).
+fn command(core: &Core, live: &LiveRun, account: Option<(&Account, &Credential)>) -> RemoteCommand {
     let routine = &live.routine;
     let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None);
-    let (driver, args) = crate::agents::invocation(&routine.action, &prompt);
-    let settings = core.settings();
-    let program = routine.agent().and_then(|a| settings.host_agent_path(host, a.as_str())).unwrap_or(driver.program()).to_string();
-    let mut env: Vec<(String, String)> = routine.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-    for (k, v) in super::attempt::run_variables(routine, &live.id) {
-        if !routine.env.contains_key(k) {
-            env.push((k.to_string(), v));
-        }
+    let (_, args) = crate::agents::invocation(&routine.action, &prompt);
+    let mut extra = super::attempt::run_variables(routine, &live.id);
+    if let Some((account, Credential { token: Some(token), .. })) = account {
+        extra.push((account.auth().secret_var, token.clone()));
     }
-    if let Some((account, cred)) = account {
-        if let Some(token) = &cred.token {
-            env.push((account.auth().secret_var.to_string(), token.clone()));
-        }
-    }
-    Ok(RemoteCommand {
+    let mut env = std::collections::BTreeMap::new();
+    crate::runner::env::overlay(&mut env, &routine.env, &extra);
+    RemoteCommand {
         run_id: live.id.clone(),
-        argv: std::iter::once(program).chain(args).collect(),
+        argv: std::iter::once(String::new()).chain(args).collect(),
         cwd: routine.placement.as_ref().and_then(|p| p.remote_cwd.clone()),
-        env,
+        env: env.into_iter().collect(),
         timeout: Some(routine.timeout),
-        kill_grace: settings.kill_grace(),
-    })
+        kill_grace: core.settings().kill_grace(),
+    }
 }
 
 /// Bring the run's output home until it ends there; reconnect after a drop (from the last byte
@@ -167,11 +168,7 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &RemoteProc, c
             },
             _ = cancel.notified(), if !cancelled => {
                 cancelled = true;
-                tracing::info!(run = %run.id, %host, "cancelling the run on its host");
-                if let Err(failure) = remote::cancel(&proc.target, &proc.started, core.settings().kill_grace()).await {
-                    tracing::warn!(run = %run.id, %host, error = %failure.message(), "could not cancel the run on its host");
-                    core.host_contact(host, Some(&failure));
-                }
+                cancel_there(core, run, proc).await;
                 continue;
             }
         };
@@ -194,9 +191,20 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &RemoteProc, c
             _ = cancel.notified(), if !cancelled => {
                 // Cancelling needs the host too: try it at once, keep following after.
                 cancelled = true;
-                let _ = remote::cancel(&proc.target, &proc.started, core.settings().kill_grace()).await;
+                cancel_there(core, run, proc).await;
             }
         }
+    }
+}
+
+/// End the run on its host (its group: SIGTERM, SIGKILL after the grace); a failure is logged and
+/// remembered as the host's health — following goes on either way and tells how it ended.
+async fn cancel_there(core: &Core, run: &LiveRun, proc: &RemoteProc) {
+    let host = &proc.target.host;
+    tracing::info!(run = %run.id, %host, "cancelling the run on its host");
+    if let Err(failure) = remote::cancel(&proc.target, &proc.started, core.settings().kill_grace()).await {
+        tracing::warn!(run = %run.id, %host, error = %failure.message(), "could not cancel the run on its host");
+        core.host_contact(host, Some(&failure));
     }
 }
 

@@ -28,13 +28,19 @@ pub fn build(
 ) -> BTreeMap<String, String> {
     let mut env: BTreeMap<String, String> = inherited.into_iter().filter(|(k, _)| allowed(k)).collect();
     env.entry("PATH".into()).or_insert_with(|| "/usr/local/bin:/usr/bin:/bin".into());
+    overlay(&mut env, routine_env, extra);
+    env
+}
+
+/// Put Nightshift's run variables (`extra`, the account's secret among them) and then the
+/// routine's `env` (which wins) over `env` — the one precedence for a run here and on a host.
+pub fn overlay(env: &mut BTreeMap<String, String>, routine_env: &BTreeMap<String, String>, extra: &[(&str, String)]) {
     for (k, v) in extra {
         env.insert((*k).to_string(), v.clone());
     }
     for (k, v) in routine_env {
         env.insert(k.clone(), v.clone());
     }
-    env
 }
 
 #[cfg(test)]
