@@ -8,7 +8,7 @@ mod common;
 
 use common::{ctl, ctl_bus, home_with_accounts, json, keychain_available, runs, set_token, start_daemon, stderr, tokio_ctl};
 use nightshift_testkit::home::require_claude_cli;
-use nightshift_testkit::{FakeAnthropic, Reply, SshServer, TestHome};
+use nightshift_testkit::{processes_holding, FakeAnthropic, Reply, SshServer, TestHome};
 use std::time::Duration;
 
 /// Point the home at the test's sshd (its own `ssh_config`), keeping whatever `toml` says.
@@ -17,20 +17,6 @@ fn use_server(th: &TestHome, server: &SshServer, toml: &str) {
     let before = std::fs::read_to_string(&path).unwrap_or_default();
     let grace = if before.contains("kill_grace_secs") { "" } else { "kill_grace_secs = 1\n" };
     std::fs::write(&path, format!("ssh_config = \"{}\"\n{grace}{before}{toml}", server.ssh_config().display())).unwrap();
-}
-
-/// Every process whose command line holds `needle` (the "remote" side is this machine).
-fn processes_holding(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(argv) = std::fs::read(entry.path().join("cmdline")) {
-            let argv = String::from_utf8_lossy(&argv).replace('\0', " ");
-            if argv.contains(needle) {
-                found.push(format!("{}: {argv}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
 }
 
 fn remote_runs(server: &SshServer) -> Vec<String> {
@@ -103,10 +89,7 @@ async fn a_cut_connection_and_a_killed_engine_lose_nothing_and_settle_the_run_on
     // The CLI that started it returned: the daemon re-attaches and follows it.
     nightshift_testkit::wait_until("the daemon to follow the run", Duration::from_secs(15), || !processes_holding("tail -c +").is_empty());
     // The ssh client bringing its output home is killed: the daemon reconnects from the last byte.
-    let clients: Vec<i32> = processes_holding("tail -c +")
-        .iter()
-        .filter_map(|p| p.split_once(": ").filter(|(_, argv)| argv.starts_with("ssh ")).and_then(|(pid, _)| pid.parse().ok()))
-        .collect();
+    let clients: Vec<i32> = processes_holding("tail -c +").into_iter().filter(|(_, argv)| argv.starts_with("ssh ")).map(|(pid, _)| pid as i32).collect();
     assert!(!clients.is_empty(), "{:?}", processes_holding("tail -c +"));
     for pid in clients {
         unsafe { libc::kill(pid, libc::SIGKILL) };

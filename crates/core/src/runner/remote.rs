@@ -340,19 +340,6 @@ mod tests {
         RemoteCommand { run_id: id.into(), argv: vec!["sh".into(), "-c".into(), script.into()], cwd: None, env: Vec::new(), timeout, kill_grace: Duration::from_secs(1) }
     }
 
-    /// Every process whose argv or environment is readable here (the "remote" side is this machine).
-    fn argv_holding(needle: &str) -> Vec<String> {
-        let mut found = Vec::new();
-        for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            if let Ok(argv) = std::fs::read(entry.path().join("cmdline")) {
-                if String::from_utf8_lossy(&argv).contains(needle) {
-                    found.push(String::from_utf8_lossy(&argv).replace('\0', " "));
-                }
-            }
-        }
-        found
-    }
-
     fn pgroup_alive(pgid: u32) -> bool {
         // SAFETY: signal 0 only checks that the group exists.
         unsafe { libc::kill(-(pgid as i32), 0) == 0 }
@@ -369,7 +356,7 @@ mod tests {
         cmd.cwd = Some("~".into());
         let run = start(&t, &cmd).await.unwrap();
         assert!(run.dir.starts_with(&server.remote_home().display().to_string()), "{run:?}");
-        assert!(argv_holding(token).is_empty(), "the token is in a process's argv: {:?}", argv_holding(token));
+        assert!(nightshift_testkit::processes_holding(token).is_empty(), "the token is in a process's argv: {:?}", nightshift_testkit::processes_holding(token));
         assert_eq!(follow(&t, &run, &out, &err).await.unwrap(), RemoteEnd { code: Some(3), timed_out: false });
         let said = std::fs::read_to_string(&out).unwrap();
         assert_eq!(said, format!("out\n{}\n{}\n", token.len(), server.remote_home().display()), "the token reached the run's environment");
