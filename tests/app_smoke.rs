@@ -45,12 +45,30 @@ fn stop(mut app: Child) {
 }
 
 /// Poll `done` until it holds; fail with `what` (and the windows there are) after `secs`.
-fn wait_until(what: &str, secs: u64, mut done: impl FnMut() -> bool) {
+fn wait_until(what: &str, secs: u64, done: impl FnMut() -> bool) {
+    wait_until_or_explain(what, secs, String::new, done);
+}
+
+/// [`wait_until`], failing with what `explain` says too (the app's state and log).
+fn wait_until_or_explain(what: &str, secs: u64, explain: impl Fn() -> String, mut done: impl FnMut() -> bool) {
     let start = Instant::now();
     while !done() {
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}; windows:\n{}", window_titles());
+        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}; windows:\n{}\n{}", window_titles(), explain());
         std::thread::sleep(Duration::from_millis(100));
     }
+}
+
+/// Whether the app `pid` is up, and what it logged to `log` — for a failure's message.
+fn app_state(pid: u32, log: &std::path::Path) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // A process that ended and was not reaped yet keeps its wait status as the last field.
+    let state = match stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) {
+        Some("Z") => format!("gone (wait status {})", stat.split_whitespace().last().unwrap_or("?")),
+        Some(_) => "up".to_string(),
+        None => "gone".to_string(),
+    };
+    let said = std::fs::read_to_string(log).unwrap_or_default();
+    format!("the app (pid {pid}) is {state}; its log:\n{said}")
 }
 
 /// Close the X window titled `title` as a window manager's close button does.
@@ -146,9 +164,10 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
     let resident = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
     let pid = resident.id();
-    wait_until("the window", 60, || window_titles().contains("\"Nightshift\": ("));
+    let explain = || app_state(pid, &tmp.path().join("app.log"));
+    wait_until_or_explain("the window", 60, &explain, || window_titles().contains("\"Nightshift\": ("));
     let first = window_process(pid).expect("the window is a process of its own");
-    wait_until("the window's WebKit processes", 30, || !live_descendants_named(first, "WebKit").is_empty());
+    wait_until_or_explain("the window's WebKit processes", 30, &explain, || !live_descendants_named(first, "WebKit").is_empty());
     assert_resident_has_no_webview(pid);
 
     // The tray's Run now entry for "slow", as a panel has it: (dbusmenu id, label).
@@ -161,26 +180,26 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // A run goes on while the window closes and opens.
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
     close_window("Nightshift");
-    wait_until("the window process to exit", 10, || window_process(pid).is_none());
-    wait_until("WebKit's processes to end with the window's", 10, || live_descendants_named(pid, "WebKit").is_empty());
+    wait_until_or_explain("the window process to exit", 10, &explain, || window_process(pid).is_none());
+    wait_until_or_explain("WebKit's processes to end with the window's", 10, &explain, || live_descendants_named(pid, "WebKit").is_empty());
 
     // The tray's "Open Nightshift": a new window process.
     tray.wait_for("Open Nightshift", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Open Nightshift"));
     tray.click(&bus.address, "Open Nightshift");
-    wait_until("the window from the tray", 30, || window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the window from the tray", 30, &explain, || window_titles().contains("\"Nightshift\": ("));
     let second = window_process(pid).expect("a window process");
     assert_ne!(second, first);
     // A second launch while it is up raises it: no second window process.
     let log_text = || std::fs::read_to_string(tmp.path().join("app.log")).unwrap_or_default();
     let raised = log_text().matches("asked the window process that is up to show the window").count();
     assert!(app(&home, &bus, &[]).status().unwrap().success());
-    wait_until("the resident to raise the window", 10, || log_text().matches("asked the window process that is up to show the window").count() > raised);
+    wait_until_or_explain("the resident to raise the window", 10, &explain, || log_text().matches("asked the window process that is up to show the window").count() > raised);
     assert_eq!(window_process(pid), Some(second), "a second launch started another window process");
     assert_eq!(log_text().matches("started a window process").count(), 2, "{}", log_text());
 
     // kill -9 of the window process: the tray and the run are intact.
     unsafe { libc::kill(second as i32, libc::SIGKILL) };
-    wait_until("the killed window to go", 10, || window_process(pid).is_none() && !window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the killed window to go", 10, &explain, || window_process(pid).is_none() && !window_titles().contains("\"Nightshift\": ("));
     // The run finishes and notifies; the notification's "Open" shows that run in a new window.
     let got = bus.wait_for(1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
@@ -188,14 +207,14 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // while runs start and end still reaches the app).
     tray.wait_for("✓ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "✓ slow")));
     assert_eq!(slow_entry(&tray), Some((slow_id, "✓ slow".to_string())), "the menu was rebuilt, not updated in place");
-    wait_until("the window from the notification", 30, || window_process(pid).is_some_and(|w| cmdline(w).contains("\"run\"")));
+    wait_until_or_explain("the window from the notification", 30, &explain, || window_process(pid).is_some_and(|w| cmdline(w).contains("\"run\"")));
     let third = window_process(pid).unwrap();
     let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
     let slow = store.list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.into_iter().find(|r| r.routine == "slow").unwrap();
     assert_eq!(slow.status.to_string(), "completed", "the run went on through the window's close and kill -9");
     let run_id = slow.id;
     assert!(cmdline(third).contains(&run_id), "the window opened on another run: {}", cmdline(third));
-    wait_until("the run's window", 30, || window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the run's window", 30, &explain, || window_titles().contains("\"Nightshift\": ("));
     std::thread::sleep(Duration::from_secs(1));
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-opened-from-notification.png")).status();
     assert_resident_has_no_webview(pid);
@@ -203,7 +222,7 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // Quit ends both.
     stop(resident);
     let gone = |p: u32| !std::path::Path::new(&format!("/proc/{p}")).exists() || nightshift_core::runner::process::is_zombie(p);
-    wait_until("the window process to end with the app", 10, || gone(third));
+    wait_until_or_explain("the window process to end with the app", 10, &explain, || gone(third));
     let log = std::fs::read_to_string(tmp.path().join("app.log")).unwrap();
     assert!(log.contains("the window process ended abnormally"), "the killed window was noticed: {log}");
     // The app has quit: nothing can notify any more, so the count is final.
