@@ -1,6 +1,6 @@
 //! The real tray app binary under a (virtual) display: first launch creates a home with the
 //! example routines and opens the window; "Run now" (sent to the running instance by a second
-//! launch, `nightshift --run-now NAME`, through the single-instance plugin) runs the routine in the
+//! launch, `nightshift --run-now NAME`, over the running app's socket) runs the routine in the
 //! app's in-process engine, and the finish notification reaches a real D-Bus notification server.
 //! Keeps a screenshot in tests/artifacts.
 
@@ -128,13 +128,14 @@ fn live_descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
     descendants(pid).into_iter().filter(|p| process_name(*p).is_some_and(|n| n.starts_with(prefix)) && !is_zombie(*p)).collect()
 }
 
-/// The resident's window process (`nightshift --window …`), if one is up.
+/// The resident's window process (`nightshift-window --open …`), if one is up.
 fn window_process(resident: u32) -> Option<u32> {
-    nightshift_core::runner::process::descendants(resident).into_iter().find(|p| cmdline(*p).contains(" --window "))
+    nightshift_core::runner::process::descendants(resident).into_iter().find(|p| cmdline(*p).contains("nightshift-window --open "))
 }
 
-/// What shows the resident never made a webview: no WebKit process of its own (they belong to
-/// the window process) and no GL driver mapped (a webview's compositing loads one).
+/// What shows the resident never made a webview: WebKit is not even mapped into it (its binary
+/// does not link it), no WebKit process is its own (they belong to the window process) and no GL
+/// driver is mapped (a webview's compositing loads one).
 fn assert_resident_has_no_webview(resident: u32) {
     let window = window_process(resident);
     for helper in live_descendants_named(resident, "WebKit") {
@@ -142,8 +143,8 @@ fn assert_resident_has_no_webview(resident: u32) {
         assert!(parent.is_some() && parent == window, "WebKit process {helper} is not the window process's: parent {parent:?}, window {window:?}");
     }
     let maps = std::fs::read_to_string(format!("/proc/{resident}/maps")).unwrap();
-    for gl in ["/dri/", "libEGL_mesa", "libGLX_mesa", "libLLVM"] {
-        assert!(!maps.contains(gl), "the resident process mapped {gl}");
+    for lib in ["libwebkit2gtk", "libjavascriptcoregtk", "/dri/", "libEGL_mesa", "libGLX_mesa", "libLLVM"] {
+        assert!(!maps.contains(lib), "the resident process mapped {lib}");
     }
 }
 
@@ -165,9 +166,9 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     let resident = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
     let pid = resident.id();
     let explain = || app_state(pid, &tmp.path().join("app.log"));
-    wait_until_or_explain("the window", 60, &explain, || window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the window", 60, explain, || window_titles().contains("\"Nightshift\": ("));
     let first = window_process(pid).expect("the window is a process of its own");
-    wait_until_or_explain("the window's WebKit processes", 30, &explain, || !live_descendants_named(first, "WebKit").is_empty());
+    wait_until_or_explain("the window's WebKit processes", 30, explain, || !live_descendants_named(first, "WebKit").is_empty());
     assert_resident_has_no_webview(pid);
 
     // The tray's Run now entry for "slow", as a panel has it: (dbusmenu id, label).
@@ -180,26 +181,26 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // A run goes on while the window closes and opens.
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
     close_window("Nightshift");
-    wait_until_or_explain("the window process to exit", 10, &explain, || window_process(pid).is_none());
-    wait_until_or_explain("WebKit's processes to end with the window's", 10, &explain, || live_descendants_named(pid, "WebKit").is_empty());
+    wait_until_or_explain("the window process to exit", 10, explain, || window_process(pid).is_none());
+    wait_until_or_explain("WebKit's processes to end with the window's", 10, explain, || live_descendants_named(pid, "WebKit").is_empty());
 
     // The tray's "Open Nightshift": a new window process.
     tray.wait_for("Open Nightshift", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Open Nightshift"));
     tray.click(&bus.address, "Open Nightshift");
-    wait_until_or_explain("the window from the tray", 30, &explain, || window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the window from the tray", 30, explain, || window_titles().contains("\"Nightshift\": ("));
     let second = window_process(pid).expect("a window process");
     assert_ne!(second, first);
     // A second launch while it is up raises it: no second window process.
     let log_text = || std::fs::read_to_string(tmp.path().join("app.log")).unwrap_or_default();
     let raised = log_text().matches("asked the window process that is up to show the window").count();
     assert!(app(&home, &bus, &[]).status().unwrap().success());
-    wait_until_or_explain("the resident to raise the window", 10, &explain, || log_text().matches("asked the window process that is up to show the window").count() > raised);
+    wait_until_or_explain("the resident to raise the window", 10, explain, || log_text().matches("asked the window process that is up to show the window").count() > raised);
     assert_eq!(window_process(pid), Some(second), "a second launch started another window process");
     assert_eq!(log_text().matches("started a window process").count(), 2, "{}", log_text());
 
     // kill -9 of the window process: the tray and the run are intact.
     unsafe { libc::kill(second as i32, libc::SIGKILL) };
-    wait_until_or_explain("the killed window to go", 10, &explain, || window_process(pid).is_none() && !window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the killed window to go", 10, explain, || window_process(pid).is_none() && !window_titles().contains("\"Nightshift\": ("));
     // The run finishes and notifies; the notification's "Open" shows that run in a new window.
     let got = bus.wait_for(1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
@@ -207,14 +208,14 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // while runs start and end still reaches the app).
     tray.wait_for("✓ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "✓ slow")));
     assert_eq!(slow_entry(&tray), Some((slow_id, "✓ slow".to_string())), "the menu was rebuilt, not updated in place");
-    wait_until_or_explain("the window from the notification", 30, &explain, || window_process(pid).is_some_and(|w| cmdline(w).contains("\"run\"")));
+    wait_until_or_explain("the window from the notification", 30, explain, || window_process(pid).is_some_and(|w| cmdline(w).contains("\"run\"")));
     let third = window_process(pid).unwrap();
     let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
     let slow = store.list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.into_iter().find(|r| r.routine == "slow").unwrap();
     assert_eq!(slow.status.to_string(), "completed", "the run went on through the window's close and kill -9");
     let run_id = slow.id;
     assert!(cmdline(third).contains(&run_id), "the window opened on another run: {}", cmdline(third));
-    wait_until_or_explain("the run's window", 30, &explain, || window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the run's window", 30, explain, || window_titles().contains("\"Nightshift\": ("));
     std::thread::sleep(Duration::from_secs(1));
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-opened-from-notification.png")).status();
     assert_resident_has_no_webview(pid);
@@ -222,7 +223,7 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // Quit ends both.
     stop(resident);
     let gone = |p: u32| !std::path::Path::new(&format!("/proc/{p}")).exists() || nightshift_core::runner::process::is_zombie(p);
-    wait_until_or_explain("the window process to end with the app", 10, &explain, || gone(third));
+    wait_until_or_explain("the window process to end with the app", 10, explain, || gone(third));
     let log = std::fs::read_to_string(tmp.path().join("app.log")).unwrap();
     assert!(log.contains("the window process ended abnormally"), "the killed window was noticed: {log}");
     // The app has quit: nothing can notify any more, so the count is final.

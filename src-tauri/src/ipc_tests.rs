@@ -1,11 +1,10 @@
 //! The command layer through Tauri's real IPC path (mock runtime, no display) and the real pipe
 //! between the window process and the resident: the app's own capabilities decide what the window
-//! may call, each call crosses [`crate::bridge`] as it does between the two processes (here over a
+//! may call, each call crosses [`nightshift_tray::bridge`] as it does between the two processes (here over a
 //! socket pair within one test process), payloads are what the UI receives, errors are
 //! `{code, message}`, and no token ever appears in a payload.
 
-use crate::bridge::{self, Link, ToWindow};
-use crate::AppState;
+use nightshift_tray::bridge::{self, Link, ToWindow};
 use nightshift_core::{Engine, EngineOptions, Home};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -20,7 +19,6 @@ const TOKEN: &str = "sk-ant-oat01-ipc-test-secret-0042-XYZ";
 struct Fixture {
     _dir: tempfile::TempDir,
     engine: Engine,
-    _resident: tauri::App<MockRuntime>,
     _app: tauri::App<MockRuntime>,
     main: WebviewWindow<MockRuntime>,
     other: WebviewWindow<MockRuntime>,
@@ -57,13 +55,11 @@ fn fixture_with(settings: impl Fn(&std::path::Path) -> String) -> Fixture {
     opts.env.push(("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), TOKEN.into()));
     let engine = Engine::open(opts).unwrap();
     // The resident: the engine and the app's face, answering what comes down the pipe.
-    let resident = tauri::test::mock_app();
-    resident.manage(AppState::new(engine.clone()));
     let (to_resident_r, to_resident_w) = std::os::unix::net::UnixStream::pair().unwrap();
     let (to_window_r, to_window_w) = std::os::unix::net::UnixStream::pair().unwrap();
     let to_window = Arc::new(std::sync::Mutex::new(to_window_w));
-    let face = Arc::new(crate::face::AppFace(resident.handle().clone()));
     let runtime = tauri::async_runtime::handle().inner().clone();
+    let face = Arc::new(nightshift_tray::face::ResidentFace(nightshift_tray::Resident::new(engine.clone(), runtime.clone(), None, None)));
     let serving = engine.clone();
     std::thread::spawn(move || {
         let reply = move |m: ToWindow| {
@@ -75,11 +71,11 @@ fn fixture_with(settings: impl Fn(&std::path::Path) -> String) -> Fixture {
     let link = Link::new(Box::new(to_resident_w));
     let answers = Arc::clone(&link);
     std::thread::spawn(move || bridge::receive(std::io::BufReader::new(to_window_r), |m: ToWindow| drop(answers.settle(m))));
-    let app = mock_builder().invoke_handler(bridge::invoke_handler(link)).build(crate::context()).unwrap();
+    let app = mock_builder().invoke_handler(crate::window::invoke_handler(link)).build(crate::context()).unwrap();
     app.add_capability(crate::window::capability()).unwrap();
     let main = WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     let other = WebviewWindowBuilder::new(&app, "other", Default::default()).build().unwrap();
-    Fixture { _dir: dir, engine, _resident: resident, _app: app, main, other }
+    Fixture { _dir: dir, engine, _app: app, main, other }
 }
 
 fn ipc(w: &WebviewWindow<MockRuntime>, cmd: &str, args: Value) -> Result<Value, Value> {

@@ -1,4 +1,4 @@
-//! The window process (`nightshift --window`): the only process that ever loads a webview.
+//! The window process (`nightshift-window`): the only process that ever loads a webview.
 //!
 //! The resident process (engine, scheduler, tray) starts it when the window should appear and
 //! talks to it over its stdin/stdout ([`crate::bridge`]). It holds no engine: every command the
@@ -7,13 +7,10 @@
 //! exits — within milliseconds, with all WebKit's memory and processes. If the resident goes away
 //! (Quit, a crash), the pipe closes and the window closes with it.
 
-use crate::bridge::{self, FromWindow, Link, Open, ToWindow};
+use nightshift_tray::bridge::{self, FromWindow, Link, Open, ToWindow};
+use serde_json::Value;
 use std::sync::Arc;
 use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
-
-/// The command-line flag that makes the binary a window process; the argument after it is the
-/// [`Open`] to start with, as JSON.
-pub const FLAG: &str = "--window";
 
 /// The window's label (its [`capability`] is granted to this label only).
 pub const LABEL: &str = "main";
@@ -30,14 +27,14 @@ pub fn capability() -> tauri::ipc::CapabilityBuilder {
 /// Run the window process until its window is closed or the resident goes away.
 pub fn run(open: Open) {
     if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprintln!("error: `nightshift {FLAG}` is started by the running app; run `nightshift` to open the window");
+        eprintln!("error: `nightshift-window` is started by the running app; run `nightshift` to open the window");
         std::process::exit(2);
     }
     let (from_resident, to_resident) = stdio();
     let link = Link::new(to_resident);
     let closing = Arc::clone(&link);
     let app = tauri::Builder::default()
-        .invoke_handler(bridge::invoke_handler(Arc::clone(&link)))
+        .invoke_handler(invoke_handler(Arc::clone(&link)))
         .setup(move |app| {
             // A menu-bar app on macOS has no Dock icon; the window process is the window, so it has one.
             #[cfg(target_os = "macos")]
@@ -72,6 +69,25 @@ pub fn run(open: Open) {
             }
         }
     });
+}
+
+/// The window's command handler in the window process: every command the page may call
+/// ([`nightshift_core::api::COMMANDS`]; Tauri's capability check comes first) goes to the
+/// resident over `link`.
+pub fn invoke_handler<R: tauri::Runtime>(link: Arc<Link>) -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+    move |invoke| {
+        let command = invoke.message.command().to_string();
+        if !nightshift_core::api::COMMANDS.contains(&command.as_str()) {
+            return false;
+        }
+        let args = match invoke.message.payload() {
+            tauri::ipc::InvokeBody::Json(v) => v.clone(),
+            tauri::ipc::InvokeBody::Raw(_) => Value::Null,
+        };
+        let link = Arc::clone(&link);
+        invoke.resolver.respond_async(async move { link.call(&command, args).await.map_err(tauri::ipc::InvokeError::from) });
+        true
+    }
 }
 
 /// The resident's messages other than answers.

@@ -1,6 +1,6 @@
 //! The pipe between the resident process (engine, scheduler, tray) and its window process.
 //!
-//! The window is a separate, short-lived process of the same binary (`nightshift --window`), so
+//! The window is a separate, short-lived process (`nightshift-window --open <Open as JSON>`), so
 //! the process that lives all day never loads a webview. The two talk over the window process's
 //! stdin and stdout, one JSON message per line:
 //!
@@ -22,6 +22,13 @@ use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::oneshot;
+
+/// The window binary's argument before the [`Open`] (as JSON) it starts with.
+pub const OPEN_FLAG: &str = "--open";
+
+/// The window's one event channel: every engine event as it happens (`{"type": "run_started", …}`),
+/// so History turns rows from queued to running to final without a reload and nothing polls.
+pub const WINDOW_EVENT: &str = "engine";
 
 /// What the window should show when it opens or is brought to the front.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -208,25 +215,6 @@ fn gone() -> Value {
 
 fn error_value(e: &Error) -> Value {
     serde_json::to_value(e).unwrap_or_else(|_| serde_json::json!({ "code": "io", "message": e.message }))
-}
-
-/// The window's command handler in the window process: every command the page may call
-/// ([`nightshift_core::api::COMMANDS`]; Tauri's capability check comes first) goes to the
-/// resident over `link`.
-pub fn invoke_handler<R: tauri::Runtime>(link: Arc<Link>) -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
-    move |invoke| {
-        let command = invoke.message.command().to_string();
-        if !nightshift_core::api::COMMANDS.contains(&command.as_str()) {
-            return false;
-        }
-        let args = match invoke.message.payload() {
-            tauri::ipc::InvokeBody::Json(v) => v.clone(),
-            tauri::ipc::InvokeBody::Raw(_) => Value::Null,
-        };
-        let link = Arc::clone(&link);
-        invoke.resolver.respond_async(async move { link.call(&command, args).await.map_err(tauri::ipc::InvokeError::from) });
-        true
-    }
 }
 
 /// The resident's end: answer the window process's calls with the engine until it closes its end

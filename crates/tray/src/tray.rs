@@ -1,5 +1,5 @@
-//! The status icon: what it shows (a pure model, tested without a display) and the Tauri wiring
-//! that renders it. Driven by engine events, never by polling.
+//! The status icon: what it shows (a pure model, tested without a display; rendered by
+//! [`crate::tray_shell`]). Driven by engine events, never by polling.
 
 use chrono::{DateTime, Local, Utc};
 use nightshift_core::health::{AccountHealth, Verdict};
@@ -16,9 +16,9 @@ pub enum IconState {
 impl IconState {
     pub fn png(self) -> &'static [u8] {
         match self {
-            IconState::Idle => include_bytes!("../../icons/tray-idle.png"),
-            IconState::Running => include_bytes!("../../icons/tray-running.png"),
-            IconState::Attention => include_bytes!("../../icons/tray-attention.png"),
+            IconState::Idle => include_bytes!("../../../icons/tray-idle.png"),
+            IconState::Running => include_bytes!("../../../icons/tray-running.png"),
+            IconState::Attention => include_bytes!("../../../icons/tray-attention.png"),
         }
     }
 }

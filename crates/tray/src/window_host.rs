@@ -1,6 +1,6 @@
-//! The resident's side of the window: it starts the window process (`nightshift --window`, see
-//! [`crate::window`]) when the window should appear, keeps at most one, sends it every engine
-//! event and answers its commands with the engine ([`crate::bridge`]).
+//! The resident's side of the window: it starts the window process (`nightshift-window`, the
+//! Tauri app beside this binary) when the window should appear, keeps at most one, sends it every
+//! engine event and answers its commands with the engine ([`crate::bridge`]).
 //!
 //! "Show this" goes to the window process that is up; a new one is started only when none is.
 //! A window process that has just closed its window hands a "show" back (`Missed`), and it is
@@ -71,7 +71,7 @@ impl Pipe {
 /// "Reload what you show": the engine event the page already answers after a gap (events dropped
 /// here, or missed by the engine's channel).
 fn resync() -> ToWindow {
-    ToWindow::Emit { event: crate::WINDOW_EVENT.to_string(), payload: serde_json::json!({ "type": "resync" }) }
+    ToWindow::Emit { event: bridge::WINDOW_EVENT.to_string(), payload: serde_json::json!({ "type": "resync" }) }
 }
 
 /// What the window process's commands run against, in this process.
@@ -80,7 +80,7 @@ pub struct Backend {
     pub engine: Engine,
     pub face: Arc<dyn Face>,
     pub runtime: tokio::runtime::Handle,
-    /// What `nightshift --window` is: this binary ([`this_binary`]).
+    /// The window's binary ([`window_binary`]).
     pub exe: std::path::PathBuf,
 }
 
@@ -101,7 +101,7 @@ impl WindowHost {
         *current = match self.start(backend, &open) {
             Ok(started) => Some(started),
             Err(e) => {
-                tracing::error!(error = %e, "could not open the window (starting `nightshift --window` failed)");
+                tracing::error!("could not open the window: {e}");
                 None
             }
         };
@@ -134,12 +134,15 @@ impl WindowHost {
     fn start(self: &Arc<Self>, backend: &Backend, open: &Open) -> std::io::Result<Current> {
         let open_json = serde_json::to_string(open).map_err(std::io::Error::other)?;
         let mut command = Command::new(&backend.exe);
-        command.arg(crate::window::FLAG).arg(open_json).stdin(Stdio::piped()).stdout(Stdio::piped());
+        command.arg(bridge::OPEN_FLAG).arg(open_json).stdin(Stdio::piped()).stdout(Stdio::piped());
         match &self.users_gdk_gl {
             Some(gl) => command.env("GDK_GL", gl),
             None => command.env_remove("GDK_GL"),
         };
-        let mut child = command.spawn()?;
+        let mut child = command.spawn().map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => std::io::Error::new(e.kind(), format!("{} is missing; it is installed with Nightshift (a source build makes it with `cargo build --bins`)", backend.exe.display())),
+            _ => std::io::Error::new(e.kind(), format!("starting {} failed: {e}", backend.exe.display())),
+        })?;
         let pid = child.id();
         let (Some(mut stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(std::io::Error::other("the window process has no pipes"));
@@ -190,8 +193,14 @@ impl WindowHost {
     }
 }
 
-/// This binary, to start as the window process. After a package upgrade replaced it on disk,
-/// Linux names the running image "… (deleted)": the file now at that path is the one to start.
+/// The window's binary: `nightshift-window` beside this one.
+pub fn window_binary() -> std::path::PathBuf {
+    let name = format!("nightshift-window{}", std::env::consts::EXE_SUFFIX);
+    this_binary().parent().map(|dir| dir.join(&name)).unwrap_or_else(|| name.into())
+}
+
+/// This binary's path. After a package upgrade replaced it on disk, Linux names the running image
+/// "… (deleted)": the file now at that path is the one meant.
 pub fn this_binary() -> std::path::PathBuf {
     let exe = std::env::current_exe().unwrap_or_else(|_| "nightshift".into());
     match exe.to_str().and_then(|s| s.strip_suffix(" (deleted)")) {

@@ -1,0 +1,140 @@
+//! One running app per home. The first `nightshift` holds an exclusive lock for its life and
+//! listens on a Unix socket; a second launch finds the lock taken, hands its arguments over the
+//! socket (`--run-now NAME`, `--quit`, or none: show the window) and exits once the running app
+//! has them. A lock, not the socket file, decides who is first, so a socket left by a killed app
+//! is simply replaced and two launches at the same moment cannot both become the app.
+//!
+//! Both files live in the user's runtime directory (`$XDG_RUNTIME_DIR`, else the temp directory),
+//! named after the user and the home's data directory: socket paths are short there, and two
+//! homes (`NIGHTSHIFT_HOME`) are two apps.
+
+use nightshift_core::Home;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::AsRawFd;
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long a second launch waits for the running app (starting, or busy) to take its arguments.
+const HAND_OVER_WITHIN: Duration = Duration::from_secs(10);
+
+pub enum Claim {
+    /// This is the app: serve second launches with [`Listener::serve`].
+    First(Listener),
+    /// The running app has this launch's arguments.
+    Handed,
+}
+
+pub struct Listener {
+    socket: UnixListener,
+    /// Held (and locked) for the life of the process.
+    _lock: std::fs::File,
+}
+
+/// The lock and socket paths for `home`.
+fn paths(home: &Home) -> (PathBuf, PathBuf) {
+    use std::hash::{Hash, Hasher};
+    let dir = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|d| d.is_dir()).unwrap_or_else(std::env::temp_dir);
+    let data_dir = std::fs::canonicalize(home.data_dir()).unwrap_or_else(|_| home.data_dir().to_path_buf());
+    // SipHash with fixed keys: the same name in every process of this binary.
+    let mut hasher = std::hash::DefaultHasher::new();
+    data_dir.hash(&mut hasher);
+    // SAFETY: getuid has no preconditions.
+    let stem = format!("nightshift-{}-{:016x}", unsafe { libc::getuid() }, hasher.finish());
+    (dir.join(format!("{stem}.lock")), dir.join(format!("{stem}.sock")))
+}
+
+/// Become the app for `home`, or hand `argv` to the one that is.
+pub fn claim(home: &Home, argv: &[String]) -> Result<Claim, String> {
+    let (lock_path, socket_path) = paths(home);
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
+    // SAFETY: flock on a descriptor this function owns.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+        let _ = std::fs::remove_file(&socket_path);
+        let socket = UnixListener::bind(&socket_path).map_err(|e| format!("cannot listen on {}: {e}", socket_path.display()))?;
+        return Ok(Claim::First(Listener { socket, _lock: lock }));
+    }
+    hand_over(&socket_path, argv).map(|()| Claim::Handed)
+}
+
+/// Send `argv` to the running app and wait until it has them.
+fn hand_over(socket_path: &std::path::Path, argv: &[String]) -> Result<(), String> {
+    let start = Instant::now();
+    // The app may hold the lock a moment before it listens.
+    let mut stream = loop {
+        match UnixStream::connect(socket_path) {
+            Ok(s) => break s,
+            Err(_) if start.elapsed() < HAND_OVER_WITHIN => std::thread::sleep(Duration::from_millis(50)),
+            Err(e) => return Err(format!("Nightshift is running but does not answer at {} ({e}); quit it (or end its process) and start it again", socket_path.display())),
+        }
+    };
+    let _ = stream.set_read_timeout(Some(HAND_OVER_WITHIN));
+    let mut line = serde_json::to_vec(argv).map_err(|e| e.to_string())?;
+    line.push(b'\n');
+    stream.write_all(&line).map_err(|e| format!("could not reach the running Nightshift: {e}"))?;
+    let mut answer = String::new();
+    BufReader::new(&stream).read_line(&mut answer).map_err(|e| format!("the running Nightshift did not answer: {e}"))?;
+    if answer.trim() != "ok" {
+        return Err("the running Nightshift did not take the request; try again".into());
+    }
+    Ok(())
+}
+
+impl Listener {
+    /// Hand each second launch's arguments to `on` (on a thread of its own), after telling that
+    /// launch they arrived.
+    pub fn serve(self, on: impl Fn(Vec<String>) + Send + 'static) {
+        let spawned = std::thread::Builder::new().name("second-launch".into()).spawn(move || {
+            let _lock = self._lock;
+            for stream in self.socket.incoming() {
+                let Ok(mut stream) = stream else { continue };
+                let _ = stream.set_read_timeout(Some(HAND_OVER_WITHIN));
+                let mut line = String::new();
+                if BufReader::new(&stream).read_line(&mut line).is_err() {
+                    continue;
+                }
+                match serde_json::from_str::<Vec<String>>(&line) {
+                    Ok(argv) => {
+                        let _ = stream.write_all(b"ok\n");
+                        on(argv);
+                    }
+                    Err(e) => tracing::warn!(error = %e, "ignored a second launch's request that is not a list of arguments"),
+                }
+            }
+        });
+        if let Err(e) = spawned {
+            tracing::error!(error = %e, "cannot take second launches' requests");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_launch_hands_its_arguments_to_the_first_and_a_killed_apps_socket_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let runtime = dir.path().join("run");
+        std::fs::create_dir_all(&runtime).unwrap();
+        std::env::set_var("XDG_RUNTIME_DIR", &runtime);
+        let home = Home::at(dir.path().join("home"));
+        home.bootstrap().unwrap();
+        // A socket file left by an app that was killed: nobody listens there.
+        let (_, socket_path) = paths(&home);
+        drop(UnixListener::bind(&socket_path).unwrap());
+        assert!(socket_path.exists());
+
+        let Ok(Claim::First(listener)) = claim(&home, &[]) else { panic!("the first launch is the app") };
+        let (tx, rx) = std::sync::mpsc::channel();
+        listener.serve(move |argv| tx.send(argv).unwrap());
+        let argv: Vec<String> = ["nightshift", "--run-now", "hello"].map(String::from).to_vec();
+        assert!(matches!(claim(&home, &argv), Ok(Claim::Handed)));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), argv);
+
+        // Another home is another app.
+        let other = Home::at(dir.path().join("other"));
+        other.bootstrap().unwrap();
+        assert!(matches!(claim(&other, &[]), Ok(Claim::First(_))));
+    }
+}
