@@ -1,21 +1,21 @@
 //! Memory of the tray app at rest, side by side with the same app keeping its window open.
 //!
-//! The resident process (engine, scheduler, tray) never loads a webview; the window is a process
-//! of its own that ends when the window closes. Measured here, median of 5 runs, each on a fresh
-//! home: the resident's RSS, PSS and anonymous memory 10 s after the window was opened once and
-//! closed; the time from closing the window to its process being gone; the time from "Open" (the
-//! tray's "Open Nightshift" clicked over D-Bus, and a second launch) to the window's page loaded
-//! (WebKit's load-finished, logged by the window process), and at the first launch; the
-//! resident's CPU over a quiet minute. The baseline
-//! is the whole tree with the window kept open (resident, window process, WebKit's processes). And
-//! the cold start to the tray icon: from starting `nightshift --minimized` on an existing home to
-//! its StatusNotifier item registering on the session bus (a real host,
+//! The resident process (`nightshift`: engine, scheduler, tray) does not link WebKit; the window
+//! is a process of its own (`nightshift-window`, beside it) that ends when the window closes.
+//! Measured here, median of 5 runs, each on a fresh home: the resident's RSS, PSS and anonymous
+//! memory 10 s after the window was opened once and closed; the time from closing the window to
+//! its process being gone; the time from "Open" (the tray's "Open Nightshift" clicked over D-Bus,
+//! and a second launch) to the window's page loaded (WebKit's load-finished, logged by the window
+//! process), and at the first launch; the resident's CPU over a quiet minute. The baseline is the
+//! whole tree with the window kept open (resident, window process, WebKit's processes). And the
+//! cold start to the tray icon: from starting `nightshift --minimized` on an existing home to its
+//! StatusNotifier item registering on the session bus (a real host,
 //! tests/support/status_notifier_host.py), median of 5.
 //!
 //! Needs an X display (Xvfb) and python3-xlib; run with
 //! `xvfb-run -a cargo bench -p nightshift --bench tray_idle`. `NIGHTSHIFT_APP_BIN=/path/to/nightshift`
-//! measures that binary instead of the bench build — the README's numbers are of the release build
-//! that goes into the packages (`scripts/package.sh`).
+//! measures that binary (and the `nightshift-window` beside it) instead of the bench build — the
+//! README's numbers are of the release build that goes into the packages (`scripts/package.sh`).
 
 use nightshift_testkit::dbus::{NotificationBus, TrayHost};
 use std::path::{Path, PathBuf};
@@ -190,7 +190,7 @@ fn page_loads(log: &Path) -> usize {
 fn window_process(resident: u32) -> Option<u32> {
     nightshift_core::runner::process::descendants(resident)
         .into_iter()
-        .find(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default().contains("nightshift-window --open "))
+        .find(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default().contains("nightshift-window\0--open\0"))
 }
 
 fn alive(pid: u32) -> bool {
