@@ -331,6 +331,11 @@ fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
     let mut child = app(&home, &bus, &[]).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
     wait_until("the dialog", 30, || window_titles().contains("\"Nightshift cannot start\""));
     assert!(child.try_wait().unwrap().is_none(), "still up while the dialog is shown");
+    // A second launch meanwhile is answered at once (the dialog already says why) and exits.
+    let second = Instant::now();
+    assert!(app(&home, &bus, &[]).status().unwrap().success());
+    assert!(second.elapsed() < Duration::from_secs(5), "the second launch waited {:?} for an answer", second.elapsed());
+    assert!(child.try_wait().unwrap().is_none(), "still up after a second launch");
     close_window("Nightshift cannot start");
     let start = Instant::now();
     let status = loop {

@@ -95,9 +95,9 @@ pub fn run() {
             std::process::exit(1);
         }
     };
-    // The engine spawns its listeners on this runtime; the main thread stays inside it for good.
-    let entered = runtime.enter();
-    std::mem::forget(entered);
+    // The engine spawns its listeners on this runtime; the main thread stays inside it for good
+    // (the event loop below never returns).
+    let _entered = runtime.enter();
     let proxy = event_loop.create_proxy();
     let engine = match Engine::open(EngineOptions::new(home).scrubbing_with_this_binary()) {
         Ok(engine) => engine,
@@ -105,6 +105,14 @@ pub fn run() {
             let quit = proxy.clone();
             dialog::cannot_start(&e.message, move || {
                 let _ = quit.send_event(UiEvent::Quit(2));
+            });
+            // A second launch meanwhile gets its answer at once: `--quit` quits; anything else
+            // finds the dialog already saying why nothing else can happen.
+            let quit = proxy.clone();
+            listener.serve(move |argv| {
+                if argv.iter().any(|a| a == QUIT) {
+                    let _ = quit.send_event(UiEvent::Quit(2));
+                }
             });
             event_loop.run(move |event, _, flow| match event {
                 Event::UserEvent(UiEvent::Quit(code)) => *flow = ControlFlow::ExitWithCode(code),
