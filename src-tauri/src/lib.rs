@@ -18,13 +18,8 @@ fn context<R: tauri::Runtime>() -> tauri::Context<R> {
 
 /// Run the window process: `nightshift-window --open <Open as JSON>`, started by the resident.
 pub fn run() {
-    init_tracing();
+    nightshift_tray::init_tracing();
     let argv: Vec<String> = std::env::args().collect();
     let open = argv.iter().position(|a| a == nightshift_tray::bridge::OPEN_FLAG).and_then(|i| argv.get(i + 1)).and_then(|a| serde_json::from_str(a).ok()).unwrap_or_default();
     window::run(open)
-}
-
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init();
 }

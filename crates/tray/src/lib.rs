@@ -163,7 +163,9 @@ pub fn run() {
     })
 }
 
-fn init_tracing() {
+/// Logs go to stderr, `info` by default (`NIGHTSHIFT_LOG` takes any tracing filter) — for both of
+/// the app's processes, the resident and its window.
+pub fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("NIGHTSHIFT_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr())).try_init();
 }
