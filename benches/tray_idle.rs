@@ -190,7 +190,7 @@ fn page_loads(log: &Path) -> usize {
 fn window_process(resident: u32) -> Option<u32> {
     nightshift_core::runner::process::descendants(resident)
         .into_iter()
-        .find(|p| std::fs::read_to_string(format!("/proc/{p}/cmdline")).unwrap_or_default().contains("nightshift-window\0--open\0"))
+        .find(|p| nightshift_testkit::command_line(*p).contains("nightshift-window --open "))
 }
 
 fn alive(pid: u32) -> bool {

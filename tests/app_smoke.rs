@@ -7,6 +7,7 @@
 mod common;
 
 use common::{artifacts, gui_available};
+use nightshift_testkit::command_line;
 use nightshift_testkit::dbus::NotificationBus;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -118,10 +119,6 @@ fn first_launch_run_now_and_a_real_finish_notification() {
     stop(first);
 }
 
-fn cmdline(pid: u32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " ")
-}
-
 /// Processes below `pid` still alive (not zombies) whose name starts with `prefix`.
 fn live_descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
     use nightshift_core::runner::process::{descendants, is_zombie, process_name};
@@ -130,7 +127,7 @@ fn live_descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
 
 /// The resident's window process (`nightshift-window --open …`), if one is up.
 fn window_process(resident: u32) -> Option<u32> {
-    nightshift_core::runner::process::descendants(resident).into_iter().find(|p| cmdline(*p).contains("nightshift-window --open "))
+    nightshift_core::runner::process::descendants(resident).into_iter().find(|p| command_line(*p).contains("nightshift-window --open "))
 }
 
 /// What shows the resident never made a webview: WebKit is not even mapped into it (its binary
@@ -139,7 +136,7 @@ fn window_process(resident: u32) -> Option<u32> {
 fn assert_resident_has_no_webview(resident: u32) {
     let window = window_process(resident);
     for helper in live_descendants_named(resident, "WebKit") {
-        let parent = std::fs::read_to_string(format!("/proc/{helper}/stat")).unwrap_or_default().rsplit(')').next().and_then(|r| r.split_whitespace().nth(1)).and_then(|p| p.parse::<u32>().ok());
+        let parent = nightshift_core::runner::process::parent_pid(helper);
         assert!(parent.is_some() && parent == window, "WebKit process {helper} is not the window process's: parent {parent:?}, window {window:?}");
     }
     let maps = std::fs::read_to_string(format!("/proc/{resident}/maps")).unwrap();
@@ -208,13 +205,13 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // while runs start and end still reaches the app).
     tray.wait_for("✓ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "✓ slow")));
     assert_eq!(slow_entry(&tray), Some((slow_id, "✓ slow".to_string())), "the menu was rebuilt, not updated in place");
-    wait_until_or_explain("the window from the notification", 30, explain, || window_process(pid).is_some_and(|w| cmdline(w).contains("\"run\"")));
+    wait_until_or_explain("the window from the notification", 30, explain, || window_process(pid).is_some_and(|w| command_line(w).contains("\"run\"")));
     let third = window_process(pid).unwrap();
     let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
     let slow = store.list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.into_iter().find(|r| r.routine == "slow").unwrap();
     assert_eq!(slow.status.to_string(), "completed", "the run went on through the window's close and kill -9");
     let run_id = slow.id;
-    assert!(cmdline(third).contains(&run_id), "the window opened on another run: {}", cmdline(third));
+    assert!(command_line(third).contains(&run_id), "the window opened on another run: {}", command_line(third));
     wait_until_or_explain("the run's window", 30, explain, || window_titles().contains("\"Nightshift\": ("));
     std::thread::sleep(Duration::from_secs(1));
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-opened-from-notification.png")).status();

@@ -22,7 +22,7 @@ pub use fake_anthropic::{FakeAnthropic, Reply};
 pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;
-pub use process::processes_holding;
+pub use process::{command_line, processes_holding};
 pub use ssh::SshServer;
 pub use tmpfs::Tmpfs;
 pub use wait::{secs, wait_for_async, wait_until, wait_until_async, waited};
