@@ -231,21 +231,31 @@ mod tests {
     use nightshift_core::records::RunQuery;
     use nightshift_core::run::RunStatus;
 
-    fn resident(dir: &std::path::Path, runtime: &tokio::runtime::Runtime) -> Arc<Resident> {
-        nightshift_core::Home::at(dir).bootstrap().unwrap();
-        let engine = nightshift_core::EngineOptions::for_test(dir).open();
-        Resident::new(engine, runtime.handle().clone(), None, None)
+    /// A resident on a fresh home (with the example routines), without a UI thread; the runtime
+    /// and the home's folder live as long as it is used.
+    struct Fixture {
+        resident: Arc<Resident>,
+        _runtime: tokio::runtime::Runtime,
+        _dir: tempfile::TempDir,
     }
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap()
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        nightshift_core::Home::at(dir.path()).bootstrap().unwrap();
+        let engine = nightshift_core::EngineOptions::for_test(dir.path()).open();
+        let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+        Fixture { resident: Resident::new(engine, runtime.handle().clone(), None, None), _runtime: runtime, _dir: dir }
+    }
+
+    /// The home's latest runs, newest first.
+    fn latest_runs(r: &Resident) -> Vec<nightshift_core::run::RunRecord> {
+        r.engine.store().list_runs(&RunQuery { limit: 5, ..Default::default() }).unwrap().runs
     }
 
     #[test]
     fn pause_and_resume_from_the_menu() {
-        let dir = tempfile::tempdir().unwrap();
-        let rt = runtime();
-        let r = resident(dir.path(), &rt);
+        let f = fixture();
+        let r = &f.resident;
         r.on_menu("pause");
         assert!(r.engine.activity().unwrap().paused);
         r.on_menu("resume");
@@ -254,11 +264,10 @@ mod tests {
 
     #[test]
     fn run_now_from_the_menu_starts_the_routine_at_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let rt = runtime();
-        let r = resident(dir.path(), &rt);
+        let f = fixture();
+        let r = &f.resident;
         r.on_menu("run:hello");
-        let settled = || r.engine.store().list_runs(&RunQuery { limit: 5, ..Default::default() }).unwrap().runs.into_iter().next().filter(|r| r.status.is_final());
+        let settled = || latest_runs(r).into_iter().next().filter(|r| r.status.is_final());
         nightshift_testkit::wait_until("Run now to start the routine and settle it", std::time::Duration::from_secs(20), || settled().is_some());
         let run = settled().unwrap();
         assert_eq!((run.routine.as_str(), run.trigger, run.status), ("hello", Trigger::Manual, RunStatus::Completed));
@@ -266,11 +275,10 @@ mod tests {
 
     #[test]
     fn a_second_launch_with_run_now_runs_the_routine() {
-        let dir = tempfile::tempdir().unwrap();
-        let rt = runtime();
-        let r = resident(dir.path(), &rt);
+        let f = fixture();
+        let r = &f.resident;
         r.second_launch(&["nightshift".into(), "--run-now".into(), "hello".into()]);
-        let ran = || r.engine.store().list_runs(&RunQuery { limit: 5, ..Default::default() }).unwrap().runs.into_iter().any(|r| r.routine == "hello" && r.trigger == Trigger::Manual);
+        let ran = || latest_runs(r).into_iter().any(|r| r.routine == "hello" && r.trigger == Trigger::Manual);
         nightshift_testkit::wait_until("the handed-over Run now", std::time::Duration::from_secs(20), ran);
     }
 }
