@@ -9,7 +9,7 @@
 //! homes (`NIGHTSHIFT_HOME`) are two apps.
 
 use nightshift_core::Home;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
@@ -17,6 +17,10 @@ use std::time::{Duration, Instant};
 
 /// How long a second launch waits for the running app (starting, or busy) to take its arguments.
 const HAND_OVER_WITHIN: Duration = Duration::from_secs(10);
+
+/// The longest request taken: a second launch's arguments (a routine's name, a flag) are a few
+/// bytes; anything past this is not read, and the request is refused.
+const MAX_REQUEST: u64 = 64 * 1024;
 
 pub enum Claim {
     /// This is the app: serve second launches with [`Listener::serve`].
@@ -52,6 +56,10 @@ pub fn claim(home: &Home, argv: &[String]) -> Result<Claim, String> {
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
         let _ = std::fs::remove_file(&socket_path);
         let socket = UnixListener::bind(&socket_path).map_err(|e| format!("cannot listen on {}: {e}", socket_path.display()))?;
+        // Only this user may hand the app a request (the temp directory, unlike the runtime
+        // directory, is shared).
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("cannot restrict {}: {e}", socket_path.display()))?;
         return Ok(Claim::First(Listener { socket, _lock: lock }));
     }
     hand_over(&socket_path, argv).map(|()| Claim::Handed)
@@ -90,7 +98,7 @@ impl Listener {
                 let Ok(mut stream) = stream else { continue };
                 let _ = stream.set_read_timeout(Some(HAND_OVER_WITHIN));
                 let mut line = String::new();
-                if BufReader::new(&stream).read_line(&mut line).is_err() {
+                if BufReader::new((&stream).take(MAX_REQUEST)).read_line(&mut line).is_err() {
                     continue;
                 }
                 match serde_json::from_str::<Vec<String>>(&line) {
@@ -131,6 +139,14 @@ mod tests {
         let argv: Vec<String> = ["nightshift", "--run-now", "hello"].map(String::from).to_vec();
         assert!(matches!(claim(&home, &argv), Ok(Claim::Handed)));
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), argv);
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(std::fs::metadata(&socket_path).unwrap().permissions().mode() & 0o777, 0o600, "only this user may hand requests over");
+
+        // A request past the bound is not read whole and not taken; the next one is.
+        let huge = vec!["x".repeat(MAX_REQUEST as usize)];
+        assert!(claim(&home, &huge).is_err(), "an oversized request was taken");
+        assert!(matches!(claim(&home, &argv), Ok(Claim::Handed)));
+        assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), argv, "only the request within the bound reached the app");
 
         // Another home is another app.
         let other = Home::at(dir.path().join("other"));
