@@ -4,10 +4,15 @@
 //! is a process of its own (`nightshift-window`, beside it) that ends when the window closes.
 //! Measured here, median of 5 runs, each on a fresh home: the resident's RSS, PSS and anonymous
 //! memory 10 s after the window was opened once and closed; the time from closing the window to
-//! its process being gone; the time from "Open" (the tray's "Open Nightshift" clicked over D-Bus,
-//! and a second launch) to the window's page loaded (WebKit's load-finished, logged by the window
-//! process), and at the first launch; the resident's CPU over a quiet minute. The baseline is the
-//! whole tree with the window kept open (resident, window process, WebKit's processes). And the
+//! its process being gone; the resident's CPU over a quiet minute. The baseline is the whole tree
+//! with the window kept open (resident, window process, WebKit's processes).
+//!
+//! Open time: from "Open" (the tray's "Open Nightshift" clicked over D-Bus, a second launch, the
+//! first launch) to the window's first paint — WebKit's first contentful paint of the page, whose
+//! wall-clock time the window process logs (`nightshift_app::first_paint`) — and, in-process, from
+//! the window process's start to it. Its baseline, in the same run: a bare GTK window with a
+//! WebKitGTK webview showing one line (this bench binary started again with
+//! `TRAY_IDLE_BARE_WEBVIEW=1`), timed the same two ways — what any window process costs here. And the
 //! cold start to the tray icon: from starting `nightshift --minimized` on an existing home to its
 //! StatusNotifier item registering on the session bus (a real host,
 //! tests/support/status_notifier_host.py), median of 5.
@@ -20,9 +25,12 @@
 use nightshift_testkit::dbus::{NotificationBus, TrayHost};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 fn main() {
+    if std::env::var_os(BARE).is_some() {
+        return bare_webview();
+    }
     if std::env::var_os("DISPLAY").is_none() {
         eprintln!("tray_idle needs an X display: xvfb-run -a cargo bench -p nightshift --bench tray_idle");
         return;
@@ -52,12 +60,13 @@ fn main() {
     let mut rest = Vec::new();
     let (mut gone_ms, mut cold_ms, mut reopen_ms, mut tray_open_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut cpu_per_minute = None;
+    let mut in_window_ms = Vec::new();
     for i in 0..5 {
         let home = tmp.path().join(format!("rest-{i}"));
         let log = tmp.path().join(format!("rest-{i}.log"));
         let registered = tray.registrations().len();
         let (app, cold) = start(&launch(&home), &log);
-        cold_ms.push(cold.as_millis() as u64);
+        cold_ms.push(cold);
         std::thread::sleep(Duration::from_secs(2));
         let window = window_process(app.id()).expect("a window process");
         let t = Instant::now();
@@ -83,25 +92,28 @@ fn main() {
             assert!(start.elapsed() < Duration::from_secs(30), "the tray item never registered");
             std::thread::sleep(Duration::from_millis(20));
         }
-        let loaded_before = page_loads(&log);
-        let t = Instant::now();
+        let painted = first_paints(&log).len();
+        let t = SystemTime::now();
         tray.click(&bus.address, "Open Nightshift");
-        wait_page_load(&log, loaded_before, t);
-        tray_open_ms.push(t.elapsed().as_millis() as u64);
+        tray_open_ms.push(wait_first_paint(&log, painted, t));
         wait_window(true);
         close_window();
         wait_window(false);
         while window_process(app.id()).is_some() {
             std::thread::sleep(Duration::from_millis(5));
         }
-        let loaded_before = page_loads(&log);
-        let t = Instant::now();
+        let painted = first_paints(&log).len();
+        let t = SystemTime::now();
         assert!(launch(&home).status().unwrap().success());
-        wait_page_load(&log, loaded_before, t);
-        reopen_ms.push(t.elapsed().as_millis() as u64);
+        reopen_ms.push(wait_first_paint(&log, painted, t));
+        in_window_ms.extend(first_paints(&log).iter().map(|p| p.1));
         stop(app);
         wait_window(false);
     }
+
+    // The baseline of the open time: a bare webview, started 5 times.
+    let bare: Vec<(u64, u64)> = (0..5).map(|_| bare_run()).collect();
+    let bare_iter_in: Vec<u64> = bare.iter().map(|b| b.1).collect();
 
     // Cold start to the tray icon, on an existing home, started as at login (no window).
     let home_c = tmp.path().join("c");
@@ -143,32 +155,93 @@ fn main() {
     let (reopen, reopen_all) = median(reopen_ms);
     let (tray_open, tray_open_all) = median(tray_open_ms);
     println!("window closed (the close request sent) → its process gone: {gone} ms (median of 5; {gone_all:?})");
-    println!("first launch → window page loaded: {cold} ms (median of 5; {cold_all:?})");
-    println!("tray \"Open Nightshift\" → window page loaded: {tray_open} ms (median of 5; {tray_open_all:?})");
-    println!("second launch → window page loaded: {reopen} ms (median of 5; {reopen_all:?})");
+    let (in_window, in_window_all) = median(in_window_ms);
+    let (bare, bare_all) = median(bare.iter().map(|b| b.0).collect());
+    let (bare_in, bare_in_all) = median(bare_iter_in);
+    println!("Open → first paint (whole process, median of 5; the baseline is a bare WebKitGTK webview showing one line)");
+    println!("  baseline: bare webview started → first paint: {bare} ms ({bare_all:?})");
+    println!("  tray \"Open Nightshift\" → window first paint: {tray_open} ms ({tray_open_all:?})");
+    println!("  second launch → window first paint: {reopen} ms ({reopen_all:?})");
+    println!("  first launch → window first paint: {cold} ms ({cold_all:?})");
+    println!("In-process, the process's start → its first paint: baseline {bare_in} ms ({bare_in_all:?}); window {in_window} ms (median of 15: {in_window_all:?})");
     let (cold_tray, starts) = median(starts);
     println!("cold start to the tray icon: {cold_tray} ms (median of 5; {starts:?})");
 }
 
-/// Start the app with its window; returns once the window's page has loaded, and how long that took.
-fn start(command: &Command, log: &Path) -> (Child, Duration) {
+/// Start the app with its window; returns once the window has painted, and how many ms after the start.
+fn start(command: &Command, log: &Path) -> (Child, u64) {
     let mut command = clone(command);
-    let t = Instant::now();
+    let t = SystemTime::now();
     let child = command.stderr(std::fs::File::create(log).unwrap()).stdout(Stdio::null()).spawn().unwrap();
-    while page_loads(log) == 0 {
-        assert!(t.elapsed() < Duration::from_secs(60), "the window never loaded: {}", std::fs::read_to_string(log).unwrap_or_default());
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    let took = t.elapsed();
+    let took = wait_first_paint(log, 0, t);
     wait_window(true);
     (child, took)
 }
 
-fn wait_page_load(log: &Path, before: usize, since: Instant) {
-    while page_loads(log) == before {
-        assert!(since.elapsed() < Duration::from_secs(30), "the window did not open");
+/// Wait for a window process to log its first paint after the `before` ones already in `log`;
+/// returns ms from `since` to the paint.
+fn wait_first_paint(log: &Path, before: usize, since: SystemTime) -> u64 {
+    loop {
+        if let Some((at_ms, _)) = first_paints(log).get(before) {
+            return at_ms.saturating_sub(epoch_ms(since));
+        }
+        assert!(since.elapsed().unwrap_or_default() < Duration::from_secs(60), "the window never painted: {}", std::fs::read_to_string(log).unwrap_or_default());
         std::thread::sleep(Duration::from_millis(2));
     }
+}
+
+fn epoch_ms(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+}
+
+/// The first paints the window processes logged: (wall-clock ms, ms since that process started).
+fn first_paints(log: &Path) -> Vec<(u64, u64)> {
+    let field = |line: &str, key: &str| line.split(key).nth(1).and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()).and_then(|v| v.parse::<u64>().ok());
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.contains("window first paint"))
+        .filter_map(|l| Some((field(l, "at_ms=")?, field(l, "since_start_ms=")?)))
+        .collect()
+}
+
+const BARE: &str = "TRAY_IDLE_BARE_WEBVIEW";
+
+/// Start this binary as a bare webview; returns (ms from the spawn to its first paint, ms from
+/// its own start to it).
+fn bare_run() -> (u64, u64) {
+    let t = SystemTime::now();
+    let out = Command::new(std::env::current_exe().unwrap()).env(BARE, "1").env("NO_AT_BRIDGE", "1").stderr(Stdio::inherit()).output().unwrap();
+    let out = String::from_utf8_lossy(&out.stdout);
+    let (at, since_start) = out.trim().split_once(' ').unwrap_or_else(|| panic!("the bare webview did not report its paint: {out:?}"));
+    (at.parse::<u64>().unwrap().saturating_sub(epoch_ms(t)), since_start.parse().unwrap())
+}
+
+/// The baseline: a GTK window holding a WebKitGTK webview (the same WebKitGTK and GTK the window
+/// uses, no Tauri, no app) showing one line; prints "<paint wall-clock ms> <ms since start>" and exits.
+fn bare_webview() {
+    use gtk::prelude::*;
+    use webkit2gtk::WebViewExt;
+    let started = SystemTime::now();
+    gtk::init().expect("GTK (needs a display)");
+    let window = gtk::Window::new(gtk::WindowType::Toplevel);
+    window.set_title("bare webview");
+    window.set_default_size(920, 640);
+    let view = webkit2gtk::WebView::new();
+    window.add(&view);
+    // As the window does: the paint is read once the page has loaded.
+    view.connect_load_changed(move |view, event| {
+        if event == webkit2gtk::LoadEvent::Finished {
+            nightshift_app::first_paint::watch(view, move |painted| {
+                let at = painted.expect("the bare webview's paint");
+                println!("{} {}", epoch_ms(at), at.duration_since(started).unwrap_or_default().as_millis());
+                gtk::main_quit();
+            });
+        }
+    });
+    view.load_html("<!doctype html><title>bare</title><h1>Nightshift</h1>", None);
+    window.show_all();
+    gtk::main();
 }
 
 fn clone(c: &Command) -> Command {
@@ -180,11 +253,6 @@ fn clone(c: &Command) -> Command {
         }
     }
     n
-}
-
-/// How many times a window process logged its page as loaded.
-fn page_loads(log: &Path) -> usize {
-    std::fs::read_to_string(log).unwrap_or_default().matches("window page loaded").count()
 }
 
 fn window_process(resident: u32) -> Option<u32> {

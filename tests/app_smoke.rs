@@ -27,7 +27,7 @@ fn app(home: &std::path::Path, bus: &NotificationBus, args: &[&str]) -> Command 
     let mut c = Command::new(env!("CARGO_BIN_EXE_nightshift"));
     c.args(args)
         .env("NIGHTSHIFT_HOME", home)
-        .env("NIGHTSHIFT_LOG", "info")
+        .env("NIGHTSHIFT_LOG", "info,nightshift_app::window=debug")
         .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
         .env("NO_AT_BRIDGE", "1");
     c
@@ -160,13 +160,25 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     let bus = NotificationBus::start(tmp.path(), "open");
     let tray = nightshift_testkit::dbus::TrayHost::start(tmp.path(), &bus.address);
     let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
+    let epoch_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
+    let launched = epoch_ms();
     let resident = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
     let pid = resident.id();
     let explain = || app_state(pid, &tmp.path().join("app.log"));
+    let log_text = || std::fs::read_to_string(tmp.path().join("app.log")).unwrap_or_default();
     wait_until_or_explain("the window", 60, explain, || window_titles().contains("\"Nightshift\": ("));
     let first = window_process(pid).expect("the window is a process of its own");
     wait_until_or_explain("the window's WebKit processes", 30, explain, || !live_descendants_named(first, "WebKit").is_empty());
     assert_resident_has_no_webview(pid);
+    // The window says when it first showed the app (WebKit's first contentful paint, which the
+    // tray benchmark times "Open" to): after the launch, before now, and after its own start.
+    wait_until_or_explain("the window's first paint", 30, explain, || log_text().contains("window first paint at_ms="));
+    let said = log_text();
+    let line = said.lines().find(|l| l.contains("window first paint")).unwrap();
+    let field = |key: &str| line.split(key).nth(1).and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()).and_then(|v| v.parse::<u64>().ok()).unwrap_or_else(|| panic!("{key} in {line}"));
+    let (painted, since_start) = (field("at_ms="), field("since_start_ms="));
+    assert!(launched <= painted && painted <= epoch_ms(), "painted at {painted}, launched at {launched}: {line}");
+    assert!(since_start > 0 && since_start <= painted - launched, "{line}");
 
     // The tray's Run now entry for "slow", as a panel has it: (dbusmenu id, label).
     let slow_entry = |tray: &nightshift_testkit::dbus::TrayHost| {
@@ -188,7 +200,6 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     let second = window_process(pid).expect("a window process");
     assert_ne!(second, first);
     // A second launch while it is up raises it: no second window process.
-    let log_text = || std::fs::read_to_string(tmp.path().join("app.log")).unwrap_or_default();
     let raised = log_text().matches("asked the window process that is up to show the window").count();
     assert!(app(&home, &bus, &[]).status().unwrap().success());
     wait_until_or_explain("the resident to raise the window", 10, explain, || log_text().matches("asked the window process that is up to show the window").count() > raised);

@@ -7,6 +7,8 @@
 //! its stdin and stdout (`nightshift_tray::bridge`); this process exits when the window is closed,
 //! taking all of WebKit's memory and processes with it. See [`window`].
 
+#[cfg(target_os = "linux")]
+pub mod first_paint;
 #[cfg(all(test, unix))]
 mod ipc_tests;
 mod window;
@@ -18,8 +20,9 @@ fn context<R: tauri::Runtime>() -> tauri::Context<R> {
 
 /// Run the window process: `nightshift-window --open <Open as JSON>`, started by the resident.
 pub fn run() {
+    let started = std::time::SystemTime::now();
     nightshift_tray::init_tracing();
     let argv: Vec<String> = std::env::args().collect();
     let open = argv.iter().position(|a| a == nightshift_tray::bridge::OPEN_FLAG).and_then(|i| argv.get(i + 1)).and_then(|a| serde_json::from_str(a).ok()).unwrap_or_default();
-    window::run(open)
+    window::run(open, started)
 }
