@@ -268,15 +268,34 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     assert!(got.first().is_some_and(|n| n["summary"].as_str().unwrap().starts_with("✓ slow · ")), "the run went on to the end: {:#?}", bus.notifications());
     assert!(running.try_wait().unwrap().is_none(), "the app quit although the question was dismissed");
 
-    // Nothing going: quit at once, no question.
+    // Nothing going: quit at once, no question — and the socket second launches reach it on goes
+    // with it.
     std::thread::sleep(Duration::from_secs(1));
+    let socket = listening_socket(running.id()).expect("the app listens for second launches");
     assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
     wait_until("the app to quit", 15, || running.try_wait().unwrap().is_some());
     assert!(!window_titles().contains("Quit Nightshift?"));
+    assert!(!socket.exists(), "{} outlived the app", socket.display());
     // With no app running, --quit says so and does nothing else.
     let out = app(&home, &bus, &["--quit"]).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Nightshift is not running."), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// The path of the Unix socket process `pid` listens on for second launches (its fds' socket
+/// inodes, looked up in /proc/net/unix).
+fn listening_socket(pid: u32) -> Option<std::path::PathBuf> {
+    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .ok()?
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| target.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(String::from))
+        .collect();
+    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
+    table.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (inode, path) = (fields.get(6)?, fields.get(7)?);
+        (inodes.contains(&inode.to_string()) && path.ends_with(".sock") && path.contains("nightshift-")).then(|| path.into())
+    })
 }
 
 /// Every run of the home: (routine, status), oldest first.

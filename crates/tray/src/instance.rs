@@ -2,7 +2,9 @@
 //! listens on a Unix socket; a second launch finds the lock taken, hands its arguments over the
 //! socket (`--run-now NAME`, `--quit`, or none: show the window) and exits once the running app
 //! has them. A lock, not the socket file, decides who is first, so a socket left by a killed app
-//! is simply replaced and two launches at the same moment cannot both become the app.
+//! is simply replaced and two launches at the same moment cannot both become the app. The app
+//! removes its socket when it quits ([`Leaving::leave`]); a launch in that moment waits for the
+//! lock and becomes the next app instead of failing.
 //!
 //! Both files live in the user's runtime directory (`$XDG_RUNTIME_DIR`, else the temp directory),
 //! named after the user and the home's data directory: socket paths are short there, and two
@@ -31,8 +33,22 @@ pub enum Claim {
 
 pub struct Listener {
     socket: UnixListener,
+    path: PathBuf,
     /// Held (and locked) for the life of the process.
     _lock: std::fs::File,
+}
+
+/// The app's socket file, to remove when the app quits.
+pub struct Leaving {
+    path: PathBuf,
+}
+
+impl Leaving {
+    /// Remove the socket: from here on a launch waits for the lock (freed as this process exits)
+    /// instead of handing its request to an app that is going away.
+    pub fn leave(&self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// The lock and socket paths for `home`.
@@ -52,30 +68,35 @@ fn paths(home: &Home) -> (PathBuf, PathBuf) {
 pub fn claim(home: &Home, argv: &[String]) -> Result<Claim, String> {
     let (lock_path, socket_path) = paths(home);
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
-    // SAFETY: flock on a descriptor this function owns.
-    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
-        let _ = std::fs::remove_file(&socket_path);
-        let socket = UnixListener::bind(&socket_path).map_err(|e| format!("cannot listen on {}: {e}", socket_path.display()))?;
-        // Only this user may hand the app a request (the temp directory, unlike the runtime
-        // directory, is shared).
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("cannot restrict {}: {e}", socket_path.display()))?;
-        return Ok(Claim::First(Listener { socket, _lock: lock }));
-    }
-    hand_over(&socket_path, argv).map(|()| Claim::Handed)
-}
-
-/// Send `argv` to the running app and wait until it has them.
-fn hand_over(socket_path: &std::path::Path, argv: &[String]) -> Result<(), String> {
     let start = Instant::now();
-    // The app may hold the lock a moment before it listens.
-    let mut stream = loop {
-        match UnixStream::connect(socket_path) {
-            Ok(s) => break s,
+    loop {
+        // SAFETY: flock on a descriptor this function owns.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0 {
+            return listen(socket_path, lock).map(Claim::First);
+        }
+        // The app may hold the lock a moment before it listens, or be quitting (its socket gone,
+        // its lock about to be freed): try both again until one answers.
+        match UnixStream::connect(&socket_path) {
+            Ok(stream) => return hand_over(stream, argv).map(|()| Claim::Handed),
             Err(_) if start.elapsed() < HAND_OVER_WITHIN => std::thread::sleep(Duration::from_millis(50)),
             Err(e) => return Err(format!("Nightshift is running but does not answer at {} ({e}); quit it (or end its process) and start it again", socket_path.display())),
         }
-    };
+    }
+}
+
+/// Listen on `socket_path`, replacing a socket left by a killed app (the lock says it is gone).
+fn listen(socket_path: PathBuf, lock: std::fs::File) -> Result<Listener, String> {
+    let _ = std::fs::remove_file(&socket_path);
+    let socket = UnixListener::bind(&socket_path).map_err(|e| format!("cannot listen on {}: {e}", socket_path.display()))?;
+    // Only this user may hand the app a request (the temp directory, unlike the runtime
+    // directory, is shared).
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600)).map_err(|e| format!("cannot restrict {}: {e}", socket_path.display()))?;
+    Ok(Listener { socket, path: socket_path, _lock: lock })
+}
+
+/// Send `argv` to the running app and wait until it has them.
+fn hand_over(mut stream: UnixStream, argv: &[String]) -> Result<(), String> {
     let _ = stream.set_read_timeout(Some(HAND_OVER_WITHIN));
     let mut line = serde_json::to_vec(argv).map_err(|e| e.to_string())?;
     line.push(b'\n');
@@ -90,8 +111,9 @@ fn hand_over(socket_path: &std::path::Path, argv: &[String]) -> Result<(), Strin
 
 impl Listener {
     /// Hand each second launch's arguments to `on` (on a thread of its own), after telling that
-    /// launch they arrived.
-    pub fn serve(self, on: impl Fn(Vec<String>) + Send + 'static) {
+    /// launch they arrived. The answer removes the socket when the app quits.
+    pub fn serve(self, on: impl Fn(Vec<String>) + Send + 'static) -> Leaving {
+        let leaving = Leaving { path: self.path.clone() };
         let spawned = std::thread::Builder::new().name("second-launch".into()).spawn(move || {
             let _lock = self._lock;
             for stream in self.socket.incoming() {
@@ -113,6 +135,7 @@ impl Listener {
         if let Err(e) = spawned {
             tracing::error!(error = %e, "cannot take second launches' requests");
         }
+        leaving
     }
 }
 
@@ -135,7 +158,7 @@ mod tests {
 
         let Ok(Claim::First(listener)) = claim(&home, &[]) else { panic!("the first launch is the app") };
         let (tx, rx) = std::sync::mpsc::channel();
-        listener.serve(move |argv| tx.send(argv).unwrap());
+        let leaving = listener.serve(move |argv| tx.send(argv).unwrap());
         let argv: Vec<String> = ["nightshift", "--run-now", "hello"].map(String::from).to_vec();
         assert!(matches!(claim(&home, &argv), Ok(Claim::Handed)));
         assert_eq!(rx.recv_timeout(Duration::from_secs(5)).unwrap(), argv);
@@ -151,6 +174,18 @@ mod tests {
         // Another home is another app.
         let other = Home::at(dir.path().join("other"));
         other.bootstrap().unwrap();
-        assert!(matches!(claim(&other, &[]), Ok(Claim::First(_))));
+        let Ok(Claim::First(quitting)) = claim(&other, &[]) else { panic!("another home's first launch is its app") };
+
+        // The app quits: its socket goes at once…
+        leaving.leave();
+        assert!(!socket_path.exists(), "the socket outlived the app");
+        // …and a launch in that moment waits for the lock and becomes the next app (here another
+        // home's app quitting: its lock, unlike the served one's, is in this test's hands).
+        Leaving { path: quitting.path.clone() }.leave();
+        let next = std::thread::spawn(move || matches!(claim(&other, &[]), Ok(Claim::First(_))));
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!next.is_finished(), "a launch took over while the app still held its lock");
+        drop(quitting);
+        assert!(next.join().unwrap(), "the launch did not become the next app");
     }
 }

@@ -109,13 +109,16 @@ pub fn run() {
             // A second launch meanwhile gets its answer at once: `--quit` quits; anything else
             // finds the dialog already saying why nothing else can happen.
             let quit = proxy.clone();
-            listener.serve(move |argv| {
+            let leaving = listener.serve(move |argv| {
                 if argv.iter().any(|a| a == QUIT) {
                     let _ = quit.send_event(UiEvent::Quit(2));
                 }
             });
             event_loop.run(move |event, _, flow| match event {
-                Event::UserEvent(UiEvent::Quit(code)) => *flow = ControlFlow::ExitWithCode(code),
+                Event::UserEvent(UiEvent::Quit(code)) => {
+                    leaving.leave();
+                    *flow = ControlFlow::ExitWithCode(code)
+                }
                 _ => *flow = ControlFlow::Wait,
             })
         }
@@ -127,10 +130,10 @@ pub fn run() {
     };
     engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(DesktopNotifier::bundled_icon()), Some(on_open))));
     engine.enable_webhooks();
-    {
+    let leaving = {
         let resident = Arc::clone(&resident);
-        listener.serve(move |argv| resident.second_launch(&argv));
-    }
+        listener.serve(move |argv| resident.second_launch(&argv))
+    };
     tray_icon::menu::MenuEvent::set_event_handler(Some(move |e: tray_icon::menu::MenuEvent| {
         let _ = proxy.send_event(UiEvent::Menu(e.id.0));
     }));
@@ -156,6 +159,7 @@ pub fn run() {
                 // takes the tray item off the panel before the process goes.
                 resident.close_window();
                 ui.remove_tray();
+                leaving.leave();
                 *flow = ControlFlow::ExitWithCode(code);
             }
             _ => {}
