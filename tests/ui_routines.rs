@@ -1,7 +1,7 @@
 //! Routines from the window, in the real app (WebKitGTK through tauri-driver, under Xvfb): a
 //! command routine made with a preset schedule, its next fires shown as it is typed, problems on
-//! their fields in the validator's words, saved and run; an agent routine with an account; a file
-//! with comments edited in place (comments kept), a problem shown at its line, a save racing a
+//! their fields in the validator's words, saved and run; an agent routine with an account; one
+//! placed on another machine (its folder one there); a file with comments edited in place (comments kept), a problem shown at its line, a save racing a
 //! change on disk refused with a choice; duplicate, rename (history follows), remove and restore —
 //! and the tray's Run now menu (read over D-Bus as a desktop panel reads it) follows each change.
 //! Screenshots of the form (light and dark) and the editor go to tests/artifacts.
@@ -21,7 +21,7 @@ const COMMENTED: &str = "# Tidy the downloads folder — written by hand, keep t
 fn write_home(home: &Path) {
     nightshift_core::Home::at(home).bootstrap().unwrap();
     std::fs::write(home.join("routines/tidy.yaml"), COMMENTED).unwrap();
-    std::fs::write(home.join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n").unwrap();
+    std::fs::write(home.join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n\n[hosts.buildbox]\nagent_path = \"/opt/bin/claude\"\n").unwrap();
 }
 
 async fn type_into(c: &Client, css: &str, text: &str) {
@@ -174,6 +174,23 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3", 10).await;
     type_into(&c, "#f-name", "tidy").await;
     problem(&c, "name", "a routine named \"tidy\" already exists (routines/tidy.yaml)").await;
+
+    // --- New: on another machine. The machines nightshift.toml names are suggested; the folder is
+    // then one on that machine (the local one and its picker give way).
+    go(&c, "#/new").await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3 && [...document.querySelectorAll('#known-hosts option')].map(o => o.value).join() === 'buildbox'", 10).await;
+    click(&c, "#kind-command").await;
+    type_into(&c, "#f-name", "remote-uptime").await;
+    type_into(&c, "#f-command", "uptime").await;
+    type_into(&c, "#f-host", "buildbox").await;
+    until(&c, "the folder there", "return document.querySelector(\"[data-field='cwd']\").hidden && !document.querySelector(\"[data-field='remote_cwd']\").hidden", 10).await;
+    type_into(&c, "#f-remote_cwd", "/srv/app").await;
+    no_problems(&c).await;
+    until(&c, "the file it writes", "return document.getElementById('yaml-preview').textContent.includes('host: buildbox\\nremote_cwd: /srv/app\\n')", 10).await;
+    screenshot(&c, "ui-new-routine-on-a-host.png").await;
+    click(&c, "#save-routine").await;
+    until(&c, "the remote routine listed", "return !!document.querySelector(\"#routines tr[data-routine='remote-uptime']\")", 10).await;
+    assert!(file(home, "remote-uptime.yaml").contains("command: uptime\nhost: buildbox\nremote_cwd: /srv/app\n"), "{}", file(home, "remote-uptime.yaml"));
 
     // --- Edit the file itself: comments survive, a problem is shown at its line.
     go(&c, "#/edit/tidy").await;

@@ -136,9 +136,18 @@ export type Draft = { name: string, description: string,
  */
 agent: string, prompt: string, command: string, 
 /**
+ * Another machine it runs on over SSH (a host or alias from the ssh config, or user@host);
+ * empty for this machine.
+ */
+host: string, 
+/**
  * One account pinned (an email of the agent's accounts); empty for any.
  */
 account: string, mode: string, model: string, cwd: string, 
+/**
+ * With `host`: the folder it works in there (`cwd` is this machine's).
+ */
+remote_cwd: string, 
 /**
  * `worktree` for a git worktree of its own per run; empty for `cwd` itself.
  */
@@ -386,7 +395,12 @@ export type RoutineForm = { agents: Array<AgentChoice>,
 /**
  * This machine's zone (the default).
  */
-timezone: string, timezones: Array<string>, webhooks: Array<string>, routines_dir: string, };
+timezone: string, timezones: Array<string>, webhooks: Array<string>, 
+/**
+ * Machines a routine can be placed on: those in nightshift.toml (`[hosts.<name>]`), in
+ * routines, or checked — suggestions; any SSH host or alias is accepted.
+ */
+hosts: Array<string>, routines_dir: string, };
 
 export type RoutineOverview = { name: string, 
 /**

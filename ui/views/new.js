@@ -53,6 +53,9 @@ export function mount(root, _params, ui) {
   const mode = h("select", {}, MODES.map(([v, l]) => h("option", { value: v }, l)));
   const command = h("textarea", { rows: 3, spellcheck: "false", class: "mono", placeholder: "./scripts/nightly.sh" });
   const cwd = h("input", { type: "text", spellcheck: "false", placeholder: "~/code/project", class: "mono" });
+  const host = h("input", { type: "text", list: "known-hosts", spellcheck: "false", autocomplete: "off", placeholder: "this machine", class: "mono" });
+  const knownHosts = h("datalist", { id: "known-hosts" });
+  const remoteCwd = h("input", { type: "text", spellcheck: "false", placeholder: "~/code/project", class: "mono" });
   const pickButton = h("button", { type: "button", id: "pick-folder" }, "Choose…");
   const picker = h("div", { class: "picker", id: "folder-picker", hidden: true });
   const preset = h("select", { id: "f-preset" }, PRESETS.map((p) => h("option", { value: p.id }, p.label)));
@@ -104,6 +107,10 @@ export function mount(root, _params, ui) {
     field("mode", "Mode", mode),
   );
   const commandPart = h("div", { class: "part", id: "command-part", hidden: true }, field("command", "Shell command", command, "Run with sh -c in the working directory."));
+  const hostField = field("host", "Runs on", host, "Empty: this machine. Or another machine over SSH — a host or alias from your ssh config, or user@host; the agent must be installed there.");
+  hostField.append(knownHosts);
+  const remoteCwdField = field("remote_cwd", "Working directory there", remoteCwd);
+  remoteCwdField.hidden = true;
   const cwdField = field("cwd", "Working directory", cwd);
   cwdField.insertBefore(h("div", { class: "row" }, cwd, pickButton), cwdField.querySelector(".field-problem"));
   cwdField.append(picker);
@@ -125,7 +132,9 @@ export function mount(root, _params, ui) {
     h("fieldset", {}, h("legend", {}, "What to run"), h("label", { class: "inline" }, kindAgent, " An AI agent"), h("label", { class: "inline" }, kindCommand, " A shell command")),
     agentPart,
     commandPart,
+    hostField,
     cwdField,
+    remoteCwdField,
     field("workspace", "Where it works", workspace, "A worktree run works on branch nightshift/<name>/<run id>; what it leaves is committed there."),
     worktreePart,
     h(
@@ -183,7 +192,9 @@ export function mount(root, _params, ui) {
       mode: isAgent() && mode.value !== "auto" ? mode.value : "",
       model: isAgent() ? model.value : "",
       command: isAgent() ? "" : command.value,
-      cwd: cwd.value,
+      host: host.value.trim(),
+      cwd: host.value.trim() ? "" : cwd.value,
+      remote_cwd: host.value.trim() ? remoteCwd.value : "",
       workspace: workspace.value,
       base: workspace.value === "worktree" ? base.value : "",
       push: workspace.value === "worktree" ? push.value : "",
@@ -339,6 +350,13 @@ export function mount(root, _params, ui) {
     fillAccounts();
     changed();
   });
+  // On another machine the working directory is one there: the local folder (and its picker) gives
+  // way to a path on that machine.
+  host.addEventListener("input", () => {
+    const remote = !!host.value.trim();
+    cwdField.hidden = remote;
+    remoteCwdField.hidden = !remote;
+  });
   workspace.addEventListener("change", () => {
     worktreePart.hidden = workspace.value !== "worktree";
   });
@@ -379,6 +397,7 @@ export function mount(root, _params, ui) {
     fillAccounts();
     timezone.value = options.timezone;
     replace(zones, options.timezones.map((z) => h("option", { value: z })));
+    replace(knownHosts, options.hosts.map((n) => h("option", { value: n })));
     replace(webhooks, options.webhooks.length ? options.webhooks.map((w) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: w }), ` ${w}`)) : h("span", { class: "muted small" }, "None defined in nightshift.toml."));
     applyPreset();
     name.focus();

@@ -72,6 +72,12 @@ pub struct NewArgs {
     pub timezone: Option<String>,
     #[arg(long)]
     pub cwd: Option<String>,
+    /// Run it on another machine over SSH (a host or alias from your ssh config, or user@host).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// With `--host`: the folder it works in there.
+    #[arg(long)]
+    pub remote_cwd: Option<String>,
     /// `worktree`: each run in a git worktree of its own (on branch nightshift/NAME/RUN-ID).
     #[arg(long)]
     pub workspace: Option<String>,
@@ -134,6 +140,8 @@ impl NewArgs {
             mode: text(self.mode),
             model: text(self.model),
             cwd: text(self.cwd),
+            host: text(self.host),
+            remote_cwd: text(self.remote_cwd),
             workspace: text(self.workspace),
             base: text(self.base),
             push: text(self.push),

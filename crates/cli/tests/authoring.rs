@@ -51,6 +51,18 @@ fn new_names_every_problem_by_field() {
     assert!(!th.path().join("routines/bad.yaml").exists());
 }
 
+#[test]
+fn new_places_a_routine_on_another_machine() {
+    let th = TestHome::new();
+    let out = ctl(&th).args(["routines", "new", "there", "--command", "uptime", "--schedule", "@daily", "--host", "buildbox", "--remote-cwd", "/srv/app", "--dry-run"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "name: there\ncommand: uptime\nhost: buildbox\nremote_cwd: /srv/app\nschedule: \"@daily\"\n");
+    // A folder there without a machine: the loader's words, on the field.
+    let out = ctl(&th).args(["routines", "new", "here", "--command", "true", "--schedule", "@daily", "--remote-cwd", "/srv/app"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(stderr(&out), "error: remote_cwd: `remote_cwd` only applies to a routine placed on another machine with `host:`\n");
+}
+
 /// An "editor" that applies a sed expression to the file it is given.
 fn sed_editor(th: &TestHome, expr: &str) -> String {
     let script = th.script("ed-sed", &format!("#!/bin/sh\nsed -i '{expr}' \"$1\"\n"));

@@ -318,3 +318,26 @@ async fn a_worktree_routine_from_the_form_is_checked_on_its_fields() {
     let yaml = outside.to_yaml();
     assert!(yaml.contains(&format!("cwd: {}\nworkspace: worktree\npush: origin\n", plain.display())), "{yaml}");
 }
+
+#[tokio::test]
+async fn a_routine_placed_on_another_machine_from_the_form() {
+    let th = TestHome::new();
+    let engine = EngineOptions::for_test(th.path()).settings("[hosts.buildbox]\nagent_path = \"/opt/bin/claude\"\n").open();
+    // The form suggests the machines nightshift.toml and the routines name.
+    std::fs::write(th.path().join("routines/elsewhere.yaml"), "schedule: \"@daily\"\ncommand: true\nhost: \"me@ci.example\"\n").unwrap();
+    assert_eq!(nightshift_core::api::routine_form(&engine).hosts, vec!["buildbox".to_string(), "me@ci.example".to_string()]);
+
+    let placed = Draft { host: "buildbox".into(), remote_cwd: "/srv/app".into(), ..command_draft("there") };
+    assert_eq!(field_problems(&engine, &placed), vec![]);
+    assert!(placed.to_yaml().contains("host: buildbox\nremote_cwd: /srv/app\n"), "{}", placed.to_yaml());
+    engine.create_routine(&placed).unwrap();
+    let placement = engine.routine("there").unwrap().placement.unwrap();
+    assert_eq!((placement.hosts, placement.remote_cwd.as_deref()), (vec!["buildbox".to_string()], Some("/srv/app")));
+
+    // The loader's words, on the fields.
+    let stray = Draft { remote_cwd: "/srv/app".into(), ..command_draft("here") };
+    assert_eq!(field_problems(&engine, &stray), vec![("remote_cwd".to_string(), "`remote_cwd` only applies to a routine placed on another machine with `host:`".to_string())]);
+    let option = Draft { host: "-oProxyCommand=x".into(), ..command_draft("bad") };
+    let problems = field_problems(&engine, &option);
+    assert!(problems.iter().any(|(f, m)| f == "host" && m.contains("is not an SSH host")), "{problems:?}");
+}

@@ -39,6 +39,9 @@ pub struct RoutineForm {
     pub timezone: String,
     pub timezones: Vec<&'static str>,
     pub webhooks: Vec<String>,
+    /// Machines a routine can be placed on: those in nightshift.toml (`[hosts.<name>]`), in
+    /// routines, or checked — suggestions; any SSH host or alias is accepted.
+    pub hosts: Vec<String>,
     pub routines_dir: String,
 }
 
@@ -59,6 +62,11 @@ pub fn routine_form(engine: &Engine) -> RoutineForm {
         timezone: crate::schedule::local_tz().name().to_string(),
         timezones: chrono_tz::TZ_VARIANTS.iter().map(|t| t.name()).collect(),
         webhooks: engine.settings().webhooks.iter().map(|w| w.name.clone()).collect(),
+        hosts: {
+            let mut hosts: std::collections::BTreeSet<String> = engine.settings().hosts.keys().cloned().collect();
+            hosts.extend(engine.hosts().unwrap_or_default().into_iter().map(|h| h.host));
+            hosts.into_iter().collect()
+        },
         routines_dir: engine.home().routines_dir().display().to_string(),
     }
 }

@@ -27,11 +27,16 @@ pub struct Draft {
     pub agent: String,
     pub prompt: String,
     pub command: String,
+    /// Another machine it runs on over SSH (a host or alias from the ssh config, or user@host);
+    /// empty for this machine.
+    pub host: String,
     /// One account pinned (an email of the agent's accounts); empty for any.
     pub account: String,
     pub mode: String,
     pub model: String,
     pub cwd: String,
+    /// With `host`: the folder it works in there (`cwd` is this machine's).
+    pub remote_cwd: String,
     /// `worktree` for a git worktree of its own per run; empty for `cwd` itself.
     pub workspace: String,
     /// With `worktree`: the branch it starts from, the remote its branch is pushed to.
@@ -56,7 +61,7 @@ pub struct Draft {
 
 /// The draft's fields in the order they are written.
 pub const DRAFT_FIELDS: &[&str] = &[
-    "name", "description", "agent", "account", "prompt", "mode", "model", "command", "cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
+    "name", "description", "agent", "account", "prompt", "mode", "model", "command", "host", "cwd", "remote_cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
     "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env",
 ];
 
@@ -79,7 +84,7 @@ impl Draft {
             out.text.push_str(&body);
             out.lines.push((field, first, out.text.lines().count()));
         };
-        let scalars: [(&'static str, &str); 18] = [
+        let scalars: [(&'static str, &str); 20] = [
             ("name", &self.name),
             ("description", &self.description),
             ("agent", &self.agent),
@@ -88,7 +93,9 @@ impl Draft {
             ("mode", &self.mode),
             ("model", &self.model),
             ("command", &self.command),
+            ("host", &self.host),
             ("cwd", &self.cwd),
+            ("remote_cwd", &self.remote_cwd),
             ("workspace", &self.workspace),
             ("base", &self.base),
             ("push", &self.push),
