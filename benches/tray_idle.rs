@@ -25,7 +25,8 @@
 use nightshift_testkit::dbus::{NotificationBus, TrayHost};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use nightshift_app::first_paint::epoch_ms;
+use std::time::{Duration, Instant, SystemTime};
 
 fn main() {
     if std::env::var_os(BARE).is_some() {
@@ -113,7 +114,6 @@ fn main() {
 
     // The baseline of the open time: a bare webview, started 5 times.
     let bare: Vec<(u64, u64)> = (0..5).map(|_| bare_run()).collect();
-    let bare_iter_in: Vec<u64> = bare.iter().map(|b| b.1).collect();
 
     // Cold start to the tray icon, on an existing home, started as at login (no window).
     let home_c = tmp.path().join("c");
@@ -156,8 +156,8 @@ fn main() {
     let (tray_open, tray_open_all) = median(tray_open_ms);
     println!("window closed (the close request sent) → its process gone: {gone} ms (median of 5; {gone_all:?})");
     let (in_window, in_window_all) = median(in_window_ms);
+    let (bare_in, bare_in_all) = median(bare.iter().map(|b| b.1).collect());
     let (bare, bare_all) = median(bare.iter().map(|b| b.0).collect());
-    let (bare_in, bare_in_all) = median(bare_iter_in);
     println!("Open → first paint (whole process, median of 5; the baseline is a bare WebKitGTK webview showing one line)");
     println!("  baseline: bare webview started → first paint: {bare} ms ({bare_all:?})");
     println!("  tray \"Open Nightshift\" → window first paint: {tray_open} ms ({tray_open_all:?})");
@@ -190,19 +190,9 @@ fn wait_first_paint(log: &Path, before: usize, since: SystemTime) -> u64 {
     }
 }
 
-fn epoch_ms(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
-}
-
 /// The first paints the window processes logged: (wall-clock ms, ms since that process started).
 fn first_paints(log: &Path) -> Vec<(u64, u64)> {
-    let field = |line: &str, key: &str| line.split(key).nth(1).and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()).and_then(|v| v.parse::<u64>().ok());
-    std::fs::read_to_string(log)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.contains("window first paint"))
-        .filter_map(|l| Some((field(l, "at_ms=")?, field(l, "since_start_ms=")?)))
-        .collect()
+    nightshift_testkit::window_first_paints(&std::fs::read_to_string(log).unwrap_or_default())
 }
 
 const BARE: &str = "TRAY_IDLE_BARE_WEBVIEW";

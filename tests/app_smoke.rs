@@ -174,11 +174,9 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     // tray benchmark times "Open" to): after the launch, before now, and after its own start.
     wait_until_or_explain("the window's first paint", 30, explain, || log_text().contains("window first paint at_ms="));
     let said = log_text();
-    let line = said.lines().find(|l| l.contains("window first paint")).unwrap();
-    let field = |key: &str| line.split(key).nth(1).and_then(|v| v.split(|c: char| !c.is_ascii_digit()).next()).and_then(|v| v.parse::<u64>().ok()).unwrap_or_else(|| panic!("{key} in {line}"));
-    let (painted, since_start) = (field("at_ms="), field("since_start_ms="));
-    assert!(launched <= painted && painted <= epoch_ms(), "painted at {painted}, launched at {launched}: {line}");
-    assert!(since_start > 0 && since_start <= painted - launched, "{line}");
+    let (painted, since_start) = *nightshift_testkit::window_first_paints(&said).first().unwrap_or_else(|| panic!("no readable first paint in:\n{said}"));
+    assert!(launched <= painted && painted <= epoch_ms(), "painted at {painted}, launched at {launched}");
+    assert!(since_start > 0 && since_start <= painted - launched, "{since_start} ms after the window's start, {} ms after the launch", painted - launched);
 
     // The tray's Run now entry for "slow", as a panel has it: (dbusmenu id, label).
     let slow_entry = |tray: &nightshift_testkit::dbus::TrayHost| {

@@ -28,6 +28,13 @@ async fn type_into(c: &Client, css: &str, text: &str) {
     c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).send_keys(text).await.unwrap();
 }
 
+/// On the New routine form: a shell command routine named `name`.
+async fn command_routine(c: &Client, name: &str, command: &str) {
+    click(c, "#kind-command").await;
+    type_into(c, "#f-name", name).await;
+    type_into(c, "#f-command", command).await;
+}
+
 /// Set a field the way a user's change would (selects, time inputs), firing its events.
 async fn set(c: &Client, css: &str, value: &str) {
     c.execute(
@@ -98,9 +105,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     // --- New: a command routine with a preset schedule; next fires as it is typed.
     click(&c, "#new-routine").await;
     until(&c, "the form", "return location.hash === '#/new' && document.querySelectorAll('#f-agent option').length === 3", 10).await;
-    click(&c, "#kind-command").await;
-    type_into(&c, "#f-name", "nightly-check").await;
-    type_into(&c, "#f-command", "echo made in the form").await;
+    command_routine(&c, "nightly-check", "echo made in the form").await;
     set(&c, "#f-preset", "daily").await;
     set(&c, "#f-time", "07:30").await;
     set(&c, "#f-timezone", "Europe/Berlin").await;
@@ -161,9 +166,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     // Tried before it is scheduled: saved disabled and run now.
     go(&c, "#/new").await;
     until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3", 10).await;
-    click(&c, "#kind-command").await;
-    type_into(&c, "#f-name", "try-me").await;
-    type_into(&c, "#f-command", "echo tried first").await;
+    command_routine(&c, "try-me", "echo tried first").await;
     no_problems(&c).await;
     click(&c, "#try-routine").await;
     until(&c, "the tried run completed", "const b = document.querySelector('#run-title .badge'); return location.hash.startsWith('#/run/') && b && b.classList.contains('badge-completed')", 20).await;
@@ -179,9 +182,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     // then one on that machine (the local one and its picker give way).
     go(&c, "#/new").await;
     until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3 && [...document.querySelectorAll('#known-hosts option')].map(o => o.value).join() === 'buildbox'", 10).await;
-    click(&c, "#kind-command").await;
-    type_into(&c, "#f-name", "remote-uptime").await;
-    type_into(&c, "#f-command", "uptime").await;
+    command_routine(&c, "remote-uptime", "uptime").await;
     type_into(&c, "#f-host", "buildbox").await;
     until(&c, "the folder there", "return document.querySelector(\"[data-field='cwd']\").hidden && !document.querySelector(\"[data-field='remote_cwd']\").hidden", 10).await;
     type_into(&c, "#f-remote_cwd", "/srv/app").await;

@@ -177,6 +177,7 @@ export function mount(root, _params, ui) {
 
   function draft() {
     const p = PRESETS.find((x) => x.id === preset.value);
+    const there = host.value.trim();
     /** @type {Record<string, string>} */
     const envMap = {};
     for (const line of env.value.split("\n")) {
@@ -192,9 +193,9 @@ export function mount(root, _params, ui) {
       mode: isAgent() && mode.value !== "auto" ? mode.value : "",
       model: isAgent() ? model.value : "",
       command: isAgent() ? "" : command.value,
-      host: host.value.trim(),
-      cwd: host.value.trim() ? "" : cwd.value,
-      remote_cwd: host.value.trim() ? remoteCwd.value : "",
+      host: there,
+      cwd: there ? "" : cwd.value,
+      remote_cwd: there ? remoteCwd.value : "",
       workspace: workspace.value,
       base: workspace.value === "worktree" ? base.value : "",
       push: workspace.value === "worktree" ? push.value : "",

@@ -3,6 +3,7 @@
 //! throwaway homes, where to find the real agent CLIs the tests run, and real servers started by
 //! the tests (a webhook receiver, a D-Bus notification server, an OpenSSH server).
 
+pub mod app_log;
 pub mod bench;
 pub mod dbus;
 pub mod fake_anthropic;
@@ -18,6 +19,7 @@ pub mod tmpfs;
 pub mod wait;
 pub mod webhook_receiver;
 
+pub use app_log::window_first_paints;
 pub use fake_anthropic::{FakeAnthropic, Reply};
 pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
