@@ -207,7 +207,13 @@ async fn the_web_ui_in_the_real_app() {
         until(&c, &format!("{target} rows"), &format!("return document.querySelectorAll('#history-rows tr').length >= {target}"), 15).await;
     }
     click(&c, "#load-more").await;
-    until(&c, "200 rows", "return document.querySelectorAll('#history-rows tr').length >= 200", 15).await;
+    // Waited for by hand so a failure says what the footer showed (loading, an error, the button).
+    let waiting = std::time::Instant::now();
+    while js(&c, "return document.querySelectorAll('#history-rows tr').length").await.as_u64().unwrap_or(0) < 200 {
+        let footer = js(&c, "return document.getElementById('history-footer').textContent").await;
+        assert!(waiting.elapsed() < Duration::from_secs(15), "timed out waiting for 200 rows; the footer says {footer}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let ids = js(&c, "return [...document.querySelectorAll('#history-rows tr')].map(r => r.dataset.id)").await;
     let ids: Vec<&str> = ids.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(ids.len() < 400, "pages load as needed, not the whole history: {}", ids.len());
