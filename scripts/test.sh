@@ -1,14 +1,43 @@
 #!/bin/sh
 # Run the whole Nightshift test suite with real parts: the real Claude Code CLI (npm), a real
 # SQLite database, real processes, the real app under Xvfb, a private D-Bus session with a
-# gnome-keyring, and a benchmark smoke run. Installs what it needs first (idempotent).
-#   scripts/test.sh            everything
-#   scripts/test.sh -p nightshift-core   extra arguments go to `cargo test`
+# gnome-keyring per test binary, the packages installed for real, and a benchmark smoke run.
+# Installs what it needs first (idempotent).
+#
+#   scripts/test.sh                       everything: the engine and CLI first (minutes), then the
+#                                         real app, then the packages, then the benchmark smoke runs
+#   scripts/test.sh -p nightshift-core    only these tests (cargo's package/target selection:
+#   scripts/test.sh -p nightshift --test ui -- history   -p, --test, --lib; test names after --)
+#   scripts/test.sh --repeat 10 -p nightshift --test ui
+#                                         the chosen tests 10 times in a row, each pass with a fresh
+#                                         X server and each binary with a fresh bus and keyring;
+#                                         ends with each test's pass count
+#
+# A failing test never stops the run: every binary runs, and the end lists each failing test
+# (crate · binary · test) with its log (tests/artifacts/logs/) and the screenshots and app logs
+# the failed waits kept (tests/artifacts/). Exit 1 when anything failed.
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 . scripts/lib.sh
 need_cargo
+
+REPEAT=1
+if [ "${1:-}" = "--repeat" ]; then
+  REPEAT=${2:?--repeat needs a count}
+  shift 2
+fi
+# The selection (before --) and the test-name filter (after --).
+SELECTION=""
+FILTER=""
+while [ $# -gt 0 ]; do
+  if [ "$1" = "--" ]; then shift; FILTER="$*"; break; fi
+  SELECTION="$SELECTION $1"
+  shift
+done
+FULL=0
+[ -z "$SELECTION" ] && [ -z "$FILTER" ] && [ "$REPEAT" = 1 ] && FULL=1
+[ -z "$SELECTION" ] && SELECTION="--workspace"
 
 echo "==> system packages"
 ensure_apt_packages $BUILD_PACKAGES $TEST_PACKAGES
@@ -32,49 +61,61 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 command -v tauri-driver >/dev/null 2>&1 || cargo install tauri-driver --locked --quiet
 tauri-driver --help >/dev/null
 
-# Private services: each run gets its own session bus, keyring and X server, torn down at exit.
-echo "==> packages: release build, .deb and .rpm into dist/ (scripts/package.sh), and the same binaries as a higher version for the upgrade test"
-ensure_apt_packages $PACKAGE_CHECK_PACKAGES
-scripts/package.sh
-version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' tauri.conf.json)
-scripts/package.sh --rebundle "$(echo "$version" | awk -F. '{ printf "%d.%d.%d", $1, $2, $3 + 1 }')"
-export NIGHTSHIFT_PACKAGES="$ROOT/dist"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/nightshift-test.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT INT TERM
+RESULTS="$WORK/results.jsonl"
+PLAN="$WORK/plan.json"
+mkdir -p "$ROOT/tests/artifacts"
+rm -rf "$ROOT/tests/artifacts/logs"
+export NIGHTSHIFT_ARTIFACTS="$ROOT/tests/artifacts"
+TESTRUN="/usr/bin/python3 $ROOT/scripts/testrun.py"
 
-RUNTIME=$(mktemp -d "${TMPDIR:-/tmp}/nightshift-test.XXXXXX")
-mkdir -p "$RUNTIME/xdg-data" "$RUNTIME/run" "$ROOT/tests/artifacts"
-chmod 700 "$RUNTIME/run"
-export XDG_DATA_HOME="$RUNTIME/xdg-data" XDG_RUNTIME_DIR="$RUNTIME/run"
-cleanup() { [ -n "${XVFB_PID:-}" ] && kill "$XVFB_PID" 2>/dev/null; rm -rf "$RUNTIME"; }
-trap cleanup EXIT INT TERM
+echo "==> building the tests:$SELECTION"
+# shellcheck disable=SC2086
+cargo test --no-run --locked --message-format=json-render-diagnostics $SELECTION > "$WORK/build.json"
+$TESTRUN plan < "$WORK/build.json" > "$PLAN"
 
-if [ -z "${DISPLAY:-}" ]; then
-  echo "==> starting Xvfb"
-  for n in $(seq 90 120); do
-    [ -e "/tmp/.X11-unix/X$n" ] || [ -e "/tmp/.X$n-lock" ] && continue
-    Xvfb ":$n" -screen 0 1280x800x24 -nolisten tcp >"$RUNTIME/xvfb.log" 2>&1 &
-    XVFB_PID=$!
-    export DISPLAY=":$n"
-    break
+# The packages the package test installs: built (release) only when that test is selected.
+packages() {
+  echo "==> packages: release build, .deb and .rpm into dist/ (scripts/package.sh), and the same binaries as a higher version for the upgrade test"
+  ensure_apt_packages $PACKAGE_CHECK_PACKAGES
+  rc=0
+  scripts/package.sh || rc=$?
+  if [ $rc = 0 ]; then
+    version=$(sed -n 's/^  "version": "\(.*\)",$/\1/p' tauri.conf.json)
+    scripts/package.sh --rebundle "$(echo "$version" | awk -F. '{ printf "%d.%d.%d", $1, $2, $3 + 1 }')" || rc=$?
+  fi
+  $TESTRUN record "$RESULTS" "scripts/package.sh (the .deb and .rpm)" $rc
+  export NIGHTSHIFT_PACKAGES="$ROOT/dist"
+  return $rc
+}
+
+# shellcheck disable=SC2086
+if [ $FULL = 1 ]; then
+  echo "==> the engine, the CLI and the desktop glue"
+  $TESTRUN run "$PLAN" "$RESULTS" --not-packages nightshift
+  echo "==> the real app (WebKitGTK through tauri-driver, under Xvfb)"
+  $TESTRUN run "$PLAN" "$RESULTS" --packages nightshift --not-targets package
+  if packages; then
+    echo "==> the packages as a user meets them"
+    $TESTRUN run "$PLAN" "$RESULTS" --packages nightshift --targets package
+  fi
+
+  echo "==> benchmark smoke runs (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo bench -p nightshift-core -p nightshiftctl)"
+  bench() {
+    rc=0
+    env "$@" || rc=$?
+    $TESTRUN record "$RESULTS" "benchmark: $*" $rc
+  }
+  bench NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
+  for b in daemon settle burst history worktree insight; do
+    bench NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench $b
   done
-  i=0; until xdpyinfo >/dev/null 2>&1; do i=$((i+1)); [ $i -gt 100 ] && { echo "error: Xvfb did not start" >&2; cat "$RUNTIME/xvfb.log" >&2; exit 1; }; sleep 0.1; done
+  bench cargo bench -p nightshiftctl --bench hostile
+  bench NIGHTSHIFT_BENCH_RUNS=3 cargo bench -p nightshiftctl --bench remote
+else
+  if grep -q '"target": "package"' "$PLAN" && [ -z "${NIGHTSHIFT_PACKAGES:-}" ]; then packages || true; fi
+  $TESTRUN run "$PLAN" "$RESULTS" --repeat "$REPEAT" -- $FILTER
 fi
 
-echo "==> cargo test (inside a private D-Bus session with gnome-keyring)"
-export NIGHTSHIFT_ARTIFACTS="$ROOT/tests/artifacts"
-dbus-run-session -- sh -c '
-  set -e
-  printf %s ci-keyring-pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1 || true
-  gnome-keyring-daemon --start --components=secrets >/dev/null 2>&1 || true
-  cargo test --workspace "$@"
-' nightshift-tests "$@"
-
-echo "==> benchmark smoke run (NIGHTSHIFT_BENCH_QUICK=1; full numbers: cargo bench -p nightshift-core -p nightshiftctl)"
-NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
-NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench daemon
-NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench settle
-NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench burst
-NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench history
-NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench worktree
-NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench insight
-cargo bench -p nightshiftctl --bench hostile
-NIGHTSHIFT_BENCH_RUNS=3 cargo bench -p nightshiftctl --bench remote
+$TESTRUN summary "$RESULTS"

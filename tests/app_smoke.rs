@@ -113,9 +113,8 @@ fn first_launch_run_now_and_a_real_finish_notification() {
     assert!(got[0]["body"].as_str().unwrap().starts_with("Hello from Nightshift on "), "{got:#?}");
     assert!(got[0]["icon"].as_str().unwrap().ends_with("notification.png"));
 
-    std::thread::sleep(Duration::from_secs(1));
-    let shot = artifacts().join("app-first-launch.png");
-    let _ = Command::new("import").args(["-window", "root"]).arg(&shot).status();
+    // (The first launch's picture, `app-first-launch.png`, is taken where the page can be read:
+    // tests/e2e.rs waits for its first paint and the example routines first.)
     stop(first);
 }
 
@@ -222,7 +221,8 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     let run_id = slow.id;
     assert!(command_line(third).contains(&run_id), "the window opened on another run: {}", command_line(third));
     wait_until_or_explain("the run's window", 30, explain, || window_titles().contains("\"Nightshift\": ("));
-    std::thread::sleep(Duration::from_secs(1));
+    // Pictured once it has painted (its window process's first paint: the third window's).
+    wait_until_or_explain("the run's window to paint", 30, explain, || log_text().matches("window first paint at_ms=").count() >= 3);
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-opened-from-notification.png")).status();
     assert_resident_has_no_webview(pid);
 
@@ -248,15 +248,16 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     let home = home_with_slow_routine(tmp.path(), 6);
     let bus = NotificationBus::start(tmp.path(), "record");
     let mut running = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
-    std::thread::sleep(Duration::from_secs(3));
+    wait_until("the app to take second launches", 30, || listening_socket(running.id()).is_some());
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
-    std::thread::sleep(Duration::from_millis(1500));
+    wait_until("slow to run", 15, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "running"));
 
     assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
     wait_until("the question on screen", 15, || {
         let out = Command::new("xwininfo").args(["-name", "Quit Nightshift?"]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
         out.contains("Map State: IsViewable")
     });
+    // (Only the picture waits for GTK to draw the mapped dialog; nothing below depends on it.)
     std::thread::sleep(Duration::from_millis(500));
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-quit-question.png")).status();
     // Dismissing the question (the window manager's close) keeps the app and its run going.
@@ -268,7 +269,7 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
 
     // Nothing going: quit at once, no question — and the socket second launches reach it on goes
     // with it.
-    std::thread::sleep(Duration::from_secs(1));
+    wait_until("slow's record to be final", 15, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "completed"));
     let socket = listening_socket(running.id()).expect("the app listens for second launches");
     assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
     wait_until("the app to quit", 15, || running.try_wait().unwrap().is_some());

@@ -1,7 +1,8 @@
 //! End to end: the real app in a real WebKitGTK webview, driven through tauri-driver +
 //! WebKitWebDriver under Xvfb (scripts/test.sh installs and starts them). The window shows, a run
 //! started in the running app completes in its in-process engine, and its finish notification
-//! reaches a real D-Bus notification server. A screenshot is kept in tests/artifacts.
+//! reaches a real D-Bus notification server. Screenshots are kept in tests/artifacts
+//! (`app-first-launch.png`: the first launch's window, once painted with the example routines).
 
 mod common;
 
@@ -23,6 +24,13 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     assert_eq!(h1.text().await.unwrap(), "Nightshift");
     assert_eq!(client.title().await.unwrap(), "Nightshift");
     assert!(home.join("routines/hello.yaml").exists(), "first launch created the home");
+    // The first launch's picture shows the first launch: taken once the page has painted and the
+    // Routines view lists the example routines.
+    until(&client, "the page's first paint", "return performance.getEntriesByName('first-contentful-paint').length > 0", 30).await;
+    let listed = until(&client, "the example routines listed", "const names = [...document.querySelectorAll('#routines tr[data-routine]')].map(r => r.dataset.routine); return names.includes('hello') && names.includes('pr-review') && names", 30).await;
+    assert_eq!(listed, serde_json::json!(["hello", "pr-review"]), "the first launch's routines");
+    let png = client.screenshot().await.unwrap();
+    std::fs::write(artifacts().join("app-first-launch.png"), png).unwrap();
 
     // Run the example routine in the running app (a second launch hands it over).
     let status = Command::new(env!("CARGO_BIN_EXE_nightshift"))

@@ -203,17 +203,16 @@ async fn the_web_ui_in_the_real_app() {
     go(&c, "#/history?routine=nightly").await;
     until(&c, "the first page", "return document.querySelectorAll('#history-rows tr').length >= 50", 15).await;
     for target in [100, 150] {
-        js(&c, "document.getElementById('history-footer').scrollIntoView(); return 1").await;
+        js(&c, "const b = document.getElementById('history-box'); b.scrollTop = b.scrollHeight; return 1").await;
         until(&c, &format!("{target} rows"), &format!("return document.querySelectorAll('#history-rows tr').length >= {target}"), 15).await;
     }
+    // The button below the list loads the next page. Back at the top nothing loads by itself, so
+    // the page that comes is the click's.
+    js(&c, "document.getElementById('history-box').scrollTop = 0; return 1").await;
+    let before = until(&c, "the footer at rest", "const b = document.getElementById('load-more'); return b && !b.disabled && !b.hidden && document.querySelectorAll('#history-rows tr').length", 15).await;
     click(&c, "#load-more").await;
-    // Waited for by hand so a failure says what the footer showed (loading, an error, the button).
-    let waiting = std::time::Instant::now();
-    while js(&c, "return document.querySelectorAll('#history-rows tr').length").await.as_u64().unwrap_or(0) < 200 {
-        let footer = js(&c, "return document.getElementById('history-footer').textContent").await;
-        assert!(waiting.elapsed() < Duration::from_secs(15), "timed out waiting for 200 rows; the footer says {footer}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let after = before.as_u64().unwrap() + 50;
+    until(&c, &format!("{after} rows after Load older runs"), &format!("return location.hash.startsWith('#/history') && document.querySelectorAll('#history-rows tr').length >= {after}"), 15).await;
     let ids = js(&c, "return [...document.querySelectorAll('#history-rows tr')].map(r => r.dataset.id)").await;
     let ids: Vec<&str> = ids.as_array().unwrap().iter().map(|v| v.as_str().unwrap()).collect();
     assert!(ids.len() < 400, "pages load as needed, not the whole history: {}", ids.len());
@@ -441,6 +440,68 @@ async fn a_pruned_run_keeps_its_record_in_the_window() {
     assert_eq!(js(&c, "return document.querySelector('#run-title .badge')?.textContent").await, json!("completed"));
     let log = until(&c, "the log's status", "return document.getElementById('log-status')?.textContent", 10).await;
     assert!(log.as_str().unwrap().contains("by retention"), "{log}");
+    c.close().await.unwrap();
+    drop(driver);
+}
+
+/// History keeps its place while the engine is busy: a person paged down to the fifth page and
+/// is reading part way down when runs start and finish, a routine file appears, and an event
+/// storm (an agent printing 50,000 retry lines at once) overflows the window's events, so the
+/// page is told to `resync`. The rows loaded, the row at the top of the list and the footer stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn history_keeps_its_place_while_events_arrive() {
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
+    let home = &scene.home;
+    seed_history(&home.join("nightshift.db"));
+    // A stand-in Claude Code that says "API retry" 50,000 times in one burst, then completes.
+    let bin = scene.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let retry = r#"{"type":"system","subtype":"api_retry","attempt":1,"max_retries":10,"retry_delay_ms":500,"error_status":529,"error":"overloaded"}"#;
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"weathered it","session_id":"s","total_cost_usd":0.01}"#;
+    std::fs::write(bin.join("claude"), format!("#!/bin/sh\nyes '{retry}' | head -n 50000\nsleep 1\necho '{result}'\n")).unwrap();
+    std::fs::set_permissions(bin.join("claude"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(home.join("routines/storm.yaml"), "name: storm\nschedule: \"0 3 1 1 *\"\nnotify: never\nagent: claude\nprompt: hi\n").unwrap();
+    std::fs::write(home.join("routines/tick.yaml"), "name: tick\nschedule: \"0 3 1 1 *\"\nnotify: never\ncommand: echo tick\n").unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let Some((driver, c)) = scene.open(&[("PATH", &path)]).await else { return };
+    text(&c, "#routines tr[data-routine='storm']").await;
+
+    go(&c, "#/history").await;
+    until(&c, "the first page", "return document.querySelectorAll('#history-rows tr').length >= 50", 15).await;
+    for target in [100, 150, 200, 250] {
+        js(&c, "const b = document.getElementById('history-box'); b.scrollTop = b.scrollHeight; return 1").await;
+        until(&c, &format!("{target} rows"), &format!("return document.querySelectorAll('#history-rows tr').length >= {target}"), 15).await;
+    }
+    // Reading part way down: the 150th row at the top of the list.
+    let place = "const b = document.getElementById('history-box'); const r = document.querySelector(`#history-rows tr[data-id='${arguments[0]}']`); return r ? r.getBoundingClientRect().top - b.getBoundingClientRect().top : null";
+    let anchor = js(&c, "return document.querySelectorAll('#history-rows tr')[150].dataset.id").await;
+    c.execute("const b = document.getElementById('history-box'); const r = document.querySelector(`#history-rows tr[data-id='${arguments[0]}']`); b.scrollTop += r.getBoundingClientRect().top - b.getBoundingClientRect().top - 40; return 1", vec![anchor.clone()]).await.unwrap();
+    let at_rest = "const b = document.getElementById('load-more'); return b && !b.disabled && document.querySelectorAll('#history-rows tr').length";
+    let loaded = until(&c, "the footer at rest", at_rest, 15).await.as_u64().unwrap();
+    let offset = c.execute(place, vec![anchor.clone()]).await.unwrap().as_f64().unwrap();
+
+    // Count the resyncs the page is told; then start the storm and a quick run, and add a routine.
+    let counting = "const done = arguments[arguments.length - 1]; import('./lib/api.js').then((m) => { window.__resyncs = 0; m.onEngine((ev) => { if (ev.type === 'resync') window.__resyncs += 1; }); done(1); })";
+    c.execute_async(counting, vec![]).await.unwrap();
+    let start = "const done = arguments[arguments.length - 1]; import('./lib/api.js').then((m) => Promise.all([m.call('run_now', { name: 'storm' }), m.call('run_now', { name: 'tick' })])).then(done, (e) => done(String(e?.message ?? e)))";
+    let ids = c.execute_async(start, vec![]).await.unwrap();
+    let (storm, tick) = (ids[0].as_str().unwrap_or_else(|| panic!("run now: {ids}")).to_string(), ids[1].as_str().unwrap().to_string());
+    std::fs::write(home.join("routines/later.yaml"), "name: later\nschedule: \"0 4 1 1 *\"\ncommand: echo later\nnotify: never\n").unwrap();
+
+    until(&c, "the page to be told to resync (the storm overflowed its events)", "return window.__resyncs > 0", 60).await;
+    for id in [&storm, &tick] {
+        until(&c, &format!("run {id} completed in the list"), &format!("return document.querySelector(\"#history-rows tr[data-id='{id}']\")?.dataset.status === 'completed'"), 60).await;
+    }
+    let now = until(&c, "the footer at rest after the storm", at_rest, 15).await.as_u64().unwrap();
+
+    assert!(js(&c, "return location.hash").await.as_str().unwrap().starts_with("#/history"), "still on History");
+    assert!(now >= loaded, "the rows loaded stay: {now} shown, {loaded} before");
+    let kept = c.execute(place, vec![anchor.clone()]).await.unwrap();
+    let Some(kept) = kept.as_f64() else { panic!("row {anchor} is gone from the list; the window shows {}", what_it_shows(&c).await) };
+    assert!((kept - offset).abs() < 2.0, "the row read at {offset:.0} px below the list's top moved to {kept:.0} px");
+    let footer = text(&c, "#history-footer").await;
+    assert!(footer.contains(&format!("{now} runs shown")), "{footer}");
+    screenshot(&c, "ui-history-kept-place.png").await;
     c.close().await.unwrap();
     drop(driver);
 }

@@ -109,6 +109,10 @@ pub async fn launch(home: &Path, bus_address: &str) -> Option<(Driver, Client)> 
 pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -> Option<(Driver, Client)> {
     let driver_bin = tauri_driver()?;
     let (port, native) = (free_port(), free_port());
+    // The app's log (it inherits tauri-driver's stderr), for a failed wait to show.
+    let log_path = PathBuf::from(format!("{}.log", home.display()));
+    let log = std::fs::File::create(&log_path).unwrap();
+    *APP_LOG.lock().unwrap_or_else(|e| e.into_inner()) = Some(log_path.clone());
     let driver = Driver(
         Command::new(driver_bin)
             .args(["--port", &port.to_string(), "--native-port", &native.to_string()])
@@ -117,13 +121,13 @@ pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -
             .env("NO_AT_BRIDGE", "1")
             .envs(env.iter().copied())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(log)
             .spawn()
             .unwrap(),
     );
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(start.elapsed() < Duration::from_secs(20), "tauri-driver did not listen");
+        assert!(start.elapsed() < Duration::from_secs(20), "tauri-driver did not listen within 20 s{}", app_log_tail());
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let mut caps = serde_json::Map::new();
@@ -136,18 +140,61 @@ pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -
 // WebDriver helpers for the window's tests.
 
 pub async fn js(c: &Client, script: &str) -> Value {
-    c.execute(script, vec![]).await.unwrap_or_else(|e| panic!("{script}: {e}"))
+    match c.execute(script, vec![]).await {
+        Ok(v) => v,
+        Err(e) => panic!("{script}: {e};\nthe window shows {}{}", what_it_shows(c).await, app_log_tail()),
+    }
 }
 
-/// Wait until a script returns something truthy; return it.
+/// The log of the app the last [`launch`] started (one app at a time per test binary).
+static APP_LOG: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// The end of the app's log, for a failure's message; the whole log is copied to the artifacts
+/// (the test's temporary directory goes with the failure).
+pub fn app_log_tail() -> String {
+    let Some(path) = APP_LOG.lock().unwrap_or_else(|e| e.into_inner()).clone() else { return String::new() };
+    let text = std::fs::read_to_string(&path).unwrap_or_default();
+    let kept = artifacts().join(format!("app-log-{}.txt", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis()));
+    let _ = std::fs::write(&kept, &text);
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(40)..].join("\n");
+    format!("\n--- the app's log (last 40 of {} lines; all of it in {}):\n{tail}", lines.len(), kept.display())
+}
+
+/// What the window shows — where it is, which view, its text — for a failed wait's message, with
+/// a screenshot kept in the artifacts. Never throws in the page, whatever state it is in.
+pub async fn what_it_shows(c: &Client) -> String {
+    let script = "try { const v = document.getElementById('view'); const t = (v ? v.innerText : (document.body ? document.body.innerText : '')) || ''; return `at ${location.href} (view ${v ? v.dataset.view : 'none'}): ${t.slice(0, 1500)}`; } catch (e) { return `the page could not be read: ${e}`; }";
+    let shows = match c.execute(script, vec![]).await {
+        Ok(Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(e) => format!("the page could not be read: {e}"),
+    };
+    let shot = artifacts().join(format!("failed-wait-{}.png", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis()));
+    match c.screenshot().await.map(|png| std::fs::write(&shot, png)) {
+        Ok(Ok(())) => format!("{shows}\n(screenshot: {})", shot.display()),
+        _ => shows,
+    }
+}
+
+fn truthy(v: &Value) -> bool {
+    !(v.is_null() || *v == json!(false) || *v == json!(0) || *v == json!(""))
+}
+
+/// Wait until a script returns something truthy; return it. A script that throws (the element it
+/// reads is gone) counts as "not yet". Past `secs`, fail with the script's last answer, what the
+/// window shows and the app's log.
 pub async fn until(c: &Client, what: &str, script: &str, secs: u64) -> Value {
     let start = Instant::now();
     loop {
-        let v = js(c, script).await;
-        if !(v.is_null() || v == json!(false) || v == json!(0) || v == json!("")) {
-            return v;
+        let last = match c.execute(script, vec![]).await {
+            Ok(v) if truthy(&v) => return v,
+            Ok(v) => format!("its last answer was {v}"),
+            Err(e) => format!("it last failed: {e}"),
+        };
+        if start.elapsed() >= Duration::from_secs(secs) {
+            panic!("timed out after {secs} s waiting for {what} ({last});\nthe window shows {}{}", what_it_shows(c).await, app_log_tail());
         }
-        assert!(start.elapsed() < Duration::from_secs(secs), "timed out waiting for {what}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }
@@ -168,7 +215,8 @@ pub async fn click(c: &Client, css: &str) {
         };
         match tried {
             Ok(_) => return,
-            Err(e) => assert!(start.elapsed() < Duration::from_secs(15), "{css}: {e}"),
+            Err(e) if start.elapsed() >= Duration::from_secs(15) => panic!("could not click {css} within 15 s: {e};\nthe window shows {}{}", what_it_shows(c).await, app_log_tail()),
+            Err(_) => {}
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }

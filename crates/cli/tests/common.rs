@@ -75,6 +75,12 @@ impl Daemon {
     pub fn output(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Wait until it holds the home's scheduler (its banner, printed once it has the lock).
+    pub fn wait_scheduling(&self) {
+        let up = nightshift_testkit::waited(Duration::from_secs(30), || self.output().contains("nightshift daemon: scheduling"));
+        assert!(up, "the daemon did not start scheduling within 30 s; it said:\n{}", self.output());
+    }
     pub fn id(&self) -> u32 {
         self.child.id()
     }

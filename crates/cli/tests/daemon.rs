@@ -24,7 +24,8 @@ fn the_daemon_fires_real_runs_stops_on_sigterm_and_never_refires_a_slot() {
     assert!(out.contains("✓ fast completed"), "{out}");
     let first: Vec<serde_json::Value> = runs(&th);
 
-    // A second daemon on the same home picks up where the first stopped.
+    // A second daemon on the same home picks up where the first stopped — after slots (every
+    // 2 s) passed with nobody scheduling: real time has to pass here, there is nothing to await.
     std::thread::sleep(Duration::from_millis(2500));
     let d = start_daemon(&th);
     nightshift_testkit::wait_until("runs after the restart", Duration::from_secs(30), || completed(&th) >= first.len() + 2);
@@ -53,7 +54,7 @@ fn a_second_daemon_says_who_schedules_and_exits_2() {
     let th = TestHome::new();
     th.routine("hourly", "schedule: \"0 * * * *\"\ncommand: echo hi\n");
     let first = start_daemon(&th);
-    std::thread::sleep(Duration::from_millis(500));
+    first.wait_scheduling();
     let second = ctl(&th).args(["daemon"]).output().unwrap();
     assert_eq!(second.status.code(), Some(2));
     let err = stderr(&second);
@@ -86,7 +87,7 @@ fn the_daemon_adopts_a_run_whose_cli_went_away() {
     let th = TestHome::new();
     th.routine("bg", "schedule: \"0 0 1 1 *\"\ncommand: 'sleep 1; echo adopted'\n");
     let d = start_daemon(&th);
-    std::thread::sleep(Duration::from_millis(500));
+    d.wait_scheduling();
     // Started without --wait: the CLI returns at once and nobody supervises the run…
     let out = ctl(&th).args(["run", "bg"]).output().unwrap();
     let id = String::from_utf8_lossy(&out.stdout).trim().to_string();

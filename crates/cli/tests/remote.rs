@@ -91,10 +91,12 @@ async fn a_cut_connection_and_a_killed_engine_lose_nothing_and_settle_the_run_on
     // The ssh client bringing its output home is killed: the daemon reconnects from the last byte.
     let clients: Vec<i32> = processes_holding("tail -c +").into_iter().filter(|(_, argv)| argv.starts_with("ssh ")).map(|(pid, _)| pid as i32).collect();
     assert!(!clients.is_empty(), "{:?}", processes_holding("tail -c +"));
-    for pid in clients {
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+    for pid in &clients {
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
     }
-    std::thread::sleep(Duration::from_millis(500));
+    nightshift_testkit::wait_until("the daemon to reconnect (a new ssh client bringing the output home)", Duration::from_secs(15), || {
+        processes_holding("tail -c +").into_iter().any(|(pid, argv)| argv.starts_with("ssh ") && !clients.contains(&(pid as i32)))
+    });
     // Then the daemon itself dies without a word; the run goes on there.
     daemon.kill9();
     let second = start_daemon(&th);

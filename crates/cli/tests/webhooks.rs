@@ -48,6 +48,7 @@ async fn a_signed_delivery_survives_kill_9_of_the_daemon_and_is_accepted_once() 
 
     let _d2 = start_daemon_with(&th, &[], &refs);
     wait_until("the retry accepted by the receiver", secs(20), || receiver.accepted().get(&id) == Some(&1));
+    // Nothing more may come: a duplicate post would arrive in this time (an absence, not awaited).
     std::thread::sleep(Duration::from_millis(500));
     let seen = receiver.received();
     assert_eq!(seen.len(), 2, "one failed try, one accepted: {seen:?}");

@@ -21,6 +21,7 @@ fn why_explains_each_slot_after_a_daemon_ran_and_stopped() {
     // A clean stop (SIGTERM) ends the daemon's presence; then slots pass with nobody there.
     unsafe { libc::kill(daemon.id() as i32, libc::SIGTERM) };
     assert!(daemon.wait().unwrap().success());
+    // Slots pass with nobody there: real time, nothing to await.
     std::thread::sleep(Duration::from_secs(5));
 
     let out = ctl(&th).args(["why", "tick", "--days", "1"]).output().unwrap();

@@ -144,7 +144,7 @@ async fn the_kill_grace_ends_when_the_run_is_gone() {
     assert_eq!(rec.status, RunStatus::TimedOut);
     assert!(started.elapsed() < Duration::from_secs(6), "the 20 s grace was not waited out: {:?}", started.elapsed());
     let handle = engine.run_now("long", Trigger::Manual).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    nightshift_testkit::wait_until_async("long to be running", Duration::from_secs(10), || engine.run(&handle.id).is_ok_and(|r| r.status == RunStatus::Running)).await;
     let started = std::time::Instant::now();
     assert!(engine.cancel(&handle.id).await);
     let rec = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.unwrap().unwrap();
