@@ -1,26 +1,27 @@
-//! Memory of the tray app at rest, side by side with the same app keeping its window open.
+//! Memory, CPU and open time of the tray app — one Tauri process that hosts the engine and opens
+//! its window as a webview of its own.
 //!
-//! The resident process (`nightshift`: engine, scheduler, tray) does not link WebKit; the window
-//! is a process of its own (`nightshift-window`, beside it) that ends when the window closes.
-//! Measured here, median of 5 runs, each on a fresh home: the resident's RSS, PSS and anonymous
-//! memory 10 s after the window was opened once and closed; the time from closing the window to
-//! its process being gone; the resident's CPU over a quiet minute. The baseline is the whole tree
-//! with the window kept open (resident, window process, WebKit's processes).
+//! Measured here, median of 5 runs, each on a fresh home:
+//! - at rest with the window never opened (started as at login, `--minimized`, 10 s quiet): the
+//!   app's RSS, PSS and anonymous memory; its CPU over a quiet minute;
+//! - after the window was opened and closed (10 s quiet): the same, and the CPU over a quiet minute;
+//! - with the window open: the whole tree (the app and WebKit's processes);
+//! - from closing the window to WebKit's web process being gone.
 //!
 //! Open time: from "Open" (the tray's "Open Nightshift" clicked over D-Bus, a second launch, the
 //! first launch) to the window's first paint — WebKit's first contentful paint of the page, whose
-//! wall-clock time the window process logs (`nightshift_app::first_paint`) — and, in-process, from
-//! the window process's start to it. Its baseline, in the same run: a bare GTK window with a
+//! wall-clock time the app logs (`nightshift_app::first_paint`) — and, in-process, from the app
+//! beginning to make the window to it. Its baseline, in the same run: a bare GTK window with a
 //! WebKitGTK webview showing one line (this bench binary started again with
-//! `TRAY_IDLE_BARE_WEBVIEW=1`), timed the same two ways — what any window process costs here. And the
+//! `TRAY_IDLE_BARE_WEBVIEW=1`), timed the same two ways — what any webview costs here. And the
 //! cold start to the tray icon: from starting `nightshift --minimized` on an existing home to its
 //! StatusNotifier item registering on the session bus (a real host,
-//! tests/support/status_notifier_host.py), median of 5.
+//! tests/support/status_notifier_host.py).
 //!
 //! Needs an X display (Xvfb) and python3-xlib; run with
 //! `xvfb-run -a cargo bench -p nightshift --bench tray_idle`. `NIGHTSHIFT_APP_BIN=/path/to/nightshift`
-//! measures that binary (and the `nightshift-window` beside it) instead of the bench build — the
-//! README's numbers are of the release build that goes into the packages (`scripts/package.sh`).
+//! measures that binary instead of the bench build; `scripts/bench-tray.sh` measures the release
+//! build beside an earlier design's own bench in one run (the README's numbers).
 
 use nightshift_testkit::dbus::{NotificationBus, TrayHost};
 use std::path::{Path, PathBuf};
@@ -49,48 +50,67 @@ fn main() {
             .env("NIGHTSHIFT_LOG", "error,nightshift_app::window=debug");
         c
     };
+    let wait_registered = |since: f64| {
+        let start = Instant::now();
+        loop {
+            if let Some(t) = tray.registrations().into_iter().find(|t| *t >= since) {
+                return t;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "the tray icon never registered");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    };
+    let now_s = || SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
 
-    // Baseline: the window kept open (the whole tree).
-    let home = tmp.path().join("open");
-    let (open_app, _) = start(&launch(&home), &tmp.path().join("open.log"));
-    std::thread::sleep(Duration::from_secs(8));
-    let open_rss = tree_kb(open_app.id(), "/status", "VmRSS:");
-    stop(open_app);
-    wait_window(false);
+    // At rest with the window never opened, started as at login on an existing home; the cold
+    // start to the tray icon.
+    let (mut never, mut cold_tray, mut cpu_never) = (Vec::new(), Vec::new(), None);
+    for i in 0..5 {
+        let home = tmp.path().join(format!("never-{i}"));
+        nightshift_core::Home::at(&home).bootstrap().unwrap();
+        std::thread::sleep(Duration::from_secs(1)); // the previous app's item is gone
+        let t0 = now_s();
+        let app = launch(&home).arg("--minimized").stderr(Stdio::null()).spawn().unwrap();
+        cold_tray.push(((wait_registered(t0) - t0) * 1000.0) as u64);
+        std::thread::sleep(Duration::from_secs(10));
+        never.push(memory(app.id()));
+        if i == 4 {
+            cpu_never = Some(cpu_per_quiet_minute(app.id()));
+        }
+        stop(app);
+    }
 
-    let mut rest = Vec::new();
-    let (mut gone_ms, mut cold_ms, mut reopen_ms, mut tray_open_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let mut cpu_per_minute = None;
-    let mut in_window_ms = Vec::new();
+    let (mut rest, mut open_tree, mut gone_ms, mut cpu_after) = (Vec::new(), Vec::new(), Vec::new(), None);
+    let (mut first_ms, mut tray_open_ms, mut reopen_ms, mut in_app_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..5 {
         let home = tmp.path().join(format!("rest-{i}"));
         let log = tmp.path().join(format!("rest-{i}.log"));
-        let registered = tray.registrations().len();
-        let (app, cold) = start(&launch(&home), &log);
-        cold_ms.push(cold);
-        std::thread::sleep(Duration::from_secs(2));
-        let window = window_process(app.id()).expect("a window process");
+        let t0 = now_s();
+        let (app, first) = start(&launch(&home), &log);
+        first_ms.push(first);
+        wait_registered(t0);
+        std::thread::sleep(Duration::from_secs(5));
+        open_tree.push(tree_kb(app.id(), "/status", "VmRSS:"));
+        let web = web_processes(app.id());
+        assert!(!web.is_empty(), "no WebKit web process under the app");
         let t = Instant::now();
         close_window();
-        while alive(window) {
-            assert!(t.elapsed() < Duration::from_secs(30), "the window process did not exit");
+        while web.iter().any(|p| alive(*p)) {
+            assert!(t.elapsed() < Duration::from_secs(30), "WebKit's web process did not end with the window");
             std::thread::sleep(Duration::from_millis(5));
         }
         gone_ms.push(t.elapsed().as_millis() as u64);
         wait_window(false);
         std::thread::sleep(Duration::from_secs(10));
-        let pid = app.id();
-        rest.push((kb(pid, "/status", "VmRSS:"), kb(pid, "/smaps_rollup", "Pss:"), kb(pid, "/smaps_rollup", "Anonymous:")));
+        rest.push(memory(app.id()));
         if i == 4 {
-            let before = cpu_ticks(pid);
-            std::thread::sleep(Duration::from_secs(60));
-            cpu_per_minute = Some((cpu_ticks(pid) - before) * 1000 / ticks_per_second());
+            cpu_after = Some(cpu_per_quiet_minute(app.id()));
         }
         // Reopen from the tray's "Open Nightshift" (this app's item), then close it again and
         // reopen with a second launch.
         let start = Instant::now();
-        while tray.registrations().len() == registered || !tray.menu().unwrap_or_default().iter().any(|e| e.label == "Open Nightshift") {
-            assert!(start.elapsed() < Duration::from_secs(30), "the tray item never registered");
+        while !tray.menu().unwrap_or_default().iter().any(|e| e.label == "Open Nightshift") {
+            assert!(start.elapsed() < Duration::from_secs(30), "the tray item has no menu");
             std::thread::sleep(Duration::from_millis(20));
         }
         let painted = first_paints(&log).len();
@@ -100,14 +120,11 @@ fn main() {
         wait_window(true);
         close_window();
         wait_window(false);
-        while window_process(app.id()).is_some() {
-            std::thread::sleep(Duration::from_millis(5));
-        }
         let painted = first_paints(&log).len();
         let t = SystemTime::now();
-        assert!(launch(&home).status().unwrap().success());
+        assert!(launch(&home).stderr(Stdio::null()).status().unwrap().success());
         reopen_ms.push(wait_first_paint(&log, painted, t));
-        in_window_ms.extend(first_paints(&log).iter().map(|p| p.1));
+        in_app_ms.extend(first_paints(&log).iter().map(|p| p.1));
         stop(app);
         wait_window(false);
     }
@@ -115,57 +132,57 @@ fn main() {
     // The baseline of the open time: a bare webview, started 5 times.
     let bare: Vec<(u64, u64)> = (0..5).map(|_| bare_run()).collect();
 
-    // Cold start to the tray icon, on an existing home, started as at login (no window).
-    let home_c = tmp.path().join("c");
-    nightshift_core::Home::at(&home_c).bootstrap().unwrap();
-    let mut starts = Vec::new();
-    for _ in 0..5 {
-        std::thread::sleep(Duration::from_secs(1)); // the previous app's item is gone
-        let t0 = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
-        let app = launch(&home_c).arg("--minimized").spawn().unwrap();
-        let start = Instant::now();
-        let registered = loop {
-            if let Some(t) = tray.registrations().into_iter().find(|t| *t >= t0) {
-                break t;
-            }
-            assert!(start.elapsed() < Duration::from_secs(30), "the tray icon never registered");
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        starts.push(((registered - t0) * 1000.0) as u64);
-        stop(app);
-    }
-
     let mb = |kb: u64| format!("{:.1} MB", kb as f64 / 1024.0);
     let median = |mut v: Vec<u64>| {
         v.sort();
         (v[v.len() / 2], v)
     };
-    let (rss, rss_all) = median(rest.iter().map(|r| r.0).collect());
-    let (pss, pss_all) = median(rest.iter().map(|r| r.1).collect());
-    let (anon, _) = median(rest.iter().map(|r| r.2).collect());
     println!("{app_bin} ({} MB)", std::fs::metadata(app_bin).map(|m| m.len() / 1_000_000).unwrap_or(0));
-    println!("Tray app memory, median of 5 (each run: a fresh home, the window opened once and closed, 10 s quiet)");
-    println!("{:<52} {:>9} {:>9}", "", "RSS", "PSS");
-    println!("{:<52} {:>9} {:>9}", "baseline: window kept open (all its processes)", mb(open_rss), "");
-    println!("{:<52} {:>9} {:>9}  (anonymous {})", "nightshift: the resident process, window closed", mb(rss), mb(pss), mb(anon));
-    println!("  all 5 runs, RSS: {:?} kB; PSS: {:?} kB", rss_all, pss_all);
-    println!("resident CPU over a quiet minute: {} ms", cpu_per_minute.unwrap_or(0));
+    println!("Tray app memory, median of 5 (each run a fresh home; 10 s quiet before reading)");
+    println!("{:<54} {:>9} {:>9} {:>11}", "", "RSS", "PSS", "anonymous");
+    for (what, runs) in [("at rest, the window never opened", &never), ("at rest, after the window was opened and closed", &rest)] {
+        let (rss, rss_all) = median(runs.iter().map(|r| r.0).collect());
+        let (pss, _) = median(runs.iter().map(|r| r.1).collect());
+        let (anon, _) = median(runs.iter().map(|r| r.2).collect());
+        println!("{what:<54} {:>9} {:>9} {:>11}   (RSS of all 5: {rss_all:?} kB)", mb(rss), mb(pss), mb(anon));
+    }
+    let (open, open_all) = median(open_tree);
+    println!("{:<54} {:>9}   ({open_all:?} kB)", "the window open (the app and WebKit's processes)", mb(open));
+    println!("CPU over a quiet minute: {} ms with the window never opened, {} ms after it was closed", cpu_never.unwrap_or(0), cpu_after.unwrap_or(0));
     let (gone, gone_all) = median(gone_ms);
-    let (cold, cold_all) = median(cold_ms);
+    println!("window closed (the close request sent) → WebKit's web process gone: {gone} ms (median of 5; {gone_all:?})");
+    let (first, first_all) = median(first_ms);
     let (reopen, reopen_all) = median(reopen_ms);
     let (tray_open, tray_open_all) = median(tray_open_ms);
-    println!("window closed (the close request sent) → its process gone: {gone} ms (median of 5; {gone_all:?})");
-    let (in_window, in_window_all) = median(in_window_ms);
+    let (in_app, in_app_all) = median(in_app_ms);
     let (bare_in, bare_in_all) = median(bare.iter().map(|b| b.1).collect());
     let (bare, bare_all) = median(bare.iter().map(|b| b.0).collect());
     println!("Open → first paint (whole process, median of 5; the baseline is a bare WebKitGTK webview showing one line)");
     println!("  baseline: bare webview started → first paint: {bare} ms ({bare_all:?})");
     println!("  tray \"Open Nightshift\" → window first paint: {tray_open} ms ({tray_open_all:?})");
     println!("  second launch → window first paint: {reopen} ms ({reopen_all:?})");
-    println!("  first launch → window first paint: {cold} ms ({cold_all:?})");
-    println!("In-process, the process's start → its first paint: baseline {bare_in} ms ({bare_in_all:?}); window {in_window} ms (median of 15: {in_window_all:?})");
-    let (cold_tray, starts) = median(starts);
-    println!("cold start to the tray icon: {cold_tray} ms (median of 5; {starts:?})");
+    println!("  first launch → window first paint: {first} ms ({first_all:?})");
+    println!("In-process: baseline, the process's start → its first paint {bare_in} ms ({bare_in_all:?}); the app making the window → its first paint {in_app} ms (median of 15: {in_app_all:?})");
+    let (cold, cold_all) = median(cold_tray);
+    println!("cold start to the tray icon: {cold} ms (median of 5; {cold_all:?})");
+}
+
+/// The app's (RSS, PSS, anonymous) in kB.
+fn memory(pid: u32) -> (u64, u64, u64) {
+    (kb(pid, "/status", "VmRSS:"), kb(pid, "/smaps_rollup", "Pss:"), kb(pid, "/smaps_rollup", "Anonymous:"))
+}
+
+/// The CPU `pid` used over the next quiet minute, in ms.
+fn cpu_per_quiet_minute(pid: u32) -> u64 {
+    let before = cpu_ticks(pid);
+    std::thread::sleep(Duration::from_secs(60));
+    (cpu_ticks(pid) - before) * 1000 / ticks_per_second()
+}
+
+/// WebKit's web processes under the app (the window's page).
+fn web_processes(app: u32) -> Vec<u32> {
+    use nightshift_core::runner::process::{descendants, process_name};
+    descendants(app).into_iter().filter(|p| process_name(*p).is_some_and(|n| n.starts_with("WebKitWebProces")) && alive(*p)).collect()
 }
 
 /// Start the app with its window; returns once the window has painted, and how many ms after the start.
@@ -178,7 +195,7 @@ fn start(command: &Command, log: &Path) -> (Child, u64) {
     (child, took)
 }
 
-/// Wait for a window process to log its first paint after the `before` ones already in `log`;
+/// Wait for the app to log a window's first paint after the `before` ones already in `log`;
 /// returns ms from `since` to the paint.
 fn wait_first_paint(log: &Path, before: usize, since: SystemTime) -> u64 {
     loop {
@@ -190,7 +207,7 @@ fn wait_first_paint(log: &Path, before: usize, since: SystemTime) -> u64 {
     }
 }
 
-/// The first paints the window processes logged: (wall-clock ms, ms since that process started).
+/// The first paints the app logged: (wall-clock ms, ms since it began making that window).
 fn first_paints(log: &Path) -> Vec<(u64, u64)> {
     nightshift_testkit::window_first_paints(&std::fs::read_to_string(log).unwrap_or_default())
 }
@@ -243,12 +260,6 @@ fn clone(c: &Command) -> Command {
         }
     }
     n
-}
-
-fn window_process(resident: u32) -> Option<u32> {
-    nightshift_core::runner::process::descendants(resident)
-        .into_iter()
-        .find(|p| nightshift_testkit::command_line(*p).contains("nightshift-window --open "))
 }
 
 fn alive(pid: u32) -> bool {

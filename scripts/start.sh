@@ -12,17 +12,4 @@ if [ "$(uname -s)" = Linux ] && [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY
   echo "note: no display found (DISPLAY/WAYLAND_DISPLAY unset); the tray app needs a desktop session." >&2
   echo "      On a server use the headless CLI instead: cargo run -p nightshiftctl -- init && cargo run -p nightshiftctl -- run hello --wait" >&2
 fi
-# Two binaries: the tray app `nightshift` (what `cargo run` starts) opens its window by starting
-# `nightshift-window` from the same folder, so that one is built first — with the same cargo
-# options (those before a `--`; what follows `--` is for the app).
-build_window() {
-  n=$#
-  for a in "$@"; do
-    [ "$a" = "--" ] && break
-    set -- "$@" "$a"
-  done
-  shift "$n"
-  cargo build --bin nightshift-window "$@"
-}
-build_window "$@"
 exec cargo run --bin nightshift "$@"

@@ -6,8 +6,7 @@
 
 mod common;
 
-use common::{artifacts, gui_available};
-use nightshift_testkit::command_line;
+use common::{artifacts, gui_available, window_pid};
 use nightshift_testkit::dbus::NotificationBus;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
@@ -124,58 +123,52 @@ fn live_descendants_named(pid: u32, prefix: &str) -> Vec<u32> {
     descendants(pid).into_iter().filter(|p| process_name(*p).is_some_and(|n| n.starts_with(prefix)) && !is_zombie(*p)).collect()
 }
 
-/// The resident's window process (`nightshift-window --open …`), if one is up.
-fn window_process(resident: u32) -> Option<u32> {
-    nightshift_core::runner::process::descendants(resident).into_iter().find(|p| command_line(*p).contains("nightshift-window --open "))
+/// The processes that have `file` open (their /proc/PID/fd links).
+fn processes_with_open(file: &std::path::Path) -> Vec<u32> {
+    let Ok(procs) = std::fs::read_dir("/proc") else { return Vec::new() };
+    procs
+        .filter_map(|p| p.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).is_ok_and(|fds| fds.filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok()).any(|t| t == file)))
+        .collect()
 }
 
-/// What shows the resident never made a webview: WebKit is not even mapped into it (its binary
-/// does not link it), no WebKit process is its own (they belong to the window process) and no GL
-/// driver is mapped (a webview's compositing loads one).
-fn assert_resident_has_no_webview(resident: u32) {
-    let window = window_process(resident);
-    for helper in live_descendants_named(resident, "WebKit") {
-        let parent = nightshift_core::runner::process::parent_pid(helper);
-        assert!(parent.is_some() && parent == window, "WebKit process {helper} is not the window process's: parent {parent:?}, window {window:?}");
-    }
-    let maps = std::fs::read_to_string(format!("/proc/{resident}/maps")).unwrap();
-    for lib in ["libwebkit2gtk", "libjavascriptcoregtk", "/dri/", "libEGL_mesa", "libGLX_mesa", "libLLVM"] {
-        assert!(!maps.contains(lib), "the resident process mapped {lib}");
-    }
-}
-
-/// The window is a process of its own: the resident (engine, scheduler, tray) never loads a
-/// webview and its pid never changes; closing the window ends the window process, a second launch,
-/// the tray's "Open Nightshift" and a notification's "Open" start a new one on the right view;
-/// kill -9 of the window process leaves the tray and a run going intact; Quit ends both.
+/// One process: the window is a webview of the app, whose engine holds the database; its WebKit
+/// processes are the app's children. Closing the window ends WebKit's web process while the app,
+/// its tray and a run go on; the tray's "Open Nightshift", a second launch and a notification's
+/// "Open" show the window again on the right view, in the same process; Quit ends it all.
 #[test]
-fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
+fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     if !gui_available() {
         return;
     }
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
-    let home = home_with_slow_routine(tmp.path(), 6);
+    let home = home_with_slow_routine(tmp.path(), 15);
     let bus = NotificationBus::start(tmp.path(), "open");
     let tray = nightshift_testkit::dbus::TrayHost::start(tmp.path(), &bus.address);
     let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
     let epoch_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
     let launched = epoch_ms();
-    let resident = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
-    let pid = resident.id();
+    let app_process = app(&home, &bus, &[]).stderr(log).spawn().expect("start the app");
+    let pid = app_process.id();
     let explain = || app_state(pid, &tmp.path().join("app.log"));
     let log_text = || std::fs::read_to_string(tmp.path().join("app.log")).unwrap_or_default();
     wait_until_or_explain("the window", 60, explain, || window_titles().contains("\"Nightshift\": ("));
-    let first = window_process(pid).expect("the window is a process of its own");
-    wait_until_or_explain("the window's WebKit processes", 30, explain, || !live_descendants_named(first, "WebKit").is_empty());
-    assert_resident_has_no_webview(pid);
+    // The window's X client is the app itself, and the app is what holds the database open.
+    assert_eq!(window_pid("Nightshift"), Some(pid), "the window belongs to another process");
+    wait_until_or_explain("the engine's database", 30, explain, || processes_with_open(&home.join("nightshift.db")).contains(&pid));
+    assert_eq!(processes_with_open(&home.join("nightshift.db")), vec![pid], "only the app has the database open");
+    wait_until_or_explain("the window's WebKit processes", 30, explain, || !live_descendants_named(pid, "WebKitWebProces").is_empty());
+    for helper in live_descendants_named(pid, "WebKit") {
+        assert_eq!(nightshift_core::runner::process::parent_pid(helper), Some(pid), "WebKit process {helper} is the app's");
+    }
     // The window says when it first showed the app (WebKit's first contentful paint, which the
-    // tray benchmark times "Open" to): after the launch, before now, and after its own start.
+    // tray benchmark times "Open" to): after the launch, before now.
     wait_until_or_explain("the window's first paint", 30, explain, || log_text().contains("window first paint at_ms="));
     let said = log_text();
-    let (painted, since_start) = *nightshift_testkit::window_first_paints(&said).first().unwrap_or_else(|| panic!("no readable first paint in:\n{said}"));
+    let (painted, since_open) = *nightshift_testkit::window_first_paints(&said).first().unwrap_or_else(|| panic!("no readable first paint in:\n{said}"));
     assert!(launched <= painted && painted <= epoch_ms(), "painted at {painted}, launched at {launched}");
-    assert!(since_start > 0 && since_start <= painted - launched, "{since_start} ms after the window's start, {} ms after the launch", painted - launched);
+    assert!(since_open > 0 && since_open <= painted - launched, "{since_open} ms after the window was made, {} ms after the launch", painted - launched);
 
     // The tray's Run now entry for "slow", as a panel has it: (dbusmenu id, label).
     let slow_entry = |tray: &nightshift_testkit::dbus::TrayHost| {
@@ -184,56 +177,51 @@ fn the_window_is_a_process_of_its_own_and_the_resident_never_loads_a_webview() {
     tray.wait_for("Run now ▸ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "slow")));
     let (slow_id, _) = slow_entry(&tray).unwrap();
 
-    // A run goes on while the window closes and opens.
+    // A run goes on while the window closes: WebKit's web process ends with the window, the app
+    // stays.
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
     close_window("Nightshift");
-    wait_until_or_explain("the window process to exit", 10, explain, || window_process(pid).is_none());
-    wait_until_or_explain("WebKit's processes to end with the window's", 10, explain, || live_descendants_named(pid, "WebKit").is_empty());
+    wait_until_or_explain("WebKit's web process to end with the window", 10, explain, || live_descendants_named(pid, "WebKitWebProces").is_empty());
+    wait_until_or_explain("the window to be gone", 10, explain, || !window_titles().contains("\"Nightshift\": ("));
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists(), "the app went with its window");
 
-    // The tray's "Open Nightshift": a new window process.
+    // The tray's "Open Nightshift": the window again, in the same process.
     tray.wait_for("Open Nightshift", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Open Nightshift"));
     tray.click(&bus.address, "Open Nightshift");
     wait_until_or_explain("the window from the tray", 30, explain, || window_titles().contains("\"Nightshift\": ("));
-    let second = window_process(pid).expect("a window process");
-    assert_ne!(second, first);
-    // A second launch while it is up raises it: no second window process.
-    let raised = log_text().matches("asked the window process that is up to show the window").count();
+    assert_eq!(window_pid("Nightshift"), Some(pid));
+    // A second launch while it is up raises it: no second window.
+    let raised = log_text().matches("raised the window that is up").count();
     assert!(app(&home, &bus, &[]).status().unwrap().success());
-    wait_until_or_explain("the resident to raise the window", 10, explain, || log_text().matches("asked the window process that is up to show the window").count() > raised);
-    assert_eq!(window_process(pid), Some(second), "a second launch started another window process");
-    assert_eq!(log_text().matches("started a window process").count(), 2, "{}", log_text());
+    wait_until_or_explain("the app to raise the window", 10, explain, || log_text().matches("raised the window that is up").count() > raised);
+    assert_eq!(log_text().matches("opened the window").count(), 2, "{}", log_text());
 
-    // kill -9 of the window process: the tray and the run are intact.
-    unsafe { libc::kill(second as i32, libc::SIGKILL) };
-    wait_until_or_explain("the killed window to go", 10, explain, || window_process(pid).is_none() && !window_titles().contains("\"Nightshift\": ("));
-    // The run finishes and notifies; the notification's "Open" shows that run in a new window.
+    // The run finishes and notifies; the tray says so — its entry changed in place (same id: a
+    // click on the menu a panel shows while runs start and end still reaches the app).
+    close_window("Nightshift");
+    wait_until_or_explain("the window to be gone again", 10, explain, || !window_titles().contains("\"Nightshift\": ("));
     let got = bus.wait_for(1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
-    // The tray says so — its entry changed in place (same id: a click on the menu a panel shows
-    // while runs start and end still reaches the app).
     tray.wait_for("✓ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "✓ slow")));
     assert_eq!(slow_entry(&tray), Some((slow_id, "✓ slow".to_string())), "the menu was rebuilt, not updated in place");
-    wait_until_or_explain("the window from the notification", 30, explain, || window_process(pid).is_some_and(|w| command_line(w).contains("\"run\"")));
-    let third = window_process(pid).unwrap();
+    // The notification's "Open" (clicked by the server) shows that run in a new window.
     let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
     let slow = store.list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.into_iter().find(|r| r.routine == "slow").unwrap();
-    assert_eq!(slow.status.to_string(), "completed", "the run went on through the window's close and kill -9");
-    let run_id = slow.id;
-    assert!(command_line(third).contains(&run_id), "the window opened on another run: {}", command_line(third));
+    assert_eq!(slow.status.to_string(), "completed", "the run went on through the window's close");
+    let on_the_run = format!("window url=index.html#/run/{}", slow.id);
+    wait_until_or_explain("the window from the notification, on the run", 30, explain, || log_text().contains(&on_the_run));
     wait_until_or_explain("the run's window", 30, explain, || window_titles().contains("\"Nightshift\": ("));
-    // Pictured once it has painted (its window process's first paint: the third window's).
-    wait_until_or_explain("the run's window to paint", 30, explain, || log_text().matches("window first paint at_ms=").count() >= 3);
+    // Pictured once it has painted (a first paint logged after it opened on the run).
+    wait_until_or_explain("the run's window to paint", 30, explain, || log_text().split(&on_the_run).nth(1).is_some_and(|after| after.contains("window first paint at_ms=")));
     let _ = Command::new("import").args(["-window", "root"]).arg(artifacts().join("app-opened-from-notification.png")).status();
-    assert_resident_has_no_webview(pid);
 
-    // Quit ends both.
-    stop(resident);
+    // Quit ends the app and WebKit's processes with it.
+    let webkit = live_descendants_named(pid, "WebKit");
+    stop(app_process);
     let gone = |p: u32| !std::path::Path::new(&format!("/proc/{p}")).exists() || nightshift_core::runner::process::is_zombie(p);
-    wait_until_or_explain("the window process to end with the app", 10, explain, || gone(third));
-    let log = std::fs::read_to_string(tmp.path().join("app.log")).unwrap();
-    assert!(log.contains("the window process ended abnormally"), "the killed window was noticed: {log}");
+    wait_until_or_explain("WebKit's processes to end with the app", 10, explain, || webkit.iter().all(|p| gone(*p)));
     // The app has quit: nothing can notify any more, so the count is final.
-    assert_eq!(bus.notifications().len(), 1, "one run, one notification: {log}");
+    assert_eq!(bus.notifications().len(), 1, "one run, one notification: {}", log_text());
 }
 
 /// `nightshift --quit` (a second launch, like the tray's Quit): with a run going it asks first and
@@ -248,7 +236,7 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     let home = home_with_slow_routine(tmp.path(), 6);
     let bus = NotificationBus::start(tmp.path(), "record");
     let mut running = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
-    wait_until("the app to take second launches", 30, || listening_socket(running.id()).is_some());
+    wait_until("the app to take second launches", 30, || !instance_names(&bus).is_empty());
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
     wait_until("slow to run", 15, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "running"));
 
@@ -267,34 +255,24 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     assert!(got.first().is_some_and(|n| n["summary"].as_str().unwrap().starts_with("✓ slow · ")), "the run went on to the end: {:#?}", bus.notifications());
     assert!(running.try_wait().unwrap().is_none(), "the app quit although the question was dismissed");
 
-    // Nothing going: quit at once, no question — and the socket second launches reach it on goes
-    // with it.
+    // Nothing going: quit at once, no question — and the single-instance name second launches
+    // reach it by goes with it.
     wait_until("slow's record to be final", 15, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "completed"));
-    let socket = listening_socket(running.id()).expect("the app listens for second launches");
+    let names = instance_names(&bus);
+    assert_eq!(names.len(), 1, "one app, one single-instance name: {names:?}");
     assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
     wait_until("the app to quit", 15, || running.try_wait().unwrap().is_some());
     assert!(!window_titles().contains("Quit Nightshift?"));
-    assert!(!socket.exists(), "{} outlived the app", socket.display());
+    assert!(instance_names(&bus).is_empty(), "{names:?} outlived the app");
     // With no app running, --quit says so and does nothing else.
     let out = app(&home, &bus, &["--quit"]).output().unwrap();
     assert!(out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("Nightshift is not running."), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// The path of the Unix socket process `pid` listens on for second launches (its fds' socket
-/// inodes, looked up in /proc/net/unix).
-fn listening_socket(pid: u32) -> Option<std::path::PathBuf> {
-    let inodes: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
-        .ok()?
-        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
-        .filter_map(|target| target.to_str()?.strip_prefix("socket:[")?.strip_suffix(']').map(String::from))
-        .collect();
-    let table = std::fs::read_to_string("/proc/net/unix").ok()?;
-    table.lines().find_map(|line| {
-        let fields: Vec<&str> = line.split_whitespace().collect();
-        let (inode, path) = (fields.get(6)?, fields.get(7)?);
-        (inodes.contains(&inode.to_string()) && path.ends_with(".sock") && path.contains("nightshift-")).then(|| path.into())
-    })
+/// The app's single-instance names on the bus (one per home while an app runs there).
+fn instance_names(bus: &NotificationBus) -> Vec<String> {
+    bus.names().into_iter().filter(|n| n.starts_with("dev.nightshift.Nightshift.home_")).collect()
 }
 
 /// Every run of the home: (routine, status), oldest first.

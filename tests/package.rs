@@ -1,10 +1,10 @@
 //! The Linux packages as a user meets them. `scripts/package.sh` builds them into `dist/` (and
 //! `scripts/test.sh` runs this with `NIGHTSHIFT_PACKAGES=dist`): lintian and rpmlint find no
-//! errors; the .deb installs with apt (its dependencies resolved) and puts the app (the resident and
-//! its window binary) and the CLI in /usr/bin with a .desktop entry and the icons in every size;
-//! the **installed** app, started from the entry's `Exec` line under Xvfb, registers its tray icon
-//! (read over D-Bus, as a panel does), opens its window as the installed `nightshift-window` while
-//! never mapping WebKit itself, and migrates an older home's database; the installed `nightshiftctl` runs a routine; Start at login
+//! errors; the .deb installs with apt (its dependencies resolved) and puts the app and the CLI in
+//! /usr/bin (and no other binary) with a .desktop entry and the icons in every size; the
+//! **installed** app, started from the entry's `Exec` line under Xvfb, registers its tray icon
+//! (read over D-Bus, as a panel does), opens its window as a webview of its own process, and
+//! migrates an older home's database; the installed `nightshiftctl` runs a routine; Start at login
 //! points at the installed binary; installing a higher version over it asks the running app to
 //! quit and keeps the home; removing it leaves no program file behind and the user's data in place.
 //! It installs into the machine, so it needs root (CI is root).
@@ -142,9 +142,10 @@ fn the_packages_lint_clean() {
     assert!(said.contains(" 0 errors"), "rpmlint reports errors on {}:\n{said}", rpm.display());
     // The .rpm holds the same programs, entry and icons as the .deb.
     let files = run(Command::new("rpm").args(["-qlp"]).arg(&rpm));
-    for f in ["/usr/bin/nightshift", "/usr/bin/nightshift-window", "/usr/bin/nightshiftctl", "/usr/share/applications/Nightshift.desktop", "/usr/share/icons/hicolor/512x512/apps/nightshift.png"] {
+    for f in ["/usr/bin/nightshift", "/usr/bin/nightshiftctl", "/usr/share/applications/Nightshift.desktop", "/usr/share/icons/hicolor/512x512/apps/nightshift.png"] {
         assert!(files.lines().any(|l| l == f), "{f} in the rpm:\n{files}");
     }
+    assert!(!files.contains("nightshift-window"), "one app, no window binary:\n{files}");
     let requires = run(Command::new("rpm").args(["-qpR"]).arg(&rpm));
     for lib in ["libwebkit2gtk-4.1.so.0()(64bit)", "libgtk-3.so.0()(64bit)", "libayatana-appindicator3.so.1()(64bit)"] {
         assert!(requires.contains(lib), "{lib} in Requires: {requires}");
@@ -167,9 +168,10 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     apt(&["install", deb.to_str().unwrap()]);
     let first = installed_version().expect("installed");
     let files = run(Command::new("dpkg").args(["-L", "nightshift"]));
-    for f in ["/usr/bin/nightshift", "/usr/bin/nightshift-window", "/usr/bin/nightshiftctl", "/usr/share/applications/Nightshift.desktop", "/usr/share/doc/nightshift/copyright"] {
+    for f in ["/usr/bin/nightshift", "/usr/bin/nightshiftctl", "/usr/share/applications/Nightshift.desktop", "/usr/share/doc/nightshift/copyright"] {
         assert!(files.lines().any(|l| l == f), "{f} installed:\n{files}");
     }
+    assert!(!files.contains("nightshift-window"), "one app, no window binary:\n{files}");
     for size in ["32x32", "64x64", "128x128", "256x256", "512x512"] {
         let icon = format!("/usr/share/icons/hicolor/{size}/apps/nightshift.png");
         assert!(Path::new(&icon).is_file(), "{icon}");
@@ -196,12 +198,10 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
     let mut app = start_from_desktop_entry(&exec, &home, &user, &bus.address);
     tray.wait_for("the installed app's tray icon with its routines", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label.ends_with("hello"))));
     assert_eq!(std::fs::read_link(format!("/proc/{}/exe", app.id())).unwrap(), Path::new("/usr/bin/nightshift"), "the installed binary runs");
-    // Started from the menu, it shows its window: the installed window binary, a process of its own.
-    let window_exe = || nightshift_core::runner::process::descendants(app.id()).into_iter().filter_map(|p| std::fs::read_link(format!("/proc/{p}/exe")).ok()).find(|e| e.ends_with("nightshift-window"));
-    wait_until("the installed window process", secs(30), || window_exe().is_some());
-    assert_eq!(window_exe().unwrap(), Path::new("/usr/bin/nightshift-window"));
+    // Started from the menu, it shows its window: a webview of the installed app itself.
+    wait_until("the installed app's window", secs(30), || common::window_pid("Nightshift") == Some(app.id()));
     let maps = std::fs::read_to_string(format!("/proc/{}/maps", app.id())).unwrap();
-    assert!(!maps.contains("libwebkit2gtk"), "the installed resident mapped WebKit");
+    assert!(maps.contains("libwebkit2gtk"), "the window's webview is in the app's own process");
     let latest = {
         let fresh = tmp.path().join("fresh.db");
         drop(nightshift_core::store::Store::open(&fresh).unwrap());

@@ -1,10 +1,10 @@
-//! The command layer through Tauri's real IPC path (mock runtime, no display) and the real pipe
-//! between the window process and the resident: the app's own capabilities decide what the window
-//! may call, each call crosses [`nightshift_tray::bridge`] as it does between the two processes (here over a
-//! socket pair within one test process), payloads are what the UI receives, errors are
+//! The command layer through Tauri's real IPC path (mock runtime, no display): the app's own
+//! capabilities decide what the window may call, each call reaches the app's command handler and
+//! the engine in this process as in the app, payloads are what the UI receives, errors are
 //! `{code, message}`, and no token ever appears in a payload.
 
-use nightshift_tray::bridge::{self, Link, ToWindow};
+use crate::shell::tests::Recorder;
+use crate::shell::Shell;
 use nightshift_core::{Engine, EngineOptions, Home};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -54,24 +54,10 @@ fn fixture_with(settings: impl Fn(&std::path::Path) -> String) -> Fixture {
     // The account's token comes from the environment: it must never reach a payload.
     opts.env.push(("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), TOKEN.into()));
     let engine = Engine::open(opts).unwrap();
-    // The resident: the engine and the app's face, answering what comes down the pipe.
-    let (to_resident_r, to_resident_w) = std::os::unix::net::UnixStream::pair().unwrap();
-    let (to_window_r, to_window_w) = std::os::unix::net::UnixStream::pair().unwrap();
-    let to_window = Arc::new(std::sync::Mutex::new(to_window_w));
-    let runtime = tauri::async_runtime::handle().inner().clone();
-    let face = Arc::new(nightshift_tray::face::ResidentFace(nightshift_tray::Resident::new(engine.clone(), runtime.clone(), None, None)));
-    let serving = engine.clone();
-    std::thread::spawn(move || {
-        let reply = move |m: ToWindow| {
-            bridge::send(&mut *to_window.lock().unwrap(), &m);
-        };
-        bridge::serve(std::io::BufReader::new(to_resident_r), serving, face, runtime, reply, |_| {});
-    });
-    // The window process: its command handler sends every call to the resident.
-    let link = Link::new(Box::new(to_resident_w));
-    let answers = Arc::clone(&link);
-    std::thread::spawn(move || bridge::receive(std::io::BufReader::new(to_window_r), |m: ToWindow| drop(answers.settle(m))));
-    let app = mock_builder().invoke_handler(crate::window::invoke_handler(link)).build(crate::context()).unwrap();
+    // The app's shell around the engine, on a desktop that records what it is asked.
+    let shell = Shell::new(engine.clone(), tauri::async_runtime::handle().inner().clone(), Arc::new(Recorder::default()));
+    let app = mock_builder().invoke_handler(crate::window::invoke_handler()).build(crate::context()).unwrap();
+    app.manage(shell);
     app.add_capability(crate::window::capability()).unwrap();
     let main = WebviewWindowBuilder::new(&app, "main", Default::default()).build().unwrap();
     let other = WebviewWindowBuilder::new(&app, "other", Default::default()).build().unwrap();

@@ -1,11 +1,9 @@
-//! `nightshift`, the resident process users start: engine, scheduler, notifications and the tray
-//! icon (the crate `nightshift-tray`). It links no WebKit; the window is the other binary of this
-//! package, `nightshift-window` (src-tauri/src/window_main.rs), which it starts when the window
-//! should appear.
+//! `nightshift`, the tray app users start: the Tauri app that hosts the engine (see the library,
+//! src-tauri/src/lib.rs).
 
 // Hide the console window on Windows release builds.
 #![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
 
 fn main() {
-    nightshift_tray::run()
+    nightshift_app::run()
 }

@@ -1,82 +1,37 @@
-//! The window process (`nightshift-window`): the only process that ever loads a webview.
-//!
-//! The resident process (engine, scheduler, tray) starts it when the window should appear and
-//! talks to it over its stdin/stdout ([`crate::bridge`]). It holds no engine: every command the
-//! page calls runs in the resident, and the resident sends every engine event on. It lives as long
-//! as its window: closing the window tells the resident, which closes the pipe, and the process
-//! exits — within milliseconds, with all WebKit's memory and processes. If the resident goes away
-//! (Quit, a crash), the pipe closes and the window closes with it.
+//! The window: a Tauri webview window of this process, made on "Open" (the tray, a notification,
+//! Re-login, a second launch) and destroyed when it is closed — WebKit's web process goes with
+//! it, while the app lives on in the tray. Its commands are the engine's own
+//! ([`nightshift_core::api`], answered here in-process); engine events reach the page on one
+//! channel ([`WINDOW_EVENT`]).
 
-use nightshift_tray::bridge::{self, FromWindow, Link, Open, ToWindow};
+use crate::open::Open;
+use crate::shell::Shell;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::SystemTime;
-use tauri::{AppHandle, Emitter, Manager, RunEvent, Runtime, WebviewUrl, WebviewWindowBuilder};
+use tauri::{AppHandle, Emitter, Manager, Runtime, WebviewUrl, WebviewWindowBuilder};
 
 /// The window's label (its [`capability`] is granted to this label only).
 pub const LABEL: &str = "main";
 
+/// The window's one event channel: every engine event as it happens (`{"type": "run_started", …}`),
+/// so History turns rows from queued to running to final without a reload and nothing polls.
+pub const WINDOW_EVENT: &str = "engine";
+
 /// What the window may call, derived from the one list of window commands
 /// ([`nightshift_core::api::COMMANDS`]; `build.rs` declares a permission for each): each of them,
-/// and listening to events — no plugin command (no shell, no fs, no http, no opener from JS: links
-/// go through `open_link`, which opens only http/https/mailto), nothing for any other window.
+/// and listening to events — no plugin command (no shell, no fs, no http, no opener or dialog from
+/// JS: links go through `open_link`, which opens only http/https/mailto), nothing for any other
+/// window.
 pub fn capability() -> tauri::ipc::CapabilityBuilder {
     let base = tauri::ipc::CapabilityBuilder::new("main").window(LABEL).permission("core:event:allow-listen").permission("core:event:allow-unlisten");
     nightshift_core::api::COMMANDS.iter().fold(base, |c, name| c.permission(format!("allow-{}", name.replace('_', "-"))))
 }
 
-/// Run the window process until its window is closed or the resident goes away. `started` is when
-/// the process started (what its first paint is timed from).
-pub fn run(open: Open, started: SystemTime) {
-    if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
-        eprintln!("error: `nightshift-window` is started by the running app; run `nightshift` to open the window");
-        std::process::exit(2);
-    }
-    let (from_resident, to_resident) = stdio();
-    let link = Link::new(to_resident);
-    let closing = Arc::clone(&link);
-    let app = tauri::Builder::default()
-        .invoke_handler(invoke_handler(Arc::clone(&link)))
-        .setup(move |app| {
-            // A menu-bar app on macOS has no Dock icon; the window process is the window, so it has one.
-            #[cfg(target_os = "macos")]
-            let _ = app.set_activation_policy(tauri::ActivationPolicy::Regular);
-            app.add_capability(capability())?;
-            build(app.handle(), &open, started)?;
-            let handle = app.handle().clone();
-            std::thread::Builder::new().name("from-resident".into()).spawn(move || {
-                bridge::receive(std::io::BufReader::new(from_resident), |message: ToWindow| {
-                    if let Some(message) = link.settle(message) {
-                        act(&handle, &link, message);
-                    }
-                });
-                // The resident closed the pipe: after our window closed, or because it quit or died.
-                link.fail_pending();
-                handle.exit(0);
-            })?;
-            Ok(())
-        })
-        .build(crate::context())
-        .unwrap_or_else(|e| {
-            eprintln!("error: the Nightshift window could not start: {e}");
-            std::process::exit(1);
-        });
-    app.run(move |_, event| {
-        // The window closed: say so and wait for the resident to close the pipe, so a "show" it
-        // sent meanwhile is read (and handed back) rather than lost with this process.
-        if let RunEvent::ExitRequested { code: None, api, .. } = event {
-            api.prevent_exit();
-            if !closing.tell(&FromWindow::Closed) {
-                std::process::exit(0);
-            }
-        }
-    });
-}
-
-/// The window's command handler in the window process: every command the page may call
-/// ([`nightshift_core::api::COMMANDS`]; Tauri's capability check comes first) goes to the
-/// resident over `link`.
-pub fn invoke_handler<R: tauri::Runtime>(link: Arc<Link>) -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
+/// The window's command handler: every command the page may call
+/// ([`nightshift_core::api::COMMANDS`]; Tauri's capability check comes first) runs against the
+/// engine in this process. Errors reach the page as `{code, message}`.
+pub fn invoke_handler<R: Runtime>() -> impl Fn(tauri::ipc::Invoke<R>) -> bool + Send + Sync + 'static {
     move |invoke| {
         let command = invoke.message.command().to_string();
         if !nightshift_core::api::COMMANDS.contains(&command.as_str()) {
@@ -86,36 +41,42 @@ pub fn invoke_handler<R: tauri::Runtime>(link: Arc<Link>) -> impl Fn(tauri::ipc:
             tauri::ipc::InvokeBody::Json(v) => v.clone(),
             tauri::ipc::InvokeBody::Raw(_) => Value::Null,
         };
-        let link = Arc::clone(&link);
-        invoke.resolver.respond_async(async move { link.call(&command, args).await.map_err(tauri::ipc::InvokeError::from) });
+        let shell = invoke.message.webview().app_handle().try_state::<Arc<Shell>>().map(|s| Arc::clone(&s));
+        invoke.resolver.respond_async(async move {
+            let Some(shell) = shell else {
+                return Err(tauri::ipc::InvokeError::from(nightshift_core::Error::new(nightshift_core::ErrorCode::Io, "the engine is not running (see the message Nightshift showed at start)")));
+            };
+            nightshift_core::api::call(&shell.engine, &*shell, &command, args).await.map_err(tauri::ipc::InvokeError::from)
+        });
         true
     }
 }
 
-/// The resident's messages other than answers.
-fn act<R: Runtime>(app: &AppHandle<R>, link: &Link, message: ToWindow) {
-    match message {
-        ToWindow::Emit { event, payload } => {
-            let _ = app.emit(&event, payload);
+/// Show the window with `open`: raise the one that is up (and show `open` in it), else make one
+/// that starts there. On the UI thread.
+pub fn show<R: Runtime>(app: &AppHandle<R>, open: Open) {
+    // A menu-bar app on macOS (LSUIElement in packaging/macos/Info.plist): a Dock icon only while
+    // the window is open.
+    #[cfg(target_os = "macos")]
+    let _ = app.set_activation_policy(tauri::ActivationPolicy::Regular);
+    if let Some(w) = app.get_webview_window(LABEL) {
+        let _ = w.show();
+        let _ = w.unminimize();
+        let _ = w.set_focus();
+        if let Some((event, payload)) = open.event() {
+            let _ = app.emit_to(LABEL, event, payload);
         }
-        ToWindow::Show(open) => match app.get_webview_window(LABEL) {
-            Some(w) => {
-                let _ = w.show();
-                let _ = w.unminimize();
-                let _ = w.set_focus();
-                if let Some((event, payload)) = open.event() {
-                    let _ = app.emit(event, payload);
-                }
-            }
-            None => {
-                link.tell(&FromWindow::Missed(open));
-            }
-        },
-        ToWindow::Reply { .. } => {}
+        tracing::info!(url = %open.start_url(), "raised the window that is up");
+        return;
+    }
+    let opened = SystemTime::now();
+    match build(app, &open, opened) {
+        Ok(()) => tracing::info!(url = %open.start_url(), "opened the window"),
+        Err(e) => tracing::error!(error = %e, "could not open the window"),
     }
 }
 
-fn build<R: Runtime>(app: &AppHandle<R>, open: &Open, started: SystemTime) -> tauri::Result<()> {
+fn build<R: Runtime>(app: &AppHandle<R>, open: &Open, opened: SystemTime) -> tauri::Result<()> {
     WebviewWindowBuilder::new(app, LABEL, WebviewUrl::App(open.start_url().into()))
         .on_navigation(|url| {
             let ok = own_page(url);
@@ -126,13 +87,13 @@ fn build<R: Runtime>(app: &AppHandle<R>, open: &Open, started: SystemTime) -> ta
         })
         .on_page_load(move |window, load| {
             if matches!(load.event(), tauri::webview::PageLoadEvent::Finished) {
-                tracing::debug!(target: "nightshift_app::window", since_start_ms = ms_between(started, SystemTime::now()), "window page loaded");
+                tracing::debug!(target: "nightshift_app::window", since_open_ms = ms_between(opened, SystemTime::now()), "window page loaded");
                 // The moment the window shows the app: "Open" → this is what a user waits for (the
                 // tray benchmark reads `at_ms` and times it from the click).
                 #[cfg(target_os = "linux")]
                 let _ = window.with_webview(move |webview| {
                     crate::first_paint::watch(&webview.inner(), move |painted| match painted {
-                        Ok(at) => tracing::debug!(target: "nightshift_app::window", at_ms = crate::first_paint::epoch_ms(at), since_start_ms = ms_between(started, at), "window first paint"),
+                        Ok(at) => tracing::debug!(target: "nightshift_app::window", at_ms = crate::first_paint::epoch_ms(at), since_open_ms = ms_between(opened, at), "window first paint"),
                         Err(why) => tracing::debug!(target: "nightshift_app::window", "window first paint unknown: {why}"),
                     })
                 });
@@ -147,6 +108,18 @@ fn build<R: Runtime>(app: &AppHandle<R>, open: &Open, started: SystemTime) -> ta
         .map(|_| ())
 }
 
+/// The window closed (and was destroyed): on macOS the Dock icon goes with it, and what the
+/// webview freed in this process is handed back to the system once WebKit has torn it down.
+pub fn closed<R: Runtime>(_app: &AppHandle<R>) {
+    #[cfg(target_os = "macos")]
+    let _ = _app.set_activation_policy(tauri::ActivationPolicy::Accessory);
+    tracing::info!("the window closed");
+    tauri::async_runtime::spawn(async {
+        tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+        nightshift_core::allocator::release_freed();
+    });
+}
+
 /// Whole milliseconds from `from` to `to` (0 if the clock went back).
 fn ms_between(from: SystemTime, to: SystemTime) -> u64 {
     to.duration_since(from).map(|d| d.as_millis() as u64).unwrap_or(0)
@@ -157,25 +130,6 @@ fn ms_between(from: SystemTime, to: SystemTime) -> u64 {
 /// system browser through the `open_link` command instead.
 pub(crate) fn own_page(url: &tauri::Url) -> bool {
     url.scheme() == "tauri" || url.host_str() == Some("tauri.localhost")
-}
-
-/// The pipe to the resident: stdin, and stdout moved to a descriptor of its own. The process's
-/// stdout then points at stderr, so a library that prints to stdout (GTK and WebKit may) cannot
-/// corrupt a message.
-fn stdio() -> (Box<dyn std::io::Read + Send>, Box<dyn std::io::Write + Send>) {
-    #[cfg(unix)]
-    {
-        use std::os::fd::FromRawFd;
-        // SAFETY: dup/dup2 on this process's standard descriptors; the new descriptor is owned by
-        // the File from here on and nothing else uses it.
-        unsafe {
-            let out = libc::dup(1);
-            if out >= 0 && libc::dup2(2, 1) >= 0 {
-                return (Box::new(std::io::stdin()), Box::new(std::fs::File::from_raw_fd(out)));
-            }
-        }
-    }
-    (Box::new(std::io::stdin()), Box::new(std::io::stdout()))
 }
 
 #[cfg(test)]

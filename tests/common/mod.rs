@@ -230,3 +230,11 @@ pub async fn go(c: &Client, hash: &str) {
     c.execute("window.nightshiftUi.go(arguments[0])", vec![json!(hash)]).await.unwrap();
 }
 
+/// The process of the X client whose window is titled `title` (its `_NET_WM_PID`), if one is mapped.
+pub fn window_pid(title: &str) -> Option<u32> {
+    let info = std::process::Command::new("xwininfo").args(["-name", title]).output().ok()?;
+    let info = String::from_utf8_lossy(&info.stdout);
+    let id = info.lines().find_map(|l| l.split("Window id: ").nth(1))?.split_whitespace().next()?.to_string();
+    let prop = std::process::Command::new("xprop").args(["-id", &id, "_NET_WM_PID"]).output().ok()?;
+    String::from_utf8_lossy(&prop.stdout).rsplit(" = ").next()?.trim().parse().ok()
+}

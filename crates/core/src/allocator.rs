@@ -1,9 +1,8 @@
 //! glibc's allocator, set up for a process that may live for months (`nightshiftctl daemon`, the
-//! tray app's resident process): at most two arenas — glibc makes up to eight per core, one for
+//! tray app): at most two arenas — glibc makes up to eight per core, one for
 //! each thread that meets another in `malloc`, and each keeps its own freed memory resident — and
 //! the memory start-up freed (every routine file parsed, the database migrated, the first pass
-//! done) handed back once the scheduler is running, as is what serving a window freed once it
-//! closed. Only memory the process itself freed goes back: no clean page is dropped to look small.
+//! done) handed back once the scheduler is running, as is what the window freed once it closed. Only memory the process itself freed goes back: no clean page is dropped to look small.
 //! Elsewhere (macOS, musl) both are no-ops.
 
 /// Call first in `main`, before any thread exists (arenas are made per thread).

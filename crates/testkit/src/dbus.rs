@@ -82,6 +82,17 @@ impl NotificationBus {
         self.wait_for_where(n, limit, |v| v["summary"].as_str().is_some_and(|s| s.contains(&needle)))
     }
 
+    /// The well-known names owned on this bus now (`org.freedesktop.DBus.ListNames`), e.g. the
+    /// app's single-instance name while it runs.
+    pub fn names(&self) -> Vec<String> {
+        let out = Command::new("dbus-send")
+            .args(["--session", "--print-reply", "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .output()
+            .expect("dbus-send (apt: dbus)");
+        String::from_utf8_lossy(&out.stdout).lines().filter_map(|l| l.trim().strip_prefix("string \"")?.strip_suffix('"').map(str::to_string)).filter(|n| !n.starts_with(':')).collect()
+    }
+
     fn wait_for_where(&self, n: usize, limit: Duration, keep: impl Fn(&serde_json::Value) -> bool) -> Vec<serde_json::Value> {
         let start = Instant::now();
         loop {

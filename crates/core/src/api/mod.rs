@@ -1,5 +1,5 @@
-//! The window's commands, defined once for both of its transports: the app's window process
-//! (each call travels over a pipe to the resident process, which answers with [`call`]) and HTTP
+//! The window's commands, defined once for both of its transports: the app's Tauri commands
+//! (answered in the app's process with [`call`]) and HTTP
 //! JSON in `nightshiftctl serve` (`POST /api/<command>` → [`call`]). What differs between the two
 //! hosts — who schedules, opening a terminal or a browser — comes through [`Face`]. Every command
 //! is declared once, at the end of this file (`commands!`); its definition lives with its kind:

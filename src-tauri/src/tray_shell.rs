@@ -1,24 +1,24 @@
-//! The tray icon and its menu on the UI thread (`tray-icon` + `muda`, the crates under Tauri's
-//! tray): what it shows comes from the engine ([`facts`], shaped into icon, tooltip and menu by
-//! the pure model in [`crate::tray`]); a click reaches [`crate::Resident::on_menu`] by the
-//! entry's id.
+//! The tray icon and its menu, with Tauri's tray API: what it shows comes from the engine
+//! ([`facts`], shaped into icon, tooltip and menu by the pure model in [`crate::tray`]); a click
+//! reaches [`crate::shell::Shell::on_menu`] by the entry's id.
 
+use crate::shell::Shell;
 use crate::tray::{self, MenuChange, MenuEntry, TrayFacts, TrayView};
-use crate::Resident;
 use nightshift_core::run::RunStatus;
 use std::collections::HashMap;
 use std::sync::Arc;
-use tray_icon::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
-use tray_icon::{Icon, TrayIcon, TrayIconBuilder};
+use tauri::image::Image;
+use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
+use tauri::tray::{TrayIcon, TrayIconBuilder};
+use tauri::{AppHandle, Runtime};
 
 const TRAY_ID: &str = "nightshift";
 
 /// Gather what the tray shows (reads the keychain for account health: off the UI thread).
-pub async fn facts(resident: &Arc<Resident>) -> TrayFacts {
-    let autostart = crate::autostart::is_enabled();
+pub async fn facts(shell: &Arc<Shell>) -> TrayFacts {
+    let autostart = shell.desk().autostart();
     // The same read the window's header, its Routines view and `nightshiftctl` use.
-    let face = crate::face::ResidentFace(Arc::clone(resident));
-    let Ok(glance) = nightshift_core::api::glance(&resident.engine, &face).await else { return TrayFacts::default() };
+    let Ok(glance) = nightshift_core::api::glance(&shell.engine, &**shell).await else { return TrayFacts::default() };
     let routines = glance
         .routines
         .into_iter()
@@ -38,40 +38,40 @@ pub async fn facts(resident: &Arc<Resident>) -> TrayFacts {
 }
 
 /// A menu entry as built, to change its text and state in place.
-enum Item {
-    Plain(MenuItem),
-    Check(CheckMenuItem),
+enum Item<R: Runtime> {
+    Plain(MenuItem<R>),
+    Check(CheckMenuItem<R>),
 }
 
 /// The tray icon, what it shows now ([`tray::changes`] decides what a new view must set), and
 /// the menu's items by id.
-pub struct TrayUi {
-    icon: TrayIcon,
+pub struct TrayUi<R: Runtime> {
+    icon: TrayIcon<R>,
     shown: TrayView,
-    items: HashMap<String, Item>,
+    items: HashMap<String, Item<R>>,
 }
 
-impl TrayUi {
-    pub fn install() -> Result<TrayUi, String> {
+impl<R: Runtime> TrayUi<R> {
+    /// Put the icon in the tray; its clicks go to `on_menu`.
+    pub fn install(app: &AppHandle<R>, on_menu: impl Fn(&str) + Send + Sync + 'static) -> tauri::Result<TrayUi<R>> {
         let shown = tray::view(&TrayFacts::default());
-        let (menu, items) = build_menu(&shown.menu).map_err(|e| e.to_string())?;
-        let icon = TrayIconBuilder::new()
-            .with_id(TRAY_ID)
-            .with_icon(icon(shown.icon)?)
-            .with_tooltip(&shown.tooltip)
-            .with_menu(Box::new(menu))
-            .with_menu_on_left_click(true)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let (menu, items) = build_menu(app, &shown.menu)?;
+        let icon = TrayIconBuilder::with_id(TRAY_ID)
+            .icon(Image::from_bytes(shown.icon.png())?)
+            .tooltip(&shown.tooltip)
+            .menu(&menu)
+            .show_menu_on_left_click(true)
+            .on_menu_event(move |_, event| on_menu(event.id().as_ref()))
+            .build(app)?;
         Ok(TrayUi { icon, shown, items })
     }
 
     /// Show `view`: set only what changed; a menu whose entries are the same ones keeps its items
     /// (and their ids, which a panel's open menu still uses) and changes their texts in place.
-    pub fn show(&mut self, view: TrayView) {
+    pub fn show(&mut self, app: &AppHandle<R>, view: TrayView) {
         let changed = tray::changes(Some(&self.shown), &view);
         if changed.icon {
-            match icon(view.icon) {
+            match Image::from_bytes(view.icon.png()) {
                 Ok(i) => {
                     let _ = self.icon.set_icon(Some(i));
                 }
@@ -84,9 +84,9 @@ impl TrayUi {
         match changed.menu {
             MenuChange::Same => {}
             MenuChange::InPlace => update_in_place(&self.items, &view.menu),
-            MenuChange::Rebuild => match build_menu(&view.menu) {
+            MenuChange::Rebuild => match build_menu(app, &view.menu) {
                 Ok((menu, items)) => {
-                    self.icon.set_menu(Some(Box::new(menu)));
+                    let _ = self.icon.set_menu(Some(menu));
                     self.items = items;
                 }
                 Err(e) => tracing::error!(error = %e, "could not build the tray menu"),
@@ -96,38 +96,28 @@ impl TrayUi {
     }
 }
 
-/// One of the three branded icons, decoded from its PNG.
-fn icon(state: tray::IconState) -> Result<Icon, String> {
-    let mut reader = png::Decoder::new(std::io::Cursor::new(state.png())).read_info().map_err(|e| e.to_string())?;
-    let mut buf = vec![0; reader.output_buffer_size().ok_or("the icon is too large")?];
-    let frame = reader.next_frame(&mut buf).map_err(|e| e.to_string())?;
-    if frame.color_type != png::ColorType::Rgba || frame.bit_depth != png::BitDepth::Eight {
-        return Err(format!("the tray icon must be 8-bit RGBA, not {:?} {:?}", frame.color_type, frame.bit_depth));
-    }
-    buf.truncate(frame.buffer_size());
-    Icon::from_rgba(buf, frame.width, frame.height).map_err(|e| e.to_string())
-}
+type Built<R> = (Menu<R>, HashMap<String, Item<R>>);
 
-fn build_menu(entries: &[MenuEntry]) -> tray_icon::menu::Result<(Menu, HashMap<String, Item>)> {
-    let menu = Menu::new();
+fn build_menu<R: Runtime>(app: &AppHandle<R>, entries: &[MenuEntry]) -> tauri::Result<Built<R>> {
+    let menu = Menu::new(app)?;
     let mut items = HashMap::new();
     for e in entries {
-        menu.append(&*menu_item(e, &mut items)?)?;
+        menu.append(&*menu_item(app, e, &mut items)?)?;
     }
     Ok((menu, items))
 }
 
 /// The same entries as shown: set what their texts and states say now, keeping their ids.
-fn update_in_place(items: &HashMap<String, Item>, entries: &[MenuEntry]) {
+fn update_in_place<R: Runtime>(items: &HashMap<String, Item<R>>, entries: &[MenuEntry]) {
     for e in entries {
         match (e, items.get(e.id())) {
             (MenuEntry::Item { text, enabled, .. }, Some(Item::Plain(item))) => {
-                item.set_text(text);
-                item.set_enabled(*enabled);
+                let _ = item.set_text(text);
+                let _ = item.set_enabled(*enabled);
             }
             (MenuEntry::Check { text, checked, .. }, Some(Item::Check(item))) => {
-                item.set_text(text);
-                item.set_checked(*checked);
+                let _ = item.set_text(text);
+                let _ = item.set_checked(*checked);
             }
             (MenuEntry::Submenu { items: children, .. }, _) => update_in_place(items, children),
             _ => {}
@@ -135,23 +125,23 @@ fn update_in_place(items: &HashMap<String, Item>, entries: &[MenuEntry]) {
     }
 }
 
-fn menu_item(e: &MenuEntry, built: &mut HashMap<String, Item>) -> tray_icon::menu::Result<Box<dyn IsMenuItem>> {
+fn menu_item<R: Runtime>(app: &AppHandle<R>, e: &MenuEntry, built: &mut HashMap<String, Item<R>>) -> tauri::Result<Box<dyn IsMenuItem<R>>> {
     Ok(match e {
         MenuEntry::Item { id, text, enabled } => {
-            let item = MenuItem::with_id(id.as_str(), text, *enabled, None);
+            let item = MenuItem::with_id(app, id.as_str(), text, *enabled, None::<&str>)?;
             built.insert(id.clone(), Item::Plain(item.clone()));
             Box::new(item)
         }
         MenuEntry::Check { id, text, checked } => {
-            let item = CheckMenuItem::with_id(id.as_str(), text, true, *checked, None);
+            let item = CheckMenuItem::with_id(app, id.as_str(), text, true, *checked, None::<&str>)?;
             built.insert(id.clone(), Item::Check(item.clone()));
             Box::new(item)
         }
-        MenuEntry::Separator => Box::new(PredefinedMenuItem::separator()),
+        MenuEntry::Separator => Box::new(PredefinedMenuItem::separator(app)?),
         MenuEntry::Submenu { text, items } => {
-            let sub = Submenu::new(text, true);
+            let sub = Submenu::new(app, text, true)?;
             for i in items {
-                sub.append(&*menu_item(i, built)?)?;
+                sub.append(&*menu_item(app, i, built)?)?;
             }
             Box::new(sub)
         }
@@ -163,7 +153,7 @@ mod tests {
     #[test]
     fn the_three_icons_decode() {
         for state in [super::tray::IconState::Idle, super::tray::IconState::Running, super::tray::IconState::Attention] {
-            super::icon(state).unwrap_or_else(|e| panic!("{state:?}: {e}"));
+            tauri::image::Image::from_bytes(state.png()).unwrap_or_else(|e| panic!("{state:?}: {e}"));
         }
     }
 }

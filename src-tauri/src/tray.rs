@@ -16,9 +16,9 @@ pub enum IconState {
 impl IconState {
     pub fn png(self) -> &'static [u8] {
         match self {
-            IconState::Idle => include_bytes!("../../../icons/tray-idle.png"),
-            IconState::Running => include_bytes!("../../../icons/tray-running.png"),
-            IconState::Attention => include_bytes!("../../../icons/tray-attention.png"),
+            IconState::Idle => include_bytes!("../../icons/tray-idle.png"),
+            IconState::Running => include_bytes!("../../icons/tray-running.png"),
+            IconState::Attention => include_bytes!("../../icons/tray-attention.png"),
         }
     }
 }

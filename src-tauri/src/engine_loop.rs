@@ -1,33 +1,32 @@
 //! The engine's side of the running app: recovery at start, the scheduler (if this home is not
 //! scheduled elsewhere), engine events on to the tray and the window, and SIGTERM.
 
-use crate::bridge::WINDOW_EVENT;
-use crate::Resident;
+use crate::shell::Shell;
 use nightshift_core::engine::NotTaken;
 use nightshift_core::{Engine, EngineEvent, RecoveryMode, Scheduler, SchedulerLock};
 use std::sync::Arc;
 
 /// Recovery, then the scheduler; the tray follows the engine's events throughout.
-pub async fn run(resident: Arc<Resident>) {
-    let engine = resident.engine.clone();
+pub async fn run(shell: Arc<Shell>) {
+    let engine = shell.engine.clone();
     match engine.recover(RecoveryMode::Adopt).await {
         Ok(ids) if !ids.is_empty() => tracing::info!(count = ids.len(), "settled or re-adopted runs left by a previous engine"),
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "crash recovery failed"),
     }
-    forward_events_to_window(&resident, &engine);
-    follow_in_tray(&resident, &engine);
+    forward_events_to_window(&shell, &engine);
+    follow_in_tray(&shell, &engine);
     // Never schedule on a damaged database: the app stays a viewer and says why — in its log,
     // the tray (attention, the sentence atop the menu) and the window's header.
     if let Err(e) = engine.check_database() {
         tracing::error!("{}", e.message);
-        resident.announce_state().await;
+        shell.announce_state().await;
         return;
     }
-    match SchedulerLock::take(engine.home(), "the Nightshift app") {
+    match take_scheduler_lock(&engine).await {
         Ok(lock) => {
-            resident.set_scheduling(true);
-            resident.announce_state().await;
+            shell.set_scheduling(true);
+            shell.announce_state().await;
             // The first pass now, so what start-up allocated and dropped is handed back before
             // the app settles into idling (as the daemon does).
             let scheduler = Scheduler::new(engine.clone());
@@ -36,30 +35,55 @@ pub async fn run(resident: Arc<Resident>) {
             }
             nightshift_core::allocator::release_freed();
             scheduler.run(Arc::new(tokio::sync::Notify::new())).await;
-            resident.set_scheduling(false);
+            shell.set_scheduling(false);
             drop(lock);
         }
         Err(NotTaken::Held { holder }) => {
             // A daemon schedules this home: this app views and controls (Run now still works).
             tracing::warn!("{holder} schedules this home; the app views and controls it");
-            resident.set_scheduled_elsewhere(Some(holder));
-            resident.announce_state().await;
+            shell.set_scheduled_elsewhere(Some(holder));
+            shell.announce_state().await;
         }
         Err(NotTaken::Failed(e)) => {
             // An unusable data folder: not scheduling, and the storage trouble is a problem the
             // tray and the window show.
             tracing::error!("cannot schedule: {}", e.message);
-            resident.announce_state().await;
+            shell.announce_state().await;
+        }
+    }
+}
+
+/// Who this app is to the scheduler lock (and to a `nightshiftctl daemon` that finds it held).
+const WHO: &str = "the Nightshift app";
+
+/// How long a start waits for another Nightshift app that holds the lock to finish quitting.
+const QUITTING_APP: std::time::Duration = std::time::Duration::from_secs(15);
+
+/// Take the home's scheduler lock. Held by another *app*, it is one that is quitting: this
+/// process is the home's one app (a running one would have taken this launch's arguments, and it
+/// gave up its single-instance name first thing on the way out), so wait for it to go — a launch
+/// while the app quits becomes the next app. Held by a daemon: that daemon schedules.
+async fn take_scheduler_lock(engine: &Engine) -> Result<SchedulerLock, NotTaken> {
+    let (start, mut said) = (std::time::Instant::now(), false);
+    loop {
+        match SchedulerLock::take(engine.home(), WHO) {
+            Err(NotTaken::Held { holder }) if holder.starts_with(WHO) && start.elapsed() < QUITTING_APP => {
+                if !std::mem::replace(&mut said, true) {
+                    tracing::info!("{holder} is quitting; waiting to schedule this home");
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+            }
+            taken => return taken,
         }
     }
 }
 
 /// The tray shows what the engine says, updated on its events (never by polling).
-fn follow_in_tray(resident: &Arc<Resident>, engine: &Engine) {
+fn follow_in_tray(shell: &Arc<Shell>, engine: &Engine) {
     let mut events = engine.subscribe();
-    let resident = Arc::clone(resident);
+    let shell = Arc::clone(shell);
     tokio::spawn(async move {
-        resident.refresh_tray().await;
+        shell.refresh_tray().await;
         loop {
             match events.recv().await {
                 Ok(EngineEvent::RunProgress { .. }) => continue,
@@ -67,7 +91,7 @@ fn follow_in_tray(resident: &Arc<Resident>, engine: &Engine) {
                     // Coalesce bursts (a catch-up pass emits many events at once).
                     tokio::time::sleep(std::time::Duration::from_millis(150)).await;
                     while events.try_recv().is_ok() {}
-                    resident.refresh_tray().await;
+                    shell.refresh_tray().await;
                 }
                 Err(_) => return,
             }
@@ -75,15 +99,15 @@ fn follow_in_tray(resident: &Arc<Resident>, engine: &Engine) {
     });
 }
 
-fn forward_events_to_window(resident: &Resident, engine: &Engine) {
+fn forward_events_to_window(shell: &Arc<Shell>, engine: &Engine) {
     let mut events = engine.subscribe();
-    let windows = Arc::clone(resident.windows());
+    let shell = Arc::clone(shell);
     tokio::spawn(async move {
         loop {
             match events.recv().await {
-                Ok(event) => windows.emit(WINDOW_EVENT, || serde_json::to_value(&event).ok()),
+                Ok(event) => shell.desk().emit(&|| serde_json::to_value(&event).ok()),
                 // The window missed some: it reloads what it shows.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => windows.resync(),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => shell.desk().emit(&|| Some(serde_json::json!({ "type": "resync" }))),
                 Err(_) => return,
             }
         }
@@ -93,15 +117,15 @@ fn forward_events_to_window(resident: &Resident, engine: &Engine) {
 /// SIGTERM (a package upgrade or removal asking it to quit, a session ending, `kill`) quits like the
 /// tray's Quit without the question: runs keep going in their own process groups and the next start
 /// picks them up; the scheduler lock and the tray item are released on the way out.
-pub fn quit_on_sigterm(resident: &Arc<Resident>) {
+pub fn quit_on_sigterm(shell: &Arc<Shell>) {
     #[cfg(unix)]
     {
-        let resident = Arc::clone(resident);
-        resident.runtime().clone().spawn(async move {
+        let shell = Arc::clone(shell);
+        shell.runtime().clone().spawn(async move {
             let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) else { return };
             if term.recv().await.is_some() {
                 tracing::info!("SIGTERM: quitting");
-                resident.exit(0);
+                shell.exit(0);
             }
         });
     }
