@@ -22,10 +22,22 @@ fn window_titles() -> String {
         .unwrap_or_default()
 }
 
+/// The user the test apps run as: a home folder beside the Nightshift home (Start at login writes
+/// its entry there), with the machine's caches (fonts) kept.
+fn user_dir(home: &std::path::Path) -> std::path::PathBuf {
+    home.with_file_name("user")
+}
+
+/// The app on `home` and `bus`, as the user of [`user_dir`].
 fn app(home: &std::path::Path, bus: &NotificationBus, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_nightshift"));
+    let user = user_dir(home);
+    let caches = std::env::var_os("XDG_CACHE_HOME").map(std::path::PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| std::path::PathBuf::from(h).join(".cache")));
     c.args(args)
         .env("NIGHTSHIFT_HOME", home)
+        .env("HOME", &user)
+        .env("XDG_CONFIG_HOME", user.join(".config"))
+        .envs(caches.map(|c| ("XDG_CACHE_HOME", c)))
         .env("NIGHTSHIFT_LOG", "info,nightshift_app::window=debug")
         .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
         .env("NO_AT_BRIDGE", "1");
@@ -176,6 +188,17 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     };
     tray.wait_for("Run now ▸ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "slow")));
     let (slow_id, _) = slow_entry(&tray).unwrap();
+
+    // Start at login, over the tray menu: an autostart entry that starts this binary in the
+    // tray; clicked again, gone.
+    let autostart = user_dir(&home).join(".config/autostart/Nightshift.desktop");
+    tray.click(&bus.address, "Start at login");
+    wait_until_or_explain("the autostart entry", 10, explain, || std::fs::read_to_string(&autostart).is_ok_and(|t| t.trim_end().ends_with("Terminal=false")));
+    let entry = std::fs::read_to_string(&autostart).unwrap();
+    assert!(entry.contains(&format!("Exec={} --minimized", env!("CARGO_BIN_EXE_nightshift"))) || entry.contains(&format!("Exec=\"{}\" --minimized", env!("CARGO_BIN_EXE_nightshift"))), "{entry}");
+    tray.wait_for("Start at login checked", Duration::from_secs(10), |m| m.iter().any(|e| e.label == "Start at login" && e.checked));
+    tray.click(&bus.address, "Start at login");
+    wait_until_or_explain("the autostart entry to go", 10, explain, || !autostart.exists());
 
     // A run goes on while the window closes: WebKit's web process ends with the window, the app
     // stays.
@@ -352,5 +375,22 @@ fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
     assert_eq!(status.code(), Some(2));
     let said = std::fs::read_to_string(&log).unwrap();
     assert!(said.contains(&format!("cannot open the database {}", db.display())) && said.contains("move it aside"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+}
+
+/// Without a display the app says so in words a user can act on, and exits (no panic).
+#[test]
+fn without_a_display_the_app_says_what_to_use_instead() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nightshift"))
+        .env("NIGHTSHIFT_HOME", tmp.path().join("home"))
+        .env_remove("DISPLAY")
+        .env_remove("WAYLAND_DISPLAY")
+        .env("DBUS_SESSION_BUS_ADDRESS", "unix:path=/nonexistent")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("needs a desktop session") && said.contains("nightshiftctl daemon"), "{said}");
     assert!(!said.contains("panicked"), "{said}");
 }

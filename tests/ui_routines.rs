@@ -50,8 +50,9 @@ async fn problem(c: &Client, field: &str, contains: &str) {
     until(c, &format!("the problem on {field}: {contains}"), &script, 10).await;
 }
 
+/// The form checked what is in it now (no edit waiting: `aria-busy` gone) and shows no problem.
 async fn no_problems(c: &Client) {
-    until(c, "a form without problems", "return [...document.querySelectorAll('.field-problem')].every(p => !p.textContent) && !document.getElementById('save-routine').disabled", 10).await;
+    until(c, "a form checked and without problems", "return !document.getElementById('routine-form').hasAttribute('aria-busy') && [...document.querySelectorAll('.field-problem')].every(p => !p.textContent) && !document.getElementById('save-routine').disabled", 10).await;
 }
 
 /// Open a routine's ⋯ menu and choose `action` with real clicks; again if the list re-rendered

@@ -37,7 +37,7 @@ def write(obj):
 
 
 def entries(layout):
-    """dbusmenu layout (id, props, children) → [{"label", "enabled", "children"}], separators left out."""
+    """dbusmenu layout (id, props, children) → [{"label", "enabled", "checked", "children"}], separators left out."""
     out = []
     for child in layout[2]:
         item_id, props, _children = child
@@ -50,6 +50,7 @@ def entries(layout):
         label = label.replace("__", "\0").replace("_", "", 1).replace("\0", "_")
         entry = {"id": int(item_id), "label": label}
         entry["enabled"] = bool(props.get("enabled", True))
+        entry["checked"] = int(props.get("toggle-state", 0)) == 1
         kids = entries(child)
         if kids:
             entry["children"] = kids

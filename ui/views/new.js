@@ -281,12 +281,20 @@ export function mount(root, _params, ui) {
       save.disabled = tryNow.disabled = result.problems.some(visible);
     } catch (e) {
       status.textContent = `Could not check the routine: ${errorText(e)}`;
+    } finally {
+      // What the form shows is the answer for what is in it now (no edit waiting to be checked).
+      if (mine === seq && timer === null) form.removeAttribute("aria-busy");
     }
   }
 
+  /** An edit: checked once typing pauses; until then the form says it is busy (`aria-busy`). */
   function changed() {
+    form.setAttribute("aria-busy", "true");
     clearTimeout(timer);
-    timer = setTimeout(check, 150);
+    timer = setTimeout(() => {
+      timer = null;
+      check();
+    }, 150);
   }
 
   async function submit(runNow) {

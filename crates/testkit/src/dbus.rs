@@ -128,6 +128,9 @@ pub struct MenuEntry {
     pub label: String,
     #[serde(default)]
     pub enabled: bool,
+    /// A check item that is on (dbusmenu's `toggle-state`).
+    #[serde(default)]
+    pub checked: bool,
     #[serde(default)]
     pub children: Vec<MenuEntry>,
 }
