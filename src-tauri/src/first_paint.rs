@@ -1,9 +1,9 @@
 //! When a webview first showed its page: WebKit's *first contentful paint* (the Paint Timing API),
 //! read from the page.
 //!
-//! The window logs it (`window first paint`, with its wall-clock time and the time since the
-//! window process started), and the tray benchmark times "Open" → that moment, side by side with
-//! a bare WebKitGTK webview showing one line — what any window process costs on the machine. Load
+//! The app logs it (`window first paint`, with its wall-clock time and the time since it began
+//! making the window), and the tray benchmark times "Open" → that moment, side by side with a bare
+//! WebKitGTK webview showing one line — what any webview costs on the machine. Load
 //! events do not say it: WebKit's load-finished can come before the first paint or after it.
 //! Linux only (WebKitGTK); the other platforms' webviews are not measured here.
 
