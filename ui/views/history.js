@@ -82,6 +82,11 @@ export function mount(root, params, ui) {
     else replace(said, done ? `${rows.size} runs · that is all` : `${rows.size} runs shown `);
   }
 
+  /** One page of the list as filtered now, from `from` (null: the newest). */
+  function pageOf(from, limit) {
+    return call("list_runs", { routine: filters.routine || null, status: filters.status || null, cursor: from, limit });
+  }
+
   /**
    * Read pages as this view's one load: the footer says "Loading…" meanwhile and shows its error
    * after. `work` gets `stale()`: true once a newer load (new filters, a resync) made this one moot.
@@ -107,7 +112,7 @@ export function mount(root, params, ui) {
     if (loading || (done && !failed)) return;
     const mine = generation;
     await load(mine, async (stale) => {
-      const page = await call("list_runs", { routine: filters.routine || null, status: filters.status || null, cursor, limit: PAGE });
+      const page = await pageOf(cursor, PAGE);
       if (stale()) return;
       for (const run of page.runs) if (!rows.has(run.id)) tbody.append(row(run));
       cursor = page.next_cursor;
@@ -129,7 +134,7 @@ export function mount(root, params, ui) {
       const fresh = [];
       let next = null;
       do {
-        const page = await call("list_runs", { routine: filters.routine || null, status: filters.status || null, cursor: next, limit: Math.min(RELOAD_PAGE, want - fresh.length) });
+        const page = await pageOf(next, Math.min(RELOAD_PAGE, want - fresh.length));
         if (stale()) return;
         fresh.push(...page.runs);
         next = page.next_cursor;
