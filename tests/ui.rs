@@ -56,7 +56,7 @@ fn seed_history(db: &Path) {
         for i in 0..SEEDED {
             let at = t0 + chrono::Duration::minutes(i as i64);
             let (status, reason) = if i % 7 == 0 { ("failed", Some("exit_nonzero")) } else { ("completed", None) };
-            stmt.execute(rusqlite::params![format!("seed{i:022}"), at.timestamp_millis(), nightshift_core::run::fmt_time(&at), status, reason, format!("/nonexistent/{i}")]).unwrap();
+            stmt.execute(rusqlite::params![format!("seed{i:022}"), at.timestamp_millis(), nightshift_core::words::fmt_time(&at), status, reason, format!("/nonexistent/{i}")]).unwrap();
         }
     }
     tx.commit().unwrap();
@@ -428,7 +428,7 @@ async fn a_pruned_run_keeps_its_record_in_the_window() {
         // Forty days back (a fake clock cannot reach the app), then pruned as the app would.
         let db = rusqlite::Connection::open(home.join("nightshift.db")).unwrap();
         let old = chrono::Utc::now() - chrono::Duration::days(40);
-        db.execute("UPDATE runs SET sort_ms = sort_ms - ?1, finished_at = ?2", rusqlite::params![chrono::Duration::days(40).num_milliseconds(), nightshift_core::run::fmt_time(&old)]).unwrap();
+        db.execute("UPDATE runs SET sort_ms = sort_ms - ?1, finished_at = ?2", rusqlite::params![chrono::Duration::days(40).num_milliseconds(), nightshift_core::words::fmt_time(&old)]).unwrap();
         assert_eq!(engine.prune_runs(false).await.len(), 1);
         first
     };

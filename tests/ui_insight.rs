@@ -9,7 +9,7 @@ mod common;
 
 use chrono::{DateTime, Duration, Local, Utc};
 use common::*;
-use nightshift_core::run::fmt_time;
+use nightshift_core::words::fmt_time;
 use serde_json::json;
 use std::path::Path;
 

@@ -48,7 +48,7 @@ mod tests {
         assert_eq!(terminal_candidates(Some("wezterm"))[0], "wezterm");
         assert_eq!(terminal_candidates(None)[0], "x-terminal-emulator");
         let account = |agent| Account { agent, email: "me@x.dev".into(), config_dir: format!("/h/accounts/{}/me", agent.as_str()).into() };
-        use nightshift_core::routine::AgentKind::*;
+        use nightshift_core::words::Agent::*;
         assert_eq!(account(Claude).login_command_line(), "CLAUDE_CONFIG_DIR='/h/accounts/claude/me' claude /login");
         assert_eq!(account(Codex).login_command_line(), "CODEX_HOME='/h/accounts/codex/me' codex login");
         assert_eq!(account(Gemini).login_command_line(), "GEMINI_CLI_HOME='/h/accounts/gemini/me' gemini");

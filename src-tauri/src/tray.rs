@@ -245,7 +245,7 @@ mod tests {
 
     use super::*;
     use nightshift_core::health::CredentialSource;
-    use nightshift_core::routine::AgentKind;
+    use nightshift_core::words::Agent;
 
     fn routine(name: &str, last: Option<RunStatus>) -> RoutineLine {
         RoutineLine { name: name.into(), last, next: None, valid: true }
@@ -254,7 +254,7 @@ mod tests {
     fn account(email: &str, verdict: Verdict) -> AccountHealth {
         AccountHealth {
             account: email.into(),
-            agent: AgentKind::Claude,
+            agent: Agent::Claude,
             verdict,
             evidence: String::new(),
             since: None,

@@ -4,7 +4,7 @@
 /**
  * An account's health as the UI and CLI show it.
  */
-export type AccountHealth = { account: string, agent: AgentKind, verdict: Verdict, 
+export type AccountHealth = { account: string, agent: Agent, verdict: Verdict, 
 /**
  * Why, in words ("run 01j… failed auth_failed: Invalid bearer token").
  */
@@ -36,12 +36,15 @@ last_5h: UsageRow | null, last_7d: UsageRow | null,
  */
 limits: Array<HealthRecord>, };
 
-export type AgentChoice = { agent: AgentKind, accounts: Array<string>, };
-
 /**
- * The agent CLIs Nightshift drives.
+ * Who does a run's work: one of the agent CLIs Nightshift drives, or `command` (a shell
+ * command). The routine's `agent:`, the run record's `agent`, `[agents.<word>]` in the
+ * settings, the accounts and the drivers (`agents::driver`) all use this one word; a new
+ * agent is one more word here and one module in `agents/`.
  */
-export type AgentKind = "claude" | "codex" | "gemini";
+export type Agent = "claude" | "codex" | "gemini" | "command";
+
+export type AgentChoice = { agent: Agent, accounts: Array<string>, };
 
 /**
  * One try of a run on one account (failover makes several).
@@ -410,7 +413,7 @@ file: string, valid: boolean,
 /**
  * What runs it (`claude`, `codex`, `gemini` or `command`); none for an invalid file.
  */
-kind: RunKind | null, 
+kind: Agent | null, 
 /**
  * The machines its runs go to over SSH (`host:`/`hosts:`); empty: this one.
  */
@@ -486,16 +489,11 @@ changes_summary: string | null,
  */
 slot_why: string | null, };
 
-/**
- * What a run runs: one of the agents, or a shell command.
- */
-export type RunKind = "claude" | "codex" | "gemini" | "command";
-
 export type RunRecord = { id: string, routine: string, trigger: Trigger, scheduled_for: string | null, started_at: string | null, finished_at: string | null, status: RunStatus, reason: Reason | null, message: string | null, exit_code: number | null, account: string | null, resets_at: string | null, attempts: Array<Attempt>, duration_ms: number | null, cost_usd: number | null, session_id: string | null, report_path: string | null, 
 /**
  * `claude`, `codex`, `gemini` or `command`.
  */
-agent: RunKind, 
+agent: Agent, 
 /**
  * Where stdout.log, stderr.log and report.md live.
  */

@@ -78,7 +78,7 @@ fn seed(home: &Path, rows: usize) {
             let ms = t0_ms() + i as i64 * 60_000;
             let at = chrono::DateTime::from_timestamp_millis(ms).unwrap();
             let status = if (i / ROUTINES) % 4 == 3 { "failed" } else { "completed" };
-            stmt.execute(rusqlite::params![format!("{i:026}"), format!("routine-{}", i % ROUTINES), ms, nightshift_core::run::fmt_time(&at), status]).unwrap();
+            stmt.execute(rusqlite::params![format!("{i:026}"), format!("routine-{}", i % ROUTINES), ms, nightshift_core::words::fmt_time(&at), status]).unwrap();
         }
     }
     tx.commit().unwrap();
@@ -93,7 +93,7 @@ fn seed_dirs(dir: &Path, n: usize) {
         std::fs::create_dir_all(&d).unwrap();
         let at = chrono::DateTime::from_timestamp_millis(t0_ms() + i as i64 * 60_000).unwrap();
         let status = if (i / ROUTINES) % 4 == 3 { "failed" } else { "completed" };
-        let meta = format!(r#"{{"id":"{i:026}","routine":"{routine}","status":"{status}","started_at":"{}","trigger":"schedule","exit_code":0}}"#, nightshift_core::run::fmt_time(&at));
+        let meta = format!(r#"{{"id":"{i:026}","routine":"{routine}","status":"{status}","started_at":"{}","trigger":"schedule","exit_code":0}}"#, nightshift_core::words::fmt_time(&at));
         std::fs::write(d.join("meta.json"), meta).unwrap();
     }
 }

@@ -9,8 +9,8 @@
 //! `NIGHTSHIFT_BENCH_QUICK=1`: 7 days of the per-minute routine and 100 000 runs.
 
 use chrono::{DateTime, Duration as Span, Utc};
-use nightshift_core::run::fmt_time;
 use nightshift_core::store::UsageBy;
+use nightshift_core::words::fmt_time;
 use nightshift_core::{Engine, EngineOptions, Home};
 use nightshift_testkit::bench::{fmt, measure};
 use std::path::Path;

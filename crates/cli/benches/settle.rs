@@ -102,7 +102,7 @@ fn finished_run(home: &std::path::Path, mb: usize, secret: bool) -> (String, std
             id: id.clone(),
             routine: "big".into(),
             trigger: Trigger::Cli,
-            agent: nightshift_core::run::RunKind::Claude,
+            agent: nightshift_core::words::Agent::Claude,
             status: RunStatus::Running,
             reason: None,
             message: None,

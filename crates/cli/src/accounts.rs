@@ -4,7 +4,7 @@ use crate::format::{self, json, table};
 use crate::Outcome;
 use clap::Subcommand;
 use nightshift_core::health::{AccountHealth, CredentialSource, Verdict};
-use nightshift_core::routine::AgentKind;
+use nightshift_core::words::Agent;
 use nightshift_core::{Engine, Error, ErrorCode};
 use std::io::{IsTerminal, Read};
 
@@ -39,15 +39,16 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
             Ok(Outcome::Ok)
         }
         AccountsCommand::Add { agent, email } => {
-            let kind = AgentKind::parse(&agent)
-                .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected claude, codex or gemini)")))?;
+            let kind = Agent::parse_cli(&agent)
+                .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected {})", Agent::cli_words())))?;
             engine.add_account(kind, &email)?;
-            let auth = nightshift_core::accounts::AgentAuth::of(kind);
             println!("added {email} ({agent}); its config dir is under {}", engine.home().accounts_dir().display());
-            println!(
-                "next: `nightshiftctl accounts set-token {email}` with a {} (from {}), or `{}` with {} set to its config dir",
-                auth.secret_name, auth.secret_how, auth.login_command, auth.config_dir_var
-            );
+            if let Some(auth) = nightshift_core::accounts::AgentAuth::of(kind) {
+                println!(
+                    "next: `nightshiftctl accounts set-token {email}` with a {} (from {}), or `{}` with {} set to its config dir",
+                    auth.secret_name, auth.secret_how, auth.login_command, auth.config_dir_var
+                );
+            }
             Ok(Outcome::Ok)
         }
         AccountsCommand::Remove { email } => {

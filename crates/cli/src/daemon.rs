@@ -104,7 +104,7 @@ fn render_event(ev: &EngineEvent, json: bool) -> Option<String> {
             format!("{now} {} {} {}{took}{msg}", format::symbol(run.status), run.routine, format::status_text(run))
         }
         EngineEvent::RunUpdated { run } => match run.changes.as_ref().and_then(|c| c.push.as_ref()) {
-            Some(p) if p.state == nightshift_core::workspace::PushState::Pushed => format!("{now} ↑ {} pushed its branch to {} (run {})", run.routine, p.remote, run.id),
+            Some(p) if p.state == nightshift_core::run::PushState::Pushed => format!("{now} ↑ {} pushed its branch to {} (run {})", run.routine, p.remote, run.id),
             Some(p) => format!("{now} ✗ {}: push to {} {} ({})", run.routine, p.remote, p.state, p.error.as_deref().unwrap_or("")),
             None => return None,
         },

@@ -340,7 +340,7 @@ fn next(engine: &Engine, as_json: bool, count: usize) -> Result<Outcome, Error> 
                 timezone: r.timezone.name().to_string(),
                 enabled: r.enabled,
                 fires_local_to_routine: fires.iter().map(|t| t.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M:%S %Z").to_string()).collect(),
-                fires: fires.iter().map(nightshift_core::run::fmt_time).collect(),
+                fires: fires.iter().map(nightshift_core::words::fmt_time).collect(),
             }
         })
         .collect();
@@ -355,7 +355,7 @@ fn next(engine: &Engine, as_json: bool, count: usize) -> Result<Outcome, Error> 
             println!("  no further fires");
         }
         for (utc, zoned) in r.fires.iter().zip(&r.fires_local_to_routine) {
-            let t = nightshift_core::run::parse_time(utc).expect("we formatted it");
+            let t = nightshift_core::words::parse_time(utc).expect("we formatted it");
             println!("  {zoned:<28}  local {}  ({})", format::local(&t), format::relative(&t, now));
         }
     }

@@ -5,8 +5,8 @@ use crate::Outcome;
 use clap::Args;
 use nightshift_core::agents::first_line;
 use nightshift_core::events::EngineEvent;
+use nightshift_core::run::PushState;
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::workspace::PushState;
 use nightshift_core::{Engine, Error};
 use std::io::IsTerminal;
 

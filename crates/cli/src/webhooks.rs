@@ -83,7 +83,7 @@ pub fn deliveries(engine: &Engine, command: Option<DeliveriesCommand>, failed: b
                 d.channel.trim_start_matches("webhook:").to_string(),
                 d.state.as_str().to_string(),
                 d.attempts.to_string(),
-                d.delivered_at.clone().or_else(|| d.next_at.map(|t| format!("next {}", nightshift_core::run::fmt_time(&t)))).unwrap_or_default(),
+                d.delivered_at.clone().or_else(|| d.next_at.map(|t| format!("next {}", nightshift_core::words::fmt_time(&t)))).unwrap_or_default(),
                 d.last_error.clone().unwrap_or_default(),
             ]
         })

@@ -2,7 +2,7 @@
 
 use crate::format;
 use crate::Outcome;
-use nightshift_core::workspace::{Changes, CommitBy, Kind, PushState};
+use nightshift_core::run::{Changes, CommitBy, PushState, WorkspaceKind as Kind};
 use nightshift_core::{Engine, Error};
 
 /// How many changed files `show` lists (the window and `--json` have them all, up to the cap).

@@ -172,7 +172,7 @@ async fn failover_revocation_preflight_recovery_and_no_leaks_with_the_real_cli()
     assert_eq!((attempts[0]["account"].as_str(), attempts[0]["reason"].as_str()), (Some("a@x.dev"), Some("rate_limited")));
     assert_eq!(attempts[1]["status"], "completed");
     assert_eq!(fake.message_credentials(), vec![TOK_A, TOK_B], "the API saw A's token, then B's");
-    let expected_reset = nightshift_core::run::fmt_time(&chrono::DateTime::from_timestamp(reset, 0).unwrap());
+    let expected_reset = nightshift_core::words::fmt_time(&chrono::DateTime::from_timestamp(reset, 0).unwrap());
     let a = health_of(&th, "a@x.dev");
     assert_eq!((a["verdict"].as_str(), a["resets_at"].as_str()), (Some("rate_limited"), Some(expected_reset.as_str())), "{a:#}");
     assert_eq!(health_of(&th, "b@x.dev")["verdict"], "live");
@@ -346,6 +346,6 @@ async fn a_refused_gemini_key_revokes_the_account_and_a_new_key_in_the_keychain_
     for key in [OLD, NEW] {
         assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "{key} leaked");
     }
-    let acc = nightshift_core::accounts::Account { agent: nightshift_core::routine::AgentKind::Gemini, email: "g@x.dev".into(), config_dir: "/x".into() };
+    let acc = nightshift_core::accounts::Account { agent: nightshift_core::words::Agent::Gemini, email: "g@x.dev".into(), config_dir: "/x".into() };
     let _ = nightshift_core::accounts::keychain::delete_token(&service, &acc);
 }

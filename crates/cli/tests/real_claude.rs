@@ -106,7 +106,7 @@ async fn unified_limit_is_rate_limited_until_the_reset_the_api_sent() {
     assert_eq!(code, 1);
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("rate_limited")), "{rec:#}");
     let expected = chrono::DateTime::from_timestamp(reset, 0).unwrap();
-    assert_eq!(rec["resets_at"].as_str(), Some(nightshift_core::run::fmt_time(&expected).as_str()));
+    assert_eq!(rec["resets_at"].as_str(), Some(nightshift_core::words::fmt_time(&expected).as_str()));
     assert!(rec["message"].as_str().unwrap().starts_with("You've hit your 5-hour limit"), "{rec:#}");
 }
 

@@ -142,7 +142,7 @@ fn prune_removes_old_run_files_keeps_their_records_and_says_what_it_freed() {
     // Make them forty days old (a fake clock cannot reach a separate process).
     let db = rusqlite::Connection::open(th.path().join("nightshift.db")).unwrap();
     let old = chrono::Utc::now() - chrono::Duration::days(40);
-    db.execute("UPDATE runs SET sort_ms = sort_ms - ?1, finished_at = ?2", rusqlite::params![chrono::Duration::days(40).num_milliseconds(), nightshift_core::run::fmt_time(&old)]).unwrap();
+    db.execute("UPDATE runs SET sort_ms = sort_ms - ?1, finished_at = ?2", rusqlite::params![chrono::Duration::days(40).num_milliseconds(), nightshift_core::words::fmt_time(&old)]).unwrap();
     drop(db);
     let (newest, older) = (&ids[0], &ids[1..]);
 

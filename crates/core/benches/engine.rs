@@ -17,9 +17,9 @@
 
 use chrono::{Duration as ChronoDuration, Utc};
 use nightshift_core::agents::{driver, RunOutput};
-use nightshift_core::routine::AgentKind;
 use nightshift_core::run::RunStatus;
 use nightshift_core::store::{RunQuery, Store};
+use nightshift_core::words::Agent;
 use std::io::BufRead;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -255,7 +255,7 @@ fn settle_bench(sizes_mb: &[usize]) {
         let log = run_dir.join("stdout.log");
         write_stream(&log, mb);
         let ours = median(21, || {
-            let o = driver(Some(AgentKind::Claude)).classify(&RunOutput { run_dir: &run_dir, exit_code: Some(0), now });
+            let o = driver(Agent::Claude).classify(&RunOutput { run_dir: &run_dir, exit_code: Some(0), now });
             assert_eq!(o.status(), RunStatus::Completed);
             assert!(o.report.is_some());
         });
@@ -296,7 +296,7 @@ fn history_bench(n: usize) {
                     format!("{i:026}"),
                     routine,
                     at.timestamp_millis(),
-                    nightshift_core::run::fmt_time(&at),
+                    nightshift_core::words::fmt_time(&at),
                     STATUSES[(i / ROUTINES) % STATUSES.len()],
                     format!("/runs/{routine}/{i}"),
                 ])
@@ -313,7 +313,7 @@ fn history_bench(n: usize) {
         let d = runs_dir.join(&routine).join(format!("{i:026}"));
         std::fs::create_dir_all(&d).unwrap();
         let meta = serde_json::json!({"id": format!("{i:026}"), "routine": routine, "status": STATUSES[(i / ROUTINES) % STATUSES.len()],
-            "started_at": nightshift_core::run::fmt_time(&at), "trigger": "schedule", "exit_code": 0, "duration_ms": 1234});
+            "started_at": nightshift_core::words::fmt_time(&at), "trigger": "schedule", "exit_code": 0, "duration_ms": 1234});
         std::fs::write(d.join("meta.json"), meta.to_string()).unwrap();
     }
 

@@ -1,7 +1,7 @@
 //! Calls into the desktop that can hang — the OS keychain over D-Bus, a notification server —
 //! run on a thread of their own and are waited for at most a limit, so an unanswering service
 //! costs the engine a bounded wait and a sentence, never a hung scheduler. (Child processes are
-//! bounded where they are run: `runner` for runs, `workspace::git` for git.)
+//! bounded where they are run: `runner` for runs, `git` for git.)
 
 use std::time::Duration;
 

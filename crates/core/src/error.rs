@@ -66,9 +66,26 @@ impl Error {
 
     /// An I/O failure on `path`, phrased so the user knows which file and why.
     pub fn io(action: &str, path: &std::path::Path, err: &std::io::Error) -> Self {
-        let cause = crate::fsutil::io_cause(err).map(|c| format!(" — {c}")).unwrap_or_default();
+        let cause = io_cause_words(err);
         Error::new(ErrorCode::Io, format!("cannot {action} {}: {err}{cause}", path.display()))
     }
+}
+
+/// The words for an I/O error that is about the storage rather than the file: disk full, quota,
+/// read-only file system, a failing device. `None` for everything else.
+pub fn io_cause(err: &std::io::Error) -> Option<&'static str> {
+    match err.raw_os_error()? {
+        libc::ENOSPC => Some("the disk is full; free some space"),
+        libc::EDQUOT => Some("your disk quota is used up; free some space or ask for a larger quota"),
+        libc::EROFS => Some("the file system is read-only"),
+        libc::EIO => Some("the disk reported an I/O error; check the device"),
+        _ => None,
+    }
+}
+
+/// [`io_cause`] as the end of a message (" — the disk is full; free some space"), or nothing.
+pub fn io_cause_words(err: &std::io::Error) -> String {
+    io_cause(err).map(|c| format!(" — {c}")).unwrap_or_default()
 }
 
 impl From<rusqlite::Error> for Error {

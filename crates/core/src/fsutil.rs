@@ -157,7 +157,7 @@ pub const MIN_FREE_BYTES: u64 = 1 << 20;
 /// What is wrong with the file system holding `path`, in words, or `None` when it can be written:
 /// full (less than [`MIN_FREE_BYTES`] available to this user — a quota shows the same way to
 /// `statvfs` only when it is a file-system quota, so quota errors are also named where they
-/// happen, see [`io_cause`]) or mounted read-only. `path` may not exist yet: its nearest existing
+/// happen, see [`crate::error::io_cause`]) or mounted read-only. `path` may not exist yet: its nearest existing
 /// ancestor is asked.
 pub fn storage_trouble(path: &Path) -> Option<String> {
     let (free, read_only) = space(path)?;
@@ -182,16 +182,4 @@ pub fn space(path: &Path) -> Option<(u64, bool)> {
     #[allow(clippy::unnecessary_cast)] // the field types differ between targets
     let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
     Some((free, st.f_flag & libc::ST_RDONLY != 0))
-}
-
-/// The words for an I/O error that is about the storage rather than the file: disk full, quota,
-/// read-only file system, a failing device. `None` for everything else.
-pub fn io_cause(err: &std::io::Error) -> Option<&'static str> {
-    match err.raw_os_error()? {
-        libc::ENOSPC => Some("the disk is full; free some space"),
-        libc::EDQUOT => Some("your disk quota is used up; free some space or ask for a larger quota"),
-        libc::EROFS => Some("the file system is read-only"),
-        libc::EIO => Some("the disk reported an I/O error; check the device"),
-        _ => None,
-    }
 }

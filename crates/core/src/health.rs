@@ -5,11 +5,11 @@
 
 use crate::accounts::claude_login::{self, LoginFacts};
 use crate::accounts::{keychain, Account};
-use crate::routine::AgentKind;
-use crate::run::string_enum;
 use crate::store::HealthRecord;
+use crate::words::string_enum;
+use crate::words::Agent;
 use chrono::{DateTime, Duration, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 /// A credential "expiring" this close to its expiry.
 pub const EXPIRING_HOURS: i64 = 72;
@@ -84,7 +84,7 @@ impl std::fmt::Debug for Credential {
 pub fn credential(account: &Account, keychain_service: &str, env: &[(String, String)]) -> Credential {
     let login_file = account.config_dir.join(account.auth().login_file);
     let login = match account.agent {
-        AgentKind::Claude => claude_login::read(&account.config_dir),
+        Agent::Claude => claude_login::read(&account.config_dir),
         _ => LoginFacts { present: login_file.exists(), ..LoginFacts::default() },
     };
     let login_changed_at = std::fs::metadata(&login_file).and_then(|m| m.modified()).ok().map(DateTime::<Utc>::from);
@@ -115,17 +115,17 @@ pub fn credential(account: &Account, keychain_service: &str, env: &[(String, Str
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AccountHealth {
     pub account: String,
-    pub agent: AgentKind,
+    pub agent: Agent,
     pub verdict: Verdict,
     /// Why, in words ("run 01j… failed auth_failed: Invalid bearer token").
     pub evidence: String,
     /// When the evidence was seen.
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub since: Option<DateTime<Utc>>,
     pub source: CredentialSource,
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub expires_at: Option<DateTime<Utc>>,
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub resets_at: Option<DateTime<Utc>>,
     pub config_dir: String,
     /// The exact fix, when there is one.
@@ -215,14 +215,14 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
             if let Some(t) = expiry {
                 if t <= now {
                     h.verdict = Verdict::Expired;
-                    h.evidence = format!("the login expired at {}", crate::run::fmt_time(&t));
+                    h.evidence = format!("the login expired at {}", crate::words::fmt_time(&t));
                     h.fix = Some(relogin_hint(account));
                     h.since = Some(t);
                     return h;
                 }
                 if t - now <= Duration::hours(EXPIRING_HOURS) {
                     h.verdict = Verdict::Expiring;
-                    h.evidence = format!("the login expires at {}", crate::run::fmt_time(&t));
+                    h.evidence = format!("the login expires at {}", crate::words::fmt_time(&t));
                     h.fix = Some(relogin_hint(account));
                 }
             }

@@ -13,6 +13,7 @@ pub mod engine;
 pub mod error;
 pub mod events;
 pub mod fsutil;
+pub mod git;
 pub mod health;
 pub mod home;
 pub mod notify;
@@ -31,6 +32,7 @@ pub mod store;
 pub(crate) mod store;
 pub mod view;
 pub mod webhook;
+pub mod words;
 pub mod workspace;
 
 pub use clock::{Clock, ManualClock, SystemClock};

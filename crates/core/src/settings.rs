@@ -2,6 +2,7 @@
 //! a malformed one is an error that names file:line:col.
 
 use crate::error::{Error, ErrorCode, Result};
+use crate::words::Agent;
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -21,7 +22,7 @@ pub struct Settings {
     /// Pause a routine after this many failed runs in a row (0 = never).
     pub auto_pause_after: usize,
     /// Per-agent overrides, e.g. `[agents.claude] path = "/opt/claude/bin/claude"`.
-    pub agents: BTreeMap<String, AgentSettings>,
+    pub agents: BTreeMap<Agent, AgentSettings>,
     /// The accounts runs may use (`[[accounts]]`; `nightshiftctl accounts add` writes them).
     pub accounts: Vec<AccountSettings>,
     /// The OS keychain service name setup tokens are stored under.
@@ -105,16 +106,16 @@ pub enum WebhookRuns {
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
 pub struct AccountSettings {
-    /// `claude` (default) or `codex`.
+    /// `claude` (default), `codex` or `gemini`.
     #[serde(default = "default_agent")]
-    pub agent: String,
+    pub agent: Agent,
     pub email: String,
     /// The agent's config dir for this account; default `accounts/<agent>/<slug>/` in the home.
     pub config_dir: Option<PathBuf>,
 }
 
-fn default_agent() -> String {
-    "claude".into()
+fn default_agent() -> Agent {
+    Agent::Claude
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -191,6 +192,11 @@ impl Settings {
                 return Err(located(at, &format!("`{key}` must be between {} and {} (found {value})", range.0, range.1)));
             }
         }
+        // `command` is a word of runs, not an agent CLI with a login or an executable to find.
+        if settings.accounts.iter().any(|a| a.agent == Agent::Command) || settings.agents.contains_key(&Agent::Command) {
+            let at = text.find("command").unwrap_or(0);
+            return Err(located(at, &format!("`command` is not an agent CLI here: accounts and `[agents.<name>]` name {}", Agent::cli_words())));
+        }
         let mut seen = std::collections::HashSet::new();
         for w in &settings.webhooks {
             let at = text.find(&format!("\"{}\"", w.name)).unwrap_or(0);
@@ -214,15 +220,15 @@ impl Settings {
         Duration::from_secs(self.kill_grace_secs)
     }
 
-    pub fn agent_path(&self, agent: &str) -> Option<&Path> {
-        self.agents.get(agent).and_then(|a| a.path.as_deref())
+    pub fn agent_path(&self, agent: Agent) -> Option<&Path> {
+        self.agents.get(&agent).and_then(|a| a.path.as_deref())
     }
 
     /// The agent's executable on `host` (`[hosts.<host>] agent_path`), if set there.
-    pub fn host_agent_path(&self, host: &str, agent: &str) -> Option<&str> {
+    pub fn host_agent_path(&self, host: &str, agent: Agent) -> Option<&str> {
         match self.hosts.get(host)?.agent_path.as_ref()? {
             AgentPath::Every(path) => Some(path),
-            AgentPath::PerAgent(paths) => paths.get(agent).map(String::as_str),
+            AgentPath::PerAgent(paths) => paths.get(agent.as_str()).map(String::as_str),
         }
     }
 }
@@ -299,13 +305,31 @@ mod tests {
         std::fs::write(&path, "max_parallel = 4\n[agents.claude]\npath = \"/opt/claude\"\n").unwrap();
         let s = Settings::load(&path).unwrap();
         assert_eq!(s.max_parallel, 4);
-        assert_eq!(s.agent_path("claude"), Some(Path::new("/opt/claude")));
+        assert_eq!(s.agent_path(Agent::Claude), Some(Path::new("/opt/claude")));
 
         std::fs::write(&path, "max_parallel = 4\nmax_paralel = 3\n").unwrap();
         let err = Settings::load(&path).unwrap_err();
         assert_eq!(err.code, ErrorCode::SettingsInvalid);
         assert!(err.message.contains("nightshift.toml:2:1:"), "{}", err.message);
         assert!(err.message.contains("max_paralel"), "{}", err.message);
+    }
+
+    #[test]
+    fn agents_are_named_by_the_agent_words_and_command_is_not_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nightshift.toml");
+        for (text, at, says) in [
+            ("max_parallel = 4\n[agents.claud]\npath = \"/opt/claude\"\n", "nightshift.toml:2:9:", "claud"),
+            ("[[accounts]]\nagent = \"command\"\nemail = \"a@b.c\"\n", "nightshift.toml:2:10:", "`command` is not an agent CLI"),
+            ("[agents.command]\npath = \"/bin/sh\"\n", "nightshift.toml:1:9:", "`command` is not an agent CLI"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Settings::load(&path).unwrap_err();
+            assert_eq!(err.code, ErrorCode::SettingsInvalid);
+            assert!(err.message.contains(at) && err.message.contains(says), "{text}: {}", err.message);
+        }
+        std::fs::write(&path, "[[accounts]]\nagent = \"gemini\"\nemail = \"g@x.dev\"\n").unwrap();
+        assert_eq!(Settings::load(&path).unwrap().accounts[0].agent, Agent::Gemini);
     }
 
     #[test]
@@ -318,10 +342,10 @@ mod tests {
         let s = Settings::load(&path).unwrap();
         assert_eq!(s.ssh_config.as_deref(), Some(Path::new("/etc/nightshift/ssh_config")));
         assert!(!s.reuse_ssh_connections);
-        assert_eq!(s.host_agent_path("box", "gemini"), Some("/opt/bin/claude"));
-        assert_eq!(s.host_agent_path("server", "codex"), Some("/usr/local/bin/codex"));
-        assert_eq!(s.host_agent_path("server", "claude"), None);
-        assert_eq!(s.host_agent_path("elsewhere", "claude"), None);
+        assert_eq!(s.host_agent_path("box", Agent::Gemini), Some("/opt/bin/claude"));
+        assert_eq!(s.host_agent_path("server", Agent::Codex), Some("/usr/local/bin/codex"));
+        assert_eq!(s.host_agent_path("server", Agent::Claude), None);
+        assert_eq!(s.host_agent_path("elsewhere", Agent::Claude), None);
         std::fs::write(&path, "[hosts.box]\nagent = \"/opt\"\n").unwrap();
         let err = Settings::load(&path).unwrap_err();
         assert!(err.message.contains("nightshift.toml:2:1:") && err.message.contains("agent"), "{}", err.message);

@@ -10,8 +10,9 @@
 //! `X-Nightshift-Signature: sha256=<hex of HMAC-SHA256(secret, "<timestamp>.<body>")>`.
 
 use crate::routine::Routine;
-use crate::run::{fmt_time, RunRecord, RunStatus};
+use crate::run::{RunRecord, RunStatus};
 use crate::settings::{Settings, WebhookFormat, WebhookRuns, WebhookSettings};
+use crate::words::fmt_time;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::time::Duration;

@@ -3,15 +3,15 @@
 use chrono::{DateTime, Duration, Utc};
 use nightshift_core::accounts::{claude_login::LoginFacts, Account};
 use nightshift_core::health::{assess, Credential, CredentialSource, Verdict};
-use nightshift_core::routine::AgentKind;
 use nightshift_core::run::{Reason, RunStatus, Trigger};
 use nightshift_core::store::{HealthRecord, RunQuery};
+use nightshift_core::words::Agent;
 use nightshift_core::{EngineOptions, ManualClock, Scheduler};
 use nightshift_testkit::TestHome;
 use std::sync::Arc;
 
 fn account() -> Account {
-    Account { agent: AgentKind::Claude, email: "me@home.dev".into(), config_dir: "/tmp/me".into() }
+    Account { agent: Agent::Claude, email: "me@home.dev".into(), config_dir: "/tmp/me".into() }
 }
 
 fn login(expires_in_h: Option<i64>, refresh: bool, now: DateTime<Utc>) -> Credential {

@@ -2,14 +2,14 @@
 
 use chrono::{TimeZone, Utc};
 use nightshift_core::agents::{driver, AgentDriver, Outcome, RunOutput};
-use nightshift_core::routine::AgentKind;
 use nightshift_core::run::{Reason, RunStatus};
+use nightshift_core::words::Agent;
 use std::path::Path;
 
 const VERSION_DIR: &str = "tests/fixtures/claude-2.1.332";
 
 fn claude() -> &'static dyn AgentDriver {
-    driver(Some(AgentKind::Claude))
+    driver(Agent::Claude)
 }
 
 fn fixture(name: &str) -> (String, Option<i32>) {

@@ -10,9 +10,10 @@
 
 use nightshift_core::agents::tail::LogTail;
 use nightshift_core::agents::{driver, transcript};
-use nightshift_core::routine::{parse_routine, AgentKind};
+use nightshift_core::routine::parse_routine;
 use nightshift_core::settings::Settings;
 use nightshift_core::view::log::read_chunk;
+use nightshift_core::words::Agent;
 use proptest::prelude::*;
 use std::path::{Path, PathBuf};
 
@@ -109,14 +110,14 @@ fn cases(n: u32) -> ProptestConfig {
 }
 
 /// The recorded stdout streams of every agent, as (agent, bytes).
-fn agent_streams() -> Vec<(Option<AgentKind>, Vec<u8>)> {
+fn agent_streams() -> Vec<(Agent, Vec<u8>)> {
     let mut out = Vec::new();
-    for (agent, sub) in [(AgentKind::Claude, "claude-2.1.332"), (AgentKind::Codex, "codex-0.171.0"), (AgentKind::Gemini, "gemini-0.61.0")] {
+    for (agent, sub) in [(Agent::Claude, "claude-2.1.332"), (Agent::Codex, "codex-0.171.0"), (Agent::Gemini, "gemini-0.61.0")] {
         for s in seeds(&format!("fixtures/{sub}")) {
-            out.push((Some(agent), s));
+            out.push((agent, s));
         }
     }
-    out.push((None, b"plain command output\nline two\n".to_vec()));
+    out.push((Agent::Command, b"plain command output\nline two\n".to_vec()));
     out
 }
 

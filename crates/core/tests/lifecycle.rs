@@ -166,7 +166,7 @@ async fn a_run_settled_hours_later_keeps_the_end_time_of_its_process() {
             id: "late1".into(),
             routine: "job".into(),
             trigger: Trigger::Cli,
-            agent: nightshift_core::run::RunKind::Command,
+            agent: nightshift_core::words::Agent::Command,
             status: RunStatus::Running,
             reason: None,
             message: None,

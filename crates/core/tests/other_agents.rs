@@ -4,8 +4,9 @@
 
 use chrono::{TimeZone, Utc};
 use nightshift_core::agents::{driver, Outcome, RunOutput};
-use nightshift_core::routine::{AgentKind, Mode};
+use nightshift_core::routine::Mode;
 use nightshift_core::run::{Reason, RunStatus};
+use nightshift_core::words::Agent;
 use proptest::prelude::*;
 use std::path::Path;
 
@@ -19,25 +20,25 @@ fn fixture(dir: &str, name: &str) -> (Vec<u8>, Vec<u8>, Option<i32>) {
     (out, err, exit)
 }
 
-fn classify_bytes(agent: AgentKind, stdout: &[u8], stderr: &[u8], exit: Option<i32>) -> Outcome {
+fn classify_bytes(agent: Agent, stdout: &[u8], stderr: &[u8], exit: Option<i32>) -> Outcome {
     let run = tempfile::tempdir().unwrap();
     std::fs::write(run.path().join("stdout.log"), stdout).unwrap();
     std::fs::write(run.path().join("stderr.log"), stderr).unwrap();
     let now = Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap();
-    driver(Some(agent)).classify(&RunOutput { run_dir: run.path(), exit_code: exit, now })
+    driver(agent).classify(&RunOutput { run_dir: run.path(), exit_code: exit, now })
 }
 
-fn classify(agent: AgentKind, dir: &str, name: &str) -> Outcome {
+fn classify(agent: Agent, dir: &str, name: &str) -> Outcome {
     let (out, err, exit) = fixture(dir, name);
     classify_bytes(agent, &out, &err, exit)
 }
 
 fn codex(name: &str) -> Outcome {
-    classify(AgentKind::Codex, "codex-0.171.0", name)
+    classify(Agent::Codex, "codex-0.171.0", name)
 }
 
 fn gemini(name: &str) -> Outcome {
-    classify(AgentKind::Gemini, "gemini-0.61.0", name)
+    classify(Agent::Gemini, "gemini-0.61.0", name)
 }
 
 #[test]
@@ -110,7 +111,7 @@ fn gemini_key_failures_are_auth_failed() {
 fn gemini_daily_quota_is_rate_limited_by_its_final_error() {
     let (out, _, exit) = fixture("gemini-0.61.0", "quota");
     // Judged from the result event alone: the stderr dump is not needed.
-    let o = classify_bytes(AgentKind::Gemini, &out, b"", exit);
+    let o = classify_bytes(Agent::Gemini, &out, b"", exit);
     assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{o:?}");
     assert_eq!(o.message.as_deref(), Some("[API Error: You have exhausted your daily quota on this model.]"));
     assert_eq!(o.resets_at, Some(Utc.with_ymd_and_hms(2026, 12, 1, 8, 0, 0).unwrap()), "midnight Pacific");
@@ -124,26 +125,26 @@ fn gemini_server_error_is_an_agent_error() {
 
 #[test]
 fn arguments_per_mode() {
-    let codex = |m| driver(Some(AgentKind::Codex)).args("do it", m, Some("gpt-5"));
+    let codex = |m| driver(Agent::Codex).args("do it", m, Some("gpt-5"));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(codex(Mode::Plan), with(&["--sandbox", "read-only"]));
     assert_eq!(codex(Mode::Edit), with(&["--sandbox", "workspace-write"]));
     assert_eq!(codex(Mode::Auto), with(&["--sandbox", "workspace-write"]));
     assert_eq!(codex(Mode::Skip), with(&["--dangerously-bypass-approvals-and-sandbox"]));
-    let gemini = |m| driver(Some(AgentKind::Gemini)).args("do it", m, None);
+    let gemini = |m| driver(Agent::Gemini).args("do it", m, None);
     for (mode, approval) in [(Mode::Plan, "plan"), (Mode::Edit, "auto_edit"), (Mode::Auto, "yolo"), (Mode::Skip, "yolo")] {
         assert_eq!(gemini(mode), vec!["-p", "do it", "--output-format", "stream-json", "--approval-mode", approval, "--skip-trust"]);
     }
 }
 
 /// Each agent's recorded streams, and whether each is the agent's own success.
-fn streams() -> Vec<(AgentKind, Vec<u8>, Option<i32>, bool)> {
+fn streams() -> Vec<(Agent, Vec<u8>, Option<i32>, bool)> {
     let mut all = Vec::new();
     for (agent, dir, names) in [
-        (AgentKind::Codex, "codex-0.171.0", &["success", "reconnected-success", "401", "usage-limit", "500"][..]),
-        (AgentKind::Gemini, "gemini-0.61.0", &["success", "retried-success", "invalid-key", "quota", "500"][..]),
-        (AgentKind::Claude, "claude-2.1.332", &["success", "401", "429", "unified", "500-retries", "logged-out"][..]),
+        (Agent::Codex, "codex-0.171.0", &["success", "reconnected-success", "401", "usage-limit", "500"][..]),
+        (Agent::Gemini, "gemini-0.61.0", &["success", "retried-success", "invalid-key", "quota", "500"][..]),
+        (Agent::Claude, "claude-2.1.332", &["success", "401", "429", "unified", "500-retries", "logged-out"][..]),
     ] {
         for name in names {
             let (out, _, exit) = fixture(dir, name);
@@ -155,12 +156,13 @@ fn streams() -> Vec<(AgentKind, Vec<u8>, Option<i32>, bool)> {
 }
 
 /// The agent's own completion event, as each CLI writes it.
-fn has_completion_event(agent: AgentKind, stdout: &[u8]) -> bool {
+fn has_completion_event(agent: Agent, stdout: &[u8]) -> bool {
     let text = String::from_utf8_lossy(stdout);
     match agent {
-        AgentKind::Codex => text.contains("\"turn.completed\""),
-        AgentKind::Gemini => text.contains("\"status\":\"success\""),
-        AgentKind::Claude => text.contains("\"subtype\":\"success\""),
+        Agent::Codex => text.contains("\"turn.completed\""),
+        Agent::Gemini => text.contains("\"status\":\"success\""),
+        Agent::Claude => text.contains("\"subtype\":\"success\""),
+        Agent::Command => false,
     }
 }
 
@@ -250,7 +252,7 @@ proptest! {
         // Insert the notices after `turn.started`, before the turn completes.
         let at = text.find("{\"type\":\"turn.started\"}").map(|i| i + "{\"type\":\"turn.started\"}\n".len()).unwrap_or(0);
         let stream = [&text.as_bytes()[..at], &notice.repeat(n), &text.as_bytes()[at..]].concat();
-        let o = classify_bytes(AgentKind::Codex, &stream, b"", Some(0));
+        let o = classify_bytes(Agent::Codex, &stream, b"", Some(0));
         prop_assert_eq!(o.status(), RunStatus::Completed);
     }
 }

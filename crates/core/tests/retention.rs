@@ -110,7 +110,7 @@ async fn a_home_of_100k_runs_and_2_gb_of_logs_is_pruned_to_the_policy() {
             let dir = runs_dir.join(&routine).join(&id);
             std::fs::create_dir_all(&dir).unwrap();
             std::fs::File::create(dir.join("stdout.log")).unwrap().set_len(LOG).unwrap();
-            stmt.execute(rusqlite::params![id, routine, at.timestamp_millis(), nightshift_core::run::fmt_time(&at), status, dir.to_string_lossy()]).unwrap();
+            stmt.execute(rusqlite::params![id, routine, at.timestamp_millis(), nightshift_core::words::fmt_time(&at), status, dir.to_string_lossy()]).unwrap();
         }
         drop(stmt);
         tx.commit().unwrap();

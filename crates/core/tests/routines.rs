@@ -1,7 +1,8 @@
 //! Routine files: every problem reported with file:line:col, all at once; one bad file never
 //! stops the others.
 
-use nightshift_core::routine::{load_dir, AccountChoice, Action, AgentKind, Mode, NotifyPolicy};
+use nightshift_core::routine::{load_dir, AccountChoice, Action, Mode, NotifyPolicy};
+use nightshift_core::words::Agent;
 use nightshift_core::Home;
 use nightshift_testkit::TestHome;
 use std::time::Duration;
@@ -43,7 +44,7 @@ variables: { repo: acme/app }
     assert_eq!(r.account, AccountChoice::Pool(vec!["me@home.dev".into(), "work@acme.dev".into()]));
     match &r.action {
         Action::Agent { agent, mode, model, .. } => {
-            assert_eq!(*agent, AgentKind::Claude);
+            assert_eq!(*agent, Agent::Claude);
             assert_eq!(*mode, Mode::Plan);
             assert_eq!(model.as_deref(), Some("opus"));
         }

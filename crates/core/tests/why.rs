@@ -253,7 +253,7 @@ async fn a_long_window_split_in_two_halves_reads_as_one() {
     let r = Rig::new(th, now, "");
     let db = rusqlite::Connection::open(r.th.path().join("nightshift.db")).unwrap();
     let minute = |m: i64| now - chrono::Duration::seconds(30) - chrono::Duration::minutes(m);
-    let t = nightshift_core::run::fmt_time;
+    let t = nightshift_core::words::fmt_time;
     db.execute("INSERT INTO routine_state (routine, first_seen, checked_until) VALUES ('minutely', ?1, ?2)", rusqlite::params![t(&minute(40 * 1440)), t(&now)]).unwrap();
     // Asleep for three hours around the middle of the 30 days; awake (and running it) otherwise.
     let (sleep_from, sleep_to) = (15 * 1440 + 90, 15 * 1440 - 90);

@@ -6,8 +6,8 @@
 //! (Kill -9 of the engine mid-run is drilled with the real CLI in `crates/cli/tests`.)
 
 use chrono::{TimeZone, Utc};
+use nightshift_core::run::WorkspaceKind as Kind;
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::workspace::Kind;
 use nightshift_core::{Engine, EngineOptions, Home, ManualClock};
 use nightshift_testkit::git::{accept_pushes, git, init_bare, init_repo, refuse_pushes};
 use nightshift_testkit::{TestHome, Tmpfs};

@@ -2,7 +2,7 @@
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::home::Home;
-use crate::routine::AgentKind;
+use crate::words::Agent;
 use toml_edit::{ArrayOfTables, DocumentMut, Item, Table};
 
 fn load(home: &Home) -> Result<DocumentMut> {
@@ -37,7 +37,7 @@ fn emails(doc: &DocumentMut) -> Vec<(String, String)> {
 }
 
 /// Append an account. Adding one that exists is an error that says so.
-pub fn add_account(home: &Home, agent: AgentKind, email: &str) -> Result<()> {
+pub fn add_account(home: &Home, agent: Agent, email: &str) -> Result<()> {
     if !email.contains('@') || email.chars().any(char::is_whitespace) {
         return Err(Error::new(ErrorCode::Usage, format!("\"{email}\" does not look like an email address (the account's identity)")));
     }

@@ -15,14 +15,14 @@ pub mod redact;
 pub use config::{add_account, remove_account};
 
 use crate::home::Home;
-use crate::routine::AgentKind;
 use crate::settings::Settings;
+use crate::words::Agent;
 use serde::Serialize;
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Account {
-    pub agent: AgentKind,
+    pub agent: Agent,
     pub email: String,
     pub config_dir: PathBuf,
 }
@@ -40,7 +40,7 @@ impl Account {
     }
 
     pub fn auth(&self) -> &'static AgentAuth {
-        AgentAuth::of(self.agent)
+        AgentAuth::of(self.agent).expect("an account is only ever made for an agent CLI (Agent::parse_cli where accounts are read)")
     }
 
     /// The shell line that logs this account in again, so the login lands where its runs look:
@@ -70,9 +70,11 @@ pub struct AgentAuth {
 }
 
 impl AgentAuth {
-    pub fn of(agent: AgentKind) -> &'static AgentAuth {
-        match agent {
-            AgentKind::Claude => &AgentAuth {
+    /// How `agent` signs in; `None` for a shell command, which has no login.
+    pub fn of(agent: Agent) -> Option<&'static AgentAuth> {
+        Some(match agent {
+            Agent::Command => return None,
+            Agent::Claude => &AgentAuth {
                 config_dir_var: "CLAUDE_CONFIG_DIR",
                 secret_var: "CLAUDE_CODE_OAUTH_TOKEN",
                 secret_name: "setup token",
@@ -80,7 +82,7 @@ impl AgentAuth {
                 login_file: ".credentials.json",
                 login_command: "claude /login",
             },
-            AgentKind::Codex => &AgentAuth {
+            Agent::Codex => &AgentAuth {
                 config_dir_var: "CODEX_HOME",
                 secret_var: "OPENAI_API_KEY",
                 secret_name: "OpenAI API key",
@@ -88,7 +90,7 @@ impl AgentAuth {
                 login_file: "auth.json",
                 login_command: "codex login",
             },
-            AgentKind::Gemini => &AgentAuth {
+            Agent::Gemini => &AgentAuth {
                 config_dir_var: "GEMINI_CLI_HOME",
                 secret_var: "GEMINI_API_KEY",
                 secret_name: "Gemini API key",
@@ -96,7 +98,7 @@ impl AgentAuth {
                 login_file: ".gemini/oauth_creds.json",
                 login_command: "gemini",
             },
-        }
+        })
     }
 }
 
@@ -106,7 +108,7 @@ pub fn accounts(home: &Home, settings: &Settings) -> Vec<Account> {
         .accounts
         .iter()
         .filter_map(|a| {
-            let agent = AgentKind::parse(&a.agent)?;
+            let agent = a.agent.cli()?;
             let config_dir = a
                 .config_dir
                 .clone()

@@ -9,40 +9,14 @@ mod patterns;
 pub mod tail;
 pub mod transcript;
 
-use crate::routine::{Action, AgentKind, Mode};
+use crate::routine::{Action, Mode};
+pub use crate::run::Usage;
 use crate::run::{Reason, RunStatus};
+use crate::words::Agent;
 use chrono::{DateTime, Utc};
 use std::path::Path;
 pub use tail::LogTail;
 pub use transcript::{LogEntry, LogKind};
-
-/// What a run used, as the agent's own final event says (Claude's `result`, Codex's last
-/// `turn.completed`, Gemini's `result.stats`). A figure the agent did not give stays `None` —
-/// never 0 — so a chart can tell "none" from "unknown".
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub struct Usage {
-    pub input_tokens: Option<u64>,
-    pub output_tokens: Option<u64>,
-    pub cache_read_tokens: Option<u64>,
-    pub cache_write_tokens: Option<u64>,
-    /// The model(s) that answered, most used first (`, `-separated when several).
-    pub model: Option<String>,
-}
-
-impl Usage {
-    /// `None` when the agent gave no figure at all.
-    pub fn or_none(self) -> Option<Usage> {
-        (self != Usage::default()).then_some(self)
-    }
-
-    /// Model names from a `{name: {…tokens…}}` map, the one with the most `key` tokens first.
-    fn models(map: &serde_json::Value, key: &str) -> Option<String> {
-        let mut models: Vec<(&String, u64)> = map.as_object()?.iter().map(|(name, m)| (name, m[key].as_u64().unwrap_or(0))).collect();
-        models.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
-        (!models.is_empty()).then(|| models.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", "))
-    }
-}
 
 /// How a run's process ended, as far as the agent module can tell from its output.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -112,12 +86,13 @@ pub trait AgentDriver: Send + Sync {
     }
 }
 
-pub fn driver(agent: Option<AgentKind>) -> &'static dyn AgentDriver {
+/// The one place an agent's word becomes its module.
+pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
     match agent {
-        Some(AgentKind::Claude) => &claude::Claude,
-        Some(AgentKind::Codex) => &codex::Codex,
-        Some(AgentKind::Gemini) => &gemini::Gemini,
-        None => &command::Command,
+        Agent::Claude => &claude::Claude,
+        Agent::Codex => &codex::Codex,
+        Agent::Gemini => &gemini::Gemini,
+        Agent::Command => &command::Command,
     }
 }
 
@@ -125,7 +100,7 @@ pub fn driver(agent: Option<AgentKind>) -> &'static dyn AgentDriver {
 pub fn invocation(action: &Action, rendered_prompt: &str) -> (&'static dyn AgentDriver, Vec<String>) {
     match action {
         Action::Agent { agent, mode, model, .. } => {
-            let d = driver(Some(*agent));
+            let d = driver(*agent);
             (d, d.args(rendered_prompt, *mode, model.as_deref()))
         }
         Action::Command { command } => (&command::Command, vec!["-c".into(), command.clone()]),

@@ -48,14 +48,14 @@ pub struct RoutineForm {
 #[derive(Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct AgentChoice {
-    pub agent: crate::routine::AgentKind,
+    pub agent: crate::words::Agent,
     pub accounts: Vec<String>,
 }
 
 pub fn routine_form(engine: &Engine) -> RoutineForm {
     let accounts = engine.accounts();
     RoutineForm {
-        agents: crate::routine::AgentKind::ALL
+        agents: crate::words::Agent::CLIS
             .iter()
             .map(|a| AgentChoice { agent: *a, accounts: accounts.iter().filter(|x| x.agent == *a).map(|x| x.email.clone()).collect() })
             .collect(),

@@ -44,7 +44,7 @@ impl Core {
 /// Choose the account for a run of `routine`: `prefer` first (the lane decision reserved it),
 /// never one in `skip` (tried already) and, for pools, none `busy` with another run.
 pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &[String], busy: &[String]) -> AccountPlan {
-    let Some(agent) = routine.agent() else { return AccountPlan::Default };
+    let Some(agent) = routine.agent().cli() else { return AccountPlan::Default };
     let all: Vec<Account> = core.accounts().into_iter().filter(|a| a.agent == agent).collect();
     // A pinned account is used whatever its pool state: only a verdict that blocks stops it.
     if let AccountChoice::Pinned(email) = &routine.account {
@@ -94,7 +94,7 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
             .collect();
         return AccountPlan::Blocked {
             reason: Reason::RateLimited,
-            message: format!("no account can run now ({}); the first limit resets at {}", list.join(", "), first.resets_at.map(|t| crate::run::fmt_time(&t)).unwrap_or_default()),
+            message: format!("no account can run now ({}); the first limit resets at {}", list.join(", "), first.resets_at.map(|t| crate::words::fmt_time(&t)).unwrap_or_default()),
             account: Some(first.account.clone()),
             resets_at: first.resets_at,
         };
@@ -186,7 +186,7 @@ pub(crate) fn notice_new_logins(core: &Arc<Core>) {
         let Ok(changed) = std::fs::metadata(&file).and_then(|m| m.modified()) else { continue };
         let changed: DateTime<Utc> = changed.into();
         let present = match account.agent {
-            crate::routine::AgentKind::Claude => crate::accounts::claude_login::read(&account.config_dir).present,
+            crate::words::Agent::Claude => crate::accounts::claude_login::read(&account.config_dir).present,
             _ => true,
         };
         if changed > h.at && present {
@@ -194,7 +194,7 @@ pub(crate) fn notice_new_logins(core: &Arc<Core>) {
             set_health(core, &HealthRecord {
                 account: account.email.clone(),
                 verdict: Verdict::Ok,
-                evidence: format!("a new login was written to {} at {}", file.display(), crate::run::fmt_time(&changed)),
+                evidence: format!("a new login was written to {} at {}", file.display(), crate::words::fmt_time(&changed)),
                 at: core.clock.now().max(changed),
                 resets_at: None,
                 run_id: None,
@@ -271,7 +271,7 @@ impl Engine {
     }
 
     /// Add an account to nightshift.toml (the engine must be reopened to use it).
-    pub fn add_account(&self, agent: crate::routine::AgentKind, email: &str) -> Result<()> {
+    pub fn add_account(&self, agent: crate::words::Agent, email: &str) -> Result<()> {
         accounts::add_account(&self.core.home, agent, email)
     }
 

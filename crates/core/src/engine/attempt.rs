@@ -6,9 +6,10 @@ use crate::accounts::Account;
 use crate::agents::{self, AgentDriver};
 use crate::health::Credential;
 use crate::routine::prompt::{render, PromptContext};
-use crate::routine::{Action, AgentKind, Routine};
+use crate::routine::{Action, Routine};
+use crate::run::{Started, WorkspaceKind as Kind};
 use crate::runner::{env, process};
-use crate::workspace::{Kind, Started};
+use crate::words::Agent;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -36,7 +37,7 @@ pub(crate) fn spawn_attempt(
 ) -> Result<process::RunProcess, String> {
     let spec = prepare(core, routine, id, run_dir, now, account, workspace)?;
     let proc = process::spawn(&spec).map_err(|e| {
-        let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
+        let cause = crate::error::io_cause_words(&e);
         format!("could not start {}: {e}{cause}", spec.program.display())
     })?;
     if let Err(e) = core.store.set_process(id, proc.pid, proc.start_time.as_deref()) {
@@ -77,7 +78,7 @@ fn prepare(
         extra.push((auth.config_dir_var, account.config_dir.display().to_string()));
         if let Some(token) = &cred.token {
             extra.push((auth.secret_var, token.clone()));
-            if account.agent == AgentKind::Gemini {
+            if account.agent == Agent::Gemini {
                 select_gemini_api_key(&account.config_dir)?;
             }
         }
@@ -132,8 +133,8 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
         }
     }
     let name = driver.program();
-    if let Some(agent) = routine.agent() {
-        if let Some(configured) = core.settings().agent_path(agent.as_str()) {
+    if let Some(agent) = routine.agent().cli() {
+        if let Some(configured) = core.settings().agent_path(agent) {
             return process::find_on_path(&configured.display().to_string(), path_var).ok_or_else(|| {
                 format!("{} (set as [agents.{}] path in nightshift.toml) is not an executable file", configured.display(), agent.as_str())
             });

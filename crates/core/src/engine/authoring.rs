@@ -200,7 +200,7 @@ impl Engine {
         std::fs::remove_file(&source.path).map_err(|e| Error::io("remove (a copy is in the trash)", Path::new(&source.path), &e))?;
         self.routines_written();
         tracing::info!(routine = %name, trash = %target.display(), "routine removed");
-        Ok(Removed { id, name: name.to_string(), removed_at: crate::run::fmt_time(&now) })
+        Ok(Removed { id, name: name.to_string(), removed_at: crate::words::fmt_time(&now) })
     }
 
     /// Routine files in the trash, newest first.
@@ -278,5 +278,5 @@ fn parse_trash_id(id: &str) -> Option<(String, String)> {
     let (stamp, file) = (id.get(..STAMP_LEN)?, id.get(STAMP_LEN + 1..)?);
     let at = chrono::NaiveDateTime::parse_from_str(stamp, STAMP).ok()?.and_utc();
     let stem = Path::new(file).file_stem()?.to_string_lossy().into_owned();
-    (id.as_bytes().get(STAMP_LEN) == Some(&b'-') && crate::routine::is_routine_path(Path::new(file))).then(|| (stem, crate::run::fmt_time(&at)))
+    (id.as_bytes().get(STAMP_LEN) == Some(&b'-') && crate::routine::is_routine_path(Path::new(file))).then(|| (stem, crate::words::fmt_time(&at)))
 }

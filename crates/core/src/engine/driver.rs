@@ -16,8 +16,8 @@ use crate::agents::Outcome;
 use crate::events::EngineEvent;
 use crate::health::Credential;
 use crate::routine::{AccountChoice, Routine};
+use crate::run::Started;
 use crate::run::{Attempt, Reason, RunRecord};
-use crate::workspace::Started;
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -96,7 +96,7 @@ impl Driver {
         let started = tokio::task::spawn_blocking(move || {
             // Once per run, before its workspace and every attempt (which all write into it).
             std::fs::create_dir_all(&run_dir).map_err(|e| {
-                let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
+                let cause = crate::error::io_cause_words(&e);
                 format!("cannot create the run directory {}: {e}{cause}", run_dir.display())
             })?;
             crate::workspace::start(&routine, &id, &run_dir, &worktrees)

@@ -76,7 +76,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     if !matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) {
         outbox.insert(0, outbox::NOTIFY.to_string());
     }
-    if settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::workspace::PushState::Pending) {
+    if settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending) {
         outbox.push(outbox::PUSH.to_string());
     }
     let mut finalized = None;

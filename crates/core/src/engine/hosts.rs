@@ -14,10 +14,10 @@ pub struct HostView {
     /// The routines placed on it (valid files only), by name.
     pub routines: Vec<String>,
     /// When it was last tried; `null` if never.
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub checked_at: Option<DateTime<Utc>>,
     /// When it last answered; `null` if it never did.
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub last_seen: Option<DateTime<Utc>>,
     /// Why the last try failed, in ssh's words; `null` when it answered.
     pub last_error: Option<String>,

@@ -8,9 +8,10 @@
 //! in the run's change summary (`changes.push`).
 
 use super::Core;
+use crate::run::PushState;
 use crate::store::outbox::PUSH;
 use crate::store::Delivery;
-use crate::workspace::{self, PushState};
+use crate::workspace;
 use chrono::{DateTime, Duration as Span, Utc};
 use std::sync::Arc;
 use std::time::Duration;

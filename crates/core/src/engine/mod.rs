@@ -348,7 +348,7 @@ impl Engine {
     /// Push a run's branch again, now (after it gave up, or instead of waiting for the next
     /// try), and return the run as it is afterwards.
     pub async fn retry_push(&self, run_id: &str) -> Result<crate::run::RunRecord> {
-        use crate::workspace::PushState;
+        use crate::run::PushState;
         let run = self.run(run_id)?;
         let owed = run.changes.as_ref().and_then(|c| c.push.as_ref()).map(|p| p.state);
         match owed {

@@ -92,7 +92,7 @@ pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trig
         id: id.to_string(),
         routine: routine.name.clone(),
         trigger,
-        agent: routine.kind(),
+        agent: routine.agent(),
         status: RunStatus::Queued,
         reason: None,
         message: None,
@@ -111,7 +111,7 @@ pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trig
 
 /// The accounts a run of `routine` could use, in order; empty when it uses none.
 pub(crate) fn candidate_accounts(core: &Core, routine: &Routine) -> Vec<String> {
-    let Some(agent) = routine.agent() else { return Vec::new() };
+    let Some(agent) = routine.agent().cli() else { return Vec::new() };
     match &routine.account {
         AccountChoice::Pinned(a) => vec![a.clone()],
         AccountChoice::Pool(list) => list.clone(),

@@ -115,7 +115,7 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Ac
 /// SSH command gets there (`sh` for a command routine).
 pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &crate::routine::Routine, host: &str) -> String {
     let name = crate::agents::driver(routine.agent()).program();
-    routine.agent().and_then(|a| settings.host_agent_path(host, a.as_str())).unwrap_or(name).to_string()
+    routine.agent().cli().and_then(|a| settings.host_agent_path(host, a)).unwrap_or(name).to_string()
 }
 
 /// The command line and environment, the same for every host but its program (`argv[0]`, set per

@@ -66,7 +66,7 @@ impl LiveRun {
         });
         LiveRun {
             id: rec.id.clone(),
-            driver: crate::agents::driver(rec.agent.agent()),
+            driver: crate::agents::driver(rec.agent),
             run_dir: rec.run_dir.clone().into(),
             started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
             routine,

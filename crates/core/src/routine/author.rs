@@ -330,7 +330,7 @@ pub fn preview_of(schedule: Option<&Schedule>, at: Option<DateTime<Utc>>, end_at
         .into_iter()
         .filter(|t| end_at.is_none_or(|end| *t <= end))
         .map(|t| Fire {
-            at: crate::run::fmt_time(&t),
+            at: crate::words::fmt_time(&t),
             in_zone: t.with_timezone(&tz).format("%a %Y-%m-%d %H:%M %Z").to_string(),
             local: t.with_timezone(&local).format("%a %Y-%m-%d %H:%M %Z").to_string(),
         })

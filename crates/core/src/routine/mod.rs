@@ -17,20 +17,15 @@ pub fn nearest_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
     parse::nearest(name, names)
 }
 
-use crate::run::{string_enum, RunKind};
 use crate::schedule::Schedule;
+use crate::words::Agent;
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
-
-string_enum!(
-    /// The agent CLIs Nightshift drives.
-    AgentKind { Claude = "claude", Codex = "codex", Gemini = "gemini" }
-);
 
 /// agents-cli permission modes; each agent module maps them to its own flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -57,9 +52,9 @@ pub enum NotifyPolicy {
 impl NotifyPolicy {
     /// Without `notify:` — commands speak up only when they fail, an agent's every run is news.
     /// (Also what a run of a routine that is gone gets.)
-    pub fn default_for(kind: RunKind) -> NotifyPolicy {
+    pub fn default_for(kind: Agent) -> NotifyPolicy {
         match kind {
-            RunKind::Command => NotifyPolicy::Failures,
+            Agent::Command => NotifyPolicy::Failures,
             _ => NotifyPolicy::Always,
         }
     }
@@ -115,21 +110,17 @@ impl RoutineState {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
-    Agent { agent: AgentKind, prompt: String, mode: Mode, model: Option<String> },
+    Agent { agent: Agent, prompt: String, mode: Mode, model: Option<String> },
     Command { command: String },
 }
 
 impl Action {
-    pub fn agent(&self) -> Option<AgentKind> {
+    /// Who does the work: its agent CLI, or [`Agent::Command`].
+    pub fn agent(&self) -> Agent {
         match self {
-            Action::Agent { agent, .. } => Some(*agent),
-            Action::Command { .. } => None,
+            Action::Agent { agent, .. } => *agent,
+            Action::Command { .. } => Agent::Command,
         }
-    }
-
-    /// What runs it: an agent, or `command`.
-    pub fn kind(&self) -> RunKind {
-        RunKind::of(self.agent())
     }
 }
 
@@ -200,7 +191,8 @@ pub struct Placement {
 impl Routine {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
 
-    pub fn agent(&self) -> Option<AgentKind> {
+    /// Who does the work: its agent CLI, or [`Agent::Command`].
+    pub fn agent(&self) -> Agent {
         self.action.agent()
     }
 
@@ -256,7 +248,7 @@ impl Routine {
     /// of them), from `configured` (the emails of its agent's accounts). `None` when no account is
     /// involved: a command, or `account:` not set and none configured (the agent's own login).
     pub fn candidate_accounts(&self, configured: &[String], prefer: Option<&str>) -> Option<Vec<String>> {
-        self.agent()?;
+        self.agent().cli()?;
         let listed: Vec<String> = match &self.account {
             AccountChoice::Pinned(email) => vec![email.clone()],
             AccountChoice::Pool(list) => list.clone(),
@@ -265,11 +257,6 @@ impl Routine {
         };
         let first = prefer.filter(|p| listed.iter().any(|c| c == p));
         Some(first.map(str::to_string).into_iter().chain(listed.iter().filter(|c| Some(c.as_str()) != first).cloned()).collect())
-    }
-
-    /// What runs it: an agent, or `command`.
-    pub fn kind(&self) -> RunKind {
-        self.action.kind()
     }
 }
 
@@ -381,7 +368,7 @@ mod tests {
     fn notify_defaults_by_kind_and_policies_choose_by_outcome() {
         assert_eq!(routine("name: r\ncommand: \"true\"\nschedule: \"0 9 * * *\"\n").notify, NotifyPolicy::Failures);
         assert_eq!(routine("name: r\nagent: codex\nprompt: hi\nschedule: \"0 9 * * *\"\n").notify, NotifyPolicy::Always);
-        assert_eq!(NotifyPolicy::default_for(RunKind::Gemini), NotifyPolicy::Always);
+        assert_eq!(NotifyPolicy::default_for(Agent::Gemini), NotifyPolicy::Always);
         assert!(NotifyPolicy::Always.wants(false) && NotifyPolicy::Failures.wants(true));
         assert!(!NotifyPolicy::Failures.wants(false) && !NotifyPolicy::Never.wants(true));
     }

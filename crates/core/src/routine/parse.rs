@@ -3,7 +3,7 @@
 //! only definition of a valid routine that the loader, the editor and the form all run.)
 
 use super::yaml::{self, Node, Pos};
-use super::{check_name, AccountChoice, Action, AgentKind, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Placement, Routine, Workspace};
+use super::{check_name, AccountChoice, Action, Agent, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Placement, Routine, Workspace};
 use crate::schedule::{local_tz, parse_tz, Schedule};
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -142,15 +142,16 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             None
         }
         (None, None) => {
-            cx.err(Pos { line: 1, col: 1 }, "missing `agent` (claude, codex or gemini, with a `prompt`) or `command` (a shell command)");
+            cx.err(Pos { line: 1, col: 1 }, format!("missing `agent` ({}, with a `prompt`) or `command` (a shell command)", Agent::cli_words()));
             None
         }
         (Some(node), None) => {
-            let agent = cx.string(node, "agent").and_then(|a| match AgentKind::parse(&a) {
+            let agent = cx.string(node, "agent").and_then(|a| match Agent::parse_cli(&a) {
                 Some(kind) => Some(kind),
                 None => {
-                    let near = nearest(&a, &["claude", "codex", "gemini"]).map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default();
-                    cx.err(node.pos(), format!("unknown agent \"{a}\" (expected claude, codex, gemini){near}"));
+                    let words: Vec<&str> = Agent::CLIS.iter().map(|a| a.as_str()).collect();
+                    let near = nearest(&a, &words).map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default();
+                    cx.err(node.pos(), format!("unknown agent \"{a}\" (expected {}){near}", words.join(", ")));
                     None
                 }
             });
@@ -236,7 +237,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
 
     match action {
         Some(action) if cx.errors.is_empty() => {
-            let notify = notify.unwrap_or_else(|| NotifyPolicy::default_for(action.kind()));
+            let notify = notify.unwrap_or_else(|| NotifyPolicy::default_for(action.agent()));
             Ok(Routine {
                 name,
                 file: file.to_path_buf(),
@@ -304,7 +305,7 @@ fn workspace<'n>(
     match cwd {
         None => cx.err(at, "`workspace: worktree` needs `cwd:` — a directory in the git repository to make worktrees of"),
         Some(dir) if !dir.is_dir() => cx.err(cwd_pos.unwrap_or(at), format!("`workspace: worktree` needs `cwd` in a git repository; {} does not exist", dir.display())),
-        Some(dir) if crate::workspace::git::find_repo_root(dir).is_none() => cx.err(
+        Some(dir) if crate::git::find_repo_root(dir).is_none() => cx.err(
             cwd_pos.unwrap_or(at),
             format!("`workspace: worktree` needs `cwd` in a git repository; {} is not in one (no .git in it or above)", dir.display()),
         ),

@@ -12,8 +12,8 @@
 
 use crate::accounts::redact::Redactor;
 use crate::accounts::AgentAuth;
-use crate::routine::AgentKind;
 use crate::run_dir::RunDir;
+use crate::words::Agent;
 use std::path::Path;
 
 /// `<exe> __scrub-run-logs <run dir>`: the wrapper's request to scrub what is left of its logs.
@@ -50,8 +50,8 @@ pub fn serve_wrapper_request() {
     }
     let Some(dir) = args.next() else { std::process::exit(2) };
     let redactor = Redactor::default();
-    for agent in AgentKind::ALL {
-        if let Ok(secret) = std::env::var(AgentAuth::of(*agent).secret_var) {
+    for auth in Agent::ALL.iter().filter_map(|a| AgentAuth::of(*a)) {
+        if let Ok(secret) = std::env::var(auth.secret_var) {
             redactor.register(&secret);
         }
     }

@@ -2,7 +2,7 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::{fmt_time, parse_time};
+use crate::words::{fmt_time, parse_time};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
@@ -14,9 +14,9 @@ pub struct HealthRecord {
     pub account: String,
     pub verdict: crate::health::Verdict,
     pub evidence: String,
-    #[serde(serialize_with = "crate::run::ser_time")]
+    #[serde(serialize_with = "crate::words::ser_time")]
     pub at: DateTime<Utc>,
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub resets_at: Option<DateTime<Utc>>,
     pub run_id: Option<String>,
 }

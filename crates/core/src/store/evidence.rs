@@ -4,10 +4,10 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::{fmt_time, parse_time, string_enum, Reason, RunStatus, Trigger};
+use crate::run::{Reason, RunStatus, Trigger};
+use crate::words::{fmt_time, parse_time, string_enum};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
-use serde::{Deserialize, Serialize};
 
 /// One stretch during which a scheduler ran on this machine, awake.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::{fmt_time, parse_time};
+use crate::words::{fmt_time, parse_time};
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 use serde::Serialize;
@@ -14,10 +14,10 @@ use serde::Serialize;
 pub struct HostRecord {
     pub host: String,
     /// When it was last tried (a run's start, following a run, `hosts check`).
-    #[serde(serialize_with = "crate::run::ser_time")]
+    #[serde(serialize_with = "crate::words::ser_time")]
     pub checked_at: DateTime<Utc>,
     /// When it last answered; `null` if it never did.
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub last_seen: Option<DateTime<Utc>>,
     /// Why the last try failed (ssh's own words); `null` when it answered.
     pub last_error: Option<String>,
@@ -98,7 +98,8 @@ mod tests {
     /// lacked the agent) is not made up when the account is next seen working.
     #[test]
     fn a_run_blocked_by_its_host_is_not_held_for_its_account() {
-        use crate::run::{Reason, RunKind, RunStatus, Trigger};
+        use crate::run::{Reason, RunStatus, Trigger};
+        use crate::words::Agent;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db.sqlite")).unwrap();
         let t = |s: i64| DateTime::from_timestamp(1_700_000_000 + s, 0).unwrap();
@@ -108,7 +109,7 @@ mod tests {
                     id: id.into(),
                     routine: routine.into(),
                     trigger: Trigger::Schedule,
-                    agent: RunKind::of(Some(crate::routine::AgentKind::Claude)),
+                    agent: Agent::Claude,
                     status: RunStatus::Blocked,
                     reason: Some(reason),
                     message: None,

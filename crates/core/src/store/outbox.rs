@@ -7,8 +7,7 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::{fmt_time, string_enum};
-use serde::{Deserialize, Serialize};
+use crate::words::{fmt_time, string_enum};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
@@ -40,7 +39,7 @@ pub struct DeliveryRow {
     pub last_error: Option<String>,
     pub delivered_at: Option<String>,
     /// When the next try is due (pending only).
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub next_at: Option<DateTime<Utc>>,
 }
 

@@ -6,7 +6,8 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::{fmt_time, RunStatus, Trigger};
+use crate::run::{RunStatus, Trigger};
+use crate::words::fmt_time;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 

@@ -3,7 +3,7 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::fmt_time;
+use crate::words::fmt_time;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 

@@ -4,7 +4,8 @@
 
 use super::Store;
 use crate::error::{Error, ErrorCode, Result};
-use crate::run::{fmt_time, parse_time, Attempt, Reason, RunKind, RunRecord, RunStatus, Trigger};
+use crate::run::{Attempt, Reason, RunRecord, RunStatus, Trigger};
+use crate::words::{fmt_time, parse_time, Agent};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
 
@@ -14,7 +15,7 @@ pub struct NewRun {
     pub id: String,
     pub routine: String,
     pub trigger: Trigger,
-    pub agent: RunKind,
+    pub agent: Agent,
     pub status: RunStatus,
     pub reason: Option<Reason>,
     pub message: Option<String>,
@@ -46,9 +47,9 @@ pub struct Settlement {
     pub session_id: Option<String>,
     pub report_path: Option<String>,
     /// Tokens and model, as the agent reported them.
-    pub usage: Option<crate::agents::Usage>,
+    pub usage: Option<crate::run::Usage>,
     /// What the run changed in its git workspace (`None`: it had none).
-    pub changes: Option<crate::workspace::Changes>,
+    pub changes: Option<crate::run::Changes>,
     /// Finalize only a row that is still `queued` (a cancel that must not hit a started run).
     pub only_if_queued: bool,
 }
@@ -378,7 +379,7 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         }),
         usage: {
             let n = |i: usize| -> rusqlite::Result<Option<u64>> { Ok(row.get::<_, Option<i64>>(i)?.map(|v| v.max(0) as u64)) };
-            crate::agents::Usage {
+            crate::run::Usage {
                 input_tokens: n(23)?,
                 output_tokens: n(24)?,
                 cache_read_tokens: n(25)?,
@@ -431,7 +432,7 @@ mod tests {
                 id: id.into(),
                 routine: routine.into(),
                 trigger: Trigger::Manual,
-                agent: RunKind::Command,
+                agent: Agent::Command,
                 status: RunStatus::Running,
                 reason: None,
                 message: None,
@@ -455,7 +456,7 @@ mod tests {
             id: id.into(),
             routine: routine.into(),
             trigger,
-            agent: RunKind::Command,
+            agent: Agent::Command,
             status,
             reason: None,
             message: None,
@@ -494,7 +495,7 @@ mod tests {
                     id: id.into(),
                     routine: id.into(),
                     trigger,
-                    agent: RunKind::Command,
+                    agent: Agent::Command,
                     status: RunStatus::Queued,
                     reason: None,
                     message: Some(note.into()),

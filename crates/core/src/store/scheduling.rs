@@ -2,7 +2,7 @@
 
 use super::{RoutineEvent, Store};
 use crate::error::{Error, ErrorCode, Result};
-use crate::run::{fmt_time, parse_time};
+use crate::words::{fmt_time, parse_time};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 

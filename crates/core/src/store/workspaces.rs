@@ -3,8 +3,8 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::fmt_time;
-use crate::workspace::{Changes, Push};
+use crate::run::{Changes, Push};
+use crate::words::fmt_time;
 use chrono::{DateTime, Utc};
 use rusqlite::params;
 

@@ -30,7 +30,7 @@ pub fn explain(run: &RunRecord) -> Explanation {
             } else {
                 format!("Account {who} is logged out or its login was refused.")
             },
-            fix: Some(match run.agent.agent().map(crate::accounts::AgentAuth::of) {
+            fix: Some(match crate::accounts::AgentAuth::of(run.agent) {
                 Some(auth) => format!(
                     "Re-login {who} ({}), or store a {} ({}) with Set token. Routines it held run once when it works again.",
                     auth.login_command, auth.secret_name, auth.secret_how

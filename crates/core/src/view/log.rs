@@ -71,12 +71,12 @@ pub fn run_log(engine: &Engine, run_id: &str, stream: LogStream, offset: u64, re
     if let Some(t) = run.pruned_at {
         return Err(crate::error::Error::new(
             crate::error::ErrorCode::Usage,
-            format!("the log of run {} was removed {} by retention (keep_runs_days, keep_runs_per_routine); its record stays", run.id, crate::run::fmt_time(&t)),
+            format!("the log of run {} was removed {} by retention (keep_runs_days, keep_runs_per_routine); its record stays", run.id, crate::words::fmt_time(&t)),
         ));
     }
     let dir = RunDir::at(Path::new(&run.run_dir));
     let (file, driver): (_, &dyn AgentDriver) = match stream {
-        LogStream::Stdout => (dir.stdout(), crate::agents::driver(run.agent.agent())),
+        LogStream::Stdout => (dir.stdout(), crate::agents::driver(run.agent)),
         LogStream::Stderr => (dir.stderr(), &crate::agents::command::Command),
     };
     let mut chunk = read_chunk(&file, driver, offset, readable, run.status.is_final(), CHUNK_BYTES);

@@ -5,7 +5,8 @@ use crate::engine::Engine;
 use crate::error::Result;
 pub use crate::routine::RoutineState;
 use crate::routine::Routine;
-use crate::run::{fmt_time, Reason, RunKind, RunStatus};
+use crate::run::{Reason, RunStatus};
+use crate::words::{fmt_time, Agent};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -15,7 +16,7 @@ pub struct LastRun {
     pub id: String,
     pub status: RunStatus,
     pub reason: Option<Reason>,
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub started_at: Option<DateTime<Utc>>,
 }
 
@@ -27,7 +28,7 @@ pub struct RoutineOverview {
     pub file: String,
     pub valid: bool,
     /// What runs it (`claude`, `codex`, `gemini` or `command`); none for an invalid file.
-    pub kind: Option<RunKind>,
+    pub kind: Option<Agent>,
     /// The machines its runs go to over SSH (`host:`/`hosts:`); empty: this one.
     pub hosts: Vec<String>,
     /// The cron expression (or `at …` for a one-shot).
@@ -42,7 +43,7 @@ pub struct RoutineOverview {
     pub on_this_device: bool,
     pub state: RoutineState,
     /// Only when the routine will actually fire (enabled, not paused, on this device).
-    #[serde(serialize_with = "crate::run::ser_opt_time")]
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub next_fire: Option<DateTime<Utc>>,
     pub last_run: Option<LastRun>,
     /// file:line:col problems of an invalid file.
@@ -81,7 +82,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             name: r.name.clone(),
             file: engine.home().display_path(&r.file),
             valid: true,
-            kind: Some(r.kind()),
+            kind: Some(r.agent()),
             hosts: r.placement.as_ref().map(|p| p.hosts.clone()).unwrap_or_default(),
             schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", fmt_time(&t)))),
             schedule_words: Some(schedule_words(r)),

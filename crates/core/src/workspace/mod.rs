@@ -12,13 +12,10 @@
 //! What was set up is kept in the run directory ([`STATE_FILE`]) the moment it exists, so whoever
 //! settles the run — its driver, or recovery after a crash — commits and summarises it.
 
-pub mod git;
-mod record;
-
-pub use record::{Changes, Commit, CommitBy, FileChange, Kind, Push, PushState, Started};
-
-use crate::run::RunStatus;
-use git::Git;
+use crate::git::{self, Git};
+use crate::run::{
+    Changes, Commit, CommitBy, FileChange, Push, PushState, RunStatus, Started, WorkspaceKind,
+};
 use std::path::{Path, PathBuf};
 
 /// The run directory's record of its workspace (see the module docs).
@@ -110,7 +107,7 @@ fn start_cwd(cwd: &Path, run_dir: &Path) -> Result<Started, String> {
     let (repo, _, base) = top_and_base(cwd, "HEAD")?;
     let branch = Git::new(&repo, &["symbolic-ref", "--quiet", "--short", "HEAD"]).run().ok();
     let start_tree = Some(photograph(&repo, run_dir, base.as_deref())?);
-    Ok(Started { kind: Kind::Cwd, repo, dir: cwd.to_path_buf(), worktree: None, branch, base, base_ref: None, start_tree, push: None })
+    Ok(Started { kind: WorkspaceKind::Cwd, repo, dir: cwd.to_path_buf(), worktree: None, branch, base, base_ref: None, start_tree, push: None })
 }
 
 fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str>, worktrees_dir: &Path) -> Result<Started, String> {
@@ -122,7 +119,7 @@ fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str
         });
     };
     if let Err(e) = std::fs::create_dir_all(worktrees_dir) {
-        let cause = crate::fsutil::io_cause(&e).map(|c| format!(" — {c}")).unwrap_or_default();
+        let cause = crate::error::io_cause_words(&e);
         return Err(format!("cannot create {}: {e}{cause}", worktrees_dir.display()));
     }
     if let Some(trouble) = crate::fsutil::storage_trouble(worktrees_dir) {
@@ -143,7 +140,7 @@ fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str
     }
     let dir = if prefix.is_empty() { path.clone() } else { path.join(&prefix) };
     Ok(Started {
-        kind: Kind::Worktree,
+        kind: WorkspaceKind::Worktree,
         repo,
         dir,
         worktree: Some(path),
@@ -250,8 +247,8 @@ pub fn finish(started: &Started, routine: &str, run_id: &str, status: RunStatus,
         error: None,
     };
     let result = match started.kind {
-        Kind::Worktree => finish_worktree(started, routine, run_id, status, &mut changes),
-        Kind::Cwd => finish_cwd(started, run_dir, &mut changes),
+        WorkspaceKind::Worktree => finish_worktree(started, routine, run_id, status, &mut changes),
+        WorkspaceKind::Cwd => finish_cwd(started, run_dir, &mut changes),
     };
     if let Err(e) = result {
         changes.error = Some(e);
@@ -320,7 +317,7 @@ fn summarise(repo: &Path, from: &str, to: &str, head: Option<&str>, ours: Option
             changes.files.push(FileChange { path: path.to_string(), added, removed });
         }
     }
-    if let (Some(head), Kind::Worktree) = (head, changes.workspace) {
+    if let (Some(head), WorkspaceKind::Worktree) = (head, changes.workspace) {
         changes.commits = commits(repo, from, head, ours)?;
     }
     Ok(())
@@ -403,7 +400,7 @@ mod tests {
     #[test]
     fn the_summary_line_says_files_lines_and_branch() {
         let mut c = Changes {
-            workspace: Kind::Worktree,
+            workspace: WorkspaceKind::Worktree,
             repo: "/r".into(),
             branch: Some("nightshift/r/1".into()),
             base: None,
@@ -420,7 +417,7 @@ mod tests {
         };
         assert_eq!(c.summary(), "3 files changed, +40 \u{2212}12 on nightshift/r/1");
         c.files_changed = 0;
-        c.workspace = Kind::Cwd;
+        c.workspace = WorkspaceKind::Cwd;
         assert_eq!(c.summary(), "no files changed");
         c.error = Some("git diff failed: x".into());
         assert_eq!(c.summary(), "changes unknown: git diff failed: x");

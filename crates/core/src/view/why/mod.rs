@@ -15,8 +15,9 @@
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::routine::{Routine, RoutineSet};
-use crate::run::{ser_opt_time, ser_time, RunStatus, Trigger};
+use crate::run::{RunStatus, Trigger};
 use crate::store::{EventRow, Presence, PresenceEnd, RoutineEvent, RoutineRow, SlotRow};
+use crate::words::{ser_opt_time, ser_time};
 use chrono::{DateTime, Duration as Span, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;

@@ -1,5 +1,5 @@
-//! Running the `git` CLI for workspaces: bounded in time, never interactive, never touching the
-//! user's index by accident, and its failures said in words.
+//! Running the `git` CLI — for workspaces, and to check a routine's `cwd` — bounded in time,
+//! never interactive, never touching the user's index by accident, and its failures said in words.
 //!
 //! Why the CLI and not a library: it is what the user's repository already trusts — their
 //! config, hooks setup, credential helpers, `core.sshCommand`, partial clones and every object

@@ -1,15 +1,15 @@
 //! What a run's workspace is and what the run changed there — the `changes` of its record (and
 //! `workspace.json` in its run directory), as stored and as every face shows them.
 
-use crate::run::string_enum;
+use crate::words::string_enum;
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS), ts(rename = "WorkspaceKind"))]
-pub enum Kind {
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub enum WorkspaceKind {
     Cwd,
     Worktree,
 }
@@ -17,7 +17,7 @@ pub enum Kind {
 /// What was set up when the run started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Started {
-    pub kind: Kind,
+    pub kind: WorkspaceKind,
     /// The top of the user's working tree.
     pub repo: PathBuf,
     /// Where the agent runs (inside the worktree for a worktree run).
@@ -38,7 +38,7 @@ pub struct Started {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Changes {
-    pub workspace: Kind,
+    pub workspace: WorkspaceKind,
     pub repo: String,
     pub branch: Option<String>,
     /// The commit the run started from, and the one its branch (or checkout) ended on.
@@ -53,7 +53,7 @@ pub struct Changes {
     pub removed: u64,
     /// The worktree's directory while it exists (`null` once cleaned up, and for cwd runs).
     pub worktree: Option<String>,
-    #[serde(serialize_with = "crate::run::ser_opt_time", default)]
+    #[serde(serialize_with = "crate::words::ser_opt_time", default)]
     pub worktree_removed_at: Option<DateTime<Utc>>,
     /// The branch's push, when the routine has `push:`.
     pub push: Option<Push>,
@@ -107,7 +107,7 @@ pub struct Push {
     pub state: PushState,
     pub tries: u32,
     pub error: Option<String>,
-    #[serde(serialize_with = "crate::run::ser_opt_time", default)]
+    #[serde(serialize_with = "crate::words::ser_opt_time", default)]
     pub at: Option<DateTime<Utc>>,
 }
 
@@ -125,7 +125,7 @@ impl Changes {
         };
         let lines = if self.files_changed > 0 { format!(", +{} \u{2212}{}", self.added, self.removed) } else { String::new() };
         let place = match (&self.workspace, &self.branch) {
-            (Kind::Worktree, Some(b)) => format!(" on {b}"),
+            (WorkspaceKind::Worktree, Some(b)) => format!(" on {b}"),
             _ => String::new(),
         };
         format!("{files}{lines}{place}")

@@ -1,0 +1,163 @@
+//! The run record: what `--json` prints and the UI receives (a contract: the README's "The CLI" documents it; fields are only ever added).
+
+mod changes;
+mod usage;
+
+pub use changes::{Changes, Commit, CommitBy, FileChange, Push, PushState, Started, WorkspaceKind};
+pub use usage::Usage;
+
+use crate::words::{ser_opt_time, string_enum, Agent};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+
+string_enum!(
+    /// Why a run exists.
+    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli" }
+);
+
+impl Trigger {
+    /// The words a person reads ("catch-up"), in notifications and the window.
+    pub fn label(self) -> &'static str {
+        match self {
+            Trigger::Catchup => "catch-up",
+            other => other.as_str(),
+        }
+    }
+}
+
+string_enum!(
+    RunStatus as "status" {
+        Queued = "queued",
+        Running = "running",
+        Completed = "completed",
+        Failed = "failed",
+        TimedOut = "timed_out",
+        Cancelled = "cancelled",
+        Blocked = "blocked",
+        Missed = "missed",
+        Skipped = "skipped",
+    }
+);
+
+string_enum!(
+    /// The cause behind a status other than `completed`.
+    Reason as "reason" {
+        AuthFailed = "auth_failed",
+        RateLimited = "rate_limited",
+        AgentError = "agent_error",
+        ExitNonzero = "exit_nonzero",
+        SpawnFailed = "spawn_failed",
+        Interrupted = "interrupted",
+        AuthPreflight = "auth_preflight",
+        NoAccount = "no_account",
+        Superseded = "superseded",
+        ActiveRun = "active_run",
+        /// None of the routine's hosts could be reached over SSH (or contact was lost for good).
+        HostUnreachable = "host_unreachable",
+    }
+);
+
+impl RunStatus {
+    /// A status that will not change any more.
+    pub fn is_final(self) -> bool {
+        !matches!(self, RunStatus::Queued | RunStatus::Running)
+    }
+}
+
+/// One try of a run on one account (failover makes several).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Attempt {
+    pub account: Option<String>,
+    pub status: RunStatus,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub resets_at: Option<DateTime<Utc>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct RunRecord {
+    pub id: String,
+    pub routine: String,
+    pub trigger: Trigger,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub scheduled_for: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub finished_at: Option<DateTime<Utc>>,
+    pub status: RunStatus,
+    pub reason: Option<Reason>,
+    pub message: Option<String>,
+    pub exit_code: Option<i32>,
+    pub account: Option<String>,
+    #[serde(serialize_with = "ser_opt_time")]
+    pub resets_at: Option<DateTime<Utc>>,
+    pub attempts: Vec<Attempt>,
+    pub duration_ms: Option<u64>,
+    pub cost_usd: Option<f64>,
+    pub session_id: Option<String>,
+    pub report_path: Option<String>,
+    /// `claude`, `codex`, `gemini` or `command`.
+    pub agent: Agent,
+    /// Where stdout.log, stderr.log and report.md live.
+    pub run_dir: String,
+    /// For a run held by a sign-in failure: the run that made it up once the account worked again.
+    pub made_up_by: Option<String>,
+    /// Its finish notification: `pending`, `delivered`, `not_delivered` or `summarized`; `null`
+    /// when none is due (the routine's `notify:` policy, or a missed/skipped slot).
+    pub notified: Option<String>,
+    /// What the run changed in its git workspace — files with +/−, commits, the branch of a
+    /// worktree run and its push; `null` for a run outside git.
+    pub changes: Option<Changes>,
+    /// Tokens (input, output, cache read, cache write) and model from the agent's own final
+    /// event; `null` when it gave none (a command, a run that never started). A figure the agent
+    /// did not give is `null`, never 0.
+    pub usage: Option<Usage>,
+    /// When retention removed the run's files (logs, report); the record itself stays.
+    #[serde(serialize_with = "ser_opt_time")]
+    pub pruned_at: Option<DateTime<Utc>>,
+    /// The machine it ran on over SSH (a routine's `host:`); `null` for a run on this machine.
+    pub host: Option<String>,
+}
+
+#[cfg(test)]
+impl RunRecord {
+    /// A finished Claude run of `pr-review` on work@acme.dev, for unit tests to adjust.
+    pub(crate) fn sample(status: RunStatus, reason: Option<Reason>) -> RunRecord {
+        RunRecord {
+            id: "r1".into(),
+            routine: "pr-review".into(),
+            trigger: Trigger::Schedule,
+            scheduled_for: None,
+            started_at: None,
+            finished_at: None,
+            status,
+            reason,
+            message: None,
+            exit_code: None,
+            account: Some("work@acme.dev".into()),
+            resets_at: None,
+            attempts: Vec::new(),
+            duration_ms: None,
+            cost_usd: None,
+            session_id: None,
+            report_path: None,
+            agent: Agent::Claude,
+            run_dir: "/x".into(),
+            made_up_by: None,
+            notified: None,
+            changes: None,
+            usage: None,
+            pruned_at: None,
+            host: None,
+        }
+    }
+}
+
+/// A new run id: a ULID (sortable by creation time), lower-cased for paths.
+pub fn new_run_id() -> String {
+    ulid::Ulid::new().to_string().to_lowercase()
+}

@@ -1,0 +1,140 @@
+//! The ground floor of words every other module speaks: how an enum is stored and sent as a
+//! word (`string_enum!`), the one time format of every payload, and the agent — the one enum
+//! that names who does a run's work, shared by routines, run records, settings, accounts and the
+//! drivers. Nothing here imports another module of the crate.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use serde::Serializer;
+
+/// An enum that is stored and sent as a word: declared once with its words, it serialises as
+/// them, parses them (`parse`), lists them (`ALL`), and reads and writes them in SQL — an unknown
+/// stored word is an error that names it (`as "status"`: what the error calls the value).
+macro_rules! string_enum {
+    ($(#[$m:meta])* $name:ident $(as $word:literal)? { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize)]
+        #[cfg_attr(test, derive(ts_rs::TS))]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $($(#[$vm])* $variant),+ }
+        impl $name {
+            #[allow(dead_code)] // (every word, for the faces and tests; not every enum has a use for it)
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub fn as_str(self) -> &'static str { match self { $($name::$variant => $text),+ } }
+            pub fn parse(s: &str) -> Option<Self> { match s { $($text => Some($name::$variant),)+ _ => None } }
+        }
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result { f.write_str(self.as_str()) }
+        }
+        /// Stored as its word.
+        impl rusqlite::types::ToSql for $name {
+            fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> { Ok(self.as_str().into()) }
+        }
+        /// Read back from its word; any other is a loud error naming the value, never a default.
+        impl rusqlite::types::FromSql for $name {
+            fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+                let s = v.as_str()?;
+                $name::parse(s).ok_or_else(|| {
+                    let word = [$($word,)? stringify!($name)][0];
+                    rusqlite::types::FromSqlError::Other(format!("unknown {word} \"{s}\" in the run history (written by a newer Nightshift, or a damaged row)").into())
+                })
+            }
+        }
+    };
+}
+pub(crate) use string_enum;
+
+string_enum!(
+    /// Who does a run's work: one of the agent CLIs Nightshift drives, or `command` (a shell
+    /// command). The routine's `agent:`, the run record's `agent`, `[agents.<word>]` in the
+    /// settings, the accounts and the drivers (`agents::driver`) all use this one word; a new
+    /// agent is one more word here and one module in `agents/`.
+    Agent as "agent" { Claude = "claude", Codex = "codex", Gemini = "gemini", Command = "command" }
+);
+
+impl Agent {
+    /// The agent CLIs — every word but `command`: what a routine's `agent:` and an account may name.
+    pub const CLIS: &'static [Agent] = &[Agent::Claude, Agent::Codex, Agent::Gemini];
+
+    /// The agent CLI, or `None` for a shell command (which has no accounts, no login, no model).
+    pub fn cli(self) -> Option<Agent> {
+        (self != Agent::Command).then_some(self)
+    }
+
+    /// The CLIs' words for a message: "claude, codex or gemini".
+    pub fn cli_words() -> String {
+        let words: Vec<&str> = Agent::CLIS.iter().map(|a| a.as_str()).collect();
+        match words.split_last() {
+            Some((last, [])) => last.to_string(),
+            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+            None => String::new(),
+        }
+    }
+
+    /// One of [`Agent::CLIS`] by its word (`command` is not one).
+    pub fn parse_cli(word: &str) -> Option<Agent> {
+        Agent::parse(word).and_then(Agent::cli)
+    }
+}
+
+/// RFC 3339 in UTC with milliseconds — the one time format of every payload.
+pub fn fmt_time(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Millis, true)
+}
+
+/// Serialise a time in the one payload format ([`fmt_time`]).
+pub fn ser_time<S: Serializer>(t: &DateTime<Utc>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&fmt_time(t))
+}
+
+pub fn parse_time(s: &str) -> Option<DateTime<Utc>> {
+    parse_stored_time(s).or_else(|| DateTime::parse_from_rfc3339(s).ok().map(|t| t.with_timezone(&Utc)))
+}
+
+/// The one format Nightshift writes ([`fmt_time`]: `2026-11-30T09:00:00.000Z`), read digit by
+/// digit — history views decode a time per row, and the general RFC 3339 parser is several
+/// times slower. Anything else is left to that parser.
+fn parse_stored_time(s: &str) -> Option<DateTime<Utc>> {
+    let b = s.as_bytes();
+    if b.len() != 24 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' || b[13] != b':' || b[16] != b':' || b[19] != b'.' || b[23] != b'Z' {
+        return None;
+    }
+    let num = |from: usize, to: usize| -> Option<u32> {
+        b[from..to].iter().try_fold(0u32, |n, c| c.is_ascii_digit().then(|| n * 10 + u32::from(c - b'0')))
+    };
+    let date = chrono::NaiveDate::from_ymd_opt(num(0, 4)? as i32, num(5, 7)?, num(8, 10)?)?;
+    let time = date.and_hms_milli_opt(num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?)?;
+    Some(time.and_utc())
+}
+
+/// Serialise an optional time in the one payload format ([`fmt_time`]).
+pub fn ser_opt_time<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S::Ok, S::Error> {
+    match t {
+        Some(t) => s.serialize_str(&fmt_time(t)),
+        None => s.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_clis_are_every_agent_word_but_command() {
+        let others: Vec<Agent> = Agent::ALL.iter().copied().filter(|a| *a != Agent::Command).collect();
+        assert_eq!(Agent::CLIS, others.as_slice());
+        assert_eq!(Agent::cli_words(), "claude, codex or gemini");
+        assert_eq!((Agent::parse_cli("codex"), Agent::parse_cli("command")), (Some(Agent::Codex), None));
+    }
+
+    #[test]
+    fn stored_times_read_back_exactly_and_other_forms_still_parse() {
+        for ms in [0i64, 1_764_493_200_123, 4_102_444_799_999, 951_782_400_000] {
+            let t = DateTime::<Utc>::from_timestamp_millis(ms).unwrap();
+            assert_eq!(parse_time(&fmt_time(&t)), Some(t), "{}", fmt_time(&t));
+        }
+        assert_eq!(parse_time("2026-11-30T10:00:00+01:00"), DateTime::from_timestamp(1_796_029_200, 0));
+        assert_eq!(parse_time("2026-11-30T09:00:00Z"), DateTime::from_timestamp(1_796_029_200, 0));
+        assert_eq!(parse_time("2026-02-30T09:00:00.000Z"), None);
+        assert_eq!(parse_time("2026-11-30T09:00:0x.000Z"), None);
+    }
+}
