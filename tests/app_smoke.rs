@@ -76,17 +76,44 @@ fn app_state(pid: u32, log: &std::path::Path) -> String {
     // A process that ended and was not reaped yet keeps its wait status as the last field.
     let state = match stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) {
         Some("Z") => format!("gone (wait status {})", stat.split_whitespace().last().unwrap_or("?")),
-        Some(_) => "up".to_string(),
+        Some(_) => format!("up ({})", threads(pid)),
         None => "gone".to_string(),
     };
     let said = std::fs::read_to_string(log).unwrap_or_default();
     format!("the app (pid {pid}) is {state}; its log:\n{said}")
 }
 
+/// Each thread of `pid` with its state and what it waits in (`nightshift R`, `gmain S
+/// do_poll`…): which one is stuck when the app does not answer.
+fn threads(pid: u32) -> String {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return String::new() };
+    let mut out = Vec::new();
+    for task in tasks.flatten() {
+        let dir = task.path();
+        let stat = std::fs::read_to_string(dir.join("stat")).unwrap_or_default();
+        let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()).unwrap_or("?").to_string();
+        let name = std::fs::read_to_string(dir.join("comm")).unwrap_or_default();
+        let wchan = std::fs::read_to_string(dir.join("wchan")).unwrap_or_default();
+        out.push(format!("{} {state} {wchan}", name.trim()));
+    }
+    out.join(", ")
+}
+
 /// Close the X window titled `title` as a window manager's close button does.
+///
+/// Under Xvfb, with no window manager, the window now and then leaves a close request that comes
+/// right after it was shown or raised unanswered (seen about once in ten tries with both cores
+/// busy; the app's log then has no close at all). A person clicks again, and so does this, saying
+/// so on stderr; the window must then close.
 fn close_window(title: &str) {
-    let closed = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg(title).status().unwrap();
-    assert!(closed.success(), "could not close the window {title:?} (python3-xlib)");
+    let ask = || Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/close_window.py")).arg(title).status().unwrap().success();
+    assert!(ask(), "could not close the window {title:?} (python3-xlib)");
+    let up = || window_titles().contains(&format!("\"{title}\": ("));
+    if nightshift_testkit::waited(Duration::from_secs(5), || !up()) || !up() {
+        return;
+    }
+    eprintln!("the window {title:?} did not answer a close request within 5 s; asking again");
+    assert!(ask(), "could not close the window {title:?} the second time");
 }
 
 /// A fresh home with the examples and a command routine `slow` that takes `secs` and notifies.
@@ -193,19 +220,19 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     // tray; clicked again, gone.
     let autostart = user_dir(&home).join(".config/autostart/Nightshift.desktop");
     tray.click(&bus.address, "Start at login");
-    wait_until_or_explain("the autostart entry", 10, explain, || std::fs::read_to_string(&autostart).is_ok_and(|t| t.trim_end().ends_with("Terminal=false")));
+    wait_until_or_explain("the autostart entry", 30, explain, || std::fs::read_to_string(&autostart).is_ok_and(|t| t.trim_end().ends_with("Terminal=false")));
     let entry = std::fs::read_to_string(&autostart).unwrap();
     assert!(entry.contains(&format!("Exec={} --minimized", env!("CARGO_BIN_EXE_nightshift"))) || entry.contains(&format!("Exec=\"{}\" --minimized", env!("CARGO_BIN_EXE_nightshift"))), "{entry}");
     tray.wait_for("Start at login checked", Duration::from_secs(10), |m| m.iter().any(|e| e.label == "Start at login" && e.checked));
     tray.click(&bus.address, "Start at login");
-    wait_until_or_explain("the autostart entry to go", 10, explain, || !autostart.exists());
+    wait_until_or_explain("the autostart entry to go", 30, explain, || !autostart.exists());
 
     // A run goes on while the window closes: WebKit's web process ends with the window, the app
     // stays.
     assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
     close_window("Nightshift");
-    wait_until_or_explain("WebKit's web process to end with the window", 10, explain, || live_descendants_named(pid, "WebKitWebProces").is_empty());
-    wait_until_or_explain("the window to be gone", 10, explain, || !window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("WebKit's web process to end with the window", 30, explain, || live_descendants_named(pid, "WebKitWebProces").is_empty());
+    wait_until_or_explain("the window to be gone", 30, explain, || !window_titles().contains("\"Nightshift\": ("));
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists(), "the app went with its window");
 
     // The tray's "Open Nightshift": the window again, in the same process.
@@ -216,13 +243,13 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     // A second launch while it is up raises it: no second window.
     let raised = log_text().matches("raised the window that is up").count();
     assert!(app(&home, &bus, &[]).status().unwrap().success());
-    wait_until_or_explain("the app to raise the window", 10, explain, || log_text().matches("raised the window that is up").count() > raised);
+    wait_until_or_explain("the app to raise the window", 30, explain, || log_text().matches("raised the window that is up").count() > raised);
     assert_eq!(log_text().matches("opened the window").count(), 2, "{}", log_text());
 
     // The run finishes and notifies; the tray says so — its entry changed in place (same id: a
     // click on the menu a panel shows while runs start and end still reaches the app).
     close_window("Nightshift");
-    wait_until_or_explain("the window to be gone again", 10, explain, || !window_titles().contains("\"Nightshift\": ("));
+    wait_until_or_explain("the window to be gone again", 30, explain, || !window_titles().contains("\"Nightshift\": ("));
     let got = bus.wait_for(1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
     tray.wait_for("✓ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "✓ slow")));
@@ -242,7 +269,7 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     let webkit = live_descendants_named(pid, "WebKit");
     stop(app_process);
     let gone = |p: u32| !std::path::Path::new(&format!("/proc/{p}")).exists() || nightshift_core::runner::process::is_zombie(p);
-    wait_until_or_explain("WebKit's processes to end with the app", 10, explain, || webkit.iter().all(|p| gone(*p)));
+    wait_until_or_explain("WebKit's processes to end with the app", 30, explain, || webkit.iter().all(|p| gone(*p)));
     // The app has quit: nothing can notify any more, so the count is final.
     assert_eq!(bus.notifications().len(), 1, "one run, one notification: {}", log_text());
 }
@@ -369,7 +396,8 @@ fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
         if let Some(s) = child.try_wait().unwrap() {
             break s;
         }
-        assert!(start.elapsed() < Duration::from_secs(10), "the app did not quit after the dialog closed");
+        let dialog = window_titles().contains("\"Nightshift cannot start\"");
+        assert!(start.elapsed() < Duration::from_secs(30), "the app did not quit after the dialog was closed (the dialog is {}): {}", if dialog { "still up" } else { "gone" }, app_state(child.id(), &log));
         std::thread::sleep(Duration::from_millis(100));
     };
     assert_eq!(status.code(), Some(2));
