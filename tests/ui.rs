@@ -108,7 +108,7 @@ async fn the_web_ui_in_the_real_app() {
         .execute_async("const done = arguments[arguments.length - 1]; const ms = arguments[0]; import('./lib/format.js').then((m) => done(ms.map(m.duration)))", vec![json!(samples)])
         .await
         .unwrap();
-    let engine_words: Vec<String> = samples.iter().map(|ms| nightshift_core::view::duration(*ms)).collect();
+    let engine_words: Vec<String> = samples.iter().map(|ms| nightshift_core::words::duration(*ms)).collect();
     assert_eq!(shown, json!(engine_words), "the window's durations differ from the engine's");
 
     // --- Keyboard: Tab reaches the views and Enter opens one; Esc closes the re-login panel.

@@ -4,9 +4,9 @@
 //! recorder in the tests here, which need no display.
 
 use crate::open::Open;
-use crate::tray::TrayView;
+use crate::tray::{TrayFacts, TrayView};
 use crate::{relogin, tray};
-use nightshift_core::run::Trigger;
+use nightshift_core::run::{RunStatus, Trigger};
 use nightshift_core::Engine;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,9 +104,32 @@ impl Shell {
         }
     }
 
+    /// Gather what the tray shows (reads the keychain for account health: off the UI thread).
+    pub async fn tray_facts(self: &Arc<Self>) -> TrayFacts {
+        let autostart = self.desk.autostart();
+        // The same read the window's header, its Routines view and `nightshiftctl` use.
+        let Ok(glance) = nightshift_core::api::glance(&self.engine, &**self).await else { return TrayFacts::default() };
+        let routines = glance
+            .routines
+            .into_iter()
+            .map(|r| tray::RoutineLine { last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next: r.next_fire, valid: r.valid, name: r.name })
+            .collect();
+        let state = glance.state;
+        TrayFacts {
+            running: state.running,
+            queued: state.queued,
+            paused: state.paused,
+            scheduled_elsewhere: state.scheduled_elsewhere,
+            routines,
+            accounts: glance.accounts,
+            autostart,
+            problems: state.problems,
+        }
+    }
+
     /// Gather what the tray shows and show it (off the UI thread: it reads the keychain).
     pub async fn refresh_tray(self: &Arc<Self>) {
-        let view = tray::view(&crate::tray_shell::facts(self).await);
+        let view = tray::view(&self.tray_facts().await);
         self.desk.show_in_tray(view);
     }
 

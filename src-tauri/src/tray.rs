@@ -2,7 +2,8 @@
 //! [`crate::tray_shell`]). Driven by engine events, never by polling.
 
 use chrono::{DateTime, Local, Utc};
-use nightshift_core::health::{AccountHealth, Verdict};
+use nightshift_core::health::AccountHealth;
+use nightshift_core::words::Verdict;
 use nightshift_core::run::RunStatus;
 
 /// The three branded icon states.

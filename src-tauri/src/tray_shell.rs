@@ -1,41 +1,15 @@
 //! The tray icon and its menu, with Tauri's tray API: what it shows comes from the engine
-//! ([`facts`], shaped into icon, tooltip and menu by the pure model in [`crate::tray`]); a click
-//! reaches [`crate::shell::Shell::on_menu`] by the entry's id.
+//! ([`crate::shell::Shell::tray_facts`], shaped into icon, tooltip and menu by the pure model in
+//! [`crate::tray`]); a click reaches [`crate::shell::Shell::on_menu`] by the entry's id.
 
-use crate::shell::Shell;
 use crate::tray::{self, MenuChange, MenuEntry, TrayFacts, TrayView};
-use nightshift_core::run::RunStatus;
 use std::collections::HashMap;
-use std::sync::Arc;
 use tauri::image::Image;
 use tauri::menu::{CheckMenuItem, IsMenuItem, Menu, MenuItem, PredefinedMenuItem, Submenu};
 use tauri::tray::{TrayIcon, TrayIconBuilder};
 use tauri::{AppHandle, Runtime};
 
 const TRAY_ID: &str = "nightshift";
-
-/// Gather what the tray shows (reads the keychain for account health: off the UI thread).
-pub async fn facts(shell: &Arc<Shell>) -> TrayFacts {
-    let autostart = shell.desk().autostart();
-    // The same read the window's header, its Routines view and `nightshiftctl` use.
-    let Ok(glance) = nightshift_core::api::glance(&shell.engine, &**shell).await else { return TrayFacts::default() };
-    let routines = glance
-        .routines
-        .into_iter()
-        .map(|r| tray::RoutineLine { last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next: r.next_fire, valid: r.valid, name: r.name })
-        .collect();
-    let state = glance.state;
-    TrayFacts {
-        running: state.running,
-        queued: state.queued,
-        paused: state.paused,
-        scheduled_elsewhere: state.scheduled_elsewhere,
-        routines,
-        accounts: glance.accounts,
-        autostart,
-        problems: state.problems,
-    }
-}
 
 /// A menu entry as built, to change its text and state in place.
 enum Item<R: Runtime> {

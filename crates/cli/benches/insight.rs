@@ -31,10 +31,10 @@ fn main() {
 
     println!("why over {days} days of a per-minute routine, usage over {total} runs (medians of 7)");
     println!("{:<62} {:>10}", "", "time");
-    let why = engine.why("minutely", days as u32).unwrap();
+    let why = nightshift_core::view::why::why(&engine, "minutely", days as u32).unwrap();
     assert!(why.lines.len() > days as usize * 1000, "{} lines", why.lines.len());
     let t = median_in(7, || {
-        engine.why("minutely", days as u32).unwrap();
+        nightshift_core::view::why::why(&engine, "minutely", days as u32).unwrap();
     });
     println!("{:<62} {:>10}", "in-process: Engine::why (index range + presence + events)", fmt(t));
     let t = median_in(3, || {

@@ -3,7 +3,8 @@
 use crate::format::{self, json, table};
 use crate::Outcome;
 use clap::Subcommand;
-use nightshift_core::health::{AccountHealth, CredentialSource, Verdict};
+use nightshift_core::health::{AccountHealth, CredentialSource};
+use nightshift_core::words::Verdict;
 use nightshift_core::words::Agent;
 use nightshift_core::{Engine, Error, ErrorCode};
 use std::io::{IsTerminal, Read};

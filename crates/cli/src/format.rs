@@ -9,7 +9,7 @@ pub fn local(t: &DateTime<Utc>) -> String {
 
 /// The engine's one duration format ("4m 12s").
 pub fn duration_ms(ms: u64) -> String {
-    nightshift_core::view::duration(ms)
+    nightshift_core::words::duration(ms)
 }
 
 /// A relative time like "in 3h 12m" or "5m ago".

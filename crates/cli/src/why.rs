@@ -19,7 +19,7 @@ pub struct WhyArgs {
 }
 
 pub fn why(engine: &Engine, args: WhyArgs) -> Result<Outcome, Error> {
-    let why = engine.why(&args.routine, args.days)?;
+    let why = nightshift_core::view::why::why(engine, &args.routine, args.days)?;
     if args.json {
         format::json(&why);
     } else {
@@ -49,7 +49,7 @@ fn text(why: &Why, days: u32) -> String {
             _ => String::new(),
         };
         let took = match (l.fate, l.duration_ms) {
-            (nightshift_core::view::why::Fate::Ran, Some(ms)) => format!(" in {}", nightshift_core::view::duration(ms.max(0) as u64)),
+            (nightshift_core::view::why::Fate::Ran, Some(ms)) => format!(" in {}", nightshift_core::words::duration(ms.max(0) as u64)),
             _ => String::new(),
         };
         let _ = writeln!(out, "  {when}  {}{took}{run}", l.sentence);

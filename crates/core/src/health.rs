@@ -6,44 +6,12 @@
 use crate::accounts::claude_login::{self, LoginFacts};
 use crate::accounts::{keychain, Account};
 use crate::store::HealthRecord;
-use crate::words::string_enum;
-use crate::words::Agent;
+use crate::words::{Agent, Verdict};
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 /// A credential "expiring" this close to its expiry.
 pub const EXPIRING_HOURS: i64 = 72;
-
-string_enum!(
-    /// An account's auth health.
-    Verdict {
-        /// The last run on it authenticated.
-        Live = "live",
-        /// A credential is present and not expired.
-        Ok = "ok",
-        /// Expires within 72 h.
-        Expiring = "expiring",
-        Expired = "expired",
-        /// A run failed `auth_failed` on it since its last success.
-        Revoked = "revoked",
-        /// Until `resets_at`.
-        RateLimited = "rate_limited",
-        /// No credential, or the keychain is unavailable.
-        Unconfigured = "unconfigured",
-        Unknown = "unknown",
-    }
-);
-
-impl Verdict {
-    /// Preflight refuses to start a run on these; every other verdict fails open.
-    pub fn blocks(self) -> bool {
-        matches!(self, Verdict::Revoked | Verdict::Unconfigured)
-    }
-    /// Fit to be chosen from a pool.
-    pub fn healthy(self) -> bool {
-        matches!(self, Verdict::Live | Verdict::Ok | Verdict::Expiring | Verdict::Unknown)
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

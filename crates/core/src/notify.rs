@@ -46,7 +46,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     if let Some(host) = &run.host {
         name = format!("{name} on {host}");
     }
-    let took = run.duration_ms.map(crate::view::duration).unwrap_or_default();
+    let took = run.duration_ms.map(crate::words::duration).unwrap_or_default();
     let login = matches!(run.reason, Some(Reason::AuthFailed | Reason::AuthPreflight | Reason::NoAccount));
     let summary = match run.status {
         RunStatus::Completed if run.trigger == Trigger::Catchup => format!("{name} · {took}"),

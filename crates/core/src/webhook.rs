@@ -9,7 +9,6 @@
 //! `X-Nightshift-Webhook: <name>`, `X-Nightshift-Timestamp: <unix seconds>` and, with a secret,
 //! `X-Nightshift-Signature: sha256=<hex of HMAC-SHA256(secret, "<timestamp>.<body>")>`.
 
-use crate::routine::Routine;
 use crate::run::{RunRecord, RunStatus};
 use crate::settings::{Settings, WebhookFormat, WebhookRuns, WebhookSettings};
 use crate::words::fmt_time;
@@ -30,14 +29,14 @@ pub fn channel(name: &str) -> String {
     format!("{CHANNEL_PREFIX}{name}")
 }
 
-/// The outbox channels a final run owes: every webhook its routine lists, plus those whose `on`
-/// takes it. Missed and skipped slots owe nothing.
-pub fn channels_for(status: RunStatus, routine: Option<&Routine>, settings: &Settings) -> Vec<String> {
+/// The outbox channels a final run owes: every webhook its routine lists (`listed`), plus those
+/// whose `on` takes it. Missed and skipped slots owe nothing.
+pub fn channels_for(status: RunStatus, listed: &[String], settings: &Settings) -> Vec<String> {
     if matches!(status, RunStatus::Missed | RunStatus::Skipped) {
         return Vec::new();
     }
     let failed = matches!(status, RunStatus::Failed | RunStatus::TimedOut | RunStatus::Blocked);
-    let listed = |name: &str| routine.is_some_and(|r| r.webhooks.iter().any(|w| w == name));
+    let listed = |name: &str| listed.iter().any(|w| w == name);
     settings
         .webhooks
         .iter()

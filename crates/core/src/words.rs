@@ -1,7 +1,8 @@
 //! The ground floor of words every other module speaks: how an enum is stored and sent as a
-//! word (`string_enum!`), the one time format of every payload, and the agent — the one enum
-//! that names who does a run's work, shared by routines, run records, settings, accounts and the
-//! drivers. Nothing here imports another module of the crate.
+//! word (`string_enum!`); the agent — the one enum that names who does a run's work, shared by
+//! routines, run records, settings, accounts and the drivers; an account's verdict; the one time
+//! format of every payload and the one short form of a duration. Nothing here imports another
+//! module of the crate.
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde::Serializer;
@@ -76,6 +77,49 @@ impl Agent {
     }
 }
 
+string_enum!(
+    /// An account's auth health.
+    Verdict {
+        /// The last run on it authenticated.
+        Live = "live",
+        /// A credential is present and not expired.
+        Ok = "ok",
+        /// Expires within 72 h.
+        Expiring = "expiring",
+        Expired = "expired",
+        /// A run failed `auth_failed` on it since its last success.
+        Revoked = "revoked",
+        /// Until `resets_at`.
+        RateLimited = "rate_limited",
+        /// No credential, or the keychain is unavailable.
+        Unconfigured = "unconfigured",
+        Unknown = "unknown",
+    }
+);
+
+impl Verdict {
+    /// Preflight refuses to start a run on these; every other verdict fails open.
+    pub fn blocks(self) -> bool {
+        matches!(self, Verdict::Revoked | Verdict::Unconfigured)
+    }
+    /// Fit to be chosen from a pool.
+    pub fn healthy(self) -> bool {
+        matches!(self, Verdict::Live | Verdict::Ok | Verdict::Expiring | Verdict::Unknown)
+    }
+}
+
+/// A duration the short way, everywhere a person reads one (notifications, the CLI):
+/// "850ms", "42s", "4m 12s", "2h 05m".
+pub fn duration(ms: u64) -> String {
+    let s = ms / 1000;
+    match s {
+        0 => format!("{ms}ms"),
+        1..=59 => format!("{s}s"),
+        60..=3599 => format!("{}m {:02}s", s / 60, s % 60),
+        _ => format!("{}h {:02}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 /// RFC 3339 in UTC with milliseconds — the one time format of every payload.
 pub fn fmt_time(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -117,6 +161,14 @@ pub fn ser_opt_time<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_the_short_way() {
+        let cases = [(850, "850ms"), (42_400, "42s"), (252_000, "4m 12s"), (7_500_000, "2h 05m")];
+        for (ms, text) in cases {
+            assert_eq!(duration(ms), text);
+        }
+    }
 
     #[test]
     fn the_clis_are_every_agent_word_but_command() {

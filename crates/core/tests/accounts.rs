@@ -2,7 +2,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use nightshift_core::accounts::{claude_login::LoginFacts, Account};
-use nightshift_core::health::{assess, Credential, CredentialSource, Verdict};
+use nightshift_core::health::{assess, Credential, CredentialSource};
+use nightshift_core::words::Verdict;
 use nightshift_core::run::{Reason, RunStatus, Trigger};
 use nightshift_core::store::{HealthRecord, RunQuery};
 use nightshift_core::words::Agent;

@@ -46,7 +46,7 @@ impl Rig {
     }
 
     fn why(&self, routine: &str, days: u32) -> Why {
-        self.engine.why(routine, days).unwrap()
+        nightshift_core::view::why::why(&self.engine, routine, days).unwrap()
     }
 }
 
@@ -239,7 +239,7 @@ async fn blocked_elsewhere_weekly_and_broken_routines_say_so() {
     assert_eq!(stretches.len(), 6);
     assert!(stretches[0].sentence.starts_with("4 not this device; worst: not this device"), "{}", stretches[0].sentence);
 
-    let unknown = r.engine.why("nope", 1).unwrap_err();
+    let unknown = nightshift_core::view::why::why(&r.engine, "nope", 1).unwrap_err();
     assert_eq!(unknown.code, nightshift_core::ErrorCode::RoutineNotFound);
 }
 

@@ -7,7 +7,7 @@ use crate::Engine;
 /// Every slot of a routine in the last `days` days explained, newest first, and its next fire.
 pub async fn routine_why(engine: &Engine, name: &str, days: u32) -> Result<crate::view::why::Why> {
     let name = name.to_string();
-    blocking(engine, move |e| e.why(&name, days.clamp(1, 366)).map(|w| redact_why(&e, w))).await
+    blocking(engine, move |e| crate::view::why::why(&e, &name, days.clamp(1, 366)).map(|w| redact_why(&e, w))).await
 }
 
 /// Each valid routine's strip: its slots over the last 14 days as at most 168 marks.

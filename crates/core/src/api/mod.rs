@@ -12,6 +12,8 @@ mod accounts;
 mod insight;
 mod routines;
 mod runs;
+#[cfg(test)]
+pub(crate) mod typescript;
 
 pub use accounts::*;
 pub use insight::*;
@@ -139,7 +141,7 @@ fn arguments<T: for<'de> Deserialize<'de>>(command: &str, args: serde_json::Valu
 
 /// Every window command, declared once: its name, its arguments (`Option` ones may be left out)
 /// and what it answers, then how it is answered. From this come the router ([`call`]) and, in
-/// the tests, the window's TypeScript types (`ui/lib/types.d.ts`, see `view::typescript`) — so
+/// the tests, the window's TypeScript types (`ui/lib/types.d.ts`, see `api::typescript`) — so
 /// the window cannot send an argument or read an answer the engine does not have. `$engine` and
 /// `$face` name the engine and the host inside the bodies.
 macro_rules! commands {
@@ -171,7 +173,7 @@ macro_rules! commands {
 
         /// Every command as TypeScript: `name: { args: {…}; answer: T }`, and what those name.
         #[cfg(test)]
-        pub(crate) fn command_types(cfg: &ts_rs::Config, types: &mut crate::view::typescript::Declarations) -> Vec<String> {
+        pub(crate) fn command_types(cfg: &ts_rs::Config, types: &mut typescript::Declarations) -> Vec<String> {
             use ts_rs::TS;
             let mut lines = Vec::new();
             $(

@@ -136,7 +136,7 @@ pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                 Ok(EngineEvent::AccountsChanged) => core.accounts().iter().find_map(|a| {
                     let h = core.store.account_health(&a.email).ok().flatten()?;
                     let key = (a.email.clone(), crate::words::fmt_time(&h.at));
-                    (h.verdict == crate::health::Verdict::Revoked && told.insert(key)).then(|| Notice {
+                    (h.verdict == crate::words::Verdict::Revoked && told.insert(key)).then(|| Notice {
                         summary: format!("✗ {} needs login", a.email),
                         body: crate::agents::first_line(&h.evidence, 140),
                         run_id: h.run_id.clone(),

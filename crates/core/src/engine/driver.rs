@@ -9,7 +9,9 @@ use super::accounts::{self, AccountPlan};
 use super::attempt::{archive_attempt_logs, spawn_attempt};
 use super::finalize::{self, Ended};
 use super::remote_run;
-use super::supervise::{classify, supervise, Ending, LiveRun, Proc};
+use super::judge::classify;
+use super::live::{Ending, LiveRun};
+use super::supervise::{supervise, Proc};
 use super::{Core, Engine};
 use crate::accounts::Account;
 use crate::agents::Outcome;
@@ -32,6 +34,8 @@ enum State {
 
 struct Driver {
     core: Arc<Core>,
+    /// The routine as it was when the run started (every try runs it so).
+    routine: Routine,
     live: LiveRun,
     cancel: Arc<Notify>,
     attempts: Vec<Attempt>,
@@ -48,14 +52,8 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
     let cancel = Arc::new(Notify::new());
     core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(rec.id.clone(), Arc::clone(&cancel));
     Engine::emit(core, EngineEvent::RunStarted { run: Box::new(rec.clone()) });
-    let live = LiveRun {
-        id: rec.id.clone(),
-        driver: crate::agents::driver(routine.agent()),
-        run_dir: core.home.run_dir(&routine.name, &rec.id),
-        started_at: rec.started_at.unwrap_or_else(|| core.clock.now()),
-        routine,
-    };
-    let mut driver = Driver { core: Arc::clone(core), live, cancel, attempts: Vec::new(), tried: Vec::new(), workspace: None };
+    let live = LiveRun::starting(&rec, &routine, core.home.run_dir(&routine.name, &rec.id), core.clock.now());
+    let mut driver = Driver { core: Arc::clone(core), routine, live, cancel, attempts: Vec::new(), tried: Vec::new(), workspace: None };
     let state = driver.preflight(reserved).await;
     tokio::spawn(driver.run(state));
 }
@@ -78,7 +76,7 @@ impl Driver {
     async fn preflight(&mut self, reserved: Option<String>) -> State {
         match self.choose_account(reserved).await {
             AccountPlan::Blocked { reason, message, account, resets_at } => {
-                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run blocked before start");
+                tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
                 let mut ended = Ended::new(Ending::Blocked { reason, message, resets_at });
                 ended.account = account;
                 State::Settling(ended)
@@ -92,7 +90,7 @@ impl Driver {
     /// spawn try `n`. A worktree that cannot be made fails the run before anything runs.
     async fn start_workspace(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let (routine, id, run_dir, worktrees) =
-            (self.live.routine.clone(), self.live.id.clone(), self.live.run_dir.clone(), self.core.home.worktrees_dir());
+            (self.routine.clone(), self.live.id.clone(), self.live.run_dir.clone(), self.core.home.worktrees_dir());
         let started = tokio::task::spawn_blocking(move || {
             // Once per run, before its workspace and every attempt (which all write into it).
             std::fs::create_dir_all(&run_dir).map_err(|e| {
@@ -109,7 +107,7 @@ impl Driver {
                 self.spawn(n, account).await
             }
             Err(message) => {
-                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, %message, "run could not start");
+                tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run could not start");
                 let mut ended = Ended::new(Ending::SpawnFailed(message));
                 ended.account = account.map(|(a, _)| a.email);
                 State::Settling(ended)
@@ -122,16 +120,16 @@ impl Driver {
     async fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let now = self.core.clock.now();
         let creds = account.as_ref().map(|(a, c)| (a, c));
-        let spawned = match self.live.routine.placement {
-            Some(_) => remote_run::start(&self.core, &self.live, creds).await.map(Proc::Remote),
-            None => spawn_attempt(&self.core, &self.live.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref())
+        let spawned = match self.routine.placement {
+            Some(_) => remote_run::start(&self.core, &self.live, &self.routine, creds).await.map(Proc::Remote),
+            None => spawn_attempt(&self.core, &self.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref())
                 .map(Proc::Local)
                 .map_err(Ending::SpawnFailed),
         };
         match spawned {
             Ok(proc) => State::Attempt { n, proc, account },
             Err(ending) => {
-                tracing::warn!(run = %self.live.id, routine = %self.live.routine.name, ?ending, "run could not start");
+                tracing::warn!(run = %self.live.id, routine = %self.live.routine, ?ending, "run could not start");
                 let mut ended = Ended::new(ending);
                 ended.attempts = std::mem::take(&mut self.attempts);
                 ended.account = account.map(|(a, _)| a.email);
@@ -169,7 +167,7 @@ impl Driver {
                 archive_attempt_logs(&self.live.run_dir, self.attempts.len());
                 Engine::emit(&self.core, EngineEvent::RunProgress {
                     run_id: self.live.id.clone(),
-                    routine: self.live.routine.name.clone(),
+                    routine: self.live.routine.clone(),
                     message: format!("{email} is rate limited; retrying on {}", next.email),
                 });
                 tracing::info!(run = %self.live.id, from = %email, to = %next.email, "failing over to the next account");
@@ -186,7 +184,7 @@ impl Driver {
     /// Fail over on a rate limit — never on an auth failure — when the routine may use another
     /// account.
     fn may_fail_over(&self, ending: &Ending, outcome: &Outcome) -> bool {
-        !matches!(self.live.routine.account, AccountChoice::Pinned(_))
+        !matches!(self.routine.account, AccountChoice::Pinned(_))
             && outcome.reason == Some(Reason::RateLimited)
             && matches!(ending, Ending::Exited(_))
     }
@@ -196,7 +194,7 @@ impl Driver {
     async fn choose_account(&mut self, reserved: Option<String>) -> AccountPlan {
         let mut skip = self.tried.clone();
         for _ in 0..8 {
-            let (core, routine, id, prefer, skip2) = (Arc::clone(&self.core), self.live.routine.clone(), self.live.id.clone(), reserved.clone(), skip.clone());
+            let (core, routine, id, prefer, skip2) = (Arc::clone(&self.core), self.routine.clone(), self.live.id.clone(), reserved.clone(), skip.clone());
             let planned = tokio::task::spawn_blocking(move || {
                 let busy = core.store.busy_accounts(&id).unwrap_or_default();
                 let plan = accounts::plan(&core, &routine, prefer.as_deref(), &skip2, &busy);

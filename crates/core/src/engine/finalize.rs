@@ -6,7 +6,8 @@
 //! in-process settle hooks run (bounded), waiting callers get the record, and the queue and the
 //! outbox deliverer are woken — here and, through the wake file, in other processes.
 
-use super::supervise::{classify, Ending, LiveRun};
+use super::judge::classify;
+use super::live::{Ending, LiveRun};
 use super::{Core, Engine};
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
@@ -72,7 +73,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     // so in words to whoever waits and keep trying in the background (the row stays open; if this
     // process ends first, recovery settles it from the run's files — its exit code is kept there).
     // What the run owes: its finish notification and its webhooks (none for a missed slot).
-    let mut outbox: Vec<String> = crate::webhook::channels_for(settlement.status, Some(&run.routine), &core.settings());
+    let mut outbox: Vec<String> = crate::webhook::channels_for(settlement.status, &run.webhooks, &core.settings());
     if !matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) {
         outbox.insert(0, outbox::NOTIFY.to_string());
     }
@@ -117,7 +118,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     // A lane is free: whatever waits may start, here and in other processes.
     super::signal::wake(core);
     if finalized == Some(true) {
-        tracing::info!(run = %run.id, routine = %run.routine.name, status = %record.status, "run settled");
+        tracing::info!(run = %run.id, routine = %run.routine, status = %record.status, "run settled");
         announce(core, &record).await;
     }
     // Someone else may have settled it (or we could not): no second event, no second hook call,
@@ -150,7 +151,7 @@ fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crat
     if s.reason == Some(crate::run::Reason::SpawnFailed) && s.exit_code.is_none() {
         return crate::error::Error::new(
             crate::error::ErrorCode::StoreUnavailable,
-            format!("run {} of {} could not start: {why}. It stays queued and starts once the database can be written again (by the app, the daemon or the next Nightshift command).", run.id, run.routine.name),
+            format!("run {} of {} could not start: {why}. It stays queued and starts once the database can be written again (by the app, the daemon or the next Nightshift command).", run.id, run.routine),
         );
     }
     crate::error::Error::new(
@@ -158,7 +159,7 @@ fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crat
         format!(
             "run {} of {} {how} but could not be recorded: {why}. Nothing is lost: its exit code and output stay in {} and the run is recorded as soon as the database can be written again (by this process, or the next Nightshift command).",
             run.id,
-            run.routine.name,
+            run.routine,
             run.run_dir.display()
         ),
     )
@@ -222,12 +223,12 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
         }
     }
     // What the live scrubber has not covered yet (for a run settled from its files: all of it).
-    super::supervise::scrub_logs(core, run, true);
+    super::judge::scrub_logs(core, run, true);
     // Its workspace: what a worktree run left uncommitted is committed on its branch, whatever
     // its status; the summary is part of the final row (once: a second settler finds nothing
     // left to commit and the same summary).
     let changes = crate::workspace::started(&run.run_dir).map(|started| {
-        let mut c = crate::workspace::finish(&started, &run.routine.name, &run.id, outcome.status(), &run.run_dir);
+        let mut c = crate::workspace::finish(&started, &run.routine, &run.id, outcome.status(), &run.run_dir);
         for commit in &mut c.commits {
             commit.subject = core.redactor.redact(&commit.subject);
         }

@@ -37,7 +37,7 @@ pub struct HostCheck {
 
 impl Engine {
     /// Every host a routine names or a run has gone to, by name, with its health.
-    pub fn hosts(&self) -> crate::Result<Vec<HostView>> {
+    pub fn hosts(&self) -> crate::error::Result<Vec<HostView>> {
         let set = self.core.routines();
         let mut views: std::collections::BTreeMap<String, HostView> = std::collections::BTreeMap::new();
         let blank = |host: &str| HostView { host: host.to_string(), routines: Vec::new(), checked_at: None, last_seen: None, last_error: None };

@@ -26,7 +26,9 @@ mod finalize;
 mod held;
 mod hosts;
 mod housekeeping;
+mod judge;
 pub mod lanes;
+mod live;
 mod live_settings;
 mod lock;
 mod presence;
@@ -297,11 +299,6 @@ impl Engine {
     /// The engine clock's now (what schedules and views are computed at).
     pub(crate) fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
         self.core.clock.now()
-    }
-
-    /// Every slot of routine `name` in the last `days` days, explained (`nightshiftctl why`).
-    pub fn why(&self, name: &str, days: u32) -> Result<crate::view::why::Why> {
-        crate::view::why::why(self, name, days)
     }
 
     pub(crate) fn core_store(&self) -> &Store {

@@ -10,7 +10,7 @@
 //! has runs waiting (a lane can free up in a process that cannot tell us).
 
 use super::lanes::{self, Busy, Waiting};
-use super::supervise::{Ending, LiveRun};
+use super::live::{Ending, LiveRun};
 use super::{driver, finalize, signal, Core, Engine};
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
@@ -206,7 +206,7 @@ async fn pass(core: &Arc<Core>) -> usize {
             Some(routine) => driver::start(core, rec, routine.clone(), account).await,
             None => {
                 // The file went away (or broke) while the run waited: say so, finally.
-                let live = LiveRun::for_record(core, &rec, &set);
+                let live = LiveRun::for_record(&rec, &set, core.clock.now());
                 let message = format!("the routine {} no longer exists or is invalid; the queued run was not started", rec.routine);
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
@@ -285,7 +285,7 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
     let (core2, id2) = (Arc::clone(core), id.to_string());
     let found = tokio::task::spawn_blocking(move || {
         let rec = core2.store.get_run(&id2).ok().filter(|r| r.status == RunStatus::Queued)?;
-        Some(LiveRun::for_record(&core2, &rec, &core2.routines()))
+        Some(LiveRun::for_record(&rec, &core2.routines(), core2.clock.now()))
     })
     .await;
     let Ok(Some(live)) = found else { return false };

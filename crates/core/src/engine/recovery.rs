@@ -13,7 +13,8 @@
 
 use super::finalize::{self, Ended};
 use super::remote_run::{self, RemoteProc};
-use super::supervise::{supervise, Ending, LiveRun, Proc};
+use super::live::{Ending, LiveRun};
+use super::supervise::{supervise, Proc};
 use super::Core;
 use crate::error::Result;
 use crate::runner::process;
@@ -122,7 +123,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
         let from = (open.owner_pid, open.owner_start.as_deref());
         if let Some(remote) = open.remote.as_deref() {
             let set = set.get_or_insert_with(|| core.routines());
-            let live = LiveRun::for_record(core, &open.record, set);
+            let live = LiveRun::for_record(&open.record, set, core.clock.now());
             let account = open.record.account.clone();
             // Its end was brought home before its engine died: settle from that.
             if process::recorded_exit_code(&live.run_dir).is_some() || process::timed_out_by_wrapper(&live.run_dir) {
@@ -156,7 +157,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             continue;
         };
         let set = set.get_or_insert_with(|| core.routines());
-        let live = LiveRun::for_record(core, &open.record, set);
+        let live = LiveRun::for_record(&open.record, set, core.clock.now());
         let account = open.record.account.clone();
         if process::same_process_alive(pid, open.pid_start.as_deref()) {
             if mode == RecoveryMode::Adopt {
@@ -213,7 +214,7 @@ fn ending_from_files(run_dir: &std::path::Path) -> Ending {
 /// timeout (measured from the run's start) and cancel.
 async fn watch_orphan(core: &Arc<Core>, run: &LiveRun, pid: u32, start: Option<String>, cancel: Arc<Notify>) -> Ending {
     let elapsed = (core.clock.now() - run.started_at).to_std().unwrap_or_default();
-    let deadline = tokio::time::Instant::now() + run.routine.timeout.saturating_sub(elapsed);
+    let deadline = tokio::time::Instant::now() + run.timeout.saturating_sub(elapsed);
     loop {
         if !process::same_process_alive(pid, start.as_deref()) {
             return ending_from_files(&run.run_dir);

@@ -8,7 +8,8 @@
 //! reads a run reads it. What differs is who keeps the limit (the remote wrapper, from the first
 //! second: it is never watched through a pipe) and how it is cancelled (over SSH).
 
-use super::supervise::{Ending, LiveRun};
+use super::live::{Ending, LiveRun};
+use crate::routine::Routine;
 use super::Core;
 use crate::accounts::Account;
 use crate::health::Credential;
@@ -63,17 +64,17 @@ impl Core {
 /// this routine going. An unreachable host is skipped (and remembered); when none answers the run
 /// is `blocked · host_unreachable`; a host without the agent blocks it (`blocked · spawn_failed`);
 /// a host that answers but cannot start it otherwise fails it (`failed · spawn_failed`).
-pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Account, &Credential)>) -> Result<RemoteProc, Ending> {
-    let Some(placement) = live.routine.placement.as_ref() else { return Err(Ending::SpawnFailed("the routine has no host".into())) };
-    let mut cmd = command(core, live, account);
+pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, account: Option<(&Account, &Credential)>) -> Result<RemoteProc, Ending> {
+    let Some(placement) = routine.placement.as_ref() else { return Err(Ending::SpawnFailed("the routine has no host".into())) };
+    let mut cmd = command(core, live, routine, account);
     let mut unreachable = Vec::new();
     let mut busy = Vec::new();
     for host in &placement.hosts {
-        if placement.hosts.len() > 1 && core.store.routine_running_on(&live.routine.name, host, &live.id).unwrap_or(false) {
+        if placement.hosts.len() > 1 && core.store.routine_running_on(&routine.name, host, &live.id).unwrap_or(false) {
             busy.push(host.as_str());
             continue;
         }
-        cmd.argv[0] = program_on(&core.settings(), &live.routine, host);
+        cmd.argv[0] = program_on(&core.settings(), routine, host);
         if let Err(e) = core.store.set_host(&live.id, host) {
             tracing::warn!(run = %live.id, error = %e, "could not record the run's host");
         }
@@ -113,7 +114,7 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, account: Option<(&Ac
 
 /// The agent's executable on `host`: `[hosts.<host>] agent_path`, else its name on the PATH an
 /// SSH command gets there (`sh` for a command routine).
-pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &crate::routine::Routine, host: &str) -> String {
+pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &Routine, host: &str) -> String {
     let name = crate::agents::driver(routine.agent()).program();
     routine.agent().cli().and_then(|a| settings.host_agent_path(host, a)).unwrap_or(name).to_string()
 }
@@ -122,8 +123,7 @@ pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &crate::
 /// host): the routine's `env:` over the run's own variables and the account's secret, as for a
 /// run here ([`crate::runner::env::overlay`]) — never the local environment (its PATH means
 /// nothing there).
-fn command(core: &Core, live: &LiveRun, account: Option<(&Account, &Credential)>) -> RemoteCommand {
-    let routine = &live.routine;
+fn command(core: &Core, live: &LiveRun, routine: &Routine, account: Option<(&Account, &Credential)>) -> RemoteCommand {
     let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None);
     let (_, args) = crate::agents::invocation(&routine.action, &prompt);
     let mut extra = super::attempt::run_variables(routine, &live.id);

@@ -12,7 +12,7 @@ use serde::Serialize;
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct HealthRecord {
     pub account: String,
-    pub verdict: crate::health::Verdict,
+    pub verdict: crate::words::Verdict,
     pub evidence: String,
     #[serde(serialize_with = "crate::words::ser_time")]
     pub at: DateTime<Utc>,

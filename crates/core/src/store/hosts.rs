@@ -123,7 +123,7 @@ mod tests {
                 })
                 .unwrap();
         }
-        let health = crate::store::HealthRecord { account: "me@x.dev".into(), verdict: crate::health::Verdict::Ok, evidence: "a run worked".into(), at: t(60), resets_at: None, run_id: None };
+        let health = crate::store::HealthRecord { account: "me@x.dev".into(), verdict: crate::words::Verdict::Ok, evidence: "a run worked".into(), at: t(60), resets_at: None, run_id: None };
         store.set_account_health(&health).unwrap();
         let owed: Vec<String> = store.held_runs_owed(t(-3600)).unwrap().into_iter().map(|h| h.id).collect();
         assert_eq!(owed, vec!["a1".to_string()], "only the run its account stopped is owed");

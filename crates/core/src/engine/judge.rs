@@ -1,0 +1,97 @@
+//! Judging how a run ended — the agent's own classification of its output, overridden by what the
+//! engine itself knows (it timed the run out, cancelled it, could not start it, lost it) — and
+//! scrubbing secrets from its logs. The one place a run is classified: the driver, settling and
+//! recovery all come here.
+
+use super::live::{Ending, LiveRun};
+use super::Core;
+use crate::agents::{AgentDriver, Outcome, RunOutput};
+use crate::run::{Reason, RunStatus};
+use crate::runner::process;
+use crate::runner::scrub;
+use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Mask secrets in the run's logs from where the last scrub stopped (blocking: call off the
+/// async workers). While an engine follows a run this happens every few seconds, so settling
+/// only has the rest to do; see [`crate::runner::scrub`] for who else scrubs and when.
+pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
+    if let Err(e) = scrub::scrub_run_logs(&core.redactor, &run.run_dir, finished) {
+        tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
+    }
+}
+
+/// How the run ended, from its output and what the engine itself knows.
+pub(crate) async fn classify(core: &Arc<Core>, run: &LiveRun, ending: &Ending) -> Outcome {
+    let now = core.clock.now();
+    let (driver, run_dir, ending, timeout) = (run.driver, run.run_dir.clone(), ending.clone(), run.timeout);
+    tokio::task::spawn_blocking(move || outcome_for(driver, &run_dir, &ending, timeout, now))
+        .await
+        .unwrap_or_else(|e| Outcome::failed(Reason::AgentError, format!("classifying the run's output failed: {e}")))
+}
+
+/// The outcome for an ending: the agent's classification, overridden by what the engine itself
+/// knows (it timed the run out, cancelled it, or could not start it).
+pub(crate) fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path::Path, ending: &Ending, timeout: Duration, now: DateTime<Utc>) -> Outcome {
+    let exit_code = match ending {
+        Ending::Exited(code) => *code,
+        _ => process::recorded_exit_code(run_dir),
+    };
+    let out = RunOutput { run_dir, exit_code, now };
+    match ending {
+        Ending::SpawnFailed(message) => Outcome::failed(Reason::SpawnFailed, message.clone()),
+        Ending::Unreachable(message) => {
+            // What came home before contact was lost still counts for cost and session.
+            let seen = driver.classify(&out);
+            let mut o = Outcome::failed(Reason::HostUnreachable, message.clone());
+            o.cost_usd = seen.cost_usd;
+            o.session_id = seen.session_id;
+            o
+        }
+        Ending::Blocked { reason, message, resets_at } => Outcome {
+            status: Some(RunStatus::Blocked),
+            reason: Some(*reason),
+            message: Some(message.clone()),
+            resets_at: *resets_at,
+            ..Outcome::default()
+        },
+        Ending::Exited(_) => driver.classify(&out),
+        Ending::TimedOut | Ending::Cancelled => {
+            // Keep what the stream says about cost and session; the status is ours.
+            let seen = driver.classify(&out);
+            let (status, message) = if *ending == Ending::TimedOut {
+                (RunStatus::TimedOut, timeout_message(timeout))
+            } else {
+                (RunStatus::Cancelled, "cancelled".to_string())
+            };
+            Outcome {
+                status: Some(status),
+                reason: None,
+                message: Some(message),
+                cost_usd: seen.cost_usd,
+                session_id: seen.session_id,
+                ..Outcome::default()
+            }
+        }
+        Ending::Lost => {
+            let seen = driver.classify(&out);
+            if seen.from_final_event {
+                seen
+            } else {
+                let mut o = Outcome::failed(
+                    Reason::Interrupted,
+                    "interrupted: Nightshift stopped while this run was in progress and its process ended without a result",
+                );
+                o.cost_usd = seen.cost_usd;
+                o.session_id = seen.session_id;
+                o
+            }
+        }
+    }
+}
+
+/// The human message for a timeout, e.g. "timed out after 30m".
+pub(crate) fn timeout_message(timeout: Duration) -> String {
+    format!("timed out after {}", humantime::format_duration(timeout))
+}
