@@ -108,11 +108,11 @@ pub const RUN_PREFIX: &str = "run:";
 pub const RELOGIN_PREFIX: &str = "relogin:";
 
 fn needs_login(h: &AccountHealth) -> bool {
-    matches!(h.verdict, Verdict::Revoked | Verdict::Unconfigured | Verdict::Expired)
+    h.verdict.needs_login()
 }
 
 fn failed(s: Option<RunStatus>) -> bool {
-    matches!(s, Some(RunStatus::Failed | RunStatus::TimedOut | RunStatus::Blocked))
+    s.is_some_and(RunStatus::is_failure)
 }
 
 fn status_mark(s: Option<RunStatus>) -> &'static str {

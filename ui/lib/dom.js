@@ -2,6 +2,8 @@
 // contents are inert wherever they appear. The one exception is a report, which arrives as HTML
 // already sanitized in Rust (pulldown-cmark + ammonia) and is inserted by `trustedReport` only.
 
+import { BADGE, REASON_LABEL } from "./vocabulary.js";
+
 /** h("a", {href: "#/x", class: "y", onclick: fn}, "text", child…) */
 export function h(tag, attrs = {}, ...children) {
   const el = document.createElement(tag);
@@ -29,10 +31,17 @@ export function replace(el, ...children) {
   return el;
 }
 
-/** A status or verdict as a coloured word. */
-export function badge(word, title) {
-  const text = String(word ?? "").replaceAll("_", " ");
-  return h("span", { class: `badge badge-${word}`, title }, text);
+/** A run status, routine state or account verdict as a coloured word — the engine's words and
+ *  tone for it (`BADGE`, generated), so the window and `nightshiftctl` say the same. */
+export function badge(word, title, text) {
+  const known = BADGE[word];
+  const tone = known?.tone ?? "muted";
+  return h("span", { class: `badge badge-${word} badge-tone-${tone}`, title }, text ?? known?.label ?? String(word ?? ""));
+}
+
+/** A reason in the engine's words ("auth failed"). */
+export function reasonText(reason) {
+  return REASON_LABEL[reason] ?? String(reason ?? "");
 }
 
 /** Insert a report rendered and sanitized by the engine. Links never navigate the window. */

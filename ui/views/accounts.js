@@ -4,6 +4,7 @@
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
+import { BADGE, NEEDS_LOGIN } from "../lib/vocabulary.js";
 
 const AGENTS = { claude: "Claude", codex: "Codex", gemini: "Gemini CLI" };
 /** @param {import("../lib/types.js").AccountHealth} a */
@@ -42,7 +43,7 @@ export function mount(root, _params, ui) {
     return h(
       "section",
       { class: "card host", dataset: { host: host.host, state } },
-      h("div", { class: "toolbar" }, h("h3", {}, host.host), h("span", { class: `badge badge-${host.checked_at === null ? "unknown" : host.last_error === null ? "ok" : "failed"}` }, state), h("span", { class: "muted small" }, "over SSH")),
+      h("div", { class: "toolbar" }, h("h3", {}, host.host), badge(host.checked_at === null ? "unknown" : host.last_error === null ? "ok" : "failed", undefined, state), h("span", { class: "muted small" }, "over SSH")),
       host.last_error ? h("p", { class: "evidence" }, host.last_error) : null,
       h("p", { class: "muted small" }, "Last seen: ", host.last_seen ? h("strong", { title: full(host.last_seen) }, ago(host.last_seen)) : "never", host.checked_at ? ` · last tried ${ago(host.checked_at)}` : ""),
       h("p", { class: "muted small" }, host.routines.length ? `Routines: ${host.routines.join(", ")}` : "No routine is placed on it now."),
@@ -114,7 +115,7 @@ export function mount(root, _params, ui) {
       h(
         "div",
         { class: "actions" },
-        h("button", { class: a.verdict === "ok" || a.verdict === "live" ? "" : "primary", onclick: () => ui.relogin(a.account) }, "Re-login"),
+        h("button", { class: NEEDS_LOGIN.includes(a.verdict) ? "primary" : "", onclick: () => ui.relogin(a.account) }, "Re-login"),
         h("button", { onclick: () => { tokenForm.hidden = !tokenForm.hidden; if (!tokenForm.hidden) tokenField.focus(); } }, "Set token"),
         h("button", { onclick: () => check(a.account) }, "Check"),
       ),
@@ -143,7 +144,7 @@ export function mount(root, _params, ui) {
     status.textContent = `Checking ${account}…`;
     try {
       const { health } = await call("check_account", { email: account });
-      status.textContent = `${account}: ${health.verdict.replaceAll("_", " ")} — ${health.evidence}`;
+      status.textContent = `${account}: ${BADGE[health.verdict]?.label ?? health.verdict} — ${health.evidence}`;
       load();
     } catch (e) {
       status.textContent = errorText(e);

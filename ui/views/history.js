@@ -6,7 +6,7 @@
 // open that run instead). Whatever arrives while the user pages — runs starting and finishing, a
 // `resync` after dropped events — keeps the rows already loaded and the place scrolled to.
 import { call, errorText, onEngine } from "../lib/api.js";
-import { badge, empty, h, replace } from "../lib/dom.js";
+import { badge, reasonText, empty, h, replace } from "../lib/dom.js";
 import { cost, duration, full, trigger, when } from "../lib/format.js";
 import { STATUS_LABEL, STATUSES } from "../lib/vocabulary.js";
 
@@ -189,7 +189,7 @@ export function mount(root, params, ui) {
       { dataset: { id: run.id, status: run.status }, class: "clickable", onclick: (ev) => ev.target.closest("a") || ui.go(`#/run/${run.id}`) },
       h("td", {}, h("a", { href: `#/run/${run.id}` }, run.routine)),
       h("td", {}, trigger(run.trigger)),
-      h("td", {}, badge(run.status), run.reason ? h("span", { class: "reason" }, run.reason.replaceAll("_", " ")) : null),
+      h("td", {}, badge(run.status), run.reason ? h("span", { class: "reason" }, reasonText(run.reason)) : null),
       h("td", { title: full(run.started_at ?? run.scheduled_for) }, when(run.started_at ?? run.scheduled_for)),
       h("td", { class: "num" }, duration(run.duration_ms)),
       h("td", { class: "wide" }, run.account ?? "—"),

@@ -5,6 +5,7 @@
 import { call, errorText } from "../lib/api.js";
 import { h, replace } from "../lib/dom.js";
 import { full } from "../lib/format.js";
+import { MODES } from "../lib/vocabulary.js";
 
 // Presets build the cron expression; the expression stays visible and editable.
 const PRESETS = [
@@ -17,12 +18,6 @@ const PRESETS = [
   { id: "custom", label: "Custom (cron expression)" },
 ];
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-const MODES = [
-  ["auto", "auto — the agent decides (default)"],
-  ["plan", "plan — read only"],
-  ["edit", "edit — may edit files in the folder"],
-  ["skip", "skip — no permission checks"],
-];
 
 export function mount(root, _params, ui) {
   let options = null;

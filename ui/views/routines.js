@@ -1,7 +1,7 @@
 // Routines: schedule in words, next fire, last run, state; Run now and pause/resume; New routine,
 // Edit, Duplicate, Rename (the history follows), Remove (to routines/.trash, restorable below).
 import { call, errorText, onEngine } from "../lib/api.js";
-import { badge, empty, h, replace } from "../lib/dom.js";
+import { badge, reasonText, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
 import { strip } from "./strip.js";
 
@@ -166,7 +166,7 @@ export function mount(root, params, ui) {
     }
     const next = r.next_fire ? h("span", { title: full(r.next_fire) }, ago(r.next_fire), h("div", { class: "muted small" }, full(r.next_fire))) : h("span", { class: "muted" }, "—");
     const last = r.last_run
-      ? h("a", { href: `#/run/${r.last_run.id}`, title: r.last_run.started_at ? full(r.last_run.started_at) : "" }, badge(r.last_run.status), r.last_run.reason ? h("span", { class: "muted small" }, ` ${r.last_run.reason.replaceAll("_", " ")}`) : null)
+      ? h("a", { href: `#/run/${r.last_run.id}`, title: r.last_run.started_at ? full(r.last_run.started_at) : "" }, badge(r.last_run.status), r.last_run.reason ? h("span", { class: "muted small" }, ` ${reasonText(r.last_run.reason)}`) : null)
       : h("span", { class: "muted" }, "never");
     const stateBadge = badge(r.state === "enabled" ? "enabled" : r.state, r.paused_reason ?? undefined);
     const paused = r.state === "paused" || r.state === "auto_paused";

@@ -2,9 +2,9 @@
 // Markdown (sanitized in Rust), and the log — readable by default, raw on a toggle — following
 // live while the run is going. Cancel a running run; run it again.
 import { call, errorText, onEngine, openLink } from "../lib/api.js";
-import { badge, h, replace, trustedReport } from "../lib/dom.js";
+import { badge, reasonText, h, replace, trustedReport } from "../lib/dom.js";
 import { cost, duration, full, trigger } from "../lib/format.js";
-import { LIVE, STATUS_TONE } from "../lib/vocabulary.js";
+import { BADGE, LIVE, STATUS_TONE } from "../lib/vocabulary.js";
 
 const FOLLOW_MS = 700;
 
@@ -86,7 +86,7 @@ export function mount(root, params, ui) {
     const fact = (label, value, title) => (value === null || value === undefined || value === "" ? [] : [h("dt", {}, label), h("dd", { title }, value)]);
     replace(
       facts,
-      fact("Status", [r.status.replaceAll("_", " "), r.reason ? ` (${r.reason.replaceAll("_", " ")})` : ""].join("")),
+      fact("Status", [BADGE[r.status]?.label ?? r.status, r.reason ? ` (${reasonText(r.reason)})` : ""].join("")),
       fact("Trigger", trigger(r.trigger)),
       fact("Scheduled for", r.scheduled_for && full(r.scheduled_for)),
       fact("Started", r.started_at && full(r.started_at)),
@@ -108,7 +108,7 @@ export function mount(root, params, ui) {
       replace(
         attempts,
         h("h3", {}, "Attempts"),
-        h("ol", { class: "attempts" }, r.attempts.map((a) => h("li", {}, h("strong", {}, a.account ?? "—"), " ", badge(a.status), a.reason ? ` ${a.reason.replaceAll("_", " ")}` : "", a.message ? h("div", { class: "muted small" }, a.message) : null))),
+        h("ol", { class: "attempts" }, r.attempts.map((a) => h("li", {}, h("strong", {}, a.account ?? "—"), " ", badge(a.status), a.reason ? ` ${reasonText(a.reason)}` : "", a.message ? h("div", { class: "muted small" }, a.message) : null))),
       );
     } else attempts.replaceChildren();
 

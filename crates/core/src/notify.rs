@@ -37,7 +37,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     if matches!(run.status, RunStatus::Missed | RunStatus::Skipped | RunStatus::Queued | RunStatus::Running) {
         return None;
     }
-    let failed = run.status != RunStatus::Completed;
+    let failed = run.status.is_failure();
     if !policy.wants(failed) {
         return None;
     }
@@ -194,6 +194,11 @@ mod tests {
         assert!(notice_for(&done, NotifyPolicy::Failures, None, None).is_none());
         assert!(notice_for(&done, NotifyPolicy::Never, None, None).is_none());
         assert!(notice_for(&record(RunStatus::Failed, None, Trigger::Schedule), NotifyPolicy::Failures, None, None).is_some());
+        assert!(notice_for(&record(RunStatus::Blocked, Some(Reason::AuthPreflight), Trigger::Schedule), NotifyPolicy::Failures, None, None).is_some());
+        // A cancel is someone's choice, not a failure: `notify: failures` stays quiet, `always` says it (not urgently).
+        let cancelled = record(RunStatus::Cancelled, None, Trigger::Manual);
+        assert!(notice_for(&cancelled, NotifyPolicy::Failures, None, None).is_none());
+        assert!(!notice_for(&cancelled, NotifyPolicy::Always, None, None).unwrap().critical);
         assert!(notice_for(&record(RunStatus::Missed, Some(Reason::Superseded), Trigger::Schedule), NotifyPolicy::Always, None, None).is_none());
         assert!(notice_for(&record(RunStatus::Skipped, Some(Reason::ActiveRun), Trigger::Schedule), NotifyPolicy::Always, None, None).is_none());
     }

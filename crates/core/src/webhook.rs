@@ -35,7 +35,7 @@ pub fn channels_for(status: RunStatus, listed: &[String], settings: &Settings) -
     if matches!(status, RunStatus::Missed | RunStatus::Skipped) {
         return Vec::new();
     }
-    let failed = matches!(status, RunStatus::Failed | RunStatus::TimedOut | RunStatus::Blocked);
+    let failed = status.is_failure();
     let listed = |name: &str| listed.iter().any(|w| w == name);
     settings
         .webhooks

@@ -102,6 +102,10 @@ impl Verdict {
     pub fn blocks(self) -> bool {
         matches!(self, Verdict::Revoked | Verdict::Unconfigured)
     }
+    /// Runs on it cannot authenticate until someone signs it in again (Re-login is the fix).
+    pub fn needs_login(self) -> bool {
+        matches!(self, Verdict::Revoked | Verdict::Unconfigured | Verdict::Expired)
+    }
     /// Fit to be chosen from a pool.
     pub fn healthy(self) -> bool {
         matches!(self, Verdict::Live | Verdict::Ok | Verdict::Expiring | Verdict::Unknown)

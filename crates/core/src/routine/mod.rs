@@ -18,7 +18,7 @@ pub fn nearest_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
 }
 
 use crate::schedule::Schedule;
-use crate::words::Agent;
+use crate::words::{string_enum, Agent};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
@@ -27,18 +27,33 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// agents-cli permission modes; each agent module maps them to its own flags.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    /// Read-only: plan, do not change files.
-    Plan,
-    /// May edit files in the working directory.
-    Edit,
-    /// The agent decides (default).
-    Auto,
-    /// Skip all permission checks.
-    Skip,
+string_enum!(
+    /// agents-cli permission modes; each agent module maps them to its own flags.
+    Mode as "mode" {
+        /// Read-only: plan, do not change files.
+        Plan = "plan",
+        /// May edit files in the working directory.
+        Edit = "edit",
+        /// The agent decides (default).
+        Auto = "auto",
+        /// Skip all permission checks.
+        Skip = "skip",
+    }
+);
+
+impl Mode {
+    /// The order a form offers them in: the default first.
+    pub const CHOICES: &'static [Mode] = &[Mode::Auto, Mode::Plan, Mode::Edit, Mode::Skip];
+
+    /// What it lets the agent do, in a few words (the window's mode list).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Mode::Auto => "the agent decides (default)",
+            Mode::Plan => "read only",
+            Mode::Edit => "may edit files in the folder",
+            Mode::Skip => "no permission checks",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -69,24 +84,23 @@ impl NotifyPolicy {
     }
 }
 
-/// Why a routine will or will not fire here, one word the faces turn into a badge.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
-pub enum RoutineState {
-    Enabled,
-    Disabled,
-    /// Paused by the user.
-    Paused,
-    /// Paused by the engine after failures in a row (`paused_reason` says why).
-    AutoPaused,
-    /// Everything is paused ("Pause all").
-    PausedAll,
-    /// `devices:` does not list this machine.
-    OtherDevice,
-    /// The file has errors; it never runs until they are fixed.
-    Invalid,
-}
+string_enum!(
+    /// Why a routine will or will not fire here, one word the faces turn into a badge.
+    RoutineState as "routine state" {
+        Enabled = "enabled",
+        Disabled = "disabled",
+        /// Paused by the user.
+        Paused = "paused",
+        /// Paused by the engine after failures in a row (`paused_reason` says why).
+        AutoPaused = "auto_paused",
+        /// Everything is paused ("Pause all").
+        PausedAll = "paused_all",
+        /// `devices:` does not list this machine.
+        OtherDevice = "other_device",
+        /// The file has errors; it never runs until they are fixed.
+        Invalid = "invalid",
+    }
+);
 
 impl RoutineState {
     /// Whether the scheduler fires it.

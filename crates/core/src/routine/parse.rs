@@ -99,16 +99,11 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     // What to run: exactly one of agent/command.
     let mode = get("mode").and_then(|n| {
         let s = cx.string(n, "mode")?;
-        match s.as_str() {
-            "plan" => Some(Mode::Plan),
-            "edit" => Some(Mode::Edit),
-            "auto" => Some(Mode::Auto),
-            "skip" => Some(Mode::Skip),
-            other => {
-                cx.err(n.pos(), format!("unknown mode \"{other}\" (expected plan, edit, auto or skip)"));
-                None
-            }
+        let mode = Mode::parse(&s);
+        if mode.is_none() {
+            cx.err(n.pos(), format!("unknown mode \"{s}\" (expected plan, edit, auto or skip)"));
         }
+        mode
     });
     let mut model = get("model").and_then(|n| cx.string(n, "model"));
     if let Some(config) = get("config") {

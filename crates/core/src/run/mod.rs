@@ -62,6 +62,26 @@ impl RunStatus {
     pub fn is_final(self) -> bool {
         !matches!(self, RunStatus::Queued | RunStatus::Running)
     }
+
+    /// A run that did not do its work and needs a look: it failed, timed out, or was blocked
+    /// before it started. The one meaning of "failure" — `notify: failures`, a webhook's
+    /// `on = "failures"`, the tray's failure icon and the faces' red all use it. (Cancelled is
+    /// someone's choice; missed and skipped slots never ran; see their own words.)
+    pub fn is_failure(self) -> bool {
+        matches!(self, RunStatus::Failed | RunStatus::TimedOut | RunStatus::Blocked)
+    }
+
+    /// The words a person reads ("timed out").
+    pub fn label(self) -> String {
+        self.as_str().replace('_', " ")
+    }
+}
+
+impl Reason {
+    /// The words a person reads ("auth failed").
+    pub fn label(self) -> String {
+        self.as_str().replace('_', " ")
+    }
 }
 
 /// One try of a run on one account (failover makes several).
