@@ -3,7 +3,6 @@
 
 use chrono::{DateTime, Local, Utc};
 use nightshift_core::health::AccountHealth;
-use nightshift_core::words::Verdict;
 use nightshift_core::run::RunStatus;
 
 /// The three branded icon states.
@@ -245,6 +244,7 @@ mod tests {
     }
 
     use super::*;
+    use nightshift_core::words::Verdict;
     use nightshift_core::health::CredentialSource;
     use nightshift_core::words::Agent;
 

@@ -96,9 +96,19 @@ async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
     assert_eq!((blocked[0].status, blocked[0].reason), (RunStatus::Blocked, Some(Reason::AuthPreflight)), "{blocked:?}");
     assert_eq!(blocked[0].account.as_deref(), Some("c@x.dev"));
 
+    // Moved to another machine meanwhile (`devices:`): the account works again, but the routine
+    // may not fire here — the scheduler's own rule — so the work stays owed.
+    let file = "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccount: c@x.dev\n";
+    th.routine("nightly", &format!("{file}devices: [elsewhere]\n"));
+    sched.reload();
     engine.set_token("c@x.dev", "nightshift-test-token-held-0007").await.unwrap();
-    // The scheduler makes up held work (the running loop is woken by the token change).
     clock.set(start + Duration::minutes(2));
+    sched.tick().await.unwrap();
+    engine.until_idle(settled).await;
+    assert_eq!(rows().len(), 1, "made up on a machine its routine does not run on: {:?}", rows());
+    // Back on this machine: made up once (the token change woke the running loop before).
+    th.routine("nightly", file);
+    sched.reload();
     sched.tick().await.unwrap();
     engine.until_idle(settled).await;
     let after = rows();

@@ -21,11 +21,13 @@ pub(crate) fn make_up_owed(core: &Arc<Core>, set: &RoutineSet) -> crate::error::
     accounts::notice_new_logins(core);
     let now = core.clock.now();
     let all_paused = core.store.global_paused()?;
+    let device = core.device_name();
     let mut queued = Vec::new();
     for held in core.store.held_runs_owed(now - Duration::hours(HELD_FOR_HOURS))? {
         let Some(routine) = set.get(&held.routine) else { continue };
-        if all_paused || !routine.enabled || core.store.routine_state(&routine.name, now)?.paused {
-            continue; // still owed when it is resumed (within the day)
+        // The scheduler's own rule (file, device, pauses): still owed when it may fire again.
+        if !routine.state(&device, core.store.routine_state(&routine.name, now)?.pause(), all_paused).is_active() {
+            continue;
         }
         let id = new_run_id();
         if core.store.queue_make_up(&held.id, &queued_row(core, routine, &id, Trigger::Catchup, None, now))? {

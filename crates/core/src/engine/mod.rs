@@ -174,6 +174,11 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
+    pub(crate) fn device_name(&self) -> String {
+        self.settings().device_name.clone().unwrap_or_else(hostname)
+    }
+
     /// Is the engine recorded as a run's owner still there? "Me" is; my pid with another start
     /// time is an earlier process that had my pid, which is gone; anyone else is there while the
     /// same process (pid and start time) lives.
@@ -514,7 +519,7 @@ impl Engine {
 
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
     pub fn device_name(&self) -> String {
-        self.core.settings().device_name.clone().unwrap_or_else(hostname)
+        self.core.device_name()
     }
 
     /// Pause or resume all scheduling (stored per machine; manual runs still work).

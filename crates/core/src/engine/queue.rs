@@ -109,14 +109,11 @@ pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trig
     }
 }
 
-/// The accounts a run of `routine` could use, in order; empty when it uses none.
+/// The accounts a run of `routine` could use, in order ([`Routine::candidate_accounts`]); empty
+/// when it uses none.
 pub(crate) fn candidate_accounts(core: &Core, routine: &Routine) -> Vec<String> {
-    let Some(agent) = routine.agent().cli() else { return Vec::new() };
-    match &routine.account {
-        AccountChoice::Pinned(a) => vec![a.clone()],
-        AccountChoice::Pool(list) => list.clone(),
-        AccountChoice::Any => core.accounts().into_iter().filter(|a| a.agent == agent).map(|a| a.email).collect(),
-    }
+    let configured: Vec<String> = core.accounts().into_iter().filter(|a| Some(a.agent) == routine.agent().cli()).map(|a| a.email).collect();
+    routine.candidate_accounts(&configured, None).unwrap_or_default()
 }
 
 /// Make sure this engine's dispatcher runs a pass soon (starting it on first use).

@@ -285,7 +285,7 @@ impl Pass<'_> {
             self.next_slots.insert(r.name.clone(), r.next_slot(now));
             let row = core.store.routine_state(&r.name, now)?;
             evaluated.push(&r.name);
-            if !r.state(self.device, row.paused.then_some(row.paused_reason.as_deref()), all_paused).is_active() {
+            if !r.state(self.device, row.pause(), all_paused).is_active() {
                 continue;
             }
             let from = row.checked_until.max(row.first_seen).max(now - Span::days(LOOKBACK_DAYS));

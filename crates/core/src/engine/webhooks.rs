@@ -122,7 +122,7 @@ fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
             let run = masked(core, run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| core.redactor.redact(&r));
             let secret = secret(core, name);
-            let req = webhook::request(hook, &run, report.as_deref(), &device(core), secret.as_deref(), Utc::now().timestamp());
+            let req = webhook::request(hook, &run, report.as_deref(), &core.device_name(), secret.as_deref(), Utc::now().timestamp());
             webhook::send(agent, &req)
         }
     };
@@ -211,10 +211,6 @@ pub fn secret_env_var(name: &str) -> String {
 fn masked(core: &Core, mut run: RunRecord) -> RunRecord {
     run.message = run.message.map(|m| core.redactor.redact(&m));
     run
-}
-
-fn device(core: &Core) -> String {
-    core.settings().device_name.clone().unwrap_or_else(super::hostname)
 }
 
 #[cfg(test)]

@@ -17,6 +17,14 @@ pub struct RoutineRow {
     pub paused_at: Option<DateTime<Utc>>,
 }
 
+impl RoutineRow {
+    /// Its pause as [`crate::routine::Routine::state`] takes it: `None` when not paused here,
+    /// `Some(None)` when paused by the user, `Some(Some(reason))` when auto-paused.
+    pub fn pause(&self) -> Option<Option<&str>> {
+        self.paused.then_some(self.paused_reason.as_deref())
+    }
+}
+
 impl Store {
     /// The routine's state, creating it (first seen now, checked until now) on first sight.
     pub fn routine_state(&self, routine: &str, now: DateTime<Utc>) -> Result<RoutineRow> {
