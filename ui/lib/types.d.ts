@@ -95,7 +95,8 @@ export type Created = { run_id: string | null, name: string, file: string, };
 export type CredentialSource = "keychain" | "env" | "agent_login" | "none";
 
 /**
- * An outbox entry's state: waiting, or how it ended.
+ * An outbox entry's state — a run's finish notification, a webhook, a push: waiting, or how
+ * it ended. A run record's `notified` is its notification's.
  */
 export type Delivery = "pending" | "delivered" | "not_needed" | "summarized" | "not_delivered";
 
@@ -506,7 +507,7 @@ made_up_by: string | null,
  * Its finish notification: `pending`, `delivered`, `not_delivered` or `summarized`; `null`
  * when none is due (the routine's `notify:` policy, or a missed/skipped slot).
  */
-notified: string | null, 
+notified: Delivery | null, 
 /**
  * What the run changed in its git workspace — files with +/−, commits, the branch of a
  * worktree run and its push; `null` for a run outside git.
@@ -581,6 +582,11 @@ export type Usage = { input_tokens: number | null, output_tokens: number | null,
  */
 model: string | null, };
 
+/**
+ * How usage is grouped.
+ */
+export type UsageBy = "routine" | "account" | "day" | "status";
+
 export type UsageReport = { 
 /**
  * The local days, oldest first (every day, also those without runs).
@@ -653,7 +659,7 @@ export interface Commands {
   run_now: { args: { name: string, }; answer: string };
   set_routine_paused: { args: { name: string, paused: boolean, }; answer: null };
   set_paused: { args: { paused: boolean, }; answer: null };
-  list_runs: { args: { routine?: string, status?: string, cursor?: string, limit?: number, }; answer: Page };
+  list_runs: { args: { routine?: string, status?: RunStatus, cursor?: string, limit?: number, }; answer: Page };
   get_run: { args: { id: string, }; answer: RunDetail };
   read_log: { args: { id: string, stream?: LogStream, offset?: number, readable?: boolean, }; answer: LogChunk };
   cancel_run: { args: { id: string, }; answer: boolean };
@@ -681,7 +687,7 @@ export interface Commands {
   open_workspace: { args: { id: string, }; answer: null };
   routine_why: { args: { name: string, days?: number, }; answer: Why };
   routine_strips: { args: Record<symbol, never>; answer: { [key in string]: Array<Mark> } };
-  usage_report: { args: { days?: number, by?: string, }; answer: UsageReport };
+  usage_report: { args: { days?: number, by?: UsageBy, }; answer: UsageReport };
   disk_usage: { args: Record<symbol, never>; answer: Array<DiskUse> };
 }
 

@@ -17,6 +17,7 @@ const dash = (v, f) => (v === null || v === undefined ? "–" : f(v));
 const statusClass = (s) => (STATUS_TONE[s] ? `tone-${STATUS_TONE[s]}${NEVER_STARTED.includes(s) ? "-light" : ""}` : "tone-muted");
 
 export function mount(root) {
+  /** @type {{ days: number, by: import("../lib/types.js").UsageBy }} */
   const choice = { days: 30, by: "routine" };
   const controls = h(
     "div",
@@ -24,7 +25,7 @@ export function mount(root) {
     h("h2", {}, "Usage"),
     h("span", { class: "spacer" }),
     h("label", {}, "Days ", select("usage-days", [["30", "30 days"], ["90", "90 days"]], (v) => ((choice.days = Number(v)), load()))),
-    h("label", {}, "Stacked by ", select("usage-by", [["routine", "routine"], ["account", "account"]], (v) => ((choice.by = v), load()))),
+    h("label", {}, "Stacked by ", select("usage-by", [["routine", "routine"], ["account", "account"]], (v) => ((choice.by = v === "account" ? "account" : "routine"), load()))),
   );
   const body = h("div", { id: "usage" }, h("p", { class: "muted" }, "Adding up…"));
   const disk = h("section", { id: "disk-usage", class: "card" }, h("p", { class: "muted" }, "Measuring disk use…"));

@@ -123,7 +123,7 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
             "pending" => " (sent by the Nightshift app or `nightshiftctl daemon --notify`)".to_string(),
             _ => String::new(),
         };
-        println!("notification {}{why}", n.replace('_', " "));
+        println!("notification {}{why}", n.as_str().replace('_', " "));
     }
     for (i, a) in r.attempts.iter().enumerate() {
         println!("attempt {}    {} {} {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));

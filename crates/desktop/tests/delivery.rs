@@ -23,7 +23,7 @@ fn engine(th: &TestHome, bus: &NotificationBus) -> Engine {
 }
 
 async fn notified(engine: &Engine, id: &str, want: &str, limit: Duration) {
-    nightshift_testkit::wait_until_async(&format!("the run's notification to be {want}"), limit, || engine.store().get_run(id).unwrap().notified.as_deref() == Some(want)).await;
+    nightshift_testkit::wait_until_async(&format!("the run's notification to be {want}"), limit, || engine.store().get_run(id).unwrap().notified.map(|d| d.as_str()) == Some(want)).await;
 }
 
 // One test function: the bus address is process-wide environment for notify-rust.

@@ -2,6 +2,7 @@
 
 use super::blocking;
 use crate::error::{Error, ErrorCode, Result};
+use crate::store::UsageBy;
 use crate::Engine;
 
 /// Every slot of a routine in the last `days` days explained, newest first, and its next fire.
@@ -45,11 +46,10 @@ fn redact_why(e: &Engine, mut why: crate::view::why::Why) -> crate::view::why::W
 }
 
 /// The Usage view: per day over the last `days` days, stacked by routine or account.
-pub async fn usage_report(engine: &Engine, days: u32, by: Option<String>) -> Result<crate::view::usage::UsageReport> {
-    let by = match by.as_deref() {
-        None | Some("routine") => crate::store::UsageBy::Routine,
-        Some("account") => crate::store::UsageBy::Account,
-        Some(other) => return Err(Error::new(ErrorCode::Usage, format!("usage is stacked by routine or account, not {other:?}"))),
+pub async fn usage_report(engine: &Engine, days: u32, by: Option<UsageBy>) -> Result<crate::view::usage::UsageReport> {
+    let by = match by.unwrap_or(UsageBy::Routine) {
+        by @ (UsageBy::Routine | UsageBy::Account) => by,
+        other => return Err(Error::new(ErrorCode::Usage, format!("usage is stacked by routine or account, not {other}"))),
     };
     blocking(engine, move |e| crate::view::usage::report(&e, days, by)).await
 }

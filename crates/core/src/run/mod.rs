@@ -84,6 +84,21 @@ impl Reason {
     }
 }
 
+string_enum!(
+    /// An outbox entry's state — a run's finish notification, a webhook, a push: waiting, or how
+    /// it ended. A run record's `notified` is its notification's.
+    Delivery as "delivery" {
+        Pending = "pending",
+        Delivered = "delivered",
+        /// The policy said no notification (e.g. `notify: failures` and the run completed).
+        NotNeeded = "not_needed",
+        /// Folded into one summary notification (it was older than a day when first seen).
+        Summarized = "summarized",
+        /// Every try failed.
+        NotDelivered = "not_delivered",
+    }
+);
+
 /// One try of a run on one account (failover makes several).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -128,7 +143,7 @@ pub struct RunRecord {
     pub made_up_by: Option<String>,
     /// Its finish notification: `pending`, `delivered`, `not_delivered` or `summarized`; `null`
     /// when none is due (the routine's `notify:` policy, or a missed/skipped slot).
-    pub notified: Option<String>,
+    pub notified: Option<Delivery>,
     /// What the run changed in its git workspace — files with +/−, commits, the branch of a
     /// worktree run and its push; `null` for a run outside git.
     pub changes: Option<Changes>,

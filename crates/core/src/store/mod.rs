@@ -16,7 +16,8 @@ mod scheduling;
 mod usage;
 mod workspaces;
 
-pub use outbox::{Delivery, DeliveryRow, OutboxEntry};
+pub use crate::run::Delivery;
+pub use outbox::{DeliveryRow, OutboxEntry};
 pub use queue::{Claims, QueuedRow};
 pub use runs::{NewRun, Page, RunQuery, Settlement};
 pub use accounts::HealthRecord;

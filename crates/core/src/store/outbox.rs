@@ -7,7 +7,8 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::words::{fmt_time, string_enum};
+use crate::run::Delivery;
+use crate::words::fmt_time;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
@@ -43,19 +44,6 @@ pub struct DeliveryRow {
     pub next_at: Option<DateTime<Utc>>,
 }
 
-string_enum!(
-    /// An outbox entry's state: waiting, or how it ended.
-    Delivery {
-        Pending = "pending",
-        Delivered = "delivered",
-        /// The policy said no notification (e.g. `notify: failures` and the run completed).
-        NotNeeded = "not_needed",
-        /// Folded into one summary notification (it was older than a day when first seen).
-        Summarized = "summarized",
-        /// Every try failed.
-        NotDelivered = "not_delivered",
-    }
-);
 
 pub(super) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &str, finished_at: DateTime<Utc>) -> rusqlite::Result<()> {
     tx.prepare_cached(

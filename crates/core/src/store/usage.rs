@@ -5,19 +5,21 @@
 
 use super::Store;
 use crate::error::Result;
+use crate::words::string_enum;
 use chrono::{DateTime, Local, NaiveDate, TimeZone, Utc};
 use rusqlite::params;
 
-/// How usage is grouped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum UsageBy {
-    Routine,
-    Account,
-    /// The machine's local calendar day.
-    Day,
-    /// The run's final status (every final run counts: missed, skipped and blocked too).
-    Status,
-}
+string_enum!(
+    /// How usage is grouped.
+    UsageBy as "grouping" {
+        Routine = "routine",
+        Account = "account",
+        /// The machine's local calendar day.
+        Day = "day",
+        /// The run's final status (every final run counts: missed, skipped and blocked too).
+        Status = "status",
+    }
+);
 
 /// One group's sums. A sum is `None` when no run in the group reported that figure.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
