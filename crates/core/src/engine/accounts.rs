@@ -164,7 +164,7 @@ pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outc
 /// Record a verdict; tell the faces when it changed and the scheduler when the account works.
 pub(crate) fn set_health(core: &Arc<Core>, record: &HealthRecord) {
     match core.store.set_account_health(record) {
-        Ok(true) => Engine::emit(core, EngineEvent::AccountsChanged),
+        Ok(true) => core.emit(EngineEvent::AccountsChanged),
         Ok(false) => {}
         Err(e) => tracing::error!(account = %record.account, error = %e, "could not record account health"),
     }
@@ -265,7 +265,7 @@ impl Engine {
             resets_at: None,
             run_id: None,
         });
-        Engine::emit(&self.core, EngineEvent::AccountsChanged);
+        self.core.emit(EngineEvent::AccountsChanged);
         // A scheduler in another process (the app, a daemon) makes up held work at once.
         super::signal::wake(&self.core);
         Ok(())
@@ -281,7 +281,7 @@ impl Engine {
         let a = self.account(email)?;
         let removed = keychain::delete_token(&self.core.settings().keychain_service, &a).unwrap_or(false);
         accounts::remove_account(&self.core.home, email)?;
-        Engine::emit(&self.core, EngineEvent::AccountsChanged);
+        self.core.emit(EngineEvent::AccountsChanged);
         Ok(removed)
     }
 

@@ -269,7 +269,7 @@ impl Engine {
     /// (the tray's Run now menu, the window) — also when another process schedules this home.
     fn routines_written(&self) {
         self.core.catalog.forget();
-        Engine::emit(&self.core, EngineEvent::RoutinesChanged);
+        self.core.emit(EngineEvent::RoutinesChanged);
     }
 }
 

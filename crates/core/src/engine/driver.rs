@@ -12,7 +12,7 @@ use super::remote_run;
 use super::judge::classify;
 use super::live::{Ending, LiveRun};
 use super::supervise::{supervise, Proc};
-use super::{Core, Engine};
+use super::Core;
 use crate::accounts::Account;
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
@@ -51,7 +51,7 @@ struct Driver {
 pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved: Option<String>) {
     let cancel = Arc::new(Notify::new());
     core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(rec.id.clone(), Arc::clone(&cancel));
-    Engine::emit(core, EngineEvent::RunStarted { run: Box::new(rec.clone()) });
+    core.emit(EngineEvent::RunStarted { run: Box::new(rec.clone()) });
     let live = LiveRun::starting(&rec, &routine, core.home.run_dir(&routine.name, &rec.id), core.clock.now());
     let mut driver = Driver { core: Arc::clone(core), routine, live, cancel, attempts: Vec::new(), tried: Vec::new(), workspace: None };
     let state = driver.preflight(reserved).await;
@@ -165,7 +165,7 @@ impl Driver {
                     resets_at: outcome.resets_at,
                 });
                 archive_attempt_logs(&self.live.run_dir, self.attempts.len());
-                Engine::emit(&self.core, EngineEvent::RunProgress {
+                self.core.emit(EngineEvent::RunProgress {
                     run_id: self.live.id.clone(),
                     routine: self.live.routine.clone(),
                     message: format!("{email} is rate limited; retrying on {}", next.email),

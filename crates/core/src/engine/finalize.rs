@@ -8,7 +8,7 @@
 
 use super::judge::classify;
 use super::live::{Ending, LiveRun};
-use super::{Core, Engine};
+use super::Core;
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
 use crate::fsutil::write_atomic;
@@ -104,7 +104,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
         } else {
             tracing::error!(run = %run.id, "{}", err.message);
         }
-        Engine::emit_state(core);
+        core.emit_state();
         tokio::spawn(keep_trying(Arc::clone(core), run.id.clone(), settlement, outbox));
         return None;
     }
@@ -181,7 +181,7 @@ async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox
                         announce(&core, &record).await;
                     }
                 }
-                Engine::emit_state(&core);
+                core.emit_state();
                 return;
             }
             Err(e) => tracing::debug!(run = %id, error = %e, "the run still cannot be recorded"),
@@ -191,8 +191,8 @@ async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox
 
 /// Tell the faces, auto-pause, run the in-process hooks: once per final row.
 pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
-    Engine::emit(core, EngineEvent::RunFinished { run: Box::new(record.clone()) });
-    Engine::emit_state(core);
+    core.emit(EngineEvent::RunFinished { run: Box::new(record.clone()) });
+    core.emit_state();
     if record.notified.is_some() {
         core.outbox_kick.notify_one();
     }
@@ -305,7 +305,7 @@ fn auto_pause(core: &Arc<Core>, record: &RunRecord) {
             );
             if core.store.set_routine_paused(&record.routine, true, Some(&reason), now).is_ok() {
                 tracing::warn!(routine = %record.routine, failures, "routine auto-paused");
-                Engine::emit(core, EngineEvent::RoutinePaused { routine: record.routine.clone(), reason });
+                core.emit(EngineEvent::RoutinePaused { routine: record.routine.clone(), reason });
             }
         }
         _ => {}

@@ -125,7 +125,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
             // The faces show the push as it went: here through the event, elsewhere through the
             // wake file (other processes' views look again).
             if let Ok(run) = core.store.get_run(&id) {
-                super::Engine::emit(core, crate::events::EngineEvent::RunUpdated { run: Box::new(run) });
+                core.emit(crate::events::EngineEvent::RunUpdated { run: Box::new(run) });
             }
             super::signal::wake(core);
         }

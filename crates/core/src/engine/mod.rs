@@ -174,6 +174,18 @@ pub(crate) struct Core {
 }
 
 impl Core {
+    /// Tell every face (the window, the tray, a waiting CLI) what happened.
+    pub(crate) fn emit(&self, event: EngineEvent) {
+        let _ = self.events.send(event);
+    }
+
+    /// Tell the faces how many runs are going and waiting (read from the store, so it counts
+    /// every process and never under-reports).
+    pub(crate) fn emit_state(&self) {
+        let Ok(Activity { running, queued, paused }) = activity(self) else { return };
+        self.emit(EngineEvent::EngineState { running, queued, paused });
+    }
+
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
     pub(crate) fn device_name(&self) -> String {
         self.settings().device_name.clone().unwrap_or_else(hostname)
@@ -489,7 +501,7 @@ impl Engine {
         let checked = self.core.store.check_integrity();
         if let Err(e) = &checked {
             self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert("database".into(), e.message.clone());
-            Engine::emit_state(&self.core);
+            self.core.emit_state();
         }
         checked
     }
@@ -525,7 +537,7 @@ impl Engine {
     /// Pause or resume all scheduling (stored per machine; manual runs still work).
     pub fn set_paused(&self, paused: bool) -> Result<()> {
         self.core.store.set_global_paused(paused, self.core.clock.now())?;
-        Engine::emit_state(&self.core);
+        self.core.emit_state();
         Ok(())
     }
 
@@ -536,7 +548,7 @@ impl Engine {
             self.routine(name)?;
         }
         self.core.store.set_routine_paused(name, paused, None, self.core.clock.now())?;
-        Engine::emit(&self.core, EngineEvent::RoutinesChanged);
+        self.core.emit(EngineEvent::RoutinesChanged);
         Ok(())
     }
 
@@ -546,20 +558,9 @@ impl Engine {
         tokio::task::spawn_blocking(move || core.store.open_counts().map(|c| c.1).unwrap_or(0)).await.unwrap_or(0)
     }
 
-    /// Tell the faces how many runs are going and waiting (read from the store, so it counts
-    /// every process and never under-reports).
-    pub(crate) fn emit_state(core: &Core) {
-        let Ok(Activity { running, queued, paused }) = activity(core) else { return };
-        Engine::emit(core, EngineEvent::EngineState { running, queued, paused });
-    }
-
     /// Settle (or, with [`RecoveryMode::Adopt`], re-adopt) runs left `running` by an engine that
     /// is gone. Returns the ids it settled or adopted.
     pub async fn recover(&self, mode: RecoveryMode) -> Result<Vec<String>> {
         recovery::recover(&self.core, mode).await
-    }
-
-    pub(crate) fn emit(core: &Core, event: EngineEvent) {
-        let _ = core.events.send(event);
     }
 }

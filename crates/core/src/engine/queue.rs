@@ -11,7 +11,7 @@
 
 use super::lanes::{self, Busy, Waiting};
 use super::live::{Ending, LiveRun};
-use super::{driver, finalize, signal, Core, Engine};
+use super::{driver, finalize, signal, Core};
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{AccountChoice, Routine, RoutineSet};
@@ -78,7 +78,7 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
     };
     let done = signal::waiter(core, &id);
     if let Ok(run) = core.store.get_run(&id) {
-        Engine::emit(core, EngineEvent::RunQueued { run: Box::new(run) });
+        core.emit(EngineEvent::RunQueued { run: Box::new(run) });
     }
     dispatch(core).await;
     // Long-running engines in other processes look at once (they may take over what waits).
@@ -153,7 +153,7 @@ fn dispatch_failed(core: &Arc<Core>, e: &crate::error::Error) {
     let repeated = core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert("dispatch".into(), said.clone()).as_ref() == Some(&said);
     if !repeated {
         tracing::error!(error = %e, "dispatch pass failed; trying again shortly");
-        Engine::emit_state(core);
+        core.emit_state();
     }
     let Some(trouble) = trouble else { return };
     let waiting: Vec<String> = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
@@ -177,7 +177,7 @@ async fn pass(core: &Arc<Core>) -> usize {
     let (claimed, set, waiting) = match result {
         Ok(Ok(r)) => {
             if core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove("dispatch").is_some() {
-                Engine::emit_state(core);
+                core.emit_state();
             }
             r
         }
@@ -212,7 +212,7 @@ async fn pass(core: &Arc<Core>) -> usize {
             }
         }
     }
-    Engine::emit_state(core);
+    core.emit_state();
     waiting
 }
 

@@ -99,7 +99,7 @@ impl Scheduler {
         super::presence::record_file_states(self.core(), &set);
         *self.routines.lock().unwrap_or_else(|e| e.into_inner()) = set;
         self.next_slots.lock().unwrap_or_else(|e| e.into_inner()).clear();
-        Engine::emit(self.core(), EngineEvent::RoutinesChanged);
+        self.core().emit(EngineEvent::RoutinesChanged);
     }
 
     /// One pass at the clock's now: fire what is due, record what was missed, make up held
@@ -121,7 +121,7 @@ impl Scheduler {
             finalize::announce(&core, &run).await;
         }
         for run in queued {
-            Engine::emit(&core, EngineEvent::RunQueued { run: Box::new(run) });
+            core.emit(EngineEvent::RunQueued { run: Box::new(run) });
         }
         queue::dispatch(&core).await;
         Ok(report)
@@ -165,7 +165,7 @@ impl Scheduler {
         let mut _wake_watcher = watch_wakes();
         // Worktree runs' pushes, worktree cleanup and retention, for as long as this scheduler runs.
         let _housekeeping = super::housekeeping::start(self.core());
-        Engine::emit_state(self.core());
+        self.core().emit_state();
         loop {
             if let Err(e) = self.tick().await {
                 tracing::error!(error = %e, "scheduler pass failed; retrying at the next wake");

@@ -3,7 +3,7 @@
 
 use super::judge::scrub_logs;
 use super::live::{Ending, LiveRun};
-use super::{Core, Engine};
+use super::Core;
 use crate::events::EngineEvent;
 use crate::run_dir::RunDir;
 use crate::runner::follow::follow;
@@ -40,7 +40,7 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, proc: &mut Proc, 
         let core = Arc::clone(core);
         let (id, routine) = (run.id.clone(), run.routine.clone());
         tokio::spawn(follow(RunDir::at(&run.run_dir).stdout(), run.driver, move |message| {
-            Engine::emit(&core, EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
+            core.emit(EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
         }))
     });
     let scrubber = {
