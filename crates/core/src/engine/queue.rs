@@ -2,8 +2,10 @@
 //!
 //! The row *is* the queue entry, so queued work survives its process: a row whose owner died is
 //! adopted by the next long-running engine (tray app or daemon, see `recovery`). A pass reads
-//! the whole home's queue and running runs, asks [`lanes::decide`](super::lanes::decide) and
-//! claims its own starts in one transaction; each claimed run gets a [`driver`](super::driver).
+//! the head of each class of the home's queue (the `runs_queue` index, never all of it) and the
+//! running runs, asks [`lanes::decide`](super::lanes::decide) and claims its own starts in one
+//! transaction; each claimed run gets a [`driver`](super::driver). This is the one place queued
+//! runs are started.
 //!
 //! Wake-ups: a pass runs when this engine submits or settles a run, when another process touches
 //! the home's wake file (it settled or queued something), and once a second while this engine
