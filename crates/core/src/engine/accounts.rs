@@ -42,6 +42,23 @@ impl Core {
     }
 }
 
+/// Where a try runs, for what its environment may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Where {
+    Here,
+    OnAHost,
+}
+
+/// What a try's environment gets from its account — the one place credentials enter a run, here
+/// or on a host: its stored secret (keychain or environment, when there is one) and, for a run on
+/// this machine, the account's own config dir (a local path means nothing on a host).
+pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Vec<(&'static str, String)> {
+    let auth = account.auth();
+    let dir = (at == Where::Here).then(|| (auth.config_dir_var, account.config_dir.display().to_string()));
+    let secret = cred.token.clone().map(|t| (auth.secret_var, t));
+    dir.into_iter().chain(secret).collect()
+}
+
 /// Choose the account for a run of `routine`: `prefer` first (the lane decision reserved it),
 /// never one in `skip` (tried already) and, for pools, none `busy` with another run.
 pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &[String], busy: &[String]) -> AccountPlan {

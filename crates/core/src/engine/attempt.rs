@@ -1,6 +1,7 @@
 //! Preparing one attempt of a run: the prompt rendered, the command line and environment built
 //! (with the account's config dir and credential), the executable found, the process spawned.
 
+use super::accounts::{account_env, Where};
 use super::Core;
 use crate::accounts::Account;
 use crate::agents::{self, AgentDriver};
@@ -73,14 +74,9 @@ fn prepare(
         if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
             return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
         }
-        // The account's own config dir, and its stored secret, for this run only.
-        let auth = account.auth();
-        extra.push((auth.config_dir_var, account.config_dir.display().to_string()));
-        if let Some(token) = &cred.token {
-            extra.push((auth.secret_var, token.clone()));
-            if account.agent == Agent::Gemini {
-                select_gemini_api_key(&account.config_dir)?;
-            }
+        extra.extend(account_env(account, cred, Where::Here));
+        if cred.token.is_some() && account.agent == Agent::Gemini {
+            select_gemini_api_key(&account.config_dir)?;
         }
     }
     let env = env::build(core.env.iter().cloned(), &routine.env, &extra);
