@@ -72,11 +72,11 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
     // A database hiccup (locked, disk full) must not lose the run: retry; if it still fails, say
     // so in words to whoever waits and keep trying in the background (the row stays open; if this
     // process ends first, recovery settles it from the run's files — its exit code is kept there).
-    // What the run owes: its finish notification and its webhooks (none for a missed slot).
+    // What the run owes: its finish notification and its webhooks. (Only runs that were queued
+    // settle here; a missed or skipped slot is written final by the scheduler's claim and owes
+    // nothing.)
     let mut outbox: Vec<String> = crate::webhook::channels_for(settlement.status, &run.webhooks, &core.settings());
-    if !matches!(settlement.status, RunStatus::Missed | RunStatus::Skipped) {
-        outbox.insert(0, outbox::NOTIFY.to_string());
-    }
+    outbox.insert(0, outbox::NOTIFY.to_string());
     if settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending) {
         outbox.push(outbox::PUSH.to_string());
     }
