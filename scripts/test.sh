@@ -61,11 +61,24 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 command -v tauri-driver >/dev/null 2>&1 || cargo install tauri-driver --locked --quiet
 tauri-driver --help >/dev/null
 
+# One run of the suite per checkout: a second would wipe the first one's logs (tests/artifacts/)
+# under it. A run that is gone leaves a stale mark, which the next run takes over.
+mkdir -p "$ROOT/tests/artifacts"
+LOCK="$ROOT/tests/artifacts/.running"
+if ! mkdir "$LOCK" 2>/dev/null; then
+  other=$(cat "$LOCK/pid" 2>/dev/null || true)
+  if [ -n "$other" ] && kill -0 "$other" 2>/dev/null; then
+    echo "scripts/test.sh: another run of the suite (pid $other) is using this checkout's tests/artifacts/; wait for it to end, or run from another clone" >&2
+    exit 2
+  fi
+  rm -rf "$LOCK"
+  mkdir "$LOCK"
+fi
+echo $$ > "$LOCK/pid"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/nightshift-test.XXXXXX")
-trap 'rm -rf "$WORK"' EXIT INT TERM
+trap 'rm -rf "$WORK" "$LOCK"' EXIT INT TERM
 RESULTS="$WORK/results.jsonl"
 PLAN="$WORK/plan.json"
-mkdir -p "$ROOT/tests/artifacts"
 rm -rf "$ROOT/tests/artifacts/logs"
 export NIGHTSHIFT_ARTIFACTS="$ROOT/tests/artifacts"
 TESTRUN="/usr/bin/python3 $ROOT/scripts/testrun.py"

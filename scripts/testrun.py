@@ -105,6 +105,7 @@ def run_binary(b, rep, reps, test_args, display, results):
         print(f"\n==> {label(b)}" + (f" (pass {rep}/{reps})" if reps > 1 else ""), flush=True)
         started = time.monotonic()
         outcomes = {}
+        os.makedirs(os.path.dirname(log_path), exist_ok=True)
         with open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, cwd=b["dir"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, text=True, errors="replace")
             timer = Timer(proc, BINARY_TIMEOUT)

@@ -186,7 +186,7 @@ pub(crate) fn set_health(core: &Arc<Core>, record: &HealthRecord) {
         Err(e) => tracing::error!(account = %record.account, error = %e, "could not record account health"),
     }
     if matches!(record.verdict, Verdict::Live | Verdict::Ok) {
-        core.scheduler_kick.notify_one();
+        core.wakes.kick(super::signal::Wake::Scheduler);
     }
 }
 

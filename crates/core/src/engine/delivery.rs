@@ -8,6 +8,7 @@
 //! A crash between the final row and the send loses nothing: the entry is still pending (or its
 //! lease runs out) and the next deliverer sends it.
 
+use super::signal::Wake;
 use super::Core;
 use crate::notify::{notice_for, summary_for, BoundedSender};
 use crate::run::RunRecord;
@@ -30,9 +31,9 @@ pub(crate) fn start(core: &Arc<Core>, sender: Arc<BoundedSender>) {
     tokio::spawn(async move {
         // Runs settled by other processes (a CLI, a daemon without --notify) are heard of here.
         let kick = Arc::clone(&core);
-        let _watcher = super::signal::watch_wake_file(&core, Vec::new(), move || kick.outbox_kick.notify_one());
+        let _watcher = super::signal::watch_wake_file(&core, Vec::new(), move || kick.wakes.kick(Wake::Notifier));
         // Kicked by a run settled here, or by the wake file touched by another process.
-        super::signal::deliver_forever(&core.outbox_kick, || pass(&core, &sender)).await;
+        super::signal::deliver_forever(core.wakes.of(Wake::Notifier), || pass(&core, &sender)).await;
     });
 }
 

@@ -6,6 +6,7 @@
 //! in-process settle hooks run (bounded), waiting callers get the record, and the queue and the
 //! outbox deliverer are woken — here and, through the wake file, in other processes.
 
+use super::signal::Wake;
 use super::judge::classify;
 use super::live::{Ending, LiveRun};
 use super::Core;
@@ -194,11 +195,9 @@ pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
     core.emit(EngineEvent::RunFinished { run: Box::new(record.clone()) });
     core.emit_state();
     if record.notified.is_some() {
-        core.outbox_kick.notify_one();
+        core.wakes.kick(Wake::Notifier);
     }
-    if let Some(kick) = core.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-        kick.notify_waiters();
-    }
+    core.wakes.kick(Wake::Webhooks);
     if matches!(record.status, RunStatus::Missed | RunStatus::Skipped) {
         return;
     }

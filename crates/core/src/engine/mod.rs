@@ -144,20 +144,14 @@ pub(crate) struct Core {
     pub identity: (u32, String),
     /// Callers waiting for a run's final record (`RunHandle::wait`).
     pub waiters: Mutex<HashMap<String, Vec<tokio::sync::oneshot::Sender<Result<crate::run::RunRecord>>>>>,
-    /// Wakes this engine's dispatcher (a run was queued or a lane freed).
-    pub dispatch_kick: Notify,
     pub dispatcher_started: std::sync::atomic::AtomicBool,
     /// Set when this (short-lived) process hands its waiting runs to others: it starts no more.
     pub handed_off: std::sync::atomic::AtomicBool,
-    /// Wakes the scheduler loop (an account works again: held work is owed).
-    pub scheduler_kick: Notify,
-    /// Wakes the outbox deliverer (a run became final).
-    pub outbox_kick: Notify,
     /// What this engine found wrong and the user must hear about (a damaged database, a run that
     /// could not be recorded), keyed so each is said once; see [`Engine::problems`].
     pub problems: Mutex<std::collections::BTreeMap<String, String>>,
-    /// Wakes the webhook deliverers (set once they run).
-    pub webhook_kick: Mutex<Option<Arc<Notify>>>,
+    /// Wakes the dispatcher, the scheduler loop and the deliverers ([`signal::Wake`]).
+    pub(crate) wakes: signal::Wakes,
     /// The process's one watch on the wake file (see [`signal::WakeHub`]).
     pub(crate) wake_hub: signal::WakeHub,
     /// Keeps the webhook deliverers listening to the wake file.
@@ -216,9 +210,7 @@ impl Core {
             for event in [EngineEvent::AccountsChanged, EngineEvent::RoutinesChanged] {
                 let _ = self.events.send(event);
             }
-            if let Some(kick) = self.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-                kick.notify_waiters();
-            }
+            self.wakes.kick(signal::Wake::Webhooks);
         }
         settings
     }
@@ -250,13 +242,10 @@ impl Engine {
                 active: Mutex::new(HashMap::new()),
                 identity: opts.identity,
                 waiters: Mutex::new(HashMap::new()),
-                dispatch_kick: Notify::new(),
                 dispatcher_started: Default::default(),
                 handed_off: Default::default(),
-                scheduler_kick: Notify::new(),
-                outbox_kick: Notify::new(),
                 problems: Default::default(),
-                webhook_kick: Default::default(),
+                wakes: Default::default(),
                 webhook_watch: Default::default(),
                 wake_hub: Default::default(),
                 delivery_backoff: opts.delivery_backoff,

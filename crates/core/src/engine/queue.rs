@@ -11,6 +11,7 @@
 //! the home's wake file (it settled or queued something), and once a second while this engine
 //! has runs waiting (a lane can free up in a process that cannot tell us).
 
+use super::signal::Wake;
 use super::lanes::{self, Busy, Waiting};
 use super::live::{Ending, LiveRun};
 use super::{driver, finalize, signal, Core};
@@ -127,16 +128,16 @@ pub(crate) fn kick(core: &Arc<Core>) {
                 let waiting = pass(&core).await;
                 if waiting > 0 {
                     tokio::select! {
-                        _ = core.dispatch_kick.notified() => {}
+                        _ = core.wakes.of(Wake::Dispatcher).notified() => {}
                         _ = tokio::time::sleep(WAITING_POLL) => {}
                     }
                 } else {
-                    core.dispatch_kick.notified().await;
+                    core.wakes.of(Wake::Dispatcher).notified().await;
                 }
             }
         });
     }
-    core.dispatch_kick.notify_one();
+    core.wakes.kick(Wake::Dispatcher);
 }
 
 /// Run one dispatch pass now (and make sure the dispatcher keeps watching what still waits).

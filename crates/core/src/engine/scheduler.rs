@@ -207,7 +207,7 @@ impl Scheduler {
                     tokio::time::sleep(super::signal::WAKE_GATHER).await;
                     while wakes.try_recv().is_ok() {}
                 }
-                _ = self.core().scheduler_kick.notified() => {}
+                _ = self.core().wakes.of(super::signal::Wake::Scheduler).notified() => {}
                 _ = shutdown.notified() => {
                     self.presence.lock().unwrap_or_else(|e| e.into_inner()).stop(self.core());
                     return;

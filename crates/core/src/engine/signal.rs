@@ -8,10 +8,54 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::oneshot;
 
+/// Whose loop a wake-up is for: each long-lived loop of an engine waits on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Wake {
+    /// The dispatcher: a run was queued or a lane freed.
+    Dispatcher,
+    /// The scheduler loop: an account works again (held work is owed).
+    Scheduler,
+    /// The notification deliverer: a run became final here, or elsewhere (the wake file).
+    Notifier,
+    /// The webhook deliverers (one per webhook) and their starter: a run became final, or the
+    /// settings changed.
+    Webhooks,
+}
+
+/// The engine's one wake-up mechanism: a kick per loop ([`Wake`]). A loop registers its wait
+/// before each pass ([`Wakes::of`]`(…).notified()`), so a kick during a pass is not lost; a kick
+/// with nobody waiting is kept for the next wait of a loop with one waiter, and reaches every
+/// current waiter of the webhooks.
+#[derive(Default)]
+pub(crate) struct Wakes {
+    dispatcher: tokio::sync::Notify,
+    scheduler: tokio::sync::Notify,
+    notifier: tokio::sync::Notify,
+    webhooks: tokio::sync::Notify,
+}
+
+impl Wakes {
+    pub(crate) fn of(&self, wake: Wake) -> &tokio::sync::Notify {
+        match wake {
+            Wake::Dispatcher => &self.dispatcher,
+            Wake::Scheduler => &self.scheduler,
+            Wake::Notifier => &self.notifier,
+            Wake::Webhooks => &self.webhooks,
+        }
+    }
+
+    pub(crate) fn kick(&self, wake: Wake) {
+        match wake {
+            Wake::Webhooks => self.webhooks.notify_waiters(),
+            one => self.of(one).notify_one(),
+        }
+    }
+}
+
 /// Something was queued or settled: this engine's dispatcher looks again, and long-running
 /// engines in other processes (watching the wake file) do too.
 pub(crate) fn wake(core: &Core) {
-    core.dispatch_kick.notify_one();
+    core.wakes.kick(Wake::Dispatcher);
     let path = core.home.wake_path();
     // Written over in place, the same length each time (touched on every settle); its folder is
     // made only when it is missing, not looked for on every settle.

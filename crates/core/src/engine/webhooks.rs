@@ -9,6 +9,7 @@
 //! and the engine's problems say so (tray, window) until a delivery of that webhook succeeds.
 //! Settling never waits for any of this: it only writes the outbox entry.
 
+use super::signal::Wake;
 use super::Core;
 use crate::run::RunRecord;
 use crate::store::{Delivery, OutboxEntry};
@@ -38,22 +39,20 @@ const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(3600);
 /// `nightshift.toml` later (looked for whenever the deliverers are woken, and every minute). Call
 /// once, inside a runtime.
 pub(crate) fn start(core: &Arc<Core>) {
-    let kick = Arc::new(tokio::sync::Notify::new());
     {
-        let k = Arc::clone(&kick);
-        let watcher = super::signal::watch_wake_file(core, Vec::new(), move || k.notify_waiters());
+        let k = Arc::clone(core);
+        let watcher = super::signal::watch_wake_file(core, Vec::new(), move || k.wakes.kick(Wake::Webhooks));
         let mut held = core.webhook_watch.lock().unwrap_or_else(|e| e.into_inner());
         *held = Some(watcher);
     }
-    *core.webhook_kick.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&kick));
     let core = Arc::clone(core);
     tokio::spawn(async move {
         let mut started = std::collections::HashSet::new();
         loop {
-            let notified = kick.notified();
+            let notified = core.wakes.of(Wake::Webhooks).notified();
             for hook in &core.settings().webhooks {
                 if started.insert(hook.name.clone()) {
-                    deliverer(&core, &kick, webhook::channel(&hook.name));
+                    deliverer(&core, webhook::channel(&hook.name));
                 }
             }
             tokio::select! {
@@ -65,11 +64,11 @@ pub(crate) fn start(core: &Arc<Core>) {
 }
 
 /// One webhook's deliverer: sends what is due, then sleeps until the next retry or a wake-up.
-fn deliverer(core: &Arc<Core>, kick: &Arc<tokio::sync::Notify>, channel: String) {
-    let (core, kick) = (Arc::clone(core), Arc::clone(kick));
+fn deliverer(core: &Arc<Core>, channel: String) {
+    let core = Arc::clone(core);
     tokio::spawn(async move {
         let agent = webhook::agent();
-        super::signal::deliver_forever(&kick, || pass(&core, &agent, &channel)).await;
+        super::signal::deliver_forever(core.wakes.of(Wake::Webhooks), || pass(&core, &agent, &channel)).await;
     });
 }
 
