@@ -45,30 +45,45 @@ impl Ended {
     }
 }
 
+/// What settling did.
+pub(crate) struct Settled {
+    /// The row as it stands now (`None` when it could not be written or read: settling goes on
+    /// trying in the background, and whoever waits has been told why).
+    pub record: Option<RunRecord>,
+    /// This call made the row final — not another engine first, nor (for a cancel while queued)
+    /// a start that won the race.
+    pub made_final: bool,
+}
+
 /// Classify (unless already done), write the report, finalize the row and its outbox entry once,
-/// then tell everyone. Returns the final record (also when another engine finalized it first).
-pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<RunRecord> {
+/// then tell everyone. Whoever waits gets the final record, also when another engine finalized
+/// it first.
+pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled {
     // A cancel of a queued run is not its driver: if a driver started the run meanwhile, its
     // registration (the cancel signal) stays.
     let drives_it = !ended.only_if_queued;
-    let record = settle_inner(core, run, ended).await;
+    let settled = settle_inner(core, run, ended).await;
     if drives_it {
         core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
     }
-    if let Some(r) = &record {
+    if let Some(r) = &settled.record {
         super::signal::resolve_waiters(core, r);
     }
-    record
+    settled
 }
 
-async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<RunRecord> {
+async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled {
+    let unrecorded = Settled { record: None, made_final: false };
     let outcome = match ended.outcome.clone() {
         Some(o) => o,
         None => classify(core, run, &ended.ending).await,
     };
     let settlement = {
         let (core, run) = (Arc::clone(core), run.clone());
-        tokio::task::spawn_blocking(move || settlement(&core, &run, ended, outcome)).await.ok()?
+        match tokio::task::spawn_blocking(move || settlement(&core, &run, ended, outcome)).await {
+            Ok(s) => s,
+            Err(_) => return unrecorded,
+        }
     };
     // A database hiccup (locked, disk full) must not lose the run: retry; if it still fails, say
     // so in words to whoever waits and keep trying in the background (the row stays open; if this
@@ -107,13 +122,13 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
         }
         core.emit_state();
         tokio::spawn(keep_trying(Arc::clone(core), run.id.clone(), settlement, outbox));
-        return None;
+        return unrecorded;
     }
     let record = match core.store.get_run(&run.id) {
         Ok(r) => r,
         Err(e) => {
             tracing::error!(run = %run.id, error = %e, "run record unreadable after settling");
-            return None;
+            return Settled { record: None, made_final: finalized == Some(true) };
         }
     };
     // A lane is free: whatever waits may start, here and in other processes.
@@ -122,9 +137,9 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Option<R
         tracing::info!(run = %run.id, routine = %run.routine, status = %record.status, "run settled");
         announce(core, &record).await;
     }
-    // Someone else may have settled it (or we could not): no second event, no second hook call,
-    // but whoever waits for it gets the record either way.
-    Some(record)
+    // Someone else may have settled it: no second event, no second hook call, but whoever waits
+    // for it gets the record either way.
+    Settled { record: Some(record), made_final: finalized == Some(true) }
 }
 
 /// One attempt at the final write, off the async workers.

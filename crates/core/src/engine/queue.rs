@@ -296,7 +296,7 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
         message: Some("cancelled while queued".into()),
         ..Default::default()
     });
-    matches!(finalize::settle(core, &live, ended).await, Some(r) if r.status == RunStatus::Cancelled && r.message.as_deref() == Some("cancelled while queued"))
+    finalize::settle(core, &live, ended).await.made_final
 }
 
 /// Say, on this engine's runs that still wait, who will start them once this process is gone
