@@ -316,7 +316,7 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     assert!(instance_names(&bus).is_empty(), "{names:?} outlived the app");
     // With no app running, --quit says so and does nothing else.
     let out = app(&home, &bus, &["--quit"]).output().unwrap();
-    assert!(out.status.success());
+    assert!(out.status.success(), "--quit with no app running exited {:?}: {}", out.status.code(), String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("Nightshift is not running."), "{}", String::from_utf8_lossy(&out.stderr));
 }
 

@@ -136,12 +136,12 @@ async fn the_web_ui_in_the_real_app() {
     text(&c, "#routines tr[data-routine='slow']").await;
 
     // --- Header: pause all and back.
-    until(&c, "the scheduling header", "return document.getElementById('engine-state').textContent.startsWith('Scheduling')", 10).await;
+    until(&c, "the scheduling header", "return document.getElementById('engine-state').textContent.startsWith('Scheduling')", 30).await;
     click(&c, "#pause-all").await;
-    until(&c, "paused header", "return document.getElementById('engine-state').textContent.startsWith('Paused')", 10).await;
+    until(&c, "paused header", "return document.getElementById('engine-state').textContent.startsWith('Paused')", 30).await;
     assert_eq!(text(&c, "#pause-all").await, "Resume all");
     click(&c, "#pause-all").await;
-    until(&c, "scheduling header", "return document.getElementById('engine-state').textContent.startsWith('Scheduling')", 10).await;
+    until(&c, "scheduling header", "return document.getElementById('engine-state').textContent.startsWith('Scheduling')", 30).await;
 
     // --- Run now: the detail follows the live log while the run is going.
     let id = run_now_from_routines(&c, "slow").await;

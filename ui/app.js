@@ -59,9 +59,15 @@ function route() {
 const stateLine = document.getElementById("engine-state");
 const problemsBox = document.getElementById("problems");
 const pauseButton = document.getElementById("pause-all");
+// Answers can come back out of order (each call is its own task in the engine): only the answer to
+// the latest question is shown, so an older state never overwrites a newer one — the header and
+// the Pause/Resume button always say what a click on it will change.
+let stateAsked = 0;
 async function refreshState() {
+  const asked = ++stateAsked;
   try {
     const s = await call("engine_state");
+    if (asked !== stateAsked) return;
     ui.state = s;
     const going = [s.running && `${s.running} running`, s.queued && `${s.queued} queued`].filter(Boolean).join(" · ");
     let text;
@@ -79,7 +85,7 @@ async function refreshState() {
     pauseButton.dataset.paused = s.paused ? "1" : "";
     pauseButton.hidden = false;
   } catch (e) {
-    stateLine.textContent = `Engine unavailable: ${errorText(e)}`;
+    if (asked === stateAsked) stateLine.textContent = `Engine unavailable: ${errorText(e)}`;
   }
 }
 pauseButton.addEventListener("click", async () => {

@@ -107,7 +107,11 @@ export type DeliveryRow = { run_id: string, routine: string,
 /**
  * `notify`, or `webhook:<name>`.
  */
-channel: string, state: Delivery, attempts: number, last_error: string | null, delivered_at: string | null, 
+channel: string, 
+/**
+ * The webhook's name, for a webhook's delivery (so no face parses the channel).
+ */
+webhook: string | null, state: Delivery, attempts: number, last_error: string | null, delivered_at: string | null, 
 /**
  * When the next try is due (pending only).
  */

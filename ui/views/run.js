@@ -122,7 +122,7 @@ export function mount(root, params, ui) {
       replace(
         deliveriesBox,
         h("h3", {}, "Webhooks"),
-        h("ul", { class: "deliveries" }, detail.deliveries.map((d) => h("li", { "data-webhook": d.channel.slice("webhook:".length), "data-state": d.state }, h("strong", {}, d.channel.slice("webhook:".length)), " ", how(d), d.last_error && d.state !== "delivered" ? h("div", { class: "muted small" }, d.last_error) : null))),
+        h("ul", { class: "deliveries" }, detail.deliveries.map((d) => h("li", { "data-webhook": d.webhook ?? "", "data-state": d.state }, h("strong", {}, d.webhook ?? ""), " ", how(d), d.last_error && d.state !== "delivered" ? h("div", { class: "muted small" }, d.last_error) : null))),
       );
     } else deliveriesBox.replaceChildren();
 

@@ -128,8 +128,8 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     for (i, a) in r.attempts.iter().enumerate() {
         println!("attempt {}    {} {} {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
     }
-    for d in engine.deliveries_of(&r.id)?.iter().filter(|d| d.channel.starts_with("webhook:")) {
-        let name = d.channel.trim_start_matches("webhook:");
+    for d in engine.deliveries_of(&r.id)? {
+        let Some(name) = d.webhook.as_deref() else { continue };
         let how = match d.state {
             Delivery::Delivered => format!("delivered {}", opt(d.delivered_at.clone())),
             Delivery::Pending if d.attempts == 0 => "pending (sent by the Nightshift app or `nightshiftctl daemon`)".to_string(),

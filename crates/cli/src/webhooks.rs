@@ -80,7 +80,7 @@ pub fn deliveries(engine: &Engine, command: Option<DeliveriesCommand>, failed: b
             vec![
                 d.run_id.clone(),
                 d.routine.clone(),
-                d.channel.trim_start_matches("webhook:").to_string(),
+                d.webhook.clone().unwrap_or_default(),
                 d.state.as_str().to_string(),
                 d.attempts.to_string(),
                 d.delivered_at.clone().or_else(|| d.next_at.map(|t| format!("next {}", nightshift_core::words::fmt_time(&t)))).unwrap_or_default(),

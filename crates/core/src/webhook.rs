@@ -9,15 +9,12 @@
 //! `X-Nightshift-Webhook: <name>`, `X-Nightshift-Timestamp: <unix seconds>` and, with a secret,
 //! `X-Nightshift-Signature: sha256=<hex of HMAC-SHA256(secret, "<timestamp>.<body>")>`.
 
-use crate::run::{RunRecord, RunStatus};
+use crate::run::{Channel, RunRecord, RunStatus};
 use crate::settings::{Settings, WebhookFormat, WebhookRuns, WebhookSettings};
 use crate::words::fmt_time;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 use std::time::Duration;
-
-/// Outbox channels of webhooks are `webhook:<name>`.
-pub const CHANNEL_PREFIX: &str = "webhook:";
 
 /// How long one request may take (connect, send, answer).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,13 +22,13 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Lines of the report in a payload's excerpt.
 const EXCERPT_LINES: usize = 20;
 
-pub fn channel(name: &str) -> String {
-    format!("{CHANNEL_PREFIX}{name}")
+pub fn channel(name: &str) -> Channel {
+    Channel::Webhook(name.to_string())
 }
 
 /// The outbox channels a final run owes: every webhook its routine lists (`listed`), plus those
 /// whose `on` takes it. Missed and skipped slots owe nothing.
-pub fn channels_for(status: RunStatus, listed: &[String], settings: &Settings) -> Vec<String> {
+pub fn channels_for(status: RunStatus, listed: &[String], settings: &Settings) -> Vec<Channel> {
     if matches!(status, RunStatus::Missed | RunStatus::Skipped) {
         return Vec::new();
     }

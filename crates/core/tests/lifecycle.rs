@@ -230,7 +230,7 @@ async fn a_refused_notification_is_retried_and_shown_once() {
     assert!(shown[0].summary.starts_with("✓ report · "));
     assert_eq!(*notifier.tries.lock().unwrap(), 3, "refused twice, accepted on the third try");
     // Exactly once: nothing is owed any more, so no later pass can send it again.
-    assert_eq!(engine.store().next_delivery_due("notify").unwrap(), None);
+    assert_eq!(engine.store().next_delivery_due(&nightshift_core::run::Channel::Notify).unwrap(), None);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -245,7 +245,7 @@ async fn a_notification_that_never_gets_through_is_recorded_as_not_delivered() {
     assert_eq!(rec.notified.map(|d| d.as_str()), Some("pending"));
     let id = rec.id.clone();
     wait_for_async("the last try", secs(10), || (engine.store().get_run(&id).unwrap().notified.map(|d| d.as_str()) == Some("not_delivered")).then_some(())).await;
-    assert_eq!(engine.store().delivery_error(&id, "notify").unwrap().as_deref(), Some("the notification server refused: org.freedesktop.Notifications.Error: refused"));
+    assert_eq!(engine.store().delivery_error(&id, &nightshift_core::run::Channel::Notify).unwrap().as_deref(), Some("the notification server refused: org.freedesktop.Notifications.Error: refused"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -269,7 +269,7 @@ async fn runs_settled_without_a_notifier_are_notified_by_the_next_one_and_old_on
     let notifier = flaky(0);
     app.enable_notifications(notifier.clone());
     // Everything owed settled (a notice is recorded after it is sent): all that will be shown was.
-    wait_for_async("nothing owed", secs(10), || app.store().next_delivery_due("notify").unwrap().is_none().then_some(())).await;
+    wait_for_async("nothing owed", secs(10), || app.store().next_delivery_due(&nightshift_core::run::Channel::Notify).unwrap().is_none().then_some(())).await;
     let shown = notifier.shown.lock().unwrap().clone();
     assert_eq!(shown.len(), 2, "{shown:#?}");
     let summary = shown.iter().find(|n| n.run_id.is_none()).expect("a summary");

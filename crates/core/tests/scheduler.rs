@@ -498,7 +498,7 @@ async fn a_catch_up_run_says_so_in_its_notification() {
     r.tick_at(at("2026-11-30T13:05:00Z")).await;
     r.settle().await;
     // Everything owed settled (a notice is recorded after it is sent): all that will be shown was.
-    wait_until_async("nothing owed", secs(5), || r.engine.store().next_delivery_due("notify").unwrap().is_none()).await;
+    wait_until_async("nothing owed", secs(5), || r.engine.store().next_delivery_due(&nightshift_core::run::Channel::Notify).unwrap().is_none()).await;
     let sent = recorder.0.lock().unwrap().clone();
     assert_eq!(sent.len(), 1, "one run, one notification; the missed slots stay quiet: {sent:?}");
     assert!(sent[0].summary.starts_with("↻ hourly (catch-up) · "), "{sent:?}");

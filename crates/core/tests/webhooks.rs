@@ -77,7 +77,7 @@ async fn each_run_is_accepted_exactly_once_through_errors_drops_and_retry_after(
 
     // What the faces show: each delivery, its tries.
     let d = engine.deliveries_of(&ids[0]).unwrap();
-    let hook = d.iter().find(|d| d.channel == "webhook:flaky").unwrap();
+    let hook = d.iter().find(|d| d.channel.to_string() == "webhook:flaky").unwrap();
     assert_eq!((hook.state.as_str(), hook.attempts), ("delivered", 3));
     assert!(hook.delivered_at.is_some());
 }
@@ -137,7 +137,7 @@ async fn a_hanging_receiver_delays_no_other_webhook() {
     wait_until_async("the quick webhook to get every run", secs(5), || quick.accepted().len() == 3).await;
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
     // The stuck one is still being tried (its request hangs), not lost.
-    let stuck_row = engine.deliveries_of(&ids[0]).unwrap().into_iter().find(|d| d.channel == "webhook:stuck").unwrap();
+    let stuck_row = engine.deliveries_of(&ids[0]).unwrap().into_iter().find(|d| d.channel.to_string() == "webhook:stuck").unwrap();
     assert_eq!(stuck_row.state.as_str(), "pending");
 }
 

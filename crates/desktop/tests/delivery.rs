@@ -47,6 +47,6 @@ async fn refused_then_shown_once_and_a_hung_server_is_not_delivered() {
     let rec = e.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert!(t0.elapsed() < Duration::from_secs(2), "settling never waits for the server");
     notified(&e, &rec.id, "not_delivered", Duration::from_secs(15)).await;
-    let why = e.store().delivery_error(&rec.id, "notify").unwrap().unwrap();
+    let why = e.store().delivery_error(&rec.id, &nightshift_core::run::Channel::Notify).unwrap().unwrap();
     assert!(why.contains("did not answer") || why.contains("has not answered"), "{why}");
 }

@@ -12,7 +12,8 @@ use super::signal::Wake;
 use super::Core;
 use crate::notify::{notice_for, summary_for, BoundedSender};
 use crate::run::RunRecord;
-use crate::store::{outbox::NOTIFY, Delivery, OutboxEntry};
+use crate::run::Channel;
+use crate::store::{Delivery, OutboxEntry};
 use chrono::{Duration as Span, Utc};
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,22 +63,22 @@ async fn pass(core: &Arc<Core>, sender: &Arc<BoundedSender>) -> Option<chrono::D
 fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Option<chrono::DateTime<Utc>>> {
     loop {
         let now = Utc::now();
-        let due = core.store.lease_due(NOTIFY, now, now + Span::from_std(LEASE).unwrap_or_default(), 50)?;
+        let due = core.store.lease_due(&Channel::Notify, now, now + Span::from_std(LEASE).unwrap_or_default(), 50)?;
         if due.is_empty() {
-            return core.store.next_delivery_due(NOTIFY);
+            return core.store.next_delivery_due(&Channel::Notify);
         }
         let set = core.routines();
         let stale_before = core.clock.now() - Span::hours(STALE_AFTER_HOURS);
         let mut stale: Vec<(OutboxEntry, RunRecord)> = Vec::new();
         for entry in due {
             let Ok(run) = core.store.get_run(&entry.run_id) else {
-                core.store.settle_delivery(&entry.run_id, NOTIFY, Delivery::NotNeeded, Some("the run no longer exists"), now)?;
+                core.store.settle_delivery(&entry.run_id, &Channel::Notify, Delivery::NotNeeded, Some("the run no longer exists"), now)?;
                 continue;
             };
             let (policy, timeout) = set.notify_policy(&run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
             let Some(notice) = notice_for(&run, policy, report.as_deref(), timeout) else {
-                core.store.settle_delivery(&entry.run_id, NOTIFY, Delivery::NotNeeded, None, now)?;
+                core.store.settle_delivery(&entry.run_id, &Channel::Notify, Delivery::NotNeeded, None, now)?;
                 continue;
             };
             if entry.finished_at < stale_before {

@@ -17,7 +17,8 @@ use crate::run::{Attempt, RunRecord, RunStatus};
 use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
 use crate::run_dir::RunDir;
 use crate::runner::process;
-use crate::store::{outbox, Settlement};
+use crate::run::Channel;
+use crate::store::Settlement;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
@@ -91,10 +92,10 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled 
     // What the run owes: its finish notification and its webhooks. (Only runs that were queued
     // settle here; a missed or skipped slot is written final by the scheduler's claim and owes
     // nothing.)
-    let mut outbox: Vec<String> = crate::webhook::channels_for(settlement.status, &run.webhooks, &core.settings());
-    outbox.insert(0, outbox::NOTIFY.to_string());
+    let mut outbox: Vec<Channel> = crate::webhook::channels_for(settlement.status, &run.webhooks, &core.settings());
+    outbox.insert(0, Channel::Notify);
     if settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending) {
-        outbox.push(outbox::PUSH.to_string());
+        outbox.push(Channel::Push);
     }
     let mut finalized = None;
     let mut last_error = None;
@@ -143,9 +144,9 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled 
 }
 
 /// One attempt at the final write, off the async workers.
-async fn write_final(core: &Arc<Core>, id: &str, settlement: &Settlement, outbox: &[String]) -> crate::error::Result<bool> {
+async fn write_final(core: &Arc<Core>, id: &str, settlement: &Settlement, outbox: &[Channel]) -> crate::error::Result<bool> {
     let (core, id, s, outbox) = (Arc::clone(core), id.to_string(), settlement.clone(), outbox.to_vec());
-    tokio::task::spawn_blocking(move || core.store.finalize(&id, &s, &outbox.iter().map(String::as_str).collect::<Vec<_>>()))
+    tokio::task::spawn_blocking(move || core.store.finalize(&id, &s, &outbox))
         .await
         .unwrap_or_else(|e| Err(crate::error::Error::new(crate::error::ErrorCode::StoreUnavailable, format!("finalizing failed: {e}"))))
 }
@@ -183,7 +184,7 @@ fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crat
 
 /// Long after the quick retries: keep offering the final row every 10 s while this process
 /// lives; once written, the run is announced as any other.
-async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: Vec<String>) {
+async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: Vec<Channel>) {
     loop {
         tokio::time::sleep(Duration::from_secs(10)).await;
         match write_final(&core, &id, &settlement, &outbox).await {

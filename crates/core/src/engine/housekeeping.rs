@@ -9,7 +9,7 @@
 
 use super::Core;
 use crate::run::PushState;
-use crate::store::outbox::PUSH;
+use crate::run::Channel;
 use crate::store::Delivery;
 use crate::workspace;
 use chrono::{DateTime, Duration as Span, Utc};
@@ -78,9 +78,9 @@ pub(crate) async fn push_due(core: &Arc<Core>) -> Option<DateTime<Utc>> {
 fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>> {
     loop {
         let now = Utc::now();
-        let due = core.store.lease_due(PUSH, now, now + Span::from_std(LEASE).unwrap_or_default(), 8)?;
+        let due = core.store.lease_due(&Channel::Push, now, now + Span::from_std(LEASE).unwrap_or_default(), 8)?;
         if due.is_empty() {
-            return core.store.next_delivery_due(PUSH);
+            return core.store.next_delivery_due(&Channel::Push);
         }
         for entry in due {
             let id = entry.run_id.clone();
@@ -90,7 +90,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                 let branch = c.branch.clone()?;
                 Some((c, push, branch))
             }) else {
-                core.store.settle_delivery(&entry.run_id, PUSH, Delivery::NotNeeded, Some("the run has no branch to push"), now)?;
+                core.store.settle_delivery(&entry.run_id, &Channel::Push, Delivery::NotNeeded, Some("the run has no branch to push"), now)?;
                 continue;
             };
             let result = workspace::push(std::path::Path::new(&changes.repo), &push.remote, &branch).map_err(|e| core.redactor.redact(&e));
@@ -103,7 +103,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                     push.state = PushState::Pushed;
                     push.error = None;
                     core.store.set_push(&entry.run_id, &push)?;
-                    core.store.settle_delivery(&entry.run_id, PUSH, Delivery::Delivered, None, now)?;
+                    core.store.settle_delivery(&entry.run_id, &Channel::Push, Delivery::Delivered, None, now)?;
                 }
                 Err(e) => match core.push_backoff.get(entry.attempts as usize) {
                     Some(wait) => {
@@ -111,14 +111,14 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                         push.state = PushState::Pending;
                         push.error = Some(e.clone());
                         core.store.set_push(&entry.run_id, &push)?;
-                        core.store.retry_delivery(&entry.run_id, PUSH, &e, now + Span::from_std(*wait).unwrap_or_default())?;
+                        core.store.retry_delivery(&entry.run_id, &Channel::Push, &e, now + Span::from_std(*wait).unwrap_or_default())?;
                     }
                     None => {
                         tracing::warn!(run = %entry.run_id, error = %e, "push failed after every try; the branch is kept");
                         push.state = PushState::Failed;
                         push.error = Some(e.clone());
                         core.store.set_push(&entry.run_id, &push)?;
-                        core.store.settle_delivery(&entry.run_id, PUSH, Delivery::NotDelivered, Some(&e), now)?;
+                        core.store.settle_delivery(&entry.run_id, &Channel::Push, Delivery::NotDelivered, Some(&e), now)?;
                     }
                 },
             }

@@ -294,7 +294,7 @@ impl Engine {
 
     /// Why a run's notification was not delivered, if it was not.
     pub fn notification_error(&self, run_id: &str) -> Result<Option<String>> {
-        self.core.store.delivery_error(run_id, crate::store::outbox::NOTIFY)
+        self.core.store.delivery_error(run_id, &crate::run::Channel::Notify)
     }
 
     /// The store, for the engine's own read models in `view/` (the routines overview).
@@ -401,7 +401,7 @@ impl Engine {
     /// Try a run's webhook deliveries again from the start (all, or the one named `webhook`).
     pub fn retry_deliveries(&self, run_id: &str, webhook: Option<&str>) -> Result<usize> {
         let channel = webhook.map(crate::webhook::channel);
-        let n = self.core.store.reset_delivery(run_id, channel.as_deref())?;
+        let n = self.core.store.reset_delivery(run_id, channel.as_ref())?;
         if n > 0 {
             signal::wake(&self.core);
         }

@@ -13,6 +13,7 @@ use super::signal::Wake;
 use super::Core;
 use crate::run::RunRecord;
 use crate::store::{Delivery, OutboxEntry};
+use crate::run::Channel;
 use crate::webhook::{self, Failure};
 use chrono::{Duration as Span, Utc};
 use std::sync::Arc;
@@ -64,7 +65,7 @@ pub(crate) fn start(core: &Arc<Core>) {
 }
 
 /// One webhook's deliverer: sends what is due, then sleeps until the next retry or a wake-up.
-fn deliverer(core: &Arc<Core>, channel: String) {
+fn deliverer(core: &Arc<Core>, channel: Channel) {
     let core = Arc::clone(core);
     tokio::spawn(async move {
         let agent = webhook::agent();
@@ -85,10 +86,10 @@ pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
 }
 
 /// Deliver every due entry of `channel`; returns when the next pending one comes due.
-async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &str) -> Option<chrono::DateTime<Utc>> {
+async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Option<chrono::DateTime<Utc>> {
     loop {
         let now = Utc::now();
-        let (core2, ch) = (Arc::clone(core), channel.to_string());
+        let (core2, ch) = (Arc::clone(core), channel.clone());
         let due = tokio::task::spawn_blocking(move || core2.store.lease_due(&ch, now, now + Span::from_std(LEASE).unwrap_or_default(), CONCURRENT)).await;
         let due = match due {
             Ok(Ok(due)) => due,
@@ -99,7 +100,7 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &str) -> Option<ch
             Err(_) => return Some(now + Span::seconds(10)),
         };
         if due.is_empty() {
-            let (core2, ch) = (Arc::clone(core), channel.to_string());
+            let (core2, ch) = (Arc::clone(core), channel.clone());
             return tokio::task::spawn_blocking(move || core2.store.next_delivery_due(&ch)).await.ok().and_then(Result::ok).flatten();
         }
         let mut sends = tokio::task::JoinSet::new();
@@ -113,7 +114,7 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &str) -> Option<ch
 
 /// One try of one entry, and its record.
 fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
-    let name = entry.channel.trim_start_matches(webhook::CHANNEL_PREFIX);
+    let name = entry.channel.webhook().unwrap_or_default();
     let outcome = match (core.settings().webhook(name), core.store.get_run(&entry.run_id)) {
         (None, _) => Err(Failure::Refused(format!("no webhook named \"{name}\" in nightshift.toml any more"))),
         (_, Err(_)) => Err(Failure::Refused("the run no longer exists".into())),

@@ -99,6 +99,67 @@ string_enum!(
     }
 );
 
+/// What an outbox entry delivers: a run's finish notification, a worktree run's branch push, or
+/// one webhook's post. Stored and sent as `notify`, `push` or `webhook:<name>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Channel {
+    Notify,
+    Push,
+    Webhook(String),
+}
+
+impl Channel {
+    const WEBHOOK: &'static str = "webhook:";
+
+    /// The channel stored as `word`; `None` for a word Nightshift does not write.
+    pub fn parse(word: &str) -> Option<Channel> {
+        match word {
+            "notify" => Some(Channel::Notify),
+            "push" => Some(Channel::Push),
+            _ => word.strip_prefix(Channel::WEBHOOK).filter(|n| !n.is_empty()).map(|n| Channel::Webhook(n.to_string())),
+        }
+    }
+
+    /// The webhook's name, for a webhook's channel.
+    pub fn webhook(&self) -> Option<&str> {
+        match self {
+            Channel::Webhook(name) => Some(name),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Channel::Notify => f.write_str("notify"),
+            Channel::Push => f.write_str("push"),
+            Channel::Webhook(name) => write!(f, "{}{name}", Channel::WEBHOOK),
+        }
+    }
+}
+
+impl Serialize for Channel {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// Stored as its word.
+impl rusqlite::types::ToSql for Channel {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        Ok(self.to_string().into())
+    }
+}
+
+/// Read back from its word; any other is a loud error naming it.
+impl rusqlite::types::FromSql for Channel {
+    fn column_result(v: rusqlite::types::ValueRef<'_>) -> rusqlite::types::FromSqlResult<Self> {
+        let s = v.as_str()?;
+        Channel::parse(s).ok_or_else(|| rusqlite::types::FromSqlError::Other(format!("unknown outbox channel \"{s}\" in the run history (written by a newer Nightshift, or a damaged row)").into()))
+    }
+}
+
 /// One try of a run on one account (failover makes several).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]

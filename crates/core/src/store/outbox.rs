@@ -7,21 +7,17 @@
 
 use super::Store;
 use crate::error::Result;
-use crate::run::Delivery;
+use crate::run::{Channel, Delivery};
 use crate::words::fmt_time;
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension};
 
-/// The channel of a run's desktop finish notification.
-pub const NOTIFY: &str = "notify";
-/// The channel of a worktree run's branch push (`push:` in its routine).
-pub const PUSH: &str = "push";
 
 /// One leased entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct OutboxEntry {
     pub run_id: String,
-    pub channel: String,
+    pub channel: Channel,
     /// Tries so far (before this one).
     pub attempts: u32,
     pub finished_at: DateTime<Utc>,
@@ -34,7 +30,10 @@ pub struct DeliveryRow {
     pub run_id: String,
     pub routine: String,
     /// `notify`, or `webhook:<name>`.
-    pub channel: String,
+    #[cfg_attr(test, ts(type = "string"))]
+    pub channel: Channel,
+    /// The webhook's name, for a webhook's delivery (so no face parses the channel).
+    pub webhook: Option<String>,
     pub state: Delivery,
     pub attempts: u32,
     pub last_error: Option<String>,
@@ -45,7 +44,7 @@ pub struct DeliveryRow {
 }
 
 
-pub(super) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &str, finished_at: DateTime<Utc>) -> rusqlite::Result<()> {
+pub(super) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &Channel, finished_at: DateTime<Utc>) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT OR IGNORE INTO outbox (run_id, channel, state, next_at_ms, finished_ms) VALUES (?1, ?2, 'pending', 0, ?3)",
     )?
@@ -56,7 +55,7 @@ pub(super) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &st
 impl Store {
     /// Lease up to `limit` due entries of `channel` until `lease_until`. Entries leased by a
     /// deliverer that died come due again when its lease runs out.
-    pub fn lease_due(&self, channel: &str, now: DateTime<Utc>, lease_until: DateTime<Utc>, limit: usize) -> Result<Vec<OutboxEntry>> {
+    pub fn lease_due(&self, channel: &Channel, now: DateTime<Utc>, lease_until: DateTime<Utc>, limit: usize) -> Result<Vec<OutboxEntry>> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let now_ms = now.timestamp_millis();
@@ -87,7 +86,7 @@ impl Store {
     }
 
     /// The entry ended: record how, on the entry and on the run.
-    pub fn settle_delivery(&self, run_id: &str, channel: &str, how: Delivery, error: Option<&str>, now: DateTime<Utc>) -> Result<()> {
+    pub fn settle_delivery(&self, run_id: &str, channel: &Channel, how: Delivery, error: Option<&str>, now: DateTime<Utc>) -> Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         tx.prepare_cached(
@@ -96,7 +95,7 @@ impl Store {
              WHERE run_id = ?1 AND channel = ?2",
         )?
         .execute(params![run_id, channel, how.as_str(), error, fmt_time(&now)])?;
-        if channel == NOTIFY {
+        if *channel == Channel::Notify {
             let shown = if how == Delivery::NotNeeded { None } else { Some(how.as_str()) };
             tx.prepare_cached("UPDATE runs SET notified = ?2 WHERE id = ?1")?.execute(params![run_id, shown])?;
         }
@@ -105,7 +104,7 @@ impl Store {
     }
 
     /// A try failed; the next one is due at `next_at`.
-    pub fn retry_delivery(&self, run_id: &str, channel: &str, error: &str, next_at: DateTime<Utc>) -> Result<()> {
+    pub fn retry_delivery(&self, run_id: &str, channel: &Channel, error: &str, next_at: DateTime<Utc>) -> Result<()> {
         self.conn().prepare_cached(
             "UPDATE outbox SET attempts = attempts + 1, last_error = ?3, next_at_ms = ?4, lease_until_ms = NULL
              WHERE run_id = ?1 AND channel = ?2 AND state = 'pending'",
@@ -115,7 +114,7 @@ impl Store {
     }
 
     /// When the next pending entry of `channel` comes due (leases included), if any.
-    pub fn next_delivery_due(&self, channel: &str) -> Result<Option<DateTime<Utc>>> {
+    pub fn next_delivery_due(&self, channel: &Channel) -> Result<Option<DateTime<Utc>>> {
         let ms: Option<i64> = self
             .conn()
             .query_row(
@@ -129,7 +128,7 @@ impl Store {
     }
 
     /// The last error of a run's entry on `channel` (shown beside "not delivered").
-    pub fn delivery_error(&self, run_id: &str, channel: &str) -> Result<Option<String>> {
+    pub fn delivery_error(&self, run_id: &str, channel: &Channel) -> Result<Option<String>> {
         Ok(self
             .conn()
             .query_row("SELECT last_error FROM outbox WHERE run_id = ?1 AND channel = ?2", params![run_id, channel], |r| r.get(0))
@@ -158,10 +157,12 @@ impl Store {
             .query_map(args, |r| {
                 let state: Delivery = r.get(3)?;
                 let next: i64 = r.get(7)?;
+                let channel: Channel = r.get(2)?;
                 Ok(DeliveryRow {
                     run_id: r.get(0)?,
                     routine: r.get(1)?,
-                    channel: r.get(2)?,
+                    webhook: channel.webhook().map(str::to_string),
+                    channel,
                     next_at: (state == Delivery::Pending).then(|| DateTime::from_timestamp_millis(next)).flatten(),
                     state,
                     attempts: r.get(4)?,
@@ -175,7 +176,7 @@ impl Store {
 
     /// Try a delivery again from the start (after "not delivered", or now instead of later).
     /// Returns how many entries were reset (`channel` `None`: all of the run's webhooks).
-    pub fn reset_delivery(&self, run_id: &str, channel: Option<&str>) -> Result<usize> {
+    pub fn reset_delivery(&self, run_id: &str, channel: Option<&Channel>) -> Result<usize> {
         let n = self.conn().prepare_cached(
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
              WHERE run_id = ?1 AND state IN ('pending', 'not_delivered') AND channel LIKE 'webhook:%' AND (?2 IS NULL OR channel = ?2)",

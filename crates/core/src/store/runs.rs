@@ -4,7 +4,7 @@
 
 use super::Store;
 use crate::error::{Error, ErrorCode, Result};
-use crate::run::{Attempt, Reason, RunRecord, RunStatus, Trigger};
+use crate::run::{Attempt, Channel, Reason, RunRecord, RunStatus, Trigger};
 use crate::words::{fmt_time, parse_time, Agent};
 use chrono::{DateTime, Utc};
 use rusqlite::{params, OptionalExtension, Row};
@@ -165,7 +165,7 @@ impl Store {
     /// conditional update is what makes settling happen exactly once, across processes too.
     /// `outbox` lists the delivery channels (e.g. `notify`) queued in the same transaction, so a
     /// final run and what it owes the user are written together or not at all.
-    pub fn finalize(&self, id: &str, s: &Settlement, outbox: &[&str]) -> Result<bool> {
+    pub fn finalize(&self, id: &str, s: &Settlement, outbox: &[Channel]) -> Result<bool> {
         let attempts = serde_json::to_string(&s.attempts).unwrap_or_else(|_| "[]".into());
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;

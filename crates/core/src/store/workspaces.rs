@@ -70,7 +70,7 @@ impl Store {
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
              WHERE run_id = ?1 AND channel = ?2 AND state IN ('pending', 'not_delivered')",
         )?
-        .execute(params![run_id, super::outbox::PUSH])?;
+        .execute(params![run_id, crate::run::Channel::Push])?;
         Ok(n > 0)
     }
 }
