@@ -28,6 +28,13 @@ fn user_dir(home: &std::path::Path) -> std::path::PathBuf {
     home.with_file_name("user")
 }
 
+/// A second launch of the app with `args` (handed to the running one, or — `--quit` with none
+/// running — answered at once): it must exit 0; a failure says how it ended and what it said.
+fn second_launch(home: &std::path::Path, bus: &NotificationBus, args: &[&str]) {
+    let out = app(home, bus, args).output().unwrap();
+    assert!(out.status.success(), "`nightshift {}` ended {:?}: {}{}", args.join(" "), out.status, String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+}
+
 /// The app on `home` and `bus`, as the user of [`user_dir`].
 fn app(home: &std::path::Path, bus: &NotificationBus, args: &[&str]) -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_nightshift"));
@@ -234,7 +241,7 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
 
     // A run goes on while the window closes: WebKit's web process ends with the window, the app
     // stays.
-    assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
+    second_launch(&home, &bus, &["--run-now", "slow"]);
     close_window("Nightshift");
     wait_until_or_explain("WebKit's web process to end with the window", 30, explain, || live_descendants_named(pid, "WebKitWebProces").is_empty());
     wait_until_or_explain("the window to be gone", 30, explain, || !window_titles().contains("\"Nightshift\": ("));
@@ -247,7 +254,7 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     assert_eq!(window_pid("Nightshift"), Some(pid));
     // A second launch while it is up raises it: no second window.
     let raised = log_text().matches("raised the window that is up").count();
-    assert!(app(&home, &bus, &[]).status().unwrap().success());
+    second_launch(&home, &bus, &[]);
     wait_until_or_explain("the app to raise the window", 30, explain, || log_text().matches("raised the window that is up").count() > raised);
     assert_eq!(log_text().matches("opened the window").count(), 2, "{}", log_text());
 
@@ -292,10 +299,10 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     let bus = NotificationBus::start(tmp.path(), "record");
     let mut running = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
     wait_until("the app to take second launches", 30, || !instance_names(&bus).is_empty());
-    assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
+    second_launch(&home, &bus, &["--run-now", "slow"]);
     wait_until("slow to run", 15, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "running"));
 
-    assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
+    second_launch(&home, &bus, &["--quit"]);
     wait_until("the question on screen", 15, || {
         let out = Command::new("xwininfo").args(["-name", "Quit Nightshift?"]).output().map(|o| String::from_utf8_lossy(&o.stdout).into_owned()).unwrap_or_default();
         out.contains("Map State: IsViewable")
@@ -315,7 +322,7 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     wait_until("slow's record to be final", 15, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "completed"));
     let names = instance_names(&bus);
     assert_eq!(names.len(), 1, "one app, one single-instance name: {names:?}");
-    assert!(app(&home, &bus, &["--quit"]).status().unwrap().success());
+    second_launch(&home, &bus, &["--quit"]);
     wait_until("the app to quit", 15, || running.try_wait().unwrap().is_some());
     assert!(!window_titles().contains("Quit Nightshift?"));
     assert!(instance_names(&bus).is_empty(), "{names:?} outlived the app");
@@ -356,9 +363,9 @@ fn kill_9_of_the_app_with_runs_waiting_loses_nothing() {
     let bus = NotificationBus::start(tmp.path(), "record");
     let mut first = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
     wait_until("the app's database", 60, || home.join("nightshift.db").exists());
-    assert!(app(&home, &bus, &["--run-now", "slow"]).status().unwrap().success());
+    second_launch(&home, &bus, &["--run-now", "slow"]);
     wait_until("slow to run", 30, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "running"));
-    assert!(app(&home, &bus, &["--run-now", "hello"]).status().unwrap().success());
+    second_launch(&home, &bus, &["--run-now", "hello"]);
     wait_until("hello to wait for the lane", 30, || runs_of(&home).iter().any(|r| r.0 == "hello" && r.1 == "queued"));
     first.kill().unwrap();
     first.wait().unwrap();
@@ -392,7 +399,7 @@ fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
     assert!(child.try_wait().unwrap().is_none(), "still up while the dialog is shown");
     // A second launch meanwhile is answered at once (the dialog already says why) and exits.
     let second = Instant::now();
-    assert!(app(&home, &bus, &[]).status().unwrap().success());
+    second_launch(&home, &bus, &[]);
     assert!(second.elapsed() < Duration::from_secs(5), "the second launch waited {:?} for an answer", second.elapsed());
     assert!(child.try_wait().unwrap().is_none(), "still up after a second launch");
     close_window("Nightshift cannot start");
