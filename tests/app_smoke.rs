@@ -195,7 +195,7 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     let _one = ONE_APP_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let home = home_with_slow_routine(tmp.path(), 15);
-    let bus = NotificationBus::start(tmp.path(), "open");
+    let bus = NotificationBus::start(tmp.path(), "record");
     let tray = nightshift_testkit::dbus::TrayHost::start(tmp.path(), &bus.address);
     let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
     let epoch_ms = || std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_millis() as u64;
@@ -262,11 +262,13 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     // click on the menu a panel shows while runs start and end still reaches the app).
     close_window("Nightshift");
     wait_until_or_explain("the window to be gone again", 30, explain, || !window_titles().contains("\"Nightshift\": ("));
-    let got = bus.wait_for(1, Duration::from_secs(30));
+    let got = bus.wait_for_routine("slow", 1, Duration::from_secs(30));
     assert!(got[0]["summary"].as_str().unwrap().starts_with("✓ slow · "), "{got:#?}");
     tray.wait_for("✓ slow", Duration::from_secs(30), |m| m.iter().any(|e| e.label == "Run now" && e.children.iter().any(|c| c.label == "✓ slow")));
     assert_eq!(slow_entry(&tray), Some((slow_id, "✓ slow".to_string())), "the menu was rebuilt, not updated in place");
-    // The notification's "Open" (clicked by the server) shows that run in a new window.
+    // The notification's "Open", clicked now that no window is up, shows that run in a new window.
+    let nth = bus.notifications().iter().position(|n| n["summary"].as_str().is_some_and(|s| s.starts_with("✓ slow · "))).unwrap() + 1;
+    bus.click_open(nth);
     let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
     let slow = store.list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.into_iter().find(|r| r.routine == "slow").unwrap();
     assert_eq!(slow.status.to_string(), "completed", "the run went on through the window's close");

@@ -9,6 +9,9 @@ hints, timeout).
     notification_server.py open   OUT.jsonl   record, answer, and half a second later click the
                                               notification's "Open" (the ActionInvoked signal)
 
+In every mode the test may click a notification's "Open" itself, when it chooses, by calling
+dev.nightshift.TestServer.ClickOpen(u id) on /org/freedesktop/Notifications (ids count from 1).
+
 It writes {"ready": true} as its first line once it owns the name. Needs Debian's python3-dbus and
 python3-gi (/usr/bin/python3, not a pyenv python).
 """
@@ -66,6 +69,10 @@ class Server(dbus.service.Object):
         if MODE == "open" and "open" in [str(a) for a in actions]:
             nid = self.count
             GLib.timeout_add(500, lambda: self.ActionInvoked(dbus.UInt32(nid), "open") or False)
+
+    @dbus.service.method("dev.nightshift.TestServer", in_signature="u", out_signature="")
+    def ClickOpen(self, nid):
+        self.ActionInvoked(dbus.UInt32(nid), "open")
 
     @dbus.service.signal(IFACE, signature="us")
     def ActionInvoked(self, nid, action):

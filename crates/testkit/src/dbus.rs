@@ -82,6 +82,18 @@ impl NotificationBus {
         self.wait_for_where(n, limit, |v| v["summary"].as_str().is_some_and(|s| s.contains(&needle)))
     }
 
+    /// Click "Open" on the `n`th notification shown (from 1), as a person would — when the test
+    /// chooses, whatever the server's mode.
+    pub fn click_open(&self, n: usize) {
+        let ok = Command::new("dbus-send")
+            .args(["--session", "--print-reply", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications", "dev.nightshift.TestServer.ClickOpen", &format!("uint32:{n}")])
+            .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
+            .status()
+            .expect("dbus-send (apt: dbus)")
+            .success();
+        assert!(ok, "the notification server did not take the click on notification {n}");
+    }
+
     /// The well-known names owned on this bus now (`org.freedesktop.DBus.ListNames`), e.g. the
     /// app's single-instance name while it runs.
     pub fn names(&self) -> Vec<String> {
