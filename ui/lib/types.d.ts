@@ -663,7 +663,7 @@ export interface Commands {
   run_now: { args: { name: string, }; answer: string };
   set_routine_paused: { args: { name: string, paused: boolean, }; answer: null };
   set_paused: { args: { paused: boolean, }; answer: null };
-  list_runs: { args: { routine?: string, status?: RunStatus, cursor?: string, limit?: number, }; answer: Page };
+  list_runs: { args: { routine?: string, status?: string, cursor?: string, limit?: number, }; answer: Page };
   get_run: { args: { id: string, }; answer: RunDetail };
   read_log: { args: { id: string, stream?: LogStream, offset?: number, readable?: boolean, }; answer: LogChunk };
   cancel_run: { args: { id: string, }; answer: boolean };

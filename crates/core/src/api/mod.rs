@@ -22,7 +22,7 @@ pub use runs::*;
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::health::AccountHealth;
-use crate::run::{RunRecord, RunStatus};
+use crate::run::RunRecord;
 use crate::store::Page;
 use crate::view::log::{LogChunk, LogStream};
 use crate::view::routines::{overview, RoutineOverview};
@@ -196,7 +196,7 @@ commands! { engine, face;
     run_now(name: String) -> String = run_now(engine, &name).await?;
     set_routine_paused(name: String, paused: bool) -> () = set_routine_paused(engine, &name, paused)?;
     set_paused(paused: bool) -> () = set_paused(engine, paused)?;
-    list_runs(routine: Option<String>, status: Option<RunStatus>, cursor: Option<String>, limit: Option<usize>) -> Page = list_runs(engine, routine, status, cursor, limit).await?;
+    list_runs(routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Page = list_runs(engine, routine, status, cursor, limit).await?;
     get_run(id: String) -> RunDetail = get_run(engine, &id).await?;
     read_log(id: String, stream: Option<LogStream>, offset: Option<u64>, readable: Option<bool>) -> LogChunk =
         read_log(engine, &id, stream.unwrap_or(LogStream::Stdout), offset.unwrap_or(0), readable.unwrap_or(true)).await?;

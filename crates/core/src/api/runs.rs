@@ -28,7 +28,13 @@ pub fn open_workspace(engine: &Engine, face: &dyn Face, id: &str) -> Result<()> 
 }
 
 /// One page of history, newest first. `cursor` comes from the previous page's `next_cursor`.
-pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<RunStatus>, cursor: Option<String>, limit: Option<usize>) -> Result<Page> {
+pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Result<Page> {
+    // A word, not the enum, as the argument: a wrong one (a hand-edited `#/history?status=…`) is
+    // answered "unknown status …" — the CLI's words — rather than serde's.
+    let status = match status.as_deref().filter(|s| !s.is_empty()) {
+        None => None,
+        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown status {s:?}")))?),
+    };
     let query = RunQuery { routine: routine.filter(|r| !r.is_empty()), status, cursor, limit: limit.unwrap_or(50).clamp(1, MAX_PAGE) };
     blocking(engine, move |e| {
         e.runs(&query)
