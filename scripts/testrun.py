@@ -29,9 +29,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ARTIFACTS = os.environ.get("NIGHTSHIFT_ARTIFACTS", os.path.join(ROOT, "tests", "artifacts"))
 LOGS = os.path.join(ARTIFACTS, "logs")
-# One binary's bound: the slowest (the real-app UI tests) take a few minutes; a hang is cut here
-# and reported, instead of holding CI until its own limit.
-BINARY_TIMEOUT = int(os.environ.get("NIGHTSHIFT_TEST_TIMEOUT", "1500"))
+# One binary's bound: the slowest (the real-app UI tests) take a few minutes (and bound each app
+# session themselves); a hang is cut here and reported — the tests still running named, the stacks
+# of its threads kept — instead of holding CI until its own limit.
+BINARY_TIMEOUT = int(os.environ.get("NIGHTSHIFT_TEST_TIMEOUT", "900"))
 TEST_LINE = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)")
 KEYRING = (
     "printf %s ci-keyring-pw | gnome-keyring-daemon --unlock --components=secrets >/dev/null 2>&1 || true; "
@@ -105,10 +106,12 @@ def run_binary(b, rep, reps, test_args, display, results):
         print(f"\n==> {label(b)}" + (f" (pass {rep}/{reps})" if reps > 1 else ""), flush=True)
         started = time.monotonic()
         outcomes = {}
+        listed = subprocess.run([b["executable"], "--list", "--format", "terse", *[a for a in test_args if not a.startswith("-")]], cwd=b["dir"], env=env, capture_output=True, text=True)
+        names = [l[: -len(": test")] for l in listed.stdout.splitlines() if l.endswith(": test")]
         os.makedirs(os.path.dirname(log_path), exist_ok=True)
         with open(log_path, "w") as log:
             proc = subprocess.Popen(cmd, cwd=b["dir"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, text=True, errors="replace")
-            timer = Timer(proc, BINARY_TIMEOUT)
+            timer = Timer(proc, BINARY_TIMEOUT, b["executable"], log_path + ".stacks")
             for line in proc.stdout:
                 sys.stdout.write(line)
                 log.write(line)
@@ -122,7 +125,8 @@ def run_binary(b, rep, reps, test_args, display, results):
         results.write(json.dumps({"package": b["package"], "src": b["src"], "test": test, "outcome": outcome, "rep": rep, "log": log_path}) + "\n")
     failed_tests = [t for t, o in outcomes.items() if o == "FAILED"]
     if code != 0 and not failed_tests:
-        why = f"timed out after {BINARY_TIMEOUT} s" if timer.fired else f"exited with {code} without a failing test (a crash, or a panic outside a test)"
+        still = [n for n in names if n not in outcomes]
+        why = (f"timed out after {BINARY_TIMEOUT} s; still running: {', '.join(still) or 'none'}; its threads' stacks: {os.path.relpath(timer.stacks, ROOT)}") if timer.fired else f"exited with {code} without a failing test (a crash, or a panic outside a test)"
         results.write(json.dumps({"package": b["package"], "src": b["src"], "test": None, "outcome": "FAILED", "why": why, "rep": rep, "log": log_path}) + "\n")
         print(f"error: {label(b)} {why}; its output is in {log_path}", flush=True)
     results.flush()
@@ -130,18 +134,34 @@ def run_binary(b, rep, reps, test_args, display, results):
 
 
 class Timer:
-    """Ends a binary's whole process group once it has run for `secs`."""
+    """Ends a binary's whole process group once it has run for `secs` — first writing the stacks
+    of the test binary's threads (gdb) to `stacks`, so a hang says where it hangs."""
 
-    def __init__(self, proc, secs):
+    def __init__(self, proc, secs, executable, stacks):
         import threading
         self.fired = False
         self.proc = proc
+        self.executable = os.path.realpath(executable)
+        self.stacks = stacks
         self.t = threading.Timer(secs, self.fire)
         self.t.daemon = True
         self.t.start()
 
+    def dump_stacks(self):
+        with open(self.stacks, "w") as out:
+            for pid in os.listdir("/proc"):
+                try:
+                    if not pid.isdigit() or os.getpgid(int(pid)) != self.proc.pid or os.path.realpath(f"/proc/{pid}/exe") != self.executable:
+                        continue
+                    out.write(f"== pid {pid}\n")
+                    out.flush()
+                    subprocess.run(["gdb", "-p", pid, "-batch", "-ex", "thread apply all bt"], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, timeout=120)
+                except (OSError, subprocess.SubprocessError) as e:
+                    out.write(f"(no stacks of {pid}: {e})\n")
+
     def fire(self):
         self.fired = True
+        self.dump_stacks()
         for sig in (signal.SIGTERM, signal.SIGKILL):
             try:
                 os.killpg(self.proc.pid, sig)

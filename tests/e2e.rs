@@ -72,6 +72,6 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
 
     let png = client.screenshot().await.unwrap();
     std::fs::write(artifacts().join("e2e-window.png"), png).unwrap();
-    client.close().await.unwrap();
+    close(client).await;
     drop(driver);
 }

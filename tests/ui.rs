@@ -115,17 +115,17 @@ async fn the_web_ui_in_the_real_app() {
     js(&c, "document.activeElement?.blur(); window.scrollTo(0, 0); return 1").await;
     let mut reached = false;
     for _ in 0..8 {
-        c.active_element().await.unwrap().send_keys("\u{E004}").await.unwrap(); // Tab
+        bounded("Tab", async { c.active_element().await?.send_keys("\u{E004}").await }).await.unwrap(); // Tab
         if js(&c, "return document.activeElement?.dataset?.view === 'history'").await == json!(true) {
             reached = true;
             break;
         }
     }
     assert!(reached, "History is not reachable with Tab");
-    c.active_element().await.unwrap().send_keys("\u{E007}").await.unwrap(); // Enter
+    bounded("Enter", async { c.active_element().await?.send_keys("\u{E007}").await }).await.unwrap(); // Enter
     until(&c, "History opened from the keyboard", "return location.hash.startsWith('#/history') && !!document.getElementById('history-rows')", 10).await;
     js(&c, "window.nightshiftUi.relogin({account: 'a@b.c', command: 'x'}); return 1").await;
-    c.active_element().await.unwrap().send_keys("\u{E00C}").await.unwrap(); // Escape
+    bounded("Escape", async { c.active_element().await?.send_keys("\u{E00C}").await }).await.unwrap(); // Escape
     until(&c, "Esc closing the panel", "return document.getElementById('relogin').hidden", 10).await;
     // A window the tray's Re-login opens starts at #/relogin/<account>: Accounts, with the panel.
     js(&c, "location.hash = '#/relogin/work%40acme.dev'; return 1").await;
@@ -224,7 +224,7 @@ async fn the_web_ui_in_the_real_app() {
     assert!(text(&c, "#history-footer").await.contains(&format!("{} runs shown", ids.len())));
     screenshot(&c, "ui-history-10k.png").await;
     // Filter by status: only failed runs of `nightly` (every 7th).
-    c.execute("const s = document.getElementById('filter-status'); s.value = 'failed'; s.dispatchEvent(new Event('change')); return 1", vec![]).await.unwrap();
+    js(&c, "const s = document.getElementById('filter-status'); s.value = 'failed'; s.dispatchEvent(new Event('change')); return 1").await;
     until(&c, "the failed filter", "const rows = [...document.querySelectorAll('#history-rows tr')]; return rows.length >= 50 && rows.every(r => r.dataset.status === 'failed')", 15).await;
     let first = js(&c, "return document.querySelector('#history-rows tr').dataset.id").await;
     assert_eq!(first, json!(format!("seed{:022}", (SEEDED - 1) / 7 * 7)));
@@ -237,8 +237,7 @@ async fn the_web_ui_in_the_real_app() {
     let card_text = text(&c, card).await;
     assert!(card_text.contains("Credential: no credential") && card_text.contains("keychain"), "{card_text}");
     click(&c, &format!("{card} .actions button:nth-child(2)")).await;
-    let field = c.find(Locator::Css(&format!("{card} input.token"))).await.unwrap();
-    field.send_keys("sk-ant-oat01-ui-test-token-do-not-show").await.unwrap();
+    bounded("typing the token", async { c.find(Locator::Css(&format!("{card} input.token"))).await?.send_keys("sk-ant-oat01-ui-test-token-do-not-show").await }).await.unwrap();
     click(&c, &format!("{card} .token-form button")).await;
     let said = until(&c, "the set-token result", "return document.getElementById('accounts-status').textContent", 20).await;
     assert!(said.as_str().unwrap().to_lowercase().contains("keychain") || said.as_str().unwrap().contains("Secret Service"), "{said}");
@@ -258,7 +257,7 @@ async fn the_web_ui_in_the_real_app() {
     assert!(text(&c, host).await.contains("Connection refused") && text(&c, host).await.contains("Last seen: never"), "{}", text(&c, host).await);
     screenshot(&c, "ui-accounts.png").await;
 
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -277,7 +276,7 @@ async fn the_window_follows_a_dark_system_theme() {
     assert_eq!(look["dark"], json!(true), "{look}");
     assert_eq!(look["bg"], json!("rgb(20, 20, 29)"), "the dark palette is used: {look}");
     screenshot(&c, "ui-dark.png").await;
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -306,7 +305,7 @@ async fn a_damaged_database_is_shown_atop_the_window() {
     let header = text(&c, "#engine-state").await;
     assert!(header.starts_with("Not scheduling"), "the header does not claim to schedule: {header}");
     screenshot(&c, "ui-damaged-database.png").await;
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -341,7 +340,7 @@ async fn the_run_detail_shows_its_webhook_deliveries() {
     assert!(shown.contains("picky not delivered after 1 try") && shown.contains("HTTP 400"), "{shown}");
     assert_eq!(team.accepted().get(&id), Some(&1));
     screenshot(&c, "ui-webhooks.png").await;
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -384,7 +383,7 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
     click(&c, "#push-again").await;
     until(&c, "the push", "return document.getElementById('changes-push')?.dataset.state === 'pushed'", 20).await;
     assert_eq!(git(&remote, &["rev-parse", &branch]), git(&repo, &["rev-parse", &branch]));
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -409,7 +408,7 @@ async fn the_run_detail_shows_tokens_and_model() {
     let facts = js(&c, "return Object.fromEntries([...document.querySelectorAll('#run-facts dt')].map(dt => [dt.textContent, dt.nextElementSibling.textContent]))").await;
     assert_eq!(facts["Tokens"], json!("in 1,234 · out 56 · cache read 7 · cache write \u{2013}"), "{facts}");
     assert_eq!(facts["Model"], json!("claude-sonnet-5-5"), "{facts}");
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -440,7 +439,7 @@ async fn a_pruned_run_keeps_its_record_in_the_window() {
     assert_eq!(js(&c, "return document.querySelector('#run-title .badge')?.textContent").await, json!("completed"));
     let log = until(&c, "the log's status", "return document.getElementById('log-status')?.textContent", 10).await;
     assert!(log.as_str().unwrap().contains("by retention"), "{log}");
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -475,16 +474,16 @@ async fn history_keeps_its_place_while_events_arrive() {
     // Reading part way down: the 150th row at the top of the list.
     let place = "const b = document.getElementById('history-box'); const r = document.querySelector(`#history-rows tr[data-id='${arguments[0]}']`); return r ? r.getBoundingClientRect().top - b.getBoundingClientRect().top : null";
     let anchor = js(&c, "return document.querySelectorAll('#history-rows tr')[150].dataset.id").await;
-    c.execute("const b = document.getElementById('history-box'); const r = document.querySelector(`#history-rows tr[data-id='${arguments[0]}']`); b.scrollTop += r.getBoundingClientRect().top - b.getBoundingClientRect().top - 40; return 1", vec![anchor.clone()]).await.unwrap();
+    bounded("scrolling to the anchor", c.execute("const b = document.getElementById('history-box'); const r = document.querySelector(`#history-rows tr[data-id='${arguments[0]}']`); b.scrollTop += r.getBoundingClientRect().top - b.getBoundingClientRect().top - 40; return 1", vec![anchor.clone()])).await.unwrap();
     let at_rest = "const b = document.getElementById('load-more'); return b && !b.disabled && document.querySelectorAll('#history-rows tr').length";
     let loaded = until(&c, "the footer at rest", at_rest, 15).await.as_u64().unwrap();
-    let offset = c.execute(place, vec![anchor.clone()]).await.unwrap().as_f64().unwrap();
+    let offset = bounded("the anchor's place", c.execute(place, vec![anchor.clone()])).await.unwrap().as_f64().unwrap();
 
     // Count the resyncs the page is told; then start the storm and a quick run, and add a routine.
     let counting = "const done = arguments[arguments.length - 1]; import('./lib/api.js').then((m) => { window.__resyncs = 0; m.onEngine((ev) => { if (ev.type === 'resync') window.__resyncs += 1; }); done(1); })";
-    c.execute_async(counting, vec![]).await.unwrap();
+    bounded("counting resyncs", c.execute_async(counting, vec![])).await.unwrap();
     let start = "const done = arguments[arguments.length - 1]; import('./lib/api.js').then((m) => Promise.all([m.call('run_now', { name: 'storm' }), m.call('run_now', { name: 'tick' })])).then(done, (e) => done(String(e?.message ?? e)))";
-    let ids = c.execute_async(start, vec![]).await.unwrap();
+    let ids = bounded("run now of storm and tick", c.execute_async(start, vec![])).await.unwrap();
     let (storm, tick) = (ids[0].as_str().unwrap_or_else(|| panic!("run now: {ids}")).to_string(), ids[1].as_str().unwrap().to_string());
     std::fs::write(home.join("routines/later.yaml"), "name: later\nschedule: \"0 4 1 1 *\"\ncommand: echo later\nnotify: never\n").unwrap();
 
@@ -496,12 +495,12 @@ async fn history_keeps_its_place_while_events_arrive() {
 
     assert!(js(&c, "return location.hash").await.as_str().unwrap().starts_with("#/history"), "still on History");
     assert!(now >= loaded, "the rows loaded stay: {now} shown, {loaded} before");
-    let kept = c.execute(place, vec![anchor.clone()]).await.unwrap();
+    let kept = bounded("the anchor's place after the storm", c.execute(place, vec![anchor.clone()])).await.unwrap();
     let Some(kept) = kept.as_f64() else { panic!("row {anchor} is gone from the list; the window shows {}", what_it_shows(&c).await) };
     assert!((kept - offset).abs() < 2.0, "the row read at {offset:.0} px below the list's top moved to {kept:.0} px");
     let footer = text(&c, "#history-footer").await;
     assert!(footer.contains(&format!("{now} runs shown")), "{footer}");
     screenshot(&c, "ui-history-kept-place.png").await;
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }

@@ -96,7 +96,7 @@ async fn every_slot_is_explained_in_the_strip_the_routine_and_the_run() {
     let caught = lines.iter().find(|l| l[0] == "caught_up").unwrap()[1].as_str().unwrap();
     assert!(caught.starts_with("caught up later at ") && caught.contains("— machine asleep "), "{caught}");
     screenshot(&c, "ui-why.png").await;
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -182,7 +182,7 @@ async fn usage_in_charts_with_tables_and_the_accounts_windows() {
     assert_eq!(me, "Last 5 hours: no runs · last 7 days: 2 runs · 500 tokens in, 50 out");
     let limits = text(&c, "section.account[data-account='work@acme.dev'] .limits summary").await;
     assert_eq!(limits, "Rate limits in the last 30 days: 1");
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 
     // The same charts in the dark theme.
@@ -193,6 +193,6 @@ async fn usage_in_charts_with_tables_and_the_accounts_windows() {
     let fill = js(&c, "return getComputedStyle(document.querySelector('#chart-cost rect.series-0')).fill").await;
     assert_eq!(fill, json!("rgb(141, 132, 255)"), "the dark palette");
     screenshot(&c, "ui-usage-dark.png").await;
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }

@@ -25,7 +25,7 @@ fn write_home(home: &Path) {
 }
 
 async fn type_into(c: &Client, css: &str, text: &str) {
-    c.find(Locator::Css(css)).await.unwrap_or_else(|e| panic!("{css}: {e}")).send_keys(text).await.unwrap();
+    bounded(&format!("typing into {css}"), async { c.find(Locator::Css(css)).await?.send_keys(text).await }).await.unwrap_or_else(|e| panic!("{css}: {e}"));
 }
 
 /// On the New routine form: a shell command routine named `name`.
@@ -37,12 +37,8 @@ async fn command_routine(c: &Client, name: &str, command: &str) {
 
 /// Set a field the way a user's change would (selects, time inputs), firing its events.
 async fn set(c: &Client, css: &str, value: &str) {
-    c.execute(
-        "const e = document.querySelector(arguments[0]); e.value = arguments[1]; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return 1",
-        vec![json!(css), json!(value)],
-    )
-    .await
-    .unwrap_or_else(|e| panic!("{css}: {e}"));
+    let script = "const e = document.querySelector(arguments[0]); e.value = arguments[1]; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); return 1";
+    bounded(&format!("setting {css}"), c.execute(script, vec![json!(css), json!(value)])).await.unwrap_or_else(|e| panic!("{css}: {e}"));
 }
 
 async fn problem(c: &Client, field: &str, contains: &str) {
@@ -63,11 +59,11 @@ async fn menu_action(c: &Client, routine: &str, action: &str) {
     loop {
         let open = js(c, &format!("return !!document.querySelector(\"{row} details.more[open]\")")).await == json!(true);
         if !open {
-            if let Ok(summary) = c.find(Locator::Css(&format!("{row} details.more summary"))).await {
-                let _ = summary.click().await;
+            if let Ok(summary) = bounded("finding the menu", c.find(Locator::Css(&format!("{row} details.more summary")))).await {
+                let _ = bounded("opening the menu", summary.click()).await;
             }
-        } else if let Ok(item) = c.find(Locator::Css(&format!("{row} details.more[open] button[data-action='{action}']"))).await {
-            if item.click().await.is_ok() && js(c, "return !!document.querySelector('#routines tr.inline-form')").await == json!(true) {
+        } else if let Ok(item) = bounded("finding the menu item", c.find(Locator::Css(&format!("{row} details.more[open] button[data-action='{action}']")))).await {
+            if bounded("clicking the menu item", item.click()).await.is_ok() && js(c, "return !!document.querySelector('#routines tr.inline-form')").await == json!(true) {
                 return;
             }
         }
@@ -257,7 +253,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     until(&c, "restored", "return !!document.querySelector(\"#routines tr[data-routine='morning-check']\") && document.getElementById('removed-routines').hidden", 10).await;
     assert!(home.join("routines/morning-check.yaml").is_file());
 
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }
 
@@ -279,6 +275,6 @@ async fn the_form_in_a_dark_theme() {
     let bg = js(&c, "return getComputedStyle(document.querySelector('.routine-form')).backgroundColor").await;
     assert_eq!(bg, json!("rgb(29, 29, 41)"), "the dark card colour");
     screenshot(&c, "ui-new-routine-dark.png").await;
-    c.close().await.unwrap();
+    close(c).await;
     drop(driver);
 }

@@ -18,17 +18,113 @@ pub fn tauri_driver() -> Option<PathBuf> {
 }
 
 /// Stops tauri-driver with SIGTERM (SIGKILL would orphan WebKitWebDriver, which keeps its port).
-pub struct Driver(pub Child);
+/// Holds the session's watchdog: dropping the driver ends it.
+pub struct Driver {
+    pub child: Child,
+    _watchdog: std::sync::mpsc::Sender<()>,
+}
 
 impl Drop for Driver {
+    /// tauri-driver, and then whatever it started (WebKitWebDriver, the app): the app keeps
+    /// running in the tray when its window closes, so an app left over would hold this home's
+    /// single-instance name on the test's bus, and the next launch would hand its arguments to it
+    /// and never open a session.
     fn drop(&mut self) {
-        unsafe { libc::kill(self.0.id() as i32, libc::SIGTERM) };
+        let started = descendants(self.child.id());
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let start = Instant::now();
-        while self.0.try_wait().ok().flatten().is_none() && start.elapsed() < Duration::from_secs(5) {
+        while self.child.try_wait().ok().flatten().is_none() && start.elapsed() < Duration::from_secs(5) {
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.0.kill();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        for pid in &started {
+            unsafe { libc::kill(*pid as i32, libc::SIGTERM) };
+        }
+        let start = Instant::now();
+        while started.iter().any(|p| alive(*p)) && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        for pid in started.iter().filter(|p| alive(**p)) {
+            unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+        }
     }
+}
+
+/// A process's (parent pid, state) from `/proc/PID/stat`.
+fn stat(pid: u32) -> Option<(u32, char)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let mut rest = text[text.rfind(')')? + 1..].split_whitespace();
+    let state = rest.next()?.chars().next()?;
+    Some((rest.next()?.parse().ok()?, state))
+}
+
+/// Running (a zombie has ended; whoever adopted it reaps it).
+fn alive(pid: u32) -> bool {
+    stat(pid).is_some_and(|(_, state)| state != 'Z')
+}
+
+/// Every process below `root`, at this moment.
+fn descendants(root: u32) -> Vec<u32> {
+    let all: Vec<(u32, u32)> = std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| Some((pid, stat(pid)?.0)))
+        .collect();
+    let mut out = vec![];
+    let mut frontier = vec![root];
+    while let Some(parent) = frontier.pop() {
+        for (pid, _) in all.iter().filter(|(_, pp)| *pp == parent) {
+            out.push(*pid);
+            frontier.push(*pid);
+        }
+    }
+    out
+}
+
+/// The longest one app session of a test may last. Every WebDriver step is bounded on its own
+/// ([`STEP`]); this catches what is not (a step outside the helpers, a test that loops): the
+/// binary then ends at once, naming the test, its last step and the app's log — instead of
+/// holding the suite until the runner's own bound.
+const SESSION_LIMIT: Duration = Duration::from_secs(300);
+/// The longest one WebDriver request may take before the test fails saying which.
+const STEP: Duration = Duration::from_secs(60);
+
+/// The step the current app session last began, for the watchdog's message.
+static LAST_STEP: std::sync::Mutex<String> = std::sync::Mutex::new(String::new());
+
+fn step(what: &str) {
+    *LAST_STEP.lock().unwrap_or_else(|e| e.into_inner()) = what.chars().take(300).collect();
+}
+
+fn watchdog() -> std::sync::mpsc::Sender<()> {
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let test = std::thread::current().name().unwrap_or("a test").to_string();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) = rx.recv_timeout(SESSION_LIMIT) {
+            let last = LAST_STEP.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            eprintln!("\nerror: {test}: its app session ran for more than {} s; its last WebDriver step: {last}{}", SESSION_LIMIT.as_secs(), app_log_tail());
+            println!("test {test} ... FAILED");
+            std::process::exit(101);
+        }
+    });
+    tx
+}
+
+/// A WebDriver request with its bound: past [`STEP`] the test fails naming the request.
+pub async fn bounded<T>(what: &str, request: impl std::future::Future<Output = T>) -> T {
+    step(what);
+    match tokio::time::timeout(STEP, request).await {
+        Ok(v) => v,
+        Err(_) => panic!("no answer from WebDriver within {} s to {what}{}", STEP.as_secs(), app_log_tail()),
+    }
+}
+
+/// End the WebDriver session (tauri-driver then stops the app).
+pub async fn close(c: Client) {
+    bounded("closing the session", c.close()).await.unwrap();
 }
 
 pub fn latest_run_id(home: &std::path::Path) -> String {
@@ -113,8 +209,10 @@ pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -
     let log_path = PathBuf::from(format!("{}.log", home.display()));
     let log = std::fs::File::create(&log_path).unwrap();
     *APP_LOG.lock().unwrap_or_else(|e| e.into_inner()) = Some(log_path.clone());
-    let driver = Driver(
-        Command::new(driver_bin)
+    step("starting tauri-driver");
+    let driver = Driver {
+        _watchdog: watchdog(),
+        child: Command::new(driver_bin)
             .args(["--port", &port.to_string(), "--native-port", &native.to_string()])
             .env("NIGHTSHIFT_HOME", home)
             .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
@@ -124,7 +222,7 @@ pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -
             .stderr(log)
             .spawn()
             .unwrap(),
-    );
+    };
     let start = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         assert!(start.elapsed() < Duration::from_secs(20), "tauri-driver did not listen within 20 s{}", app_log_tail());
@@ -133,14 +231,16 @@ pub async fn launch_with(home: &Path, bus_address: &str, env: &[(&str, &str)]) -
     let mut caps = serde_json::Map::new();
     caps.insert("browserName".into(), "wry".into());
     caps.insert("tauri:options".into(), serde_json::json!({ "application": env!("CARGO_BIN_EXE_nightshift") }));
-    let client = ClientBuilder::native().capabilities(caps).connect(&format!("http://127.0.0.1:{port}")).await.expect("a WebDriver session with the app");
+    let client = bounded("opening a WebDriver session with the app", ClientBuilder::native().capabilities(caps).connect(&format!("http://127.0.0.1:{port}")))
+        .await
+        .unwrap_or_else(|e| panic!("no WebDriver session with the app: {e}{}", app_log_tail()));
     Some((driver, client))
 }
 
 // WebDriver helpers for the window's tests.
 
 pub async fn js(c: &Client, script: &str) -> Value {
-    match c.execute(script, vec![]).await {
+    match bounded(script, c.execute(script, vec![])).await {
         Ok(v) => v,
         Err(e) => panic!("{script}: {e};\nthe window shows {}{}", what_it_shows(c).await, app_log_tail()),
     }
@@ -165,14 +265,16 @@ pub fn app_log_tail() -> String {
 /// a screenshot kept in the artifacts. Never throws in the page, whatever state it is in.
 pub async fn what_it_shows(c: &Client) -> String {
     let script = "try { const v = document.getElementById('view'); const t = (v ? v.innerText : (document.body ? document.body.innerText : '')) || ''; return `at ${location.href} (view ${v ? v.dataset.view : 'none'}): ${t.slice(0, 1500)}`; } catch (e) { return `the page could not be read: ${e}`; }";
-    let shows = match c.execute(script, vec![]).await {
-        Ok(Value::String(s)) => s,
-        Ok(other) => other.to_string(),
-        Err(e) => format!("the page could not be read: {e}"),
+    let quick = Duration::from_secs(10);
+    let shows = match tokio::time::timeout(quick, c.execute(script, vec![])).await {
+        Ok(Ok(Value::String(s))) => s,
+        Ok(Ok(other)) => other.to_string(),
+        Ok(Err(e)) => format!("the page could not be read: {e}"),
+        Err(_) => "the page did not answer within 10 s".to_string(),
     };
     let shot = artifacts().join(format!("failed-wait-{}.png", std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_millis()));
-    match c.screenshot().await.map(|png| std::fs::write(&shot, png)) {
-        Ok(Ok(())) => format!("{shows}\n(screenshot: {})", shot.display()),
+    match tokio::time::timeout(quick, c.screenshot()).await.map(|png| png.map(|png| std::fs::write(&shot, png))) {
+        Ok(Ok(Ok(()))) => format!("{shows}\n(screenshot: {})", shot.display()),
         _ => shows,
     }
 }
@@ -187,7 +289,7 @@ fn truthy(v: &Value) -> bool {
 pub async fn until(c: &Client, what: &str, script: &str, secs: u64) -> Value {
     let start = Instant::now();
     loop {
-        let last = match c.execute(script, vec![]).await {
+        let last = match bounded(what, c.execute(script, vec![])).await {
             Ok(v) if truthy(&v) => return v,
             Ok(v) => format!("its last answer was {v}"),
             Err(e) => format!("it last failed: {e}"),
@@ -209,8 +311,8 @@ pub async fn text(c: &Client, css: &str) -> String {
 pub async fn click(c: &Client, css: &str) {
     let start = Instant::now();
     loop {
-        let tried = match c.find(Locator::Css(css)).await {
-            Ok(el) => el.click().await.map_err(|e| e.to_string()),
+        let tried = match bounded(&format!("finding {css}"), c.find(Locator::Css(css))).await {
+            Ok(el) => bounded(&format!("clicking {css}"), el.click()).await.map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
         match tried {
@@ -223,11 +325,11 @@ pub async fn click(c: &Client, css: &str) {
 }
 
 pub async fn screenshot(c: &Client, name: &str) {
-    std::fs::write(artifacts().join(name), c.screenshot().await.unwrap()).unwrap();
+    std::fs::write(artifacts().join(name), bounded("a screenshot", c.screenshot()).await.unwrap()).unwrap();
 }
 
 pub async fn go(c: &Client, hash: &str) {
-    c.execute("window.nightshiftUi.go(arguments[0])", vec![json!(hash)]).await.unwrap();
+    bounded(&format!("going to {hash}"), c.execute("window.nightshiftUi.go(arguments[0])", vec![json!(hash)])).await.unwrap();
 }
 
 /// The process of the X client whose window is titled `title` (its `_NET_WM_PID`), if one is mapped.
