@@ -30,6 +30,9 @@ pub struct RoutineLine {
     pub last: Option<RunStatus>,
     pub next: Option<DateTime<Utc>>,
     pub valid: bool,
+    /// Its last slot did nothing and it wants that told (`notify_missed`): attention until it
+    /// runs again — what happened ("missed Mon 30 Nov 06:00").
+    pub quiet: Option<String>,
 }
 
 /// Everything the tray shows, gathered from the engine.
@@ -138,12 +141,13 @@ impl MenuEntry {
 pub fn view(f: &TrayFacts) -> TrayView {
     let logins: Vec<&AccountHealth> = f.accounts.iter().filter(|h| needs_login(h)).collect();
     let failing = f.routines.iter().filter(|r| failed(r.last) || !r.valid).count();
+    let quiet: Vec<&RoutineLine> = f.routines.iter().filter(|r| r.quiet.is_some()).collect();
     // A problem with the home itself outranks everything: runs cannot be recorded while it lasts.
     let icon = if !f.problems.is_empty() {
         IconState::Attention
     } else if f.running > 0 {
         IconState::Running
-    } else if !logins.is_empty() || failing > 0 {
+    } else if !logins.is_empty() || failing > 0 || !quiet.is_empty() {
         IconState::Attention
     } else {
         IconState::Idle
@@ -168,6 +172,11 @@ pub fn view(f: &TrayFacts) -> TrayView {
     if failing > 0 {
         parts.push(format!("{failing} routine{} failing", if failing == 1 { "" } else { "s" }));
     }
+    match quiet.as_slice() {
+        [] => {}
+        [one] => parts.push(format!("{}: {}", one.name, one.quiet.as_deref().unwrap_or_default())),
+        many => parts.push(format!("{} routines did nothing at their last slot", many.len())),
+    }
     if let Some(who) = &f.scheduled_elsewhere {
         parts.push(format!("scheduled by {who}"));
     }
@@ -187,7 +196,11 @@ pub fn view(f: &TrayFacts) -> TrayView {
             .iter()
             .map(|r| MenuEntry::Item {
                 id: format!("{RUN_PREFIX}{}", r.name),
-                text: if r.valid { format!("{}{}", status_mark(r.last), r.name) } else { format!("{} (invalid)", r.name) },
+                text: match (r.valid, r.quiet.is_some()) {
+                    (false, _) => format!("{} (invalid)", r.name),
+                    (true, true) => format!("⚠ {}", r.name),
+                    (true, false) => format!("{}{}", status_mark(r.last), r.name),
+                },
                 enabled: r.valid,
             })
             .collect()
@@ -249,7 +262,7 @@ mod tests {
     use nightshift_core::words::Agent;
 
     fn routine(name: &str, last: Option<RunStatus>) -> RoutineLine {
-        RoutineLine { name: name.into(), last, next: None, valid: true }
+        RoutineLine { name: name.into(), last, next: None, valid: true, quiet: None }
     }
 
     fn account(email: &str, verdict: Verdict) -> AccountHealth {
@@ -287,6 +300,23 @@ mod tests {
         assert_eq!(view(&f).icon, IconState::Idle);
     }
 
+    /// A routine whose last slot did nothing (`notify_missed`) turns the tray to attention until
+    /// it runs again, and says which.
+    #[test]
+    fn a_quiet_routine_is_attention_until_it_runs() {
+        let quiet = || Some("missed Mon 30 Nov 06:00".to_string());
+        let mut f = TrayFacts { routines: vec![routine("a", Some(RunStatus::Completed)), RoutineLine { quiet: quiet(), ..routine("nightly", None) }], ..Default::default() };
+        let v = view(&f);
+        assert_eq!(v.icon, IconState::Attention);
+        assert!(v.tooltip.ends_with("nightly: missed Mon 30 Nov 06:00"), "{}", v.tooltip);
+        let MenuEntry::Submenu { items, .. } = &v.menu[0] else { panic!("{:?}", v.menu) };
+        assert_eq!(items[1], MenuEntry::Item { id: "run:nightly".into(), text: "⚠ nightly".into(), enabled: true });
+        f.routines.push(RoutineLine { quiet: quiet(), ..routine("weekly", None) });
+        assert!(view(&f).tooltip.ends_with("2 routines did nothing at their last slot"), "{}", view(&f).tooltip);
+        f.routines.retain(|r| r.quiet.is_none());
+        assert_eq!(view(&f).icon, IconState::Idle, "it ran again");
+    }
+
     #[test]
     fn a_problem_with_the_home_shows_first_and_outranks_running() {
         let full = "the disk holding /home/u/.local/share/nightshift is full (12 KiB free)";
@@ -306,7 +336,7 @@ mod tests {
         let next = Utc::now() + chrono::Duration::hours(2);
         let f = TrayFacts {
             running: 2,
-            routines: vec![RoutineLine { name: "pr-review".into(), last: None, next: Some(next), valid: true }],
+            routines: vec![RoutineLine { name: "pr-review".into(), last: None, next: Some(next), valid: true, quiet: None }],
             accounts: vec![account("work@acme.dev", Verdict::Unconfigured)],
             ..Default::default()
         };
@@ -317,7 +347,7 @@ mod tests {
     #[test]
     fn menu_has_run_now_relogin_pause_open_quit() {
         let f = TrayFacts {
-            routines: vec![routine("hello", Some(RunStatus::Completed)), RoutineLine { name: "bad".into(), last: None, next: None, valid: false }],
+            routines: vec![routine("hello", Some(RunStatus::Completed)), RoutineLine { name: "bad".into(), last: None, next: None, valid: false, quiet: None }],
             accounts: vec![account("work@acme.dev", Verdict::Revoked), account("me@home.dev", Verdict::Live)],
             ..Default::default()
         };

@@ -47,9 +47,19 @@ export type Agent = "claude" | "codex" | "gemini" | "command";
 export type AgentChoice = { agent: Agent, accounts: Array<string>, };
 
 /**
- * One try of a run on one account (failover makes several).
+ * One try of a run: failover to another account, a retry after a transient failure and a wait
+ * for a rate limit's reset each make another (the last one is the record's own status).
  */
-export type Attempt = { account: string | null, status: RunStatus, reason: Reason | null, message: string | null, resets_at: string | null, };
+export type Attempt = { account: string | null, status: RunStatus, reason: Reason | null, message: string | null, resets_at: string | null, 
+/**
+ * When this try started and ended (`null` in records written before retries existed).
+ */
+started_at: string | null, finished_at: string | null, 
+/**
+ * When the next try was due: after a retry's backoff, or at the limit's reset (plus a
+ * margin). `null` when the next try followed at once (failover) or there was none.
+ */
+next_at: string | null, };
 
 /**
  * What a run changed — part of the run record (`changes`, `null` for a run outside git).
@@ -111,7 +121,11 @@ channel: string,
 /**
  * The webhook's name, for a webhook's delivery (so no face parses the channel).
  */
-webhook: string | null, state: Delivery, attempts: number, last_error: string | null, delivered_at: string | null, 
+webhook: string | null, 
+/**
+ * Which heartbeat ping, for a ping's delivery (`ping:`).
+ */
+ping: PingEvent | null, state: Delivery, attempts: number, last_error: string | null, delivered_at: string | null, 
 /**
  * When the next try is due (pending only).
  */
@@ -352,6 +366,11 @@ export type Page = { runs: Array<RunRecord>,
 next_cursor: string | null, };
 
 /**
+ * Which heartbeat ping (`ping:`): the run started, or it ended (how is decided when it is sent).
+ */
+export type PingEvent = "start" | "end";
+
+/**
  * When a routine would fire: its schedule in words and the next fire times.
  */
 export type Preview = { words: string, timezone: string, fires: Array<Fire>, };
@@ -366,7 +385,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "api_unavailable" | "killed";
 
 export type Relogin = { 
 /**
@@ -440,6 +459,11 @@ paused: boolean, paused_reason: string | null, on_this_device: boolean, state: R
  */
 next_fire: string | null, last_run: LastRun | null, 
 /**
+ * The routine has gone quiet (`notify_missed`): its last slot did nothing — "missed Tue 1 Dec
+ * 02:00", "skipped …" — until it runs again.
+ */
+quiet: string | null, 
+/**
  * file:line:col problems of an invalid file.
  */
 errors: Array<string>, };
@@ -480,7 +504,7 @@ export type RunDetail = { run: RunRecord, explanation: Explanation, report_html:
  */
 routine_exists: boolean, 
 /**
- * Its webhook deliveries (what each receiver got, tries, last error).
+ * Its webhook and heartbeat-ping deliveries (what each receiver got, tries, last error).
  */
 deliveries: Array<DeliveryRow>, 
 /**
@@ -530,7 +554,17 @@ pruned_at: string | null,
 /**
  * The machine it ran on over SSH (a routine's `host:`); `null` for a run on this machine.
  */
-host: string | null, };
+host: string | null, 
+/**
+ * A queued run that waits for a time — a retry after its backoff, or a rate limit's reset —
+ * starts then, not before; `null` for one that starts as soon as a lane is free.
+ */
+due_at: string | null, 
+/**
+ * It was asked to wait out a rate limit although it is a manual run (`run
+ * --wait-for-limit`); scheduled and catch-up runs always may.
+ */
+wait_for_limit: boolean, };
 
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
 

@@ -85,6 +85,8 @@ export const REASON_LABEL = {
   superseded: "superseded",
   active_run: "active run",
   host_unreachable: "host unreachable",
+  api_unavailable: "api unavailable",
+  killed: "killed",
 };
 
 /** Verdicts of accounts whose runs cannot sign in until someone logs in again. */

@@ -168,6 +168,8 @@ export function mount(root, params, ui) {
     const last = r.last_run
       ? h("a", { href: `#/run/${r.last_run.id}`, title: r.last_run.started_at ? full(r.last_run.started_at) : "" }, badge(r.last_run.status), r.last_run.reason ? h("span", { class: "muted small" }, ` ${reasonText(r.last_run.reason)}`) : null)
       : h("span", { class: "muted" }, "never");
+    // Its last slot did nothing (`notify_missed`): said until it runs again.
+    const quiet = r.quiet ? h("div", { class: "small quiet", "data-quiet": r.quiet }, `⚠ has not run — ${r.quiet}`) : null;
     const stateBadge = badge(r.state === "enabled" ? "enabled" : r.state, r.paused_reason ?? undefined);
     const paused = r.state === "paused" || r.state === "auto_paused";
     const runNow = h("button", { class: "primary", onclick: () => runNowClicked(r.name, runNow) }, "Run now");
@@ -176,7 +178,7 @@ export function mount(root, params, ui) {
       name,
       h("td", {}, r.schedule_words, h("div", { class: "muted small" }, h("code", {}, r.schedule ?? "")), h("div", { class: "strip-cell" })),
       h("td", {}, next),
-      h("td", {}, last),
+      h("td", {}, last, quiet),
       h("td", {}, stateBadge, r.paused_reason ? h("div", { class: "muted small" }, r.paused_reason) : null),
       h("td", { class: "actions" }, runNow, toggle, edit, more(["duplicate", "Duplicate…"], ["rename", "Rename…"], ["remove", "Remove…"])),
     );

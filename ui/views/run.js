@@ -96,6 +96,7 @@ export function mount(root, params, ui) {
       fact("Account", r.account),
       fact("Host", r.host && `${r.host} (over SSH)`),
       fact("Rate limit resets", r.resets_at && full(r.resets_at)),
+      fact("Starts at", r.status === "queued" && r.due_at && `${full(r.due_at)} (waiting: ${r.message ?? ""})`),
       fact("Cost", r.cost_usd !== null ? cost(r.cost_usd) : null),
       fact("Tokens", r.usage && tokens(r.usage)),
       fact("Model", r.usage?.model),
@@ -104,15 +105,17 @@ export function mount(root, params, ui) {
       fact("Run id", r.id),
     );
 
-    if (r.attempts.length > 1) {
+    // Every try once there was more than one (failover, a retry, a wait for a limit's reset).
+    if (r.attempts.length > 1 || (r.attempts.length > 0 && r.status === "queued")) {
+      const when = (a) => [a.started_at && full(a.started_at), a.next_at && `next try at ${full(a.next_at)}`].filter(Boolean).join(" · ");
       replace(
         attempts,
         h("h3", {}, "Attempts"),
-        h("ol", { class: "attempts" }, r.attempts.map((a) => h("li", {}, h("strong", {}, a.account ?? "—"), " ", badge(a.status), a.reason ? ` ${reasonText(a.reason)}` : "", a.message ? h("div", { class: "muted small" }, a.message) : null))),
+        h("ol", { class: "attempts" }, r.attempts.map((a) => h("li", {}, h("strong", {}, a.account ?? "—"), " ", badge(a.status), a.reason ? ` ${reasonText(a.reason)}` : "", when(a) ? h("span", { class: "muted small" }, ` · ${when(a)}`) : null, a.message ? h("div", { class: "muted small" }, a.message) : null))),
       );
     } else attempts.replaceChildren();
 
-    // Webhooks: what each receiver got (their error text is untrusted: text nodes only).
+    // Webhooks and pings: what each receiver got (their error text is untrusted: text nodes only).
     if (detail.deliveries.length) {
       /** @param {import("../lib/types.js").DeliveryRow} d */
       const how = (d) =>
@@ -121,8 +124,8 @@ export function mount(root, params, ui) {
         : `${d.state.replaceAll("_", " ")} after ${d.attempts + 1} ${d.attempts ? "tries" : "try"}`;
       replace(
         deliveriesBox,
-        h("h3", {}, "Webhooks"),
-        h("ul", { class: "deliveries" }, detail.deliveries.map((d) => h("li", { "data-webhook": d.webhook ?? "", "data-state": d.state }, h("strong", {}, d.webhook ?? ""), " ", how(d), d.last_error && d.state !== "delivered" ? h("div", { class: "muted small" }, d.last_error) : null))),
+        h("h3", {}, detail.deliveries.some((d) => d.ping) ? "Webhooks and pings" : "Webhooks"),
+        h("ul", { class: "deliveries" }, detail.deliveries.map((d) => h("li", { "data-webhook": d.webhook ?? "", "data-ping": d.ping ?? "", "data-state": d.state }, h("strong", {}, d.webhook ?? `ping ${d.ping}`), " ", how(d), d.last_error && d.state !== "delivered" ? h("div", { class: "muted small" }, d.last_error) : null))),
       );
     } else deliveriesBox.replaceChildren();
 

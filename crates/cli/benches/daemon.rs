@@ -1,7 +1,8 @@
 //! Idle cost of the scheduler: CPU time and memory of `nightshiftctl daemon` with 100 and 1000
 //! routines over 60 s, side by side with a baseline poller (wakes every second, re-reads every routine
 //! file and asks the database — how a naive scheduler stays current). CPU time is the kernel's
-//! nanosecond count over all the process's threads (`/proc/PID/task/*/schedstat`). Then, on the same
+//! nanosecond count over all the process's threads (`/proc/PID/task/*/schedstat`, sampled through
+//! the window so threads that end or start in it are counted: `testkit::bench::cpu_ns_over`). Then, on the same
 //! home, one-shot commands as whole processes (medians of 7): `routines list` and `run NAME --wait`
 //! of a routine running `true`, beside the same on a home with one routine (the fixed cost of a
 //! process that opens the database). `NIGHTSHIFT_BENCH_QUICK=1` measures 5 s instead of 60 s.
@@ -73,31 +74,11 @@ struct Measure {
 fn measure(cmd: &mut Command, window: Duration) -> Measure {
     let mut child: Child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    let before = cpu_ns(child.id());
-    std::thread::sleep(window);
-    let after = cpu_ns(child.id());
-    let (rss_kb, hwm_kb) = memory_kb(child.id());
+    let cpu = nightshift_testkit::bench::cpu_ns_over(child.id(), window);
+    let (rss_kb, hwm_kb) = nightshift_testkit::bench::memory_kb(child.id());
     let _ = child.kill();
     let _ = child.wait();
-    Measure { cpu_ns: after.saturating_sub(before), rss_kb, hwm_kb }
-}
-
-/// Time on CPU of all the process's threads, in nanoseconds (threads that ended are not counted:
-/// the daemon's stay for its life).
-fn cpu_ns(pid: u32) -> u64 {
-    std::fs::read_dir(format!("/proc/{pid}/task"))
-        .unwrap()
-        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("schedstat")).ok())
-        .filter_map(|s| s.split_whitespace().next()?.parse::<u64>().ok())
-        .sum()
-}
-
-fn memory_kb(pid: u32) -> (u64, u64) {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let field = |name: &str| {
-        status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
-    };
-    (field("VmRSS:"), field("VmHWM:"))
+    Measure { cpu_ns: cpu, rss_kb, hwm_kb }
 }
 
 /// The baseline: every second, re-read all routine files, compute next fires, query the store.

@@ -84,7 +84,7 @@ fn main() {
         ours_add.push(t.elapsed());
         let wt = started.worktree.clone().unwrap();
         let t = Instant::now();
-        nightshift_core::workspace::remove_worktree(&repo, &wt, started.branch.as_deref(), None, false).unwrap();
+        nightshift_core::workspace::remove_worktree(&tmp.path().join("worktrees"), &repo, &wt, started.branch.as_deref(), None, false).unwrap();
         ours_remove.push(t.elapsed());
         assert!(!wt.exists());
     }

@@ -125,18 +125,28 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
         };
         println!("notification {}{why}", n.as_str().replace('_', " "));
     }
+    if let Some(t) = r.due_at.filter(|_| r.status == nightshift_core::run::RunStatus::Queued) {
+        println!("starts at    {} (waiting; `nightshiftctl run {}` starts it now, `nightshiftctl cancel {}` drops it)", format::local(&t), r.routine, r.id);
+    }
     for (i, a) in r.attempts.iter().enumerate() {
-        println!("attempt {}    {} {} {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
+        let reason = a.reason.map(|x| format!(" {x}")).unwrap_or_default();
+        let when = a.started_at.map(|t| format!(" · {}", format::local(&t))).unwrap_or_default();
+        let next = a.next_at.map(|t| format!(" · next try at {}", format::local(&t))).unwrap_or_default();
+        println!("attempt {}    {} {}{reason}{when}{next} · {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
     }
     for d in engine.deliveries_of(&r.id)? {
-        let Some(name) = d.webhook.as_deref() else { continue };
+        let name = match (&d.webhook, d.ping) {
+            (Some(name), _) => format!("webhook      {name}"),
+            (None, Some(event)) => format!("ping         {event}"),
+            _ => continue,
+        };
         let how = match d.state {
             Delivery::Delivered => format!("delivered {}", opt(d.delivered_at.clone())),
             Delivery::Pending if d.attempts == 0 => "pending (sent by the Nightshift app or `nightshiftctl daemon`)".to_string(),
             Delivery::Pending => format!("pending: try {} failed ({}); next {}", d.attempts, opt(d.last_error.clone()), opt(d.next_at.map(|t| format::local(&t)))),
             other => format!("{} after {} tr{}: {}", other.as_str().replace('_', " "), d.attempts + 1, if d.attempts == 0 { "y" } else { "ies" }, opt(d.last_error.clone())),
         };
-        println!("webhook      {name}: {how}");
+        println!("{name}: {how}");
     }
     Ok(Outcome::Ok)
 }

@@ -46,6 +46,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Drop a queued run (also one waiting for a retry or a limit's reset), whichever process
+    /// queued it.
+    Cancel { run_id: String },
     /// Print a run's report (Markdown).
     Report { run_id: String },
     /// Print a run's output log.
@@ -192,6 +195,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Runs(args) => history::runs(&open(home).await?, args),
         Command::Show { run_id, json } => history::show(&open(home).await?, &run_id, json),
         Command::Report { run_id } => history::report(&open(home).await?, &run_id),
+        Command::Cancel { run_id } => run::cancel(&open(home).await?, &run_id).await,
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),

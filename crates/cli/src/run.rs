@@ -1,4 +1,4 @@
-//! `nightshiftctl run NAME [--wait] [--json]`
+//! `nightshiftctl run NAME [--wait] [--json] [--wait-for-limit]`
 
 use crate::format::{self, json};
 use crate::Outcome;
@@ -23,6 +23,11 @@ pub struct RunArgs {
     /// With --wait: also send the desktop finish notification.
     #[arg(long)]
     notify: bool,
+    /// Should the run meet a rate limit with no other account free, wait for the limit's reset
+    /// (at most the routine's `max_wait`) and run then, instead of failing. Scheduled runs always
+    /// do; without this a manual run says when the limit resets.
+    #[arg(long)]
+    wait_for_limit: bool,
 }
 
 pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
@@ -34,7 +39,7 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         true => Some(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| Error::new(nightshift_core::ErrorCode::Io, format!("cannot listen for Ctrl-C: {e}")))?),
         false => None,
     };
-    let handle = engine.run_now(&args.name, Trigger::Cli).await?;
+    let handle = engine.run_now_with(&args.name, Trigger::Cli, args.wait_for_limit).await?;
     let id = handle.id.clone();
 
     if !args.wait {
@@ -56,6 +61,10 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
 
     if live {
         eprintln!("▶ {} started (run {id})", args.name);
+    }
+    if args.notify {
+        // What is news while it waits: the run starting to wait for a limit.
+        engine.enable_live_notices(crate::desktop_notifier());
     }
     // Live progress (API retries, rate limits…) while we wait, on a terminal.
     let progress_id = id.clone();
@@ -129,4 +138,27 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         }
     }
     Ok(if record.status == RunStatus::Completed { Outcome::Ok } else { Outcome::RunNotCompleted })
+}
+
+/// `nightshiftctl cancel RUN_ID`: a queued run (waiting for a lane, a retry or a limit's reset)
+/// is dropped — final, `cancelled`, its tries kept. A running run belongs to the process that
+/// follows it; this says where to stop it.
+pub async fn cancel(engine: &Engine, id: &str) -> Result<Outcome, Error> {
+    let record = engine.run(id)?;
+    if record.status.is_final() {
+        return Err(Error::new(nightshift_core::ErrorCode::Usage, format!("run {} of {} already ended ({})", record.id, record.routine, record.status.label())));
+    }
+    if engine.cancel(&record.id).await {
+        let after = engine.run(&record.id)?;
+        eprintln!("{} {} {}", format::symbol(after.status), record.routine, format::status_text(&after));
+        println!("{}", record.id);
+        return Ok(Outcome::Ok);
+    }
+    Err(Error::new(
+        nightshift_core::ErrorCode::Usage,
+        format!(
+            "run {} of {} is running under another Nightshift process; stop it there (Ctrl-C in its `nightshiftctl run --wait`, Cancel in the window, or by stopping that app or daemon)",
+            record.id, record.routine
+        ),
+    ))
 }

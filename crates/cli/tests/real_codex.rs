@@ -93,7 +93,7 @@ async fn a_usage_limit_is_rate_limited_until_the_reset_codex_names() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_error_is_an_agent_error() {
+async fn a_server_error_is_api_unavailable() {
     if require_agent_cli("codex").is_none() {
         return;
     }
@@ -102,7 +102,7 @@ async fn a_server_error_is_an_agent_error() {
     let th = TestHome::new();
     routine(&th, &fake, "sk-500", "auto", 0);
     let (rec, _) = run(&th, "500").await;
-    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("agent_error")), "{rec:#}");
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("api_unavailable")), "{rec:#}");
     assert!(!rec["message"].as_str().unwrap().contains('\u{1b}'), "no ANSI codes in messages: {rec:#}");
 }
 

@@ -85,7 +85,10 @@ async fn an_exhausted_daily_quota_is_rate_limited_until_pacific_midnight() {
     let (rec, _) = run(&th, "quota").await;
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("rate_limited")), "{rec:#}");
     // The CLI reports a per-day quota in its own words (its stderr dump holds the API's).
-    assert_eq!(rec["message"], "[API Error: You have exhausted your daily quota on this model.]", "{rec:#}");
+    // … and a manual run says when the quota resets, without waiting for it.
+    let message = rec["message"].as_str().unwrap();
+    assert!(message.starts_with("[API Error: You have exhausted your daily quota on this model.]; the limit resets at "), "{rec:#}");
+    assert!(message.ends_with("`--wait-for-limit` waits for it"), "{rec:#}");
     // Daily quotas reset at midnight Pacific time.
     use chrono::TimeZone;
     let pacific: chrono_tz::Tz = "America/Los_Angeles".parse().unwrap();
@@ -96,7 +99,7 @@ async fn an_exhausted_daily_quota_is_rate_limited_until_pacific_midnight() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_server_error_is_an_agent_error_and_a_retried_one_completes() {
+async fn a_server_error_is_api_unavailable_and_a_retried_one_completes() {
     if require_agent_cli("gemini").is_none() {
         return;
     }
@@ -106,7 +109,7 @@ async fn a_server_error_is_an_agent_error_and_a_retried_one_completes() {
     let th = TestHome::new();
     routine(&th, &fake, "AIza-500", "auto", 1);
     let (rec, _) = run(&th, "500").await;
-    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("agent_error")), "{rec:#}");
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("api_unavailable")), "{rec:#}");
     assert!(!rec["message"].as_str().unwrap().contains('\u{1b}'), "no ANSI codes in messages: {rec:#}");
     let th = TestHome::new();
     routine(&th, &fake, "AIza-flaky", "auto", 3);

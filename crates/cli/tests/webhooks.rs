@@ -61,3 +61,18 @@ async fn a_signed_delivery_survives_kill_9_of_the_daemon_and_is_accepted_once() 
     // Nothing secret in what the faces print.
     assert!(!shown.contains("shh-its-a-secret") && !listed.contains("shh-its-a-secret"));
 }
+
+/// `run --wait` delivers the routine's heartbeat pings before it exits, and `show` lists them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_wait_pings_start_and_end_and_show_lists_them() {
+    let th = TestHome::new();
+    let monitor = WebhookReceiver::start(vec![Answer::Accept], None).await;
+    th.routine("nightly", &format!("schedule: \"0 3 * * *\"\ncommand: \"exit 4\"\nping: {}/nightly\n", monitor.url()));
+    let out = ctl(&th).args(["run", "nightly", "--wait", "--json"]).output().unwrap();
+    let id = json(&out)["id"].as_str().unwrap().to_string();
+    let lines: Vec<String> = monitor.received().into_iter().map(|r| r.line).collect();
+    assert_eq!(lines, ["POST /hook/nightly/start", "POST /hook/nightly/4"], "delivered before the command returned");
+    let shown = stdout(&ctl(&th).args(["show", &id]).output().unwrap());
+    assert!(shown.contains("ping         start: delivered") && shown.contains("ping         end: delivered"), "{shown}");
+    assert!(!shown.contains(&monitor.url()), "the ping URL is the monitor's secret: {shown}");
+}

@@ -183,3 +183,11 @@ pub fn space(path: &Path) -> Option<(u64, bool)> {
     let free = (st.f_bavail as u64).saturating_mul(st.f_frsize as u64);
     Some((free, st.f_flag & libc::ST_RDONLY != 0))
 }
+
+/// The machine's available memory in MiB (`MemAvailable` of `/proc/meminfo`: what can be had
+/// without swapping); `None` where that is not known (not Linux).
+pub fn available_memory_mb() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = text.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(kib / 1024)
+}

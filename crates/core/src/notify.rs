@@ -48,9 +48,17 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     }
     let took = run.duration_ms.map(crate::words::duration).unwrap_or_default();
     let login = matches!(run.reason, Some(Reason::AuthFailed | Reason::AuthPreflight | Reason::NoAccount));
+    // A run that got there on a later try says how: the night's work was not lost to an outage.
+    let waited = run.attempts.iter().any(|a| a.next_at.is_some() && a.reason == Some(Reason::RateLimited));
+    let retried = run.attempts.iter().any(|a| a.next_at.is_some() && a.reason != Some(Reason::RateLimited));
+    let after = match (retried, waited) {
+        (_, true) => " · after waiting for the limit",
+        (true, false) => " · after a retry",
+        _ => "",
+    };
     let summary = match run.status {
-        RunStatus::Completed if run.trigger == Trigger::Catchup => format!("{name} · {took}"),
-        RunStatus::Completed => format!("✓ {name} · {took}"),
+        RunStatus::Completed if run.trigger == Trigger::Catchup => format!("{name} · {took}{after}"),
+        RunStatus::Completed => format!("✓ {name} · {took}{after}"),
         RunStatus::TimedOut => format!(
             "⏱ {name} timed out after {}",
             timeout.map(|t| humantime::format_duration(t).to_string()).unwrap_or(took)
@@ -74,6 +82,47 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         body.push_str(&changes.summary());
     }
     Some(Notice { summary, body, run_id: Some(run.id.clone()), critical: failed })
+}
+
+/// "⏳ nightly waits for the limit at 04:12": a run that met a rate limit (its last try's reason)
+/// and waits in the queue for the reset, as the next try of the same run; `None` for any other
+/// queued run.
+pub fn waiting_notice(run: &RunRecord, tz: chrono_tz::Tz) -> Option<Notice> {
+    let due = run.due_at.filter(|_| run.status == RunStatus::Queued)?;
+    let last = run.attempts.last().filter(|a| a.reason == Some(Reason::RateLimited))?;
+    let on = last.account.as_deref().map(|a| format!(" on {a}")).unwrap_or_default();
+    Some(Notice {
+        summary: format!("⏳ {} waits for the limit{on} · at {}", run.routine, due.with_timezone(&tz).format("%H:%M")),
+        body: run.message.as_deref().map(|m| crate::agents::first_line(m, 140)).unwrap_or_default(),
+        run_id: Some(run.id.clone()),
+        critical: false,
+    })
+}
+
+/// The notice of a slot that ended with nothing done (`notify_missed`): the routine has gone
+/// quiet. `last_ran`: when it last ran; `absence`: why no scheduler was there at the slot
+/// ("machine asleep 01:10–07:55"), when that is known. Times in the routine's zone `tz`.
+pub fn quiet_notice(run: &RunRecord, last_ran: Option<chrono::DateTime<chrono::Utc>>, absence: Option<&str>, tz: chrono_tz::Tz) -> Notice {
+    let since = match last_ran {
+        Some(t) => format!("has not run since {}", crate::words::local_day_time(t, tz)),
+        None => "has not run yet".to_string(),
+    };
+    let slot = run.scheduled_for.map(|t| format!("{} ", crate::words::local_day_time(t, tz))).unwrap_or_default();
+    let message = run.message.as_deref().unwrap_or("");
+    let body = match run.status {
+        RunStatus::Skipped => format!("{slot}skipped — {}", message.trim_start_matches("skipped: ")),
+        _ => {
+            // "missed: Nightshift was not running at this time, and the routine has `catchup: false`"
+            let not_made_up = message.split_once(", and ").map(|(_, why)| format!("; {why}")).unwrap_or_default();
+            format!("{slot}missed — {}{not_made_up}", absence.unwrap_or("Nightshift was not running"))
+        }
+    };
+    // A skipped slot's routine is busy with the run before, not silent: said as what happened.
+    let summary = match run.status {
+        RunStatus::Skipped => format!("⚠ {} skipped its {}slot", run.routine, slot),
+        _ => format!("⚠ {} {since}", run.routine),
+    };
+    Notice { summary, body: crate::agents::first_line(&body, 200), run_id: Some(run.id.clone()), critical: true }
 }
 
 /// One notification for runs that finished long ago, while nothing could notify (a week away
@@ -200,6 +249,51 @@ mod tests {
         assert!(notice_for(&cancelled, NotifyPolicy::Failures, None, None).is_none());
         assert!(!notice_for(&cancelled, NotifyPolicy::Always, None, None).unwrap().critical);
         assert!(notice_for(&record(RunStatus::Missed, Some(Reason::Superseded), Trigger::Schedule), NotifyPolicy::Always, None, None).is_none());
+        let mut retried = record(RunStatus::Completed, None, Trigger::Schedule);
+        retried.duration_ms = Some(2000);
+        let tried = |reason| crate::run::Attempt { account: None, status: RunStatus::Failed, reason: Some(reason), message: None, resets_at: None, started_at: None, finished_at: None, next_at: Some(chrono::Utc::now()) };
+        retried.attempts = vec![tried(Reason::ApiUnavailable)];
+        assert_eq!(notice_for(&retried, NotifyPolicy::Always, None, None).unwrap().summary, "✓ pr-review · 2s · after a retry");
+        retried.attempts = vec![tried(Reason::RateLimited)];
+        assert_eq!(notice_for(&retried, NotifyPolicy::Always, None, None).unwrap().summary, "✓ pr-review · 2s · after waiting for the limit");
         assert!(notice_for(&record(RunStatus::Skipped, Some(Reason::ActiveRun), Trigger::Schedule), NotifyPolicy::Always, None, None).is_none());
+    }
+
+    /// A quiet slot's notice: since when the routine has not run, and why this slot did not.
+    #[test]
+    fn a_quiet_slot_says_since_when_and_why() {
+        let tz = chrono_tz::Tz::UTC;
+        let at = |h| chrono::DateTime::parse_from_rfc3339(&format!("2026-11-30T{h:02}:00:00Z")).unwrap().with_timezone(&chrono::Utc);
+        let missed = RunRecord {
+            scheduled_for: Some(at(5)),
+            message: Some("missed: Nightshift was not running at this time, and the slot was 9h 00m late — more than `catchup: 6h` makes up".into()),
+            ..RunRecord::sample(RunStatus::Missed, None)
+        };
+        let n = quiet_notice(&missed, Some(at(4)), Some("machine asleep 04:00–14:00"), tz);
+        assert_eq!(n.summary, "⚠ pr-review has not run since Mon 30 Nov 04:00");
+        assert_eq!(n.body, "Mon 30 Nov 05:00 missed — machine asleep 04:00–14:00; the slot was 9h 00m late — more than `catchup: 6h` makes up");
+        assert!(n.critical);
+        let skipped = RunRecord { scheduled_for: Some(at(5)), message: Some("skipped: the previous run (01abc) was still running".into()), ..RunRecord::sample(RunStatus::Skipped, None) };
+        let n = quiet_notice(&skipped, None, None, tz);
+        assert_eq!((n.summary.as_str(), n.body.as_str()), ("⚠ pr-review skipped its Mon 30 Nov 05:00 slot", "Mon 30 Nov 05:00 skipped — the previous run (01abc) was still running"));
+        let unknown = RunRecord { scheduled_for: Some(at(5)), message: None, ..RunRecord::sample(RunStatus::Missed, None) };
+        assert_eq!(quiet_notice(&unknown, None, None, tz).body, "Mon 30 Nov 05:00 missed — Nightshift was not running");
+    }
+
+    #[test]
+    fn a_run_waiting_for_its_limit_says_until_when() {
+        let due = chrono::DateTime::parse_from_rfc3339("2026-11-30T04:12:00Z").unwrap().with_timezone(&chrono::Utc);
+        let limited = crate::run::Attempt { account: Some("work@acme.dev".into()), status: RunStatus::Failed, reason: Some(Reason::RateLimited), message: None, resets_at: Some(due), started_at: None, finished_at: None, next_at: Some(due) };
+        let waiting = RunRecord {
+            due_at: Some(due),
+            attempts: vec![limited.clone()],
+            message: Some("waiting for the rate limit on work@acme.dev to reset at 04:12:00 UTC".into()),
+            ..RunRecord::sample(RunStatus::Queued, None)
+        };
+        let n = waiting_notice(&waiting, chrono_tz::Tz::UTC).unwrap();
+        assert_eq!((n.summary.as_str(), n.body.as_str(), n.critical), ("⏳ pr-review waits for the limit on work@acme.dev · at 04:12", "waiting for the rate limit on work@acme.dev to reset at 04:12:00 UTC", false));
+        let retry = RunRecord { attempts: vec![crate::run::Attempt { reason: Some(Reason::ApiUnavailable), ..limited }], ..waiting.clone() };
+        assert!(waiting_notice(&retry, chrono_tz::Tz::UTC).is_none(), "a retry after an outage is not a wait for a limit");
+        assert!(waiting_notice(&RunRecord { due_at: None, ..waiting }, chrono_tz::Tz::UTC).is_none());
     }
 }

@@ -15,6 +15,38 @@ use croner::Cron;
 pub struct Schedule {
     pub expr: String,
     pub tz: Tz,
+    /// `jitter:` — each fire moved later by its own fixed offset within this span.
+    pub jitter: Option<Jitter>,
+}
+
+/// A routine's `jitter:`: each fire of its expression starts at an offset within `span` that is
+/// derived from the routine's name and the fire itself — so every engine on the home, and every
+/// run of the app, computes the same start, and a slot is still claimed exactly once. An offset
+/// is always shorter than the time to the expression's next fire: slots keep their order and a
+/// slot's start never passes the next one's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Jitter {
+    pub span: std::time::Duration,
+    seed: u64,
+}
+
+impl Jitter {
+    /// How much later than the expression's fire `t` its slot starts (whole seconds), `next`
+    /// being the fire after it.
+    pub fn offset(&self, t: DateTime<Utc>, next: Option<DateTime<Utc>>) -> chrono::Duration {
+        let gap = next.map(|n| (n - t).num_seconds()).unwrap_or(i64::MAX);
+        let bound = (self.span.as_secs() as i64).min(gap);
+        if bound <= 0 {
+            return chrono::Duration::zero();
+        }
+        let h = fnv1a(self.seed, &t.timestamp().to_le_bytes());
+        chrono::Duration::seconds((h % bound as u64) as i64)
+    }
+}
+
+/// FNV-1a: a hash that is the same on every platform and build (std's is not promised to be).
+fn fnv1a(seed: u64, bytes: &[u8]) -> u64 {
+    bytes.iter().fold(seed, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3))
 }
 
 /// Years ahead a fire is looked for. Every weekday/leap-day combination recurs within 28 years, so
@@ -52,7 +84,7 @@ impl Schedule {
         }
         let now = chrono::Utc::now();
         let (cron, _) = parse_cron_around(expr, now.year()).map_err(|e| format!("invalid cron expression \"{expr}\": {}", describe_cron_error(&e)))?;
-        let schedule = Schedule { expr: expr.to_string(), tz };
+        let schedule = Schedule { expr: expr.to_string(), tz, jitter: None };
         // A valid expression can still name no real time (31 February): say so, don't wait forever.
         if schedule.next_with(&cron, now).is_none() {
             return Err(format!("the cron expression \"{expr}\" never fires (no date matches it)"));
@@ -66,9 +98,15 @@ impl Schedule {
         parse_cron_around(&self.expr, after.with_timezone(&self.tz).year()).ok().map(|(c, _)| c)
     }
 
+    /// The same schedule with `jitter:` (`routine` seeds the offsets).
+    pub fn with_jitter(self, span: std::time::Duration, routine: &str) -> Schedule {
+        let seed = fnv1a(0xcbf2_9ce4_8422_2325, routine.as_bytes());
+        Schedule { jitter: Some(Jitter { span, seed }), ..self }
+    }
+
     /// The first fire strictly after `after`.
     pub fn next_after(&self, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
-        self.next_with(&self.cron(after)?, after)
+        self.starts(after)?.next()
     }
 
     fn next_with(&self, cron: &Cron, after: DateTime<Utc>) -> Option<DateTime<Utc>> {
@@ -78,19 +116,59 @@ impl Schedule {
 
     /// The next `n` fires strictly after `after`.
     pub fn upcoming(&self, after: DateTime<Utc>, n: usize) -> Vec<DateTime<Utc>> {
-        let mut out = Vec::with_capacity(n);
-        let Some(cron) = self.cron(after) else { return out };
-        let mut t = after;
-        while out.len() < n {
-            match self.next_with(&cron, t) {
-                Some(next) => {
-                    out.push(next);
-                    t = next;
-                }
-                None => break,
+        self.starts(after).map(|s| s.take(n).collect()).unwrap_or_default()
+    }
+
+    /// The expression's own fire that the start `start` belongs to (`start` itself without
+    /// jitter): the latest fire at or before it.
+    pub fn fire_of(&self, start: DateTime<Utc>) -> DateTime<Utc> {
+        let Some(from) = self.reach().and_then(|span| start.checked_sub_signed(span)) else { return start };
+        let Some(cron) = self.cron(from) else { return start };
+        let (mut t, mut fire) = (from, start);
+        while let Some(f) = self.next_with(&cron, t).filter(|f| *f <= start) {
+            (t, fire) = (f, f);
+        }
+        fire
+    }
+
+    /// How long before its start a fire can be: the jitter's span (`None` without jitter).
+    fn reach(&self) -> Option<chrono::Duration> {
+        self.jitter.and_then(|j| chrono::Duration::from_std(j.span).ok())
+    }
+
+    /// The fires strictly after `after`, in order: the expression's, each moved by its jitter.
+    fn starts(&self, after: DateTime<Utc>) -> Option<Starts<'_>> {
+        // A fire up to a span before `after` may start after it.
+        let from = self.reach().and_then(|span| after.checked_sub_signed(span)).unwrap_or(after);
+        let cron = self.cron(from)?;
+        let fire = self.next_with(&cron, from);
+        Some(Starts { schedule: self, cron, fire, after })
+    }
+}
+
+/// [`Schedule::starts`]: walks the expression's fires, yields their starts after `after`.
+struct Starts<'a> {
+    schedule: &'a Schedule,
+    cron: Cron,
+    fire: Option<DateTime<Utc>>,
+    after: DateTime<Utc>,
+}
+
+impl Iterator for Starts<'_> {
+    type Item = DateTime<Utc>;
+
+    fn next(&mut self) -> Option<DateTime<Utc>> {
+        loop {
+            let fire = self.fire?;
+            self.fire = self.schedule.next_with(&self.cron, fire);
+            let start = match self.schedule.jitter {
+                Some(j) => fire + j.offset(fire, self.fire),
+                None => fire,
+            };
+            if start > self.after {
+                return Some(start);
             }
         }
-        out
     }
 }
 
@@ -107,18 +185,13 @@ impl Schedule {
     pub fn fires_between(&self, after: DateTime<Utc>, until: DateTime<Utc>, keep: usize) -> (Vec<DateTime<Utc>>, usize) {
         let mut newest = std::collections::VecDeque::with_capacity(keep.min(1024));
         let mut total = 0usize;
-        let Some(cron) = self.cron(after) else { return (Vec::new(), 0) };
-        let mut t = after;
-        while let Some(next) = self.next_with(&cron, t) {
-            if next > until {
-                break;
-            }
+        let Some(starts) = self.starts(after) else { return (Vec::new(), 0) };
+        for next in starts.take_while(|t| *t <= until) {
             total += 1;
             if newest.len() == keep {
                 newest.pop_front();
             }
             newest.push_back(next);
-            t = next;
         }
         (newest.into_iter().rev().collect(), total)
     }
@@ -133,7 +206,7 @@ impl Schedule {
     pub fn all_fires_between(&self, after: DateTime<Utc>, until: DateTime<Utc>) -> Vec<DateTime<Utc>> {
         use chrono::{Duration, Offset, TimeZone};
         let plain = !self.expr.trim_start().starts_with('@') && self.expr.split_whitespace().count() == 5;
-        let Some(cron) = self.cron(after).filter(|_| plain && until - after > Duration::days(1)) else {
+        let Some(cron) = self.cron(after).filter(|_| plain && self.jitter.is_none() && until - after > Duration::days(1)) else {
             return self.fires_between(after, until, usize::MAX).0;
         };
         let offset = |t: DateTime<Utc>| self.tz.offset_from_utc_datetime(&t.naive_utc()).fix();
@@ -232,7 +305,7 @@ mod tests {
         for hour in 0..24 {
             for minute in 0..60 {
                 for expr in [format!("{minute} {hour} * * *"), format!("{minute:02} {hour:02} * * *")] {
-                    let s = Schedule { expr: expr.clone(), tz: Tz::UTC };
+                    let s = Schedule { expr: expr.clone(), tz: Tz::UTC, jitter: None };
                     assert_eq!(daily_at(&expr).as_deref(), Some(s.describe_with_croner().as_str()), "{expr}");
                 }
             }
@@ -325,5 +398,44 @@ mod tests {
         let e = Schedule::parse("61 9 * * *", Tz::UTC).unwrap_err();
         assert!(e.starts_with("invalid cron expression \"61 9 * * *\""), "{e}");
         assert!(parse_tz("Mars/Olympus").unwrap_err().contains("unknown time zone"));
+    }
+
+    /// `jitter:` moves each fire later by a fixed offset within the span (never up to the next
+    /// fire), the same for every engine, different per routine; every way of asking for fires
+    /// agrees on the starts.
+    #[test]
+    fn jitter_spreads_routines_the_same_way_everywhere() {
+        let hour = std::time::Duration::from_secs(3600);
+        let day = Utc.with_ymd_and_hms(2026, 12, 1, 0, 0, 0).unwrap();
+        let nominal = Utc.with_ymd_and_hms(2026, 12, 1, 2, 0, 0).unwrap();
+        let mut quarters = [0; 4];
+        for i in 0..100 {
+            let name = format!("routine-{i}");
+            let s = Schedule::parse("0 2 * * *", Tz::UTC).unwrap().with_jitter(hour, &name);
+            let again = Schedule::parse("0 2 * * *", Tz::UTC).unwrap().with_jitter(hour, &name);
+            let start = s.next_after(day).unwrap();
+            assert_eq!(again.next_after(day), Some(start), "the same start for every engine");
+            assert!(start >= nominal && start < nominal + chrono::Duration::hours(1), "{start}");
+            quarters[((start - nominal).num_minutes() / 15) as usize] += 1;
+            assert_eq!(s.fire_of(start), nominal, "the start belongs to the 02:00 fire");
+            // Asked from just after the expression's own fire, the jittered start is still ahead.
+            if start > nominal {
+                assert_eq!(s.next_after(nominal), Some(start));
+            }
+            assert_eq!(s.upcoming(day, 3), s.fires_between(day, day + chrono::Duration::days(3), 3).0.into_iter().rev().collect::<Vec<_>>());
+            assert_eq!(s.fires_between(start - chrono::Duration::seconds(1), start, 10), (vec![start], 1));
+            assert_eq!(s.fires_between(start, start + chrono::Duration::hours(1), 10), (vec![], 0), "a start is due once");
+        }
+        assert!(quarters.iter().all(|n| (10..=40).contains(n)), "100 routines over an hour, by quarter: {quarters:?}");
+        // A span longer than the gap between fires is held below it: every minute still fires once,
+        // in order.
+        let s = Schedule::parse("* * * * *", Tz::UTC).unwrap().with_jitter(hour, "busy");
+        let (starts, total) = s.fires_between(day, day + chrono::Duration::hours(1), 100);
+        assert!((59..=61).contains(&total), "{total}");
+        assert!(starts.windows(2).all(|w| w[0] > w[1]), "newest first, in order");
+        assert!(starts.iter().any(|t| t.timestamp() % 60 != 0), "moved within the minute");
+        // Without jitter nothing moves.
+        let plain = Schedule::parse("0 2 * * *", Tz::UTC).unwrap();
+        assert_eq!(plain.next_after(day), Some(nominal));
     }
 }

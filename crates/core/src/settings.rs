@@ -48,6 +48,15 @@ pub struct Settings {
     /// Keep one SSH connection per host open for a minute after use (OpenSSH's
     /// `ControlMaster`), so a run's start, output and settling share it.
     pub reuse_ssh_connections: bool,
+    /// No run starts while the machine's available memory (`MemAvailable`) is below this many
+    /// MiB: it waits queued, saying so. 0 = no check.
+    pub min_free_memory_mb: u64,
+    /// Hold a sleep inhibitor while a run of this machine goes (logind on Linux).
+    pub keep_awake: bool,
+    /// At most this many worktrees at once: worktree runs going (a further one waits queued) and,
+    /// counted with them, the kept worktrees of settled runs (the oldest removed early — its
+    /// branch stays — to make room for a run that starts).
+    pub max_worktrees: u64,
 }
 
 /// One `[hosts.<name>]` entry (the name as routines write it in `host:`).
@@ -123,6 +132,8 @@ fn default_agent() -> Agent {
 pub struct AgentSettings {
     /// The executable to run instead of looking the agent's name up on PATH.
     pub path: Option<PathBuf>,
+    /// At most this many runs of this agent at once (beside `max_parallel`).
+    pub max_running: Option<usize>,
 }
 
 impl Default for Settings {
@@ -145,6 +156,9 @@ impl Default for Settings {
             hosts: BTreeMap::new(),
             ssh_config: None,
             reuse_ssh_connections: true,
+            min_free_memory_mb: 512,
+            keep_awake: true,
+            max_worktrees: 20,
         }
     }
 }
@@ -158,10 +172,13 @@ pub struct Ranges {
     pub keep_worktrees_days: (u64, u64),
     pub keep_runs_days: (u64, u64),
     pub keep_runs_per_routine: (u64, u64),
+    pub min_free_memory_mb: (u64, u64),
+    pub max_running: (u64, u64),
+    pub max_worktrees: (u64, u64),
 }
 
 pub const RANGES: Ranges =
-    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080), keep_worktrees_days: (0, 3650), keep_runs_days: (0, 36_500), keep_runs_per_routine: (0, 1_000_000) };
+    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080), keep_worktrees_days: (0, 3650), keep_runs_days: (0, 36_500), keep_runs_per_routine: (0, 1_000_000), min_free_memory_mb: (0, 1_048_576), max_running: (1, 64), max_worktrees: (1, 1000) };
 
 impl Settings {
     /// Load from `path`; a missing file gives the defaults.
@@ -186,7 +203,12 @@ impl Settings {
             ("keep_worktrees_days", settings.keep_worktrees_days, RANGES.keep_worktrees_days),
             ("keep_runs_days", settings.keep_runs_days, RANGES.keep_runs_days),
             ("keep_runs_per_routine", settings.keep_runs_per_routine, RANGES.keep_runs_per_routine),
-        ] {
+            ("min_free_memory_mb", settings.min_free_memory_mb, RANGES.min_free_memory_mb),
+            ("max_worktrees", settings.max_worktrees, RANGES.max_worktrees),
+        ]
+        .into_iter()
+        .chain(settings.agents.values().filter_map(|a| a.max_running).map(|n| ("max_running", n as u64, RANGES.max_running)))
+        {
             if !(range.0..=range.1).contains(&value) {
                 let at = value_offset(text, key).unwrap_or(0);
                 return Err(located(at, &format!("`{key}` must be between {} and {} (found {value})", range.0, range.1)));

@@ -27,12 +27,21 @@ pub fn channel(name: &str) -> Channel {
 }
 
 /// The outbox channels a final run owes: every webhook its routine lists (`listed`), plus those
-/// whose `on` takes it. Missed and skipped slots owe nothing.
+/// whose `on` takes it. Missed and skipped slots owe nothing here (see [`quiet_channels`]).
 pub fn channels_for(status: RunStatus, listed: &[String], settings: &Settings) -> Vec<Channel> {
     if matches!(status, RunStatus::Missed | RunStatus::Skipped) {
         return Vec::new();
     }
-    let failed = status.is_failure();
+    owed(status.is_failure(), listed, settings)
+}
+
+/// The webhooks told of a slot that ended with nothing done (`notify_missed`): a routine's
+/// silence is news for the webhooks that hear of its failures.
+pub fn quiet_channels(listed: &[String], settings: &Settings) -> Vec<Channel> {
+    owed(true, listed, settings)
+}
+
+fn owed(failed: bool, listed: &[String], settings: &Settings) -> Vec<Channel> {
     let listed = |name: &str| listed.iter().any(|w| w == name);
     settings
         .webhooks
@@ -107,6 +116,31 @@ pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, ho
     Request { url: hook.url.clone(), headers, body }
 }
 
+/// A heartbeat ping for `run` (the healthchecks.io convention, which Cronitor and others accept):
+/// `<url>/start` when it starts; when it ended, `<url>` if it completed, `<url>/<code>` for a
+/// command's own non-zero exit, `<url>/fail` otherwise. The body says which run, as the monitor's
+/// log line.
+pub fn ping_request(url: &str, event: crate::run::PingEvent, run: &RunRecord) -> Request {
+    use crate::run::{PingEvent, Reason};
+    let suffix = match event {
+        PingEvent::Start => "/start".to_string(),
+        PingEvent::End => match (run.status, run.reason, run.exit_code) {
+            (RunStatus::Completed, _, _) => String::new(),
+            (RunStatus::Failed, Some(Reason::ExitNonzero), Some(code)) if run.agent == crate::words::Agent::Command && code > 0 => format!("/{code}"),
+            _ => "/fail".to_string(),
+        },
+    };
+    let body = match event {
+        PingEvent::Start => format!("Nightshift: {} run {} started", run.routine, run.id),
+        PingEvent::End => {
+            let said = run.message.as_deref().map(|m| format!(" — {}", crate::agents::first_line(m, 200))).unwrap_or_default();
+            format!("Nightshift: {} run {} {}{said}", run.routine, run.id, status_words(run))
+        }
+    };
+    let headers = vec![("Content-Type".into(), "text/plain; charset=utf-8".into()), ("Idempotency-Key".into(), format!("{}-{}", run.id, event.as_str()))];
+    Request { url: format!("{url}{suffix}"), headers, body }
+}
+
 /// HMAC-SHA256 of `"<timestamp>.<body>"` with the secret, as lowercase hex.
 pub fn sign(secret: &str, timestamp: i64, body: &str) -> String {
     let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
@@ -123,6 +157,16 @@ pub enum Failure {
     Retry { error: String, after: Option<Duration> },
     /// Any other 4xx: the receiver refuses this request; trying again would not help.
     Refused(String),
+}
+
+impl Failure {
+    /// The same failure with `secret` (a URL that must not be shown) said as `with`.
+    pub fn masking(self, secret: &str, with: &str) -> Failure {
+        match self {
+            Failure::Retry { error, after } => Failure::Retry { error: error.replace(secret, with), after },
+            Failure::Refused(error) => Failure::Refused(error.replace(secret, with)),
+        }
+    }
 }
 
 /// Send one request, bounded by [`REQUEST_TIMEOUT`].

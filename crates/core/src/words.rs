@@ -125,6 +125,21 @@ pub fn duration(ms: u64) -> String {
 }
 
 /// RFC 3339 in UTC with milliseconds — the one time format of every payload.
+/// "Mon 30 Nov 09:00" in the routine's zone.
+pub fn local_day_time(t: DateTime<Utc>, tz: chrono_tz::Tz) -> String {
+    t.with_timezone(&tz).format("%a %-d %b %H:%M").to_string()
+}
+
+/// "01:10–07:55" within a day, else "Sat 28 Nov 01:10 – Mon 30 Nov 07:55".
+pub fn time_range(a: DateTime<Utc>, b: DateTime<Utc>, tz: chrono_tz::Tz) -> String {
+    let (la, lb) = (a.with_timezone(&tz), b.with_timezone(&tz));
+    if la.date_naive() == lb.date_naive() {
+        format!("{}–{}", la.format("%H:%M"), lb.format("%H:%M"))
+    } else {
+        format!("{} – {}", local_day_time(a, tz), local_day_time(b, tz))
+    }
+}
+
 pub fn fmt_time(t: &DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::Millis, true)
 }

@@ -95,10 +95,17 @@ fn unified_limit_is_rate_limited_with_the_exact_reset() {
 }
 
 #[test]
-fn server_errors_are_agent_errors() {
+fn an_overloaded_failing_or_unreachable_api_is_api_unavailable() {
+    // What a retry is for: nothing about the work, the provider was not there.
     let o = fixture_outcome("500-retries");
-    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::AgentError)));
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)));
     assert!(o.message.unwrap().contains("API Error: 500"));
+    let o = fixture_outcome("529");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)), "{o:?}");
+    assert!(o.message.unwrap().starts_with("API Error: 529 Overloaded"));
+    let o = fixture_outcome("connection-refused");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)), "{o:?}");
+    assert!(o.message.unwrap().contains("ECONNREFUSED"));
 }
 
 #[test]

@@ -80,9 +80,9 @@ fn codex_usage_limit_is_rate_limited_until_the_time_it_names() {
 }
 
 #[test]
-fn codex_server_error_is_an_agent_error_without_ansi() {
+fn codex_server_error_is_api_unavailable_without_ansi() {
     let o = codex("500");
-    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::AgentError)), "{o:?}");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)), "{o:?}");
     assert!(!o.message.unwrap().contains('\u{1b}'));
 }
 
@@ -118,9 +118,9 @@ fn gemini_daily_quota_is_rate_limited_by_its_final_error() {
 }
 
 #[test]
-fn gemini_server_error_is_an_agent_error() {
+fn gemini_server_error_is_api_unavailable() {
     let o = gemini("500");
-    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::AgentError)), "{o:?}");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)), "{o:?}");
 }
 
 #[test]

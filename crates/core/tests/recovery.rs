@@ -90,6 +90,29 @@ async fn a_finished_orphan_is_settled_from_its_exit_code_file_and_log() {
     assert!(engine.recover(RecoveryMode::Adopt).await.unwrap().is_empty());
 }
 
+/// A run whose process began but whose pid could not be written (a full disk refused the write
+/// while the run filled it) is settled from its files — its own exit code — never queued to run a
+/// second time; one whose spawn never happened still goes back to the queue.
+#[tokio::test]
+async fn a_run_that_began_without_its_pid_on_record_is_settled_not_run_again() {
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\ncommand: echo\n");
+    let engine = engine(&th);
+    let run_dir = th.path().join("runs/job/r9");
+    let mut p = spawn_sh(&run_dir, "echo ran; exit 7").await;
+    p.child.wait().await.unwrap();
+    orphan_row(&engine, &th, "r9", "command", None);
+    let settled = engine.recover(RecoveryMode::SettleFinished).await.unwrap();
+    assert_eq!(settled, vec!["r9"]);
+    let rec = engine.store().get_run("r9").unwrap();
+    assert_eq!((rec.status, rec.exit_code), (RunStatus::Failed, Some(7)), "{rec:?}");
+    // No run directory at all: its engine died before the spawn — back to the queue.
+    orphan_row(&engine, &th, "r10", "command", None);
+    std::fs::remove_dir_all(th.path().join("runs/job/r10")).unwrap();
+    engine.recover(RecoveryMode::SettleFinished).await.unwrap();
+    assert_eq!(engine.store().get_run("r10").unwrap().status, RunStatus::Queued);
+}
+
 #[tokio::test]
 async fn a_vanished_process_without_a_result_is_interrupted() {
     let th = TestHome::new();

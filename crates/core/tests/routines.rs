@@ -85,6 +85,39 @@ fn every_problem_in_a_file_is_reported_with_its_position() {
     assert!(msgs.iter().any(|m| m.contains("needs a `prompt`")), "{msgs:#?}");
 }
 
+/// What a night does through outages, overlaps and stampedes is checked where it is written.
+#[test]
+fn retry_overlap_catchup_jitter_and_ping_fields_are_checked_with_their_positions() {
+    let th = TestHome::new();
+    th.routine("a", "schedule: \"0 2 * * *\"\ncommand: ls\nretries: 11\nretry_backoff: 2h\noverlap: sometimes\njitter: 25h\n");
+    th.routine("b", "at: \"2026-12-24T18:00:00Z\"\ncommand: ls\njitter: 5m\ncatchup: soon\nretries: two\n");
+    th.routine("c", "schedule: \"0 2 * * *\"\ncommand: ls\njitter: 30\nping: ftp://hc-ping.com/x\nnotify_missed: sometimes\n");
+    th.routine("d", "schedule: \"0 2 * * *\"\ncommand: ls\nping: \"https://hc-ping.com/abc?x=1\"\n");
+    let msgs = messages(&th);
+    let expect = [
+        "routines/a.yaml:3:10: `retries: 11` is more than 10",
+        "routines/a.yaml:4:16: `retry_backoff` is at most 1h",
+        "routines/a.yaml:5:10: unknown overlap \"sometimes\" (expected skip, queue or replace)",
+        "routines/a.yaml:6:9: `jitter` is at most 24h",
+        "routines/b.yaml:3:1: `jitter` spreads the slots of a `schedule`",
+        "routines/b.yaml:4:10: invalid duration \"soon\" for `catchup`",
+        "routines/b.yaml:5:10: `retries` must be a whole number from 0 to 10, found \"two\"",
+        "routines/c.yaml:3:9: `jitter: 30` has no unit",
+        "routines/c.yaml:4:7: `ping` must be an http(s) URL such as https://hc-ping.com/<uuid> (found \"ftp://hc-ping.com/x\")",
+        "routines/c.yaml:5:16: `notify_missed` must be true or false",
+        "routines/d.yaml:3:7: `ping` takes a plain URL (no `?` or `#`)",
+    ];
+    for e in expect {
+        assert!(msgs.iter().any(|m| m.starts_with(e)), "missing {e:?} in {msgs:#?}");
+    }
+    th.routine("ok", "schedule: \"0 2 * * *\"\ncommand: ls\njitter: 10m\nping: https://hc-ping.com/abc/\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let ok = set.get("ok").unwrap();
+    assert_eq!(ok.schedule.as_ref().unwrap().jitter.unwrap().span, Duration::from_secs(600));
+    assert_eq!(ok.ping.as_deref(), Some("https://hc-ping.com/abc"));
+    assert!(!ok.notify_missed, "a command does not tell of missed slots unless it asks");
+}
+
 #[test]
 fn both_or_neither_of_agent_and_command() {
     let th = TestHome::new();

@@ -391,3 +391,64 @@ async fn a_runs_usage_comes_from_the_agents_own_final_event() {
     assert_eq!(engine.run(&rec.id).unwrap().usage, Some(u));
     assert_eq!(run(&engine, "plain").await.usage, None);
 }
+
+/// `min_free_memory_mb` above what the machine has: a run waits queued saying so, and starts once
+/// the setting allows it. `[agents.claude] max_running = 1`: a second claude run waits, saying
+/// why, while commands still start.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn low_memory_and_a_per_agent_cap_keep_runs_queued_with_the_reason() {
+    let th = TestHome::new();
+    th.routine("quick", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
+    let e = EngineOptions::for_test(th.path()).settings("min_free_memory_mb = 1048576\n").open();
+    let handle = e.run_now("quick", Trigger::Manual).await.unwrap();
+    let id = handle.id.clone();
+    nightshift_testkit::wait_until_async("the reason", nightshift_testkit::secs(5), || {
+        e.store().get_run(&id).unwrap().message.is_some_and(|m| m.contains("waiting for memory: ") && m.ends_with("MiB available, `min_free_memory_mb` is 1048576"))
+    })
+    .await;
+    assert_eq!(e.store().get_run(&id).unwrap().status, RunStatus::Queued);
+    std::fs::write(th.path().join("nightshift.toml"), "min_free_memory_mb = 0\n").unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(10), handle.wait()).await.expect("started once memory allows").unwrap();
+    assert_eq!(done.status, RunStatus::Completed);
+
+    let th = TestHome::new();
+    th.script("claude", "sleep 3");
+    for name in ["a", "b"] {
+        th.routine(name, "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\n");
+    }
+    th.routine("cmd", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
+    let e = EngineOptions::for_test(th.path()).settings("max_parallel = 4\n[agents.claude]\nmax_running = 1\n").path_first(&th.bin_dir()).env("CLAUDE_CODE_OAUTH_TOKEN", "tok-for-tests").open();
+    let a = e.run_now("a", Trigger::Manual).await.unwrap();
+    let b = e.run_now("b", Trigger::Manual).await.unwrap();
+    let cmd = run(&e, "cmd").await;
+    assert_eq!(cmd.status, RunStatus::Completed, "commands are not capped");
+    let queued = e.store().get_run(&b.id).unwrap();
+    assert_eq!((queued.status, queued.message.as_deref()), (RunStatus::Queued, Some("queued (position 1): waiting: 1 claude run is already going (`[agents.claude] max_running = 1`)")));
+    assert_eq!(e.store().get_run(&a.id).unwrap().status, RunStatus::Running);
+    let (ra, rb) = (a.wait().await.unwrap(), b.wait().await.unwrap());
+    assert!(rb.started_at.unwrap() >= ra.finished_at.unwrap(), "one after the other");
+}
+
+/// An agent whose binary is missing for a moment (an upgrade replacing it) is tried again like
+/// an outage: the run waits in the queue, and completes once the binary is back — one record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_whose_agent_is_missing_for_a_moment_is_tried_again() {
+    let th = TestHome::new();
+    th.routine("review", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\nretries: 2\nretry_backoff: 1s\n");
+    let e = EngineOptions::for_test(th.path()).env("PATH", "/usr/bin:/bin").path_first(&th.bin_dir()).env("CLAUDE_CODE_OAUTH_TOKEN", "tok-for-tests").open();
+    let handle = e.run_now("review", Trigger::Manual).await.unwrap();
+    let id = handle.id.clone();
+    nightshift_testkit::wait_until_async("the run to wait for its next try", nightshift_testkit::secs(10), || {
+        let r = e.store().get_run(&id).unwrap();
+        r.status == RunStatus::Queued && r.due_at.is_some()
+    })
+    .await;
+    let waiting = e.store().get_run(&id).unwrap();
+    assert_eq!(waiting.attempts[0].reason, Some(Reason::SpawnFailed), "{waiting:?}");
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    th.script("claude", &format!("cat {}/success.jsonl", fixtures.display()));
+    let done = tokio::time::timeout(Duration::from_secs(20), handle.wait()).await.expect("tried again").unwrap();
+    assert_eq!(done.status, RunStatus::Completed, "{done:?}");
+    assert_eq!(done.attempts.len(), 2, "{done:?}");
+    assert_eq!(e.store().list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.len(), 1);
+}

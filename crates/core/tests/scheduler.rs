@@ -377,6 +377,24 @@ async fn the_running_loop_notices_a_settings_edit_by_itself() {
     tokio::time::timeout(std::time::Duration::from_secs(5), task).await.expect("the loop stops on shutdown").unwrap();
 }
 
+/// Two engines on one home, each with its own clock at `start` and a first pass made (`b` without
+/// the test's stand-in binaries: command routines only).
+async fn two_engines(th: TestHome, start: DateTime<Utc>) -> (Rig, SecondEngine) {
+    let a = rig_with(th, start, "max_parallel = 64\n");
+    let clock = Arc::new(ManualClock::new(start));
+    let engine = EngineOptions::for_test(a.th.path()).clock(clock.clone()).open();
+    let sched = Scheduler::new(engine.clone());
+    a.tick_at(start).await;
+    sched.tick().await.unwrap();
+    (a, SecondEngine { clock, engine, sched })
+}
+
+struct SecondEngine {
+    clock: Arc<ManualClock>,
+    engine: Engine,
+    sched: Arc<Scheduler>,
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
     let th = TestHome::new();
@@ -384,12 +402,8 @@ async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
         th.routine(&format!("r{i:02}"), "schedule: \"* * * * *\"\ntimezone: UTC\ncommand: \"true\"\n");
     }
     let start = at("2026-11-30T00:00:30Z");
-    let a = rig_with(th, start, "max_parallel = 64\n");
-    let clock_b = Arc::new(ManualClock::new(start));
-    let engine_b = EngineOptions::for_test(a.th.path()).clock(clock_b.clone()).open();
-    let sched_b = Scheduler::new(engine_b.clone());
-    a.tick_at(start).await;
-    sched_b.tick().await.unwrap();
+    let (a, b) = two_engines(th, start).await;
+    let (clock_b, engine_b, sched_b) = (&b.clock, &b.engine, &b.sched);
     let mut fired = 0;
     for m in 1..=50 {
         let t = at("2026-11-30T00:00:00Z") + Duration::minutes(m);
@@ -417,6 +431,64 @@ async fn drill_two_engines_one_home_1000_slots_no_duplicates() {
     assert_eq!(keys.len(), 1000, "0 duplicates");
     assert!(page.iter().all(|r| r.status == RunStatus::Completed), "{:?}", page.iter().find(|r| r.status != RunStatus::Completed));
     let _ = Utc.timestamp_opt(0, 0);
+}
+
+/// `jitter: 1h` spreads 100 routines' 02:00 slots over the hour; two engines racing for them agree
+/// on every slot's time (one record each, 0 duplicates), none fires before its time, and a longer
+/// jitter written after a slot ran does not run that slot again.
+#[tokio::test]
+async fn jitter_spreads_slots_and_two_engines_agree_on_each() {
+    let th = TestHome::new();
+    for i in 0..100 {
+        th.routine(&format!("j{i:02}"), "schedule: \"0 2 * * *\"\ntimezone: UTC\ncommand: \"true\"\njitter: 1h\n");
+    }
+    let start = at("2026-11-30T01:59:30Z");
+    let (a, b) = two_engines(th, start).await;
+    let (clock_b, engine_b, sched_b) = (&b.clock, &b.engine, &b.sched);
+    for step in 1..=122 {
+        let t = start + Duration::seconds(30 * step);
+        a.clock.set(t);
+        clock_b.set(t);
+        let (ra, rb) = tokio::join!(a.sched.tick(), sched_b.tick());
+        for (_, id, trigger) in ra.unwrap().fired.into_iter().chain(rb.unwrap().fired) {
+            let run = a.engine.store().get_run(&id).unwrap();
+            let slot = run.scheduled_for.unwrap();
+            assert!(slot <= t && slot > t - Duration::seconds(30), "{} fired at {t} for its slot {slot}", run.routine);
+            assert_eq!(trigger, Trigger::Schedule);
+        }
+        a.settle().await;
+        engine_b.until_idle(std::time::Duration::from_secs(5)).await;
+    }
+    let runs = a.engine.store().list_runs(&RunQuery { limit: 1000, ..Default::default() }).unwrap().runs;
+    assert_eq!(runs.len(), 100, "one record per routine's slot");
+    let mut names: Vec<&str> = runs.iter().map(|r| r.routine.as_str()).collect();
+    names.sort();
+    names.dedup();
+    assert_eq!(names.len(), 100, "0 duplicates");
+    let hour = at("2026-11-30T02:00:00Z")..at("2026-11-30T03:00:00Z");
+    assert!(runs.iter().all(|r| hour.contains(&r.scheduled_for.unwrap()) && r.status == RunStatus::Completed), "{runs:?}");
+    let mut quarters = [0; 4];
+    for r in &runs {
+        quarters[((r.scheduled_for.unwrap() - hour.start).num_minutes() / 15) as usize] += 1;
+    }
+    assert!(quarters.iter().all(|n| (10..=40).contains(n)), "spread over the hour, by quarter: {quarters:?}");
+
+    // A routine whose slot a 2h jitter would move later than it ran: written so, it does not run
+    // 02:00's slot again.
+    let day = at("2026-11-30T00:00:00Z");
+    let (name, later) = (0..100)
+        .map(|i| format!("j{i:02}"))
+        .find_map(|name| {
+            let ran = runs.iter().find(|r| r.routine == name).unwrap().scheduled_for.unwrap();
+            let moved = nightshift_core::schedule::Schedule::parse("0 2 * * *", chrono_tz::Tz::UTC).unwrap().with_jitter(std::time::Duration::from_secs(7200), &name).next_after(day).unwrap();
+            (moved > ran + Duration::minutes(5) && moved > at("2026-11-30T03:05:00Z")).then_some((name, moved))
+        })
+        .expect("one of 100 routines moves later");
+    a.th.routine(&name, "schedule: \"0 2 * * *\"\ntimezone: UTC\ncommand: \"true\"\njitter: 2h\n");
+    a.sched.reload();
+    a.tick_at(later + Duration::seconds(1)).await;
+    a.settle().await;
+    assert_eq!(a.rows(&name).len(), 1, "{:?}", a.rows(&name));
 }
 
 #[tokio::test]
@@ -521,4 +593,105 @@ async fn an_account_turning_revoked_is_announced_once() {
     assert!(summaries.contains(&"✗ review · login needed for work@acme.dev".to_string()), "{summaries:?}");
     assert!(summaries.contains(&"✗ work@acme.dev needs login".to_string()), "{summaries:?}");
     assert_eq!(summaries.len(), 2, "{summaries:?}");
+}
+
+/// A scheduled run that meets an overloaded API is tried again after its backoff, as the same
+/// run; a retry still waiting when the next slot comes is left to that slot (superseded, its
+/// tries kept) — never two runs of one routine doing the same night's work.
+#[tokio::test]
+async fn an_outage_is_tried_again_and_a_retry_still_waiting_at_the_next_slot_is_superseded() {
+    let th = TestHome::new();
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    // Every try meets a 529, as the real CLI reports it.
+    th.script("claude", &format!("cat {}/529.jsonl; exit 1", fx.display()));
+    th.routine("nightly", "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\n");
+    let r = rig_with(th, at("2026-12-02T08:59:00Z"), "");
+    r.tick_at(at("2026-12-02T08:59:00Z")).await;
+    r.tick_at(at("2026-12-02T09:00:00Z")).await;
+    let waiting = |tries: usize| r.rows("nightly").into_iter().find(|x| x.status == RunStatus::Queued && x.attempts.len() == tries);
+    wait_until_async("the first try to fail and wait for its retry", secs(20), || waiting(1).is_some()).await;
+    let first = waiting(1).unwrap();
+    assert_eq!(first.attempts[0].reason, Some(Reason::ApiUnavailable), "{first:?}");
+    let due = first.due_at.expect("due");
+    // 1 min ±20 %.
+    assert!(due >= at("2026-12-02T09:00:48Z") && due <= at("2026-12-02T09:01:12Z"), "{due}");
+    assert_eq!(first.attempts[0].next_at, Some(due));
+    assert!(first.message.as_deref().unwrap().starts_with("api unavailable on try 1; try 2 of 3 at "), "{first:?}");
+    // Nothing starts it before it is due.
+    r.tick_at(at("2026-12-02T09:00:30Z")).await;
+    assert!(waiting(1).is_some());
+    // Due: the dispatch after the next pass starts it; it fails again and waits longer (2 min ±20 %).
+    r.tick_at(at("2026-12-02T09:02:00Z")).await;
+    wait_until_async("the second try to fail and wait", secs(20), || waiting(2).is_some()).await;
+    let second = waiting(2).unwrap();
+    assert_eq!(second.id, first.id, "the same run");
+    assert!(second.due_at.unwrap() >= at("2026-12-02T09:03:36Z"), "{second:?}");
+    // The next slot comes while it waits (the machine was busy elsewhere, say): that slot runs.
+    r.tick_at(at("2026-12-02T10:00:00Z")).await;
+    let rows = || r.rows("nightly");
+    wait_until_async("the waiting run to be superseded", secs(20), || rows().iter().any(|x| x.id == first.id && x.status.is_final())).await;
+    let old = rows().into_iter().find(|x| x.id == first.id).unwrap();
+    assert_eq!((old.status, old.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)), "{old:?}");
+    assert!(old.message.as_deref().unwrap().ends_with("not tried again: superseded by the run for 2026-12-02 10:00 UTC"), "{old:?}");
+    assert_eq!(old.attempts.len(), 2, "its tries are kept: {old:?}");
+    assert!(rows().iter().any(|x| x.id != first.id && x.scheduled_for == Some(at("2026-12-02T10:00:00Z"))), "{:?}", rows());
+}
+
+/// `catchup: 1h`: after a 3-hour sleep the 02:00 report is not worth running; after a
+/// 30-minute one it is made up, once.
+#[tokio::test]
+async fn catchup_with_a_duration_makes_up_only_slots_that_late() {
+    let r = rig(&[("report", "schedule: \"0 2 * * *\"\ntimezone: UTC\ncatchup: 1h\ncommand: \"true\"\n")], at("2026-11-30T01:00:00Z"));
+    r.tick_at(at("2026-11-30T01:00:00Z")).await;
+    let report = r.tick_at(at("2026-11-30T05:00:00Z")).await;
+    assert_eq!((report.fired.len(), report.missed), (0, 1));
+    let rows = r.rows("report");
+    assert_eq!((rows[0].status, rows[0].reason), (RunStatus::Missed, None), "{rows:?}");
+    assert_eq!(rows[0].message.as_deref(), Some("missed: Nightshift was not running at this time, and the slot was 3h 00m late — more than `catchup: 1h` makes up"));
+    // The next night the machine wakes at 02:30: half an hour late is made up.
+    r.tick_at(at("2026-12-01T01:00:00Z")).await;
+    let report = r.tick_at(at("2026-12-01T02:30:00Z")).await;
+    assert_eq!(report.fired.len(), 1);
+    assert_eq!(report.fired[0].2, Trigger::Catchup);
+    r.settle().await;
+    assert_eq!(r.rows("report").last().unwrap().status, RunStatus::Completed);
+}
+
+/// `overlap: queue` puts one run behind the running one (a third slot meanwhile is skipped);
+/// `overlap: replace` cancels the running run, saying why, and starts the new one.
+#[tokio::test]
+async fn overlap_queue_waits_behind_the_running_run_and_replace_cancels_it() {
+    let th = TestHome::new();
+    th.routine("queued", "schedule: \"* * * * *\"\ntimezone: UTC\ncommand: \"sleep 3\"\noverlap: queue\n");
+    // It ignores SIGTERM, so a cancel takes the whole grace (1 s) before SIGKILL: the next slot
+    // surely comes while it still ends.
+    th.routine("replaced", "schedule: \"* * * * *\"\ntimezone: UTC\ncommand: \"trap '' TERM; sleep 30\"\ntimeout: 1m\noverlap: replace\n");
+    // Lanes for both routines' scheduled runs (they never take the last free one).
+    let r = rig_with(th, at("2026-11-30T10:00:30Z"), "max_parallel = 4\n");
+    r.tick_at(at("2026-11-30T10:00:30Z")).await;
+    r.tick_at(at("2026-11-30T10:01:00Z")).await;
+    let running = |name: &str| r.rows(name).into_iter().filter(|x| x.status == RunStatus::Running).count();
+    wait_until_async("both first runs to run", secs(10), || running("queued") == 1 && running("replaced") == 1).await;
+    let first_replaced = r.rows("replaced")[0].id.clone();
+    r.tick_at(at("2026-11-30T10:02:00Z")).await;
+    r.tick_at(at("2026-11-30T10:03:00Z")).await;
+    // queue: one behind the running one, the third slot skipped.
+    let q = r.rows("queued");
+    assert_eq!(q.iter().map(|x| x.status).collect::<Vec<_>>(), [RunStatus::Running, RunStatus::Queued, RunStatus::Skipped], "{q:?}");
+    // replace: the first run is cancelled with the reason, the newest slot's run goes.
+    let rows = || r.rows("replaced");
+    wait_until_async("the replaced run to be cancelled", secs(10), || rows().iter().any(|x| x.id == first_replaced && x.status == RunStatus::Cancelled)).await;
+    let first = rows().into_iter().find(|x| x.id == first_replaced).unwrap();
+    assert_eq!(first.message.as_deref(), Some("cancelled: replaced by the run for 2026-11-30 10:02 UTC (`overlap: replace`)"), "{first:?}");
+    // The 10:03 slot came while the replacement still waited for the cancel: skipped, not a
+    // second replacement.
+    let statuses: Vec<_> = rows().iter().map(|x| x.status).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == RunStatus::Skipped).count(), 1, "{:?}", rows());
+    assert_eq!(rows().len(), 3, "{:?}", rows());
+    wait_until_async("the queued run to start once the first ended", secs(10), || r.rows("queued").iter().filter(|x| x.status == RunStatus::Completed).count() == 1 && running("queued") == 1).await;
+    for x in rows().into_iter().filter(|x| !x.status.is_final()) {
+        r.engine.cancel(&x.id).await;
+    }
+    r.settle().await;
+    assert_eq!(r.rows("queued").iter().filter(|x| x.status == RunStatus::Completed).count(), 2);
 }

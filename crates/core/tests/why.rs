@@ -200,6 +200,7 @@ async fn blocked_elsewhere_weekly_and_broken_routines_say_so() {
     th.routine("desk", "schedule: \"0 * * * *\"\ntimezone: UTC\ndevices: [workstation]\ncommand: \"true\"\n");
     th.routine("weekly", "schedule: \"0 9 * * 1\"\ntimezone: UTC\ncommand: \"true\"\n");
     th.routine("broken", "schedule: \"0 * * * *\"\ncommand: [\n");
+    th.routine("spread", "schedule: \"0 9 * * 1\"\ntimezone: UTC\ncommand: \"true\"\njitter: 1h\n");
     let r = Rig::new(th, at("2026-11-02T08:59:50Z"), "keychain_service = \"nightshift-test-why\"\n[[accounts]]\nemail = \"nobody@nowhere.dev\"\n");
     r.tick("2026-11-02T08:59:50Z").await;
     r.tick("2026-11-02T09:00:05Z").await;
@@ -225,6 +226,13 @@ async fn blocked_elsewhere_weekly_and_broken_routines_say_so() {
     let last = weekly.notes.last().unwrap();
     assert!(last.starts_with("No slot was due in the last day. It last fired Mon 2 Nov 09:00 (completed, run "), "{last}");
     assert_eq!(weekly.next, "Mon 9 Nov 09:00, if this machine is awake and the app or the daemon runs");
+    // With `jitter:` the next start, and the time it was moved from.
+    let spread = r.why("spread", 1);
+    let next = spread.next_fire.unwrap();
+    let moved = nightshift_core::schedule::Schedule::parse("0 9 * * 1", chrono_tz::Tz::UTC).unwrap().with_jitter(std::time::Duration::from_secs(3600), "spread").next_after(at("2026-11-09T00:00:00Z")).unwrap();
+    assert_eq!(next, moved);
+    assert!(next > at("2026-11-09T09:00:00Z") && next < at("2026-11-09T10:00:00Z"), "{next}");
+    assert_eq!(spread.next, format!("Mon 9 Nov {} (Mon 9 Nov 09:00 moved by `jitter: 1h`), if this machine is awake and the app or the daemon runs", next.format("%H:%M")));
 
     let broken = r.why("broken", 7);
     assert!(broken.notes[0].starts_with("The file is invalid since "), "{:?}", broken.notes);

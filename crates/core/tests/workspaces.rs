@@ -491,3 +491,40 @@ async fn a_remote_that_asks_for_a_password_fails_the_push_without_a_prompt() {
     let said = push.error.unwrap();
     assert!(said.contains("terminal prompts disabled"), "{said}");
 }
+
+/// `max_worktrees`: a worktree run beyond the cap waits, saying why, while runs in their `cwd`
+/// go on; and a new worktree removes the oldest kept ones early to stay within it — their
+/// branches stay.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn max_worktrees_holds_a_run_back_and_makes_room_from_the_oldest_kept() {
+    let th = TestHome::new();
+    let repo = repo(th.path(), "repo");
+    std::fs::write(th.path().join("nightshift.toml"), "max_parallel = 4\nmax_worktrees = 2\n").unwrap();
+    th.routine("slow", &format!("schedule: \"0 3 * * *\"\ncommand: \"sleep 2\"\ncwd: {}\nworkspace: worktree\n", repo.display()));
+    th.routine("quick", &format!("schedule: \"0 3 * * *\"\ncommand: \"echo hi > hi.txt\"\ncwd: {}\nworkspace: worktree\n", repo.display()));
+    th.routine("there", &format!("schedule: \"0 3 * * *\"\ncommand: \"true\"\ncwd: {}\n", repo.display()));
+    let e = engine(&th);
+    // Two kept worktrees first.
+    let first = e.run_now("quick", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let second = e.run_now("quick", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let path = |r: &nightshift_core::run::RunRecord| PathBuf::from(r.changes.as_ref().unwrap().worktree.clone().unwrap());
+    assert!(path(&first).exists() && path(&second).exists());
+    // A third: the oldest kept one goes to make room, its branch stays.
+    let slow = e.run_now("slow", Trigger::Manual).await.unwrap();
+    nightshift_testkit::wait_until_async("the slow run's worktree", nightshift_testkit::secs(10), || !path(&first).exists()).await;
+    assert!(path(&second).exists(), "only the oldest is removed");
+    let branch = first.changes.as_ref().unwrap().branch.clone().unwrap();
+    assert!(git(&repo, &["branch", "--list", &branch]).contains(&branch), "its branch stays");
+    // With `max_worktrees = 1` a second worktree run waits while the slow one goes; a run in its
+    // cwd does not.
+    std::fs::write(th.path().join("nightshift.toml"), "max_parallel = 4\nmax_worktrees = 1\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await; // the settings are looked at once a second
+    let quick = e.run_now("quick", Trigger::Manual).await.unwrap();
+    let there = e.run_now("there", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!(there.status, RunStatus::Completed);
+    let waiting = e.store().get_run(&quick.id).unwrap();
+    assert_eq!((waiting.status, waiting.message.as_deref()), (RunStatus::Queued, Some("queued (position 1): waiting: 1 worktree run is going (`max_worktrees = 1`)")));
+    let (slow, quick) = (slow.wait().await.unwrap(), quick.wait().await.unwrap());
+    assert_eq!((slow.status, quick.status), (RunStatus::Completed, RunStatus::Completed));
+    assert!(quick.started_at.unwrap() >= slow.finished_at.unwrap(), "after the slow one");
+}

@@ -54,3 +54,41 @@ pub fn fmt(d: Duration) -> String {
         format!("{:.1} ms", d.as_secs_f64() * 1e3)
     }
 }
+
+/// Time on CPU of a process's threads during `window`, in nanoseconds (`/proc/PID/task/*/
+/// schedstat`, sampled every 50 ms). A thread that ends inside the window (a runtime lets an idle
+/// blocking thread go after 10 s) keeps what it was last seen using; one that starts inside it
+/// counts from zero — so threads coming and going never make the sum shrink, and what is lost is
+/// at most one sample's worth of a thread's last 50 ms.
+pub fn cpu_ns_over(pid: u32, window: std::time::Duration) -> u64 {
+    use std::collections::HashMap;
+    let threads = || -> HashMap<u32, u64> {
+        std::fs::read_dir(format!("/proc/{pid}/task"))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|t| {
+                let tid = t.file_name().to_str()?.parse().ok()?;
+                let ns = std::fs::read_to_string(t.path().join("schedstat")).ok()?.split_whitespace().next()?.parse().ok()?;
+                Some((tid, ns))
+            })
+            .collect()
+    };
+    let start = threads();
+    let mut last = start.clone();
+    let until = std::time::Instant::now() + window;
+    while std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(50).min(until.saturating_duration_since(std::time::Instant::now())));
+        last.extend(threads());
+    }
+    last.iter().map(|(tid, ns)| ns.saturating_sub(start.get(tid).copied().unwrap_or(0))).sum()
+}
+
+/// A process's resident memory now and at its peak, in KiB (`VmRSS`, `VmHWM`).
+pub fn memory_kb(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| {
+        status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse().ok()).unwrap_or(0)
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}

@@ -6,6 +6,25 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// Start one of the test D-Bus services in tests/support (`script`, with `args`) on the bus at
+/// `address`, and wait until it has written its `{"ready": true}` line to `log` (it owns its name
+/// then). `what` names it if it never does.
+fn start_service(script: &str, args: &[&str], address: &str, log: &std::path::Path, stderr: Stdio, what: &str) -> Child {
+    let child = Command::new("/usr/bin/python3")
+        .arg(crate::home::workspace_root().join("tests/support").join(script))
+        .args(args)
+        .env("DBUS_SESSION_BUS_ADDRESS", address)
+        .stderr(stderr)
+        .spawn()
+        .expect("python3 with python3-dbus and python3-gi");
+    let start = Instant::now();
+    while !std::fs::read_to_string(log).unwrap_or_default().contains("ready") {
+        assert!(start.elapsed() < Duration::from_secs(15), "{what} did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+}
+
 pub struct NotificationBus {
     daemon: Child,
     server: Child,
@@ -44,18 +63,7 @@ impl NotificationBus {
         std::io::BufRead::read_line(&mut std::io::BufReader::new(daemon.stdout.take().unwrap()), &mut line).unwrap();
         let address = line.trim().to_string();
         let log = dir.join(format!("notifications-{tag}.jsonl"));
-        let script = crate::home::workspace_root().join("tests/support/notification_server.py");
-        let server = Command::new("/usr/bin/python3")
-            .arg(script)
-            .args([mode, &log.display().to_string()])
-            .env("DBUS_SESSION_BUS_ADDRESS", &address)
-            .spawn()
-            .expect("python3 with python3-dbus and python3-gi");
-        let start = Instant::now();
-        while !std::fs::read_to_string(&log).unwrap_or_default().contains("ready") {
-            assert!(start.elapsed() < Duration::from_secs(15), "the notification server did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let server = start_service("notification_server.py", &[mode, &log.display().to_string()], &address, &log, Stdio::inherit(), "the notification server");
         NotificationBus { daemon, server, address, log }
     }
 
@@ -151,20 +159,9 @@ impl TrayHost {
     /// Start the host on `bus_address` (before the app, as a panel is there before it).
     pub fn start(dir: &std::path::Path, bus_address: &str) -> TrayHost {
         let log = dir.join("tray.jsonl");
-        let script = crate::home::workspace_root().join("tests/support/status_notifier_host.py");
-        let host = Command::new("/usr/bin/python3")
-            .arg(script)
-            .arg(&log)
-            .env("DBUS_SESSION_BUS_ADDRESS", bus_address)
-            // dbus-python logs items that went away (an app that quit) on stderr: kept beside the log.
-            .stderr(std::fs::File::create(dir.join("tray-host.stderr")).unwrap())
-            .spawn()
-            .expect("python3 with python3-dbus and python3-gi");
-        let start = Instant::now();
-        while !std::fs::read_to_string(&log).unwrap_or_default().contains("ready") {
-            assert!(start.elapsed() < Duration::from_secs(15), "the StatusNotifier host did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        // dbus-python logs items that went away (an app that quit) on stderr: kept beside the log.
+        let stderr = Stdio::from(std::fs::File::create(dir.join("tray-host.stderr")).unwrap());
+        let host = start_service("status_notifier_host.py", &[&log.display().to_string()], bus_address, &log, stderr, "the StatusNotifier host");
         TrayHost { host, log }
     }
 
@@ -227,5 +224,42 @@ impl TrayHost {
             assert!(start.elapsed() < limit, "the tray menu never showed {what}: {menu:?}");
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+}
+
+/// A stand-in logind (tests/support/logind.py) on a test bus: answers `Inhibit` with a file
+/// descriptor like systemd-logind and records each call and when its descriptor was closed.
+pub struct Logind {
+    server: Child,
+    log: std::path::PathBuf,
+}
+
+impl Drop for Logind {
+    fn drop(&mut self) {
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+impl Logind {
+    /// On the bus at `address` (e.g. a [`NotificationBus`]'s); its record goes into `dir`.
+    pub fn start(dir: &std::path::Path, address: &str) -> Logind {
+        let log = dir.join("logind.jsonl");
+        let server = start_service("logind.py", &[&log.display().to_string()], address, &log, Stdio::inherit(), "the stand-in logind");
+        Logind { server, log }
+    }
+
+    fn lines(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    }
+
+    /// Every `Inhibit` call's arguments (what, who, why, mode), in order.
+    pub fn inhibits(&self) -> Vec<serde_json::Value> {
+        self.lines().into_iter().filter_map(|v| v.get("inhibit").cloned()).collect()
+    }
+
+    /// How many of the inhibitors handed out have been released (their descriptor closed).
+    pub fn released(&self) -> usize {
+        self.lines().iter().filter(|v| v.get("released").is_some()).count()
     }
 }

@@ -29,6 +29,13 @@ pub enum Reply {
     ServerError,
     /// Accept the connection and send a first event, then never finish (for kill-mid-run tests).
     Hang,
+    /// 529 `overloaded_error`, as the API answers when it is overloaded.
+    Overloaded,
+    /// The first `times` message requests get 529 `overloaded_error`, then [`Reply::Success`].
+    OverloadedTimes { times: usize, text: String },
+    /// [`Reply::UnifiedLimit`] until `reset_epoch` (seconds), then [`Reply::Success`] — a 5-hour
+    /// window that resets.
+    LimitedUntil { reset_epoch: i64, text: String },
 }
 
 /// One request as the fake saw it.
@@ -46,6 +53,8 @@ struct Inner {
     default: Option<Reply>,
     by_credential: HashMap<String, Reply>,
     seen: Vec<SeenRequest>,
+    /// Message requests answered so far (for [`Reply::OverloadedTimes`]).
+    answered: usize,
 }
 
 #[derive(Clone)]
@@ -121,6 +130,18 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         return json_response(StatusCode::OK, serde_json::json!({"input_tokens": 12}), &[]);
     }
     let model = json["model"].as_str().unwrap_or("claude-fake-1").to_string();
+    let answered = {
+        let mut g = inner.lock().unwrap();
+        g.answered += 1;
+        g.answered
+    };
+    let reply = match reply {
+        Reply::OverloadedTimes { times, text } => if answered <= times { Reply::Overloaded } else { Reply::Success { text } },
+        Reply::LimitedUntil { reset_epoch, text } => {
+            if (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64) < reset_epoch { Reply::UnifiedLimit { reset_epoch } } else { Reply::Success { text } }
+        }
+        other => other,
+    };
     match reply {
         Reply::Success { text } if streamed => sse_success(&model, &text),
         Reply::Success { text } => json_response(StatusCode::OK, message_json(&model, &text), &[]),
@@ -149,6 +170,8 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         ),
         Reply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, error_body("api_error", "Internal server error"), &[]),
         Reply::Hang => hang(&model),
+        Reply::Overloaded => json_response(StatusCode::from_u16(529).expect("529"), error_body("overloaded_error", "Overloaded"), &[]),
+        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } => unreachable!("resolved above"),
     }
 }
 

@@ -30,6 +30,8 @@ pub enum Answer {
 /// One request as the receiver saw it.
 #[derive(Debug, Clone)]
 pub struct Received {
+    /// The request line's method and path ("POST /hook/start").
+    pub line: String,
     pub key: String,
     pub headers: HashMap<String, String>,
     pub body: String,
@@ -118,6 +120,7 @@ async fn serve_one(mut conn: tokio::net::TcpStream, st: Arc<Mutex<State>>, secre
     }
     let body = String::from_utf8_lossy(&buf[head_end..(head_end + len).min(buf.len())]).into_owned();
     let key = headers.get("idempotency-key").cloned().unwrap_or_default();
+    let line = head.lines().next().unwrap_or("").rsplit_once(' ').map(|(l, _)| l.to_string()).unwrap_or_default();
     let signature_ok = secret.as_ref().map(|s| {
         let ts = headers.get("x-nightshift-timestamp").cloned().unwrap_or_default();
         let mut mac = <Hmac<Sha256> as Mac>::new_from_slice(s.as_bytes()).unwrap();
@@ -147,7 +150,7 @@ async fn serve_one(mut conn: tokio::net::TcpStream, st: Arc<Mutex<State>>, secre
         if (200..300).contains(&status) {
             *s.accepted.entry(key.clone()).or_default() += 1;
         }
-        s.seen.push(Received { key, headers, body, signature_ok, answer: answer.clone(), duplicate });
+        s.seen.push(Received { line, key, headers, body, signature_ok, answer: answer.clone(), duplicate });
         duplicate
     };
     let _ = duplicate;

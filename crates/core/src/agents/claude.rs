@@ -292,11 +292,15 @@ fn reason_from(assistant_error: Option<&str>, status: Option<u64>, rate_rejected
             return Some(Reason::AuthFailed)
         }
         Some("rate_limit" | "rate_limited") => return Some(Reason::RateLimited),
+        // 529 overloaded, 5xx, and a connection refused or dropped (`api_error:
+        // "connection_failed"`) all arrive as `server_error`, after the CLI's own retries.
+        Some("server_error") => return Some(Reason::ApiUnavailable),
         _ => {}
     }
     match status {
         Some(401 | 403) => return Some(Reason::AuthFailed),
         Some(429) => return Some(Reason::RateLimited),
+        Some(500..=599) => return Some(Reason::ApiUnavailable),
         _ => {}
     }
     rate_rejected.then_some(Reason::RateLimited)

@@ -45,6 +45,35 @@ const RATE: &[&str] = &[
     "exhausted your",
 ];
 
+/// The words of a provider that is overloaded, failing or out of reach — said by the agent after
+/// its own retries. Only a failure the agent itself reported is judged by them.
+const UNAVAILABLE: &[&str] = &[
+    "overloaded",
+    "high demand",
+    "temporary error",
+    "internal server error",
+    "an internal error has occurred",
+    "\"status\":\"internal\"",
+    "\"status\":\"unavailable\"",
+    "service unavailable",
+    "bad gateway",
+    "gateway timeout",
+    "server_error",
+    "api error: 5",
+    "status 5",
+    "connection refused",
+    "econnrefused",
+    "econnreset",
+    "connection reset",
+    "stream disconnected",
+    "fetch failed",
+];
+
+pub fn looks_like_api_unavailable(text: &str) -> bool {
+    let t = text.to_lowercase();
+    UNAVAILABLE.iter().any(|p| t.contains(p))
+}
+
 pub fn looks_like_auth_failure(text: &str) -> bool {
     let t = text.to_lowercase();
     AUTH.iter().any(|p| t.contains(p))
@@ -55,8 +84,8 @@ pub fn looks_like_rate_limit(text: &str) -> bool {
     RATE.iter().any(|p| t.contains(p))
 }
 
-/// A failed run judged by the words of its failure (`text`) and stderr: auth, rate limit, else an
-/// agent error (`structured`: the agent reported it) or a plain non-zero exit. `known_auth` lets
+/// A failed run judged by the words of its failure (`text`) and stderr: auth, rate limit, an API
+/// that was unavailable (only when the agent reported it), else an agent error (`structured`: the agent reported it) or a plain non-zero exit. `known_auth` lets
 /// an agent pass what it knows for sure (an exit code that means "not authenticated").
 pub fn failure_from_text(text: &str, stderr: &LogTail, structured: bool, known_auth: bool, now: DateTime<Utc>) -> Outcome {
     let text = strip_ansi(text);
@@ -65,6 +94,8 @@ pub fn failure_from_text(text: &str, stderr: &LogTail, structured: bool, known_a
         Reason::AuthFailed
     } else if looks_like_rate_limit(&all) {
         Reason::RateLimited
+    } else if structured && looks_like_api_unavailable(&all) {
+        Reason::ApiUnavailable
     } else if structured {
         Reason::AgentError
     } else {

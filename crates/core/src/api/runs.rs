@@ -51,7 +51,7 @@ pub struct RunDetail {
     pub report_html: Option<String>,
     /// The routine still exists (Run again is possible).
     pub routine_exists: bool,
-    /// Its webhook deliveries (what each receiver got, tries, last error).
+    /// Its webhook and heartbeat-ping deliveries (what each receiver got, tries, last error).
     pub deliveries: Vec<DeliveryRow>,
     /// What it changed in git, in one line ("3 files changed, +40 −12 on nightshift/…"), worded
     /// as the notification and the CLI say it.
@@ -66,7 +66,7 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
     blocking(engine, move |e| {
         let run = e.run(&id)?;
         let report_html = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|md| crate::view::markdown::render(&e.redact(&md)));
-        let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.webhook.is_some()).collect();
+        let deliveries = e.deliveries_of(&run.id)?.into_iter().filter(|d| d.webhook.is_some() || d.ping.is_some()).collect();
         let changes_summary = run.changes.as_ref().map(crate::run::Changes::summary);
         let slot_why = match (run.status, run.scheduled_for) {
             (RunStatus::Missed | RunStatus::Skipped | RunStatus::Blocked, Some(slot)) => crate::view::why::slot_sentence(&e, &run.routine, slot).map(|s| e.redact(&s)),

@@ -75,9 +75,16 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
                 core.store.settle_delivery(&entry.run_id, &Channel::Notify, Delivery::NotNeeded, Some("the run no longer exists"), now)?;
                 continue;
             };
+            if told_already(core, &run, &Channel::Notify, now)? {
+                continue;
+            }
             let (policy, timeout) = set.notify_policy(&run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-            let Some(notice) = notice_for(&run, policy, report.as_deref(), timeout) else {
+            let notice = match run.status.is_quiet_slot(run.reason) {
+                true => Some(quiet_notice_of(core, &set, &run)?),
+                false => notice_for(&run, policy, report.as_deref(), timeout),
+            };
+            let Some(notice) = notice else {
                 core.store.settle_delivery(&entry.run_id, &Channel::Notify, Delivery::NotNeeded, None, now)?;
                 continue;
             };
@@ -96,6 +103,32 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
             }
         }
     }
+}
+
+/// A slot that ended with nothing done, in a stretch an earlier slot's notice already tells of:
+/// settled as not needed, saying which run told it. (A stretch is told once, by its first slot.)
+pub(super) fn told_already(core: &Core, run: &RunRecord, channel: &Channel, now: chrono::DateTime<Utc>) -> crate::error::Result<bool> {
+    if !run.status.is_quiet_slot(run.reason) {
+        return Ok(false);
+    }
+    let Some(by) = core.store.quiet_told_by(run, channel)? else { return Ok(false) };
+    core.store.settle_delivery(&run.id, channel, Delivery::NotNeeded, Some(&format!("told with run {by}, the first of the slots in a row that did nothing")), now)?;
+    Ok(true)
+}
+
+/// The notice of a quiet slot, with the evidence: when the routine last ran, and why this slot
+/// did not (the machine asleep, no Nightshift running — as `why` says it).
+fn quiet_notice_of(core: &Core, set: &crate::routine::RoutineSet, run: &RunRecord) -> crate::error::Result<crate::notify::Notice> {
+    let tz = set.get(&run.routine).map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
+    let last_ran = core.store.last_ran_before(run)?;
+    let absence = match run.scheduled_for {
+        Some(slot) => {
+            let presence = core.store.presence_since(&core.device_name(), slot - Span::days(1))?;
+            super::presence::absence_at(&presence, slot, tz)
+        }
+        None => None,
+    };
+    Ok(crate::notify::quiet_notice(run, last_ran, absence.as_deref(), tz))
 }
 
 /// Record one try: `success` on Ok, else a retry after the backoff — or, after the last try,
@@ -129,6 +162,14 @@ pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
         loop {
             let notice = match events.recv().await {
                 Ok(EngineEvent::RoutinePaused { routine, reason }) => Some(Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true }),
+                // A run that met a limit waits for its reset: said when it starts to wait.
+                Ok(EngineEvent::RunQueued { run }) => {
+                    let set = core.routines();
+                    let routine = set.get(&run.routine);
+                    let wants = routine.is_none_or(|r| r.notify != crate::routine::NotifyPolicy::Never);
+                    let tz = routine.map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
+                    crate::notify::waiting_notice(&run, tz).filter(|_| wants)
+                }
                 Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(Notice {
                     summary: format!("✗ webhook {webhook} could not post {routine}"),
                     body: format!("{error} — the run's result is kept; `nightshiftctl deliveries retry` sends it again"),

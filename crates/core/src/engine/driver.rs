@@ -10,16 +10,19 @@ use super::attempt::{archive_attempt_logs, spawn_attempt};
 use super::finalize::{self, Ended};
 use super::remote_run;
 use super::judge::classify;
+use super::retry::{self, Next, RunFacts};
 use super::live::{Ending, LiveRun};
 use super::supervise::{supervise, Proc};
 use super::Core;
 use crate::accounts::Account;
+use crate::run_dir::RunDir;
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
 use crate::health::Credential;
 use crate::routine::{AccountChoice, Routine};
 use crate::run::Started;
-use crate::run::{Attempt, Reason, RunRecord};
+use crate::run::{Attempt, Reason, RunRecord, RunStatus};
+use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use tokio::sync::Notify;
 
@@ -30,6 +33,9 @@ enum State {
     Attempt { n: usize, proc: Proc, account: Option<(Account, Credential)> },
     /// The process ended (or never started); the row is about to become final.
     Settling(Ended),
+    /// The try did not get the work done and the run will try again at `at` (a retry after its
+    /// backoff, a limit's reset): back to the queue, as the same run.
+    Later { at: DateTime<Utc>, note: String },
 }
 
 struct Driver {
@@ -38,11 +44,18 @@ struct Driver {
     routine: Routine,
     live: LiveRun,
     cancel: Arc<Notify>,
+    /// Why the run exists and what it was asked (retry and limit-wait decisions need it).
+    facts: RunFacts,
+    /// The tries so far: earlier ones of this run (before it went back to the queue) included.
     attempts: Vec<Attempt>,
+    /// When the current try started.
+    try_started: DateTime<Utc>,
     /// Accounts failover must not choose again.
     tried: Vec<String>,
     /// The run's git workspace, set up once before the first try (every try works in it).
     workspace: Option<Started>,
+    /// Why the run is not tried again, for its final message ("failed after 3 tries").
+    settle_note: Option<String>,
 }
 
 /// Drive a run the queue just claimed (its row is `running`, owned by this engine). Returns once
@@ -50,10 +63,25 @@ struct Driver {
 /// so a CLI that returns right after "run now" has really started the run.
 pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved: Option<String>) {
     let cancel = Arc::new(Notify::new());
-    core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(rec.id.clone(), Arc::clone(&cancel));
+    core.follow(&rec.id, Arc::clone(&cancel));
     core.emit(EngineEvent::RunStarted { run: Box::new(rec.clone()) });
-    let live = LiveRun::starting(&rec, &routine, core.home.run_dir(&routine.name, &rec.id), core.clock.now());
-    let mut driver = Driver { core: Arc::clone(core), routine, live, cancel, attempts: Vec::new(), tried: Vec::new(), workspace: None };
+    let now = core.clock.now();
+    // `ping:` — the run started (once, whatever tries follow); sent like webhooks, never waited for.
+    if routine.ping.is_some() {
+        match core.store.owe(&rec.id, &crate::run::Channel::Ping(crate::run::PingEvent::Start), now) {
+            Ok(()) => core.wakes.kick(super::signal::Wake::Webhooks),
+            Err(e) => tracing::warn!(run = %rec.id, error = %e, "could not queue the start ping"),
+        }
+    }
+    let live = LiveRun::starting(&rec, &routine, core.home.run_dir(&routine.name, &rec.id), now);
+    let facts = RunFacts {
+        trigger: rec.trigger,
+        scheduled_for: rec.scheduled_for,
+        first_started: rec.attempts.first().and_then(|a| a.started_at).or(rec.started_at).unwrap_or(now),
+        wait_for_limit: rec.wait_for_limit,
+    };
+    let mut driver =
+        Driver { core: Arc::clone(core), routine, live, cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None };
     let state = driver.preflight(reserved).await;
     tokio::spawn(driver.run(state));
 }
@@ -63,10 +91,21 @@ impl Driver {
         loop {
             state = match state {
                 State::Attempt { n, proc, account } => self.attempt(n, proc, account).await,
-                State::Settling(ended) => {
+                State::Settling(mut ended) => {
+                    if let Some(note) = self.settle_note.take() {
+                        match (&mut ended.outcome, &mut ended.ending) {
+                            (Some(o), _) => o.message = Some(retry::with_note(o.message.as_deref(), &note)),
+                            (None, Ending::Blocked { message, .. }) => *message = retry::with_note(Some(message), &note),
+                            _ => {}
+                        }
+                    }
                     finalize::settle(&self.core, &self.live, ended).await;
                     return;
                 }
+                State::Later { at, note } => match self.requeue(at, &note).await {
+                    Ok(()) => return,
+                    Err(ended) => State::Settling(ended),
+                },
             };
         }
     }
@@ -74,30 +113,54 @@ impl Driver {
     /// Preflight: choose the account (health and one-run-per-account checked; `reserved` is the
     /// one the lane decision set aside), then spawn the first try.
     async fn preflight(&mut self, reserved: Option<String>) -> State {
+        let n = self.attempts.len() + 1;
         match self.choose_account(reserved).await {
             AccountPlan::Blocked { reason, message, account, resets_at } => {
                 tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
+                // Every account it may use is limited: wait for the first reset, like a try that
+                // met the limit itself.
+                if reason == Reason::RateLimited {
+                    let limited = Outcome { resets_at, ..Outcome::failed(reason, message.clone()) };
+                    if let Some(later) = self.later(&limited, false, account.clone(), n) {
+                        return later;
+                    }
+                }
                 let mut ended = Ended::new(Ending::Blocked { reason, message, resets_at });
                 ended.account = account;
+                ended.attempts = std::mem::take(&mut self.attempts);
                 State::Settling(ended)
             }
-            AccountPlan::Default => self.start_workspace(1, None).await,
-            AccountPlan::Use(a, c) => self.start_workspace(1, Some((a, c))).await,
+            AccountPlan::Default => self.start_workspace(n, None).await,
+            AccountPlan::Use(a, c) => self.start_workspace(n, Some((a, c))).await,
         }
     }
 
     /// Set up the run's workspace (a worktree of its own, or a picture of its checkout), then
     /// spawn try `n`. A worktree that cannot be made fails the run before anything runs.
     async fn start_workspace(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
-        let (routine, id, run_dir, worktrees) =
-            (self.routine.clone(), self.live.id.clone(), self.live.run_dir.clone(), self.core.home.worktrees_dir());
+        let (core, routine, id, run_dir, worktrees) =
+            (Arc::clone(&self.core), self.routine.clone(), self.live.id.clone(), self.live.run_dir.clone(), self.core.home.worktrees_dir());
         let started = tokio::task::spawn_blocking(move || {
             // Once per run, before its workspace and every attempt (which all write into it).
             std::fs::create_dir_all(&run_dir).map_err(|e| {
                 let cause = crate::error::io_cause_words(&e);
                 format!("cannot create the run directory {}: {e}{cause}", run_dir.display())
             })?;
-            crate::workspace::start(&routine, &id, &run_dir, &worktrees)
+            // A later try of the run works in the workspace its first try set up.
+            if let Some(started) = crate::workspace::started(&run_dir) {
+                return Ok(Some(started));
+            }
+            if matches!(routine.workspace, crate::routine::Workspace::Worktree { .. }) {
+                super::housekeeping::make_room(&core, &id);
+            }
+            let started = crate::workspace::start(&routine, &id, &run_dir, &worktrees)?;
+            // Counted among the worktrees that exist from now on (`max_worktrees`).
+            if let Some(path) = started.as_ref().and_then(|s| s.worktree.as_ref()) {
+                if let Err(e) = core.store.set_worktree(&id, &path.display().to_string()) {
+                    tracing::warn!(run = %id, error = %e, "could not record the run's worktree");
+                }
+            }
+            Ok(started)
         })
         .await
         .unwrap_or_else(|e| Err(format!("setting up the workspace failed: {e}")));
@@ -119,6 +182,7 @@ impl Driver {
     /// settles the run (with the tries so far).
     async fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let now = self.core.clock.now();
+        self.try_started = now;
         let creds = account.as_ref().map(|(a, c)| (a, c));
         let spawned = match self.routine.placement {
             Some(_) => remote_run::start(&self.core, &self.live, &self.routine, creds).await.map(Proc::Remote),
@@ -130,6 +194,19 @@ impl Driver {
             Ok(proc) => State::Attempt { n, proc, account },
             Err(ending) => {
                 tracing::warn!(run = %self.live.id, routine = %self.live.routine, ?ending, "run could not start");
+                // No host could be reached, the program could not be started: passing reasons
+                // (an upgrade replacing the agent's binary), tried again like an outage.
+                let passing = match &ending {
+                    Ending::Blocked { reason: Reason::HostUnreachable, message, .. } => Some(Outcome::failed(Reason::HostUnreachable, message.clone())),
+                    Ending::SpawnFailed(message) => Some(Outcome::failed(Reason::SpawnFailed, message.clone())),
+                    _ => None,
+                };
+                if let Some(outcome) = passing {
+                    let email = account.as_ref().map(|(a, _)| a.email.clone());
+                    if let Some(later) = self.later(&outcome, false, email, n) {
+                        return later;
+                    }
+                }
                 let mut ended = Ended::new(ending);
                 ended.attempts = std::mem::take(&mut self.attempts);
                 ended.account = account.map(|(a, _)| a.email);
@@ -148,7 +225,12 @@ impl Driver {
                 remote_run::forget(&self.live.id, &remote).await;
             }
         }
-        let outcome = classify(&self.core, &self.live, &ending).await;
+        let mut outcome = classify(&self.core, &self.live, &ending).await;
+        if ending == Ending::Cancelled {
+            if let Some(why) = self.core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.live.id) {
+                outcome.message = Some(why);
+            }
+        }
         let email = account.as_ref().map(|(a, _)| a.email.clone());
         if let Some(email) = &email {
             let (core, email, id, o) = (Arc::clone(&self.core), email.clone(), self.live.id.clone(), outcome.clone());
@@ -157,13 +239,7 @@ impl Driver {
         if let (Some(email), true) = (&email, self.may_fail_over(&ending, &outcome)) {
             self.tried.push(email.clone());
             if let AccountPlan::Use(next, cred) = self.choose_account(None).await {
-                self.attempts.push(Attempt {
-                    account: Some(email.clone()),
-                    status: outcome.status(),
-                    reason: outcome.reason,
-                    message: outcome.message.clone().map(|m| self.core.redactor.redact(&m)),
-                    resets_at: outcome.resets_at,
-                });
+                self.attempts.push(self.this_try(Some(email.clone()), &outcome, None));
                 archive_attempt_logs(&self.live.run_dir, self.attempts.len());
                 self.core.emit(EngineEvent::RunProgress {
                     run_id: self.live.id.clone(),
@@ -174,11 +250,87 @@ impl Driver {
                 return self.spawn(n + 1, Some((next, cred))).await;
             }
         }
+        if let Some(later) = self.later(&outcome, ending == Ending::TimedOut, email.clone(), n) {
+            return later;
+        }
         let mut ended = Ended::new(ending);
         ended.outcome = Some(outcome);
         ended.attempts = std::mem::take(&mut self.attempts);
         ended.account = email;
         State::Settling(ended)
+    }
+
+    /// The record of the try that just ended (secrets masked), due again at `next_at`.
+    fn this_try(&self, account: Option<String>, outcome: &Outcome, next_at: Option<DateTime<Utc>>) -> Attempt {
+        Attempt {
+            account,
+            status: outcome.status(),
+            reason: outcome.reason,
+            message: outcome.message.clone().map(|m| self.core.redactor.redact(&m)),
+            resets_at: outcome.resets_at,
+            started_at: Some(self.try_started),
+            finished_at: Some(self.core.clock.now()),
+            next_at,
+        }
+    }
+
+    /// Whether try `n`, ended with `outcome`, is tried again later ([`retry::after_try`]): then
+    /// the try is recorded and its logs kept aside. Otherwise the reason it is not (a note
+    /// the final message carries) is added to `outcome`'s message by the caller's settle.
+    fn later(&mut self, outcome: &Outcome, timed_out: bool, account: Option<String>, n: usize) -> Option<State> {
+        if outcome.status() == RunStatus::Completed {
+            return None;
+        }
+        let now = self.core.clock.now();
+        let jitter = (ulid::Ulid::new().random() % 1_000_000) as f64 / 1_000_000.0;
+        match retry::after_try(&self.routine, &self.facts, outcome, timed_out, &self.attempts, account.as_deref(), now, jitter) {
+            Next::Settle { note: None } => None,
+            Next::Settle { note: Some(note) } => {
+                self.settle_note = Some(note);
+                None
+            }
+            Next::Later { at, note, .. } => {
+                let tried = self.this_try(account, outcome, Some(at));
+                self.attempts.push(tried);
+                if RunDir::at(&self.live.run_dir).stdout().exists() {
+                    archive_attempt_logs(&self.live.run_dir, n);
+                }
+                tracing::info!(run = %self.live.id, routine = %self.live.routine, %note, "the run tries again later");
+                Some(State::Later { at, note })
+            }
+        }
+    }
+
+    /// Put the run back in the queue until `at` (it holds no lane meanwhile, and survives any
+    /// restart: the wait is its row). If the row cannot be written, the run settles instead —
+    /// nothing is lost, it just is not tried again.
+    async fn requeue(&mut self, at: DateTime<Utc>, note: &str) -> Result<(), Ended> {
+        let (core, id, attempts, note2) = (Arc::clone(&self.core), self.live.id.clone(), self.attempts.clone(), note.to_string());
+        let written = tokio::task::spawn_blocking(move || {
+            let me = (core.identity.0, core.identity.1.as_str());
+            core.store.requeue_until(&id, me, &attempts, at, &note2)
+        })
+        .await;
+        match written {
+            Ok(Ok(true)) => {}
+            other => {
+                tracing::error!(run = %self.live.id, result = ?other.map(|r| r.map_err(|e| e.message)), "could not put the run back in the queue; settling it as it ended");
+                let last = self.attempts.pop();
+                let mut ended = Ended::new(Ending::Exited(None));
+                ended.outcome = Some(retry::ending_of(last.as_ref(), "not tried again: the run could not be put back in the queue"));
+                ended.attempts = std::mem::take(&mut self.attempts);
+                return Err(ended);
+            }
+        }
+        self.core.unfollow(&self.live.id);
+        if let Ok(run) = self.core.store.get_run(&self.live.id) {
+            self.core.emit(EngineEvent::RunQueued { run: Box::new(run) });
+        }
+        self.core.emit(EngineEvent::RunProgress { run_id: self.live.id.clone(), routine: self.live.routine.clone(), message: note.to_string() });
+        self.core.emit_state();
+        // The dispatchers (here and in other processes) look again: one of them starts it at `at`.
+        super::signal::wake(&self.core);
+        Ok(())
     }
 
     /// Fail over on a rate limit — never on an auth failure — when the routine may use another

@@ -65,7 +65,7 @@ pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Set
     let drives_it = !ended.only_if_queued;
     let settled = settle_inner(core, run, ended).await;
     if drives_it {
-        core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&run.id);
+        core.unfollow(&run.id);
     }
     if let Some(r) = &settled.record {
         super::signal::resolve_waiters(core, r);
@@ -94,6 +94,9 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled 
     // nothing.)
     let mut outbox: Vec<Channel> = crate::webhook::channels_for(settlement.status, &run.webhooks, &core.settings());
     outbox.insert(0, Channel::Notify);
+    if run.pings {
+        outbox.push(Channel::Ping(crate::run::PingEvent::End));
+    }
     if settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending) {
         outbox.push(Channel::Push);
     }
@@ -190,7 +193,7 @@ async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox
         match write_final(&core, &id, &settlement, &outbox).await {
             Ok(changed) => {
                 core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("unrecorded:{id}"));
-                core.active.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                core.unfollow(&id);
                 if let Ok(record) = core.store.get_run(&id) {
                     super::signal::wake(&core);
                     if changed {
@@ -251,13 +254,17 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
         c
     });
     let Ended { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
-    if account.is_some() && !matches!(ending, Ending::Blocked { .. }) {
+    // The last try joins the list once there is a list (failover, a retry, a wait) or an account.
+    if (account.is_some() || !attempts.is_empty()) && !matches!(ending, Ending::Blocked { .. }) && !only_if_queued {
         attempts.push(Attempt {
             account: account.clone(),
             status: outcome.status(),
             reason: outcome.reason,
             message: outcome.message.clone(),
             resets_at: outcome.resets_at,
+            started_at: Some(run.started_at),
+            finished_at: Some(finished_at.unwrap_or(now)),
+            next_at: None,
         });
     }
     let report_path = match (&outcome.status(), &outcome.report) {

@@ -10,7 +10,7 @@
 use super::Core;
 use crate::run::PushState;
 use crate::run::Channel;
-use crate::store::Delivery;
+use crate::store::{Delivery, KeptWorktree};
 use crate::workspace;
 use chrono::{DateTime, Duration as Span, Utc};
 use std::sync::Arc;
@@ -150,14 +150,43 @@ pub struct Pruned {
 pub(crate) fn prune(core: &Core, dry_run: bool) -> Vec<Pruned> {
     let settings = core.settings();
     let before = core.clock.now() - Span::days(settings.keep_worktrees_days as i64);
-    let mut done = Vec::new();
-    let kept = match core.store.kept_worktrees(before, 10_000) {
-        Ok(k) => k,
+    match core.store.kept_worktrees(before, 10_000) {
+        Ok(kept) => remove_kept(core, kept, dry_run),
         Err(e) => {
             tracing::warn!(error = %e, "could not list worktrees to clean up");
-            return done;
+            Vec::new()
+        }
+    }
+}
+
+/// Before run `run_id` makes its worktree: at most `max_worktrees` may exist, the runs going
+/// and the kept worktrees of settled runs together — so the oldest kept ones are removed early,
+/// as cleanup would (their branches stay), to make room. (The lanes already hold a worktree run
+/// back while `max_worktrees` are going.)
+pub(crate) fn make_room(core: &Core, run_id: &str) {
+    let max = core.settings().max_worktrees as usize;
+    let (kept, going) = match (core.store.kept_worktrees(core.clock.now() + Span::days(1), 10_000), core.store.running_worktrees(run_id)) {
+        (Ok(kept), Ok(going)) => (kept, going),
+        (Err(e), _) | (_, Err(e)) => {
+            tracing::warn!(error = %e, "could not count the worktrees before making one");
+            return;
         }
     };
+    let room = max.saturating_sub(going + 1);
+    if kept.len() <= room {
+        return;
+    }
+    // Oldest first: the ones beyond the room.
+    let excess = kept.len() - room;
+    let oldest: Vec<KeptWorktree> = kept.into_iter().take(excess).collect();
+    let removed = remove_kept(core, oldest, false).into_iter().filter(|p| p.removed).count();
+    tracing::info!(run = %run_id, removed, max, "made room for a worktree (max_worktrees): removed the oldest kept worktrees; their branches stay");
+}
+
+/// Remove these kept worktrees (`dry_run`: only say which).
+fn remove_kept(core: &Core, kept: Vec<KeptWorktree>, dry_run: bool) -> Vec<Pruned> {
+    let settings = core.settings();
+    let mut done = Vec::new();
     for k in kept {
         let Some(path) = k.changes.worktree.clone() else {
             continue;
@@ -171,6 +200,7 @@ pub(crate) fn prune(core: &Core, dry_run: bool) -> Vec<Pruned> {
         let started = workspace::started(&core.home.run_dir(&k.routine, &k.run_id));
         let base_ref = started.and_then(|s| s.base_ref);
         let result = workspace::remove_worktree(
+            &core.home.worktrees_dir(),
             std::path::Path::new(&k.changes.repo),
             std::path::Path::new(&path),
             k.changes.branch.as_deref(),

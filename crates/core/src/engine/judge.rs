@@ -5,7 +5,8 @@
 
 use super::live::{Ending, LiveRun};
 use super::Core;
-use crate::agents::{AgentDriver, Outcome, RunOutput};
+use crate::agents::{Outcome, RunOutput};
+use crate::words::Agent;
 use crate::run::{Reason, RunStatus};
 use crate::runner::process;
 use crate::runner::scrub;
@@ -25,15 +26,16 @@ pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
 /// How the run ended, from its output and what the engine itself knows.
 pub(crate) async fn classify(core: &Arc<Core>, run: &LiveRun, ending: &Ending) -> Outcome {
     let now = core.clock.now();
-    let (driver, run_dir, ending, timeout) = (run.driver, run.run_dir.clone(), ending.clone(), run.timeout);
-    tokio::task::spawn_blocking(move || outcome_for(driver, &run_dir, &ending, timeout, now))
+    let (agent, run_dir, ending, timeout) = (run.agent, run.run_dir.clone(), ending.clone(), run.timeout);
+    tokio::task::spawn_blocking(move || outcome_for(agent, &run_dir, &ending, timeout, now))
         .await
         .unwrap_or_else(|e| Outcome::failed(Reason::AgentError, format!("classifying the run's output failed: {e}")))
 }
 
 /// The outcome for an ending: the agent's classification, overridden by what the engine itself
 /// knows (it timed the run out, cancelled it, or could not start it).
-pub(crate) fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path::Path, ending: &Ending, timeout: Duration, now: DateTime<Utc>) -> Outcome {
+pub(crate) fn outcome_for(agent: Agent, run_dir: &std::path::Path, ending: &Ending, timeout: Duration, now: DateTime<Utc>) -> Outcome {
+    let driver = crate::agents::driver(agent);
     let exit_code = match ending {
         Ending::Exited(code) => *code,
         _ => process::recorded_exit_code(run_dir),
@@ -56,7 +58,7 @@ pub(crate) fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path:
             resets_at: *resets_at,
             ..Outcome::default()
         },
-        Ending::Exited(_) => driver.classify(&out),
+        Ending::Exited(code) => killed_by_signal(agent, driver.classify(&out), *code),
         Ending::TimedOut | Ending::Cancelled => {
             // Keep what the stream says about cost and session; the status is ours.
             let seen = driver.classify(&out);
@@ -88,6 +90,31 @@ pub(crate) fn outcome_for(driver: &'static dyn AgentDriver, run_dir: &std::path:
                 o
             }
         }
+    }
+}
+
+/// An agent that ended without its own final word and with a shell's "killed by signal N" code
+/// (128 + N) was killed by someone else — the OOM killer, a user's `kill` — not by anything in
+/// its work (Nightshift's own timeout and cancel are judged before this). A command's exit code
+/// is its own to choose, so only agents are judged so.
+fn killed_by_signal(agent: Agent, mut seen: Outcome, code: Option<i32>) -> Outcome {
+    match code {
+        Some(c @ 129..=192) if agent != Agent::Command && !seen.from_final_event && seen.status() == RunStatus::Failed => {
+            let signal = c - 128;
+            let name = match signal {
+                9 => " (SIGKILL)",
+                15 => " (SIGTERM)",
+                6 => " (SIGABRT)",
+                11 => " (SIGSEGV)",
+                2 => " (SIGINT)",
+                1 => " (SIGHUP)",
+                _ => "",
+            };
+            seen.reason = Some(Reason::Killed);
+            seen.message = Some(format!("{} was killed by signal {signal}{name}, not by Nightshift, before it reported a result", crate::agents::driver(agent).program()));
+            seen
+        }
+        _ => seen,
     }
 }
 

@@ -9,15 +9,42 @@
 //! * never two runs of one routine, never two runs on one account (concurrent runs on one Claude
 //!   login can get its credential revoked); a pool takes the first of its accounts that is free;
 //! * manual runs never wait behind scheduled ones; within a class, first come first served;
-//! * no starvation: with nothing running, the first waiting run always starts.
+//! * no starvation: with nothing running, the first waiting run always starts;
+//! * no lane starts while the machine's available memory is below `min_free_memory_mb`, no more
+//!   runs of one agent go at once than its `[agents.<agent>] max_running`, and no more worktree
+//!   runs than `max_worktrees` (the starvation rule yields to low memory, which holds every run;
+//!   each waiting run's note says which rule holds it).
 
-use std::collections::HashSet;
+use crate::words::Agent;
+use std::collections::{BTreeMap, HashSet};
+
+/// What bounds the lanes besides the queue itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Limits {
+    pub max_parallel: usize,
+    /// (available now, the least to start a run), in MiB — `None` when not known or not asked.
+    pub memory: Option<(u64, u64)>,
+    /// `[agents.<agent>] max_running`.
+    pub max_running: BTreeMap<Agent, usize>,
+    /// `max_worktrees`: worktree runs going at once.
+    pub max_worktrees: Option<usize>,
+}
+
+impl Limits {
+    /// Only `max_parallel`.
+    pub fn lanes(max_parallel: usize) -> Limits {
+        Limits { max_parallel, ..Limits::default() }
+    }
+}
 
 /// A run waiting for a lane.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Waiting {
     pub id: String,
     pub routine: String,
+    pub agent: Agent,
+    /// It works in a worktree of its own (`workspace: worktree`).
+    pub worktree: bool,
     /// `manual` or `cli` trigger: a person asked for it.
     pub manual: bool,
     /// The accounts it may run on, in order of preference; empty when it needs none.
@@ -29,6 +56,9 @@ pub struct Waiting {
 pub struct Busy {
     pub routine: String,
     pub account: Option<String>,
+    pub agent: Agent,
+    /// It holds a worktree.
+    pub worktree: bool,
 }
 
 /// A run to start, with the account reserved for it (the first free one of its accounts).
@@ -54,12 +84,18 @@ fn cap(max_parallel: usize, manual: bool) -> usize {
 }
 
 /// Decide which of `waiting` (in arrival order) start, given what is `running`.
-pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Decision {
-    let max = max_parallel.max(1);
+pub fn decide(waiting: &[Waiting], running: &[Busy], limits: &Limits) -> Decision {
+    let max = limits.max_parallel.max(1);
     let mut lanes_used = running.len();
     let mut busy_routines: HashSet<&str> = running.iter().map(|b| b.routine.as_str()).collect();
     let mut waiting_routines: HashSet<&str> = HashSet::new();
     let mut busy_accounts: HashSet<&str> = running.iter().filter_map(|b| b.account.as_deref()).collect();
+    let mut per_agent: BTreeMap<Agent, usize> = BTreeMap::new();
+    for b in running {
+        *per_agent.entry(b.agent).or_default() += 1;
+    }
+    let low_memory = limits.memory.filter(|(available, least)| available < least);
+    let mut worktrees = running.iter().filter(|b| b.worktree).count();
     let order = waiting.iter().filter(|w| w.manual).chain(waiting.iter().filter(|w| !w.manual));
     let mut decision = Decision::default();
     for w in order {
@@ -68,9 +104,13 @@ pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Dec
         let free_account = w.accounts.iter().find(|a| !busy_accounts.contains(a.as_str()));
         let account_busy = !w.accounts.is_empty() && free_account.is_none();
         let lane_free = lanes_used < cap(max, w.manual);
-        if !routine_busy && !account_busy && lane_free {
+        let agent_cap = limits.max_running.get(&w.agent).copied().filter(|cap| per_agent.get(&w.agent).copied().unwrap_or(0) >= *cap);
+        let worktree_cap = limits.max_worktrees.filter(|cap| w.worktree && worktrees >= *cap);
+        if !routine_busy && !account_busy && lane_free && low_memory.is_none() && agent_cap.is_none() && worktree_cap.is_none() {
             lanes_used += 1;
+            worktrees += usize::from(w.worktree);
             busy_routines.insert(&w.routine);
+            *per_agent.entry(w.agent).or_default() += 1;
             if let Some(a) = free_account {
                 busy_accounts.insert(a);
             }
@@ -83,6 +123,12 @@ pub fn decide(waiting: &[Waiting], running: &[Busy], max_parallel: usize) -> Dec
             format!("waiting for the running {} run to finish", w.routine)
         } else if routine_busy {
             format!("waiting behind an earlier {} run", w.routine)
+        } else if let Some((available, least)) = low_memory {
+            format!("waiting for memory: {available} MiB available, `min_free_memory_mb` is {least}")
+        } else if let Some(cap) = agent_cap {
+            format!("waiting: {cap} {} run{} already going (`[agents.{}] max_running = {cap}`)", w.agent, if cap == 1 { " is" } else { "s are" }, w.agent)
+        } else if let Some(cap) = worktree_cap {
+            format!("waiting: {cap} worktree run{} going (`max_worktrees = {cap}`)", if cap == 1 { " is" } else { "s are" })
         } else if account_busy {
             match w.accounts.as_slice() {
                 [one] => format!("waiting: account {one} is busy with another run (one run per account at a time)"),
@@ -104,10 +150,10 @@ mod tests {
     use proptest::prelude::*;
 
     fn w(id: &str, routine: &str, manual: bool, accounts: &[&str]) -> Waiting {
-        Waiting { id: id.into(), routine: routine.into(), manual, accounts: accounts.iter().map(|a| a.to_string()).collect() }
+        Waiting { id: id.into(), routine: routine.into(), agent: Agent::Command, worktree: false, manual, accounts: accounts.iter().map(|a| a.to_string()).collect() }
     }
     fn busy(routine: &str, account: Option<&str>) -> Busy {
-        Busy { routine: routine.into(), account: account.map(str::to_string) }
+        Busy { routine: routine.into(), account: account.map(str::to_string), agent: Agent::Command, worktree: false }
     }
     fn started(d: &Decision) -> Vec<&str> {
         d.starts.iter().map(|s| s.id.as_str()).collect()
@@ -116,10 +162,10 @@ mod tests {
     #[test]
     fn scheduled_runs_leave_the_last_lane_to_run_now() {
         let q = [w("s1", "a", false, &[]), w("s2", "b", false, &[]), w("m1", "c", true, &[])];
-        let d = decide(&q, &[], 3);
+        let d = decide(&q, &[], &Limits::lanes(3));
         assert_eq!(started(&d), vec!["m1", "s1"], "the manual run goes first; scheduled runs use at most 2 of 3 lanes");
         assert_eq!(d.notes, vec![("s2".into(), "queued: waiting for a free lane (2 running; scheduled runs leave one of 3 free for Run now)".into())]);
-        let d = decide(&[w("s1", "a", false, &[]), w("m1", "c", true, &[])], &[busy("x", None)], 2);
+        let d = decide(&[w("s1", "a", false, &[]), w("m1", "c", true, &[])], &[busy("x", None)], &Limits::lanes(2));
         assert_eq!(started(&d), vec!["m1"], "Run now takes the lane scheduled runs leave free");
     }
 
@@ -127,19 +173,47 @@ mod tests {
     fn one_run_per_routine_and_per_account_pools_take_a_free_account() {
         let running = [busy("r", Some("a@x"))];
         let q = [w("1", "r", true, &[]), w("2", "p", true, &["a@x", "b@x"]), w("3", "q", true, &["b@x"]), w("4", "r", true, &[])];
-        let d = decide(&q, &running, 10);
+        let d = decide(&q, &running, &Limits::lanes(10));
         assert_eq!(d.starts, vec![Start { id: "2".into(), account: Some("b@x".into()) }]);
         assert_eq!(d.notes[0], ("1".into(), "queued: waiting for the running r run to finish".into()));
         assert_eq!(d.notes[1], ("3".into(), "queued: waiting: account b@x is busy with another run (one run per account at a time)".into()));
         assert_eq!(d.notes[2].0, "4");
-        let d = decide(&[w("1", "r", true, &["a@x"]), w("2", "r", true, &[])], &[busy("x", Some("a@x"))], 10);
+        let d = decide(&[w("1", "r", true, &["a@x"]), w("2", "r", true, &[])], &[busy("x", Some("a@x"))], &Limits::lanes(10));
         assert_eq!(d.notes[1], ("2".into(), "queued: waiting behind an earlier r run".into()));
     }
 
     #[test]
+    fn low_memory_and_an_agents_cap_hold_runs_and_say_why() {
+        let claude = |id: &str, routine: &str| Waiting { agent: Agent::Claude, ..w(id, routine, true, &[]) };
+        let low = Limits { memory: Some((300, 512)), ..Limits::lanes(4) };
+        let d = decide(&[w("1", "a", true, &[])], &[], &low);
+        assert!(d.starts.is_empty());
+        assert_eq!(d.notes[0].1, "queued: waiting for memory: 300 MiB available, `min_free_memory_mb` is 512");
+        let capped = Limits { max_running: [(Agent::Claude, 1)].into_iter().collect(), ..Limits::lanes(4) };
+        let d = decide(&[claude("1", "a"), claude("2", "b"), w("3", "c", true, &[])], &[], &capped);
+        assert_eq!(started(&d), vec!["1", "3"], "one claude run at a time; commands are not capped");
+        assert_eq!(d.notes, [("2".to_string(), "queued: waiting: 1 claude run is already going (`[agents.claude] max_running = 1`)".to_string())]);
+        let running = [Busy { agent: Agent::Claude, ..busy("x", None) }];
+        assert!(decide(&[claude("1", "a")], &running, &capped).starts.is_empty());
+        let two = Limits { max_worktrees: Some(2), ..Limits::lanes(8) };
+        let tree = |id: &str, routine: &str| Waiting { worktree: true, ..w(id, routine, true, &[]) };
+        let running = [Busy { worktree: true, ..busy("x", None) }];
+        let d = decide(&[tree("1", "a"), tree("2", "b"), w("3", "c", true, &[])], &running, &two);
+        assert_eq!(started(&d), vec!["1", "3"], "one more worktree run; a run in its cwd is not held");
+        assert_eq!(d.notes[0].1, "queued: waiting: 2 worktree runs are going (`max_worktrees = 2`)");
+    }
+
+    #[test]
     fn with_one_lane_a_scheduled_run_still_runs() {
-        assert_eq!(started(&decide(&[w("s", "a", false, &[])], &[], 1)), vec!["s"]);
-        assert!(decide(&[w("s", "a", false, &[])], &[busy("b", None)], 1).starts.is_empty());
+        assert_eq!(started(&decide(&[w("s", "a", false, &[])], &[], &Limits::lanes(1))), vec!["s"]);
+        assert!(decide(&[w("s", "a", false, &[])], &[busy("b", None)], &Limits::lanes(1)).starts.is_empty());
+    }
+
+    const AGENTS: [Agent; 3] = [Agent::Claude, Agent::Codex, Agent::Command];
+
+    /// A routine's agent is the routine's (r0 and r3 claude, …).
+    fn agent_of(r: usize) -> Agent {
+        AGENTS[r % 3]
     }
 
     fn arb_waiting() -> impl Strategy<Value = Vec<Waiting>> {
@@ -149,9 +223,18 @@ mod tests {
                 .map(|(i, (r, manual, accs))| {
                     let mut accounts: Vec<String> = accs.into_iter().map(|a| format!("acc{a}")).collect();
                     accounts.dedup();
-                    Waiting { id: format!("w{i}"), routine: format!("r{r}"), manual, accounts }
+                    Waiting { id: format!("w{i}"), routine: format!("r{r}"), agent: agent_of(r), worktree: r % 2 == 0, manual, accounts }
                 })
                 .collect()
+        })
+    }
+
+    fn arb_limits() -> impl Strategy<Value = Limits> {
+        (1..5usize, prop::option::of((0..1000u64, 0..1000u64)), prop::collection::btree_map(0..3usize, 1..3usize, 0..3), prop::option::of(1..3usize)).prop_map(|(max_parallel, memory, caps, max_worktrees)| Limits {
+            max_parallel,
+            memory,
+            max_running: caps.into_iter().map(|(a, n)| (AGENTS[a], n)).collect(),
+            max_worktrees,
         })
     }
 
@@ -169,7 +252,7 @@ mod tests {
                     }
                     seen_r.push(routine.clone());
                     seen_a.extend(account.clone());
-                    Some(Busy { routine, account })
+                    Some(Busy { agent: agent_of(r), worktree: r % 2 == 0, routine, account })
                 })
                 .collect()
         })
@@ -178,8 +261,9 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig { cases: 4000, failure_persistence: None, ..ProptestConfig::default() })]
         #[test]
-        fn lane_rules_hold(waiting in arb_waiting(), running in arb_running(), max in 1..5usize) {
-            let d = decide(&waiting, &running, max);
+        fn lane_rules_hold(waiting in arb_waiting(), running in arb_running(), limits in arb_limits()) {
+            let max = limits.max_parallel;
+            let d = decide(&waiting, &running, &limits);
             let by_id = |id: &str| waiting.iter().find(|w| w.id == id).unwrap();
             // Every waiting run is either started or noted, exactly once.
             prop_assert_eq!(d.starts.len() + d.notes.len(), waiting.len());
@@ -216,8 +300,22 @@ mod tests {
                     if by_id(id).manual { prop_assert!(!note.contains("free lane"), "{}", note); }
                 }
             }
-            // No starvation: with nothing running, the first run in order starts.
-            if running.is_empty() {
+            // Low memory starts nothing; an agent's cap is never passed by a start.
+            let low = limits.memory.is_some_and(|(available, least)| available < least);
+            if low { prop_assert!(d.starts.is_empty()); }
+            for (agent, cap) in &limits.max_running {
+                let before = running.iter().filter(|b| b.agent == *agent).count();
+                let started = d.starts.iter().filter(|s| by_id(&s.id).agent == *agent).count();
+                if started > 0 { prop_assert!(before + started <= *cap, "{agent}: {before} + {started} > {cap}"); }
+            }
+            if let Some(cap) = limits.max_worktrees {
+                let before = running.iter().filter(|b| b.worktree).count();
+                let started = d.starts.iter().filter(|s| by_id(&s.id).worktree).count();
+                if started > 0 { prop_assert!(before + started <= cap, "worktrees: {before} + {started} > {cap}"); }
+            }
+            // No starvation: with nothing running, the first run in order starts unless memory
+            // holds every run (a cap is at least 1, so none holds the first).
+            if running.is_empty() && !low {
                 if let Some(first) = waiting.iter().find(|w| w.manual).or(waiting.first()) {
                     prop_assert_eq!(d.starts.first().map(|s| s.id.as_str()), Some(first.id.as_str()));
                 }

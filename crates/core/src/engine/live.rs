@@ -5,6 +5,7 @@
 //! routine needed.
 
 use crate::agents::AgentDriver;
+use crate::words::Agent;
 use crate::routine::{Routine, RoutineSet};
 use crate::run::{Reason, RunRecord};
 use chrono::{DateTime, Utc};
@@ -16,7 +17,8 @@ pub(crate) struct LiveRun {
     pub id: String,
     /// The routine's name.
     pub routine: String,
-    pub driver: &'static dyn AgentDriver,
+    /// Who does the work; its [`driver`](LiveRun::driver) reads the output.
+    pub agent: Agent,
     pub run_dir: PathBuf,
     pub started_at: DateTime<Utc>,
     /// The routine's `timeout:` when the run started.
@@ -24,19 +26,27 @@ pub(crate) struct LiveRun {
     /// The webhooks its routine lists (`webhooks:`), owed a final record besides those whose
     /// `on` takes every run.
     pub webhooks: Vec<String>,
+    /// Its routine has `ping:`: the run's end is pinged.
+    pub pings: bool,
 }
 
 impl LiveRun {
+    /// How its agent's output is read.
+    pub(crate) fn driver(&self) -> &'static dyn AgentDriver {
+        crate::agents::driver(self.agent)
+    }
+
     /// A run of `routine` that the driver starts now.
     pub(crate) fn starting(rec: &RunRecord, routine: &Routine, run_dir: PathBuf, now: DateTime<Utc>) -> LiveRun {
         LiveRun {
             id: rec.id.clone(),
             routine: routine.name.clone(),
-            driver: crate::agents::driver(routine.agent()),
+            agent: routine.agent(),
             run_dir,
             started_at: rec.started_at.unwrap_or(now),
             timeout: routine.timeout,
             webhooks: routine.webhooks.clone(),
+            pings: routine.ping.is_some(),
         }
     }
 
@@ -48,11 +58,12 @@ impl LiveRun {
         LiveRun {
             id: rec.id.clone(),
             routine: rec.routine.clone(),
-            driver: crate::agents::driver(rec.agent),
+            agent: rec.agent,
             run_dir: rec.run_dir.clone().into(),
             started_at: rec.started_at.unwrap_or(now),
             timeout: routine.map_or(Routine::DEFAULT_TIMEOUT, |r| r.timeout),
             webhooks: routine.map(|r| r.webhooks.clone()).unwrap_or_default(),
+            pings: routine.is_some_and(|r| r.ping.is_some()),
         }
     }
 }

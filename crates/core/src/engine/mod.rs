@@ -17,6 +17,7 @@
 
 mod accounts;
 mod attempt;
+mod awake;
 mod authoring;
 mod catalog;
 #[cfg(any(test, feature = "test-support"))]
@@ -32,11 +33,12 @@ pub mod lanes;
 mod live;
 mod live_settings;
 mod lock;
-mod presence;
+pub(crate) mod presence;
 mod queue;
 mod recovery;
 mod remote_run;
 mod retention;
+mod retry;
 pub mod scheduler;
 mod signal;
 mod supervise;
@@ -99,6 +101,9 @@ pub struct EngineOptions {
     /// The binary a run's wrapper calls to scrub its logs once no engine follows the run (see
     /// [`crate::runner::scrub`]). Default: none (whoever settles the run scrubs them).
     pub scrubber: Option<std::path::PathBuf>,
+    /// The D-Bus address logind's sleep inhibitors are asked for at (`keep_awake`). Default:
+    /// `None`, the system bus (tests point it at a stand-in on a private bus).
+    pub logind_bus: Option<String>,
 }
 
 impl EngineOptions {
@@ -119,6 +124,7 @@ impl EngineOptions {
             webhook_backoff: webhooks::BACKOFF.to_vec(),
             push_backoff: housekeeping::BACKOFF.to_vec(),
             scrubber: None,
+            logind_bus: None,
         }
     }
 }
@@ -138,8 +144,14 @@ pub(crate) struct Core {
     pub env: Vec<(String, String)>,
     pub events: EventSender,
     pub hooks: RwLock<Vec<Arc<dyn SettleHook>>>,
-    /// Runs this engine supervises: id → cancel signal.
+    /// Runs this engine supervises: id → cancel signal. Changed through [`Core::follow`] and
+    /// [`Core::unfollow`] (the machine is kept awake while it is not empty).
     pub active: Mutex<HashMap<String, Arc<Notify>>>,
+    /// The sleep inhibitor held while runs go (`keep_awake`).
+    awake: awake::Awake,
+    /// Why a run was cancelled, when it was not a person's Cancel (`overlap: replace`): its
+    /// final message. Taken by its driver when the cancel ends the try.
+    pub cancel_notes: Mutex<HashMap<String, String>>,
     /// This process, as the owner recorded on the runs it supervises.
     pub identity: (u32, String),
     /// Callers waiting for a run's final record (`RunHandle::wait`).
@@ -179,6 +191,23 @@ impl Core {
     pub(crate) fn emit_state(&self) {
         let Ok(Activity { running, queued, paused }) = activity(self) else { return };
         self.emit(EngineEvent::EngineState { running, queued, paused });
+    }
+
+    /// This engine follows run `id` now (its driver, or recovery adopting it): `signal` stops it.
+    pub(crate) fn follow(&self, id: &str, signal: Arc<Notify>) {
+        let keep_awake = self.settings().keep_awake;
+        let mut active = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        active.insert(id.to_string(), signal);
+        // Said while the set is held, so wishes reach the worker in the order the set changed.
+        self.awake.want(keep_awake);
+    }
+
+    /// This engine no longer follows run `id` (it ended, or went back to the queue to wait).
+    pub(crate) fn unfollow(&self, id: &str) {
+        let mut active = self.active.lock().unwrap_or_else(|e| e.into_inner());
+        if active.remove(id).is_some() && active.is_empty() {
+            self.awake.want(false);
+        }
     }
 
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
@@ -240,6 +269,8 @@ impl Engine {
                 events,
                 hooks: RwLock::new(Vec::new()),
                 active: Mutex::new(HashMap::new()),
+                awake: awake::Awake::new(opts.logind_bus),
+                cancel_notes: Mutex::new(HashMap::new()),
                 identity: opts.identity,
                 waiters: Mutex::new(HashMap::new()),
                 dispatcher_started: Default::default(),
@@ -323,6 +354,14 @@ impl Engine {
         let sender = Arc::new(crate::notify::BoundedSender::new(notifier));
         delivery::start(&self.core, Arc::clone(&sender));
         delivery::start_notices(&self.core, self.subscribe(), sender);
+    }
+
+    /// The notices that are news while a short-lived process waits (`run --wait --notify`): a
+    /// run that starts to wait for a limit ("⏳ … waits for the limit"), an account revoked, a
+    /// routine auto-paused — for as long as the runtime lives. Finish notifications stay with
+    /// [`Engine::deliver_notifications_now`].
+    pub fn enable_live_notices(&self, notifier: Arc<dyn crate::notify::Notifier>) {
+        delivery::start_notices(&self.core, self.subscribe(), Arc::new(crate::notify::BoundedSender::new(notifier)));
     }
 
     /// Deliver the notifications that are due now through `notifier`, once, and return (for a
@@ -454,35 +493,22 @@ impl Engine {
     /// Start a run of routine `name` now. Returns once the run's record exists and its process is
     /// started (or the run has already failed to start — that is recorded too).
     pub async fn run_now(&self, name: &str, trigger: Trigger) -> Result<RunHandle> {
+        self.run_now_with(name, trigger, false).await
+    }
+
+    /// [`run_now`](Engine::run_now); `wait_for_limit`: should it meet a rate limit with no other
+    /// account free, it waits for the reset (and runs then) instead of failing. A run of the
+    /// routine that already waits for a time is started now instead of a new one.
+    pub async fn run_now_with(&self, name: &str, trigger: Trigger, wait_for_limit: bool) -> Result<RunHandle> {
         let routine = self.routine(name)?;
-        queue::submit(&self.core, &routine, trigger, None, None).await
+        queue::run_now(&self.core, &routine, trigger, wait_for_limit).await
     }
 
     /// Ask a run this engine supervises to stop (SIGTERM to its group, then SIGKILL after the
     /// grace period), or drop it from the queue (whichever process queued it). Returns false when
     /// there is no such run to stop here.
     pub async fn cancel(&self, run_id: &str) -> bool {
-        // A queued run may be started by the dispatcher at this very moment: then it is ours to
-        // signal as soon as its driver is registered (a few milliseconds at most).
-        for _ in 0..100 {
-            let signal = self.core.active.lock().unwrap_or_else(|e| e.into_inner()).get(run_id).cloned();
-            if let Some(signal) = signal {
-                signal.notify_one();
-                return true;
-            }
-            if queue::cancel_queued(&self.core, run_id).await {
-                return true;
-            }
-            let starting_here = self.core.store.get_run(run_id).is_ok_and(|r| r.status == crate::run::RunStatus::Running)
-                && self.core.store.open_runs().is_ok_and(|open| {
-                    open.iter().any(|o| o.record.id == run_id && o.owner_pid == Some(self.core.identity.0) && o.owner_start.as_deref() == Some(self.core.identity.1.as_str()))
-                });
-            if !starting_here {
-                return false;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        }
-        false
+        queue::stop(&self.core, run_id, true).await
     }
 
     /// Check the database file for damage before scheduling on it (reads every page; the daemon

@@ -18,6 +18,47 @@ use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Instant;
 
+/// Whether a scheduler was alive at an instant.
+pub(crate) enum Alive {
+    There,
+    /// Not there, in words with the stretch of time.
+    Absent(String),
+    /// Before the first record.
+    Unknown,
+}
+
+/// A presence stretch counts until this long after its last sighting (passes are ≤ 30 s apart).
+pub(crate) const SEEN_SLACK_SECS: i64 = 45;
+
+/// Whether a scheduler was there at `t`, from this machine's stretches of presence (oldest
+/// first); absent in words with the stretch of time, in `tz`.
+pub(crate) fn alive_at(p: &[crate::store::Presence], t: DateTime<Utc>, tz: chrono_tz::Tz) -> Alive {
+    // The last stretch that started at or before t.
+    let i = p.partition_point(|s| s.started_at <= t);
+    let Some(b) = i.checked_sub(1).map(|j| &p[j]) else { return Alive::Unknown };
+    let slept = b.ended == Some(PresenceEnd::Asleep);
+    // A stretch still open (running, or killed) was last seen up to a pass ago; one that
+    // stopped or slept ended exactly at its last sighting.
+    if t <= b.last_seen || (b.ended.is_none() && t <= b.last_seen + chrono::Duration::seconds(SEEN_SLACK_SECS)) {
+        return Alive::There;
+    }
+    let range = match p.get(i) {
+        Some(next) => crate::words::time_range(b.last_seen, next.started_at, tz),
+        None => format!("since {}", crate::words::local_day_time(b.last_seen, tz)),
+    };
+    Alive::Absent(if slept { format!("machine asleep {range}") } else { format!("no Nightshift running {range}") })
+}
+
+/// Why no scheduler was there at `t` — "machine asleep 01:10–07:55", "no Nightshift running
+/// 01:10–07:55" — or `None` when one was, or when nothing is known about that time (before
+/// presence was first recorded on this machine).
+pub(crate) fn absence_at(p: &[crate::store::Presence], t: DateTime<Utc>, tz: chrono_tz::Tz) -> Option<String> {
+    match alive_at(p, t, tz) {
+        Alive::Absent(words) => Some(words),
+        Alive::There | Alive::Unknown => None,
+    }
+}
+
 /// More wall-clock time than monotonic time between two passes, beyond this, is a sleep.
 pub const SLEEP_GAP_SECS: i64 = 90;
 

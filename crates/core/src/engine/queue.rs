@@ -28,6 +28,9 @@ use tokio::sync::oneshot;
 
 /// How often an engine with waiting runs looks again without being woken.
 const WAITING_POLL: Duration = Duration::from_secs(1);
+/// The longest a dispatcher sleeps toward a waiting run's due time before it looks at the wall
+/// clock again.
+const DUE_RECHECK: Duration = Duration::from_secs(30);
 
 /// The message on a queued run that no running engine will start.
 pub const HANDED_OFF: &str = "starts when the Nightshift app or `nightshiftctl daemon` runs";
@@ -66,16 +69,23 @@ impl RunHandle {
 
 /// Submit a run: its queued row (unless `claimed`: a slot row the scheduler already inserted),
 /// then a dispatch pass. Returns once the row exists and this pass has started it if it fits.
-pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger, scheduled_for: Option<DateTime<Utc>>, claimed: Option<String>) -> Result<RunHandle> {
+/// `wait_for_limit`: a manual run that waits out a rate limit (scheduled runs always may).
+pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger, scheduled_for: Option<DateTime<Utc>>, claimed: Option<String>, wait_for_limit: bool) -> Result<RunHandle> {
     let id = match claimed {
         Some(id) => id,
         None => {
             let id = new_run_id();
             let row = queued_row(core, routine, &id, trigger, scheduled_for, core.clock.now());
             let core2 = Arc::clone(core);
-            tokio::task::spawn_blocking(move || core2.store.insert_run(&row))
-                .await
-                .map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
+            tokio::task::spawn_blocking(move || {
+                core2.store.insert_run(&row)?;
+                if wait_for_limit {
+                    core2.store.set_wait_for_limit(&row.id)?;
+                }
+                Ok::<_, Error>(())
+            })
+            .await
+            .map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
             id
         }
     };
@@ -87,6 +97,27 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
     // Long-running engines in other processes look at once (they may take over what waits).
     signal::wake(core);
     Ok(RunHandle { id, routine: routine.name.clone(), done, core: Arc::clone(core) })
+}
+
+/// Run now: a run of the routine that waits for a time (a retry's backoff, a limit's reset)
+/// starts as soon as a lane is free — one run, not a second beside it; otherwise a new run.
+pub(crate) async fn run_now(core: &Arc<Core>, routine: &Routine, trigger: Trigger, wait_for_limit: bool) -> Result<RunHandle> {
+    let (core2, name) = (Arc::clone(core), routine.name.clone());
+    let waiting = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
+        match core2.store.waiting_run_of(&name)? {
+            Some((id, _)) if core2.store.make_due(&id)? => Ok(Some(id)),
+            _ => Ok(None),
+        }
+    })
+    .await
+    .map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
+    match waiting {
+        Some(id) => {
+            tracing::info!(run = %id, routine = %routine.name, "run now: the waiting run starts now");
+            submit(core, routine, trigger, None, Some(id), false).await
+        }
+        None => submit(core, routine, trigger, None, None, wait_for_limit).await,
+    }
 }
 
 /// The row of a run that waits for a lane (history shows it at once).
@@ -125,14 +156,24 @@ pub(crate) fn kick(core: &Arc<Core>) {
         let core = Arc::clone(core);
         tokio::spawn(async move {
             loop {
-                let waiting = pass(&core).await;
-                if waiting > 0 {
-                    tokio::select! {
-                        _ = core.wakes.of(Wake::Dispatcher).notified() => {}
-                        _ = tokio::time::sleep(WAITING_POLL) => {}
+                let (waiting, next_due) = pass(&core).await;
+                // A run waiting for a time (a retry, a limit's reset) is started at that time:
+                // sleep until then, at most `DUE_RECHECK` at once (a machine that slept wakes
+                // with its monotonic timers behind the wall clock).
+                let until_due = next_due.map(|t| (t - core.clock.now()).to_std().unwrap_or_default().min(DUE_RECHECK));
+                let sleep = match (waiting > 0, until_due) {
+                    (true, Some(d)) => Some(d.min(WAITING_POLL)),
+                    (true, None) => Some(WAITING_POLL),
+                    (false, d) => d,
+                };
+                match sleep {
+                    Some(d) => {
+                        tokio::select! {
+                            _ = core.wakes.of(Wake::Dispatcher).notified() => {}
+                            _ = tokio::time::sleep(d) => {}
+                        }
                     }
-                } else {
-                    core.wakes.of(Wake::Dispatcher).notified().await;
+                    None => core.wakes.of(Wake::Dispatcher).notified().await,
                 }
             }
         });
@@ -170,14 +211,15 @@ fn dispatch_failed(core: &Arc<Core>, e: &crate::error::Error) {
     }
 }
 
-/// One pass; returns how many of this engine's runs still wait.
-async fn pass(core: &Arc<Core>) -> usize {
+/// One pass; returns how many of this engine's runs still wait for a lane, and when the first
+/// run that waits for a time is due.
+async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
     if core.handed_off.load(Ordering::SeqCst) {
-        return 0; // this process is about to exit; what waits is someone else's to start
+        return (0, None); // this process is about to exit; what waits is someone else's to start
     }
     let core2 = Arc::clone(core);
     let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
-    let (claimed, set, waiting) = match result {
+    let (claimed, set, waiting, next_due) = match result {
         Ok(Ok(r)) => {
             if core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove("dispatch").is_some() {
                 core.emit_state();
@@ -186,15 +228,17 @@ async fn pass(core: &Arc<Core>) -> usize {
         }
         Ok(Err(e)) => {
             dispatch_failed(core, &e);
-            return 1;
+            return (1, None);
         }
         // Cancelled: the runtime is shutting down (a CLI exiting), nothing went wrong.
-        Err(e) if e.is_cancelled() => return 1,
+        Err(e) if e.is_cancelled() => return (1, None),
         Err(e) => {
             tracing::error!(error = %e, "dispatch pass panicked");
-            return 1;
+            return (1, None);
         }
     };
+    // A pass that found nothing due changed nothing the faces show.
+    let claimed_any = !claimed.is_empty() || waiting > 0;
     for (id, account) in claimed {
         let Ok(rec) = core.store.get_run(&id) else { continue };
         // Queued after the names were read: look it up before calling it gone.
@@ -215,25 +259,38 @@ async fn pass(core: &Arc<Core>) -> usize {
             }
         }
     }
+    if !claimed_any {
+        return (waiting, next_due);
+    }
     core.emit_state();
-    waiting
+    (waiting, next_due)
 }
 
-/// What a pass claimed: (run id, account) of each run to start, the routines it decided with, and
-/// how many of this engine's runs still wait.
-type Claimed = (Vec<(String, Option<String>)>, Arc<RoutineSet>, usize);
+/// What a pass claimed: (run id, account) of each run to start, the routines it decided with,
+/// how many of this engine's runs still wait for a lane, and when the first run waiting for a
+/// time is due.
+type Claimed = (Vec<(String, Option<String>)>, Arc<RoutineSet>, usize, Option<DateTime<Utc>>);
 /// An owner (pid, start time) and whether it is alive, as asked once per pass.
 type OwnerSeen = ((Option<u32>, Option<String>), bool);
 
 /// The blocking part of a pass: decide and claim in one transaction.
 fn claim(core: &Core) -> Result<Claimed> {
-    let (_, queued) = core.store.open_counts()?;
-    if queued == 0 {
-        return Ok((Vec::new(), Arc::default(), 0));
+    let (due, next_due) = core.store.queue_due(core.clock.now())?;
+    if due == 0 {
+        return Ok((Vec::new(), Arc::default(), 0, next_due));
     }
-    // Only the routines that have queued runs (a one-shot CLI parses those files, not all).
-    let set = core.catalog.by_name(&core.home, &core.settings(), &core.store, || core.store.queued_routine_names())?.set;
+    // Only the routines that have queued or running runs (a one-shot CLI parses those files, not
+    // all): what waits, and what the running runs hold (a worktree each).
+    let settings = core.settings();
+    let set = core.catalog.by_name(&core.home, &settings, &core.store, || core.store.open_routine_names())?.set;
+    let worktree = |routine: &str| set.get(routine).is_some_and(|r| matches!(r.workspace, crate::routine::Workspace::Worktree { .. }));
     let me = (core.identity.0, core.identity.1.as_str());
+    let limits = lanes::Limits {
+        max_parallel: settings.max_parallel,
+        memory: (settings.min_free_memory_mb > 0).then(crate::fsutil::available_memory_mb).flatten().map(|mb| (mb, settings.min_free_memory_mb)),
+        max_running: settings.agents.iter().filter_map(|(agent, a)| Some((*agent, a.max_running?))).collect(),
+        max_worktrees: Some(settings.max_worktrees as usize),
+    };
     let mut own_waiting = 0;
     let mut live_owner: Vec<OwnerSeen> = Vec::new();
     let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
@@ -253,12 +310,14 @@ fn claim(core: &Core) -> Result<Claimed> {
             .map(|q| Waiting {
                 id: q.id.clone(),
                 routine: q.routine.clone(),
+                agent: set.get(&q.routine).map_or(q.agent, |r| r.agent()),
+                worktree: worktree(&q.routine),
                 manual: matches!(q.trigger, Trigger::Manual | Trigger::Cli),
                 accounts: set.get(&q.routine).map(|r| candidate_accounts(core, r)).unwrap_or_default(),
             })
             .collect();
-        let busy: Vec<Busy> = running.iter().map(|r| Busy { routine: r.routine.clone(), account: r.account.clone() }).collect();
-        let decision = lanes::decide(&waiting, &busy, core.settings().max_parallel);
+        let busy: Vec<Busy> = running.iter().map(|r| Busy { routine: r.routine.clone(), account: r.account.clone(), agent: r.agent, worktree: worktree(&r.routine) }).collect();
+        let decision = lanes::decide(&waiting, &busy, &limits);
         let by_id: std::collections::HashMap<&str, &crate::store::QueuedRow> = eligible.iter().map(|q| (q.id.as_str(), *q)).collect();
         let mine = |q: &crate::store::QueuedRow| q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1);
         own_waiting = decision.notes.iter().filter(|(id, _)| by_id.get(id.as_str()).is_some_and(|q| mine(q))).count();
@@ -277,26 +336,75 @@ fn claim(core: &Core) -> Result<Claimed> {
             .collect();
         Claims { starts: decision.starts.into_iter().map(|s| (s.id, s.account)).collect(), notes }
     })?;
-    Ok((claimed, set, own_waiting))
+    Ok((claimed, set, own_waiting, next_due))
 }
 
 /// Cancel a queued run (of any process on this home). `true` if it was still queued.
 pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
-    let (core2, id2) = (Arc::clone(core), id.to_string());
-    let found = tokio::task::spawn_blocking(move || {
-        let rec = core2.store.get_run(&id2).ok().filter(|r| r.status == RunStatus::Queued)?;
-        Some(LiveRun::for_record(&rec, &core2.routines(), core2.clock.now()))
-    })
-    .await;
-    let Ok(Some(live)) = found else { return false };
+    let Some((live, rec)) = queued_run(core, id).await else { return false };
     let mut ended = finalize::Ended::new(Ending::Cancelled);
     ended.only_if_queued = true;
+    // A run that waited for a retry or a limit keeps the tries it made.
+    ended.attempts = rec.attempts;
     ended.outcome = Some(crate::agents::Outcome {
         status: Some(RunStatus::Cancelled),
         message: Some("cancelled while queued".into()),
         ..Default::default()
     });
     finalize::settle(core, &live, ended).await.made_final
+}
+
+/// Stop a run: signal it when this engine follows it (SIGTERM to its group, then SIGKILL after
+/// the grace period) or, with `or_queued`, drop it from the queue (whichever process queued it).
+/// A run the dispatcher has just claimed is already `running` in the database but registers its
+/// driver a moment later: it is ours to signal as soon as it has (a few milliseconds at most).
+/// False when there is no such run to stop here.
+pub(crate) async fn stop(core: &Arc<Core>, run_id: &str, or_queued: bool) -> bool {
+    for _ in 0..100 {
+        let signal = core.active.lock().unwrap_or_else(|e| e.into_inner()).get(run_id).cloned();
+        if let Some(signal) = signal {
+            signal.notify_one();
+            return true;
+        }
+        if or_queued && cancel_queued(core, run_id).await {
+            return true;
+        }
+        // (`open_runs` is every running row.)
+        let starting_here = core.store.open_runs().is_ok_and(|open| {
+            open.iter().any(|o| o.record.id == run_id && o.owner_pid == Some(core.identity.0) && o.owner_start.as_deref() == Some(core.identity.1.as_str()))
+        });
+        if !starting_here {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// A queued run's record (of any process on this home), and the run as settling sees it.
+async fn queued_run(core: &Arc<Core>, id: &str) -> Option<(LiveRun, RunRecord)> {
+    let (core2, id2) = (Arc::clone(core), id.to_string());
+    tokio::task::spawn_blocking(move || {
+        let rec = core2.store.get_run(&id2).ok().filter(|r| r.status == RunStatus::Queued)?;
+        Some((LiveRun::for_record(&rec, &core2.routines(), core2.clock.now()), rec))
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// Settle a run that waits for a time (a retry, a limit's reset) because a new slot of its
+/// routine does the work: its last try's ending stands, with `why` added; its tries stay.
+pub(crate) async fn supersede_waiting(core: &Arc<Core>, id: &str, why: &str) {
+    let Some((live, rec)) = queued_run(core, id).await.filter(|(_, rec)| rec.due_at.is_some()) else { return };
+    let last = rec.attempts.last();
+    let mut ended = finalize::Ended::new(Ending::Exited(None));
+    ended.only_if_queued = true;
+    ended.account = last.and_then(|a| a.account.clone());
+    ended.outcome = Some(super::retry::ending_of(last, why));
+    ended.attempts = rec.attempts.clone();
+    tracing::info!(run = %id, routine = %rec.routine, %why, "a waiting run is superseded by a new slot");
+    finalize::settle(core, &live, ended).await;
 }
 
 /// Say, on this engine's runs that still wait, who will start them once this process is gone

@@ -60,7 +60,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
             Found::Alive { live, pid, start, account } => {
                 tracing::info!(run = %live.id, pid, "re-adopting a run left by a previous engine");
                 let cancel = Arc::new(Notify::new());
-                core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(live.id.clone(), Arc::clone(&cancel));
+                core.follow(&live.id, Arc::clone(&cancel));
                 handled.push(live.id.clone());
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
@@ -74,7 +74,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
             Found::Remote { live, proc, account } => {
                 tracing::info!(run = %live.id, host = %proc.target.host, "re-attaching to a run on its host left by a previous engine");
                 let cancel = Arc::new(Notify::new());
-                core.active.lock().unwrap_or_else(|e| e.into_inner()).insert(live.id.clone(), Arc::clone(&cancel));
+                core.follow(&live.id, Arc::clone(&cancel));
                 handled.push(live.id.clone());
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
@@ -143,6 +143,30 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             continue;
         }
         let Some(pid) = open.pid else {
+            // No process on record — but its process may have begun and its pid not been written
+            // (a full disk refuses that write while the run fills it). The run directory tells:
+            // the exit-code file is made just before the spawn, the wrapper writes the code at
+            // its end and marks the run `unwatched` as soon as its engine is gone. A run that
+            // ended is settled from its files, never run twice; one still going is left until it
+            // ends (or its limit is long past); a file with neither, a while after it was made,
+            // means the spawn never happened, and the run goes back to the queue as below.
+            let set = set.get_or_insert_with(|| core.routines());
+            let live = LiveRun::for_record(&open.record, set, core.clock.now());
+            let dir = crate::run_dir::RunDir::at(&live.run_dir);
+            if let Ok(made) = std::fs::metadata(dir.exit_code()).and_then(|m| m.modified()) {
+                let age = core.clock.now() - chrono::DateTime::<chrono::Utc>::from(made);
+                let ended = process::recorded_exit_code(&live.run_dir).is_some() || process::timed_out_by_wrapper(&live.run_dir);
+                let going = dir.unwatched().exists();
+                let long_past = age > chrono::Duration::from_std(live.timeout).unwrap_or_default() + chrono::Duration::minutes(5);
+                if ended || (going && long_past) {
+                    let account = open.record.account.clone();
+                    found.push(Found::Ended { ending: ending_from_files(&live.run_dir), live, account, leftover: None });
+                    continue;
+                }
+                if going || age < chrono::Duration::seconds(10) {
+                    continue;
+                }
+            }
             // Claimed, but its engine died before spawning anything: nothing was done, so the
             // run goes back to the queue instead of being lost.
             let why = "queued again: the engine that started it stopped before its process began";

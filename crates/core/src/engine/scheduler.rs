@@ -110,15 +110,27 @@ impl Scheduler {
         let device = self.engine.device_name();
         self.presence.lock().unwrap_or_else(|e| e.into_inner()).beat(&core, &device);
         let next_slots = std::mem::take(&mut *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()));
-        let (report, finals, queued, next_slots) = {
+        let (report, finals, queued, next_slots, superseded, replaced) = {
             let core = Arc::clone(&core);
-            tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, claims: Vec::new(), next_slots }.run())
+            tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, claims: Vec::new(), owes: HashMap::new(), superseded: Vec::new(), replaced: Vec::new(), next_slots }.run())
                 .await
                 .map_err(|e| Error::new(ErrorCode::StoreUnavailable, format!("scheduler pass failed: {e}")))??
         };
         *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()) = next_slots;
         for run in finals {
             finalize::announce(&core, &run).await;
+        }
+        for (id, why) in superseded {
+            super::queue::supersede_waiting(&core, &id, &why).await;
+        }
+        for (id, why) in replaced {
+            // Ours to stop when this engine follows it (or has just claimed it); a run another
+            // process follows ends there, and the new run starts when it has (one run per routine).
+            core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).entry(id.clone()).or_insert(why);
+            if !queue::stop(&core, &id, false).await {
+                core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                tracing::warn!(run = %id, "overlap: replace — the running run is followed by another process; the new run waits for it to end");
+            }
         }
         for run in queued {
             core.emit(EngineEvent::RunQueued { run: Box::new(run) });
@@ -257,12 +269,20 @@ struct Pass<'a> {
     device: &'a str,
     /// The rows this pass claims (queued, missed, skipped), written together at its end.
     claims: Vec<NewRun>,
+    /// What a missed or skipped row owes the user (`notify_missed`), by run id.
+    owes: HashMap<String, Vec<crate::run::Channel>>,
+    /// Runs waiting for a retry or a limit's reset that a new slot of their routine supersedes:
+    /// (run id, why), settled once the slot is claimed.
+    superseded: Vec<(String, String)>,
+    /// Running runs a new slot replaces (`overlap: replace`): (run id, why), cancelled once the
+    /// slot is claimed.
+    replaced: Vec<(String, String)>,
     next_slots: NextSlots,
 }
 
 /// What a pass did: its report, the rows that were final from the start (missed, skipped) to
 /// announce, the queued runs to announce, and each evaluated routine's next slot.
-type PassResult = (TickReport, Vec<crate::run::RunRecord>, Vec<crate::run::RunRecord>, NextSlots);
+type PassResult = (TickReport, Vec<crate::run::RunRecord>, Vec<crate::run::RunRecord>, NextSlots, Vec<(String, String)>, Vec<(String, String)>);
 
 /// Each routine's next slot as a pass computed it.
 type NextSlots = HashMap<String, Option<DateTime<Utc>>>;
@@ -289,7 +309,14 @@ impl Pass<'_> {
                 continue;
             }
             let from = row.checked_until.max(row.first_seen).max(now - Span::days(LOOKBACK_DAYS));
-            let (slots, total) = r.due_slots(from, now, MAX_MISSED_ROWS + 1);
+            let (mut slots, total) = r.due_slots(from, now, MAX_MISSED_ROWS + 1);
+            // `jitter:` edited to a longer span moves a slot that already ran later: the
+            // expression's fire it belongs to is done, and is not run twice.
+            if let Some(s) = r.schedule.as_ref().filter(|s| s.jitter.is_some() && !slots.is_empty()) {
+                if let Some(last) = core.store.last_slot(&r.name)? {
+                    slots.retain(|t| s.fire_of(*t) > last);
+                }
+            }
             if slots.is_empty() {
                 continue;
             }
@@ -297,7 +324,7 @@ impl Pass<'_> {
         }
         let (mut finals, mut queued) = (Vec::new(), Vec::new());
         // A slot another engine claimed first comes back `None`: nothing of it is announced.
-        for run in core.store.claim_slots(&self.claims)?.into_iter().flatten() {
+        for run in core.store.claim_slots(&self.claims, &self.owes)?.into_iter().flatten() {
             match run.status {
                 RunStatus::Queued => {
                     if run.trigger == Trigger::Catchup {
@@ -323,32 +350,43 @@ impl Pass<'_> {
             queued.extend(core.store.get_run(&id).ok());
             report.fired.push((routine, id, Trigger::Catchup));
         }
-        Ok((report, finals, queued, self.next_slots))
+        Ok((report, finals, queued, self.next_slots, self.superseded, self.replaced))
     }
 
     /// Decide what happens to a routine's due slots (newest first).
     fn plan(&mut self, r: &Routine, slots: &[DateTime<Utc>], total: usize, now: DateTime<Utc>) -> Result<()> {
         let newest = slots[0];
         let late = now - newest > Span::seconds(ON_TIME_SECS);
+        // `catchup: <duration>`: a slot later than that is not worth making up.
+        let too_late = r.catchup_within.filter(|within| now - newest > Span::from_std(*within).unwrap_or(Span::MAX));
+        let made_up = late && r.catchup && too_late.is_none();
+        let not_made_up = match too_late {
+            Some(within) => format!("more than `catchup: {}` makes up", humantime::format_duration(within)),
+            None => "the routine has `catchup: false`".to_string(),
+        };
         if !late {
             self.fire(r, newest, Trigger::Schedule, now)?;
-        } else if r.catchup {
+        } else if made_up {
             self.fire(r, newest, Trigger::Catchup, now)?;
         } else {
-            let msg = "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string();
+            let how_late = crate::words::duration((now - newest).num_milliseconds().max(0) as u64);
+            let msg = match too_late {
+                Some(_) => format!("missed: Nightshift was not running at this time, and the slot was {how_late} late — {not_made_up}"),
+                None => format!("missed: Nightshift was not running at this time, and {not_made_up}"),
+            };
             self.record(r, newest, RunStatus::Missed, None, msg, now);
         }
         let when = local(r, newest);
         for (i, older) in slots.iter().enumerate().skip(1) {
-            let mut msg = if r.catchup {
+            let mut msg = if made_up || (!late && r.catchup) {
                 format!("missed while Nightshift was not running; superseded by the run for {when}")
             } else {
-                "missed: Nightshift was not running at this time, and the routine has `catchup: false`".to_string()
+                format!("missed: Nightshift was not running at this time, and {not_made_up}")
             };
             if i == slots.len() - 1 && total > slots.len() {
                 msg += &format!(" ({} earlier missed slots were not recorded one by one)", total - slots.len());
             }
-            let reason = r.catchup.then_some(Reason::Superseded);
+            let reason = (made_up || (!late && r.catchup)).then_some(Reason::Superseded);
             self.record(r, *older, RunStatus::Missed, reason, msg, now);
         }
         Ok(())
@@ -358,7 +396,30 @@ impl Pass<'_> {
     /// (Claimed at the pass's end with the others; a slot already taken stays the taker's.)
     fn fire(&mut self, r: &Routine, slot: DateTime<Utc>, trigger: Trigger, now: DateTime<Utc>) -> Result<()> {
         let core = self.core;
+        // A run still waiting for a retry or a limit when the next slot comes: the slot does the
+        // work (a late machine, say), and the waiting run is settled as superseded by it.
+        if let Some((id, _)) = core.store.waiting_run_of(&r.name)? {
+            self.superseded.push((id, format!("not tried again: superseded by the run for {}", local(r, slot))));
+            self.claims.push(queued_row(core, r, &new_run_id(), trigger, Some(slot), now));
+            return Ok(());
+        }
         if let Some((id, status)) = core.store.open_run_of(&r.name)? {
+            use crate::routine::Overlap;
+            match (r.overlap, status) {
+                // One run waits behind the running one (lanes keep one run per routine going).
+                (Overlap::Queue, RunStatus::Running) if !core.store.has_queued_run(&r.name)? => {
+                    self.claims.push(queued_row(core, r, &new_run_id(), trigger, Some(slot), now));
+                    return Ok(());
+                }
+                // (Once: a replacement already waiting for the cancelled run to end is not
+                // replaced again; a further slot meanwhile is skipped.)
+                (Overlap::Replace, RunStatus::Running) if !core.store.has_queued_run(&r.name)? => {
+                    self.replaced.push((id, format!("cancelled: replaced by the run for {} (`overlap: replace`)", local(r, slot))));
+                    self.claims.push(queued_row(core, r, &new_run_id(), trigger, Some(slot), now));
+                    return Ok(());
+                }
+                _ => {}
+            }
             let msg = if status == RunStatus::Running {
                 format!("skipped: the previous run ({id}) was still running")
             } else {
@@ -380,6 +441,12 @@ impl Pass<'_> {
             finished_at: Some(now),
             ..queued_row(self.core, r, &new_run_id(), Trigger::Schedule, Some(slot), now)
         };
+        // Nothing done for the slot (not made up by a later one): the routine wants it told.
+        if r.notify_missed && status.is_quiet_slot(reason) {
+            let mut owed = vec![crate::run::Channel::Notify];
+            owed.extend(crate::webhook::quiet_channels(&r.webhooks, &self.core.settings()));
+            self.owes.insert(row.id.clone(), owed);
+        }
         self.claims.push(row);
     }
 }

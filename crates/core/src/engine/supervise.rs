@@ -36,10 +36,10 @@ pub(crate) enum Proc {
 /// Follow a try to its end — live progress from its log and secrets scrubbed from it as it grows,
 /// wherever it runs — then scrub the rest.
 pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, proc: &mut Proc, cancel: Arc<Notify>) -> Ending {
-    let follower = run.driver.has_progress().then(|| {
+    let follower = run.driver().has_progress().then(|| {
         let core = Arc::clone(core);
         let (id, routine) = (run.id.clone(), run.routine.clone());
-        tokio::spawn(follow(RunDir::at(&run.run_dir).stdout(), run.driver, move |message| {
+        tokio::spawn(follow(RunDir::at(&run.run_dir).stdout(), run.driver(), move |message| {
             core.emit(EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
         }))
     });

@@ -13,7 +13,7 @@ use super::signal::Wake;
 use super::Core;
 use crate::run::RunRecord;
 use crate::store::{Delivery, OutboxEntry};
-use crate::run::Channel;
+use crate::run::{Channel, PingEvent};
 use crate::webhook::{self, Failure};
 use chrono::{Duration as Span, Utc};
 use std::sync::Arc;
@@ -45,6 +45,10 @@ pub(crate) fn start(core: &Arc<Core>) {
         let watcher = super::signal::watch_wake_file(core, Vec::new(), move || k.wakes.kick(Wake::Webhooks));
         let mut held = core.webhook_watch.lock().unwrap_or_else(|e| e.into_inner());
         *held = Some(watcher);
+    }
+    // The routines' heartbeat pings: one deliverer for start pings, one for end pings.
+    for event in [PingEvent::Start, PingEvent::End] {
+        deliverer(core, Channel::Ping(event));
     }
     let core = Arc::clone(core);
     tokio::spawn(async move {
@@ -78,6 +82,9 @@ fn deliverer(core: &Arc<Core>, channel: Channel) {
 pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
     let agent = webhook::agent();
     let all = async {
+        for event in [PingEvent::Start, PingEvent::End] {
+            pass(core, &agent, &Channel::Ping(event)).await;
+        }
         for hook in &core.settings().webhooks {
             pass(core, &agent, &webhook::channel(&hook.name)).await;
         }
@@ -85,39 +92,74 @@ pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
     let _ = tokio::time::timeout(limit, all).await;
 }
 
-/// Deliver every due entry of `channel`; returns when the next pending one comes due.
+/// Deliver every due entry of `channel`; returns when the next pending one comes due. Up to
+/// [`CONCURRENT`] tries at a time, and a slot that frees is filled at once: one request that hangs
+/// (a ping whose monitor never answers, while other routines' pings share the channel) holds up
+/// only itself.
 async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Option<chrono::DateTime<Utc>> {
+    let mut sends = tokio::task::JoinSet::new();
+    let mut unreadable = false;
     loop {
+        let free = CONCURRENT - sends.len();
         let now = Utc::now();
         let (core2, ch) = (Arc::clone(core), channel.clone());
-        let due = tokio::task::spawn_blocking(move || core2.store.lease_due(&ch, now, now + Span::from_std(LEASE).unwrap_or_default(), CONCURRENT)).await;
+        let due = match free {
+            0 => Ok(Ok(Vec::new())),
+            _ => tokio::task::spawn_blocking(move || core2.store.lease_due(&ch, now, now + Span::from_std(LEASE).unwrap_or_default(), free)).await,
+        };
         let due = match due {
             Ok(Ok(due)) => due,
             Ok(Err(e)) => {
                 tracing::warn!(%channel, error = %e, "could not read the webhook outbox; trying again later");
-                return Some(now + Span::seconds(10));
+                unreadable = true;
+                Vec::new()
             }
-            Err(_) => return Some(now + Span::seconds(10)),
+            Err(_) => {
+                unreadable = true;
+                Vec::new()
+            }
         };
-        if due.is_empty() {
-            let (core2, ch) = (Arc::clone(core), channel.clone());
-            return tokio::task::spawn_blocking(move || core2.store.next_delivery_due(&ch)).await.ok().and_then(Result::ok).flatten();
-        }
-        let mut sends = tokio::task::JoinSet::new();
         for entry in due {
             let (core, agent) = (Arc::clone(core), agent.clone());
             sends.spawn_blocking(move || deliver(&core, &agent, &entry));
         }
-        while sends.join_next().await.is_some() {}
+        if sends.is_empty() && unreadable {
+            return Some(now + Span::seconds(10));
+        }
+        if sends.is_empty() {
+            let (core2, ch) = (Arc::clone(core), channel.clone());
+            return tokio::task::spawn_blocking(move || core2.store.next_delivery_due(&ch)).await.ok().and_then(Result::ok).flatten();
+        }
+        if free == 0 {
+            // Every slot is taken: the next thing to do is to fill the one that frees.
+            sends.join_next().await;
+            continue;
+        }
+        // Wait for a try to end (a retry it set may be due), for another entry to come due
+        // (a retry of a receiver that refused, while a hanging one holds its slot) or for a kick
+        // (a new entry) — whichever comes first.
+        let kicked = core.wakes.of(Wake::Webhooks).notified();
+        let (core2, ch) = (Arc::clone(core), channel.clone());
+        let next = tokio::task::spawn_blocking(move || core2.store.next_delivery_due(&ch)).await.ok().and_then(Result::ok).flatten();
+        let wait = next.map_or(super::signal::LONGEST_WAIT, |n| (n - Utc::now()).to_std().unwrap_or_default()).min(super::signal::LONGEST_WAIT);
+        tokio::select! {
+            _ = sends.join_next() => {}
+            _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
+            _ = kicked => {}
+        }
     }
 }
 
 /// One try of one entry, and its record.
 fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
+    if let Channel::Ping(event) = entry.channel {
+        return deliver_ping(core, agent, entry, event);
+    }
     let name = entry.channel.webhook().unwrap_or_default();
     let outcome = match (core.settings().webhook(name), core.store.get_run(&entry.run_id)) {
         (None, _) => Err(Failure::Refused(format!("no webhook named \"{name}\" in nightshift.toml any more"))),
         (_, Err(_)) => Err(Failure::Refused("the run no longer exists".into())),
+        (Some(_), Ok(run)) if super::delivery::told_already(core, &run, &entry.channel, Utc::now()).unwrap_or(false) => return,
         (Some(hook), Ok(run)) => {
             let run = masked(core, run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| core.redactor.redact(&r));
@@ -126,20 +168,50 @@ fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
             webhook::send(agent, &req)
         }
     };
-    if let Err(e) = record(core, entry, name, outcome) {
+    if let Err(e) = record(core, entry, name, &format!("webhook \"{name}\""), outcome) {
         tracing::warn!(run = %entry.run_id, webhook = name, error = %e, "could not record a webhook delivery; it will be tried again");
+    }
+}
+
+/// One try of a heartbeat ping. An end ping waits for its run's start ping (a monitor that heard
+/// "done" before "started" would think the run still going).
+fn deliver_ping(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry, event: PingEvent) {
+    let label = format!("ping {}", event.as_str());
+    let run = core.store.get_run(&entry.run_id);
+    let routine = run.as_ref().map(|r| r.routine.clone()).unwrap_or_default();
+    let url = core.routines().get(&routine).and_then(|r| r.ping.clone());
+    let now = Utc::now();
+    let outcome = match (run, url) {
+        (Err(_), _) => Err(Failure::Refused("the run no longer exists".into())),
+        (Ok(_), None) => {
+            let _ = core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::NotNeeded, Some("its routine no longer has `ping:`"), now);
+            return;
+        }
+        (Ok(_), Some(_)) if event == PingEvent::End && core.store.delivery_state(&entry.run_id, &Channel::Ping(PingEvent::Start)).ok().flatten() == Some(Delivery::Pending) => {
+            let _ = core.store.postpone_delivery(&entry.run_id, &entry.channel, now + Span::seconds(2));
+            return;
+        }
+        (Ok(run), Some(url)) => {
+            let req = webhook::ping_request(&url, event, &run);
+            // The URL is the monitor's secret: an error names the ping, never the URL.
+            webhook::send(agent, &req).map_err(|f| f.masking(&req.url, &label).masking(&url, &label))
+        }
+    };
+    if let Err(e) = record(core, entry, &label, &format!("the {label} of routine {routine}"), outcome) {
+        tracing::warn!(run = %entry.run_id, ping = event.as_str(), error = %e, "could not record a ping; it will be tried again");
     }
 }
 
 /// Delivered; or another try after the backoff (or `Retry-After`); or, after the last try, the
 /// refusal or a day, `not_delivered` — said once in the engine's problems.
-fn record(core: &Core, entry: &OutboxEntry, name: &str, outcome: Result<(), Failure>) -> crate::error::Result<()> {
+/// (`name`: the webhook's, or `ping start` / `ping end`; `who` says it in a sentence.)
+fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Result<(), Failure>) -> crate::error::Result<()> {
     let now = Utc::now();
-    let problem_key = format!("webhook:{name}");
+    let problem_key = entry.channel.to_string();
     match outcome {
         Ok(()) => {
             core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&problem_key);
-            tracing::info!(run = %entry.run_id, webhook = name, "webhook delivered");
+            tracing::info!(run = %entry.run_id, webhook = name, "{who} delivered");
             core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::Delivered, None, now)
         }
         Err(failure) => {
@@ -153,11 +225,11 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, outcome: Result<(), Fail
             };
             match wait {
                 Some(wait) => {
-                    tracing::info!(run = %entry.run_id, webhook = name, attempt = entry.attempts + 1, %error, "webhook not delivered; trying again");
+                    tracing::info!(run = %entry.run_id, webhook = name, attempt = entry.attempts + 1, %error, "{who} not delivered; trying again");
                     core.store.retry_delivery(&entry.run_id, &entry.channel, &error, now + Span::from_std(wait).unwrap_or_default())
                 }
                 None => {
-                    let said = format!("webhook \"{name}\" could not deliver run {} after {} tr{}: {error}", entry.run_id, entry.attempts + 1, if entry.attempts == 0 { "y" } else { "ies" });
+                    let said = format!("{who} could not deliver run {} after {} tr{}: {error}", entry.run_id, entry.attempts + 1, if entry.attempts == 0 { "y" } else { "ies" });
                     tracing::warn!("{said}");
                     let first = core
                         .problems
@@ -165,7 +237,7 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, outcome: Result<(), Fail
                         .unwrap_or_else(|e| e.into_inner())
                         .insert(problem_key, format!("{said} (`nightshiftctl deliveries --failed`; retry with `nightshiftctl deliveries retry RUN`)"))
                         .is_none();
-                    if first {
+                    if first && entry.channel.webhook().is_some() {
                         // Once per webhook until it works again: the desktop notification, the tray.
                         // Announced before the row is final, so whoever sees it final was told.
                         let routine = core.store.get_run(&entry.run_id).map(|r| r.routine).unwrap_or_default();

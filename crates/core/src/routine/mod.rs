@@ -28,6 +28,18 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 string_enum!(
+    /// What a slot does while the routine's previous run is still going (`overlap:`).
+    Overlap as "overlap" {
+        /// Record the slot `skipped` (the default).
+        Skip = "skip",
+        /// Queue one run behind the running one — never more than one waiting.
+        Queue = "queue",
+        /// Cancel the running run and start the new one.
+        Replace = "replace",
+    }
+);
+
+string_enum!(
     /// agents-cli permission modes; each agent module maps them to its own flags.
     Mode as "mode" {
         /// Read-only: plan, do not change files.
@@ -180,6 +192,10 @@ pub struct Routine {
     pub env: BTreeMap<String, String>,
     pub account: AccountChoice,
     pub catchup: bool,
+    /// `catchup: <duration>`: the most a slot may be late and still be made up (`catchup: 6h`:
+    /// the 02:00 report is not worth running at 11:00); `None`: any lateness (`catchup: true`).
+    #[serde(serialize_with = "ser_opt_duration")]
+    pub catchup_within: Option<Duration>,
     pub notify: NotifyPolicy,
     pub enabled: bool,
     pub variables: BTreeMap<String, String>,
@@ -189,6 +205,49 @@ pub struct Routine {
     pub workspace: Workspace,
     /// Where its runs go: here (`None`), or over SSH to one of the user's machines (`host:`).
     pub placement: Option<Placement>,
+    /// What a run does after a failure that says nothing about the work, or a rate limit.
+    pub retry: RetryPolicy,
+    /// What a slot does while the previous run still goes.
+    pub overlap: Overlap,
+    /// `notify_missed:` — a slot that ends with nothing done (missed and not made up, skipped)
+    /// is told, once for a stretch of them, until the routine runs again. Default: agent
+    /// routines yes, commands no.
+    pub notify_missed: bool,
+    /// `ping:` — a heartbeat URL (the healthchecks.io convention): `<url>/start` when a run
+    /// starts, `<url>` when it completes, `<url>/fail` (a command's exit code: `<url>/<code>`)
+    /// when it ends any other way. A machine that is off stops pinging; the monitor says so.
+    pub ping: Option<String>,
+}
+
+/// `retries`, `retry_backoff` and `max_wait`: how a run gets its work done through an outage or
+/// a limit at 3 a.m. (see `engine::retry`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RetryPolicy {
+    /// Further tries after a transient failure; `None`: the default for the run's trigger (2
+    /// for scheduled and catch-up runs, 0 for manual ones). Given explicitly, it also covers a
+    /// command's own non-zero exit and a timeout.
+    pub retries: Option<u32>,
+    /// The wait before the first retry; each next one doubles it (±20 % jitter, at most 1 h).
+    #[serde(serialize_with = "ser_duration")]
+    pub backoff: Duration,
+    /// The longest a run waits, from its first try, for a rate limit to reset.
+    #[serde(serialize_with = "ser_duration")]
+    pub max_wait: Duration,
+}
+
+impl RetryPolicy {
+    pub const DEFAULT_RETRIES: u32 = 2;
+    pub const MAX_RETRIES: u32 = 10;
+    pub const DEFAULT_BACKOFF: Duration = Duration::from_secs(60);
+    /// The longest backoff, however many retries came before.
+    pub const MAX_BACKOFF: Duration = Duration::from_secs(3600);
+    pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(12 * 3600);
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy { retries: None, backoff: Self::DEFAULT_BACKOFF, max_wait: Self::DEFAULT_MAX_WAIT }
+    }
 }
 
 /// A routine placed on another machine (`host:` or `hosts:`, `remote_cwd:`): its runs go there
@@ -277,6 +336,13 @@ impl Routine {
 fn ser_tz<S: serde::Serializer>(tz: &Tz, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(tz.name())
 }
+fn ser_opt_duration<S: serde::Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => ser_duration(d, s),
+        None => s.serialize_none(),
+    }
+}
+
 fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(&humantime::format_duration(*d).to_string())
 }

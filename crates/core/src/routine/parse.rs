@@ -3,7 +3,7 @@
 //! only definition of a valid routine that the loader, the editor and the form all run.)
 
 use super::yaml::{self, Node, Pos};
-use super::{check_name, AccountChoice, Action, Agent, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Placement, Routine, Workspace};
+use super::{check_name, AccountChoice, Action, Agent, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Overlap, Placement, RetryPolicy, Routine, Workspace};
 use crate::schedule::{local_tz, parse_tz, Schedule};
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -14,6 +14,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping",
 ];
 const CONFIG_KEYS: &[&str] = &["model"];
 
@@ -82,6 +83,22 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         let expr = cx.string(node, "schedule")?;
         Schedule::parse(&expr, timezone).map_err(|m| cx.err(node.pos(), m)).ok()
     });
+    // `jitter: <duration>`: each slot starts at its own fixed offset within the span.
+    let jitter = get("jitter").and_then(|n| Some((n, cx.duration(n, "jitter")?))).and_then(|(n, span)| {
+        if span > MAX_JITTER {
+            cx.err(n.pos(), "`jitter` is at most 24h (each slot starts within that span after its time)");
+            None
+        } else if get("schedule").is_none() {
+            cx.err(key_pos("jitter"), "`jitter` spreads the slots of a `schedule`; an `at` routine runs at its one time");
+            None
+        } else {
+            Some(span)
+        }
+    });
+    let schedule = match jitter {
+        Some(span) => schedule.map(|s| s.with_jitter(span, &name)),
+        None => schedule,
+    };
     let at = get("at").and_then(|n| cx.timestamp(n, "at", timezone));
     let end_at = get("end_at").and_then(|n| cx.timestamp(n, "end_at", timezone));
     if get("schedule").is_none() && get("at").is_none() {
@@ -203,8 +220,26 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         cx.err(key_pos(if fields.contains_key("account") { "account" } else { "accounts" }), "accounts only apply to agent routines");
     }
 
-    let catchup = get("catchup").and_then(|n| cx.boolean(n, "catchup")).unwrap_or(true);
+    // `catchup: true | false | <duration>` (a duration: how late a slot may be made up).
+    let (catchup, catchup_within) = match get("catchup") {
+        None => (true, None),
+        Some(n @ Node::Scalar { value, quoted: false, .. }) if value.eq_ignore_ascii_case("true") || value.eq_ignore_ascii_case("false") => {
+            (cx.boolean(n, "catchup").unwrap_or(true), None)
+        }
+        Some(n) => match cx.duration(n, "catchup") {
+            Some(d) => (true, Some(d)),
+            None => (true, None),
+        },
+    };
     let enabled = get("enabled").and_then(|n| cx.boolean(n, "enabled")).unwrap_or(true);
+    let notify_missed = get("notify_missed").and_then(|n| cx.boolean(n, "notify_missed"));
+    let ping = get("ping").and_then(|n| Some((n, cx.string(n, "ping")?))).and_then(|(n, url)| match ping_url(url.trim()) {
+        Ok(url) => Some(url),
+        Err(msg) => {
+            cx.err(n.pos(), msg);
+            None
+        }
+    });
     let notify = get("notify").and_then(|n| {
         let s = cx.string(n, "notify")?;
         match s.as_str() {
@@ -230,9 +265,22 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
     }
 
+    let retry = retry_policy(&mut cx, &get);
+    let overlap = get("overlap")
+        .and_then(|n| {
+            let word = cx.string(n, "overlap")?;
+            let parsed = Overlap::parse(word.trim());
+            if parsed.is_none() {
+                cx.err(n.pos(), format!("unknown overlap \"{word}\" (expected skip, queue or replace)"));
+            }
+            parsed
+        })
+        .unwrap_or(Overlap::Skip);
+
     match action {
         Some(action) if cx.errors.is_empty() => {
             let notify = notify.unwrap_or_else(|| NotifyPolicy::default_for(action.agent()));
+            let notify_missed = notify_missed.unwrap_or(action.agent() != Agent::Command);
             Ok(Routine {
                 name,
                 file: file.to_path_buf(),
@@ -247,6 +295,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 env,
                 account,
                 catchup,
+                catchup_within,
                 notify,
                 enabled,
                 variables,
@@ -254,12 +303,57 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 webhooks,
                 workspace,
                 placement,
+                retry,
+                overlap,
+                notify_missed,
+                ping,
             })
         }
         _ => {
             Err(invalid(name, cx.into_errors()))
         }
     }
+}
+
+/// A `ping:` URL: http(s), with a host, nothing a URL cannot hold; kept without a trailing `/`
+/// (the events are appended as `/start`, `/fail`, `/<code>`).
+fn ping_url(url: &str) -> Result<String, String> {
+    let rest = url.strip_prefix("https://").or_else(|| url.strip_prefix("http://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    match (rest, host) {
+        (None, _) => Err(format!("`ping` must be an http(s) URL such as https://hc-ping.com/<uuid> (found \"{url}\")")),
+        (_, Some("")) => Err(format!("`ping: {url}` has no host")),
+        _ if url.chars().any(|c| c.is_whitespace() || c.is_control()) => Err("`ping` must not contain spaces".to_string()),
+        _ if url.contains(['?', '#']) => Err("`ping` takes a plain URL (no `?` or `#`): the events are added to its path".to_string()),
+        _ => Ok(url.trim_end_matches('/').to_string()),
+    }
+}
+
+/// The longest `jitter:`.
+const MAX_JITTER: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
+
+/// `retries` (0–10), `retry_backoff` (at most 1h) and `max_wait` (at most 7 days).
+fn retry_policy<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> RetryPolicy {
+    let mut policy = RetryPolicy::default();
+    if let Some(node) = get("retries") {
+        let text = cx.string(node, "retries").unwrap_or_default();
+        match text.trim().parse::<u32>() {
+            Ok(n) if n <= RetryPolicy::MAX_RETRIES => policy.retries = Some(n),
+            Ok(n) => cx.err(node.pos(), format!("`retries: {n}` is more than {}; a run that fails that often needs a look, not more tries", RetryPolicy::MAX_RETRIES)),
+            Err(_) => cx.err(node.pos(), format!("`retries` must be a whole number from 0 to {}, found \"{text}\"", RetryPolicy::MAX_RETRIES)),
+        }
+    }
+    if let Some(d) = get("retry_backoff").and_then(|n| cx.duration(n, "retry_backoff").map(|d| (n, d))) {
+        if d.1 > RetryPolicy::MAX_BACKOFF {
+            cx.err(d.0.pos(), "`retry_backoff` is at most 1h (backoffs double up to 1h)");
+        } else {
+            policy.backoff = d.1;
+        }
+    }
+    if let Some(d) = get("max_wait").and_then(|n| cx.duration(n, "max_wait")) {
+        policy.max_wait = d;
+    }
+    policy
 }
 
 /// `workspace:` (`cwd` or `worktree`) with its `base:` and `push:`; a worktree needs `cwd` in a

@@ -54,6 +54,12 @@ string_enum!(
         ActiveRun = "active_run",
         /// None of the routine's hosts could be reached over SSH (or contact was lost for good).
         HostUnreachable = "host_unreachable",
+        /// The agent's API was overloaded (529), failing (5xx) or unreachable after the agent's
+        /// own retries — nothing about the work; a scheduled run tries again after a backoff.
+        ApiUnavailable = "api_unavailable",
+        /// The process was killed by a signal Nightshift did not send (the OOM killer, a user's
+        /// `kill`) — nothing about the work either.
+        Killed = "killed",
     }
 );
 
@@ -69,6 +75,12 @@ impl RunStatus {
     /// someone's choice; missed and skipped slots never ran; see their own words.)
     pub fn is_failure(self) -> bool {
         matches!(self, RunStatus::Failed | RunStatus::TimedOut | RunStatus::Blocked)
+    }
+
+    /// A slot that did nothing: missed or skipped, and not made up by a later slot's run
+    /// (`superseded`) — what `notify_missed` tells of, and what keeps a routine "quiet".
+    pub fn is_quiet_slot(self, reason: Option<Reason>) -> bool {
+        matches!(self, RunStatus::Missed | RunStatus::Skipped) && reason != Some(Reason::Superseded)
     }
 
     /// The words a person reads ("timed out").
@@ -99,24 +111,35 @@ string_enum!(
     }
 );
 
-/// What an outbox entry delivers: a run's finish notification, a worktree run's branch push, or
-/// one webhook's post. Stored and sent as `notify`, `push` or `webhook:<name>`.
+/// What an outbox entry delivers: a run's finish notification, a worktree run's branch push, one
+/// webhook's post, or one of the routine's heartbeat pings. Stored and sent as `notify`, `push`,
+/// `webhook:<name>`, `ping:start` or `ping:end`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Channel {
     Notify,
     Push,
     Webhook(String),
+    Ping(PingEvent),
 }
+
+string_enum!(
+    /// Which heartbeat ping (`ping:`): the run started, or it ended (how is decided when it is sent).
+    PingEvent as "ping" { Start = "start", End = "end" }
+);
 
 impl Channel {
     const WEBHOOK: &'static str = "webhook:";
+    const PING: &'static str = "ping:";
 
     /// The channel stored as `word`; `None` for a word Nightshift does not write.
     pub fn parse(word: &str) -> Option<Channel> {
         match word {
             "notify" => Some(Channel::Notify),
             "push" => Some(Channel::Push),
-            _ => word.strip_prefix(Channel::WEBHOOK).filter(|n| !n.is_empty()).map(|n| Channel::Webhook(n.to_string())),
+            _ => match word.strip_prefix(Channel::PING) {
+                Some(event) => PingEvent::parse(event).map(Channel::Ping),
+                None => word.strip_prefix(Channel::WEBHOOK).filter(|n| !n.is_empty()).map(|n| Channel::Webhook(n.to_string())),
+            },
         }
     }
 
@@ -135,6 +158,7 @@ impl std::fmt::Display for Channel {
             Channel::Notify => f.write_str("notify"),
             Channel::Push => f.write_str("push"),
             Channel::Webhook(name) => write!(f, "{}{name}", Channel::WEBHOOK),
+            Channel::Ping(event) => write!(f, "{}{}", Channel::PING, event.as_str()),
         }
     }
 }
@@ -160,7 +184,8 @@ impl rusqlite::types::FromSql for Channel {
     }
 }
 
-/// One try of a run on one account (failover makes several).
+/// One try of a run: failover to another account, a retry after a transient failure and a wait
+/// for a rate limit's reset each make another (the last one is the record's own status).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct Attempt {
@@ -170,6 +195,15 @@ pub struct Attempt {
     pub message: Option<String>,
     #[serde(serialize_with = "ser_opt_time")]
     pub resets_at: Option<DateTime<Utc>>,
+    /// When this try started and ended (`null` in records written before retries existed).
+    #[serde(default, serialize_with = "ser_opt_time")]
+    pub started_at: Option<DateTime<Utc>>,
+    #[serde(default, serialize_with = "ser_opt_time")]
+    pub finished_at: Option<DateTime<Utc>>,
+    /// When the next try was due: after a retry's backoff, or at the limit's reset (plus a
+    /// margin). `null` when the next try followed at once (failover) or there was none.
+    #[serde(default, serialize_with = "ser_opt_time")]
+    pub next_at: Option<DateTime<Utc>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -217,6 +251,13 @@ pub struct RunRecord {
     pub pruned_at: Option<DateTime<Utc>>,
     /// The machine it ran on over SSH (a routine's `host:`); `null` for a run on this machine.
     pub host: Option<String>,
+    /// A queued run that waits for a time — a retry after its backoff, or a rate limit's reset —
+    /// starts then, not before; `null` for one that starts as soon as a lane is free.
+    #[serde(serialize_with = "ser_opt_time")]
+    pub due_at: Option<DateTime<Utc>>,
+    /// It was asked to wait out a rate limit although it is a manual run (`run
+    /// --wait-for-limit`); scheduled and catch-up runs always may.
+    pub wait_for_limit: bool,
 }
 
 #[cfg(test)]
@@ -249,6 +290,8 @@ impl RunRecord {
             usage: None,
             pruned_at: None,
             host: None,
+            due_at: None,
+            wait_for_limit: false,
         }
     }
 }

@@ -192,4 +192,11 @@ pub const MIGRATIONS: &[&str] = &[
         last_error  TEXT
     );
     "#,
+    // 14: a queued run that waits for a time — a retry's backoff, a rate limit's reset — is not
+    // started before `not_before_ms` (NULL: as soon as a lane is free); `wait_for_limit`: a
+    // manual run that was asked to wait out a limit (`run --wait-for-limit`).
+    r#"
+    ALTER TABLE runs ADD COLUMN not_before_ms INTEGER;
+    ALTER TABLE runs ADD COLUMN wait_for_limit INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];

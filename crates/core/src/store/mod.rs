@@ -15,6 +15,7 @@ mod retention;
 mod scheduling;
 mod usage;
 mod workspaces;
+pub use workspaces::KeptWorktree;
 
 pub use crate::run::Delivery;
 pub use outbox::{DeliveryRow, OutboxEntry};

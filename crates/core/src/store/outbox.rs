@@ -34,6 +34,8 @@ pub struct DeliveryRow {
     pub channel: Channel,
     /// The webhook's name, for a webhook's delivery (so no face parses the channel).
     pub webhook: Option<String>,
+    /// Which heartbeat ping, for a ping's delivery (`ping:`).
+    pub ping: Option<crate::run::PingEvent>,
     pub state: Delivery,
     pub attempts: u32,
     pub last_error: Option<String>,
@@ -53,6 +55,29 @@ pub(super) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &Ch
 }
 
 impl Store {
+    /// Owe `channel` for a run now (a run that starts owes its start ping); a second call for the
+    /// same run and channel changes nothing — one delivery per run and channel, whatever retries.
+    pub fn owe(&self, run_id: &str, channel: &Channel, at: DateTime<Utc>) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        enqueue(&tx, run_id, channel, at)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Put off an entry without counting a try (an end ping waits for its run's start ping).
+    pub fn postpone_delivery(&self, run_id: &str, channel: &Channel, next_at: DateTime<Utc>) -> Result<()> {
+        self.conn()
+            .prepare_cached("UPDATE outbox SET next_at_ms = ?3, lease_until_ms = NULL WHERE run_id = ?1 AND channel = ?2 AND state = 'pending'")?
+            .execute(params![run_id, channel, next_at.timestamp_millis()])?;
+        Ok(())
+    }
+
+    /// The state of a run's entry on `channel`, if it owes one.
+    pub fn delivery_state(&self, run_id: &str, channel: &Channel) -> Result<Option<Delivery>> {
+        Ok(self.conn().query_row("SELECT state FROM outbox WHERE run_id = ?1 AND channel = ?2", params![run_id, channel], |r| r.get(0)).optional()?)
+    }
+
     /// Lease up to `limit` due entries of `channel` until `lease_until`. Entries leased by a
     /// deliverer that died come due again when its lease runs out.
     pub fn lease_due(&self, channel: &Channel, now: DateTime<Utc>, lease_until: DateTime<Utc>, limit: usize) -> Result<Vec<OutboxEntry>> {
@@ -101,6 +126,26 @@ impl Store {
         }
         tx.commit()?;
         Ok(())
+    }
+
+    /// For a slot that ended with nothing done (missed, skipped — `run`), the run whose notice on
+    /// `channel` already tells of the stretch it belongs to: an earlier such slot of the routine,
+    /// since the routine last ran, whose entry is delivered or still on its way. A stretch of
+    /// quiet slots is told once, by its first.
+    pub fn quiet_told_by(&self, run: &crate::run::RunRecord, channel: &Channel) -> Result<Option<String>> {
+        let conn = self.conn();
+        let sort_ms: i64 = conn.query_row("SELECT sort_ms FROM runs WHERE id = ?1", [&run.id], |r| r.get(0))?;
+        let told = conn
+            .prepare_cached(
+                "SELECT r.id FROM runs r JOIN outbox o ON o.run_id = r.id AND o.channel = ?2
+                 WHERE r.routine = ?1 AND r.status IN ('missed', 'skipped') AND o.state IN ('pending', 'delivered', 'summarized')
+                   AND (r.sort_ms < ?3 OR (r.sort_ms = ?3 AND r.scheduled_for < (SELECT scheduled_for FROM runs WHERE id = ?4)))
+                   AND r.sort_ms > COALESCE((SELECT MAX(sort_ms) FROM runs WHERE routine = ?1 AND sort_ms < ?3 AND status NOT IN ('missed', 'skipped', 'blocked')), -1)
+                 ORDER BY r.sort_ms, r.scheduled_for LIMIT 1",
+            )?
+            .query_row(params![run.routine, channel, sort_ms, run.id], |r| r.get(0))
+            .optional()?;
+        Ok(told)
     }
 
     /// A try failed; the next one is due at `next_at`.
@@ -162,6 +207,10 @@ impl Store {
                     run_id: r.get(0)?,
                     routine: r.get(1)?,
                     webhook: channel.webhook().map(str::to_string),
+                    ping: match channel {
+                        Channel::Ping(event) => Some(event),
+                        _ => None,
+                    },
                     channel,
                     next_at: (state == Delivery::Pending).then(|| DateTime::from_timestamp_millis(next)).flatten(),
                     state,

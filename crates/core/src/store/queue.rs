@@ -16,11 +16,12 @@ pub const DISPATCH_WINDOW: i64 = 64;
 
 /// The first `?1` waiting runs of each class, manual first, in arrival order: two ranges of the
 /// `runs_queue` index (no sort of the whole queue, however long it is).
-const HEAD_OF_QUEUE: &str = "SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs
-                WHERE status = 'queued' AND (trigger IN ('manual', 'cli')) = 1 ORDER BY rowid LIMIT ?1)
+/// A run waiting for a time (a retry's backoff, a limit's reset) is not in it until then.
+const HEAD_OF_QUEUE: &str = "SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message, agent FROM runs
+                WHERE status = 'queued' AND (trigger IN ('manual', 'cli')) = 1 AND COALESCE(not_before_ms, 0) <= ?2 ORDER BY rowid LIMIT ?1)
  UNION ALL
- SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs
-                WHERE status = 'queued' AND (trigger IN ('manual', 'cli')) = 0 ORDER BY rowid LIMIT ?1)";
+ SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message, agent FROM runs
+                WHERE status = 'queued' AND (trigger IN ('manual', 'cli')) = 0 AND COALESCE(not_before_ms, 0) <= ?2 ORDER BY rowid LIMIT ?1)";
 
 /// A queued row as a dispatch pass sees it.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,14 +32,17 @@ pub struct QueuedRow {
     pub owner_pid: Option<u32>,
     pub owner_start: Option<String>,
     pub message: Option<String>,
+    /// Who does its work (per-agent caps count it).
+    pub agent: crate::words::Agent,
 }
 
-/// A running row: the routine and the account whose lane it holds.
+/// A running row: the routine, the account whose lane it holds, and its agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunningRow {
     pub id: String,
     pub routine: String,
     pub account: Option<String>,
+    pub agent: crate::words::Agent,
 }
 
 /// What a dispatch pass decided, to apply in its transaction.
@@ -58,7 +62,7 @@ pub struct HeldRun {
     pub account: String,
 }
 
-/// A row of `SELECT id, routine, trigger, owner_pid, owner_start, message`.
+/// A row of `SELECT id, routine, trigger, owner_pid, owner_start, message, agent`.
 fn queued_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRow> {
     Ok(QueuedRow {
         id: r.get(0)?,
@@ -67,6 +71,7 @@ fn queued_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRow> {
         owner_pid: r.get(3)?,
         owner_start: r.get(4)?,
         message: r.get(5)?,
+        agent: r.get(6)?,
     })
 }
 
@@ -86,15 +91,15 @@ impl Store {
         // run further back gets its turn as the head drains.
         let queued: Vec<QueuedRow> = {
             let mut stmt = tx.prepare_cached(HEAD_OF_QUEUE)?;
-            let rows = stmt.query_map([DISPATCH_WINDOW], queued_row)?;
+            let rows = stmt.query_map([DISPATCH_WINDOW, now.timestamp_millis()], queued_row)?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         if queued.is_empty() {
             return Ok(Vec::new());
         }
         let running: Vec<RunningRow> = {
-            let mut stmt = tx.prepare_cached("SELECT id, routine, account FROM runs WHERE status = 'running'")?;
-            let rows = stmt.query_map([], |r| Ok(RunningRow { id: r.get(0)?, routine: r.get(1)?, account: r.get(2)? }))?;
+            let mut stmt = tx.prepare_cached("SELECT id, routine, account, agent FROM runs WHERE status = 'running'")?;
+            let rows = stmt.query_map([], |r| Ok(RunningRow { id: r.get(0)?, routine: r.get(1)?, account: r.get(2)?, agent: r.get(3)? }))?;
             rows.collect::<rusqlite::Result<_>>()?
         };
         let claims = decide(&queued, &running);
@@ -116,6 +121,63 @@ impl Store {
         }
         tx.commit()?;
         Ok(claimed)
+    }
+
+    /// (queued runs that may start now, the earliest time one that waits becomes due): a pass
+    /// with nothing due reads this and nothing else.
+    pub fn queue_due(&self, now: DateTime<Utc>) -> Result<(usize, Option<DateTime<Utc>>)> {
+        let (due, next): (i64, Option<i64>) = self.conn().prepare_cached(
+            "SELECT COUNT(*) FILTER (WHERE COALESCE(not_before_ms, 0) <= ?1), MIN(not_before_ms) FILTER (WHERE not_before_ms > ?1)
+             FROM runs WHERE status = 'queued'",
+        )?
+        .query_row([now.timestamp_millis()], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((due as usize, next.and_then(DateTime::from_timestamp_millis)))
+    }
+
+    /// Put a running run back in the queue until `due` — a retry after its backoff, a wait for a
+    /// limit's reset: its tries so far kept, its process and account let go (a waiting run holds
+    /// no lane), its note saying why and when. Only the run's owner does this, once per try.
+    pub fn requeue_until(&self, id: &str, owner: (u32, &str), attempts: &[crate::run::Attempt], due: DateTime<Utc>, note: &str) -> Result<bool> {
+        let attempts = serde_json::to_string(attempts).unwrap_or_else(|_| "[]".into());
+        let changed = self.conn().prepare_cached(
+            "UPDATE runs SET status = 'queued', not_before_ms = ?2, attempts = ?3, message = ?4, pid = NULL, pid_start = NULL,
+                 remote = NULL
+             WHERE id = ?1 AND status = 'running' AND owner_pid = ?5 AND owner_start = ?6",
+        )?
+        .execute(params![id, due.timestamp_millis(), attempts, note, owner.0, owner.1])?;
+        Ok(changed == 1)
+    }
+
+    /// A waiting run starts as soon as a lane is free (Run now on its routine). `true` if it
+    /// was waiting.
+    pub fn make_due(&self, id: &str) -> Result<bool> {
+        let changed = self.conn().prepare_cached("UPDATE runs SET not_before_ms = NULL WHERE id = ?1 AND status = 'queued' AND not_before_ms IS NOT NULL")?.execute([id])?;
+        Ok(changed == 1)
+    }
+
+    /// Mark a run as one that may wait out a rate limit although it is manual.
+    pub fn set_wait_for_limit(&self, id: &str) -> Result<()> {
+        self.conn().prepare_cached("UPDATE runs SET wait_for_limit = 1 WHERE id = ?1")?.execute([id])?;
+        Ok(())
+    }
+
+    /// Whether the routine has a run waiting in the queue (for a lane or a time).
+    pub fn has_queued_run(&self, routine: &str) -> Result<bool> {
+        let found: Option<i64> = self.conn().query_row("SELECT 1 FROM runs WHERE routine = ?1 AND status = 'queued' LIMIT 1", [routine], |r| r.get(0)).optional()?;
+        Ok(found.is_some())
+    }
+
+    /// The routine's queued run that waits for a time, if any: (id, when it is due).
+    pub fn waiting_run_of(&self, routine: &str) -> Result<Option<(String, DateTime<Utc>)>> {
+        let row: Option<(String, i64)> = self
+            .conn()
+            .query_row(
+                "SELECT id, not_before_ms FROM runs WHERE routine = ?1 AND status = 'queued' AND not_before_ms IS NOT NULL ORDER BY rowid LIMIT 1",
+                [routine],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        Ok(row.and_then(|(id, ms)| Some((id, DateTime::from_timestamp_millis(ms)?))))
     }
 
     /// Take over a queued row whose owner is gone (`from`), exactly once across engines.
@@ -143,7 +205,7 @@ impl Store {
     pub fn queued_rows(&self) -> Result<Vec<QueuedRow>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT id, routine, trigger, owner_pid, owner_start, message FROM runs WHERE status = 'queued' ORDER BY rowid",
+            "SELECT id, routine, trigger, owner_pid, owner_start, message, agent FROM runs WHERE status = 'queued' ORDER BY rowid",
         )?;
         let rows = stmt.query_map([], queued_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
@@ -198,9 +260,10 @@ impl Store {
 
     /// (running, queued) across every process on this home.
     /// The routines that have queued runs (for looking up only those).
-    pub fn queued_routine_names(&self) -> Result<Vec<String>> {
+    /// The routines with a run queued or running (what a dispatch pass decides with).
+    pub fn open_routine_names(&self) -> Result<Vec<String>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached("SELECT DISTINCT routine FROM runs WHERE status = 'queued'")?;
+        let mut stmt = conn.prepare_cached("SELECT DISTINCT routine FROM runs WHERE status IN ('queued', 'running')")?;
         let names = stmt.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
         Ok(names)
     }
@@ -256,7 +319,7 @@ mod tests {
     fn a_dispatch_pass_reads_the_head_of_the_queue_from_its_index() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("db")).unwrap();
-        let plan = crate::store::query_plan(&store, HEAD_OF_QUEUE, 1);
+        let plan = crate::store::query_plan(&store, HEAD_OF_QUEUE, 2);
         assert_eq!(plan.matches("USING INDEX runs_queue").count(), 2, "{plan}");
         assert!(!plan.contains("TEMP B-TREE"), "{plan}");
     }

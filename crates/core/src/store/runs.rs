@@ -104,7 +104,7 @@ macro_rules! columns {
     () => {
         concat!("id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, ", message_column!(), ", \
          exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host")
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host, not_before_ms, wait_for_limit")
     };
 }
 const COLUMNS: &str = columns!();
@@ -119,13 +119,24 @@ impl Store {
     /// per run). Returns each row's record as stored, or `None` where the slot already had a row
     /// (another engine, or an earlier pass, claimed it): then nothing was written for it and
     /// nothing may be spawned.
-    pub fn claim_slots(&self, runs: &[NewRun]) -> Result<Vec<Option<RunRecord>>> {
+    ///
+    /// `owes` lists, by run id, what a row that is final from the start owes the user (a missed
+    /// or skipped slot the routine wants told: its notification, its webhooks) — queued in the
+    /// outbox with the row, or not at all.
+    pub fn claim_slots(&self, runs: &[NewRun], owes: &std::collections::HashMap<String, Vec<Channel>>) -> Result<Vec<Option<RunRecord>>> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let mut claimed = Vec::with_capacity(runs.len());
         for run in runs {
             debug_assert!(run.scheduled_for.is_some(), "a slot claim needs scheduled_for");
-            let record = if insert_row(&tx, run, true)? { Some(tx.prepare_cached(GET_EXACT)?.query_row([&run.id], row_to_record)?) } else { None };
+            let inserted = insert_row(&tx, run, true)?;
+            if let (true, Some(channels), Some(finished_at)) = (inserted, owes.get(&run.id).filter(|c| !c.is_empty()), run.finished_at) {
+                tx.prepare_cached("UPDATE runs SET notified = 'pending' WHERE id = ?1")?.execute([&run.id])?;
+                for channel in channels {
+                    super::outbox::enqueue(&tx, &run.id, channel, finished_at)?;
+                }
+            }
+            let record = if inserted { Some(tx.prepare_cached(GET_EXACT)?.query_row([&run.id], row_to_record)?) } else { None };
             claimed.push(record);
         }
         tx.commit()?;
@@ -294,6 +305,20 @@ impl Store {
         Ok(rows)
     }
 
+    /// When the routine last ran before `run` (started, whatever the ending; missed, skipped and
+    /// blocked slots did not run).
+    pub fn last_ran_before(&self, run: &RunRecord) -> Result<Option<DateTime<Utc>>> {
+        let at: Option<String> = self
+            .conn()
+            .prepare_cached(
+                "SELECT started_at FROM runs WHERE routine = ?1 AND started_at IS NOT NULL AND status NOT IN ('missed', 'skipped', 'blocked')
+                   AND sort_ms < (SELECT sort_ms FROM runs WHERE id = ?2) ORDER BY sort_ms DESC LIMIT 1",
+            )?
+            .query_row(params![run.routine, run.id], |r| r.get(0))
+            .optional()?;
+        Ok(at.as_deref().and_then(parse_time))
+    }
+
     /// The report of the routine's last *completed* run — a failed run never feeds `{last_report}`.
     pub fn last_completed_report(&self, routine: &str) -> Result<Option<String>> {
         let path: Option<String> = self
@@ -390,6 +415,8 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         },
         pruned_at: time(28)?,
         host: row.get(29)?,
+        due_at: row.get::<_, Option<i64>>(30)?.and_then(DateTime::from_timestamp_millis),
+        wait_for_limit: row.get(31)?,
     })
 }
 
@@ -469,13 +496,14 @@ mod tests {
             sort_at: slot,
         };
         // Another engine claimed routine a's slot first.
-        assert_eq!(store.claim_slots(&[row("first", "a", Trigger::Schedule, RunStatus::Queued)]).unwrap().len(), 1);
+        let owes_nothing = std::collections::HashMap::new();
+        assert_eq!(store.claim_slots(&[row("first", "a", Trigger::Schedule, RunStatus::Queued)], &owes_nothing).unwrap().len(), 1);
         let claimed = store
             .claim_slots(&[
                 row("late", "a", Trigger::Schedule, RunStatus::Queued),
                 row("b1", "b", Trigger::Catchup, RunStatus::Queued),
                 row("c1", "c", Trigger::Schedule, RunStatus::Missed),
-            ])
+            ], &owes_nothing)
             .unwrap();
         let got: Vec<Option<(&str, Trigger, RunStatus)>> = claimed.iter().map(|r| r.as_ref().map(|r| (r.id.as_str(), r.trigger, r.status))).collect();
         assert_eq!(got, [None, Some(("b1", Trigger::Catchup, RunStatus::Queued)), Some(("c1", Trigger::Schedule, RunStatus::Missed))]);

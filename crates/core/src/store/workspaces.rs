@@ -52,6 +52,21 @@ impl Store {
         Ok(kept)
     }
 
+    /// A run going has made its worktree (counted by `max_worktrees`).
+    pub fn set_worktree(&self, run_id: &str, path: &str) -> Result<()> {
+        self.conn().prepare_cached("UPDATE runs SET worktree = ?2 WHERE id = ?1")?.execute(params![run_id, path])?;
+        Ok(())
+    }
+
+    /// How many runs going hold a worktree (besides `except`).
+    pub fn running_worktrees(&self, except: &str) -> Result<usize> {
+        let n: i64 = self
+            .conn()
+            .prepare_cached("SELECT COUNT(*) FROM runs WHERE status IN ('running', 'queued') AND worktree IS NOT NULL AND id != ?1")?
+            .query_row([except], |r| r.get(0))?;
+        Ok(n as usize)
+    }
+
     /// The run's worktree directory is gone (its branch stays).
     pub fn set_worktree_removed(&self, run_id: &str, at: DateTime<Utc>) -> Result<()> {
         self.conn().prepare_cached(

@@ -46,6 +46,9 @@ pub struct RoutineOverview {
     #[serde(serialize_with = "crate::words::ser_opt_time")]
     pub next_fire: Option<DateTime<Utc>>,
     pub last_run: Option<LastRun>,
+    /// The routine has gone quiet (`notify_missed`): its last slot did nothing — "missed Tue 1 Dec
+    /// 02:00", "skipped …" — until it runs again.
+    pub quiet: Option<String>,
     /// file:line:col problems of an invalid file.
     pub errors: Vec<String>,
 }
@@ -93,6 +96,10 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             on_this_device,
             state,
             next_fire: if state.is_active() { r.next_slot(now) } else { None },
+            quiet: last.as_ref().filter(|l| r.notify_missed && l.status.is_quiet_slot(l.reason)).map(|l| {
+                let slot = l.scheduled_for.map(|t| format!(" {}", crate::words::local_day_time(t, r.timezone))).unwrap_or_default();
+                format!("{}{slot}", l.status.label())
+            }),
             last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
             errors: Vec::new(),
         });
@@ -114,6 +121,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             state: RoutineState::Invalid,
             next_fire: None,
             last_run: None,
+            quiet: None,
             errors: bad.errors.iter().map(ToString::to_string).collect(),
         });
     }

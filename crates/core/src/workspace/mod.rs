@@ -363,8 +363,13 @@ pub fn push(repo: &Path, remote: &str, branch: &str) -> Result<(), String> {
 
 /// Remove a settled run's worktree directory (its branch stays, with everything committed).
 /// With `delete_merged`, the branch goes too once it is merged into `base_ref` (or the
-/// repository's `HEAD`). Returns what was done, in words.
-pub fn remove_worktree(repo: &Path, worktree: &Path, branch: Option<&str>, base_ref: Option<&str>, delete_merged: bool) -> Result<String, String> {
+/// repository's `HEAD`). Returns what was done, in words. Only ever a directory inside
+/// `worktrees_dir` (the home's worktrees folder): the path comes from a record, and a record
+/// that was tampered with, or restored from another machine, must not delete anything else.
+pub fn remove_worktree(worktrees_dir: &Path, repo: &Path, worktree: &Path, branch: Option<&str>, base_ref: Option<&str>, delete_merged: bool) -> Result<String, String> {
+    if !inside(worktree, worktrees_dir) {
+        return Err(format!("not removed: {} is not inside Nightshift's worktrees folder {}", worktree.display(), worktrees_dir.display()));
+    }
     if repo.join(".git").exists() {
         let out = Git::new(repo, &["worktree", "remove", "--force", "--force"]).arg(worktree).run();
         if out.is_err() && worktree.exists() {
@@ -386,9 +391,40 @@ pub fn remove_worktree(repo: &Path, worktree: &Path, branch: Option<&str>, base_
     Ok(said)
 }
 
+/// Whether `path` is strictly inside `root` — symlinks resolved where the paths exist, and a
+/// path that does not exist judged by its words with no `..` allowed.
+fn inside(path: &Path, root: &Path) -> bool {
+    let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let path = match path.canonicalize() {
+        Ok(p) => p,
+        Err(_) if path.components().any(|c| matches!(c, std::path::Component::ParentDir)) => return false,
+        Err(_) => path.to_path_buf(),
+    };
+    path != root && path.starts_with(&root)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_paths_inside_the_worktrees_folder_are_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("worktrees");
+        let outside = tmp.path().join("precious");
+        std::fs::create_dir_all(root.join("r1")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(outside.join("keep.txt"), "mine").unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("link")).unwrap();
+        assert!(inside(&root.join("r1"), &root));
+        for bad in [outside.clone(), root.clone(), root.join("link"), root.join("../precious"), root.join("gone/../../precious")] {
+            let refused = remove_worktree(&root, tmp.path(), &bad, None, None, false).unwrap_err();
+            assert!(refused.starts_with("not removed:"), "{refused}");
+        }
+        assert_eq!(std::fs::read_to_string(outside.join("keep.txt")).unwrap(), "mine");
+        assert!(remove_worktree(&root, tmp.path(), &root.join("r1"), None, None, false).is_ok());
+        assert!(!root.join("r1").exists());
+    }
 
     #[test]
     fn branch_names_are_valid_refs() {

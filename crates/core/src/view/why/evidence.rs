@@ -2,6 +2,7 @@
 //! machine and the routine's events — in the order the parent module's doc gives.
 
 use super::*;
+use crate::engine::presence::{self, Alive, SEEN_SLACK_SECS};
 
 /// Everything a slot's fate is read from.
 pub(super) struct Evidence<'a> {
@@ -30,18 +31,6 @@ impl<'a> Evidence<'a> {
         })
     }
 }
-
-/// Whether a scheduler was alive at an instant.
-enum Alive {
-    There,
-    /// Not there, in words with the stretch of time.
-    Absent(String),
-    /// Before the first record.
-    Unknown,
-}
-
-/// A presence stretch counts until this long after its last sighting (passes are ≤ 30 s apart).
-const SEEN_SLACK_SECS: i64 = 45;
 
 /// Above this many slots the window is explained in two halves at once (the older on a second
 /// connection, on its own thread): reading and wording 130 000 rows is most of `why`'s time.
@@ -235,32 +224,13 @@ impl Evidence<'_> {
     }
 
     /// Why no scheduler was there at `t` — "machine asleep 01:10–07:55", "no Nightshift running
-    /// 01:10–07:55" — or `None` when one was, or when nothing is known about that time (before
-    /// presence was first recorded on this machine).
+    /// 01:10–07:55" — or `None` when one was, or when nothing is known about that time.
     fn absence(&self, t: DateTime<Utc>) -> Option<String> {
-        match self.presence_at(t) {
-            Alive::Absent(words) => Some(words),
-            Alive::There | Alive::Unknown => None,
-        }
+        presence::absence_at(self.presence, t, self.r.timezone)
     }
 
     fn presence_at(&self, t: DateTime<Utc>) -> Alive {
-        let tz = self.r.timezone;
-        let p = self.presence;
-        // Oldest first: the last stretch that started at or before t.
-        let i = p.partition_point(|s| s.started_at <= t);
-        let Some(b) = i.checked_sub(1).map(|j| &p[j]) else { return Alive::Unknown };
-        let slept = b.ended == Some(PresenceEnd::Asleep);
-        // A stretch still open (running, or killed) was last seen up to a pass ago; one that
-        // stopped or slept ended exactly at its last sighting.
-        if t <= b.last_seen || (b.ended.is_none() && t <= b.last_seen + Span::seconds(SEEN_SLACK_SECS)) {
-            return Alive::There;
-        }
-        let range = match p.get(i) {
-            Some(next) => time_range(b.last_seen, next.started_at, tz),
-            None => format!("since {}", local_day_time(b.last_seen, tz)),
-        };
-        Alive::Absent(if slept { format!("machine asleep {range}") } else { format!("no Nightshift running {range}") })
+        presence::alive_at(self.presence, t, self.r.timezone)
     }
 
     /// The next fire and what it depends on.
@@ -288,7 +258,13 @@ impl Evidence<'_> {
         } else {
             "if this machine is awake and the app or the daemon runs — none is running now"
         };
-        (Some(next), format!("{}, {depends}", local_day_time(next, r.timezone)))
+        let moved = match r.schedule.as_ref().and_then(|s| Some((s.jitter?, s.fire_of(next)))) {
+            Some((jitter, fire)) if fire != next => {
+                format!(" ({} moved by `jitter: {}`)", local_day_time(fire, r.timezone), humantime::format_duration(jitter.span))
+            }
+            _ => String::new(),
+        };
+        (Some(next), format!("{}{moved}, {depends}", local_day_time(next, r.timezone)))
     }
 }
 
@@ -324,16 +300,5 @@ fn ran_words(status: RunStatus) -> &'static str {
         RunStatus::TimedOut => "ran — timed out",
         RunStatus::Cancelled => "ran — cancelled",
         _ => "ran",
-    }
-}
-
-
-/// "01:10–07:55" within a day, else "Sat 28 Nov 01:10 – Mon 30 Nov 07:55".
-fn time_range(a: DateTime<Utc>, b: DateTime<Utc>, tz: Tz) -> String {
-    let (la, lb) = (a.with_timezone(&tz), b.with_timezone(&tz));
-    if la.date_naive() == lb.date_naive() {
-        format!("{}–{}", la.format("%H:%M"), lb.format("%H:%M"))
-    } else {
-        format!("{} – {}", local_day_time(a, tz), local_day_time(b, tz))
     }
 }

@@ -16,10 +16,9 @@ use crate::engine::Engine;
 use crate::error::Result;
 use crate::routine::{Routine, RoutineSet};
 use crate::run::{RunStatus, Trigger};
-use crate::store::{EventRow, Presence, PresenceEnd, RoutineEvent, RoutineRow, SlotRow};
+use crate::store::{EventRow, Presence, RoutineEvent, RoutineRow, SlotRow};
 use crate::words::{ser_opt_time, ser_time};
 use chrono::{DateTime, Duration as Span, Utc};
-use chrono_tz::Tz;
 use serde::Serialize;
 use std::borrow::Cow;
 
@@ -299,7 +298,4 @@ fn fate_word(f: Fate) -> &'static str {
     }
 }
 
-/// "Mon 30 Nov 09:00" in the routine's zone.
-pub fn local_day_time(t: DateTime<Utc>, tz: Tz) -> String {
-    t.with_timezone(&tz).format("%a %-d %b %H:%M").to_string()
-}
+pub use crate::words::local_day_time;
