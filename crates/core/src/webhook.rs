@@ -26,22 +26,10 @@ pub fn channel(name: &str) -> Channel {
     Channel::Webhook(name.to_string())
 }
 
-/// The outbox channels a final run owes: every webhook its routine lists (`listed`), plus those
-/// whose `on` takes it. Missed and skipped slots owe nothing here (see [`quiet_channels`]).
-pub fn channels_for(status: RunStatus, listed: &[String], settings: &Settings) -> Vec<Channel> {
-    if matches!(status, RunStatus::Missed | RunStatus::Skipped) {
-        return Vec::new();
-    }
-    owed(status.is_failure(), listed, settings)
-}
-
-/// The webhooks told of a slot that ended with nothing done (`notify_missed`): a routine's
-/// silence is news for the webhooks that hear of its failures.
-pub fn quiet_channels(listed: &[String], settings: &Settings) -> Vec<Channel> {
-    owed(true, listed, settings)
-}
-
-fn owed(failed: bool, listed: &[String], settings: &Settings) -> Vec<Channel> {
+/// The webhooks a final row owes a post: every one its routine lists (`listed`), plus those
+/// whose `on` takes it (`failed`: the row is a failure, or a slot that did nothing). What else a
+/// row owes is `engine::owed`'s rule.
+pub(crate) fn owed(failed: bool, listed: &[String], settings: &Settings) -> Vec<Channel> {
     let listed = |name: &str| listed.iter().any(|w| w == name);
     settings
         .webhooks

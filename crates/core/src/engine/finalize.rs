@@ -89,17 +89,17 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled 
     // A database hiccup (locked, disk full) must not lose the run: retry; if it still fails, say
     // so in words to whoever waits and keep trying in the background (the row stays open; if this
     // process ends first, recovery settles it from the run's files — its exit code is kept there).
-    // What the run owes: its finish notification and its webhooks. (Only runs that were queued
-    // settle here; a missed or skipped slot is written final by the scheduler's claim and owes
-    // nothing.)
-    let mut outbox: Vec<Channel> = crate::webhook::channels_for(settlement.status, &run.webhooks, &core.settings());
-    outbox.insert(0, Channel::Notify);
-    if run.pings {
-        outbox.push(Channel::Ping(crate::run::PingEvent::End));
-    }
-    if settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending) {
-        outbox.push(Channel::Push);
-    }
+    // What the run owes (its finish notification, webhooks, end ping, a pending push), by the
+    // rule a missed or skipped slot's row is written with too.
+    let row = super::owed::Final {
+        status: settlement.status,
+        reason: settlement.reason,
+        webhooks: &run.webhooks,
+        notify_missed: false,
+        pings: run.pings,
+        push_pending: settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending),
+    };
+    let outbox: Vec<Channel> = super::owed::owed(&row, &core.settings());
     let mut finalized = None;
     let mut last_error = None;
     for attempt in 0..5u32 {

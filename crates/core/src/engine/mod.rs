@@ -33,6 +33,7 @@ pub mod lanes;
 mod live;
 mod live_settings;
 mod lock;
+mod owed;
 pub(crate) mod presence;
 mod queue;
 mod recovery;

@@ -441,10 +441,11 @@ impl Pass<'_> {
             finished_at: Some(now),
             ..queued_row(self.core, r, &new_run_id(), Trigger::Schedule, Some(slot), now)
         };
-        // Nothing done for the slot (not made up by a later one): the routine wants it told.
-        if r.notify_missed && status.is_quiet_slot(reason) {
-            let mut owed = vec![crate::run::Channel::Notify];
-            owed.extend(crate::webhook::quiet_channels(&r.webhooks, &self.core.settings()));
+        // Nothing done for the slot (not made up by a later one): told if the routine wants it —
+        // by the rule every final row's outbox entries are written with.
+        let facts = super::owed::Final { status, reason, webhooks: &r.webhooks, notify_missed: r.notify_missed, pings: false, push_pending: false };
+        let owed = super::owed::owed(&facts, &self.core.settings());
+        if !owed.is_empty() {
             self.owes.insert(row.id.clone(), owed);
         }
         self.claims.push(row);
