@@ -626,6 +626,10 @@ async fn an_outage_is_tried_again_and_a_retry_still_waiting_at_the_next_slot_is_
     let second = waiting(2).unwrap();
     assert_eq!(second.id, first.id, "the same run");
     assert!(second.due_at.unwrap() >= at("2026-12-02T09:03:36Z"), "{second:?}");
+    // `why` says what the slot's run waits for.
+    let why = |days| nightshift_core::view::why::why(&r.engine, "nightly", days).unwrap();
+    let line = why(1).lines.into_iter().find(|l| l.at == at("2026-12-02T09:00:00Z")).unwrap();
+    assert!(line.sentence.starts_with("queued — api unavailable on try 2; try 3 of 3 at "), "{}", line.sentence);
     // The next slot comes while it waits (the machine was busy elsewhere, say): that slot runs.
     r.tick_at(at("2026-12-02T10:00:00Z")).await;
     let rows = || r.rows("nightly");
@@ -635,6 +639,8 @@ async fn an_outage_is_tried_again_and_a_retry_still_waiting_at_the_next_slot_is_
     assert!(old.message.as_deref().unwrap().ends_with("not tried again: superseded by the run for 2026-12-02 10:00 UTC"), "{old:?}");
     assert_eq!(old.attempts.len(), 2, "its tries are kept: {old:?}");
     assert!(rows().iter().any(|x| x.id != first.id && x.scheduled_for == Some(at("2026-12-02T10:00:00Z"))), "{:?}", rows());
+    let line = why(1).lines.into_iter().find(|l| l.at == at("2026-12-02T09:00:00Z")).unwrap();
+    assert_eq!(line.sentence, "ran — failed after a retry; not tried again: superseded by the run for 2026-12-02 10:00 UTC");
 }
 
 /// `catchup: 1h`: after a 3-hour sleep the 02:00 report is not worth running; after a

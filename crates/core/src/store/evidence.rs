@@ -50,6 +50,9 @@ pub struct SlotRow {
     pub message: Option<String>,
     pub started_at: Option<DateTime<Utc>>,
     pub duration_ms: Option<i64>,
+    /// Its tries, when there was more than one (a retry, a wait for a limit's reset, failover);
+    /// empty otherwise.
+    pub attempts: Vec<crate::run::Attempt>,
 }
 
 impl Store {
@@ -148,6 +151,7 @@ impl Store {
                 message: None,
                 started_at: None,
                 duration_ms: r.get(5)?,
+                attempts: Vec::new(),
             });
         }
         drop(q);
@@ -163,6 +167,8 @@ impl Store {
             if let Some(row) = rows.get_mut(at).filter(|row| row.slot == slot) {
                 row.message = r.get(1)?;
                 row.started_at = r.get_ref(2)?.as_str_or_null().map_err(rusqlite::Error::from)?.and_then(parse_time);
+                let attempts = r.get_ref(3)?.as_str_or_null().map_err(rusqlite::Error::from)?.unwrap_or("[]");
+                row.attempts = serde_json::from_str(attempts).unwrap_or_default();
             }
         }
         Ok(rows)
@@ -180,8 +186,10 @@ pub(crate) const SLOT_ROWS: &str = "SELECT scheduled_for, id, status, reason, tr
      WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3 ORDER BY scheduled_for DESC";
 
 /// What only some rows' sentences need, read from the table for those rows alone.
-pub(crate) const SLOT_DETAILS: &str = "SELECT scheduled_for, message, started_at FROM runs INDEXED BY runs_slot_facts
-     WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3 AND (status IN ('skipped', 'blocked') OR trigger = 'catchup')
+/// (Rows with more than one try are told by the index's `retried`, not by reading every row.)
+pub(crate) const SLOT_DETAILS: &str = "SELECT scheduled_for, message, started_at, attempts FROM runs INDEXED BY runs_slot_facts
+     WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3
+       AND (status IN ('skipped', 'blocked', 'queued') OR trigger = 'catchup' OR retried = 1)
      ORDER BY scheduled_for DESC";
 
 fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {

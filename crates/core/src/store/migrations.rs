@@ -194,9 +194,15 @@ pub const MIGRATIONS: &[&str] = &[
     "#,
     // 14: a queued run that waits for a time — a retry's backoff, a rate limit's reset — is not
     // started before `not_before_ms` (NULL: as soon as a lane is free); `wait_for_limit`: a
-    // manual run that was asked to wait out a limit (`run --wait-for-limit`).
+    // manual run that was asked to wait out a limit (`run --wait-for-limit`). `retried`: the run
+    // took more than one try (its `attempts` are not empty) — kept as a column so `why` finds
+    // such slots in its index alone (SQLite reads an indexed expression from the table).
     r#"
     ALTER TABLE runs ADD COLUMN not_before_ms INTEGER;
     ALTER TABLE runs ADD COLUMN wait_for_limit INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN retried INTEGER NOT NULL DEFAULT 0;
+    UPDATE runs SET retried = 1 WHERE attempts <> '[]';
+    DROP INDEX runs_slot_facts;
+    CREATE INDEX runs_slot_facts ON runs(routine, scheduled_for, status, trigger, reason, duration_ms, id, retried) WHERE scheduled_for IS NOT NULL;
     "#,
 ];

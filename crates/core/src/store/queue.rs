@@ -140,7 +140,7 @@ impl Store {
     pub fn requeue_until(&self, id: &str, owner: (u32, &str), attempts: &[crate::run::Attempt], due: DateTime<Utc>, note: &str) -> Result<bool> {
         let attempts = serde_json::to_string(attempts).unwrap_or_else(|_| "[]".into());
         let changed = self.conn().prepare_cached(
-            "UPDATE runs SET status = 'queued', not_before_ms = ?2, attempts = ?3, message = ?4, pid = NULL, pid_start = NULL,
+            "UPDATE runs SET status = 'queued', not_before_ms = ?2, attempts = ?3, retried = (?3 <> '[]'), message = ?4, pid = NULL, pid_start = NULL,
                  remote = NULL
              WHERE id = ?1 AND status = 'running' AND owner_pid = ?5 AND owner_start = ?6",
         )?

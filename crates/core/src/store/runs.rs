@@ -182,7 +182,7 @@ impl Store {
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         let changed = tx.prepare_cached(
             "UPDATE runs SET status = ?2, reason = ?3, message = ?4, exit_code = ?5, account = ?6, resets_at = ?7,
-                 attempts = ?8, finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13,
+                 attempts = ?8, retried = (?8 <> '[]'), finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13,
                  notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END, changes = ?16, worktree = ?17,
                  input_tokens = ?18, output_tokens = ?19, cache_read_tokens = ?20, cache_write_tokens = ?21, model = ?22
              WHERE id = ?1 AND (status = 'queued' OR (status = 'running' AND NOT ?15))",

@@ -105,6 +105,9 @@ impl Evidence<'_> {
     pub(super) fn of_row(&self, row: SlotRow) -> SlotLine {
         let message = row.message.as_deref().unwrap_or("");
         let (fate, sentence): (Fate, Cow<'static, str>) = match row.status {
+            // What it waits for: a free lane, or a time (a retry's backoff, a limit's reset).
+            RunStatus::Queued if message.starts_with("queued") => (Fate::Ran, message.to_string().into()),
+            RunStatus::Queued if !message.is_empty() => (Fate::Ran, format!("queued — {message}").into()),
             RunStatus::Queued => (Fate::Ran, "queued — waiting for a free lane".into()),
             RunStatus::Running => (Fate::Ran, "running now".into()),
             RunStatus::Missed => {
@@ -121,8 +124,9 @@ impl Evidence<'_> {
             done if row.trigger == Trigger::Catchup => {
                 let when = row.started_at.map(|t| format!(" at {}", local_day_time(t, self.r.timezone))).unwrap_or_default();
                 let why = self.absence(row.slot).map(|a| format!(" — {a}")).unwrap_or_default();
-                (Fate::CaughtUp, format!("caught up later{when} as run {} ({}){why}", row.id, status_words(done)).into())
+                (Fate::CaughtUp, format!("caught up later{when} as run {} ({}{}){why}", row.id, status_words(done), tries_words(&row.attempts, message)).into())
             }
+            done if !row.attempts.is_empty() => (Fate::Ran, format!("{}{}", ran_words(done), tries_words(&row.attempts, message)).into()),
             done => (Fate::Ran, Cow::Borrowed(ran_words(done))),
         };
         let tone = tone(fate, Some(row.status));
@@ -293,6 +297,32 @@ fn status_words(status: RunStatus) -> &'static str {
     }
 }
 
+/// How a run that took more than one try got there — " after a retry", " after 2 retries",
+/// " after waiting for the limit", " after failing over to another account" — and, when it was not
+/// tried again although it could have been, why ("; not retried: the next try … would come after
+/// the next slot …"), as its message says it. (`attempts` holds every try, the last included; a
+/// try led to the next one after a wait when it has `next_at`, at once — failover — when not.)
+fn tries_words(attempts: &[crate::run::Attempt], message: &str) -> String {
+    let led_on = &attempts[..attempts.len().saturating_sub(1)];
+    let waited = |a: &&crate::run::Attempt| a.next_at.is_some() && a.reason == Some(crate::run::Reason::RateLimited);
+    let waits = led_on.iter().filter(waited).count();
+    let retries = led_on.iter().filter(|a| a.next_at.is_some()).count() - waits;
+    let mut words = match (waits, retries) {
+        (0, 0) if !led_on.is_empty() => " after failing over to another account".to_string(),
+        (0, 0) => String::new(),
+        (0, 1) => " after a retry".to_string(),
+        (0, n) => format!(" after {n} retries"),
+        (_, 0) => " after waiting for the limit".to_string(),
+        (_, n) => format!(" after waiting for the limit and {n} retr{}", if n == 1 { "y" } else { "ies" }),
+    };
+    let notes = ["not retried: ", "not tried again: ", "not waited for: ", "not waited for again: "];
+    if let Some(at) = notes.iter().filter_map(|n| message.find(n)).min() {
+        words += "; ";
+        words += &message[at..];
+    }
+    words
+}
+
 fn ran_words(status: RunStatus) -> &'static str {
     match status {
         RunStatus::Completed => "ran — succeeded",
@@ -300,5 +330,31 @@ fn ran_words(status: RunStatus) -> &'static str {
         RunStatus::TimedOut => "ran — timed out",
         RunStatus::Cancelled => "ran — cancelled",
         _ => "ran",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tries_words;
+    use crate::run::{Attempt, Reason, RunStatus};
+
+    fn try_(reason: Option<Reason>, waited: bool) -> Attempt {
+        let status = if reason.is_some() { RunStatus::Failed } else { RunStatus::Completed };
+        Attempt { account: None, status, reason, message: None, resets_at: None, started_at: None, finished_at: None, next_at: waited.then(chrono::Utc::now) }
+    }
+
+    #[test]
+    fn how_a_run_got_there_in_words() {
+        let api = Some(Reason::ApiUnavailable);
+        let limit = Some(Reason::RateLimited);
+        assert_eq!(tries_words(&[try_(api, true), try_(None, false)], ""), " after a retry");
+        assert_eq!(tries_words(&[try_(api, true), try_(api, true), try_(None, false)], ""), " after 2 retries");
+        assert_eq!(tries_words(&[try_(limit, true), try_(None, false)], ""), " after waiting for the limit");
+        assert_eq!(tries_words(&[try_(limit, true), try_(api, true), try_(None, false)], ""), " after waiting for the limit and 1 retry");
+        assert_eq!(tries_words(&[try_(limit, false), try_(None, false)], ""), " after failing over to another account");
+        // The last try waited for a next one that never came: said by the message's note.
+        let note = "API Error: 529; not retried: the next try (03:05:00 UTC) would come after the next slot (03:00:00 UTC), which runs instead";
+        assert_eq!(tries_words(&[try_(api, true), try_(api, false)], note), " after a retry; not retried: the next try (03:05:00 UTC) would come after the next slot (03:00:00 UTC), which runs instead");
+        assert_eq!(tries_words(&[], ""), "");
     }
 }
