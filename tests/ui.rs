@@ -504,3 +504,41 @@ async fn history_keeps_its_place_while_events_arrive() {
     close(c).await;
     drop(driver);
 }
+
+/// A run that waits for its retry is a row of its own: its detail says when it starts and why,
+/// lists the try it made with when the next is due, History shows it waiting, and Cancel drops
+/// it — its try kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_its_retry_shows_its_tries_and_is_cancelled_from_the_window() {
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
+    let home = &scene.home;
+    // A command that fails; `retries: 1` asks for a second try an hour (±20 %) later.
+    std::fs::write(home.join("routines/flaky.yaml"), "name: flaky\nschedule: \"0 3 1 1 *\"\ncommand: \"exit 3\"\nretries: 1\nretry_backoff: 1h\nnotify: never\n").unwrap();
+    let Some((driver, c)) = scene.open(&[]).await else { return };
+    text(&c, "#routines tr[data-routine='flaky']").await;
+    let id = run_now_from_routines(&c, "flaky").await;
+    let starts = until(&c, "the run to wait for its retry", "const d = [...document.querySelectorAll('#run-facts dt')].find(dt => dt.textContent === 'Starts at'); return d ? d.nextElementSibling.textContent : null", 20).await;
+    let starts = starts.as_str().unwrap();
+    assert!(starts.contains("(waiting: exit nonzero on try 1; try 2 of 2 at "), "{starts}");
+    let tries = js(&c, "return [...document.querySelectorAll('#run-attempts ol.attempts li')].map(li => li.textContent)").await;
+    let tries = tries.as_array().unwrap();
+    assert_eq!(tries.len(), 1, "{tries:?}");
+    assert!(tries[0].as_str().unwrap().contains("exit nonzero") && tries[0].as_str().unwrap().contains("next try at "), "{tries:?}");
+    screenshot(&c, "ui-run-waiting-for-retry.png").await;
+    // History: the row waits, saying until when (and why, on hover).
+    go(&c, "#/history").await;
+    let row = until(&c, "the waiting row in History", &format!("const s = document.querySelector(\"#history-rows tr[data-id='{id}'] .waiting\"); return s ? [s.textContent, s.title] : null"), 15).await;
+    assert!(row[0].as_str().unwrap().starts_with("waiting until "), "{row}");
+    assert!(row[1].as_str().unwrap().starts_with("exit nonzero on try 1; try 2 of 2 at "), "{row}");
+    // Cancelled from its detail: final, the try it made kept.
+    go(&c, &format!("#/run/{id}")).await;
+    click(&c, "#cancel-run").await;
+    wait_status(&c, "cancelled", 20).await;
+    let kept = until(&c, "the kept try", "return document.querySelectorAll('#run-attempts ol.attempts li').length", 10).await;
+    assert_eq!(kept, json!(1));
+    let record = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap().get_run(&id).unwrap();
+    assert_eq!((record.status, record.attempts.len()), (nightshift_core::run::RunStatus::Cancelled, 1), "{record:?}");
+    close(c).await;
+    drop(driver);
+}
+

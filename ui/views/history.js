@@ -189,7 +189,14 @@ export function mount(root, params, ui) {
       { dataset: { id: run.id, status: run.status }, class: "clickable", onclick: (ev) => ev.target.closest("a") || ui.go(`#/run/${run.id}`) },
       h("td", {}, h("a", { href: `#/run/${run.id}` }, run.routine)),
       h("td", {}, trigger(run.trigger)),
-      h("td", {}, badge(run.status), run.reason ? h("span", { class: "reason" }, reasonText(run.reason)) : null),
+      h(
+        "td",
+        {},
+        badge(run.status),
+        run.reason ? h("span", { class: "reason" }, reasonText(run.reason)) : null,
+        // A run that waits for a time (a retry's backoff, a limit's reset) says until when, and why.
+        run.status === "queued" && run.due_at ? h("span", { class: "reason waiting", title: run.message ?? "" }, `waiting until ${when(run.due_at)}`) : null,
+      ),
       h("td", { title: full(run.started_at ?? run.scheduled_for) }, when(run.started_at ?? run.scheduled_for)),
       h("td", { class: "num" }, duration(run.duration_ms)),
       h("td", { class: "wide" }, run.account ?? "—"),

@@ -105,8 +105,9 @@ export function mount(root, params, ui) {
       fact("Run id", r.id),
     );
 
-    // Every try once there was more than one (failover, a retry, a wait for a limit's reset).
-    if (r.attempts.length > 1 || (r.attempts.length > 0 && r.status === "queued")) {
+    // Every try once there was more than one (failover, a retry, a wait for a limit's reset) or
+    // one that waited for the next (a waiting run, or one cancelled while it waited).
+    if (r.attempts.length > 1 || r.attempts.some((a) => a.next_at)) {
       const when = (a) => [a.started_at && full(a.started_at), a.next_at && `next try at ${full(a.next_at)}`].filter(Boolean).join(" · ");
       replace(
         attempts,
