@@ -141,8 +141,10 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     // --- New: an agent routine with an account, tried out: saved disabled, run now.
     go(&c, "#/new").await;
     until(&c, "the form", "return document.querySelectorAll('#f-account option').length === 2", 10).await;
-    // A fresh form is not a page of errors; Save says what is missing.
-    assert_eq!(js(&c, "return [...document.querySelectorAll('.field-problem')].filter(p => p.textContent).length").await, json!(0));
+    // A fresh form is not a page of errors; Save says what is missing. (Clicked once the form's
+    // first check has answered: its preview then fills in and moves Save down — a click while
+    // that happens lands on whatever moved under it, and nothing is saved or said.)
+    no_problems(&c).await;
     click(&c, "#save-routine").await;
     problem(&c, "name", "give the routine a name").await;
     problem(&c, "prompt", "an agent routine needs a `prompt`").await;
@@ -198,12 +200,22 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     assert!(js(&c, "return document.querySelectorAll('#gutter .bad').length").await == json!(1));
     assert_eq!(js(&c, "return document.getElementById('edit-save').disabled").await, json!(true));
     screenshot(&c, "ui-edit-routine.png").await;
-    let edited = COMMENTED.replace("echo one", "echo two");
+    // A warning (a key agents-cli writes) is shown at its line and does not block saving.
+    let edited = format!("{}sandbox: false\n", COMMENTED.replace("echo one", "echo two"));
     set(&c, "#routine-text", &edited).await;
-    until(&c, "Save enabled", "return !document.getElementById('edit-save').disabled", 10).await;
+    let warned = until(&c, "the warning", "const li = document.querySelector('#edit-problems li[data-severity=warning]'); return li && !document.getElementById('edit-save').disabled && [li.dataset.line, li.textContent]", 10).await;
+    assert_eq!(warned[0], json!(edited.lines().count().to_string()), "{warned}");
+    assert!(warned[1].as_str().unwrap().contains("warning: `sandbox` is ignored"), "{warned}");
+    assert_eq!(js(&c, "return [document.querySelectorAll('#gutter .warn').length, document.querySelectorAll('#gutter .bad').length]").await, json!([1, 0]));
     click(&c, "#edit-save").await;
     until(&c, "saved", "return document.getElementById('edit-status').textContent.startsWith('Saved')", 10).await;
     assert_eq!(file(home, "tidy.yaml"), edited, "the comments are still there");
+    // The Routines view lists the warning under the routine.
+    go(&c, "#/routines").await;
+    let listed = until(&c, "the warning in the list", "const w = document.querySelector(\"#routines tr[data-routine='tidy'] ul.warnings li\"); return w && w.textContent", 10).await;
+    assert!(listed.as_str().unwrap().contains("warning: `sandbox` is ignored"), "{listed}");
+    go(&c, "#/edit/tidy").await;
+    until(&c, "the file in the editor again", &format!("return document.getElementById('routine-text').value === {}", json!(edited)), 10).await;
 
     // A change on disk meanwhile (a sync): the save is refused with a clear choice.
     let theirs = edited.replace("at three", "three o'clock");
