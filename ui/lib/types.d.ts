@@ -138,7 +138,7 @@ export type Diagnostic = {
 /**
  * The file as the user should see it (relative to the home when inside it).
  */
-file: string, line: number, col: number, message: string, };
+file: string, line: number, col: number, message: string, severity: Severity, };
 
 /**
  * What one routine's run directories take on disk.
@@ -466,7 +466,12 @@ quiet: string | null,
 /**
  * file:line:col problems of an invalid file.
  */
-errors: Array<string>, };
+errors: Array<string>, 
+/**
+ * file:line:col: warning: … — what the file says that the routine runs without, or takes
+ * another way than written (valid and invalid files alike).
+ */
+warnings: Array<string>, };
 
 /**
  * A routine file's text as the editor opens it.
@@ -572,6 +577,11 @@ export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_o
  * One group's values, one per day of the report (oldest first).
  */
 export type Series = { key: string, values: Array<number | null>, };
+
+/**
+ * How bad a problem in a routine file is.
+ */
+export type Severity = "error" | "warning";
 
 /**
  * One slot — or several neighbouring slots with the same fate and no run — in words.

@@ -36,10 +36,14 @@ export function mount(root, params, ui) {
     list,
   );
 
+  /** The problems that block saving (warnings are said, never blocking). */
+  const errors = () => problems.filter((p) => p.severity === "error");
+
   function numberLines() {
-    const bad = new Set(problems.map((p) => p.line));
+    const bad = new Set(errors().map((p) => p.line));
+    const warned = new Set(problems.filter((p) => p.severity === "warning").map((p) => p.line));
     const count = text.value.split("\n").length;
-    replace(gutter, Array.from({ length: count }, (_, i) => h("span", { class: bad.has(i + 1) ? "bad" : "" }, `${i + 1}\n`)));
+    replace(gutter, Array.from({ length: count }, (_, i) => h("span", { class: bad.has(i + 1) ? "bad" : warned.has(i + 1) ? "warn" : "" }, `${i + 1}\n`)));
     gutter.scrollTop = text.scrollTop;
   }
 
@@ -59,13 +63,21 @@ export function mount(root, params, ui) {
     replace(
       list,
       problems.map((p) =>
-        h("li", { dataset: { line: p.line, col: p.col } }, h("button", { class: "link", onclick: () => jump(p.line, p.col) }, `${p.line}:${p.col}`), " ", p.message),
+        h(
+          "li",
+          { dataset: { line: p.line, col: p.col, severity: p.severity }, class: p.severity },
+          h("button", { class: "link", onclick: () => jump(p.line, p.col) }, `${p.line}:${p.col}`),
+          " ",
+          p.severity === "warning" ? h("strong", {}, "warning: ") : null,
+          p.message,
+        ),
       ),
     );
     numberLines();
     const dirty = source && text.value !== source.text;
-    save.disabled = !dirty || problems.length > 0;
-    if (problems.length) state.textContent = `${problems.length} problem${problems.length === 1 ? "" : "s"} — the file on disk is unchanged until they are fixed and saved.`;
+    const blocking = errors().length;
+    save.disabled = !dirty || blocking > 0;
+    if (blocking) state.textContent = `${blocking} problem${blocking === 1 ? "" : "s"} — the file on disk is unchanged until they are fixed and saved.`;
     else state.textContent = dirty ? "Unsaved changes." : "";
   }
 

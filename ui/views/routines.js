@@ -159,7 +159,7 @@ export function mount(root, params, ui) {
     if (!r.valid) {
       tr.append(
         name,
-        h("td", { colspan: 4 }, badge("invalid"), h("ul", { class: "errors" }, r.errors.map((e) => h("li", {}, h("code", {}, e))))),
+        h("td", { colspan: 4 }, badge("invalid"), h("ul", { class: "errors" }, r.errors.map((e) => h("li", {}, h("code", {}, e)))), warningList(r)),
         h("td", { class: "actions" }, edit, more(["remove", "Remove…"])),
       );
       return tr;
@@ -176,13 +176,18 @@ export function mount(root, params, ui) {
     const toggle = h("button", { onclick: () => setPaused(r.name, !paused) }, paused ? "Resume" : "Pause");
     tr.append(
       name,
-      h("td", {}, r.schedule_words, h("div", { class: "muted small" }, h("code", {}, r.schedule ?? "")), h("div", { class: "strip-cell" })),
+      h("td", {}, r.schedule_words, h("div", { class: "muted small" }, h("code", {}, r.schedule ?? "")), h("div", { class: "strip-cell" }), warningList(r)),
       h("td", {}, next),
       h("td", {}, last, quiet),
       h("td", {}, stateBadge, r.paused_reason ? h("div", { class: "muted small" }, r.paused_reason) : null),
       h("td", { class: "actions" }, runNow, toggle, edit, more(["duplicate", "Duplicate…"], ["rename", "Rename…"], ["remove", "Remove…"])),
     );
     return tr;
+  }
+
+  /** What the file says that the routine runs without, or takes another way (never blocking). */
+  function warningList(r) {
+    return r.warnings.length ? h("ul", { class: "warnings small" }, r.warnings.map((w) => h("li", {}, h("code", {}, w)))) : null;
   }
 
   async function runNowClicked(name, button) {

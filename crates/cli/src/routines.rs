@@ -282,6 +282,9 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
             eprintln!("error: {e}");
         }
     }
+    for w in rows.iter().flat_map(|r| &r.warnings) {
+        eprintln!("{w}");
+    }
     Ok(Outcome::Ok)
 }
 
@@ -294,18 +297,30 @@ fn validate(engine: &Engine, files: Vec<PathBuf>) -> Result<Outcome, Error> {
                 return Err(Error::new(ErrorCode::Usage, format!("{}: no such file", f.display())));
             }
         }
-        nightshift_core::routine::check_webhooks(load_files(engine.home(), &files), &engine.settings(), engine.home())
+        nightshift_core::routine::with_settings(load_files(engine.home(), &files), &engine.settings(), engine.home())
     };
     let problems: Vec<String> = set.diagnostics().map(ToString::to_string).collect();
-    for p in &problems {
-        eprintln!("error: {p}");
+    // Errors and warnings in one list, in file order; a warning says so itself ("…: warning: …").
+    let mut said: Vec<&nightshift_core::routine::Diagnostic> = set.diagnostics().chain(set.warnings()).collect();
+    said.sort_by(|a, b| (&a.file, a.line, a.col).cmp(&(&b.file, b.line, b.col)));
+    for d in &said {
+        match d.severity {
+            nightshift_core::routine::Severity::Error => eprintln!("error: {d}"),
+            nightshift_core::routine::Severity::Warning => eprintln!("{d}"),
+        }
     }
+    let warnings = set.warnings().count();
+    let warned = match warnings {
+        0 => String::new(),
+        1 => ", 1 warning".to_string(),
+        n => format!(", {n} warnings"),
+    };
     let (ok, bad) = (set.routines.len(), set.invalid.len());
     if bad > 0 {
-        eprintln!("{ok} valid, {bad} invalid ({} problem{})", problems.len(), if problems.len() == 1 { "" } else { "s" });
+        eprintln!("{ok} valid, {bad} invalid ({} problem{}{warned})", problems.len(), if problems.len() == 1 { "" } else { "s" });
         return Ok(Outcome::Invalid);
     }
-    println!("✓ {ok} routine{} valid", if ok == 1 { "" } else { "s" });
+    println!("✓ {ok} routine{} valid{warned}", if ok == 1 { "" } else { "s" });
     Ok(Outcome::Ok)
 }
 

@@ -24,6 +24,33 @@ fn validate_prints_every_problem_as_file_line_col_and_exits_2() {
     assert_eq!(stdout(&out), "✓ 1 routine valid\n");
 }
 
+/// A warning is located like an error and never blocks: `validate` exits 0 with only warnings,
+/// 2 when an error comes with them; `routines list --json` carries both per routine.
+#[test]
+fn warnings_are_located_listed_and_never_block() {
+    let th = TestHome::new();
+    th.routine("synced", "schedule: \"0 8 * * 1\"\ncommand: echo hi\nsandbox: false\ntimeout: 45\n");
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stderr(&out),
+        "routines/synced.yaml:3:1: warning: `sandbox` is ignored: agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout\n\
+         routines/synced.yaml:4:10: warning: `timeout: 45` has no unit: taken as 45 seconds; write 45s (or 10m, 1h) to say so\n"
+    );
+    assert_eq!(stdout(&out), "✓ 1 routine valid, 2 warnings\n");
+    let listed = json(&ctl(&th).args(["routines", "list", "--json"]).output().unwrap());
+    let row = &listed.as_array().unwrap()[0];
+    assert_eq!((row["valid"].as_bool(), row["errors"].as_array().unwrap().len(), row["warnings"].as_array().unwrap().len()), (Some(true), 0, 2), "{row:#}");
+    th.routine("broken", "schedule: \"0 8 * * 1\"\ncommand: echo hi\nworkflow: [a]\ncreatedAt: today\n");
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let said = stderr(&out);
+    let lines: Vec<&str> = said.lines().collect();
+    assert!(lines[0].starts_with("error: routines/broken.yaml:3:1: `workflow` (several steps in one routine) is not supported"), "{lines:#?}");
+    assert!(lines[1].starts_with("routines/broken.yaml:4:1: warning: `createdAt` is ignored"), "{lines:#?}");
+    assert_eq!(*lines.last().unwrap(), "1 valid, 1 invalid (1 problem, 3 warnings)");
+}
+
 #[test]
 fn validate_named_files() {
     let th = TestHome::new();

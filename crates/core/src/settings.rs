@@ -57,6 +57,24 @@ pub struct Settings {
     /// counted with them, the kept worktrees of settled runs (the oldest removed early — its
     /// branch stays — to make room for a run that starts).
     pub max_worktrees: u64,
+    /// `[defaults]`: what a routine that does not set a key gets.
+    pub defaults: RoutineDefaults,
+}
+
+/// `[defaults]` in nightshift.toml.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoutineDefaults {
+    /// `timeout` of routines without one (a duration: 90s, 30m, 2h; Nightshift's own default is
+    /// 10m).
+    pub timeout: Option<String>,
+}
+
+impl RoutineDefaults {
+    /// The default timeout, when set (checked when the settings were loaded).
+    pub fn timeout(&self) -> Option<Duration> {
+        self.timeout.as_deref().and_then(|t| humantime::parse_duration(t.trim()).ok())
+    }
 }
 
 /// One `[hosts.<name>]` entry (the name as routines write it in `host:`).
@@ -159,6 +177,7 @@ impl Default for Settings {
             min_free_memory_mb: 512,
             keep_awake: true,
             max_worktrees: 20,
+            defaults: RoutineDefaults::default(),
         }
     }
 }
@@ -212,6 +231,18 @@ impl Settings {
             if !(range.0..=range.1).contains(&value) {
                 let at = value_offset(text, key).unwrap_or(0);
                 return Err(located(at, &format!("`{key}` must be between {} and {} (found {value})", range.0, range.1)));
+            }
+        }
+        if let Some(text_value) = &settings.defaults.timeout {
+            let bad = match humantime::parse_duration(text_value.trim()) {
+                Ok(d) if d.is_zero() => Some("must be longer than zero".to_string()),
+                Ok(d) if d > crate::routine::MAX_DURATION => Some("is longer than the longest allowed, 7 days".to_string()),
+                Ok(_) => None,
+                Err(e) => Some(format!("is not a duration ({e}; examples: 90s, 30m, 2h)")),
+            };
+            if let Some(bad) = bad {
+                let at = text.find(text_value.as_str()).unwrap_or(0);
+                return Err(located(at, &format!("`[defaults] timeout = \"{text_value}\"` {bad}")));
             }
         }
         // `command` is a word of runs, not an agent CLI with a login or an executable to find.

@@ -3,7 +3,7 @@
 
 use nightshift_core::routine::{load_dir, AccountChoice, Action, Mode, NotifyPolicy};
 use nightshift_core::words::Agent;
-use nightshift_core::Home;
+use nightshift_core::{EngineOptions, Home};
 use nightshift_testkit::TestHome;
 use std::time::Duration;
 
@@ -67,7 +67,7 @@ fn every_problem_in_a_file_is_reported_with_its_position() {
     let th = TestHome::new();
     th.routine(
         "x",
-        "schedule: \"61 9 * * *\"\ntimezone: Mars/Olympus\nagent: claud\nshedule: x\ntimeout: 5\nmode: yolo\n",
+        "schedule: \"61 9 * * *\"\ntimezone: Mars/Olympus\nagent: claud\nshedule: x\ntimeout: soon\nmode: yolo\n",
     );
     let msgs = messages(&th);
     let expect = [
@@ -75,7 +75,7 @@ fn every_problem_in_a_file_is_reported_with_its_position() {
         "routines/x.yaml:2:11: unknown time zone \"Mars/Olympus\"",
         "routines/x.yaml:3:8: unknown agent \"claud\" (expected claude, codex, gemini); did you mean \"claude\"?",
         "routines/x.yaml:4:1: unknown key `shedule`; did you mean `schedule`?",
-        "routines/x.yaml:5:10: `timeout: 5` has no unit",
+        "routines/x.yaml:5:10: invalid duration \"soon\" for `timeout`",
         "routines/x.yaml:6:7: unknown mode \"yolo\"",
     ];
     for e in expect {
@@ -287,8 +287,38 @@ fn placements_that_cannot_work_are_refused_where_they_are_written() {
         "routines/option.yaml:3:7: \"-oProxyCommand=x\" is not an SSH host",
         "routines/cwd.yaml:4:1: `cwd` is a directory on this machine; a run on a host works in `remote_cwd:`",
         "routines/stray.yaml:3:1: `remoteCwd` only applies to a routine placed on another machine",
-        "routines/contradiction.yaml:4:15: `hostStrategy: local` runs on this machine",
     ] {
         assert!(msgs.iter().any(|m| m.starts_with(expected)), "missing {expected:?} in {msgs:#?}");
     }
+    // `hostStrategy: local` with `host:` runs here, as agents-cli does: said, not refused.
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let here = set.get("contradiction").expect("valid");
+    assert!(here.placement.is_none());
+    assert!(here.warnings[0].to_string().starts_with("routines/contradiction.yaml:4:15: warning: `hostStrategy: local` runs it on this machine"), "{:?}", here.warnings);
+}
+
+/// `[defaults] timeout` is the timeout of routines that set none; a routine's own wins; a bad
+/// default is an error at its line.
+#[test]
+fn the_default_timeout_applies_to_routines_without_one() {
+    let th = TestHome::new();
+    th.routine("plain", "schedule: \"0 3 * * *\"\ncommand: \"true\"\n");
+    th.routine("own", "schedule: \"0 3 * * *\"\ncommand: \"true\"\ntimeout: 5m\n");
+    let engine = EngineOptions::for_test(th.path()).settings("[defaults]\ntimeout = \"45m\"\n").open();
+    let set = engine.routines();
+    assert_eq!(set.get("plain").unwrap().timeout, std::time::Duration::from_secs(45 * 60));
+    assert_eq!(set.get("own").unwrap().timeout, std::time::Duration::from_secs(5 * 60));
+    std::fs::write(th.path().join("nightshift.toml"), "[defaults]\ntimeout = \"soon\"\n").unwrap();
+    let err = nightshift_core::settings::Settings::load(&th.path().join("nightshift.toml")).unwrap_err();
+    assert!(err.message.ends_with("nightshift.toml:2:12: `[defaults] timeout = \"soon\"` is not a duration (expected number at 0; examples: 90s, 30m, 2h)"), "{}", err.message);
+}
+
+/// `devices:` names are compared as agents-cli compares host names: without case or domain.
+#[test]
+fn devices_match_the_machine_without_case_or_domain() {
+    let th = TestHome::new();
+    th.routine("studio-only", "schedule: \"0 3 * * *\"\ncommand: \"true\"\ndevices: [Studio.local]\n");
+    let engine = EngineOptions::for_test(th.path()).settings("device_name = \"studio\"\n").open();
+    let r = engine.routines().get("studio-only").cloned().unwrap();
+    assert!(r.runs_on("studio") && r.runs_on("STUDIO.lan") && !r.runs_on("laptop"));
 }

@@ -701,3 +701,23 @@ async fn overlap_queue_waits_behind_the_running_run_and_replace_cancels_it() {
     r.settle().await;
     assert_eq!(r.rows("queued").iter().filter(|x| x.status == RunStatus::Completed).count(), 2);
 }
+
+/// `runOnce: true` (agents-cli): the schedule's first fire after the routine appeared is its
+/// only one — later slots fire nothing, and the overview shows no next fire once it ran.
+#[tokio::test]
+async fn a_run_once_routine_fires_its_first_slot_only() {
+    let r = rig(&[("once", "schedule: \"0 * * * *\"\ntimezone: UTC\ncommand: \"true\"\nrunOnce: true\n")], at("2026-11-30T09:30:00Z"));
+    r.tick_at(at("2026-11-30T09:30:00Z")).await;
+    let overview = || nightshift_core::view::routines::overview(&r.engine, r.clock.now_utc()).unwrap().into_iter().find(|o| o.name == "once").unwrap();
+    assert_eq!(overview().next_fire, Some(at("2026-11-30T10:00:00Z")));
+    assert_eq!(r.tick_at(at("2026-11-30T10:00:00Z")).await.fired.len(), 1);
+    r.settle().await;
+    for t in ["2026-11-30T11:00:00Z", "2026-11-30T12:00:00Z", "2026-12-01T09:00:00Z"] {
+        let report = r.tick_at(at(t)).await;
+        assert_eq!((report.fired.len(), report.missed), (0, 0), "{t}");
+    }
+    let rows = r.rows("once");
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!((rows[0].status, rows[0].scheduled_for), (RunStatus::Completed, Some(at("2026-11-30T10:00:00Z"))));
+    assert_eq!(overview().next_fire, None, "its one slot came");
+}

@@ -116,7 +116,7 @@ impl Catalog {
                 return Arc::clone(set);
             }
         }
-        let set = Arc::new(routine::check_webhooks(routine::load_files(home, &files), settings, home));
+        let set = Arc::new(routine::with_settings(routine::load_files(home, &files), settings, home));
         *cached = Some((fingerprint, Arc::clone(settings), Arc::clone(&set)));
         release_parse_garbage();
         set
@@ -181,5 +181,5 @@ fn load_named(home: &Home, settings: &Settings, named: &[(PathBuf, String)], wan
     let mut names: Vec<String> = named.iter().map(|(_, n)| n.clone()).collect();
     names.sort();
     names.dedup();
-    Found { set: Arc::new(routine::check_webhooks(routine::load_files(home, &claiming), settings, home)), names }
+    Found { set: Arc::new(routine::with_settings(routine::load_files(home, &claiming), settings, home)), names }
 }

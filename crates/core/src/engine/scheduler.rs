@@ -309,7 +309,15 @@ impl Pass<'_> {
                 continue;
             }
             let from = row.checked_until.max(row.first_seen).max(now - Span::days(LOOKBACK_DAYS));
-            let (mut slots, total) = r.due_slots(from, now, MAX_MISSED_ROWS + 1);
+            let (mut slots, mut total) = r.due_slots(from, now, MAX_MISSED_ROWS + 1);
+            // `runOnce`: the first fire after the routine appeared is its only one.
+            if r.run_once && !slots.is_empty() {
+                if core.store.last_slot(&r.name)?.is_some() {
+                    continue;
+                }
+                slots = slots.iter().min().copied().into_iter().collect();
+                total = 1;
+            }
             // `jitter:` edited to a longer span moves a slot that already ran later: the
             // expression's fire it belongs to is done, and is not run twice.
             if let Some(s) = r.schedule.as_ref().filter(|s| s.jitter.is_some() && !slots.is_empty()) {

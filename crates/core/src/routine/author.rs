@@ -344,23 +344,23 @@ pub fn preview_of(schedule: Option<&Schedule>, at: Option<DateTime<Utc>>, end_at
 pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&str>) -> Vec<Diagnostic> {
     let display = cx.home.display_path(file);
     if let Some(problem) = oversized(text) {
-        return vec![Diagnostic { file: display, line: 1, col: 1, message: problem }];
+        return vec![Diagnostic::error(display, 1, 1, problem)];
     }
     let routine = match parse_routine(text, file, &display) {
         Ok(r) => r,
-        Err(bad) => return bad.errors,
+        Err(bad) => return bad.errors.into_iter().chain(bad.warnings).collect(),
     };
     let mut problems = super::load::unknown_webhooks(&routine, text, cx.settings, &display);
     let (line, col) = name_position(text);
     if let Some(expected) = expected.filter(|e| *e != routine.name) {
-        problems.push(Diagnostic {
-            file: display.clone(),
+        problems.push(Diagnostic::error(
+            display.clone(),
             line,
             col,
-            message: format!("the name changed from \"{expected}\" to \"{}\"; use Rename instead, so the run history follows the routine", routine.name),
-        });
+            format!("the name changed from \"{expected}\" to \"{}\"; use Rename instead, so the run history follows the routine", routine.name),
+        ));
     } else if let Some(other) = cx.existing.file_of(&routine.name).filter(|f| *f != file) {
-        problems.push(Diagnostic { file: display, line, col, message: format!("duplicate routine name \"{}\" (also in {})", routine.name, cx.home.display_path(other)) });
+        problems.push(Diagnostic::error(display, line, col, format!("duplicate routine name \"{}\" (also in {})", routine.name, cx.home.display_path(other))));
     }
     problems
 }

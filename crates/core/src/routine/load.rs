@@ -37,9 +37,13 @@ impl RoutineSet {
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.routines.iter().map(|r| r.name.as_str()).chain(self.invalid.iter().map(|r| r.name.as_str()))
     }
-    /// Every diagnostic, in file order.
+    /// Every error, in file order.
     pub fn diagnostics(&self) -> impl Iterator<Item = &Diagnostic> {
         self.invalid.iter().flat_map(|r| r.errors.iter())
+    }
+    /// Every warning, valid files' and invalid files' alike.
+    pub fn warnings(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.routines.iter().flat_map(|r| r.warnings.iter()).chain(self.invalid.iter().flat_map(|r| r.warnings.iter()))
     }
 }
 
@@ -86,7 +90,8 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
             Err(problem) => Err(InvalidRoutine {
                 name: file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default(),
                 file: file.clone(),
-                errors: vec![Diagnostic { file: display, line: 1, col: 1, message: problem }],
+                errors: vec![Diagnostic::error(display, 1, 1, problem)],
+                warnings: Vec::new(),
             }),
         };
         match parsed {
@@ -108,7 +113,7 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
         let (moved, kept): (Vec<Routine>, Vec<Routine>) = std::mem::take(&mut set.routines).into_iter().partition(|r| r.name == name);
         set.routines = kept;
         for r in moved {
-            set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors: Vec::new() });
+            set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors: Vec::new(), warnings: r.warnings });
         }
         for bad in set.invalid.iter_mut().filter(|b| b.name == name) {
             let others: Vec<&String> = listed.iter().filter(|f| **f != home.display_path(&bad.file)).collect();
@@ -116,7 +121,7 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
                 "duplicate routine name \"{name}\" (also in {}); give each routine its own `name:`",
                 others.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ")
             );
-            bad.errors.insert(0, Diagnostic { file: home.display_path(&bad.file), line: 1, col: 1, message });
+            bad.errors.insert(0, Diagnostic::error(home.display_path(&bad.file), 1, 1, message));
         }
     }
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
@@ -125,10 +130,16 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
     set
 }
 
-/// Routines that name a webhook `nightshift.toml` does not define become invalid, located at the
-/// name in the file (a typo would otherwise drop every post silently). The parser itself knows
-/// nothing of the settings; this is the one check that needs both.
-pub fn check_webhooks(mut set: RoutineSet, settings: &crate::settings::Settings, home: &Home) -> RoutineSet {
+/// What `nightshift.toml` adds to the routines as parsed (the parser itself knows nothing of the
+/// settings): `[defaults]` for keys a file does not set, and routines that name a webhook the
+/// settings do not define become invalid, located at the name in the file (a typo would
+/// otherwise drop every post silently).
+pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, home: &Home) -> RoutineSet {
+    if let Some(timeout) = settings.defaults.timeout() {
+        for r in set.routines.iter_mut().filter(|r| !r.timeout_given) {
+            r.timeout = timeout;
+        }
+    }
     let (ok, bad): (Vec<Routine>, Vec<Routine>) =
         std::mem::take(&mut set.routines).into_iter().partition(|r| r.webhooks.iter().all(|w| settings.webhook(w).is_some()));
     set.routines = ok;
@@ -136,7 +147,7 @@ pub fn check_webhooks(mut set: RoutineSet, settings: &crate::settings::Settings,
         let display = home.display_path(&r.file);
         let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
         let errors = unknown_webhooks(&r, &text, settings, &display);
-        set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors });
+        set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors, warnings: r.warnings });
     }
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
     set
@@ -151,7 +162,7 @@ pub(crate) fn unknown_webhooks(r: &Routine, text: &str, settings: &crate::settin
         .map(|w| {
             let (line, col) = locate_list_item(text, "webhooks", w);
             let hint = if known.is_empty() { "there are none; add a [[webhooks]] entry".to_string() } else { format!("defined: {}", known.join(", ")) };
-            Diagnostic { file: display.to_string(), line, col, message: format!("no webhook named \"{w}\" in nightshift.toml ({hint})") }
+            Diagnostic::error(display, line, col, format!("no webhook named \"{w}\" in nightshift.toml ({hint})"))
         })
         .collect()
 }
@@ -176,7 +187,7 @@ fn locate_list_item(text: &str, key: &str, item: &str) -> (usize, usize) {
 /// The routines of a home as its settings say: its routines directory, plus agents-cli's
 /// `~/.agents/routines/` when `import_agents_cli` is on. Every part of the engine loads through this.
 pub fn load_home(home: &Home, settings: &crate::settings::Settings) -> RoutineSet {
-    check_webhooks(load_files(home, &routine_files(&home_dirs(home, settings))), settings, home)
+    with_settings(load_files(home, &routine_files(&home_dirs(home, settings))), settings, home)
 }
 
 /// The directories routines are read from, as the settings say.

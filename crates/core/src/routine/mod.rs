@@ -3,13 +3,14 @@
 //! Loading never stops at the first problem: every file is parsed, every problem is collected
 //! with its `file:line:col`, and one bad file never keeps the others from loading.
 
+pub mod agents_cli;
 pub mod author;
 mod load;
 mod parse;
 pub mod prompt;
 pub mod yaml;
 
-pub use load::{check_webhooks, home_dirs, is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
+pub use load::{with_settings, home_dirs, is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
 pub use parse::{parse_routine, MAX_DURATION, MAX_PROBLEMS};
 
 /// The name closest to `name` among `names`, if close enough to be a typo.
@@ -217,6 +218,14 @@ pub struct Routine {
     /// starts, `<url>` when it completes, `<url>/fail` (a command's exit code: `<url>/<code>`)
     /// when it ends any other way. A machine that is off stops pinging; the monitor says so.
     pub ping: Option<String>,
+    /// `runOnce: true` (agents-cli): the schedule's first fire after the routine appeared is its
+    /// only one.
+    pub run_once: bool,
+    /// Its file gives `timeout:`; without one, `[defaults] timeout` in nightshift.toml applies.
+    pub timeout_given: bool,
+    /// What its file says that it runs without, or takes another way than written (located like
+    /// errors; never blocking).
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// `retries`, `retry_backoff` and `max_wait`: how a run gets its work done through an outage or
@@ -281,8 +290,10 @@ impl Routine {
     }
 
     /// Whether it fires on the device named `device` (`devices:`; none listed = every device).
+    /// Host names are compared as agents-cli does: without case or domain (`Studio.local` is
+    /// `studio`).
     pub fn runs_on(&self, device: &str) -> bool {
-        self.devices.is_empty() || self.devices.iter().any(|d| d == device)
+        self.devices.is_empty() || self.devices.iter().any(|d| agents_cli::same_device(d, device))
     }
 
     /// Whether its file lets it fire on `device` (enabled, and listed by `devices:`); pauses are
@@ -347,6 +358,17 @@ fn ser_duration<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Er
     s.serialize_str(&humantime::format_duration(*d).to_string())
 }
 
+string_enum!(
+    /// How bad a problem in a routine file is.
+    Severity as "severity" {
+        /// The file is invalid: the routine does not run.
+        Error = "error",
+        /// The routine runs as its author meant, but something in it is ignored or taken another
+        /// way (a key another tool writes, a bare number of seconds): said, never blocking.
+        Warning = "warning",
+    }
+);
+
 /// One problem in one routine file, at a position.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
@@ -356,11 +378,21 @@ pub struct Diagnostic {
     pub line: usize,
     pub col: usize,
     pub message: String,
+    pub severity: Severity,
+}
+
+impl Diagnostic {
+    /// An error at `line`:`col` of `file`.
+    pub fn error(file: impl Into<String>, line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { file: file.into(), line, col, message: message.into(), severity: Severity::Error }
+    }
 }
 
 impl fmt::Display for Diagnostic {
+    /// `file:line:col: message`, or `file:line:col: warning: message`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
+        let severity = if self.severity == Severity::Warning { "warning: " } else { "" };
+        write!(f, "{}:{}:{}: {severity}{}", self.file, self.line, self.col, self.message)
     }
 }
 
@@ -371,6 +403,8 @@ pub struct InvalidRoutine {
     pub name: String,
     pub file: PathBuf,
     pub errors: Vec<Diagnostic>,
+    /// What would have been said even of a valid file (listed beside the errors).
+    pub warnings: Vec<Diagnostic>,
 }
 
 /// Is `name` usable as a routine name, i.e. as one directory under `runs/`?

@@ -2,28 +2,28 @@
 //! (Longer than most modules on purpose: every field's rules and words sit in this one place, the
 //! only definition of a valid routine that the loader, the editor and the form all run.)
 
+use super::agents_cli;
 use super::yaml::{self, Node, Pos};
 use super::{check_name, AccountChoice, Action, Agent, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Overlap, Placement, RetryPolicy, Routine, Workspace};
 use crate::schedule::{local_tz, parse_tz, Schedule};
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger",
 ];
-const CONFIG_KEYS: &[&str] = &["model"];
 
 /// Parse the text of one routine file. `display` is how the file is named in messages.
 pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, InvalidRoutine> {
     let stem = file.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let mut cx = Cx { display, errors: Vec::new(), more: 0 };
+    let mut cx = Cx { display, errors: Vec::new(), warnings: Vec::new(), more: 0 };
     let fallback_name = stem.clone();
-    let invalid = |name: String, errors: Vec<Diagnostic>| InvalidRoutine { name, file: file.to_path_buf(), errors };
+    let invalid = |name: String, (errors, warnings): (Vec<Diagnostic>, Vec<Diagnostic>)| InvalidRoutine { name, file: file.to_path_buf(), errors, warnings };
 
     let root = match yaml::parse(src) {
         Ok(Some(root)) => root,
@@ -48,13 +48,21 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             cx.err(key.pos(), "keys must be plain words");
             continue;
         };
-        match KEYS.iter().find(|known| **known == k.as_str()) {
-            Some(known) => {
+        // Nightshift's own key, or agents-cli's name for one of them.
+        let known = KEYS.iter().find(|known| **known == k.as_str()).copied().or_else(|| match agents_cli::treatment(k) {
+            Some(agents_cli::Treatment::Alias(ours)) => Some(ours),
+            _ => None,
+        });
+        match (known, agents_cli::treatment(k)) {
+            (Some(known), _) => {
                 if fields.insert(known, (key, value)).is_some() {
-                    cx.err(key.pos(), format!("`{k}` is given twice"));
+                    let also = if known != k.as_str() { format!(" (as `{known}` and `{k}`)") } else { String::new() };
+                    cx.err(key.pos(), format!("`{known}` is given twice{also}"));
                 }
             }
-            None => cx.err_with(key.pos(), || unknown_key(k, KEYS, "")),
+            (None, Some(agents_cli::Treatment::Ignored(why))) => cx.warn(key.pos(), format!("`{k}` is ignored: {why}")),
+            (None, Some(agents_cli::Treatment::Refused(why))) => cx.err(key.pos(), why),
+            _ => cx.err_with(key.pos(), || unknown_key(k, KEYS, "")),
         }
     }
     let get = |k: &str| fields.get(k).map(|(_, v)| *v).filter(|v| !v.is_null());
@@ -101,8 +109,19 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     };
     let at = get("at").and_then(|n| cx.timestamp(n, "at", timezone));
     let end_at = get("end_at").and_then(|n| cx.timestamp(n, "end_at", timezone));
-    if get("schedule").is_none() && get("at").is_none() {
+    // `trigger:` (agents-cli's GitHub and Linear events): not fired yet — said, never invalid.
+    let trigger = get("trigger").map(|n| (n, trigger_words(n)));
+    if let Some((_, words)) = &trigger {
+        let runs = if get("schedule").is_some() || get("at").is_some() { "on its `schedule` and when run by hand" } else { "only when run by hand (Run now)" };
+        cx.warn(key_pos("trigger"), format!("fires on {words} — not supported yet: it runs {runs}"));
+    }
+    if get("schedule").is_none() && get("at").is_none() && trigger.is_none() {
         cx.err(Pos { line: 1, col: 1 }, "missing `schedule` (a cron expression such as \"0 9 * * 1-5\") or `at` (a one-shot time)");
+    }
+    // `runOnce: true` (agents-cli): the schedule's next fire is the routine's only one.
+    let run_once = get("run_once").and_then(|n| cx.boolean(n, "runOnce")).unwrap_or(false);
+    if run_once && get("schedule").is_none() {
+        cx.err(key_pos("run_once"), "`runOnce` needs a `schedule`: its next fire is the routine's only one (or give `at:` a time)");
     }
     if get("schedule").is_some() && get("at").is_some() {
         cx.err(key_pos("at"), "give either `schedule` (repeating) or `at` (once), not both");
@@ -138,7 +157,8 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                             model = cx.string(v, "config.model");
                         }
                     } else {
-                        cx.err_with(k.pos(), || unknown_key(key, CONFIG_KEYS, "config."));
+                        // agents-cli passes other settings to its agents; Nightshift passes the model.
+                        cx.warn(k.pos(), format!("`config.{key}` is ignored: only `config.model` is passed to the agent"));
                     }
                 }
             }
@@ -188,11 +208,33 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
     };
 
-    let timeout = match get("timeout") {
-        Some(node) => cx.duration(node, "timeout").unwrap_or(Routine::DEFAULT_TIMEOUT),
-        None => Routine::DEFAULT_TIMEOUT,
-    };
-    let cwd = get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| crate::fsutil::expand_tilde(&c));
+    let timeout = get("timeout").and_then(|node| match node {
+        // agents-cli writes `timeout: 45`; it means seconds (and falls back to 10 minutes when it
+        // cannot read one, silently): taken as seconds, and said.
+        Node::Scalar { value, .. } if !value.trim().is_empty() && value.trim().chars().all(|c| c.is_ascii_digit()) => {
+            let secs: u64 = value.trim().parse().unwrap_or(u64::MAX);
+            match std::time::Duration::from_secs(secs) {
+                d if d.is_zero() => {
+                    cx.err(node.pos(), "`timeout` must be longer than zero");
+                    None
+                }
+                d if d > MAX_DURATION => {
+                    cx.err(node.pos(), format!("`timeout: {value}` is longer than the longest allowed, 7 days"));
+                    None
+                }
+                d => {
+                    cx.warn(node.pos(), format!("`timeout: {value}` has no unit: taken as {value} seconds; write {value}s (or 10m, 1h) to say so"));
+                    Some(d)
+                }
+            }
+        }
+        node => cx.duration(node, "timeout"),
+    });
+    // A relative `cwd` is under the user's home, as agents-cli takes it without a project.
+    let cwd = get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| crate::fsutil::expand_tilde(&c)).map(|c| match c.is_relative() {
+        true => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(c),
+        false => c,
+    });
     let env = get("env").map(|n| cx.string_map(n, "env")).unwrap_or_default();
     for k in env.keys() {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
@@ -256,6 +298,10 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     let webhooks = get("webhooks").map(|n| cx.string_list(n, "webhooks")).unwrap_or_default();
     let workspace = workspace(&mut cx, &get, &key_pos, cwd.as_deref(), get("cwd").map(Node::pos));
     let placement = placement(&mut cx, &get, &key_pos);
+    if placement.is_some() && get("devices").is_none() {
+        // A routines folder synced between machines (agents-cli's way) fires it on each of them.
+        cx.warn(key_pos(if fields.contains_key("host") { "host" } else { "hosts" }), "no `devices:`: every machine that reads this file fires it (and sends the run over SSH); list the machine that should, e.g. `devices: [laptop]`");
+    }
     if placement.is_some() {
         if get("cwd").is_some() {
             cx.err(key_pos("cwd"), "`cwd` is a directory on this machine; a run on a host works in `remote_cwd:` (a path there, `~` is its home)");
@@ -290,7 +336,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 at,
                 end_at,
                 action,
-                timeout,
+                timeout: timeout.unwrap_or(Routine::DEFAULT_TIMEOUT),
                 cwd,
                 env,
                 account,
@@ -307,6 +353,9 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 overlap,
                 notify_missed,
                 ping,
+                run_once,
+                timeout_given: timeout.is_some(),
+                warnings: cx.into_errors().1,
             })
         }
         _ => {
@@ -442,8 +491,11 @@ fn placement<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>, key_po
     if let Some(strategy) = get("hostStrategy") {
         match cx.string(strategy, "hostStrategy").as_deref() {
             Some("host") if hosts.is_empty() => cx.err(strategy.pos(), "`hostStrategy: host` needs `host:` (an SSH host or alias) or `hosts:` (several)"),
+            // agents-cli runs such a routine here: so does Nightshift, saying so.
             Some("local") if !hosts.is_empty() => {
-                cx.err(strategy.pos(), "`hostStrategy: local` runs on this machine, but `host:` places the run on another; remove one of them")
+                let named: Vec<&str> = hosts.iter().map(|(h, _)| h.as_str()).collect();
+                cx.warn(strategy.pos(), format!("`hostStrategy: local` runs it on this machine: `host: {}` is not used (as agents-cli does); remove one of them to say which you mean", named.join(", ")));
+                return None;
             }
             Some("host" | "local") | None => {}
             Some("fleet") => cx.err(
@@ -467,6 +519,7 @@ fn placement<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>, key_po
 struct Cx<'a> {
     display: &'a str,
     errors: Vec<Diagnostic>,
+    warnings: Vec<Diagnostic>,
     /// Problems past [`MAX_PROBLEMS`], counted but not kept.
     more: usize,
 }
@@ -485,7 +538,14 @@ impl Cx<'_> {
             self.more += 1;
             return;
         }
-        self.errors.push(Diagnostic { file: self.display.to_string(), line: pos.line, col: pos.col, message: message.into() });
+        self.errors.push(Diagnostic::error(self.display, pos.line, pos.col, message));
+    }
+
+    /// Something the routine runs without, or takes another way than written: said, not blocking.
+    fn warn(&mut self, pos: Pos, message: impl Into<String>) {
+        if self.warnings.len() < MAX_PROBLEMS {
+            self.warnings.push(Diagnostic { severity: super::Severity::Warning, ..Diagnostic::error(self.display, pos.line, pos.col, message) });
+        }
     }
 
     /// Like `err`, building the message only when it will be listed (a suggestion costs time).
@@ -497,15 +557,16 @@ impl Cx<'_> {
         }
     }
 
-    /// The problems, in file order, with the count of those not listed.
-    fn into_errors(mut self) -> Vec<Diagnostic> {
+    /// The errors, in file order, with the count of those not listed; and the warnings.
+    fn into_errors(mut self) -> (Vec<Diagnostic>, Vec<Diagnostic>) {
         self.errors.sort_by_key(|d| (d.line, d.col));
+        self.warnings.sort_by_key(|d| (d.line, d.col));
         if self.more > 0 {
             let last = self.errors.last().map(|d| (d.line, d.col)).unwrap_or((1, 1));
             let message = format!("… and {} more problems", self.more);
-            self.errors.push(Diagnostic { file: self.display.to_string(), line: last.0, col: last.1, message });
+            self.errors.push(Diagnostic::error(self.display, last.0, last.1, message));
         }
-        self.errors
+        (self.errors, self.warnings)
     }
 
     fn string(&mut self, node: &Node, key: &str) -> Option<String> {
@@ -601,6 +662,31 @@ impl Cx<'_> {
             }
         }
     }
+}
+
+/// A `trigger:` block in words: "GitHub pull_request events (labeled) on acme/app".
+fn trigger_words(node: &Node) -> String {
+    let Node::Map { entries, .. } = node else { return "events".to_string() };
+    let field = |name: &str| {
+        entries.iter().find_map(|(k, v)| match (k, v) {
+            (Node::Scalar { value: k, .. }, Node::Scalar { value: v, .. }) if k == name => Some(v.clone()),
+            _ => None,
+        })
+    };
+    let source = match field("type").as_deref() {
+        Some("github_event") => "GitHub",
+        Some("linear_event") => "Linear",
+        _ => "",
+    };
+    let mut words = [source, field("event").as_deref().unwrap_or("")].iter().filter(|w| !w.is_empty()).copied().collect::<Vec<_>>().join(" ");
+    words = if words.is_empty() { "events".to_string() } else { format!("{words} events") };
+    if let Some(action) = field("action") {
+        words += &format!(" ({action})");
+    }
+    if let Some(repo) = field("repo").or_else(|| field("teamKey")) {
+        words += &format!(" on {repo}");
+    }
+    words
 }
 
 fn unknown_key(key: &str, known: &[&str], prefix: &str) -> String {

@@ -51,6 +51,9 @@ pub struct RoutineOverview {
     pub quiet: Option<String>,
     /// file:line:col problems of an invalid file.
     pub errors: Vec<String>,
+    /// file:line:col: warning: … — what the file says that the routine runs without, or takes
+    /// another way than written (valid and invalid files alike).
+    pub warnings: Vec<String>,
 }
 
 /// "At 09:00 on Monday through Friday, Europe/Berlin", "Once at 2026-12-01 09:00 Europe/Berlin",
@@ -95,13 +98,15 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             paused_reason,
             on_this_device,
             state,
-            next_fire: if state.is_active() { r.next_slot(now) } else { None },
+            // A `runOnce` routine whose one slot came has no next one.
+            next_fire: if state.is_active() && !(r.run_once && store.last_slot(&r.name)?.is_some()) { r.next_slot(now) } else { None },
             quiet: last.as_ref().filter(|l| r.notify_missed && l.status.is_quiet_slot(l.reason)).map(|l| {
                 let slot = l.scheduled_for.map(|t| format!(" {}", crate::words::local_day_time(t, r.timezone))).unwrap_or_default();
                 format!("{}{slot}", l.status.label())
             }),
             last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
             errors: Vec::new(),
+            warnings: r.warnings.iter().map(ToString::to_string).collect(),
         });
     }
     for bad in &set.invalid {
@@ -123,6 +128,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             last_run: None,
             quiet: None,
             errors: bad.errors.iter().map(ToString::to_string).collect(),
+            warnings: bad.warnings.iter().map(ToString::to_string).collect(),
         });
     }
     Ok(rows)

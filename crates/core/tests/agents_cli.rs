@@ -1,0 +1,132 @@
+//! agents-cli's routine files load as they are (`import_agents_cli`): the corpus in
+//! `tests/fixtures/agents-cli/` covers its keys; each file loads with the right schedule, zone,
+//! agent, mode, prompt and next fire and the warnings at the right lines, or is refused saying why.
+//! One test per binary touches `HOME` (where `~/.agents/routines/` is), so nothing races it.
+
+use chrono::{DateTime, Utc};
+use nightshift_core::routine::{Action, Mode, RoutineSet, Severity};
+use nightshift_core::words::Agent;
+use nightshift_core::EngineOptions;
+use nightshift_testkit::TestHome;
+use std::path::Path;
+
+fn corpus() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/agents-cli")
+}
+
+/// A diagnostic as shown, its file cut to the file's name.
+fn short(shown: &str) -> String {
+    let (file, rest) = shown.split_once(':').unwrap();
+    format!("{}:{rest}", Path::new(file).file_name().unwrap().to_string_lossy())
+}
+
+/// "file:line:col: warning: text" of a routine's warnings, the file part cut to the file's name.
+fn warnings(set: &RoutineSet, name: &str) -> Vec<String> {
+    let r = set.get(name).unwrap_or_else(|| panic!("{name} did not load: {:?}", set.get_invalid(name)));
+    r.warnings
+        .iter()
+        .map(|w| {
+            assert_eq!(w.severity, Severity::Warning);
+            short(&w.to_string())
+        })
+        .collect()
+}
+
+fn errors(set: &RoutineSet, name: &str) -> Vec<String> {
+    let bad = set.get_invalid(name).unwrap_or_else(|| panic!("{name} loaded, but should be refused"));
+    bad.errors.iter().map(|e| short(&e.to_string())).collect()
+}
+
+fn agent_of(set: &RoutineSet, name: &str) -> (Agent, Mode, String) {
+    match &set.get(name).unwrap().action {
+        Action::Agent { agent, mode, prompt, .. } => (*agent, *mode, prompt.clone()),
+        other => panic!("{other:?}"),
+    }
+}
+
+fn at(s: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
+}
+
+#[test]
+fn agents_cli_routine_files_load_as_they_are_through_the_import() {
+    let th = TestHome::new();
+    let user_home = th.path().join("user");
+    let routines = user_home.join(".agents/routines");
+    std::fs::create_dir_all(&routines).unwrap();
+    for entry in std::fs::read_dir(corpus()).unwrap().flatten() {
+        if entry.path().extension().is_some_and(|e| e == "yml") {
+            std::fs::copy(entry.path(), routines.join(entry.file_name())).unwrap();
+        }
+    }
+    std::fs::create_dir_all(user_home.join("code")).unwrap();
+    // The only test of this binary: no other thread reads HOME meanwhile.
+    std::env::set_var("HOME", &user_home);
+    let engine = EngineOptions::for_test(th.path()).settings("import_agents_cli = true\n[[hosts.buildbox]]\n").open();
+    let set = engine.routines();
+
+    // Nightshift's own keys as agents-cli writes them; the rest said, at its line.
+    let r = set.get("release-train").unwrap();
+    assert_eq!((r.schedule.as_ref().unwrap().expr.as_str(), r.timezone.name()), ("0 */4 * * *", "America/Los_Angeles"));
+    assert_eq!(r.timeout, std::time::Duration::from_secs(7200));
+    let (agent, mode, prompt) = agent_of(&set, "release-train");
+    assert_eq!((agent, mode), (Agent::Claude, Mode::Skip));
+    assert!(prompt.starts_with("Publish what is merged"), "{prompt}");
+    assert_eq!(
+        warnings(&set, "release-train"),
+        [
+            "release-train.yml:6:1: warning: `effort` is ignored: `effort` is not passed to the agent yet: it runs at its own default effort",
+            "release-train.yml:8:1: warning: `sandbox` is ignored: agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout",
+        ]
+    );
+    let next = r.next_slot(at("2026-12-03T10:30:00Z")).unwrap();
+    assert_eq!(next, at("2026-12-03T12:00:00Z"), "04:00 in Los Angeles");
+
+    // A trigger is said, not refused: without a schedule it runs when run by hand.
+    let w = warnings(&set, "pr-review");
+    assert_eq!(w, ["pr-review.yml:5:1: warning: fires on GitHub pull_request events (opened) on acme/app — not supported yet: it runs only when run by hand (Run now)"]);
+    assert_eq!(set.get("pr-review").unwrap().next_slot(at("2026-12-03T10:30:00Z")), None);
+    assert_eq!(agent_of(&set, "pr-review").1, Mode::Plan);
+    let w = warnings(&set, "linear-pickup");
+    assert_eq!(w, ["linear-pickup.yml:7:1: warning: fires on Linear Issue events on ENG — not supported yet: it runs on its `schedule` and when run by hand"]);
+    assert_eq!((agent_of(&set, "linear-pickup").0, set.get("linear-pickup").unwrap().timezone.name()), (Agent::Codex, "Europe/Berlin"));
+
+    // runOnce, endAt (taken), createdAt (said).
+    let once = set.get("at-once").unwrap();
+    assert!(once.run_once);
+    assert_eq!(once.end_at, Some(at("2099-01-01T00:00:00Z")));
+    assert_eq!(warnings(&set, "at-once"), ["at-once.yml:8:1: warning: `createdAt` is ignored: agents-cli's bookkeeping; Nightshift keeps its own history"]);
+
+    // A project-synced file: every bookkeeping key said at its line; a relative cwd under HOME.
+    let synced = set.get("synced").unwrap();
+    assert_eq!(synced.cwd.as_deref(), Some(user_home.join("code").as_path()));
+    let w = warnings(&set, "synced");
+    let lines: Vec<&str> = w.iter().map(|l| l.split(": warning: ").next().unwrap()).collect();
+    assert_eq!(lines, ["synced.yml:8:3", "synced.yml:11:1", "synced.yml:12:1", "synced.yml:13:1", "synced.yml:14:1"], "{w:#?}");
+    assert!(w[0].ends_with("`config.reasoning` is ignored: only `config.model` is passed to the agent"), "{w:#?}");
+    assert!(w[3].contains("`version` is ignored") && w[4].contains("`source` is ignored"), "{w:#?}");
+
+    // Placement as agents-cli means it.
+    assert!(set.get("local-wins").unwrap().placement.is_none(), "hostStrategy: local wins");
+    assert_eq!(warnings(&set, "local-wins"), ["local-wins.yml:6:15: warning: `hostStrategy: local` runs it on this machine: `host: buildbox` is not used (as agents-cli does); remove one of them to say which you mean"]);
+    assert_eq!(
+        warnings(&set, "on-a-host"),
+        ["on-a-host.yml:5:1: warning: no `devices:`: every machine that reads this file fires it (and sends the run over SSH); list the machine that should, e.g. `devices: [laptop]`"]
+    );
+
+    // A bare number of seconds.
+    assert_eq!(set.get("bare-timeout").unwrap().timeout, std::time::Duration::from_secs(45));
+    assert_eq!(warnings(&set, "bare-timeout"), ["bare-timeout.yml:5:10: warning: `timeout: 45` has no unit: taken as 45 seconds; write 45s (or 10m, 1h) to say so"]);
+
+    // Refused where running it would not be what its author meant, saying what to use.
+    assert!(errors(&set, "workflow")[0].starts_with("workflow.yml:5:1: `workflow` (several steps in one routine) is not supported"), "{:?}", errors(&set, "workflow"));
+    assert!(errors(&set, "loop")[0].starts_with("loop.yml:5:1: `loop` (running again until a condition holds) is not supported"));
+    assert!(errors(&set, "allow")[0].starts_with("allow.yml:5:1: `allow` (the tools and folders the agent may use) is not supported yet"));
+    assert!(errors(&set, "cloud")[0].starts_with("cloud.yml:5:15: `hostStrategy: cloud` is not supported"));
+    // Neither tool's key: an error with the nearest key.
+    assert!(errors(&set, "typo").contains(&"typo.yml:2:1: unknown key `scheduel`; did you mean `schedule`?".to_string()), "{:?}", errors(&set, "typo"));
+
+    // Everything else loaded.
+    let loaded: Vec<&str> = set.routines.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(loaded, ["at-once", "bare-timeout", "linear-pickup", "local-wins", "on-a-host", "pr-review", "release-train", "synced"]);
+}
