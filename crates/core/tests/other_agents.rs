@@ -256,3 +256,23 @@ proptest! {
         prop_assert_eq!(o.status(), RunStatus::Completed);
     }
 }
+
+/// A failure whose output shows both a rate limit and an authentication error is a rate limit, as
+/// agents-cli judges it — so the account fails over (or the run waits for the reset) instead of
+/// being marked revoked. Each agent's recorded failures, put together.
+#[test]
+fn a_limit_beside_an_auth_error_is_a_rate_limit_for_every_agent() {
+    let both = |agent: Agent, dir: &str, limited: &str, unauthorised: &str| {
+        let (limit_out, limit_err, _) = fixture(dir, limited);
+        let (auth_out, auth_err, auth_exit) = fixture(dir, unauthorised);
+        let out = [auth_out, limit_out].concat();
+        let err = [auth_err, limit_err].concat();
+        classify_bytes(agent, &out, &err, auth_exit)
+    };
+    let claude = both(Agent::Claude, "claude-2.1.332", "429", "logged-out");
+    assert_eq!((claude.status(), claude.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{claude:?}");
+    let codex = both(Agent::Codex, "codex-0.171.0", "usage-limit", "401");
+    assert_eq!((codex.status(), codex.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{codex:?}");
+    let gemini = both(Agent::Gemini, "gemini-0.61.0", "quota", "unauthenticated");
+    assert_eq!((gemini.status(), gemini.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{gemini:?}");
+}

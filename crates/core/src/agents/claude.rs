@@ -250,10 +250,10 @@ fn from_result(result: &Value, facts: &Facts, now: DateTime<Utc>) -> Outcome {
         let reason = reason_from(facts.assistant_error.as_deref(), status_code, facts.rate_limit_rejected)
             .or_else(|| {
                 let all = format!("{text} {}", errors.join(" "));
-                if looks_like_auth_failure(&all) {
-                    Some(Reason::AuthFailed)
-                } else if looks_like_rate_limit(&all) {
+                if looks_like_rate_limit(&all) {
                     Some(Reason::RateLimited)
+                } else if looks_like_auth_failure(&all) {
+                    Some(Reason::AuthFailed)
                 } else {
                     None
                 }
@@ -285,25 +285,27 @@ fn usage(result: &Value) -> Option<super::Usage> {
     .or_none()
 }
 
-/// The structured signals, strongest first.
+/// The structured signals, strongest first. A rate limit comes before an authentication error
+/// when a run shows both (as agents-cli judges): the account fails over, or the run waits for the
+/// reset, instead of the account being marked revoked.
 fn reason_from(assistant_error: Option<&str>, status: Option<u64>, rate_rejected: bool) -> Option<Reason> {
+    if rate_rejected || status == Some(429) || matches!(assistant_error, Some("rate_limit" | "rate_limited")) {
+        return Some(Reason::RateLimited);
+    }
     match assistant_error {
         Some("authentication_failed" | "oauth_org_not_allowed" | "invalid_api_key" | "token_revoked") => {
             return Some(Reason::AuthFailed)
         }
-        Some("rate_limit" | "rate_limited") => return Some(Reason::RateLimited),
         // 529 overloaded, 5xx, and a connection refused or dropped (`api_error:
         // "connection_failed"`) all arrive as `server_error`, after the CLI's own retries.
         Some("server_error") => return Some(Reason::ApiUnavailable),
         _ => {}
     }
     match status {
-        Some(401 | 403) => return Some(Reason::AuthFailed),
-        Some(429) => return Some(Reason::RateLimited),
-        Some(500..=599) => return Some(Reason::ApiUnavailable),
-        _ => {}
+        Some(401 | 403) => Some(Reason::AuthFailed),
+        Some(500..=599) => Some(Reason::ApiUnavailable),
+        _ => None,
     }
-    rate_rejected.then_some(Reason::RateLimited)
 }
 
 fn without_result(facts: &Facts, lines: &[String], exit_code: Option<i32>, stderr: &LogTail, now: DateTime<Utc>) -> Outcome {
@@ -317,13 +319,14 @@ fn without_result(facts: &Facts, lines: &[String], exit_code: Option<i32>, stder
     // No structured signal: fall back to the text the process printed.
     let recent = format!("{}\n{}", lines.iter().rev().take(20).cloned().collect::<Vec<_>>().join("\n"), stderr_text);
     let detail = stderr.last_line().map(|l| first_line(l, 300));
-    if exit_code != Some(0) && looks_like_auth_failure(&recent) {
-        return Outcome::failed(Reason::AuthFailed, detail.unwrap_or_else(|| "Claude Code is not logged in".into()));
-    }
+    // A limit first, then authentication (as agents-cli judges a failure that shows both).
     if exit_code != Some(0) && looks_like_rate_limit(&recent) {
         let mut o = Outcome::failed(Reason::RateLimited, detail.unwrap_or_else(|| "rate limited".into()));
         o.resets_at = reset_time(&recent, now);
         return o;
+    }
+    if exit_code != Some(0) && looks_like_auth_failure(&recent) {
+        return Outcome::failed(Reason::AuthFailed, detail.unwrap_or_else(|| "Claude Code is not logged in".into()));
     }
     let message = match (exit_code, detail) {
         (Some(0), _) => "Claude Code exited without reporting a result (the stream ended early)".to_string(),

@@ -84,16 +84,18 @@ pub fn looks_like_rate_limit(text: &str) -> bool {
     RATE.iter().any(|p| t.contains(p))
 }
 
-/// A failed run judged by the words of its failure (`text`) and stderr: auth, rate limit, an API
+/// A failed run judged by the words of its failure (`text`) and stderr: a rate limit, auth, an API
 /// that was unavailable (only when the agent reported it), else an agent error (`structured`: the agent reported it) or a plain non-zero exit. `known_auth` lets
-/// an agent pass what it knows for sure (an exit code that means "not authenticated").
+/// an agent pass what it knows (an exit code that means "not authenticated"). A limit comes before
+/// authentication when both show (as agents-cli judges): the account fails over, or the run waits
+/// for the reset, instead of being marked revoked.
 pub fn failure_from_text(text: &str, stderr: &LogTail, structured: bool, known_auth: bool, now: DateTime<Utc>) -> Outcome {
     let text = strip_ansi(text);
     let all = strip_ansi(&format!("{text}\n{}", stderr.lines.join("\n")));
-    let reason = if known_auth || looks_like_auth_failure(&all) {
-        Reason::AuthFailed
-    } else if looks_like_rate_limit(&all) {
+    let reason = if looks_like_rate_limit(&all) {
         Reason::RateLimited
+    } else if known_auth || looks_like_auth_failure(&all) {
+        Reason::AuthFailed
     } else if structured && looks_like_api_unavailable(&all) {
         Reason::ApiUnavailable
     } else if structured {
