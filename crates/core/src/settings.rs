@@ -250,6 +250,26 @@ impl Settings {
             let at = text.find("command").unwrap_or(0);
             return Err(located(at, &format!("`command` is not an agent CLI here: accounts and `[agents.<name>]` name {}", Agent::cli_words())));
         }
+        // One login per account (agents-cli refuses shared homes too): the same email twice for
+        // one agent, or two accounts in one config dir, would sign one in as the other.
+        let nth = |needle: &str, n: usize| text.match_indices(needle).nth(n).map(|(i, _)| i).unwrap_or(0);
+        for (i, a) in settings.accounts.iter().enumerate() {
+            let earlier = &settings.accounts[..i];
+            if earlier.iter().any(|b| b.agent == a.agent && b.email == a.email) {
+                let n = earlier.iter().filter(|b| b.email == a.email).count();
+                return Err(located(nth(&format!("\"{}\"", a.email), n), &format!("the {} account {} is listed twice; keep one `[[accounts]]` entry for it", a.agent, a.email)));
+            }
+            if let Some(dir) = &a.config_dir {
+                if let Some(b) = earlier.iter().find(|b| b.config_dir.as_ref() == Some(dir)) {
+                    let shown = dir.display().to_string();
+                    let n = earlier.iter().filter(|b| b.config_dir.as_ref() == Some(dir)).count();
+                    return Err(located(
+                        nth(&shown, n),
+                        &format!("{} and {} share the config dir {shown}: each account needs its own (one login lives there), or leave `config_dir` out for Nightshift's own", b.email, a.email),
+                    ));
+                }
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for w in &settings.webhooks {
             let at = text.find(&format!("\"{}\"", w.name)).unwrap_or(0);
@@ -341,6 +361,23 @@ mod tests {
         std::fs::remove_file(&path).unwrap();
         std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
         assert!(Settings::load(&path).unwrap_err().message.contains("this is a device"));
+    }
+
+    /// One login per account: the same email twice for one agent, or two accounts in one config
+    /// dir, is an error at the second one's line (the same email for two agents is fine).
+    #[test]
+    fn accounts_that_would_share_a_login_are_refused_where_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nightshift.toml");
+        std::fs::write(&path, "[[accounts]]\nemail = \"me@x.dev\"\n[[accounts]]\nagent = \"codex\"\nemail = \"me@x.dev\"\n").unwrap();
+        assert_eq!(Settings::load(&path).unwrap().accounts.len(), 2);
+        std::fs::write(&path, "[[accounts]]\nemail = \"me@x.dev\"\n[[accounts]]\nemail = \"me@x.dev\"\n").unwrap();
+        let e = Settings::load(&path).unwrap_err();
+        assert!(e.message.ends_with("nightshift.toml:4:9: the claude account me@x.dev is listed twice; keep one `[[accounts]]` entry for it"), "{}", e.message);
+        let shared = "[[accounts]]\nemail = \"a@x.dev\"\nconfig_dir = \"/home/u/.claude\"\n[[accounts]]\nemail = \"b@x.dev\"\nconfig_dir = \"/home/u/.claude\"\n";
+        std::fs::write(&path, shared).unwrap();
+        let e = Settings::load(&path).unwrap_err();
+        assert!(e.message.ends_with("nightshift.toml:6:15: a@x.dev and b@x.dev share the config dir /home/u/.claude: each account needs its own (one login lives there), or leave `config_dir` out for Nightshift's own"), "{}", e.message);
     }
 
     #[test]
