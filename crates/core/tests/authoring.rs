@@ -341,3 +341,18 @@ async fn a_routine_placed_on_another_machine_from_the_form() {
     let problems = field_problems(&engine, &option);
     assert!(problems.iter().any(|(f, m)| f == "host" && m.contains("is not an SSH host")), "{problems:?}");
 }
+
+/// The editor's check lists warnings with their severity, and a file with only warnings saves.
+#[test]
+fn a_file_with_only_warnings_is_checked_and_saved() {
+    let th = TestHome::new();
+    th.routine("synced", "schedule: \"0 8 * * 1\"\ncommand: echo hi\n");
+    let engine = EngineOptions::for_test(th.path()).open();
+    let text = "schedule: \"0 8 * * 1\"\ncommand: echo hi\nsandbox: false\n";
+    let problems = engine.check_routine_text("synced", text).unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!((problems[0].severity, problems[0].line, problems[0].col), (nightshift_core::routine::Severity::Warning, 3, 1));
+    let source = engine.routine_source("synced").unwrap();
+    engine.save_routine_text("synced", text, &source.version, false).expect("warnings never block a save");
+    assert_eq!(std::fs::read_to_string(th.path().join("routines/synced.yaml")).unwrap(), text);
+}

@@ -4,6 +4,7 @@
 //! else (a sync, another editor) is never overwritten.
 
 use crate::Outcome;
+use nightshift_core::routine::Severity;
 use nightshift_core::{Engine, Error, ErrorCode};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
@@ -24,7 +25,11 @@ pub fn edit(engine: &Engine, name: &str) -> Result<Outcome, Error> {
             println!("No changes to {}.", source.file);
             return Ok(Outcome::Ok);
         }
-        let problems = engine.check_routine_text(name, &text)?;
+        let (problems, warnings): (Vec<_>, Vec<_>) = engine.check_routine_text(name, &text)?.into_iter().partition(|p| p.severity == Severity::Error);
+        // Positions refer to the file the user edits; warnings are said and never block.
+        for p in &warnings {
+            eprintln!("{}:{}:{}: warning: {}", source.file, p.line, p.col, p.message);
+        }
         if problems.is_empty() {
             return match engine.save_routine_text(name, &text, &source.version, false) {
                 Ok(saved) => {
@@ -35,7 +40,6 @@ pub fn edit(engine: &Engine, name: &str) -> Result<Outcome, Error> {
             };
         }
         for p in &problems {
-            // Positions refer to the file the user edits.
             eprintln!("error: {}:{}:{}: {}", source.file, p.line, p.col, p.message);
         }
         if !ask("Edit again? [Y/n] ") {

@@ -133,6 +133,8 @@ impl Engine {
         }
         let path = PathBuf::from(&current.path);
         let problems = self.with_author_context(|cx| author::check_text(cx, &path, text, Some(name)));
+        // Warnings never block a save; errors do.
+        let problems: Vec<_> = problems.into_iter().filter(|p| p.severity == crate::routine::Severity::Error).collect();
         if !problems.is_empty() {
             let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
             return Err(Error::new(ErrorCode::RoutineInvalid, format!("not saved; fix these first:\n{}", lines.join("\n"))));

@@ -341,6 +341,7 @@ pub fn preview_of(schedule: Option<&Schedule>, at: Option<DateTime<Utc>>, end_at
 /// Check the text of routine file `file` as it is being edited: the loader's own problems, an
 /// unknown webhook, a name another file already gives, and a changed `name:` (`expected`), which
 /// must go through rename so the run history follows.
+/// Errors and warnings alike (each says its severity); only errors keep a file from being saved.
 pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&str>) -> Vec<Diagnostic> {
     let display = cx.home.display_path(file);
     if let Some(problem) = oversized(text) {
@@ -351,6 +352,7 @@ pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&s
         Err(bad) => return bad.errors.into_iter().chain(bad.warnings).collect(),
     };
     let mut problems = super::load::unknown_webhooks(&routine, text, cx.settings, &display);
+    problems.extend(routine.warnings.iter().cloned());
     let (line, col) = name_position(text);
     if let Some(expected) = expected.filter(|e| *e != routine.name) {
         problems.push(Diagnostic::error(
