@@ -87,7 +87,12 @@ fn app_state(pid: u32, log: &std::path::Path) -> String {
         None => "gone".to_string(),
     };
     let said = std::fs::read_to_string(log).unwrap_or_default();
-    format!("the app (pid {pid}) is {state}; its log:\n{said}")
+    // An app that could not open the display: what the X server had connected then.
+    let clients = match state.starts_with("gone") {
+        true => Command::new("xlsclients").arg("-a").output().map(|o| format!("X clients: {}\n", String::from_utf8_lossy(&o.stdout).lines().count())).unwrap_or_default(),
+        false => String::new(),
+    };
+    format!("the app (pid {pid}) is {state}; {clients}its log:\n{said}")
 }
 
 /// Each thread of `pid` with its state and what it waits in (`nightshift R`, `gmain S
@@ -440,6 +445,6 @@ fn without_a_display_the_app_says_what_to_use_instead() {
         .unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
-    assert!(said.contains("needs a desktop session") && said.contains("nightshiftctl daemon"), "{said}");
+    assert!(said.contains("needs a desktop session") && said.contains("neither DISPLAY nor WAYLAND_DISPLAY is set") && said.contains("nightshiftctl daemon"), "{said}");
     assert!(!said.contains("panicked"), "{said}");
 }

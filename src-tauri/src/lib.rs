@@ -73,7 +73,12 @@ pub fn run() {
     // Without a display GTK cannot start (Tauri's event loop would panic): say what to do instead.
     #[cfg(target_os = "linux")]
     if let Err(e) = gtk::init() {
-        eprintln!("error: Nightshift's tray app needs a desktop session, and no display could be opened ({e}). On a server, use the headless CLI: `nightshiftctl daemon` schedules the routines and `nightshiftctl run NAME --wait` runs one.");
+        let tried = ["WAYLAND_DISPLAY", "DISPLAY"]
+            .iter()
+            .filter_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()).map(|v| format!("{k}={v}")))
+            .collect::<Vec<_>>();
+        let tried = if tried.is_empty() { "neither DISPLAY nor WAYLAND_DISPLAY is set".to_string() } else { tried.join(", ") };
+        eprintln!("error: Nightshift's tray app needs a desktop session, and no display could be opened ({e}; {tried}). On a server, use the headless CLI: `nightshiftctl daemon` schedules the routines and `nightshiftctl run NAME --wait` runs one.");
         std::process::exit(1);
     }
     // One runtime for the engine and Tauri's own tasks, its threads named after the app.
