@@ -36,7 +36,8 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
     match cmd {
         AccountsCommand::List { json: as_json } => {
             let all = health(engine, None).await?;
-            print_list(&all, as_json);
+            let inherited = engine.inherited_credentials();
+            print_list(&all, &inherited, as_json);
             Ok(Outcome::Ok)
         }
         AccountsCommand::Add { agent, email } => {
@@ -98,10 +99,15 @@ async fn health(engine: &Engine, only: Option<&str>) -> Result<Vec<AccountHealth
     .map_err(|err| Error::new(ErrorCode::Io, format!("checking accounts failed: {err}")))?
 }
 
-fn print_list(all: &[AccountHealth], as_json: bool) {
+/// The accounts' table, then the credentials runs inherit from the engine's environment (an
+/// agent with no account: "environment (inherited)", the variable named, never its value).
+fn print_list(all: &[AccountHealth], inherited: &[(Agent, &str)], as_json: bool) {
     if as_json {
         json(&all);
         return;
+    }
+    for (agent, var) in inherited {
+        println!("{agent} · environment (inherited): {var} — used by {agent} routines, as no {agent} account is configured");
     }
     if all.is_empty() {
         println!("No accounts yet. Add one with `nightshiftctl accounts add claude you@example.com`.");

@@ -106,6 +106,18 @@ fn an_environment_token_is_the_headless_fallback() {
     assert!(!stdout(&out).contains("env-token-for-headless"));
 }
 
+/// With no account of an agent, its token in the environment is what its runs use: listed as
+/// "environment (inherited)", by the variable's name, never its value.
+#[test]
+fn an_inherited_agent_token_is_listed_without_its_value() {
+    let th = TestHome::new();
+    let out = ctl(&th).args(["accounts", "list"]).env("GEMINI_API_KEY", "AIza-inherited-key-for-the-list-0004").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(said.starts_with("gemini · environment (inherited): GEMINI_API_KEY — used by gemini routines, as no gemini account is configured\n"), "{said}");
+    assert!(!said.contains("AIza-inherited"), "{said}");
+}
+
 /// Every file under `dir` (the whole home: database, logs, reports, account dirs).
 fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
     let mut hits = Vec::new();

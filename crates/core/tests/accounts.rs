@@ -124,3 +124,42 @@ async fn work_blocked_by_an_account_runs_once_when_it_is_healthy_again() {
     assert_eq!(rows().len(), 2);
     let _ = nightshift_core::accounts::keychain::delete_token(&service, &engine.accounts()[0]);
 }
+
+/// A headless box set up the way the agent documents — its token in the engine's own environment,
+/// no account configured — gets that token in its runs, masked in their logs; once an account of
+/// the agent is configured, the inherited token never reaches a run (the account's own does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_token_in_the_engines_environment_reaches_runs_only_while_no_account_is_configured() {
+    let th = TestHome::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}"#;
+    // It says how long the token it got is (never the token itself): which one reached it.
+    th.script("claude", &format!("echo \"token=${{CLAUDE_CODE_OAUTH_TOKEN:-none}} length=${{#CLAUDE_CODE_OAUTH_TOKEN}} key=${{ANTHROPIC_API_KEY:-none}}\"\necho '{result}'"));
+    th.routine("ask", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\n");
+    let inherited = "sk-ant-oat01-inherited-from-the-daemons-environment";
+    let open = |settings: &str| {
+        EngineOptions::for_test(th.path())
+            .settings(settings)
+            .path_first(&th.bin_dir())
+            .env("CLAUDE_CODE_OAUTH_TOKEN", inherited)
+            .env("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV", "sk-ant-oat01-the-accounts-own-token")
+            .open()
+    };
+    let engine = open("");
+    assert_eq!(engine.inherited_credentials(), [(Agent::Claude, "CLAUDE_CODE_OAUTH_TOKEN")]);
+    let run = engine.run_now("ask", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!(run.status, RunStatus::Completed, "{run:?}");
+    let log = std::fs::read_to_string(th.path().join(format!("runs/ask/{}/stdout.log", run.id))).unwrap();
+    assert!(!log.contains(inherited), "the inherited token is masked in the log: {log}");
+    assert!(log.contains(&format!("length={} key=none", inherited.len())) && !log.contains("token=none"), "{log}");
+    drop(engine);
+
+    // With an account of the agent configured, the account's credential is used, never the inherited one.
+    let engine = open("[[accounts]]\nemail = \"work@acme.dev\"\n");
+    assert!(engine.inherited_credentials().is_empty());
+    let run = engine.run_now("ask", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    let log = std::fs::read_to_string(th.path().join(format!("runs/ask/{}/stdout.log", run.id))).unwrap();
+    assert!(!log.contains(inherited) && !log.contains("the-accounts-own-token"), "masked: {log}");
+    assert_eq!(run.account.as_deref(), Some("work@acme.dev"));
+    // The account's token reached the run, not the inherited one.
+    assert!(log.contains(&format!("length={} ", "sk-ant-oat01-the-accounts-own-token".len())), "{log}");
+}

@@ -312,13 +312,16 @@ async fn claude_runs_get_the_stream_flags_and_a_clean_environment() {
     let engine = EngineOptions::for_test(th.path())
         .path_first(&th.bin_dir())
         .env("CLAUDE_CODE_OAUTH_TOKEN", "sk-ant-oat01-inherited-secret")
-        .env("ANTHROPIC_API_KEY", "sk-ant-api-inherited")
+        .env("OPENAI_API_KEY", "sk-openai-inherited")
+        .env("AWS_SECRET_ACCESS_KEY", "aws-inherited")
         .open();
     let rec = run(&engine, "r").await;
     let args = std::fs::read_to_string(format!("{}/args", rec.run_dir)).unwrap();
     assert_eq!(args, "-p\nhi\n--verbose\n--output-format\nstream-json\n--permission-mode\nacceptEdits\n--model\nopus\n");
     let env = std::fs::read_to_string(format!("{}/env", rec.run_dir)).unwrap();
-    assert!(!env.contains("inherited"), "{env}");
+    // Claude's own token (no Claude account is configured) and nothing else of the engine's secrets.
+    assert!(env.contains("CLAUDE_CODE_OAUTH_TOKEN=sk-ant-oat01-inherited-secret"), "{env}");
+    assert!(!env.contains("sk-openai-inherited") && !env.contains("aws-inherited"), "{env}");
     assert!(env.contains("EXTRA=yes"));
     // Exit 0 with no result event is not a success.
     assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::AgentError)));

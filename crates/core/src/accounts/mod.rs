@@ -67,6 +67,9 @@ pub struct AgentAuth {
     pub login_file: &'static str,
     /// The interactive login, run with `config_dir_var` set.
     pub login_command: &'static str,
+    /// The variables a headless machine sets in the engine's own environment for the agent's
+    /// documented login; passed to runs of the agent only while no account of it is configured.
+    pub inherited: &'static [&'static str],
 }
 
 impl AgentAuth {
@@ -81,6 +84,7 @@ impl AgentAuth {
                 secret_how: "`claude setup-token`",
                 login_file: ".credentials.json",
                 login_command: "claude /login",
+                inherited: &["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
             },
             Agent::Codex => &AgentAuth {
                 config_dir_var: "CODEX_HOME",
@@ -89,6 +93,7 @@ impl AgentAuth {
                 secret_how: "https://platform.openai.com/api-keys",
                 login_file: "auth.json",
                 login_command: "codex login",
+                inherited: &["OPENAI_API_KEY"],
             },
             Agent::Gemini => &AgentAuth {
                 config_dir_var: "GEMINI_CLI_HOME",
@@ -97,6 +102,7 @@ impl AgentAuth {
                 secret_how: "https://aistudio.google.com/apikey",
                 login_file: ".gemini/oauth_creds.json",
                 login_command: "gemini",
+                inherited: &["GEMINI_API_KEY"],
             },
         })
     }

@@ -49,14 +49,40 @@ pub(crate) enum Where {
     OnAHost,
 }
 
-/// What a try's environment gets from its account — the one place credentials enter a run, here
-/// or on a host: its stored secret (keychain or environment, when there is one) and, for a run on
-/// this machine, the account's own config dir (a local path means nothing on a host).
+/// What a try's environment gets from its account, here or on a host: its stored secret
+/// (keychain or environment, when there is one) and, for a run on this machine, the account's own
+/// config dir (a local path means nothing on a host). Runs get it through [`credentials_env`],
+/// the one place credentials enter a run.
 pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Vec<(&'static str, String)> {
     let auth = account.auth();
     let dir = (at == Where::Here).then(|| (auth.config_dir_var, account.config_dir.display().to_string()));
     let secret = cred.token.clone().map(|t| (auth.secret_var, t));
     dir.into_iter().chain(secret).collect()
+}
+
+/// The agent's credential in the engine's own environment (`CLAUDE_CODE_OAUTH_TOKEN`,
+/// `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`), for an agent no account of which is
+/// configured — a headless machine set up the way the agent documents. Never beside an account:
+/// an account's own secret is never shadowed. Its value is masked like every secret.
+pub(crate) fn inherited_env(core: &Core, agent: crate::words::Agent) -> Vec<(&'static str, String)> {
+    let Some(auth) = accounts::AgentAuth::of(agent) else { return Vec::new() };
+    if core.accounts().iter().any(|a| a.agent == agent) {
+        return Vec::new();
+    }
+    auth.inherited
+        .iter()
+        .filter_map(|var| core.env.iter().find(|(k, v)| k == var && !v.trim().is_empty()).map(|(_, v)| (*var, v.clone())))
+        .inspect(|(_, v)| core.redactor.register(v))
+        .collect()
+}
+
+/// What a try's environment gets to authenticate: its account's ([`account_env`]) or, without
+/// one, the agent's credential inherited from the engine's environment ([`inherited_env`]).
+pub(crate) fn credentials_env(core: &Core, routine: &Routine, account: Option<(&Account, &Credential)>, at: Where) -> Vec<(&'static str, String)> {
+    match account {
+        Some((account, cred)) => account_env(account, cred, at),
+        None => routine.agent().cli().map(|agent| inherited_env(core, agent)).unwrap_or_default(),
+    }
 }
 
 /// Choose the account for a run of `routine`: `prefer` first (the lane decision reserved it),
@@ -232,6 +258,15 @@ impl Engine {
         self.core.accounts().into_iter().find(|a| a.email == email).ok_or_else(|| {
             Error::new(ErrorCode::Usage, format!("no account {email}; add it with `nightshiftctl accounts add claude|codex|gemini {email}`"))
         })
+    }
+
+    /// The agents whose runs get a credential from the engine's own environment (no account of
+    /// theirs is configured), with the variable — never its value — that holds it.
+    pub fn inherited_credentials(&self) -> Vec<(crate::words::Agent, &'static str)> {
+        crate::words::Agent::CLIS
+            .iter()
+            .flat_map(|agent| inherited_env(&self.core, *agent).into_iter().map(move |(var, _)| (*agent, var)))
+            .collect()
     }
 
     /// Health of every account (reads the keychain: call off latency-sensitive paths).

@@ -1,7 +1,7 @@
 //! Preparing one attempt of a run: the prompt rendered, the command line and environment built
 //! (with the account's config dir and credential), the executable found, the process spawned.
 
-use super::accounts::{account_env, Where};
+use super::accounts::{credentials_env, Where};
 use super::Core;
 use crate::accounts::Account;
 use crate::agents::{self, AgentDriver};
@@ -74,11 +74,11 @@ fn prepare(
         if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
             return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
         }
-        extra.extend(account_env(account, cred, Where::Here));
         if cred.token.is_some() && account.agent == Agent::Gemini {
             select_gemini_api_key(&account.config_dir)?;
         }
     }
+    extra.extend(credentials_env(core, routine, account, Where::Here));
     let env = env::build(core.env.iter().cloned(), &routine.env, &extra);
     let program = resolve_program(core, routine, driver, env.get("PATH").map(String::as_str))?;
     Ok(process::SpawnSpec {

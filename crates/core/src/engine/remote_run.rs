@@ -127,9 +127,7 @@ fn command(core: &Core, live: &LiveRun, routine: &Routine, account: Option<(&Acc
     let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None);
     let (_, args) = crate::agents::invocation(&routine.action, &prompt);
     let mut extra = super::attempt::run_variables(routine, &live.id);
-    if let Some((account, cred)) = account {
-        extra.extend(super::accounts::account_env(account, cred, super::accounts::Where::OnAHost));
-    }
+    extra.extend(super::accounts::credentials_env(core, routine, account, super::accounts::Where::OnAHost));
     let mut env = std::collections::BTreeMap::new();
     crate::runner::env::overlay(&mut env, &routine.env, &extra);
     RemoteCommand {
