@@ -163,3 +163,36 @@ async fn an_agent_token_in_the_engines_environment_reaches_runs_only_while_no_ac
     // The account's token reached the run, not the inherited one.
     assert!(log.contains(&format!("length={} ", "sk-ant-oat01-the-accounts-own-token".len())), "{log}");
 }
+
+/// `account: jane@acme.dev` where no account is configured under that email finds the login
+/// signed in as it: Claude's own `~/.claude`, or a configured account's dir (that account).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_account_is_found_by_the_identity_a_config_dir_is_signed_in_as() {
+    let th = TestHome::new();
+    let user_home = th.path().join("user");
+    let sign_in = |dir: &std::path::Path, email: &str| {
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(".claude.json"), format!(r#"{{"oauthAccount":{{"emailAddress":"{email}"}}}}"#)).unwrap();
+        let later = chrono::Utc::now().timestamp_millis() + 3_600_000;
+        std::fs::write(dir.join(".credentials.json"), format!(r#"{{"claudeAiOauth":{{"accessToken":"sk-ant-oat01-login","refreshToken":"sk-ant-ort01-r","expiresAt":{later}}}}}"#)).unwrap();
+    };
+    sign_in(&user_home.join(".claude"), "jane@acme.dev");
+    let work_dir = th.path().join("work-login");
+    sign_in(&work_dir, "joe@acme.dev");
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}"#;
+    th.script("claude", &format!("echo \"dir=$CLAUDE_CONFIG_DIR\"\necho '{result}'"));
+    th.routine("jane", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\naccount: jane@acme.dev\n");
+    th.routine("joe", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\naccount: Joe@acme.dev\n");
+    let engine = EngineOptions::for_test(th.path())
+        .settings(&format!("[[accounts]]\nemail = \"work@acme.dev\"\nconfig_dir = \"{}\"\n", work_dir.display()))
+        .path_first(&th.bin_dir())
+        .env("HOME", user_home.display().to_string())
+        .open();
+    let log = |id: &str, routine: &str| std::fs::read_to_string(th.path().join(format!("runs/{routine}/{id}/stdout.log"))).unwrap();
+    let jane = engine.run_now("jane", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((jane.status, jane.account.as_deref()), (RunStatus::Completed, Some("jane@acme.dev")), "{jane:?}");
+    assert!(log(&jane.id, "jane").contains(&format!("dir={}", user_home.join(".claude").display())), "Claude's own login dir");
+    let joe = engine.run_now("joe", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((joe.status, joe.account.as_deref()), (RunStatus::Completed, Some("work@acme.dev")), "the account whose dir is signed in as joe: {joe:?}");
+    assert!(log(&joe.id, "joe").contains(&format!("dir={}", work_dir.display())));
+}

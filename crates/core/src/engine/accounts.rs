@@ -60,6 +60,23 @@ pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Ve
     dir.into_iter().chain(secret).collect()
 }
 
+/// The login a pinned `account:` names by the identity a config dir is signed in as, when no
+/// account is configured under that email (agents-cli pins accounts that way): a configured
+/// account's dir signed in as `email` (that account), or Claude's own `~/.claude` (an account of
+/// its own, in that dir). Claude's login says its identity; other agents' logins do not.
+fn signed_in_as(core: &Core, agent: crate::words::Agent, configured: &[Account], email: &str) -> Option<Account> {
+    if agent != crate::words::Agent::Claude {
+        return None;
+    }
+    let signed_in = |dir: &std::path::Path| accounts::claude_login::read(dir).email.is_some_and(|e| e.eq_ignore_ascii_case(email));
+    if let Some(a) = configured.iter().find(|a| signed_in(&a.config_dir)) {
+        return Some(a.clone());
+    }
+    let home = core.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v))?;
+    let own = home.join(".claude");
+    signed_in(&own).then(|| Account { agent, email: email.to_string(), config_dir: own })
+}
+
 /// The agent's credential in the engine's own environment (`CLAUDE_CODE_OAUTH_TOKEN`,
 /// `ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `GEMINI_API_KEY`), for an agent no account of which is
 /// configured — a headless machine set up the way the agent documents. Never beside an account:
@@ -92,7 +109,8 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
     let all: Vec<Account> = core.accounts().into_iter().filter(|a| a.agent == agent).collect();
     // A pinned account is used whatever its pool state: only a verdict that blocks stops it.
     if let AccountChoice::Pinned(email) = &routine.account {
-        let Some(account) = all.iter().find(|a| a.email == *email) else {
+        let found = all.iter().find(|a| a.email == *email).cloned().or_else(|| signed_in_as(core, agent, &all, email));
+        let Some(account) = found.as_ref() else {
             return AccountPlan::Blocked {
                 reason: Reason::NoAccount,
                 message: format!("account {email} is not configured; add it with `nightshiftctl accounts add {} {email}`", agent.as_str()),
