@@ -48,6 +48,11 @@ pub enum RoutinesCommand {
     },
     /// Put a removed routine back (an id from `routines removed`).
     Restore { id: String },
+    /// Read a project folder's own routines (DIR/.agents/routines/*.yml, agents-cli's project
+    /// layer), live like the home's; only folders added here are read, never a clone by itself.
+    AddProject { dir: PathBuf },
+    /// Stop reading a project folder's routines (its files stay).
+    RemoveProject { dir: PathBuf },
 }
 
 #[derive(clap::Args)]
@@ -197,6 +202,21 @@ pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
         RoutinesCommand::Restore { id } => {
             let w = engine.restore_routine(&id)?;
             println!("✓ restored {} ({})", w.name, w.file);
+            Ok(Outcome::Ok)
+        }
+        RoutinesCommand::AddProject { dir } => {
+            let (dir, files) = engine.add_project(&dir)?;
+            let routines = nightshift_core::routine::project_routines_dir(&dir);
+            match files {
+                0 => println!("✓ {} is a project; it has no routines yet (they go in {})", dir.display(), routines.display()),
+                1 => println!("✓ {} is a project: its routine file in {} is read", dir.display(), routines.display()),
+                n => println!("✓ {} is a project: its {n} routine files in {} are read", dir.display(), routines.display()),
+            }
+            Ok(Outcome::Ok)
+        }
+        RoutinesCommand::RemoveProject { dir } => {
+            engine.remove_project(&dir)?;
+            println!("✓ {}'s routines are no longer read (its files stay)", dir.display());
             Ok(Outcome::Ok)
         }
     }

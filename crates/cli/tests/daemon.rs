@@ -109,3 +109,41 @@ fn rusqlite_status(db: &std::path::Path, id: &str) -> String {
         .unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
+
+/// A project folder opted in with `routines add-project` has its own routines read
+/// (`.agents/routines/`), live like the home's; a clone that was not opted in fires nothing;
+/// `remove-project` stops reading it and leaves its files.
+#[test]
+fn only_opted_in_project_folders_have_their_routines_read() {
+    let th = TestHome::new();
+    let project = th.path().join("code/app");
+    let clone = th.path().join("code/someone-elses");
+    for (dir, name) in [(&project, "tick"), (&clone, "clone")] {
+        std::fs::create_dir_all(dir.join(".agents/routines")).unwrap();
+        std::fs::write(dir.join(format!(".agents/routines/{name}.yml")), format!("name: {name}\nschedule: \"*/2 * * * * *\"\ntimezone: UTC\ncommand: echo {name}\n")).unwrap();
+    }
+    let out = ctl(&th).args(["routines", "add-project"]).arg(&project).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(said.starts_with(&format!("✓ {} is a project: its routine file in {} is read", project.display(), project.join(".agents/routines").display())), "{said}");
+    let again = ctl(&th).args(["routines", "add-project"]).arg(&project).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(stderr(&again).contains("is already a project"), "{}", stderr(&again));
+
+    let d = start_daemon(&th);
+    let of = |name: &str| runs(&th).iter().filter(|r| r["routine"] == name && r["status"] == "completed").count();
+    assert!(nightshift_testkit::waited(Duration::from_secs(30), || of("tick") >= 1), "the project's routine did not fire: {:?}\n{}", runs(&th), d.output());
+    // A routine added to the project while the daemon runs fires too.
+    std::fs::write(project.join(".agents/routines/later.yml"), "name: later\nschedule: \"*/2 * * * * *\"\ntimezone: UTC\ncommand: echo later\n").unwrap();
+    assert!(nightshift_testkit::waited(Duration::from_secs(30), || of("later") >= 1), "the new routine did not fire: {}", d.output());
+    let (code, _) = stop(d);
+    assert_eq!(code, 0);
+    assert_eq!(of("clone"), 0, "a folder that was not opted in fires nothing");
+
+    let out = ctl(&th).args(["routines", "remove-project"]).arg(&project).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let listed = json(&ctl(&th).args(["routines", "list", "--json"]).output().unwrap());
+    let names: Vec<&str> = listed.as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+    assert!(!names.contains(&"tick") && !names.contains(&"later"), "{names:?}");
+    assert!(project.join(".agents/routines/tick.yml").is_file(), "its files stay");
+}

@@ -23,6 +23,7 @@ pub mod run_dir;
 pub mod runner;
 pub mod schedule;
 pub mod settings;
+pub mod settings_edit;
 /// The database is the engine's: a normal build cannot reach the store at all (the faces read
 /// through [`Engine`] and [`records`]); test builds may, to lay out the rows an engine would have
 /// left (feature `test-support`).

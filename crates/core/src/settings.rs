@@ -59,6 +59,10 @@ pub struct Settings {
     pub max_worktrees: u64,
     /// `[defaults]`: what a routine that does not set a key gets.
     pub defaults: RoutineDefaults,
+    /// Project folders whose own routines (`<folder>/.agents/routines/*.yml`, agents-cli's
+    /// project layer) are read — only folders listed here (`nightshiftctl routines add-project`),
+    /// never a clone by itself.
+    pub projects: Vec<PathBuf>,
 }
 
 /// `[defaults]` in nightshift.toml.
@@ -178,6 +182,7 @@ impl Default for Settings {
             keep_awake: true,
             max_worktrees: 20,
             defaults: RoutineDefaults::default(),
+            projects: Vec::new(),
         }
     }
 }

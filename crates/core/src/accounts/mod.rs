@@ -8,11 +8,8 @@
 //! account's config dir (read for health facts only — never refreshed, never written, never copied).
 
 pub mod claude_login;
-mod config;
 pub mod keychain;
 pub mod redact;
-
-pub use config::{add_account, remove_account};
 
 use crate::home::Home;
 use crate::settings::Settings;

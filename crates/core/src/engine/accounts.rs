@@ -343,14 +343,14 @@ impl Engine {
 
     /// Add an account to nightshift.toml (the engine must be reopened to use it).
     pub fn add_account(&self, agent: crate::words::Agent, email: &str) -> Result<()> {
-        accounts::add_account(&self.core.home, agent, email)
+        crate::settings_edit::add_account(&self.core.home, agent, email)
     }
 
     /// Remove an account from nightshift.toml and its setup token from the keychain.
     pub fn remove_account(&self, email: &str) -> Result<bool> {
         let a = self.account(email)?;
         let removed = keychain::delete_token(&self.core.settings().keychain_service, &a).unwrap_or(false);
-        accounts::remove_account(&self.core.home, email)?;
+        crate::settings_edit::remove_account(&self.core.home, email)?;
         self.core.emit(EngineEvent::AccountsChanged);
         Ok(removed)
     }

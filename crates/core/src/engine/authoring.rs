@@ -269,6 +269,23 @@ impl Engine {
 
     /// A routine file changed by us: look again at once (not within a second), and tell the faces
     /// (the tray's Run now menu, the window) — also when another process schedules this home.
+    /// Opt a project folder in (`projects` in nightshift.toml): its `.agents/routines/` are read
+    /// from now on, live like the home's own. Returns the folder as recorded and how many routine
+    /// files it has now.
+    pub fn add_project(&self, dir: &Path) -> Result<(PathBuf, usize)> {
+        let dir = crate::settings_edit::add_project(&self.core.home, dir)?;
+        let files = crate::routine::routine_files(&[crate::routine::project_routines_dir(&dir)]).len();
+        self.routines_written();
+        Ok((dir, files))
+    }
+
+    /// Stop reading a project folder's routines (the files stay where they are).
+    pub fn remove_project(&self, dir: &Path) -> Result<()> {
+        crate::settings_edit::remove_project(&self.core.home, dir)?;
+        self.routines_written();
+        Ok(())
+    }
+
     fn routines_written(&self) {
         self.core.catalog.forget();
         self.core.emit(EngineEvent::RoutinesChanged);

@@ -160,7 +160,10 @@ impl Scheduler {
     /// failing pass is logged and retried at the next wake.
     pub async fn run(self: Arc<Self>, shutdown: Arc<Notify>) {
         let (tx, mut changes) = tokio::sync::mpsc::channel::<()>(16);
-        let _watcher = watch_routines(&self.engine.home().routines_dir(), tx);
+        // Every folder routines are read from (the home's, agents-cli's, opted-in projects'), as
+        // the settings say: watched again when they change.
+        let watch_folders = || watch_routines(&routine::home_dirs(self.engine.home(), &self.core().settings()), tx.clone());
+        let mut _watcher = watch_folders();
         let (settings_tx, mut settings_changes) = tokio::sync::mpsc::channel::<()>(16);
         let settings_path = self.engine.home().settings_path();
         let mut _settings_watcher = watch_settings(&settings_path, settings_tx.clone());
@@ -211,6 +214,7 @@ impl Scheduler {
                     let _ = self.core().settings();
                     self.reload();
                     _wake_watcher = watch_wakes();
+                    _watcher = watch_folders();
                 }
                 // Another process queued or settled a run, a login changed, an account works again.
                 Some(()) = wakes.recv() => {
@@ -465,9 +469,11 @@ fn local(r: &Routine, t: DateTime<Utc>) -> String {
     t.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M %Z").to_string()
 }
 
-/// Watch the routines directory; each change sends a nudge (the loop debounces and reloads).
-fn watch_routines(dir: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
-    super::watch::watch(&[dir.to_path_buf()], "routine files; changes need a restart", routine::is_routine_path, move |_| {
+/// Watch the routine folders; each change sends a nudge (the loop debounces and reloads). A
+/// folder that does not exist yet is not watched (a scheduler pass still reads it within 30 s).
+fn watch_routines(dirs: &[std::path::PathBuf], tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
+    let dirs: Vec<std::path::PathBuf> = dirs.iter().filter(|d| d.is_dir()).cloned().collect();
+    super::watch::watch(&dirs, "routine files; changes need a restart", routine::is_routine_path, move |_| {
         let _ = tx.try_send(());
     })
 }

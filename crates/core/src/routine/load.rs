@@ -190,7 +190,9 @@ pub fn load_home(home: &Home, settings: &crate::settings::Settings) -> RoutineSe
     with_settings(load_files(home, &routine_files(&home_dirs(home, settings))), settings, home)
 }
 
-/// The directories routines are read from, as the settings say.
+/// The directories routines are read from, as the settings say: the home's, agents-cli's
+/// `~/.agents/routines/` with `import_agents_cli`, and each opted-in project's
+/// `.agents/routines/` (`projects`).
 pub fn home_dirs(home: &Home, settings: &crate::settings::Settings) -> Vec<PathBuf> {
     let mut dirs = vec![home.routines_dir()];
     if settings.import_agents_cli {
@@ -198,7 +200,13 @@ pub fn home_dirs(home: &Home, settings: &crate::settings::Settings) -> Vec<PathB
             dirs.push(PathBuf::from(user_home).join(".agents").join("routines"));
         }
     }
+    dirs.extend(settings.projects.iter().map(|p| project_routines_dir(p)));
     dirs
+}
+
+/// Where a project keeps its routines (agents-cli's project layer).
+pub fn project_routines_dir(project: &Path) -> PathBuf {
+    crate::fsutil::expand_tilde(&project.display().to_string()).join(".agents").join("routines")
 }
 
 /// Load the home's routines directory plus `extra_dirs`.

@@ -10,7 +10,7 @@ mod parse;
 pub mod prompt;
 pub mod yaml;
 
-pub use load::{with_settings, home_dirs, is_routine_path, load_dir, load_files, load_home, routine_files, RoutineSet};
+pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, project_routines_dir, routine_files, with_settings, RoutineSet};
 pub use parse::{parse_routine, MAX_DURATION, MAX_PROBLEMS};
 
 /// The name closest to `name` among `names`, if close enough to be a typo.

@@ -1,4 +1,5 @@
-//! Adding and removing `[[accounts]]` in `nightshift.toml`, keeping the user's comments and layout.
+//! Editing `nightshift.toml` in place for the CLI and the window — adding and removing
+//! `[[accounts]]` and `projects` — keeping the user's comments and layout.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::home::Home;
@@ -69,6 +70,50 @@ pub fn remove_account(home: &Home, email: &str) -> Result<()> {
     arr.retain(|t| t.get("email").and_then(|v| v.as_str()) != Some(email));
     if arr.len() == before {
         return Err(Error::new(ErrorCode::Usage, format!("no account {email}")));
+    }
+    save(home, &doc)
+}
+
+/// The folders listed in `projects`, as written.
+fn projects(doc: &DocumentMut) -> Vec<String> {
+    doc.get("projects").and_then(Item::as_array).map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+/// Opt a project folder in: its `.agents/routines/` are read from now on. `dir` must be a folder;
+/// it is kept as an absolute path. Adding one that is listed is an error that says so.
+pub fn add_project(home: &Home, dir: &std::path::Path) -> Result<std::path::PathBuf> {
+    let dir = std::fs::canonicalize(dir).map_err(|e| Error::new(ErrorCode::Usage, format!("{}: {e}", dir.display())))?;
+    if !dir.is_dir() {
+        return Err(Error::new(ErrorCode::Usage, format!("{} is not a folder", dir.display())));
+    }
+    let mut doc = load(home)?;
+    let shown = dir.display().to_string();
+    if projects(&doc).iter().any(|p| *p == shown) {
+        return Err(Error::new(ErrorCode::Usage, format!("{shown} is already a project (its routines are read)")));
+    }
+    match doc.get_mut("projects").and_then(Item::as_array_mut) {
+        Some(arr) => arr.push(shown.as_str()),
+        None => {
+            let mut arr = toml_edit::Array::new();
+            arr.push(shown.as_str());
+            doc.insert("projects", toml_edit::value(arr));
+        }
+    }
+    save(home, &doc)?;
+    Ok(dir)
+}
+
+/// Stop reading a project folder's routines (its files stay where they are).
+pub fn remove_project(home: &Home, dir: &std::path::Path) -> Result<()> {
+    let mut doc = load(home)?;
+    let wanted: Vec<String> = [Some(dir.display().to_string()), std::fs::canonicalize(dir).ok().map(|d| d.display().to_string())].into_iter().flatten().collect();
+    let Some(arr) = doc.get_mut("projects").and_then(Item::as_array_mut) else {
+        return Err(Error::new(ErrorCode::Usage, format!("{} is not a project (none are listed)", dir.display())));
+    };
+    let before = arr.len();
+    arr.retain(|v| !v.as_str().is_some_and(|p| wanted.iter().any(|w| w == p)));
+    if arr.len() == before {
+        return Err(Error::new(ErrorCode::Usage, format!("{} is not a project (they are listed under `projects` in nightshift.toml)", dir.display())));
     }
     save(home, &doc)
 }
