@@ -122,3 +122,30 @@ async fn logged_out_cli_is_auth_failed() {
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
     assert_eq!(rec["message"], "Not logged in · Please run /login");
 }
+
+/// An agents-cli routine file as its users have it — in `~/.agents/routines/`, with keys
+/// Nightshift does not use — runs end to end with the real CLI through `import_agents_cli`, on the
+/// Claude token a headless box keeps in the daemon's own environment (no account configured).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_cli_routine_runs_as_it_is_with_the_inherited_token() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-inherited-from-the-environment", Reply::Success { text: REPORT.into() });
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "import_agents_cli = true\n").unwrap();
+    let dir = th.user_home().join(".agents/routines");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = format!(
+        "name: nightly-notes\nschedule: 0 2 * * *\ntimezone: UTC\nagent: claude\nmode: plan\neffort: low\nsandbox: false\ntimeout: 120\n\
+         createdAt: \"2026-11-30T12:00:00Z\"\nsource:\n  project: app\nprompt: Triage new issues\nenv:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n",
+        fake.url()
+    );
+    std::fs::write(dir.join("nightly-notes.yml"), file).unwrap();
+    let out = tokio_ctl(&th).args(["run", "nightly-notes", "--wait", "--json"]).env("CLAUDE_CODE_OAUTH_TOKEN", "tok-inherited-from-the-environment").output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!((out.status.code(), rec["status"].as_str()), (Some(0), Some("completed")), "{rec:#}\n{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT);
+    assert_eq!(fake.message_credentials(), vec!["tok-inherited-from-the-environment"], "the inherited token reached the CLI");
+}
