@@ -156,6 +156,9 @@ pub struct AgentSettings {
     pub path: Option<PathBuf>,
     /// At most this many runs of this agent at once (beside `max_parallel`).
     pub max_running: Option<usize>,
+    /// `[agents.<agent>.versions]`: the executable of each version a routine may pin with
+    /// `version:` (agents-cli's key), e.g. `"2.1.332" = "/opt/claude-2.1.332/bin/claude"`.
+    pub versions: BTreeMap<String, PathBuf>,
 }
 
 impl Default for Settings {
@@ -296,6 +299,11 @@ impl Settings {
 
     pub fn kill_grace(&self) -> Duration {
         Duration::from_secs(self.kill_grace_secs)
+    }
+
+    /// The executable `[agents.<agent>.versions]` maps `version` to.
+    pub fn agent_version_path(&self, agent: Agent, version: &str) -> Option<&Path> {
+        self.agents.get(&agent).and_then(|a| a.versions.get(version)).map(PathBuf::as_path)
     }
 
     pub fn agent_path(&self, agent: Agent) -> Option<&Path> {

@@ -322,3 +322,29 @@ fn devices_match_the_machine_without_case_or_domain() {
     let r = engine.routines().get("studio-only").cloned().unwrap();
     assert!(r.runs_on("studio") && r.runs_on("STUDIO.lan") && !r.runs_on("laptop"));
 }
+
+/// `version:` (agents-cli) runs the executable `[agents.<agent>.versions]` maps it to; a version
+/// nothing maps is a warning, and the usual agent runs.
+#[tokio::test]
+async fn a_pinned_version_runs_the_binary_the_settings_map_it_to() {
+    let th = TestHome::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}"#;
+    let pinned = th.script("claude-2.1.332", &format!("echo pinned\necho '{result}'"));
+    th.script("claude", &format!("echo on-path\necho '{result}'"));
+    th.routine("old", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\nversion: 2.1.332\n");
+    th.routine("new", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\nversion: 9.9.9\n");
+    let engine = EngineOptions::for_test(th.path())
+        .settings(&format!("[agents.claude.versions]\n\"2.1.332\" = \"{}\"\n", pinned.display()))
+        .path_first(&th.bin_dir())
+        .env("CLAUDE_CODE_OAUTH_TOKEN", "tok-for-tests")
+        .open();
+    let set = engine.routines();
+    assert!(set.get("old").unwrap().warnings.is_empty());
+    let w = set.get("new").unwrap().warnings[0].to_string();
+    assert_eq!(w, "routines/new.yaml:4:1: warning: `version: 9.9.9` is not pinned: no `[agents.claude.versions]` entry maps it to a binary in nightshift.toml, so the `claude` on PATH runs");
+    for (name, said) in [("old", "pinned"), ("new", "on-path")] {
+        let run = engine.run_now(name, nightshift_core::run::Trigger::Manual).await.unwrap().wait().await.unwrap();
+        let log = std::fs::read_to_string(th.path().join(format!("runs/{name}/{}/stdout.log", run.id))).unwrap();
+        assert!(log.starts_with(said), "{name}: {log}");
+    }
+}

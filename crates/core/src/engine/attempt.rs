@@ -129,6 +129,10 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
         }
     }
     let name = driver.program();
+    // A pinned `version:` the settings map to a binary.
+    if let Some(program) = &routine.program {
+        return Ok(program.clone());
+    }
     if let Some(agent) = routine.agent().cli() {
         if let Some(configured) = core.settings().agent_path(agent) {
             return process::find_on_path(&configured.display().to_string(), path_var).ok_or_else(|| {

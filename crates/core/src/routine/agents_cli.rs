@@ -18,8 +18,8 @@ pub enum Treatment {
     Refused(&'static str),
 }
 
-/// agents-cli's keys beyond Nightshift's own (`effort`, `hostStrategy`, `remoteCwd`, `config` …
-/// are read by the parser itself), with their treatment.
+/// agents-cli's keys beyond Nightshift's own (`hostStrategy`, `remoteCwd`, `config`, `version`,
+/// `trigger` … are read by the parser itself), with their treatment.
 pub const KEYS: &[(&str, Treatment)] = &[
     ("endAt", Treatment::Alias("end_at")),
     ("runOnce", Treatment::Alias("run_once")),
@@ -34,7 +34,6 @@ pub const KEYS: &[(&str, Treatment)] = &[
     ("id", Treatment::Ignored("agents-cli's id is not used: a routine is known by its `name`")),
     ("tags", Treatment::Ignored("agents-cli's tags are not used")),
     ("effort", Treatment::Ignored("`effort` is not passed to the agent yet: it runs at its own default effort")),
-    ("version", Treatment::Ignored("the agent's version is not pinned: the run uses the one on PATH (or `[agents.<agent>] path` in nightshift.toml)")),
     (
         "workflow",
         Treatment::Refused("`workflow` (several steps in one routine) is not supported: Nightshift runs one agent or command per routine — make a routine of each step, or a `command` that runs them in order"),

@@ -140,6 +140,9 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
             r.timeout = timeout;
         }
     }
+    for r in set.routines.iter_mut() {
+        pin_version(r, settings, home);
+    }
     let (ok, bad): (Vec<Routine>, Vec<Routine>) =
         std::mem::take(&mut set.routines).into_iter().partition(|r| r.webhooks.iter().all(|w| settings.webhook(w).is_some()));
     set.routines = ok;
@@ -151,6 +154,29 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
     }
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
     set
+}
+
+/// `version:` — the executable `[agents.<agent>.versions]` maps the pinned version to; without
+/// a mapping (or with one to a file that is not there) the routine runs the agent it finds as
+/// usual, and a warning at the key says so.
+fn pin_version(r: &mut Routine, settings: &crate::settings::Settings, home: &Home) {
+    let (Some(version), Some(agent)) = (r.version.clone(), r.agent().cli()) else { return };
+    let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
+    let (line, col) = text.lines().enumerate().find(|(_, l)| l.starts_with("version:")).map_or((1, 1), |(i, _)| (i + 1, 1));
+    let usual = match settings.agent_path(agent) {
+        Some(path) => format!("{} (`[agents.{agent}] path`)", path.display()),
+        None => format!("the `{agent}` on PATH"),
+    };
+    let problem = match settings.agent_version_path(agent, &version) {
+        Some(path) if path.is_file() => {
+            r.program = Some(path.to_path_buf());
+            return;
+        }
+        Some(path) => format!("`version: {version}` maps to {}, which is not there: {usual} runs instead", path.display()),
+        None => format!("`version: {version}` is not pinned: no `[agents.{agent}.versions]` entry maps it to a binary in nightshift.toml, so {usual} runs"),
+    };
+    r.warnings.push(Diagnostic { severity: super::Severity::Warning, ..Diagnostic::error(home.display_path(&r.file), line, col, problem) });
+    r.warnings.sort_by_key(|d| (d.line, d.col));
 }
 
 /// The webhooks `r` names that `nightshift.toml` does not define, located in the file's `text`.

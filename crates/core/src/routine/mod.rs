@@ -221,6 +221,11 @@ pub struct Routine {
     /// `runOnce: true` (agents-cli): the schedule's first fire after the routine appeared is its
     /// only one.
     pub run_once: bool,
+    /// `version:` (agents-cli): the agent CLI version it pins; run with the executable
+    /// `[agents.<agent>.versions]` maps it to (the settings' part, [`load::with_settings`]).
+    pub version: Option<String>,
+    /// The executable a pinned `version` runs with, when the settings map it.
+    pub program: Option<PathBuf>,
     /// Its file gives `timeout:`; without one, `[defaults] timeout` in nightshift.toml applies.
     pub timeout_given: bool,
     /// What its file says that it runs without, or takes another way than written (located like

@@ -15,7 +15,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version",
 ];
 
 /// Parse the text of one routine file. `display` is how the file is named in messages.
@@ -117,6 +117,11 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     }
     if get("schedule").is_none() && get("at").is_none() && trigger.is_none() {
         cx.err(Pos { line: 1, col: 1 }, "missing `schedule` (a cron expression such as \"0 9 * * 1-5\") or `at` (a one-shot time)");
+    }
+    // `version:` (agents-cli): the agent CLI version it pins (the settings map it to a binary).
+    let version = get("version").and_then(|n| cx.string(n, "version")).map(|v| v.trim().to_string());
+    if version.is_some() && get("command").is_some() {
+        cx.err(key_pos("version"), "`version` pins an agent CLI's version; this routine runs a `command`");
     }
     // `runOnce: true` (agents-cli): the schedule's next fire is the routine's only one.
     let run_once = get("run_once").and_then(|n| cx.boolean(n, "runOnce")).unwrap_or(false);
@@ -354,6 +359,8 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 notify_missed,
                 ping,
                 run_once,
+                version,
+                program: None,
                 timeout_given: timeout.is_some(),
                 warnings: cx.into_errors().1,
             })
