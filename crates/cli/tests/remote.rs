@@ -217,3 +217,30 @@ async fn with_several_hosts_an_unreachable_one_is_skipped_and_remembered() {
     let listed = common::stdout(&ctl(&th).args(["hosts", "list"]).output().unwrap());
     assert!(listed.lines().any(|l| l.starts_with("dead") && l.contains("never") && l.contains("Connection refused") && l.contains("nightly")), "{listed}");
 }
+
+/// `hostStrategy: fleet`: any machine nightshift.toml lists — the one with the fewest runs going
+/// first. With a run going on `box`, the next fleet run tries `dead` first (no run there), finds it
+/// unreachable, and goes to `box`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fleet_run_goes_to_the_machine_with_the_fewest_runs_that_answers() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    let config = th.path().join("ssh_config");
+    std::fs::write(&config, format!("Include {}\nHost dead\n  HostName 127.0.0.1\n  Port 1\n", server.ssh_config().display())).unwrap();
+    std::fs::write(th.path().join("nightshift.toml"), format!("ssh_config = \"{}\"\nkill_grace_secs = 1\nmax_parallel = 4\n[hosts.box]\n[hosts.dead]\n", config.display())).unwrap();
+    let sleep = format!("sleep {}", 12001 + std::process::id() % 4000);
+    th.routine("long", &format!("schedule: \"0 2 * * *\"\nhosts: [box]\ntimeout: 5m\ncommand: '{sleep}'\n"));
+    th.routine("fleet", "schedule: \"0 2 * * *\"\nhostStrategy: fleet\ndevices: [laptop]\ncommand: echo from the fleet\n");
+    // Nobody tried `dead` yet: listed in name order, `box` would come first.
+    let waiting = tokio_ctl(&th).args(["run", "long", "--wait", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    nightshift_testkit::wait_until("the long run to be going on box", Duration::from_secs(20), || !processes_holding(&sleep).is_empty());
+    let (rec, code) = common::run_wait(&th, "fleet").await;
+    assert_eq!((code, rec["status"].as_str(), rec["host"].as_str()), (0, Some("completed"), Some("box")), "{rec:#}");
+    assert_eq!(log_of(&rec), "from the fleet\n");
+    let hosts = json(&ctl(&th).args(["hosts", "list", "--json"]).output().unwrap());
+    let dead = hosts.as_array().unwrap().iter().find(|h| h["host"] == "dead").cloned().unwrap();
+    assert!(dead["last_error"].as_str().is_some_and(|e| e.contains("Connection refused")), "dead was tried first (fewest runs): {hosts:#}");
+    unsafe { libc::kill(waiting.id().unwrap() as i32, libc::SIGINT) };
+    let out = waiting.wait_with_output().await.unwrap();
+    assert_eq!(json(&out)["status"], "cancelled");
+}

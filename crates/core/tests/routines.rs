@@ -270,7 +270,6 @@ fn a_routine_placed_on_a_host_parses_with_agents_cli_field_names() {
 #[test]
 fn placements_that_cannot_work_are_refused_where_they_are_written() {
     let th = TestHome::new();
-    th.routine("fleet", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: fleet\n");
     th.routine("cloud", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: cloud\n");
     th.routine("nohost", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: host\n");
     th.routine("both", "schedule: \"0 2 * * *\"\ncommand: make\nhost: a\nhosts: [b]\n");
@@ -280,7 +279,6 @@ fn placements_that_cannot_work_are_refused_where_they_are_written() {
     th.routine("contradiction", "schedule: \"0 2 * * *\"\ncommand: make\nhost: box\nhostStrategy: local\n");
     let msgs = messages(&th);
     for expected in [
-        "routines/fleet.yaml:3:15: `hostStrategy: fleet` is not supported: list the machines with `hosts: [a, b]`",
         "routines/cloud.yaml:3:15: `hostStrategy: cloud` is not supported: Nightshift runs on your own machines — use `host:`",
         "routines/nohost.yaml:3:15: `hostStrategy: host` needs `host:`",
         "routines/both.yaml:4:1: give either `host` (one machine) or `hosts`",
@@ -347,4 +345,24 @@ async fn a_pinned_version_runs_the_binary_the_settings_map_it_to() {
         let log = std::fs::read_to_string(th.path().join(format!("runs/{name}/{}/stdout.log", run.id))).unwrap();
         assert!(log.starts_with(said), "{name}: {log}");
     }
+}
+
+/// `hostStrategy: fleet` (agents-cli): the machines nightshift.toml lists; with none listed, the
+/// file is invalid saying what to add; with `host:` too, which to remove.
+#[test]
+fn a_fleet_routine_runs_on_the_machines_the_settings_list() {
+    let th = TestHome::new();
+    th.routine("fleet", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: fleet\ndevices: [laptop]\n");
+    th.routine("both", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: fleet\nhost: box\n");
+    let engine = EngineOptions::for_test(th.path()).open();
+    let set = engine.routines();
+    let e = set.get_invalid("fleet").unwrap().errors[0].to_string();
+    assert!(e.starts_with("routines/fleet.yaml:3:15: `hostStrategy: fleet` runs on one of the machines nightshift.toml lists as `[hosts.<name>]`, and it lists none"), "{e}");
+    assert!(set.get_invalid("both").unwrap().errors[0].to_string().contains("remove `host:`/`hosts:`"));
+    drop(engine);
+    std::fs::write(th.path().join("nightshift.toml"), "[hosts.buildbox]\n[hosts.spare]\n").unwrap();
+    let engine = EngineOptions::for_test(th.path()).open();
+    let p = engine.routines().get("fleet").unwrap().placement.clone().unwrap();
+    assert!(p.fleet);
+    assert_eq!(p.hosts, ["buildbox", "spare"]);
 }

@@ -69,8 +69,12 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, a
     let mut cmd = command(core, live, routine, account);
     let mut unreachable = Vec::new();
     let mut busy = Vec::new();
-    for host in &placement.hosts {
-        if placement.hosts.len() > 1 && core.store.routine_running_on(&routine.name, host, &live.id).unwrap_or(false) {
+    let hosts = match placement.fleet {
+        true => fleet_order(&placement.hosts, &core.store.runs_going_by_host().unwrap_or_default()),
+        false => placement.hosts.clone(),
+    };
+    for host in &hosts {
+        if hosts.len() > 1 && core.store.routine_running_on(&routine.name, host, &live.id).unwrap_or(false) {
             busy.push(host.as_str());
             continue;
         }
@@ -110,6 +114,14 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, a
         true => (Reason::ActiveRun, format!("not started: every host of this routine ({}) has a run of it going", busy.join(", "))),
     };
     Err(Ending::Blocked { reason, message, resets_at: None })
+}
+
+/// `hostStrategy: fleet`: the machines with the fewest runs going first (in the order
+/// nightshift.toml lists them among equals) — the first of them that answers takes the run.
+fn fleet_order(hosts: &[String], going: &std::collections::HashMap<String, usize>) -> Vec<String> {
+    let mut ordered = hosts.to_vec();
+    ordered.sort_by_key(|h| going.get(h).copied().unwrap_or(0));
+    ordered
 }
 
 /// The agent's executable on `host`: `[hosts.<host>] agent_path`, else its name on the PATH an
@@ -245,4 +257,17 @@ pub(crate) fn keep_locally(run_dir: &std::path::Path, ending: &Ending) -> bool {
 pub(crate) fn recorded(core: &Core, host: Option<&str>, remote: &str) -> Option<RemoteProc> {
     let started: Started = serde_json::from_str(remote).ok()?;
     Some(RemoteProc { target: core.ssh_target(host?), started })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fleet_order;
+
+    #[test]
+    fn a_fleet_tries_the_machines_with_the_fewest_runs_first() {
+        let hosts: Vec<String> = ["box", "dead", "spare"].map(String::from).to_vec();
+        let going = std::collections::HashMap::from([("box".to_string(), 2), ("spare".to_string(), 1)]);
+        assert_eq!(fleet_order(&hosts, &going), ["dead", "spare", "box"]);
+        assert_eq!(fleet_order(&hosts, &Default::default()), hosts, "the listed order among equals");
+    }
 }

@@ -142,6 +142,20 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
     }
     for r in set.routines.iter_mut() {
         pin_version(r, settings, home);
+        // `hostStrategy: fleet`: the machines nightshift.toml lists.
+        if let Some(p) = r.placement.as_mut().filter(|p| p.fleet) {
+            p.hosts = settings.hosts.keys().cloned().collect();
+        }
+    }
+    let (ok, no_fleet): (Vec<Routine>, Vec<Routine>) =
+        std::mem::take(&mut set.routines).into_iter().partition(|r| r.placement.as_ref().is_none_or(|p| !p.hosts.is_empty()));
+    set.routines = ok;
+    for r in no_fleet {
+        let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
+        let (line, col) = text.lines().enumerate().find_map(|(i, l)| l.starts_with("hostStrategy:").then(|| (i + 1, l.find("fleet").map_or(1, |c| c + 1)))).unwrap_or((1, 1));
+        let message = "`hostStrategy: fleet` runs on one of the machines nightshift.toml lists as `[hosts.<name>]`, and it lists none; add them (e.g. `[hosts.buildbox]`), or place the routine with `host:`";
+        let errors = vec![Diagnostic::error(home.display_path(&r.file), line, col, message)];
+        set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors, warnings: r.warnings });
     }
     let (ok, bad): (Vec<Routine>, Vec<Routine>) =
         std::mem::take(&mut set.routines).into_iter().partition(|r| r.webhooks.iter().all(|w| settings.webhook(w).is_some()));

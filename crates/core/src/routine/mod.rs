@@ -269,10 +269,14 @@ impl Default for RetryPolicy {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Placement {
     /// SSH hosts or aliases from the user's `ssh_config`, tried in order: the first reachable one
-    /// without a run of this routine takes the run.
+    /// without a run of this routine takes the run. For `fleet`, every `[hosts.<name>]` of
+    /// nightshift.toml (filled in by [`load::with_settings`]).
     pub hosts: Vec<String>,
     /// Where the run works on that machine (`~` is its home); `None`: the remote home.
     pub remote_cwd: Option<String>,
+    /// `hostStrategy: fleet` (agents-cli): any of the machines nightshift.toml lists, the one
+    /// with the fewest runs going first, then the next that answers.
+    pub fleet: bool,
 }
 
 impl Routine {

@@ -305,7 +305,8 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     let placement = placement(&mut cx, &get, &key_pos);
     if placement.is_some() && get("devices").is_none() {
         // A routines folder synced between machines (agents-cli's way) fires it on each of them.
-        cx.warn(key_pos(if fields.contains_key("host") { "host" } else { "hosts" }), "no `devices:`: every machine that reads this file fires it (and sends the run over SSH); list the machine that should, e.g. `devices: [laptop]`");
+        let key = ["host", "hosts", "hostStrategy"].into_iter().find(|k| fields.contains_key(k)).unwrap_or("host");
+        cx.warn(key_pos(key), "no `devices:`: every machine that reads this file fires it (and sends the run over SSH); list the machine that should, e.g. `devices: [laptop]`");
     }
     if placement.is_some() {
         if get("cwd").is_some() {
@@ -505,12 +506,14 @@ fn placement<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>, key_po
                 return None;
             }
             Some("host" | "local") | None => {}
-            Some("fleet") => cx.err(
-                strategy.pos(),
-                "`hostStrategy: fleet` is not supported: list the machines with `hosts: [a, b]` (the first reachable one without a run of this routine takes it), or give the routine to one machine's scheduler with `devices:`",
-            ),
+            // Any of the machines nightshift.toml lists (`[hosts.<name>]`, filled in with the
+            // settings): the one with the fewest runs going, else the next that answers.
+            Some("fleet") if !hosts.is_empty() => {
+                cx.err(strategy.pos(), "`hostStrategy: fleet` chooses among the machines in nightshift.toml's `[hosts.<name>]`; remove `host:`/`hosts:`, or use `hostStrategy: host` to keep to these")
+            }
+            Some("fleet") => return Some(Placement { hosts: Vec::new(), remote_cwd, fleet: true }),
             Some("cloud") => cx.err(strategy.pos(), "`hostStrategy: cloud` is not supported: Nightshift runs on your own machines — use `host:` to place the run on one of them over SSH"),
-            Some(other) => cx.err(strategy.pos(), format!("unknown hostStrategy \"{other}\" (expected local or host)")),
+            Some(other) => cx.err(strategy.pos(), format!("unknown hostStrategy \"{other}\" (expected local, host or fleet)")),
         }
     }
     if hosts.is_empty() {
@@ -520,7 +523,7 @@ fn placement<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>, key_po
         }
         return None;
     }
-    Some(Placement { hosts: hosts.into_iter().map(|(h, _)| h).collect(), remote_cwd })
+    Some(Placement { hosts: hosts.into_iter().map(|(h, _)| h).collect(), remote_cwd, fleet: false })
 }
 
 struct Cx<'a> {

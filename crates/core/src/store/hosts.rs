@@ -46,6 +46,14 @@ impl Store {
         Ok(n > 0)
     }
 
+    /// How many runs are going on each host now (hosts with none are not listed).
+    pub fn runs_going_by_host(&self) -> Result<std::collections::HashMap<String, usize>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT host, COUNT(*) FROM runs WHERE status = 'running' AND host IS NOT NULL GROUP BY host")?;
+        let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)? as usize)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// What a connection to `host` showed at `at`: it answered (`error` none) or why not.
     pub fn record_host_contact(&self, host: &str, at: DateTime<Utc>, error: Option<&str>) -> Result<()> {
         self.conn()
