@@ -149,3 +149,29 @@ async fn an_agents_cli_routine_runs_as_it_is_with_the_inherited_token() {
     assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT);
     assert_eq!(fake.message_credentials(), vec!["tok-inherited-from-the-environment"], "the inherited token reached the CLI");
 }
+
+/// `effort:` reaches Claude Code as `--effort` (the API sees it) and `args:` are passed on —
+/// here a system prompt of the user's own; an argument Nightshift sets itself is refused with the
+/// field to use instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effort_and_args_reach_claude_and_controlled_args_are_refused() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-effort", Reply::Success { text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, Some(&fake), Some("tok-effort"));
+    let file = th.path().join("routines/triage.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}effort: high\nargs: [--append-system-prompt, Answer in one short paragraph.]\n")).unwrap();
+    let (rec, code) = run(&th).await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    let call = fake.requests().into_iter().find(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens") && r.body["system"].to_string().contains("Answer in one short paragraph.")).expect("the routine's system prompt reached the API");
+    assert_eq!(call.body["output_config"]["effort"], "high", "{:#}", call.body);
+
+    std::fs::write(&file, format!("{text}args: [--output-format, text]\n")).unwrap();
+    let out = common::ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`args`: `--output-format` is Nightshift's to set for claude: Nightshift reads the agent's own event stream and sets its format"), "{}", stderr(&out));
+}

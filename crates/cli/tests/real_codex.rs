@@ -151,3 +151,24 @@ async fn a_stalled_api_is_timed_out() {
     assert_eq!(rec["message"], "timed out after 3s");
     assert!(started.elapsed() < std::time::Duration::from_secs(3 + 1 + 5), "ended on time: {:?}", started.elapsed());
 }
+
+/// `effort:` reaches Codex as its reasoning effort and `args:` go in where Codex takes options:
+/// the fake API sees both in the request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn effort_and_args_reach_codex() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    fake.set("sk-effort", Reply::Success { text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, &fake, "sk-effort", "plan", 0);
+    let file = th.path().join("routines/triage.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}effort: max\nargs: [-c, 'model_reasoning_summary=\"detailed\"']\n")).unwrap();
+    let (rec, code) = run_wait(&th, "triage").await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    let call = fake.requests().into_iter().find(|r| r.path.starts_with("/v1/responses")).expect("a responses call");
+    assert_eq!(call.body["reasoning"]["effort"], "max", "{:#}", call.body["reasoning"]);
+    assert_eq!(call.body["reasoning"]["summary"], "detailed", "the routine's own -c reached Codex: {:#}", call.body["reasoning"]);
+}

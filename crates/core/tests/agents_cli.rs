@@ -74,11 +74,10 @@ fn agents_cli_routine_files_load_as_they_are_through_the_import() {
     assert!(prompt.starts_with("Publish what is merged"), "{prompt}");
     assert_eq!(
         warnings(&set, "release-train"),
-        [
-            "release-train.yml:6:1: warning: `effort` is ignored: `effort` is not passed to the agent yet: it runs at its own default effort",
-            "release-train.yml:8:1: warning: `sandbox` is ignored: agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout",
-        ]
+        ["release-train.yml:8:1: warning: `sandbox` is ignored: agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout"]
     );
+    // `effort: low` is passed to Claude Code as its own `--effort low`.
+    assert!(matches!(&r.action, Action::Agent { effort: Some(nightshift_core::routine::Effort::Low), .. }), "{:?}", r.action);
     let next = r.next_slot(at("2026-12-03T10:30:00Z")).unwrap();
     assert_eq!(next, at("2026-12-03T12:00:00Z"), "04:00 in Los Angeles");
 

@@ -3,8 +3,8 @@
 //! every outcome judged right, and classifiers that cannot be fooled by damaged streams.
 
 use chrono::{TimeZone, Utc};
-use nightshift_core::agents::{driver, Outcome, RunOutput};
-use nightshift_core::routine::Mode;
+use nightshift_core::agents::{driver, Call, Outcome, RunOutput};
+use nightshift_core::routine::{Effort, Mode};
 use nightshift_core::run::{Reason, RunStatus};
 use nightshift_core::words::Agent;
 use proptest::prelude::*;
@@ -125,17 +125,29 @@ fn gemini_server_error_is_api_unavailable() {
 
 #[test]
 fn arguments_per_mode() {
-    let codex = |m| driver(Agent::Codex).args("do it", m, Some("gpt-5"));
+    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra };
+    let codex = |m| driver(Agent::Codex).args(&call(m, Some("gpt-5"), None, &[]));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
     assert_eq!(codex(Mode::Plan), with(&["--sandbox", "read-only"]));
     assert_eq!(codex(Mode::Edit), with(&["--sandbox", "workspace-write"]));
     assert_eq!(codex(Mode::Auto), with(&["--sandbox", "workspace-write"]));
     assert_eq!(codex(Mode::Skip), with(&["--dangerously-bypass-approvals-and-sandbox"]));
-    let gemini = |m| driver(Agent::Gemini).args("do it", m, None);
+    let gemini = |m| driver(Agent::Gemini).args(&call(m, None, None, &[]));
     for (mode, approval) in [(Mode::Plan, "plan"), (Mode::Edit, "auto_edit"), (Mode::Auto, "yolo"), (Mode::Skip, "yolo")] {
         assert_eq!(gemini(mode), vec!["-p", "do it", "--output-format", "stream-json", "--approval-mode", approval, "--skip-trust"]);
     }
+    // `effort:` as each CLI's own setting, and `args:` where each takes options (before Codex's
+    // positional prompt).
+    static EXTRA: std::sync::LazyLock<Vec<String>> = std::sync::LazyLock::new(|| vec!["--add-dir".into(), "/srv/docs".into()]);
+    let claude = driver(Agent::Claude).args(&call(Mode::Plan, None, Some(Effort::Detailed), &EXTRA));
+    assert_eq!(claude[7..], ["--effort", "high", "--add-dir", "/srv/docs"]);
+    let codex = driver(Agent::Codex).args(&call(Mode::Plan, None, Some(Effort::Max), &EXTRA));
+    assert_eq!(codex[codex.len() - 5..], ["-c", "model_reasoning_effort=\"max\"", "--add-dir", "/srv/docs", "do it"]);
+    let default = driver(Agent::Claude).args(&call(Mode::Plan, None, Some(Effort::Auto), &[]));
+    assert!(!default.contains(&"--effort".to_string()), "the agent's own default: nothing passed");
+    let gemini = driver(Agent::Gemini).args(&call(Mode::Plan, None, Some(Effort::High), &EXTRA));
+    assert_eq!(gemini[gemini.len() - 2..], ["--add-dir", "/srv/docs"]);
 }
 
 /// Each agent's recorded streams, and whether each is the agent's own success.

@@ -366,3 +366,29 @@ fn a_fleet_routine_runs_on_the_machines_the_settings_list() {
     assert!(p.fleet);
     assert_eq!(p.hosts, ["buildbox", "spare"]);
 }
+
+/// `effort:` and `args:` are checked where they are written: an unknown effort, an argument
+/// Nightshift sets itself (with the field to use), either on a command routine; Gemini's missing
+/// effort setting is a warning.
+#[test]
+fn effort_and_args_are_checked_where_they_are_written() {
+    let th = TestHome::new();
+    th.routine("bad", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\neffort: turbo\nargs: [--add-dir, ../docs, --output-format, text, \"--model=opus\"]\n");
+    th.routine("cmd", "schedule: \"0 2 * * *\"\ncommand: make\neffort: high\nargs: [-v]\n");
+    th.routine("codex", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nargs: [-c, model_reasoning_effort=high]\n");
+    th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\neffort: high\n");
+    let msgs = messages(&th);
+    for expected in [
+        "routines/bad.yaml:4:9: unknown effort \"turbo\" (expected low, medium, high, xhigh, max or auto",
+        "routines/bad.yaml:5:28: `args`: `--output-format` is Nightshift's to set for claude: Nightshift reads the agent's own event stream",
+        "routines/bad.yaml:5:51: `args`: `--model` is Nightshift's to set for claude: use `model:`",
+        "routines/cmd.yaml:3:1: `effort` only applies to agent routines",
+        "routines/cmd.yaml:4:1: `args` only applies to agent routines",
+        "routines/codex.yaml:4:12: `args`: `model_reasoning_effort=high` sets Codex's reasoning effort: use `effort:`",
+    ] {
+        assert!(msgs.iter().any(|m| m.starts_with(expected)), "missing {expected:?} in {msgs:#?}");
+    }
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let gem = set.get("gem").unwrap();
+    assert_eq!(gem.warnings[0].to_string(), "routines/gem.yaml:4:1: warning: `effort: high` is ignored: Gemini CLI has no effort setting");
+}

@@ -46,6 +46,8 @@ pub struct SeenRequest {
     /// `Authorization: Bearer <token>` or `x-api-key`, whichever was sent.
     pub credential: Option<String>,
     pub streamed: bool,
+    /// The request's JSON body (what the CLI asked the model: system prompt, effort, tools…).
+    pub body: serde_json::Value,
 }
 
 #[derive(Default)]
@@ -120,7 +122,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
     let streamed = json["stream"].as_bool().unwrap_or(false);
     let reply = {
         let mut g = inner.lock().unwrap();
-        g.seen.push(SeenRequest { method: method.clone(), path: path.clone(), credential: cred.clone(), streamed });
+        g.seen.push(SeenRequest { method: method.clone(), path: path.clone(), credential: cred.clone(), streamed, body: json.clone() });
         cred.as_ref().and_then(|c| g.by_credential.get(c).cloned()).or_else(|| g.default.clone()).unwrap_or(Reply::Unauthorized)
     };
     if method != "POST" || !path.starts_with("/v1/messages") {

@@ -32,19 +32,24 @@ impl AgentDriver for Claude {
         "claude"
     }
 
-    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
+    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
         let mut args = vec![
             "-p".to_string(),
-            prompt.to_string(),
+            call.prompt.to_string(),
             "--verbose".into(),
             "--output-format".into(),
             "stream-json".into(),
             "--permission-mode".into(),
-            permission_mode(mode).into(),
+            permission_mode(call.mode).into(),
         ];
-        if let Some(model) = model {
+        if let Some(model) = call.model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
+        // `--effort low|medium|high|xhigh|max` (Claude Code 2.1.332's own words).
+        if let Some(level) = call.effort.and_then(crate::routine::Effort::level) {
+            args.extend(["--effort".to_string(), level.as_str().to_string()]);
+        }
+        args.extend(call.extra.iter().cloned());
         args
     }
 

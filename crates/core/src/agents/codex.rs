@@ -24,7 +24,8 @@ impl AgentDriver for Codex {
         "codex"
     }
 
-    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
+    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+        let (prompt, mode, model) = (call.prompt, call.mode, call.model);
         // `--disable shell_snapshot`: Codex would otherwise save the shell's environment — the
         // account's injected OPENAI_API_KEY included — under CODEX_HOME/shell_snapshots.
         let mut args = vec![
@@ -44,6 +45,12 @@ impl AgentDriver for Codex {
         if let Some(model) = model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
+        // Codex's `model_reasoning_effort` (0.171 takes low, medium, high, xhigh and max).
+        if let Some(level) = call.effort.and_then(crate::routine::Effort::level) {
+            args.extend(["-c".to_string(), format!("model_reasoning_effort=\"{}\"", level.as_str())]);
+        }
+        // The routine's own arguments go before the prompt, a positional argument.
+        args.extend(call.extra.iter().cloned());
         args.push(prompt.to_string());
         args
     }

@@ -1,7 +1,6 @@
 //! Plain shell commands: `sh -c <command>`. The exit code decides; the report is the tail of stdout.
 
 use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
-use crate::routine::Mode;
 use crate::run::Reason;
 
 /// Lines of stdout kept as a command's report.
@@ -13,8 +12,8 @@ impl AgentDriver for Command {
     fn program(&self) -> &'static str {
         "/bin/sh"
     }
-    fn args(&self, command: &str, _mode: Mode, _model: Option<&str>) -> Vec<String> {
-        vec!["-c".into(), command.into()]
+    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+        vec!["-c".into(), call.prompt.into()]
     }
     fn install_hint(&self) -> &'static str {
         "a POSIX shell at /bin/sh is required"

@@ -18,8 +18,9 @@ impl AgentDriver for Gemini {
         "gemini"
     }
 
-    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String> {
-        let approval = match mode {
+    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+        let (prompt, model) = (call.prompt, call.model);
+        let approval = match call.mode {
             Mode::Plan => "plan",
             Mode::Edit => "auto_edit",
             Mode::Auto | Mode::Skip => "yolo",
@@ -40,6 +41,8 @@ impl AgentDriver for Gemini {
         if let Some(model) = model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
+        // No effort setting in Gemini CLI (a routine's `effort:` is a warning there).
+        args.extend(call.extra.iter().cloned());
         args
     }
 

@@ -9,7 +9,7 @@ mod patterns;
 pub mod tail;
 pub mod transcript;
 
-use crate::routine::{Action, Mode};
+use crate::routine::{Action, Effort, Mode};
 pub use crate::run::Usage;
 use crate::run::{Reason, RunStatus};
 use crate::words::Agent;
@@ -65,11 +65,23 @@ impl RunOutput<'_> {
     }
 }
 
+/// What an agent is asked to do, and how: a routine's action with its prompt rendered.
+#[derive(Debug, Clone, Copy)]
+pub struct Call<'a> {
+    pub prompt: &'a str,
+    pub mode: Mode,
+    pub model: Option<&'a str>,
+    pub effort: Option<Effort>,
+    /// The routine's `args:`, placed where the CLI takes its options (before a positional
+    /// prompt); never one of the arguments the driver sets itself (`routine::agent_args`).
+    pub extra: &'a [String],
+}
+
 pub trait AgentDriver: Send + Sync {
     /// The executable's name on PATH (`claude`), or an absolute path for `command`.
     fn program(&self) -> &'static str;
     /// Arguments after the program.
-    fn args(&self, prompt: &str, mode: Mode, model: Option<&str>) -> Vec<String>;
+    fn args(&self, call: &Call<'_>) -> Vec<String>;
     /// How to install the CLI, for the "not found" message.
     fn install_hint(&self) -> &'static str;
     /// A human progress message for one line of live output, if it deserves one.
@@ -99,9 +111,9 @@ pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
 /// The driver and arguments for a routine's action (the prompt already rendered).
 pub fn invocation(action: &Action, rendered_prompt: &str) -> (&'static dyn AgentDriver, Vec<String>) {
     match action {
-        Action::Agent { agent, mode, model, .. } => {
+        Action::Agent { agent, mode, model, effort, args, .. } => {
             let d = driver(*agent);
-            (d, d.args(rendered_prompt, *mode, model.as_deref()))
+            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: args }))
         }
         Action::Command { command } => (&command::Command, vec!["-c".into(), command.clone()]),
     }

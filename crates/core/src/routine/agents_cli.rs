@@ -19,7 +19,7 @@ pub enum Treatment {
 }
 
 /// agents-cli's keys beyond Nightshift's own (`hostStrategy`, `remoteCwd`, `config`, `version`,
-/// `trigger` … are read by the parser itself), with their treatment.
+/// `effort`, `trigger` … are read by the parser itself), with their treatment.
 pub const KEYS: &[(&str, Treatment)] = &[
     ("endAt", Treatment::Alias("end_at")),
     ("runOnce", Treatment::Alias("run_once")),
@@ -33,7 +33,6 @@ pub const KEYS: &[(&str, Treatment)] = &[
     ("updatedAt", Treatment::Ignored("agents-cli's bookkeeping; Nightshift keeps its own history")),
     ("id", Treatment::Ignored("agents-cli's id is not used: a routine is known by its `name`")),
     ("tags", Treatment::Ignored("agents-cli's tags are not used")),
-    ("effort", Treatment::Ignored("`effort` is not passed to the agent yet: it runs at its own default effort")),
     (
         "workflow",
         Treatment::Refused("`workflow` (several steps in one routine) is not supported: Nightshift runs one agent or command per routine — make a routine of each step, or a `command` that runs them in order"),

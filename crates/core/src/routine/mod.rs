@@ -3,6 +3,7 @@
 //! Loading never stops at the first problem: every file is parsed, every problem is collected
 //! with its `file:line:col`, and one bad file never keeps the others from loading.
 
+pub mod agent_args;
 pub mod agents_cli;
 pub mod author;
 mod load;
@@ -39,6 +40,37 @@ string_enum!(
         Replace = "replace",
     }
 );
+
+string_enum!(
+    /// `effort:` — agents-cli's words for how hard the agent thinks; each agent module passes its
+    /// own setting (an agent without one is a warning).
+    Effort as "effort" {
+        Low = "low",
+        Medium = "medium",
+        High = "high",
+        Xhigh = "xhigh",
+        Max = "max",
+        /// The agent's own default: nothing is passed.
+        Auto = "auto",
+        /// agents-cli's older words: `fast` is low, `default` the agent's default, `detailed` high.
+        Fast = "fast",
+        Default = "default",
+        Detailed = "detailed",
+    }
+);
+
+impl Effort {
+    /// The level in the current words (`fast` → low, `detailed` → high); `None` for the agent's
+    /// own default (`auto`, `default`), where nothing is passed.
+    pub fn level(self) -> Option<Effort> {
+        match self {
+            Effort::Auto | Effort::Default => None,
+            Effort::Fast => Some(Effort::Low),
+            Effort::Detailed => Some(Effort::High),
+            other => Some(other),
+        }
+    }
+}
 
 string_enum!(
     /// agents-cli permission modes; each agent module maps them to its own flags.
@@ -137,7 +169,17 @@ impl RoutineState {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Action {
-    Agent { agent: Agent, prompt: String, mode: Mode, model: Option<String> },
+    Agent {
+        agent: Agent,
+        prompt: String,
+        mode: Mode,
+        model: Option<String>,
+        /// `effort:`, passed as the agent's own setting.
+        effort: Option<Effort>,
+        /// `args:` — more arguments for the agent CLI, where it takes its options (never one
+        /// Nightshift sets itself: [`agent_args`]).
+        args: Vec<String>,
+    },
     Command { command: String },
 }
 

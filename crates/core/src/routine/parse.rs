@@ -4,7 +4,7 @@
 
 use super::agents_cli;
 use super::yaml::{self, Node, Pos};
-use super::{check_name, AccountChoice, Action, Agent, Diagnostic, InvalidRoutine, Mode, NotifyPolicy, Overlap, Placement, RetryPolicy, Routine, Workspace};
+use super::{check_name, AccountChoice, Action, Agent, Diagnostic, Effort, InvalidRoutine, Mode, NotifyPolicy, Overlap, Placement, RetryPolicy, Routine, Workspace};
 use crate::schedule::{local_tz, parse_tz, Schedule};
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -15,7 +15,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args",
 ];
 
 /// Parse the text of one routine file. `display` is how the file is named in messages.
@@ -170,6 +170,23 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             other => cx.err(other.pos(), format!("`config` must be a mapping, found {}", other.kind())),
         }
     }
+    let effort = get("effort").and_then(|n| {
+        let word = cx.string(n, "effort")?;
+        let effort = Effort::parse(word.trim());
+        if effort.is_none() {
+            cx.err(n.pos(), format!("unknown effort \"{word}\" (expected low, medium, high, xhigh, max or auto; agents-cli's fast, default and detailed too)"));
+        }
+        effort
+    });
+    // `args:` — each item where it is written, for the check against what Nightshift sets.
+    let args: Vec<(String, Pos)> = match get("args") {
+        Some(Node::Seq { items, .. }) => items.iter().filter_map(|i| cx.string(i, "args").map(|a| (a, i.pos()))).collect(),
+        Some(other) => {
+            cx.err(other.pos(), format!("`args` must be a list of arguments (args: [--add-dir, ../docs]), found {}", other.kind()));
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
     let prompt = get("prompt").and_then(|n| cx.string(n, "prompt"));
     let command = get("command").and_then(|n| cx.string(n, "command"));
     let agent_node = get("agent");
@@ -192,8 +209,26 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                     None
                 }
             });
+            if let Some(agent) = agent {
+                for (arg, pos) in &args {
+                    if let Some(why) = super::agent_args::refused(agent, arg) {
+                        cx.err(*pos, format!("`args`: {why}"));
+                    }
+                }
+                // An agent without an effort setting of its own: said, and run at its default.
+                if agent == Agent::Gemini && effort.and_then(Effort::level).is_some() {
+                    cx.warn(key_pos("effort"), format!("`effort: {}` is ignored: Gemini CLI has no effort setting", effort.map(Effort::as_str).unwrap_or_default()));
+                }
+            }
             match prompt.clone().filter(|p| !p.trim().is_empty()) {
-                Some(prompt) => agent.map(|agent| Action::Agent { agent, prompt, mode: mode.unwrap_or(Mode::Auto), model: model.clone() }),
+                Some(prompt) => agent.map(|agent| Action::Agent {
+                    agent,
+                    prompt,
+                    mode: mode.unwrap_or(Mode::Auto),
+                    model: model.clone(),
+                    effort,
+                    args: args.iter().map(|(a, _)| a.clone()).collect(),
+                }),
                 None => {
                     cx.err(key_pos("agent"), "an agent routine needs a `prompt`: what should the agent do?");
                     None
@@ -204,7 +239,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             if command.trim().is_empty() {
                 cx.err(key_pos("command"), "`command` is empty");
             }
-            for (key, given) in [("prompt", prompt.is_some()), ("mode", mode.is_some()), ("model", model.is_some())] {
+            for (key, given) in [("prompt", prompt.is_some()), ("mode", mode.is_some()), ("model", model.is_some()), ("effort", effort.is_some()), ("args", !args.is_empty())] {
                 if given {
                     cx.err(key_pos(key), format!("`{key}` only applies to agent routines; this one runs a `command`"));
                 }

@@ -1,0 +1,85 @@
+//! The arguments of each agent CLI that Nightshift sets itself, so a routine's `args:` cannot
+//! fight them: the output it reads, the permission mode, the prompt, the model and effort, the
+//! session. Each comes with the routine field to use instead (or why it is Nightshift's). The
+//! agent modules (`agents/`) build these very arguments; this table is what `args:` is checked
+//! against.
+
+use crate::words::Agent;
+
+/// `(argument, what to use instead)` for `agent`. An argument matches as itself or as
+/// `argument=value`.
+pub fn controlled(agent: Agent) -> &'static [(&'static str, &'static str)] {
+    const PROMPT: &str = "the prompt is the routine's `prompt:`";
+    const OUTPUT: &str = "Nightshift reads the agent's own event stream and sets its format";
+    const MODE: &str = "use `mode:` (plan, edit, auto, skip)";
+    const MODEL: &str = "use `model:`";
+    const EFFORT: &str = "use `effort:`";
+    const SESSION: &str = "each run is a session of its own";
+    match agent {
+        Agent::Claude => &[
+            ("-p", PROMPT),
+            ("--print", PROMPT),
+            ("--output-format", OUTPUT),
+            ("--input-format", OUTPUT),
+            ("--verbose", OUTPUT),
+            ("--permission-mode", MODE),
+            ("--dangerously-skip-permissions", "use `mode: skip`"),
+            ("--model", MODEL),
+            ("--effort", EFFORT),
+            ("-r", SESSION),
+            ("--resume", SESSION),
+            ("-c", SESSION),
+            ("--continue", SESSION),
+            ("--session-id", SESSION),
+        ],
+        Agent::Codex => &[
+            ("exec", "Nightshift runs `codex exec` itself"),
+            ("--json", OUTPUT),
+            ("--color", OUTPUT),
+            ("-s", MODE),
+            ("--sandbox", MODE),
+            ("--full-auto", MODE),
+            ("--dangerously-bypass-approvals-and-sandbox", "use `mode: skip`"),
+            ("-m", MODEL),
+            ("--model", MODEL),
+        ],
+        Agent::Gemini => &[
+            ("-p", PROMPT),
+            ("--prompt", PROMPT),
+            ("-o", OUTPUT),
+            ("--output-format", OUTPUT),
+            ("--approval-mode", MODE),
+            ("-y", MODE),
+            ("--yolo", MODE),
+            ("-m", MODEL),
+            ("--model", MODEL),
+        ],
+        Agent::Command => &[],
+    }
+}
+
+/// Why `arg` may not be given in `args:` for `agent`, if it may not.
+pub fn refused(agent: Agent, arg: &str) -> Option<String> {
+    // Codex takes settings as `-c key=value`: its reasoning effort is `effort:`'s.
+    if agent == Agent::Codex && arg.trim_start_matches("-c").trim_start_matches("--config").trim_start_matches('=').trim().starts_with("model_reasoning_effort") {
+        return Some(format!("`{arg}` sets Codex's reasoning effort: use `effort:`"));
+    }
+    let (flag, why) = controlled(agent).iter().find(|(flag, _)| arg == *flag || arg.strip_prefix(flag).is_some_and(|rest| rest.starts_with('=')))?;
+    Some(format!("`{flag}` is Nightshift's to set for {}: {why}", agent.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arguments_nightshift_sets_are_refused_with_what_to_use() {
+        assert_eq!(refused(Agent::Claude, "--output-format").unwrap(), "`--output-format` is Nightshift's to set for claude: Nightshift reads the agent's own event stream and sets its format");
+        assert_eq!(refused(Agent::Claude, "--model=opus").unwrap(), "`--model` is Nightshift's to set for claude: use `model:`");
+        assert!(refused(Agent::Claude, "--append-system-prompt").is_none());
+        assert!(refused(Agent::Claude, "--add-dir").is_none());
+        assert!(refused(Agent::Codex, "model_reasoning_effort=high").is_some());
+        assert!(refused(Agent::Codex, "-c").is_none(), "a -c with another setting is the user's");
+        assert!(refused(Agent::Gemini, "--yolo").unwrap().contains("use `mode:`"));
+    }
+}
