@@ -87,6 +87,7 @@ export const REASON_LABEL = {
   host_unreachable: "host unreachable",
   api_unavailable: "api unavailable",
   killed: "killed",
+  stalled: "stalled",
 };
 
 /** Verdicts of accounts whose runs cannot sign in until someone logs in again. */

@@ -455,3 +455,20 @@ async fn a_run_whose_agent_is_missing_for_a_moment_is_tried_again() {
     assert_eq!(done.attempts.len(), 2, "{done:?}");
     assert_eq!(e.store().list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.len(), 1);
 }
+
+/// An agent whose output stops while it still runs — waiting on a question nobody will answer —
+/// ends `timed_out · stalled` after its `stall_timeout`, with the last thing it printed; a quiet
+/// command is not stalled unless it asks to be watched.
+#[tokio::test]
+async fn a_stalled_agent_ends_timed_out_with_its_last_output() {
+    let th = TestHome::new();
+    th.script("claude", "echo '{\"type\":\"system\",\"subtype\":\"init\"}'\necho 'Do you trust the files in this folder? (y/n)' >&2\nexec sleep 60");
+    th.routine("asks", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: hi\ntimeout: 5m\nstall_timeout: 1s\n");
+    th.routine("quiet", "schedule: \"0 9 * * *\"\ncommand: \"sleep 2; echo done\"\n");
+    let engine = EngineOptions::for_test(th.path()).settings("kill_grace_secs = 1\n").path_first(&th.bin_dir()).env("CLAUDE_CODE_OAUTH_TOKEN", "tok-for-tests").open();
+    let rec = run(&engine, "asks").await;
+    assert_eq!((rec.status, rec.reason), (RunStatus::TimedOut, Some(Reason::Stalled)), "{rec:?}");
+    assert_eq!(rec.message.as_deref(), Some("stalled: no output for 1s while it was still running (`stall_timeout`); its last output: Do you trust the files in this folder? (y/n)"));
+    let quiet = run(&engine, "quiet").await;
+    assert_eq!(quiet.status, RunStatus::Completed, "{quiet:?}");
+}

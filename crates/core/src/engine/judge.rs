@@ -59,17 +59,17 @@ pub(crate) fn outcome_for(agent: Agent, run_dir: &std::path::Path, ending: &Endi
             ..Outcome::default()
         },
         Ending::Exited(code) => killed_by_signal(agent, driver.classify(&out), *code),
-        Ending::TimedOut | Ending::Cancelled => {
+        Ending::TimedOut | Ending::Stalled(_) | Ending::Cancelled => {
             // Keep what the stream says about cost and session; the status is ours.
             let seen = driver.classify(&out);
-            let (status, message) = if *ending == Ending::TimedOut {
-                (RunStatus::TimedOut, timeout_message(timeout))
-            } else {
-                (RunStatus::Cancelled, "cancelled".to_string())
+            let (status, reason, message) = match ending {
+                Ending::TimedOut => (RunStatus::TimedOut, None, timeout_message(timeout)),
+                Ending::Stalled(words) => (RunStatus::TimedOut, Some(Reason::Stalled), words.clone()),
+                _ => (RunStatus::Cancelled, None, "cancelled".to_string()),
             };
             Outcome {
                 status: Some(status),
-                reason: None,
+                reason,
                 message: Some(message),
                 cost_usd: seen.cost_usd,
                 session_id: seen.session_id,

@@ -28,6 +28,8 @@ pub(crate) struct LiveRun {
     pub webhooks: Vec<String>,
     /// Its routine has `ping:`: the run's end is pinged.
     pub pings: bool,
+    /// `stall_timeout:` — ended when its output stops this long while it runs (`None`: never).
+    pub stall: Option<Duration>,
 }
 
 impl LiveRun {
@@ -47,6 +49,7 @@ impl LiveRun {
             timeout: routine.timeout,
             webhooks: routine.webhooks.clone(),
             pings: routine.ping.is_some(),
+            stall: routine.stall_timeout,
         }
     }
 
@@ -64,6 +67,7 @@ impl LiveRun {
             timeout: routine.map_or(Routine::DEFAULT_TIMEOUT, |r| r.timeout),
             webhooks: routine.map(|r| r.webhooks.clone()).unwrap_or_default(),
             pings: routine.is_some_and(|r| r.ping.is_some()),
+            stall: routine.and_then(|r| r.stall_timeout),
         }
     }
 }
@@ -74,6 +78,9 @@ pub(crate) enum Ending {
     /// Exited by itself; the exit code when known.
     Exited(Option<i32>),
     TimedOut,
+    /// Its output stopped for its `stall_timeout` while it was still running; the words of the
+    /// stall, with the last thing it printed (read before it was ended: its end adds more).
+    Stalled(String),
     Cancelled,
     /// Never started; the message says why.
     SpawnFailed(String),

@@ -27,6 +27,44 @@ async fn until_wall_clock(deadline: Option<std::time::SystemTime>) {
     }
 }
 
+/// Return once the run's output (stdout and stderr) has not grown for `stall`, looking every
+/// few seconds, with the words of the stall; never without one. Counted in monotonic time: a
+/// machine asleep is not a stall (the agent sleeps too).
+async fn until_stalled(run_dir: &std::path::Path, stall: Option<Duration>) -> String {
+    let Some(stall) = stall else { return std::future::pending().await };
+    let dir = RunDir::at(run_dir);
+    let size = || [dir.stdout(), dir.stderr()].iter().map(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)).sum::<u64>();
+    let look = (stall / 4).clamp(Duration::from_millis(200), Duration::from_secs(10));
+    let (mut last, mut since) = (size(), tokio::time::Instant::now());
+    loop {
+        tokio::time::sleep(look).await;
+        let now = size();
+        if now != last {
+            (last, since) = (now, tokio::time::Instant::now());
+        } else if since.elapsed() >= stall {
+            return stalled_words(&dir, stall);
+        }
+    }
+}
+
+/// "stalled: no output for 10m while it was still running; its last output: …" — the last line
+/// it printed (of stdout or stderr, whichever was written last — stderr when both were written
+/// in the same instant), usually the question nobody answered.
+fn stalled_words(dir: &RunDir, stall: Duration) -> String {
+    let mut logs = [dir.stderr(), dir.stdout()];
+    let written = |p: &std::path::PathBuf| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    logs.sort_by_key(|p| std::cmp::Reverse(written(p)));
+    let last = logs
+        .iter()
+        .filter_map(|p| crate::agents::LogTail::read(p, 4096).last_line().map(|l| crate::agents::first_line(l, 200)))
+        .find(|l| !l.is_empty());
+    let waited = humantime::format_duration(Duration::from_secs(stall.as_secs().max(1)));
+    match last {
+        Some(line) => format!("stalled: no output for {waited} while it was still running (`stall_timeout`); its last output: {line}"),
+        None => format!("stalled: no output at all for {waited} while it was still running (`stall_timeout`)"),
+    }
+}
+
 /// A try's process: here, or on a host.
 pub(crate) enum Proc {
     Local(RunProcess),
@@ -89,9 +127,11 @@ async fn wait_local(core: &Arc<Core>, run: &LiveRun, proc: &mut RunProcess, canc
         }
         // The engine keeps the limit while it follows the run (the wrapper once it does not).
         _ = until_wall_clock(proc.deadline) => Ending::TimedOut,
+        // Its output stopped while it still runs: it waits on something nobody will answer.
+        words = until_stalled(&run.run_dir, run.stall) => Ending::Stalled(words),
         _ = cancel.notified() => Ending::Cancelled,
     };
-    if matches!(ending, Ending::TimedOut | Ending::Cancelled) {
+    if matches!(ending, Ending::TimedOut | Ending::Stalled(_) | Ending::Cancelled) {
         let child = &mut proc.child;
         process::terminate_group_reaping(pgid, core.settings().kill_grace(), || {
             let _ = child.try_wait();

@@ -263,6 +263,11 @@ pub struct Routine {
     /// `runOnce: true` (agents-cli): the schedule's first fire after the routine appeared is its
     /// only one.
     pub run_once: bool,
+    /// `stall_timeout:` — a run whose output stops this long while its process still runs ends
+    /// `timed_out · stalled` (nobody answers a prompt at 3 a.m.). Agents default to
+    /// [`Routine::DEFAULT_STALL`]; commands (a quiet build is normal) only when they set it; `0`:
+    /// never.
+    pub stall_timeout: Option<Duration>,
     /// `version:` (agents-cli): the agent CLI version it pins; run with the executable
     /// `[agents.<agent>.versions]` maps it to (the settings' part, [`load::with_settings`]).
     pub version: Option<String>,
@@ -323,6 +328,7 @@ pub struct Placement {
 
 impl Routine {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10 * 60);
+    pub const DEFAULT_STALL: Duration = Duration::from_secs(10 * 60);
 
     /// Who does the work: its agent CLI, or [`Agent::Command`].
     pub fn agent(&self) -> Agent {

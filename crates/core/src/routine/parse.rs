@@ -15,7 +15,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout",
 ];
 
 /// Parse the text of one routine file. `display` is how the file is named in messages.
@@ -270,6 +270,11 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
         node => cx.duration(node, "timeout"),
     });
+    // `stall_timeout:` — `0` turns it off; agents get the default, commands none unless set.
+    let stall = get("stall_timeout").map(|n| match n {
+        Node::Scalar { value, .. } if value.trim() == "0" => None,
+        n => cx.duration(n, "stall_timeout"),
+    });
     // A relative `cwd` is under the user's home, as agents-cli takes it without a project.
     let cwd = get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| crate::fsutil::expand_tilde(&c)).map(|c| match c.is_relative() {
         true => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(c),
@@ -367,6 +372,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     match action {
         Some(action) if cx.errors.is_empty() => {
             let notify = notify.unwrap_or_else(|| NotifyPolicy::default_for(action.agent()));
+            let is_command = action.agent() == Agent::Command;
             let notify_missed = notify_missed.unwrap_or(action.agent() != Agent::Command);
             Ok(Routine {
                 name,
@@ -395,6 +401,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 notify_missed,
                 ping,
                 run_once,
+                stall_timeout: stall.unwrap_or((!is_command).then_some(Routine::DEFAULT_STALL)),
                 version,
                 program: None,
                 timeout_given: timeout.is_some(),

@@ -60,6 +60,9 @@ string_enum!(
         /// The process was killed by a signal Nightshift did not send (the OOM killer, a user's
         /// `kill`) — nothing about the work either.
         Killed = "killed",
+        /// Its output stopped for `stall_timeout` while the agent was still running (waiting on
+        /// something nobody will answer at 3 a.m.): ended as `timed_out`.
+        Stalled = "stalled",
     }
 );
 
