@@ -11,6 +11,7 @@ mod history;
 mod hosts;
 mod routines;
 mod run;
+mod secrets;
 mod prune;
 mod serve;
 mod usage;
@@ -85,6 +86,11 @@ enum Command {
     /// The window in a browser (for machines without a display); schedules the home unless a
     /// daemon or the app does. Prints the URL with its access token.
     Serve(serve::ServeArgs),
+    /// Secrets routines name in `secrets:` (a deploy key, a token), kept in the OS keychain.
+    Secrets {
+        #[command(subcommand)]
+        command: secrets::SecretsCommand,
+    },
     /// Webhooks: the ones configured, their signing secrets in the OS keychain.
     Webhooks {
         #[command(subcommand)]
@@ -197,6 +203,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Report { run_id } => history::report(&open(home).await?, &run_id),
         Command::Cancel { run_id } => run::cancel(&open(home).await?, &run_id).await,
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
+        Command::Secrets { command } => secrets::secrets(&open(home).await?, command),
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args),

@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ctl, ctl_bus, home_with_accounts, json, keychain_available, set_token, stderr, stdout, tokio_ctl};
+use common::{ctl, ctl_bus, files_containing, home_with_accounts, json, keychain_available, set_token, stderr, stdout, tokio_ctl};
 use nightshift_testkit::home::{require_agent_cli, require_claude_cli};
 use nightshift_testkit::{FakeAnthropic, Reply, TestHome};
 use std::io::Write;
@@ -116,25 +116,6 @@ fn an_inherited_agent_token_is_listed_without_its_value() {
     let said = stdout(&out);
     assert!(said.starts_with("gemini · environment (inherited): GEMINI_API_KEY — used by gemini routines, as no gemini account is configured\n"), "{said}");
     assert!(!said.contains("AIza-inherited"), "{said}");
-}
-
-/// Every file under `dir` (the whole home: database, logs, reports, account dirs).
-fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
-    let mut hits = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                    hits.push(p.display().to_string());
-                }
-            }
-        }
-    }
-    hits
 }
 
 const TOK_A: &str = "nightshift-test-token-alpha-0001";
@@ -360,4 +341,40 @@ async fn a_refused_gemini_key_revokes_the_account_and_a_new_key_in_the_keychain_
     }
     let acc = nightshift_core::accounts::Account { agent: nightshift_core::words::Agent::Gemini, email: "g@x.dev".into(), config_dir: "/x".into() };
     let _ = nightshift_core::accounts::keychain::delete_token(&service, &acc);
+}
+
+/// `secrets set NAME` (stdin, never echoed) keeps a routine's secret in the real OS keychain; a
+/// run of the routine gets it as $NAME, and it is in no file under the home and in no output;
+/// `secrets list` names it, `secrets remove` removes it, and the next run is blocked saying how
+/// to set it.
+#[test]
+fn a_routine_secret_lives_in_the_keychain_and_reaches_its_run_only() {
+    if !keychain_available() {
+        return;
+    }
+    let th = TestHome::new();
+    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
+    std::fs::write(th.path().join("nightshift.toml"), format!("keychain_service = \"{service}\"\n")).unwrap();
+    th.routine("deploy", "schedule: \"0 9 * * *\"\ncommand: 'echo \"length=${#GITHUB_TOKEN} value=$GITHUB_TOKEN\"'\nsecrets: [GITHUB_TOKEN]\n");
+    let value = "ghp_secretvalueforthetest0123456789abcd";
+    let mut child = ctl_bus(&th).args(["secrets", "set", "GITHUB_TOKEN"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(format!("{value}\n").as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(!stdout(&out).contains(value));
+    let listed = ctl_bus(&th).args(["secrets", "list"]).output().unwrap();
+    assert!(stdout(&listed).lines().any(|l| l.starts_with("GITHUB_TOKEN") && l.contains("OS keychain")), "{}", stdout(&listed));
+    let out = ctl_bus(&th).args(["run", "deploy", "--wait", "--json"]).output().unwrap();
+    let rec = json(&out);
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    let log = std::fs::read_to_string(std::path::Path::new(rec["run_dir"].as_str().unwrap()).join("stdout.log")).unwrap();
+    assert!(log.starts_with(&format!("length={} value=", value.len())), "{log}");
+    assert_eq!(files_containing(th.path(), value), Vec::<String>::new(), "the secret rests nowhere under the home");
+    assert!(!stdout(&out).contains(value) && !stderr(&out).contains(value));
+
+    let out = ctl_bus(&th).args(["secrets", "remove", "GITHUB_TOKEN"]).output().unwrap();
+    assert_eq!(stdout(&out), "removed GITHUB_TOKEN from the OS keychain\n");
+    let rec = json(&ctl_bus(&th).args(["run", "deploy", "--wait", "--json"]).output().unwrap());
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("missing_secret")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().contains("`nightshiftctl secrets set GITHUB_TOKEN`"), "{rec:#}");
 }

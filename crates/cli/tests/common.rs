@@ -165,3 +165,22 @@ pub fn set_token(th: &TestHome, email: &str, token: &str) -> Output {
     child.stdin.take().unwrap().write_all(format!("{token}\n").as_bytes()).unwrap();
     child.wait_with_output().unwrap()
 }
+
+/// Every file under `dir` (the whole home: database, logs, reports, account dirs).
+pub fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    let mut hits = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(bytes) = std::fs::read(&p) {
+                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
+                    hits.push(p.display().to_string());
+                }
+            }
+        }
+    }
+    hits
+}

@@ -244,3 +244,19 @@ async fn a_fleet_run_goes_to_the_machine_with_the_fewest_runs_that_answers() {
     let out = waiting.wait_with_output().await.unwrap();
     assert_eq!(json(&out)["status"], "cancelled");
 }
+
+/// A routine's secret reaches its run on a host over the SSH channel (as the account's token
+/// does) — in its environment there, never in argv or a file on either side.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routine_secret_reaches_its_run_on_a_host() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    use_server(&th, &server, "keychain_service = \"nightshift-test-remote-secret-none\"\n");
+    th.routine("deploy", "schedule: \"0 2 * * *\"\nhost: box\ndevices: [laptop]\nsecrets: [DEPLOY_KEY]\ncommand: 'echo \"length=${#DEPLOY_KEY}\"'\n");
+    let value = "remote-deploy-key-0123456789";
+    let out = tokio_ctl(&th).args(["run", "deploy", "--wait", "--json"]).env("NIGHTSHIFT_SECRET_DEPLOY_KEY", value).output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["host"].as_str()), (Some("completed"), Some("box")), "{rec:#}\n{}", stderr(&out));
+    assert_eq!(log_of(&rec), format!("length={}\n", value.len()));
+    assert!(common::files_containing(th.path(), value).is_empty() && common::files_containing(&server.remote_home(), value).is_empty(), "the secret rests nowhere");
+}

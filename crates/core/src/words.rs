@@ -209,3 +209,10 @@ mod tests {
         assert_eq!(parse_time("2026-11-30T09:00:0x.000Z"), None);
     }
 }
+
+/// A name an environment variable can have (and a secret's name must: it becomes one): ASCII
+/// letters, digits and `_`, not starting with a digit.
+pub fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}

@@ -472,3 +472,31 @@ async fn a_stalled_agent_ends_timed_out_with_its_last_output() {
     let quiet = run(&engine, "quiet").await;
     assert_eq!(quiet.status, RunStatus::Completed, "{quiet:?}");
 }
+
+/// `secrets:` — a missing secret blocks the run before anything starts, saying how to set it; one
+/// in the engine's environment (`NIGHTSHIFT_SECRET_<NAME>`, the fallback without a keychain)
+/// reaches that routine's run only, masked in its log.
+#[tokio::test]
+async fn a_routines_secrets_reach_its_runs_only_and_a_missing_one_blocks() {
+    let th = TestHome::new();
+    th.routine("deploy", "schedule: \"0 9 * * *\"\ncommand: 'echo \"key=$DEPLOY_KEY length=${#DEPLOY_KEY}\"'\nsecrets: [DEPLOY_KEY]\n");
+    th.routine("other", "schedule: \"0 9 * * *\"\ncommand: 'echo \"key=${DEPLOY_KEY:-none}\"'\n");
+    // No keychain in this engine's world: the keychain is asked under a service nobody uses.
+    let settings = "keychain_service = \"nightshift-test-secrets-none\"\n";
+    let missing = EngineOptions::for_test(th.path()).settings(settings).open();
+    let rec = run(&missing, "deploy").await;
+    assert_eq!((rec.status, rec.reason), (RunStatus::Blocked, Some(Reason::MissingSecret)), "{rec:?}");
+    let message = rec.message.clone().unwrap();
+    assert!(message.starts_with("not started: the secret DEPLOY_KEY ") && message.contains("NIGHTSHIFT_SECRET_DEPLOY_KEY"), "{message}");
+    drop(missing);
+
+    let value = "deploy-key-0123456789-abcdef";
+    let engine = EngineOptions::for_test(th.path()).settings(settings).env("NIGHTSHIFT_SECRET_DEPLOY_KEY", value).open();
+    let rec = run(&engine, "deploy").await;
+    assert_eq!(rec.status, RunStatus::Completed, "{rec:?}");
+    let log = std::fs::read_to_string(format!("{}/stdout.log", rec.run_dir)).unwrap();
+    assert!(log.contains(&format!("length={}", value.len())) && !log.contains(value), "masked, and it was there: {log}");
+    let other = run(&engine, "other").await;
+    assert_eq!(std::fs::read_to_string(format!("{}/stdout.log", other.run_dir)).unwrap(), "key=none\n", "only the routine that names it gets it");
+    assert_eq!(engine.secrets().unwrap().iter().map(|s| (s.name.as_str(), s.source)).collect::<Vec<_>>(), [("DEPLOY_KEY", nightshift_core::engine::secrets::SecretSource::Environment)]);
+}

@@ -93,13 +93,23 @@ pub(crate) fn inherited_env(core: &Core, agent: crate::words::Agent) -> Vec<(&'s
         .collect()
 }
 
-/// What a try's environment gets to authenticate: its account's ([`account_env`]) or, without
-/// one, the agent's credential inherited from the engine's environment ([`inherited_env`]).
-pub(crate) fn credentials_env(core: &Core, routine: &Routine, account: Option<(&Account, &Credential)>, at: Where) -> Vec<(&'static str, String)> {
-    match account {
+/// What a try authenticates and works with: its account and credential (when it has one), and
+/// the routine's secrets as they were read before it started (`secrets:`).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct RunCreds<'a> {
+    pub account: Option<(&'a Account, &'a Credential)>,
+    pub secrets: &'a [(String, String)],
+}
+
+/// What a try's environment gets to authenticate and to work: its account's
+/// ([`account_env`]) or, without one, the agent's credential inherited from the engine's
+/// environment ([`inherited_env`]); and the routine's secrets, each as its own variable.
+pub(crate) fn credentials_env(core: &Core, routine: &Routine, creds: RunCreds<'_>, at: Where) -> Vec<(String, String)> {
+    let agent = match creds.account {
         Some((account, cred)) => account_env(account, cred, at),
         None => routine.agent().cli().map(|agent| inherited_env(core, agent)).unwrap_or_default(),
-    }
+    };
+    agent.into_iter().map(|(k, v)| (k.to_string(), v)).chain(creds.secrets.iter().cloned()).collect()
 }
 
 /// Choose the account for a run of `routine`: `prefer` first (the lane decision reserved it),

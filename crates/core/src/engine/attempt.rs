@@ -1,11 +1,9 @@
 //! Preparing one attempt of a run: the prompt rendered, the command line and environment built
 //! (with the account's config dir and credential), the executable found, the process spawned.
 
-use super::accounts::{credentials_env, Where};
+use super::accounts::{credentials_env, RunCreds, Where};
 use super::Core;
-use crate::accounts::Account;
 use crate::agents::{self, AgentDriver};
-use crate::health::Credential;
 use crate::routine::prompt::{render, PromptContext};
 use crate::routine::{Action, Routine};
 use crate::run::{Started, WorkspaceKind as Kind};
@@ -33,10 +31,10 @@ pub(crate) fn spawn_attempt(
     id: &str,
     run_dir: &std::path::Path,
     now: DateTime<Utc>,
-    account: Option<(&Account, &Credential)>,
+    creds: RunCreds<'_>,
     workspace: Option<&Started>,
 ) -> Result<process::RunProcess, String> {
-    let spec = prepare(core, routine, id, run_dir, now, account, workspace)?;
+    let spec = prepare(core, routine, id, run_dir, now, creds, workspace)?;
     let proc = process::spawn(&spec).map_err(|e| {
         let cause = crate::error::io_cause_words(&e);
         format!("could not start {}: {e}{cause}", spec.program.display())
@@ -55,7 +53,7 @@ fn prepare(
     id: &str,
     run_dir: &std::path::Path,
     now: DateTime<Utc>,
-    account: Option<(&Account, &Credential)>,
+    creds: RunCreds<'_>,
     workspace: Option<&Started>,
 ) -> Result<process::SpawnSpec, String> {
     // The run directory exists: the driver made it before the run's workspace.
@@ -70,7 +68,7 @@ fn prepare(
     if let Some(branch) = workspace.and_then(|w| w.branch.clone()) {
         extra.push(("NIGHTSHIFT_BRANCH", branch));
     }
-    if let Some((account, cred)) = account {
+    if let Some((account, cred)) = creds.account {
         if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
             return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
         }
@@ -78,7 +76,8 @@ fn prepare(
             select_gemini_api_key(&account.config_dir)?;
         }
     }
-    extra.extend(credentials_env(core, routine, account, Where::Here));
+    let credentials = credentials_env(core, routine, creds, Where::Here);
+    extra.extend(credentials.iter().map(|(k, v)| (k.as_str(), v.clone())));
     let env = env::build(core.env.iter().cloned(), &routine.env, &extra);
     let program = resolve_program(core, routine, driver, env.get("PATH").map(String::as_str))?;
     Ok(process::SpawnSpec {

@@ -56,6 +56,8 @@ struct Driver {
     workspace: Option<Started>,
     /// Why the run is not tried again, for its final message ("failed after 3 tries").
     settle_note: Option<String>,
+    /// The routine's secrets (`secrets:`), read once before the first try.
+    secrets: Vec<(String, String)>,
 }
 
 /// Drive a run the queue just claimed (its row is `running`, owned by this engine). Returns once
@@ -81,7 +83,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         wait_for_limit: rec.wait_for_limit,
     };
     let mut driver =
-        Driver { core: Arc::clone(core), routine, live, cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None };
+        Driver { core: Arc::clone(core), routine, live, cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, secrets: Vec::new() };
     let state = driver.preflight(reserved).await;
     tokio::spawn(driver.run(state));
 }
@@ -114,6 +116,23 @@ impl Driver {
     /// one the lane decision set aside), then spawn the first try.
     async fn preflight(&mut self, reserved: Option<String>) -> State {
         let n = self.attempts.len() + 1;
+        // Its secrets, before anything starts: a missing one blocks the run, saying how to set it.
+        if !self.routine.secrets.is_empty() {
+            let (core, routine) = (Arc::clone(&self.core), self.routine.clone());
+            match tokio::task::spawn_blocking(move || super::secrets::for_run(&core, &routine)).await {
+                Ok(Ok(values)) => self.secrets = values,
+                outcome => {
+                    let message = match outcome {
+                        Ok(Err(words)) => words,
+                        _ => "not started: its secrets could not be read".to_string(),
+                    };
+                    tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
+                    let mut ended = Ended::new(Ending::Blocked { reason: Reason::MissingSecret, message, resets_at: None });
+                    ended.attempts = std::mem::take(&mut self.attempts);
+                    return State::Settling(ended);
+                }
+            }
+        }
         match self.choose_account(reserved).await {
             AccountPlan::Blocked { reason, message, account, resets_at } => {
                 tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
@@ -183,7 +202,7 @@ impl Driver {
     async fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let now = self.core.clock.now();
         self.try_started = now;
-        let creds = account.as_ref().map(|(a, c)| (a, c));
+        let creds = super::accounts::RunCreds { account: account.as_ref().map(|(a, c)| (a, c)), secrets: &self.secrets };
         let spawned = match self.routine.placement {
             Some(_) => remote_run::start(&self.core, &self.live, &self.routine, creds).await.map(Proc::Remote),
             None => spawn_attempt(&self.core, &self.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref())

@@ -41,6 +41,7 @@ mod remote_run;
 mod retention;
 mod retry;
 pub mod scheduler;
+pub mod secrets;
 mod signal;
 mod supervise;
 mod watch;

@@ -263,6 +263,9 @@ pub struct Routine {
     /// `runOnce: true` (agents-cli): the schedule's first fire after the routine appeared is its
     /// only one.
     pub run_once: bool,
+    /// `secrets:` — names of secrets kept in the OS keychain (`nightshiftctl secrets set NAME`),
+    /// each given to the run as the environment variable of that name, masked everywhere.
+    pub secrets: Vec<String>,
     /// `stall_timeout:` — a run whose output stops this long while its process still runs ends
     /// `timed_out · stalled` (nobody answers a prompt at 3 a.m.). Agents default to
     /// [`Routine::DEFAULT_STALL`]; commands (a quiet build is normal) only when they set it; `0`:

@@ -15,7 +15,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets",
 ];
 
 /// Parse the text of one routine file. `display` is how the file is named in messages.
@@ -270,6 +270,13 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
         node => cx.duration(node, "timeout"),
     });
+    // `secrets:` — names of keychain secrets, each the environment variable it becomes.
+    let secrets: Vec<String> = get("secrets").map(|n| cx.string_list(n, "secrets")).unwrap_or_default();
+    for name in &secrets {
+        if !crate::words::is_env_name(name) {
+            cx.err(key_pos("secrets"), format!("secret \"{name}\" must be an environment variable's name (letters, digits and _, not starting with a digit), e.g. DEPLOY_KEY"));
+        }
+    }
     // `stall_timeout:` — `0` turns it off; agents get the default, commands none unless set.
     let stall = get("stall_timeout").map(|n| match n {
         Node::Scalar { value, .. } if value.trim() == "0" => None,
@@ -401,6 +408,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 notify_missed,
                 ping,
                 run_once,
+                secrets,
                 stall_timeout: stall.unwrap_or((!is_command).then_some(Routine::DEFAULT_STALL)),
                 version,
                 program: None,

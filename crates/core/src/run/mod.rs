@@ -63,6 +63,8 @@ string_enum!(
         /// Its output stopped for `stall_timeout` while the agent was still running (waiting on
         /// something nobody will answer at 3 a.m.): ended as `timed_out`.
         Stalled = "stalled",
+        /// A secret the routine names (`secrets:`) is not set: nothing was started.
+        MissingSecret = "missing_secret",
     }
 );
 

@@ -205,4 +205,12 @@ pub const MIGRATIONS: &[&str] = &[
     DROP INDEX runs_slot_facts;
     CREATE INDEX runs_slot_facts ON runs(routine, scheduled_for, status, trigger, reason, duration_ms, id, retried) WHERE scheduled_for IS NOT NULL;
     "#,
+    // 15: the names of the routines' secrets stored in the OS keychain (`nightshiftctl secrets
+    // set`) — names and when they were set, never a value: the keychain cannot list its items.
+    r#"
+    CREATE TABLE secrets (
+        name    TEXT PRIMARY KEY,
+        set_at  TEXT NOT NULL
+    );
+    "#,
 ];

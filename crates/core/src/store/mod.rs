@@ -13,6 +13,7 @@ mod routine_files;
 mod runs;
 mod retention;
 mod scheduling;
+mod secrets;
 mod usage;
 mod workspaces;
 pub use workspaces::KeptWorktree;

@@ -1,0 +1,104 @@
+//! The routines' secrets (`secrets: [DEPLOY_KEY]`): kept in the OS keychain (the accounts'
+//! service, user `secret:<NAME>`) — or, on a machine without one, `NIGHTSHIFT_SECRET_<NAME>` in
+//! the engine's own environment — and given to that routine's runs only, as the variable NAME,
+//! masked everywhere like a token. A run whose secret is missing is not started.
+
+use super::{Core, Engine};
+use crate::accounts::keychain;
+use crate::error::{Error, ErrorCode, Result};
+use crate::routine::Routine;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+/// Where a secret's value comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SecretSource {
+    Keychain,
+    /// `NIGHTSHIFT_SECRET_<NAME>` in the engine's environment.
+    Environment,
+}
+
+/// A secret's name and where it is — never its value.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SecretInfo {
+    pub name: String,
+    pub source: SecretSource,
+    /// When it was stored (keychain secrets).
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
+    pub set_at: Option<DateTime<Utc>>,
+}
+
+fn keychain_user(name: &str) -> String {
+    format!("secret:{name}")
+}
+
+/// The engine's environment variable that may hold `name`'s value.
+pub fn env_var(name: &str) -> String {
+    format!("NIGHTSHIFT_SECRET_{name}")
+}
+
+fn check_name(name: &str) -> Result<()> {
+    match crate::words::is_env_name(name) {
+        true => Ok(()),
+        false => Err(Error::new(ErrorCode::Usage, format!("\"{name}\" cannot be a secret's name: it becomes an environment variable (letters, digits and _, not starting with a digit), e.g. DEPLOY_KEY"))),
+    }
+}
+
+/// The values of `routine`'s secrets for a run (each registered for masking), or why the run
+/// cannot start — in words that say how to set it.
+pub(crate) fn for_run(core: &Core, routine: &Routine) -> std::result::Result<Vec<(String, String)>, String> {
+    let service = core.settings().keychain_service.clone();
+    let from_env = |name: &str| core.env.iter().find(|(k, v)| *k == env_var(name) && !v.is_empty()).map(|(_, v)| v.clone());
+    let mut values = Vec::with_capacity(routine.secrets.len());
+    for name in &routine.secrets {
+        let how = format!("`nightshiftctl secrets set {name}` stores it in the OS keychain (or set {} for the app or daemon)", env_var(name));
+        let value = match keychain::get_secret(&service, &keychain_user(name), &format!("or set {}", env_var(name))) {
+            Ok(Some(value)) => value,
+            Ok(None) => from_env(name).ok_or_else(|| format!("not started: the secret {name} is not set — {how}"))?,
+            Err(unavailable) => from_env(name).ok_or_else(|| format!("not started: the secret {name} could not be read: {unavailable}"))?,
+        };
+        core.redactor.register(&value);
+        values.push((name.clone(), value));
+    }
+    Ok(values)
+}
+
+impl Engine {
+    /// Store (or replace) secret `name` in the OS keychain.
+    pub fn set_secret(&self, name: &str, value: &str) -> Result<()> {
+        check_name(name)?;
+        let value = value.trim_end_matches(['\n', '\r']);
+        if value.is_empty() {
+            return Err(Error::new(ErrorCode::Usage, format!("the value of {name} is empty (give it on stdin)")));
+        }
+        self.core.redactor.register(value);
+        keychain::set_secret(&self.core.settings().keychain_service, &keychain_user(name), value, &format!("or set {} for the app or daemon", env_var(name)))
+            .map_err(|e| Error::new(ErrorCode::Io, e.0))?;
+        self.core.store.record_secret(name, self.core.clock.now())
+    }
+
+    /// Remove secret `name` from the OS keychain; `false` when it was not there.
+    pub fn remove_secret(&self, name: &str) -> Result<bool> {
+        check_name(name)?;
+        let removed = keychain::delete_secret(&self.core.settings().keychain_service, &keychain_user(name), "").map_err(|e| Error::new(ErrorCode::Io, e.0))?;
+        self.core.store.forget_secret(name)?;
+        Ok(removed)
+    }
+
+    /// The secrets there are, by name: those stored in the keychain here, and those in the
+    /// engine's environment (`NIGHTSHIFT_SECRET_<NAME>`). Never a value.
+    pub fn secrets(&self) -> Result<Vec<SecretInfo>> {
+        let mut all: Vec<SecretInfo> =
+            self.core.store.secret_names()?.into_iter().map(|(name, at)| SecretInfo { name, source: SecretSource::Keychain, set_at: Some(at) }).collect();
+        for (k, _) in &self.core.env {
+            if let Some(name) = k.strip_prefix("NIGHTSHIFT_SECRET_").filter(|n| crate::words::is_env_name(n)) {
+                if !all.iter().any(|s| s.name == name) {
+                    all.push(SecretInfo { name: name.to_string(), source: SecretSource::Environment, set_at: None });
+                }
+            }
+        }
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(all)
+    }
+}
