@@ -88,6 +88,7 @@ export const REASON_LABEL = {
   api_unavailable: "api unavailable",
   killed: "killed",
   stalled: "stalled",
+  missing_secret: "missing secret",
 };
 
 /** Verdicts of accounts whose runs cannot sign in until someone logs in again. */
