@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Write a file so a reader sees either the old or the new content, never half of it:
 /// write a sibling temp file, fsync it, rename over the target.
@@ -190,4 +190,54 @@ pub fn available_memory_mb() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
     let kib: u64 = text.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kib / 1024)
+}
+
+/// Find `name` on a PATH string, like the shell would.
+pub fn find_on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
+    if name.contains('/') {
+        let p = PathBuf::from(name);
+        return is_executable(&p).then_some(p);
+    }
+    path_var?
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(|d| Path::new(d).join(name))
+        .find(|p| is_executable(p))
+}
+
+/// Whether `path` is a file its owner may execute.
+pub fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+/// The version of an npm-installed CLI (`claude`, `codex`, `gemini` are): the `version` of the
+/// nearest `package.json` above the executable the link points at. Read, never run.
+pub fn installed_version(program: &Path) -> Option<String> {
+    let real = std::fs::canonicalize(program).ok()?;
+    real.ancestors().skip(1).take(6).find_map(|dir| {
+        let text = std::fs::read_to_string(dir.join("package.json")).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v["version"].as_str().map(str::to_string)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An npm-installed CLI's version, read from its package (the link npm puts on PATH points
+    /// into it); none for an executable that is not one.
+    #[test]
+    fn the_version_of_an_npm_installed_cli_is_read_from_its_package() {
+        let dir = tempfile::tempdir().unwrap();
+        let package = dir.path().join("lib/node_modules/@anthropic-ai/claude-code");
+        std::fs::create_dir_all(package.join("bin")).unwrap();
+        std::fs::write(package.join("package.json"), r#"{"name":"@anthropic-ai/claude-code","version":"2.1.332"}"#).unwrap();
+        std::fs::write(package.join("bin/claude.js"), "#!/usr/bin/env node\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("bin")).unwrap();
+        std::os::unix::fs::symlink(package.join("bin/claude.js"), dir.path().join("bin/claude")).unwrap();
+        assert_eq!(installed_version(&dir.path().join("bin/claude")).as_deref(), Some("2.1.332"));
+        assert_eq!(installed_version(Path::new("/bin/sh")), None);
+    }
 }

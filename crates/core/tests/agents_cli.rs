@@ -103,7 +103,8 @@ fn agents_cli_routine_files_load_as_they_are_through_the_import() {
     let lines: Vec<&str> = w.iter().map(|l| l.split(": warning: ").next().unwrap()).collect();
     assert_eq!(lines, ["synced.yml:8:3", "synced.yml:11:1", "synced.yml:12:1", "synced.yml:13:1", "synced.yml:14:1"], "{w:#?}");
     assert!(w[0].ends_with("`config.reasoning` is ignored: only `config.model` is passed to the agent"), "{w:#?}");
-    assert!(w[3].ends_with("`version: 2.1.332` is not pinned: no `[agents.claude.versions]` entry maps it to a binary in nightshift.toml, so the `claude` on PATH runs"), "{w:#?}");
+    // (With the version of the `claude` on PATH when one is installed there, as npm installs it.)
+    assert!(w[3].contains("`version: 2.1.332` is not pinned: no `[agents.claude.versions]` entry maps it to a binary in nightshift.toml, so the `claude` on PATH") && w[3].ends_with(" runs"), "{w:#?}");
     assert!(w[4].contains("`source` is ignored"), "{w:#?}");
 
     // Placement as agents-cli means it.

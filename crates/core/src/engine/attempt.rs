@@ -134,12 +134,12 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
     }
     if let Some(agent) = routine.agent().cli() {
         if let Some(configured) = core.settings().agent_path(agent) {
-            return process::find_on_path(&configured.display().to_string(), path_var).ok_or_else(|| {
+            return crate::fsutil::find_on_path(&configured.display().to_string(), path_var).ok_or_else(|| {
                 format!("{} (set as [agents.{}] path in nightshift.toml) is not an executable file", configured.display(), agent.as_str())
             });
         }
     }
-    process::find_on_path(name, path_var).ok_or_else(|| format!("`{name}` was not found on PATH; {}", driver.install_hint()))
+    crate::fsutil::find_on_path(name, path_var).ok_or_else(|| format!("`{name}` was not found on PATH; {}", driver.install_hint()))
 }
 
 /// Gemini CLI uses a `GEMINI_API_KEY` only when its settings select API-key auth (otherwise it

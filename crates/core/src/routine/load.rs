@@ -177,9 +177,14 @@ fn pin_version(r: &mut Routine, settings: &crate::settings::Settings, home: &Hom
     let (Some(version), Some(agent)) = (r.version.clone(), r.agent().cli()) else { return };
     let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
     let (line, col) = text.lines().enumerate().find(|(_, l)| l.starts_with("version:")).map_or((1, 1), |(i, _)| (i + 1, 1));
-    let usual = match settings.agent_path(agent) {
-        Some(path) => format!("{} (`[agents.{agent}] path`)", path.display()),
-        None => format!("the `{agent}` on PATH"),
+    // What runs instead, and its version when the install says (npm CLIs do).
+    let (usual, program) = match settings.agent_path(agent) {
+        Some(path) => (format!("{} (`[agents.{agent}] path`)", path.display()), Some(path.to_path_buf())),
+        None => (format!("the `{agent}` on PATH"), crate::fsutil::find_on_path(agent.as_str(), std::env::var("PATH").ok().as_deref())),
+    };
+    let usual = match program.as_deref().and_then(crate::fsutil::installed_version) {
+        Some(v) => format!("{usual}, version {v},"),
+        None => usual,
     };
     let problem = match settings.agent_version_path(agent, &version) {
         Some(path) if path.is_file() => {

@@ -334,23 +334,6 @@ pub fn self_identity() -> (u32, String) {
     (pid, process_start_time(pid).unwrap_or_default())
 }
 
-/// Find `name` on a PATH string, like the shell would.
-pub fn find_on_path(name: &str, path_var: Option<&str>) -> Option<PathBuf> {
-    if name.contains('/') {
-        let p = PathBuf::from(name);
-        return is_executable(&p).then_some(p);
-    }
-    path_var?
-        .split(':')
-        .filter(|d| !d.is_empty())
-        .map(|d| Path::new(d).join(name))
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(path: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-}
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
