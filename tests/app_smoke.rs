@@ -311,10 +311,12 @@ fn quit_asks_while_a_run_is_going_and_not_otherwise() {
     let tmp = tempfile::tempdir().unwrap();
     let home = home_with_slow_routine(tmp.path(), 6);
     let bus = NotificationBus::start(tmp.path(), "record");
-    let mut running = app(&home, &bus, &["--minimized"]).spawn().expect("start the app");
-    wait_until("the app to take second launches", 30, || !instance_names(&bus).is_empty());
+    let log = std::fs::File::create(tmp.path().join("app.log")).unwrap();
+    let mut running = app(&home, &bus, &["--minimized"]).stderr(log).spawn().expect("start the app");
+    let explain = || format!("{}\nruns: {:?}", app_state(running.id(), &tmp.path().join("app.log")), runs_of(&home));
+    wait_until_or_explain("the app to take second launches", 30, explain, || !instance_names(&bus).is_empty());
     second_launch(&home, &bus, &["--run-now", "slow"]);
-    wait_until("slow to run", 15, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "running"));
+    wait_until_or_explain("slow to run", 30, explain, || runs_of(&home).iter().any(|r| r.0 == "slow" && r.1 == "running"));
 
     second_launch(&home, &bus, &["--quit"]);
     wait_until("the question on screen", 15, || {
