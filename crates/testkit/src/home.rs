@@ -41,10 +41,16 @@ impl TestHome {
 
     /// Write an executable script named `name` into [`bin_dir`](Self::bin_dir).
     pub fn script(&self, name: &str, body: &str) -> PathBuf {
-        use std::os::unix::fs::PermissionsExt;
+        // The executable is written by a child process (`install`), never by this one: a file
+        // this process holds open for writing is inherited by every child another test thread
+        // forks meanwhile, and exec of it fails with "Text file busy" (ETXTBSY) until that child
+        // execs — a flake of parallel tests. Only the plain source copy is written here.
         let path = self.bin_dir().join(name);
-        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let source = self.bin_dir().join(format!(".{name}.source"));
+        std::fs::write(&source, format!("#!/bin/sh\n{body}\n")).unwrap();
+        let status = std::process::Command::new("install").arg("-m").arg("755").arg(&source).arg(&path).status().expect("run install(1)");
+        assert!(status.success(), "install {} failed", path.display());
+        std::fs::remove_file(&source).unwrap();
         path
     }
 }
