@@ -388,15 +388,15 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
 }
 
 /// Tokens and model in the run detail, as the agent's final event gave them ("–" where it gave
-/// none).
+/// none), and the tool calls it was refused — an input that looks like HTML shown as text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_run_detail_shows_tokens_and_model() {
+async fn the_run_detail_shows_tokens_model_and_refused_calls() {
     let Some((_one, scene)) = Scene::bootstrapped().await else { return };
     let home = &scene.home;
     // A stand-in Claude Code on the app's PATH that ends with the result event the real CLI writes.
     let bin = scene.tmp.path().join("bin");
     std::fs::create_dir_all(&bin).unwrap();
-    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s","total_cost_usd":0.01,"usage":{"input_tokens":1234,"output_tokens":56,"cache_read_input_tokens":7},"modelUsage":{"claude-sonnet-5-5":{"outputTokens":56}}}"#;
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s","total_cost_usd":0.01,"usage":{"input_tokens":1234,"output_tokens":56,"cache_read_input_tokens":7},"modelUsage":{"claude-sonnet-5-5":{"outputTokens":56}},"permission_denials":[{"tool_name":"Bash","tool_use_id":"toolu_1","tool_input":{"command":"git push <img src=x onerror=alert(1)>"}}]}"#;
     std::fs::write(bin.join("claude"), format!("#!/bin/sh\necho '{result}'\n")).unwrap();
     std::fs::set_permissions(bin.join("claude"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     std::fs::write(home.join("routines/ask.yaml"), "name: ask\nschedule: \"0 3 1 1 *\"\nnotify: never\nagent: claude\nprompt: hi\n").unwrap();
@@ -408,6 +408,9 @@ async fn the_run_detail_shows_tokens_and_model() {
     let facts = js(&c, "return Object.fromEntries([...document.querySelectorAll('#run-facts dt')].map(dt => [dt.textContent, dt.nextElementSibling.textContent]))").await;
     assert_eq!(facts["Tokens"], json!("in 1,234 · out 56 · cache read 7 · cache write \u{2013}"), "{facts}");
     assert_eq!(facts["Model"], json!("claude-sonnet-5-5"), "{facts}");
+    let refused = js(&c, "return [...document.querySelectorAll('#run-denials li')].map(li => li.textContent)").await;
+    assert_eq!(refused, json!(["Bash(git push <img src=x onerror=alert(1)>)"]), "inert text, not markup");
+    assert_eq!(js(&c, "return document.querySelectorAll('#run-refusals img').length").await, json!(0));
     close(c).await;
     drop(driver);
 }

@@ -132,6 +132,12 @@ ping: PingEvent | null, state: Delivery, attempts: number, last_error: string | 
 next_at: string | null, };
 
 /**
+ * A tool call the agent was refused, or could not make (a tool its routine did not allow): the
+ * tool and its input (secrets masked, cut to 200 characters).
+ */
+export type Denial = { tool: string, input: string, };
+
+/**
  * One problem in one routine file, at a position.
  */
 export type Diagnostic = { 
@@ -385,7 +391,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "api_unavailable" | "killed" | "stalled" | "missing_secret";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "permission_denied";
 
 export type Relogin = { 
 /**
@@ -569,7 +575,12 @@ due_at: string | null,
  * It was asked to wait out a rate limit although it is a manual run (`run
  * --wait-for-limit`); scheduled and catch-up runs always may.
  */
-wait_for_limit: boolean, };
+wait_for_limit: boolean, 
+/**
+ * Tool calls the agent was refused or could not make (`allow:`/`deny:`, its permission
+ * mode), as it reported them.
+ */
+denials: Array<Denial>, };
 
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
 

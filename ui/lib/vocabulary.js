@@ -89,6 +89,7 @@ export const REASON_LABEL = {
   killed: "killed",
   stalled: "stalled",
   missing_secret: "missing secret",
+  permission_denied: "permission denied",
 };
 
 /** Verdicts of accounts whose runs cannot sign in until someone logs in again. */

@@ -17,6 +17,7 @@ export function mount(root, params, ui) {
   const explanation = h("section", { id: "run-explanation", class: "card" });
   const facts = h("dl", { id: "run-facts", class: "facts" });
   const attempts = h("div", { id: "run-attempts" });
+  const refusals = h("div", { id: "run-refusals" });
   const deliveriesBox = h("div", { id: "run-deliveries" });
   const changesBox = h("section", { id: "run-changes", "aria-labelledby": "changes-title" });
   const report = h("article", { id: "run-report", class: "report" });
@@ -32,6 +33,7 @@ export function mount(root, params, ui) {
     explanation,
     facts,
     changesBox,
+    refusals,
     attempts,
     deliveriesBox,
     h("section", { "aria-labelledby": "report-title" }, h("h3", { id: "report-title" }, "Report"), report),
@@ -103,6 +105,12 @@ export function mount(root, params, ui) {
       fact("Exit code", r.exit_code),
       fact("Session", r.session_id),
       fact("Run id", r.id),
+    );
+
+    // What the agent was refused (`allow:`/`deny:`, its mode): untrusted text, text nodes only.
+    replace(
+      refusals,
+      r.denials.length ? [h("h3", {}, "Refused tool calls"), h("ul", { class: "denials", id: "run-denials" }, r.denials.map((d) => h("li", {}, h("code", {}, d.input ? `${d.tool}(${d.input})` : d.tool))))] : [],
     );
 
     // Every try once there was more than one (failover, a retry, a wait for a limit's reset) or

@@ -128,6 +128,9 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     if let Some(t) = r.due_at.filter(|_| r.status == nightshift_core::run::RunStatus::Queued) {
         println!("starts at    {} (waiting; `nightshiftctl run {}` starts it now, `nightshiftctl cancel {}` drops it)", format::local(&t), r.routine, r.id);
     }
+    for d in &r.denials {
+        println!("refused      {}", d.words());
+    }
     for (i, a) in r.attempts.iter().enumerate() {
         let reason = a.reason.map(|x| format!(" {x}")).unwrap_or_default();
         let when = a.started_at.map(|t| format!(" · {}", format::local(&t))).unwrap_or_default();

@@ -175,3 +175,66 @@ async fn effort_and_args_reach_claude_and_controlled_args_are_refused() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("`args`: `--output-format` is Nightshift's to set for claude: Nightshift reads the agent's own event stream and sets its format"), "{}", stderr(&out));
 }
+
+/// Guardrails with the real CLI: the fake API's model asks for a Bash call. With `allow.tools:
+/// [Read, Grep]` Bash does not exist for it — the command never runs, in every mode, as root too
+/// (`skip` with `allow.tools` runs as Claude Code's `dontAsk`, which it starts as root) — and the
+/// run lists the call under `denials`; `on_denial: fail` makes it a
+/// failure; with `Bash(touch *)` allowed, the command runs; `deny.tools: [Bash]` refuses it in
+/// `auto` too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_and_deny_decide_which_tool_calls_run_and_refusals_are_recorded() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let th = TestHome::new();
+    // Inside the run's folder: Claude Code also checks the paths of file commands against its
+    // working folders (`cwd` and `allow.dirs`).
+    let marker = th.user_home().join("touched-by-the-agent");
+    let fake = FakeAnthropic::start(None).await;
+    let call = serde_json::json!({"command": format!("touch {}", marker.display()), "description": "touch a file"});
+    fake.set("tok-tools", Reply::ToolCall { tool: "Bash".into(), input: call, text: REPORT.into() });
+    let attempt = |name: &str, extra: &str| {
+        th.routine(
+            name,
+            &format!(
+                "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Touch the file\ntimeout: 2m\ncwd: {}\n{extra}env:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-tools\n",
+                th.user_home().display(),
+                fake.url()
+            ),
+        );
+    };
+    let run = |name: &str| {
+        let th = &th;
+        let name = name.to_string();
+        async move {
+            let out = tokio_ctl(th).args(["run", &name, "--wait", "--json"]).output().await.unwrap();
+            json(&out)
+        }
+    };
+    for mode in ["edit", "auto", "plan", "skip"] {
+        attempt("readonly", &format!("mode: {mode}\nallow: {{tools: [Read, Grep]}}\n"));
+        let rec = run("readonly").await;
+        assert!(!marker.exists(), "mode {mode}: a tool outside allow.tools ran: {rec:#}");
+        assert_eq!(rec["status"], "completed", "mode {mode}: {rec:#}");
+        let denials = rec["denials"].as_array().unwrap();
+        assert!(denials.iter().any(|d| d["tool"] == "Bash" && d["input"].as_str().unwrap().starts_with("touch ")), "mode {mode}: {rec:#}");
+    }
+    attempt("strict", "mode: edit\nallow: {tools: [Read]}\non_denial: fail\n");
+    let rec = run("strict").await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("permission_denied")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().starts_with("1 tool call refused: Bash(touch "), "{rec:#}");
+    let shown = common::stdout(&common::ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.lines().any(|l| l.starts_with("refused      Bash(touch ")), "{shown}");
+
+    attempt("denied", "mode: auto\ndeny: {tools: [Bash]}\n");
+    let rec = run("denied").await;
+    assert!(!marker.exists(), "deny.tools refuses in auto mode: {rec:#}");
+    assert!(rec["denials"].as_array().unwrap().iter().any(|d| d["tool"] == "Bash"), "{rec:#}");
+
+    attempt("toucher", "mode: edit\nallow: {tools: [\"Bash(touch *)\"]}\n");
+    let rec = run("toucher").await;
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert!(marker.exists(), "the allowed rule ran: {rec:#}");
+    assert_eq!(rec["denials"], serde_json::json!([]), "{rec:#}");
+}

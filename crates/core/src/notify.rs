@@ -74,12 +74,14 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         (_, _, Some(m)) => crate::agents::first_line(m, 140),
         _ => String::new(),
     };
-    // What it changed, in git: "3 files changed, +40 −12 on nightshift/pr-review/01j…".
-    if let Some(changes) = &run.changes {
+    // What it changed, in git: "3 files changed, +40 −12 on nightshift/pr-review/01j…"; what it
+    // was refused: "2 tool calls refused: Bash(git push), …" (unless the message says it already).
+    let refused = (!run.denials.is_empty() && run.reason != Some(Reason::PermissionDenied)).then(|| crate::run::denials_words(&run.denials));
+    for line in run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused) {
         if !body.is_empty() {
             body.push('\n');
         }
-        body.push_str(&changes.summary());
+        body.push_str(&line);
     }
     Some(Notice { summary, body, run_id: Some(run.id.clone()), critical: failed })
 }
@@ -235,6 +237,20 @@ mod tests {
         let run = RunRecord { changes: Some(changes), ..record(RunStatus::Completed, None, Trigger::Schedule) };
         let n = notice_for(&run, NotifyPolicy::Always, Some("All green"), None).unwrap();
         assert_eq!(n.body, "All green\n3 files changed, +40 \u{2212}12 on nightshift/pr-review/01j");
+    }
+
+    #[test]
+    fn refused_tool_calls_are_in_the_body_once() {
+        let d = |tool: &str, input: &str| crate::run::Denial { tool: tool.into(), input: input.into() };
+        let denials = vec![d("Bash", "git push"), d("Read", "/etc/shadow"), d("WebFetch", ""), d("Bash", "rm -rf x")];
+        let run = RunRecord { denials: denials.clone(), ..record(RunStatus::Completed, None, Trigger::Schedule) };
+        let n = notice_for(&run, NotifyPolicy::Always, Some("Done"), None).unwrap();
+        assert_eq!(n.body, "Done\n4 tool calls refused: Bash(git push), Read(/etc/shadow), WebFetch and 1 more");
+        // `on_denial: fail`: the message says it; the body does not say it twice.
+        let message = crate::run::denials_words(&denials[..1]);
+        assert_eq!(message, "1 tool call refused: Bash(git push)");
+        let failed = RunRecord { denials: denials[..1].to_vec(), message: Some(message.clone()), ..record(RunStatus::Failed, Some(Reason::PermissionDenied), Trigger::Schedule) };
+        assert_eq!(notice_for(&failed, NotifyPolicy::Always, None, None).unwrap().body, message);
     }
 
     #[test]

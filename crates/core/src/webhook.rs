@@ -74,6 +74,7 @@ pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, ho
                 "host": host,
                 "remote_host": run.host,
                 "cost_usd": run.cost_usd,
+                "denials": run.denials,
                 "excerpt": excerpt,
             });
             ("application/json", body.to_string(), Vec::new())

@@ -60,6 +60,7 @@ fn agents_cli_routine_files_load_as_they_are_through_the_import() {
         }
     }
     std::fs::create_dir_all(user_home.join("code")).unwrap();
+    std::fs::create_dir_all(user_home.join("docs")).unwrap();
     // The only test of this binary: no other thread reads HOME meanwhile.
     std::env::set_var("HOME", &user_home);
     let engine = EngineOptions::for_test(th.path()).settings("import_agents_cli = true\n[[hosts.buildbox]]\n").open();
@@ -101,11 +102,13 @@ fn agents_cli_routine_files_load_as_they_are_through_the_import() {
     assert_eq!(synced.cwd.as_deref(), Some(user_home.join("code").as_path()));
     let w = warnings(&set, "synced");
     let lines: Vec<&str> = w.iter().map(|l| l.split(": warning: ").next().unwrap()).collect();
-    assert_eq!(lines, ["synced.yml:8:3", "synced.yml:11:1", "synced.yml:12:1", "synced.yml:13:1", "synced.yml:14:1"], "{w:#?}");
-    assert!(w[0].ends_with("`config.reasoning` is ignored: only `config.model` is passed to the agent"), "{w:#?}");
+    assert_eq!(lines, ["synced.yml:11:1", "synced.yml:12:1", "synced.yml:13:1", "synced.yml:14:1"], "{w:#?}");
     // (With the version of the `claude` on PATH when one is installed there, as npm installs it.)
-    assert!(w[3].contains("`version: 2.1.332` is not pinned: no `[agents.claude.versions]` entry maps it to a binary in nightshift.toml, so the `claude` on PATH") && w[3].ends_with(" runs"), "{w:#?}");
-    assert!(w[4].contains("`source` is ignored"), "{w:#?}");
+    assert!(w[2].contains("`version: 2.1.332` is not pinned: no `[agents.claude.versions]` entry maps it to a binary in nightshift.toml, so the `claude` on PATH") && w[2].ends_with(" runs"), "{w:#?}");
+    assert!(w[3].contains("`source` is ignored"), "{w:#?}");
+    // `config.<key>` goes to the agent as its own setting (Claude Code's `--settings`).
+    let Action::Agent { config, .. } = &synced.action else { panic!("an agent routine") };
+    assert_eq!(config, &[("reasoning".to_string(), serde_json::json!("high"))]);
 
     // Placement as agents-cli means it.
     assert!(set.get("local-wins").unwrap().placement.is_none(), "hostStrategy: local wins");
@@ -122,12 +125,16 @@ fn agents_cli_routine_files_load_as_they_are_through_the_import() {
     // Refused where running it would not be what its author meant, saying what to use.
     assert!(errors(&set, "workflow")[0].starts_with("workflow.yml:5:1: `workflow` (several steps in one routine) is not supported"), "{:?}", errors(&set, "workflow"));
     assert!(errors(&set, "loop")[0].starts_with("loop.yml:5:1: `loop` (running again until a condition holds) is not supported"));
-    assert!(errors(&set, "allow")[0].starts_with("allow.yml:5:1: `allow` (the tools and folders the agent may use) is not supported yet"));
     assert!(errors(&set, "cloud")[0].starts_with("cloud.yml:5:15: `hostStrategy: cloud` is not supported"));
+    // `allow:` as agents-cli writes it: the agent's tool set, and a folder under the home.
+    let guard = set.get("allow").unwrap().guard().unwrap().clone();
+    assert_eq!((guard.allow_tools, guard.allow_dirs), (Some(vec!["Read".to_string(), "Grep".to_string()]), vec![user_home.join("docs")]));
+    assert!(warnings(&set, "allow").is_empty());
+
     // Neither tool's key: an error with the nearest key.
     assert!(errors(&set, "typo").contains(&"typo.yml:2:1: unknown key `scheduel`; did you mean `schedule`?".to_string()), "{:?}", errors(&set, "typo"));
 
     // Everything else loaded.
     let loaded: Vec<&str> = set.routines.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(loaded, ["at-once", "bare-timeout", "linear-pickup", "local-wins", "on-a-host", "pr-review", "release-train", "synced"]);
+    assert_eq!(loaded, ["allow", "at-once", "bare-timeout", "linear-pickup", "local-wins", "on-a-host", "pr-review", "release-train", "synced"]);
 }

@@ -4,7 +4,7 @@
 
 use chrono::{TimeZone, Utc};
 use nightshift_core::agents::{driver, Call, Outcome, RunOutput};
-use nightshift_core::routine::{Effort, Mode};
+use nightshift_core::routine::{Effort, Guard, Mode};
 use nightshift_core::run::{Reason, RunStatus};
 use nightshift_core::words::Agent;
 use proptest::prelude::*;
@@ -125,7 +125,8 @@ fn gemini_server_error_is_api_unavailable() {
 
 #[test]
 fn arguments_per_mode() {
-    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra };
+    static OPEN: std::sync::LazyLock<Guard> = std::sync::LazyLock::new(Guard::default);
+    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN };
     let codex = |m| driver(Agent::Codex).args(&call(m, Some("gpt-5"), None, &[]));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
@@ -148,6 +149,21 @@ fn arguments_per_mode() {
     assert!(!default.contains(&"--effort".to_string()), "the agent's own default: nothing passed");
     let gemini = driver(Agent::Gemini).args(&call(Mode::Plan, None, Some(Effort::High), &EXTRA));
     assert_eq!(gemini[gemini.len() - 2..], ["--add-dir", "/srv/docs"]);
+    // `allow:`/`deny:` in Claude Code's own terms: the tool set, the approved rules, the refused
+    // ones, the folders — and with a rule narrower than a tool, only what it approves runs.
+    let guard = Guard {
+        allow_tools: Some(vec!["Read".into(), "Bash(git status)".into()]),
+        allow_dirs: vec!["/srv/docs".into()],
+        deny_tools: vec!["WebFetch".into()],
+        fail_on_denial: false,
+    };
+    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard });
+    let auto = guarded(Mode::Auto);
+    assert_eq!(auto[5..7], ["--permission-mode", "dontAsk"]);
+    assert_eq!(auto[7..], ["--tools", "Read,Bash", "--allowedTools", "Read", "--allowedTools", "Bash(git status)", "--disallowedTools", "WebFetch", "--add-dir", "/srv/docs"]);
+    assert_eq!(guarded(Mode::Plan)[5..7], ["--permission-mode", "plan"], "plan stays plan");
+    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard });
+    assert_eq!(codex[codex.len() - 3..], ["--add-dir", "/srv/docs", "do it"]);
 }
 
 /// Each agent's recorded streams, and whether each is the agent's own success.

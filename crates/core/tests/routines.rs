@@ -392,3 +392,55 @@ fn effort_and_args_are_checked_where_they_are_written() {
     let gem = set.get("gem").unwrap();
     assert_eq!(gem.warnings[0].to_string(), "routines/gem.yaml:4:1: warning: `effort: high` is ignored: Gemini CLI has no effort setting");
 }
+
+/// `allow:`/`deny:`/`on_denial:` are checked where they are written; a rule an agent cannot
+/// express is an error naming the agent and the rule, never dropped.
+#[test]
+fn guardrails_are_checked_per_agent_where_they_are_written() {
+    let th = TestHome::new();
+    th.routine("codex", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nallow: {tools: [Read]}\n");
+    th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\ndeny:\n  tools: [Bash]\n");
+    th.routine("cmd", "schedule: \"0 2 * * *\"\ncommand: make\nallow: {tools: [Read]}\n");
+    th.routine("bad", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nallow: {tools: [Read], folders: [x], dirs: [/no/such/folder]}\non_denial: explode\n");
+    th.routine("ok", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nallow: {tools: [Read, \"Bash(git status)\"], dirs: [/tmp]}\ndeny: {tools: [WebFetch]}\non_denial: fail\n");
+    let msgs = messages(&th);
+    for expected in [
+        "routines/codex.yaml:4:9: codex cannot be limited to `allow.tools`: Codex CLI has no tool list",
+        "routines/gem.yaml:5:3: gemini cannot be refused `deny.tools`: Gemini CLI's tool rules (its policy engine) are not supported yet",
+        "routines/cmd.yaml:3:1: `allow` only applies to agent routines",
+        "routines/bad.yaml:4:24: unknown key `allow.folders` (expected `allow.tools` or `allow.dirs`)",
+        "routines/bad.yaml:4:44: `allow.dirs`: /no/such/folder is not a folder",
+        "routines/bad.yaml:5:12: unknown on_denial \"explode\" (expected fail",
+    ] {
+        assert!(msgs.iter().any(|m| m.starts_with(expected)), "missing {expected:?} in {msgs:#?}");
+    }
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let g = set.get("ok").unwrap().guard().unwrap().clone();
+    assert_eq!(g.allow_tools.as_deref(), Some(&["Read".to_string(), "Bash(git status)".to_string()][..]));
+    assert_eq!((g.allowed_tool_names(), g.fail_on_denial), (vec!["Read".to_string(), "Bash".to_string()], true));
+    assert_eq!(g.deny_tools, ["WebFetch"]);
+}
+
+/// `config.<key>` reaches the agent as its own setting, in its CLI's form and before the prompt;
+/// a setting a routine field decides is an error naming the field; Gemini's is a warning.
+#[test]
+fn config_keys_are_passed_to_the_agent_or_said_why_not() {
+    let th = TestHome::new();
+    th.routine("codex", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nconfig:\n  model: gpt-5\n  reasoning_summary: concise\n");
+    th.routine("claude", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nconfig: {cleanupPeriodDays: 7}\n");
+    th.routine("sandbox", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nconfig:\n  sandbox_mode: danger-full-access\n");
+    th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nconfig:\n  theme: dark\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let (_, codex) = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi");
+    let tail: Vec<&str> = codex.iter().rev().take(5).rev().map(String::as_str).collect();
+    assert_eq!(tail, ["--model", "gpt-5", "-c", "reasoning_summary=\"concise\"", "hi"], "{codex:?}");
+    let (_, claude) = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi");
+    let at = claude.iter().position(|a| a == "--settings").expect("--settings");
+    assert_eq!(claude[at + 1], r#"{"cleanupPeriodDays":7}"#);
+    assert_eq!(
+        set.get_invalid("sandbox").unwrap().errors[0].to_string(),
+        "routines/sandbox.yaml:5:3: `config.sandbox_mode` is Nightshift's to set for codex: use `mode:`"
+    );
+    let gem = set.get("gem").unwrap();
+    assert_eq!(gem.warnings[0].to_string(), "routines/gem.yaml:5:3: warning: `config.theme` is ignored: Gemini CLI takes no settings on its command line (put it in ~/.gemini/settings.json)");
+}

@@ -36,6 +36,10 @@ pub enum Reply {
     /// [`Reply::UnifiedLimit`] until `reset_epoch` (seconds), then [`Reply::Success`] — a 5-hour
     /// window that resets.
     LimitedUntil { reset_epoch: i64, text: String },
+    /// A conversation that asks for a tool: a request that offers tools and carries no tool
+    /// result yet is answered with a `tool_use` block calling `tool` with `input`; once the
+    /// CLI sends the tool's result (or offers no tools), [`Reply::Success`] with `text`.
+    ToolCall { tool: String, input: serde_json::Value, text: String },
 }
 
 /// One request as the fake saw it.
@@ -142,6 +146,10 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         Reply::LimitedUntil { reset_epoch, text } => {
             if (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64) < reset_epoch { Reply::UnifiedLimit { reset_epoch } } else { Reply::Success { text } }
         }
+        Reply::ToolCall { tool, input, text } => match asks_for_a_tool(&json) {
+            true => return tool_use(&model, &tool, &input, streamed),
+            false => Reply::Success { text },
+        },
         other => other,
     };
     match reply {
@@ -173,7 +181,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         Reply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, error_body("api_error", "Internal server error"), &[]),
         Reply::Hang => hang(&model),
         Reply::Overloaded => json_response(StatusCode::from_u16(529).expect("529"), error_body("overloaded_error", "Overloaded"), &[]),
-        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } => unreachable!("resolved above"),
+        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::ToolCall { .. } => unreachable!("resolved above"),
     }
 }
 
@@ -223,7 +231,12 @@ fn sse_success(model: &str, text: &str) -> Response {
         out += &sse_event("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}}));
     }
     out += &sse_event("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": 0}));
-    out += &sse_event("message_delta", serde_json::json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 12}}));
+    sse_end(out, "end_turn", 12)
+}
+
+/// The end of a streamed message (its stop reason and output tokens) and the response carrying it.
+fn sse_end(mut out: String, stop_reason: &str, output_tokens: u64) -> Response {
+    out += &sse_event("message_delta", serde_json::json!({"type": "message_delta", "delta": {"stop_reason": stop_reason, "stop_sequence": null}, "usage": {"output_tokens": output_tokens}}));
     out += &sse_event("message_stop", serde_json::json!({"type": "message_stop"}));
     Response::builder()
         .status(StatusCode::OK)
@@ -232,6 +245,32 @@ fn sse_success(model: &str, text: &str) -> Response {
         .header("request-id", "req_fake_0001")
         .body(Body::from(out))
         .expect("response")
+}
+
+/// A request of the conversation that should call a tool: it offers tools, and no tool result
+/// has come back yet.
+fn asks_for_a_tool(request: &serde_json::Value) -> bool {
+    let offers = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let answered = request["messages"].as_array().into_iter().flatten().any(|m| {
+        m["content"].as_array().into_iter().flatten().any(|block| block["type"] == "tool_result")
+    });
+    offers && !answered
+}
+
+/// The model calls `tool` with `input` (streamed as the real API does: the input as JSON deltas).
+fn tool_use(model: &str, tool: &str, input: &serde_json::Value, streamed: bool) -> Response {
+    let block = serde_json::json!({"type": "tool_use", "id": "toolu_fake_0001", "name": tool, "input": input});
+    if !streamed {
+        let mut message = message_json(model, "");
+        message["content"] = serde_json::json!([block]);
+        message["stop_reason"] = "tool_use".into();
+        return json_response(StatusCode::OK, message, &[]);
+    }
+    let mut out = sse_start(model);
+    out += &sse_event("content_block_start", serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_fake_0001", "name": tool, "input": {}}}));
+    out += &sse_event("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}));
+    out += &sse_event("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": 0}));
+    sse_end(out, "tool_use", 20)
 }
 
 fn hang(model: &str) -> Response {

@@ -33,6 +33,15 @@ impl AgentDriver for Claude {
     }
 
     fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+        let g = call.guard;
+        // With `allow.tools`, every tool the model has is pre-approved (below), so `auto` and
+        // `skip` add nothing but danger: a rule narrower than a tool (`Bash(git *)`) would let the
+        // rest of that tool run. `dontAsk` runs exactly what the rules approve and refuses the
+        // rest without asking — and, unlike `bypassPermissions`, Claude Code starts it as root.
+        let mode = match call.mode {
+            Mode::Auto | Mode::Skip if g.allow_tools.is_some() => "dontAsk",
+            mode => permission_mode(mode),
+        };
         let mut args = vec![
             "-p".to_string(),
             call.prompt.to_string(),
@@ -40,8 +49,22 @@ impl AgentDriver for Claude {
             "--output-format".into(),
             "stream-json".into(),
             "--permission-mode".into(),
-            permission_mode(call.mode).into(),
+            mode.into(),
         ];
+        // `allow.tools`: the tool set itself (a tool outside it does not exist for the model),
+        // and its entries pre-approved; `deny.tools`: refused whatever the mode.
+        if let Some(tools) = &g.allow_tools {
+            args.extend(["--tools".to_string(), g.allowed_tool_names().join(",")]);
+            for t in tools {
+                args.extend(["--allowedTools".to_string(), t.clone()]);
+            }
+        }
+        for t in &g.deny_tools {
+            args.extend(["--disallowedTools".to_string(), t.clone()]);
+        }
+        for d in &g.allow_dirs {
+            args.extend(["--add-dir".to_string(), d.display().to_string()]);
+        }
         if let Some(model) = call.model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
@@ -154,6 +177,11 @@ struct Facts {
     rate_limit_rejected: bool,
     last_retry_error: Option<String>,
     session_id: Option<String>,
+    /// Tool calls the model made (id → tool and input), to name a call that came back as
+    /// "No such tool available" (a tool `allow.tools` left out).
+    tool_calls: std::collections::HashMap<String, (String, String)>,
+    /// Such calls: tools the routine did not make available.
+    unavailable: Vec<crate::run::Denial>,
 }
 
 fn gather(lines: &[String]) -> Facts {
@@ -183,6 +211,24 @@ fn gather(lines: &[String]) -> Facts {
                     .unwrap_or_default();
                 if !text.is_empty() {
                     f.assistant_text = Some(text.join("\n"));
+                }
+                for call in v["message"]["content"].as_array().into_iter().flatten().filter(|b| b["type"] == "tool_use") {
+                    if let (Some(id), Some(name)) = (call["id"].as_str(), call["name"].as_str()) {
+                        f.tool_calls.insert(id.to_string(), (name.to_string(), tool_input_words(&call["input"])));
+                    }
+                }
+            }
+            // A call to a tool the model does not have comes back as an error result.
+            Some("user") => {
+                for r in v["message"]["content"].as_array().into_iter().flatten().filter(|b| b["type"] == "tool_result" && b["is_error"] == true) {
+                    let said = match &r["content"] {
+                        Value::String(s) => s.clone(),
+                        other => other.to_string(),
+                    };
+                    if said.contains("No such tool available") {
+                        let (tool, input) = r["tool_use_id"].as_str().and_then(|id| f.tool_calls.get(id).cloned()).unwrap_or_else(|| (said.trim_start_matches("<tool_use_error>").split(':').nth(1).unwrap_or("?").trim().trim_end_matches("</tool_use_error>").to_string(), String::new()));
+                        f.unavailable.push(crate::run::Denial { tool, input });
+                    }
                 }
             }
             Some("rate_limit_event") => {
@@ -223,10 +269,26 @@ pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTai
     if outcome.session_id.is_none() {
         outcome.session_id = facts.session_id.clone();
     }
+    // What the run was refused: the result's `permission_denials`, and calls to tools it did not have.
+    let denied = facts.result.as_ref().and_then(|r| r["permission_denials"].as_array().cloned()).unwrap_or_default();
+    outcome.denials = denied
+        .iter()
+        .map(|d| crate::run::Denial { tool: d["tool_name"].as_str().unwrap_or("?").to_string(), input: tool_input_words(&d["tool_input"]) })
+        .chain(facts.unavailable.iter().cloned())
+        .collect();
     if outcome.reason == Some(Reason::RateLimited) && outcome.resets_at.is_none() {
         outcome.resets_at = facts.rate_limit_reset.or_else(|| outcome.message.as_deref().and_then(|m| reset_time(m, now)));
     }
     outcome
+}
+
+/// A tool call's input as a person reads it: a Bash command or a file path as itself, anything
+/// else as compact JSON.
+fn tool_input_words(input: &Value) -> String {
+    ["command", "file_path", "path", "pattern", "url"]
+        .iter()
+        .find_map(|k| input[*k].as_str().map(str::to_string))
+        .unwrap_or_else(|| if input.is_null() { String::new() } else { input.to_string() })
 }
 
 fn from_result(result: &Value, facts: &Facts, now: DateTime<Utc>) -> Outcome {

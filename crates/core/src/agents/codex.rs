@@ -49,6 +49,11 @@ impl AgentDriver for Codex {
         if let Some(level) = call.effort.and_then(crate::routine::Effort::level) {
             args.extend(["-c".to_string(), format!("model_reasoning_effort=\"{}\"", level.as_str())]);
         }
+        // `allow.dirs`: writable beside the working folder (tool rules are refused by the loader:
+        // Codex has none).
+        for d in &call.guard.allow_dirs {
+            args.extend(["--add-dir".to_string(), d.display().to_string()]);
+        }
         // The routine's own arguments go before the prompt, a positional argument.
         args.extend(call.extra.iter().cloned());
         args.push(prompt.to_string());

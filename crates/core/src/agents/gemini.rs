@@ -41,6 +41,10 @@ impl AgentDriver for Gemini {
         if let Some(model) = model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
+        // `allow.dirs`: in the workspace beside the working folder.
+        for d in &call.guard.allow_dirs {
+            args.extend(["--include-directories".to_string(), d.display().to_string()]);
+        }
         // No effort setting in Gemini CLI (a routine's `effort:` is a warning there).
         args.extend(call.extra.iter().cloned());
         args

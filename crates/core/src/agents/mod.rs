@@ -33,6 +33,8 @@ pub struct Outcome {
     /// The outcome comes from the agent's own final event (Claude's `result`, Codex's
     /// `turn.completed`…), not from guessing; crash recovery trusts only such outcomes.
     pub from_final_event: bool,
+    /// Tool calls the agent was refused or could not make, as it reported them.
+    pub denials: Vec<crate::run::Denial>,
 }
 
 impl Outcome {
@@ -75,6 +77,8 @@ pub struct Call<'a> {
     /// The routine's `args:`, placed where the CLI takes its options (before a positional
     /// prompt); never one of the arguments the driver sets itself (`routine::agent_args`).
     pub extra: &'a [String],
+    /// `allow:`/`deny:` — in the strongest form the CLI has.
+    pub guard: &'a crate::routine::Guard,
 }
 
 pub trait AgentDriver: Send + Sync {
@@ -111,9 +115,11 @@ pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
 /// The driver and arguments for a routine's action (the prompt already rendered).
 pub fn invocation(action: &Action, rendered_prompt: &str) -> (&'static dyn AgentDriver, Vec<String>) {
     match action {
-        Action::Agent { agent, mode, model, effort, args, .. } => {
+        Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
             let d = driver(*agent);
-            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: args }))
+            // `config.<key>` in the CLI's own form, then the routine's `args:`.
+            let extra: Vec<String> = crate::routine::agent_config::args(*agent, config).into_iter().chain(args.iter().cloned()).collect();
+            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard }))
         }
         Action::Command { command } => (&command::Command, vec!["-c".into(), command.clone()]),
     }

@@ -229,6 +229,17 @@ pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
 /// attempt appended, the end time the process's own.
 fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) -> Settlement {
     let now = core.clock.now();
+    // What the agent was refused, masked and cut; with `on_denial: fail` a run that had tool calls
+    // refused is a failure, however it ended its turn.
+    for d in &mut outcome.denials {
+        d.input = crate::agents::first_line(&core.redactor.redact(&d.input), 200);
+    }
+    if run.fail_on_denial && outcome.status() == RunStatus::Completed && !outcome.denials.is_empty() {
+        outcome.status = Some(RunStatus::Failed);
+        outcome.reason = Some(crate::run::Reason::PermissionDenied);
+        outcome.message = Some(format!("{} (`on_denial: fail`)", crate::run::denials_words(&outcome.denials)));
+        outcome.report = None;
+    }
     // Nothing secret leaves the engine: not in the record, the report, or the logs on disk.
     outcome.message = outcome.message.map(|m| core.redactor.redact(&m));
     outcome.report = outcome.report.map(|r| core.redactor.redact(&r));
@@ -302,6 +313,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
         session_id: outcome.session_id.clone(),
         report_path,
         changes,
+        denials: outcome.denials,
         only_if_queued,
     }
 }

@@ -30,6 +30,8 @@ pub(crate) struct LiveRun {
     pub pings: bool,
     /// `stall_timeout:` — ended when its output stops this long while it runs (`None`: never).
     pub stall: Option<Duration>,
+    /// `on_denial: fail` — refused tool calls fail the run.
+    pub fail_on_denial: bool,
 }
 
 impl LiveRun {
@@ -50,6 +52,7 @@ impl LiveRun {
             webhooks: routine.webhooks.clone(),
             pings: routine.ping.is_some(),
             stall: routine.stall_timeout,
+            fail_on_denial: routine.guard().is_some_and(|g| g.fail_on_denial),
         }
     }
 
@@ -68,6 +71,7 @@ impl LiveRun {
             webhooks: routine.map(|r| r.webhooks.clone()).unwrap_or_default(),
             pings: routine.is_some_and(|r| r.ping.is_some()),
             stall: routine.and_then(|r| r.stall_timeout),
+            fail_on_denial: routine.and_then(|r| r.guard()).is_some_and(|g| g.fail_on_denial),
         }
     }
 }

@@ -31,6 +31,11 @@ pub fn controlled(agent: Agent) -> &'static [(&'static str, &'static str)] {
             ("-c", SESSION),
             ("--continue", SESSION),
             ("--session-id", SESSION),
+            ("--tools", "use `allow.tools`"),
+            ("--allowedTools", "use `allow.tools`"),
+            ("--allowed-tools", "use `allow.tools`"),
+            ("--disallowedTools", "use `deny.tools`"),
+            ("--disallowed-tools", "use `deny.tools`"),
         ],
         Agent::Codex => &[
             ("exec", "Nightshift runs `codex exec` itself"),

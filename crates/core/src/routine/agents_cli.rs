@@ -38,10 +38,6 @@ pub const KEYS: &[(&str, Treatment)] = &[
         Treatment::Refused("`workflow` (several steps in one routine) is not supported: Nightshift runs one agent or command per routine — make a routine of each step, or a `command` that runs them in order"),
     ),
     ("loop", Treatment::Refused("`loop` (running again until a condition holds) is not supported: give the routine a `schedule` (it runs each slot), or a `command` that loops")),
-    (
-        "allow",
-        Treatment::Refused("`allow` (the tools and folders the agent may use) is not supported yet: the run would not be limited as written — remove it to run with the routine's `mode` alone"),
-    ),
 ];
 
 /// The treatment of `key`, if it is one of agents-cli's.

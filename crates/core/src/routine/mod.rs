@@ -4,6 +4,7 @@
 //! with its `file:line:col`, and one bad file never keeps the others from loading.
 
 pub mod agent_args;
+pub mod agent_config;
 pub mod agents_cli;
 pub mod author;
 mod load;
@@ -179,8 +180,43 @@ pub enum Action {
         /// `args:` — more arguments for the agent CLI, where it takes its options (never one
         /// Nightshift sets itself: [`agent_args`]).
         args: Vec<String>,
+        /// `allow:`, `deny:`, `on_denial:` — what the agent may use and touch.
+        guard: Guard,
+        /// `config.<key>` other than `model`: the agent's own settings, passed in the form its
+        /// CLI takes them ([`agent_config`]).
+        config: Vec<(String, serde_json::Value)>,
     },
     Command { command: String },
+}
+
+/// What an unattended agent may use and touch, decided before it starts (`allow:`, `deny:`,
+/// `on_denial:`). Each agent gets the strongest form its CLI has; a rule an agent cannot express
+/// is a validation error, never a rule dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Guard {
+    /// `allow.tools`: the only tools the agent has — names (`Read`) or Claude's rules
+    /// (`Bash(git status)`); `None`: the agent's own set.
+    pub allow_tools: Option<Vec<String>>,
+    /// `allow.dirs`: folders it may work in besides `cwd`.
+    pub allow_dirs: Vec<PathBuf>,
+    /// `deny.tools`: tools (or rules) that never run, whatever the mode.
+    pub deny_tools: Vec<String>,
+    /// `on_denial: fail`: a run that had tool calls refused is `failed · permission_denied`.
+    pub fail_on_denial: bool,
+}
+
+impl Guard {
+    /// The tool names `allow.tools` makes available (`Bash(git *)` → `Bash`), each once.
+    pub fn allowed_tool_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = Vec::new();
+        for t in self.allow_tools.iter().flatten() {
+            let name = t.split('(').next().unwrap_or(t).trim().to_string();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
+    }
 }
 
 impl Action {
@@ -336,6 +372,14 @@ impl Routine {
     /// Who does the work: its agent CLI, or [`Agent::Command`].
     pub fn agent(&self) -> Agent {
         self.action.agent()
+    }
+
+    /// Its agent's guardrails (`None` for a command).
+    pub fn guard(&self) -> Option<&Guard> {
+        match &self.action {
+            Action::Agent { guard, .. } => Some(guard),
+            Action::Command { .. } => None,
+        }
     }
 
     /// The first slot after `now`, if it has one: the next cron fire or the one-shot `at`, never

@@ -4,7 +4,7 @@
 
 use super::agents_cli;
 use super::yaml::{self, Node, Pos};
-use super::{check_name, AccountChoice, Action, Agent, Diagnostic, Effort, InvalidRoutine, Mode, NotifyPolicy, Overlap, Placement, RetryPolicy, Routine, Workspace};
+use super::{check_name, AccountChoice, Action, Agent, Diagnostic, Effort, Guard, InvalidRoutine, Mode, NotifyPolicy, Overlap, Placement, RetryPolicy, Routine, Workspace};
 use crate::schedule::{local_tz, parse_tz, Schedule};
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
@@ -15,7 +15,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets", "allow", "deny", "on_denial",
 ];
 
 /// Parse the text of one routine file. `display` is how the file is named in messages.
@@ -147,6 +147,8 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         mode
     });
     let mut model = get("model").and_then(|n| cx.string(n, "model"));
+    // `config.<key>` other than `model`: checked against the agent below.
+    let mut settings: Vec<(String, serde_json::Value, Pos)> = Vec::new();
     if let Some(config) = get("config") {
         match config {
             Node::Map { entries, .. } => {
@@ -161,9 +163,10 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                         } else {
                             model = cx.string(v, "config.model");
                         }
+                    } else if key.is_empty() {
+                        cx.err(k.pos(), "keys must be plain words");
                     } else {
-                        // agents-cli passes other settings to its agents; Nightshift passes the model.
-                        cx.warn(k.pos(), format!("`config.{key}` is ignored: only `config.model` is passed to the agent"));
+                        settings.push((key.to_string(), super::agent_config::to_json(v), k.pos()));
                     }
                 }
             }
@@ -187,6 +190,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
         None => Vec::new(),
     };
+    let (guard, guard_pos) = guard(&mut cx, &get);
     let prompt = get("prompt").and_then(|n| cx.string(n, "prompt"));
     let command = get("command").and_then(|n| cx.string(n, "command"));
     let agent_node = get("agent");
@@ -210,6 +214,27 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 }
             });
             if let Some(agent) = agent {
+                // A rule the agent's CLI cannot express is refused, never dropped.
+                let cannot = match agent {
+                    Agent::Codex => Some("Codex CLI has no tool list — its sandbox is its limit (`mode: plan` runs it read-only)"),
+                    Agent::Gemini => Some("Gemini CLI's tool rules (its policy engine) are not supported yet"),
+                    _ => None,
+                };
+                if let Some(why) = cannot {
+                    if guard.allow_tools.is_some() {
+                        cx.err(guard_pos.allow_tools, format!("{} cannot be limited to `allow.tools`: {why}", agent.as_str()));
+                    }
+                    if !guard.deny_tools.is_empty() {
+                        cx.err(guard_pos.deny_tools, format!("{} cannot be refused `deny.tools`: {why}", agent.as_str()));
+                    }
+                }
+                for (key, _, pos) in &settings {
+                    if let Some(why) = super::agent_config::refused(agent, key) {
+                        cx.err(*pos, why);
+                    } else if let Some(why) = super::agent_config::ignored_by(agent) {
+                        cx.warn(*pos, format!("`config.{key}` is ignored: {why}"));
+                    }
+                }
                 for (arg, pos) in &args {
                     if let Some(why) = super::agent_args::refused(agent, arg) {
                         cx.err(*pos, format!("`args`: {why}"));
@@ -228,6 +253,11 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                     model: model.clone(),
                     effort,
                     args: args.iter().map(|(a, _)| a.clone()).collect(),
+                    guard: guard.clone(),
+                    config: match super::agent_config::ignored_by(agent) {
+                        Some(_) => Vec::new(),
+                        None => settings.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect(),
+                    },
                 }),
                 None => {
                     cx.err(key_pos("agent"), "an agent routine needs a `prompt`: what should the agent do?");
@@ -239,7 +269,11 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             if command.trim().is_empty() {
                 cx.err(key_pos("command"), "`command` is empty");
             }
-            for (key, given) in [("prompt", prompt.is_some()), ("mode", mode.is_some()), ("model", model.is_some()), ("effort", effort.is_some()), ("args", !args.is_empty())] {
+            for (key, _, pos) in &settings {
+                cx.warn(*pos, format!("`config.{key}` is ignored: {}", super::agent_config::ignored_by(Agent::Command).unwrap_or_default()));
+            }
+            let guarded = [("allow", get("allow").is_some()), ("deny", get("deny").is_some()), ("on_denial", get("on_denial").is_some())];
+            for (key, given) in [("prompt", prompt.is_some()), ("mode", mode.is_some()), ("model", model.is_some()), ("effort", effort.is_some()), ("args", !args.is_empty())].into_iter().chain(guarded) {
                 if given {
                     cx.err(key_pos(key), format!("`{key}` only applies to agent routines; this one runs a `command`"));
                 }
@@ -722,6 +756,64 @@ impl Cx<'_> {
             }
         }
     }
+}
+
+/// Where `allow.tools` and `deny.tools` are written, for a refusal at its place.
+#[derive(Default)]
+struct GuardPos {
+    allow_tools: Pos,
+    deny_tools: Pos,
+}
+
+/// `allow: {tools: [...], dirs: [...]}`, `deny: {tools: [...]}`, `on_denial: fail | record`.
+/// A folder must exist (`~` is the home; a relative one is under the home folder too).
+fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> (Guard, GuardPos) {
+    let mut guard = Guard::default();
+    let mut pos = GuardPos::default();
+    let block = |cx: &mut Cx<'_>, key: &str, allowed: &[&str]| -> Vec<(String, &'n Node, Pos)> {
+        let Some(node) = get(key) else { return Vec::new() };
+        let Node::Map { entries, .. } = node else {
+            cx.err(node.pos(), format!("`{key}` must be a mapping ({key}: {{tools: [Read, Grep]}}), found {}", node.kind()));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            match k {
+                Node::Scalar { value, .. } if allowed.contains(&value.as_str()) => out.push((value.clone(), v, k.pos())),
+                Node::Scalar { value, .. } => cx.err(k.pos(), format!("unknown key `{key}.{value}` (expected {})", allowed.iter().map(|a| format!("`{key}.{a}`")).collect::<Vec<_>>().join(" or "))),
+                other => cx.err(other.pos(), "keys must be plain words"),
+            }
+        }
+        out
+    };
+    for (sub, node, at) in block(cx, "allow", &["tools", "dirs"]) {
+        let list = cx.string_list(node, &format!("allow.{sub}"));
+        if sub == "tools" {
+            pos.allow_tools = at;
+            guard.allow_tools = Some(list);
+        } else {
+            for dir in list {
+                let path = crate::fsutil::expand_tilde(&dir);
+                let path = if path.is_relative() { std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(path) } else { path };
+                if !path.is_dir() {
+                    cx.err(node.pos(), format!("`allow.dirs`: {} is not a folder", path.display()));
+                }
+                guard.allow_dirs.push(path);
+            }
+        }
+    }
+    for (_, node, at) in block(cx, "deny", &["tools"]) {
+        pos.deny_tools = at;
+        guard.deny_tools = cx.string_list(node, "deny.tools");
+    }
+    if let Some(node) = get("on_denial") {
+        match cx.string(node, "on_denial").as_deref().map(str::trim) {
+            Some("fail") => guard.fail_on_denial = true,
+            Some("record") | None => {}
+            Some(other) => cx.err(node.pos(), format!("unknown on_denial \"{other}\" (expected fail — a refused tool call fails the run — or record)")),
+        }
+    }
+    (guard, pos)
 }
 
 /// A `trigger:` block in words: "GitHub pull_request events (labeled) on acme/app".

@@ -65,6 +65,8 @@ string_enum!(
         Stalled = "stalled",
         /// A secret the routine names (`secrets:`) is not set: nothing was started.
         MissingSecret = "missing_secret",
+        /// Tool calls of the agent were refused and the routine says `on_denial: fail`.
+        PermissionDenied = "permission_denied",
     }
 );
 
@@ -211,6 +213,33 @@ pub struct Attempt {
     pub next_at: Option<DateTime<Utc>>,
 }
 
+/// A tool call the agent was refused, or could not make (a tool its routine did not allow): the
+/// tool and its input (secrets masked, cut to 200 characters).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct Denial {
+    pub tool: String,
+    pub input: String,
+}
+
+impl Denial {
+    /// `Bash(git push)` — how a person reads it.
+    pub fn words(&self) -> String {
+        match self.input.is_empty() {
+            true => self.tool.clone(),
+            false => format!("{}({})", self.tool, self.input),
+        }
+    }
+}
+
+/// "2 tool calls refused: Bash(git push), Read(/etc/passwd)" — for messages and notifications.
+pub fn denials_words(denials: &[Denial]) -> String {
+    let n = denials.len();
+    let listed: Vec<String> = denials.iter().take(3).map(Denial::words).collect();
+    let more = if n > 3 { format!(" and {} more", n - 3) } else { String::new() };
+    format!("{n} tool call{} refused: {}{more}", if n == 1 { "" } else { "s" }, listed.join(", "))
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[cfg_attr(test, derive(ts_rs::TS))]
 pub struct RunRecord {
@@ -263,6 +292,9 @@ pub struct RunRecord {
     /// It was asked to wait out a rate limit although it is a manual run (`run
     /// --wait-for-limit`); scheduled and catch-up runs always may.
     pub wait_for_limit: bool,
+    /// Tool calls the agent was refused or could not make (`allow:`/`deny:`, its permission
+    /// mode), as it reported them.
+    pub denials: Vec<Denial>,
 }
 
 #[cfg(test)]
@@ -297,6 +329,7 @@ impl RunRecord {
             host: None,
             due_at: None,
             wait_for_limit: false,
+            denials: Vec::new(),
         }
     }
 }

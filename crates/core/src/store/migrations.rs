@@ -213,4 +213,9 @@ pub const MIGRATIONS: &[&str] = &[
         set_at  TEXT NOT NULL
     );
     "#,
+    // 16: each run's `denials`, the tool calls its agent was refused or could not make (JSON
+    // `[{tool, input}]`, inputs masked and cut).
+    r#"
+    ALTER TABLE runs ADD COLUMN denials TEXT NOT NULL DEFAULT '[]';
+    "#,
 ];

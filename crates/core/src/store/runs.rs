@@ -50,6 +50,8 @@ pub struct Settlement {
     pub usage: Option<crate::run::Usage>,
     /// What the run changed in its git workspace (`None`: it had none).
     pub changes: Option<crate::run::Changes>,
+    /// Tool calls its agent was refused.
+    pub denials: Vec<crate::run::Denial>,
     /// Finalize only a row that is still `queued` (a cancel that must not hit a started run).
     pub only_if_queued: bool,
 }
@@ -104,7 +106,7 @@ macro_rules! columns {
     () => {
         concat!("id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, ", message_column!(), ", \
          exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host, not_before_ms, wait_for_limit")
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host, not_before_ms, wait_for_limit, denials")
     };
 }
 const COLUMNS: &str = columns!();
@@ -184,7 +186,7 @@ impl Store {
             "UPDATE runs SET status = ?2, reason = ?3, message = ?4, exit_code = ?5, account = ?6, resets_at = ?7,
                  attempts = ?8, retried = (?8 <> '[]'), finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13,
                  notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END, changes = ?16, worktree = ?17,
-                 input_tokens = ?18, output_tokens = ?19, cache_read_tokens = ?20, cache_write_tokens = ?21, model = ?22
+                 input_tokens = ?18, output_tokens = ?19, cache_read_tokens = ?20, cache_write_tokens = ?21, model = ?22, denials = ?23
              WHERE id = ?1 AND (status = 'queued' OR (status = 'running' AND NOT ?15))",
         )?
         .execute(params![
@@ -210,6 +212,7 @@ impl Store {
             s.usage.as_ref().and_then(|u| u.cache_read_tokens).map(|n| n as i64),
             s.usage.as_ref().and_then(|u| u.cache_write_tokens).map(|n| n as i64),
             s.usage.as_ref().and_then(|u| u.model.clone()),
+            serde_json::to_string(&s.denials).unwrap_or_else(|_| "[]".into()),
         ])?;
         if changed != 1 {
             return Ok(false);
@@ -417,6 +420,7 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         host: row.get(29)?,
         due_at: row.get::<_, Option<i64>>(30)?.and_then(DateTime::from_timestamp_millis),
         wait_for_limit: row.get(31)?,
+        denials: row.get::<_, String>(32).map(|d| serde_json::from_str(&d).unwrap_or_default())?,
     })
 }
 
@@ -572,6 +576,7 @@ mod tests {
             report_path: None,
             usage: None,
             changes: None,
+            denials: vec![],
             only_if_queued: false,
         }
     }
