@@ -111,7 +111,7 @@ fn older_home(home: &Path) -> PathBuf {
          ALTER TABLE runs DROP COLUMN cache_read_tokens; ALTER TABLE runs DROP COLUMN cache_write_tokens; ALTER TABLE runs DROP COLUMN model;
          ALTER TABLE runs DROP COLUMN pruned_at;
          ALTER TABLE runs DROP COLUMN host; ALTER TABLE runs DROP COLUMN remote; DROP TABLE host_health;
-         ALTER TABLE runs DROP COLUMN not_before_ms; ALTER TABLE runs DROP COLUMN wait_for_limit; ALTER TABLE runs DROP COLUMN retried; DROP TABLE secrets; ALTER TABLE runs DROP COLUMN denials;
+         ALTER TABLE runs DROP COLUMN not_before_ms; ALTER TABLE runs DROP COLUMN wait_for_limit; ALTER TABLE runs DROP COLUMN retried; DROP TABLE secrets; ALTER TABLE runs DROP COLUMN denials; ALTER TABLE runs DROP COLUMN ignore_budget;
          PRAGMA user_version = 5;
          INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, finished_at, status, run_dir)
          VALUES ('old-run-0000000000000000', 'hello', 'manual', 'command', 1, '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', 'completed', '/nonexistent');",

@@ -391,7 +391,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "permission_denied";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "permission_denied" | "budget";
 
 export type Relogin = { 
 /**
@@ -580,7 +580,11 @@ wait_for_limit: boolean,
  * Tool calls the agent was refused or could not make (`allow:`/`deny:`, its permission
  * mode), as it reported them.
  */
-denials: Array<Denial>, };
+denials: Array<Denial>, 
+/**
+ * A person started it past a spent day's or month's budget (`run --ignore-budget`).
+ */
+ignore_budget: boolean, };
 
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
 

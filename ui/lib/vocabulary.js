@@ -90,6 +90,7 @@ export const REASON_LABEL = {
   stalled: "stalled",
   missing_secret: "missing secret",
   permission_denied: "permission denied",
+  budget: "budget",
 };
 
 /** Verdicts of accounts whose runs cannot sign in until someone logs in again. */

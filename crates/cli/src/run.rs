@@ -28,6 +28,10 @@ pub struct RunArgs {
     /// do; without this a manual run says when the limit resets.
     #[arg(long)]
     wait_for_limit: bool,
+    /// Start it although a day's or month's budget (`budget:`, `[budget]`, an account's) is
+    /// spent — for a person at the keyboard. The run's own cap (`budget.run`) still holds.
+    #[arg(long)]
+    ignore_budget: bool,
 }
 
 pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
@@ -39,7 +43,7 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         true => Some(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| Error::new(nightshift_core::ErrorCode::Io, format!("cannot listen for Ctrl-C: {e}")))?),
         false => None,
     };
-    let handle = engine.run_now_with(&args.name, Trigger::Cli, args.wait_for_limit).await?;
+    let handle = engine.run_now_with(&args.name, Trigger::Cli, nightshift_core::run::RunAsks { wait_for_limit: args.wait_for_limit, ignore_budget: args.ignore_budget }).await?;
     let id = handle.id.clone();
 
     if !args.wait {

@@ -238,3 +238,34 @@ async fn allow_and_deny_decide_which_tool_calls_run_and_refusals_are_recorded() 
     assert!(marker.exists(), "the allowed rule ran: {rec:#}");
     assert_eq!(rec["denials"], serde_json::json!([]), "{rec:#}");
 }
+
+/// `budget.run` reaches Claude Code as `--max-budget-usd`: a run that keeps spending (the fake
+/// API's model asks for a tool, so there is a second turn) is stopped by the CLI itself and
+/// settles `failed · budget`, saying what it spent of what.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_cap_stops_a_run_that_keeps_spending() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let th = TestHome::new();
+    let fake = FakeAnthropic::start(None).await;
+    let call = serde_json::json!({"command": "echo one more turn", "description": "keep going"});
+    fake.set("tok-budget", Reply::ToolCall { tool: "Bash".into(), input: call, text: REPORT.into() });
+    th.routine(
+        "spender",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Keep going\nmode: auto\nbudget: {{run: 0.0001}}\ntimeout: 2m\ncwd: {}\nenv:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-budget\n",
+            th.user_home().display(),
+            fake.url()
+        ),
+    );
+    let out = tokio_ctl(&th).args(["run", "spender", "--wait", "--json"]).output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("budget")), "{rec:#}");
+    let message = rec["message"].as_str().unwrap();
+    assert_eq!(message, "spent $0.0003 — Reached maximum budget ($0.0001) (`budget.run`)");
+    assert!(rec["cost_usd"].as_f64().unwrap() > 0.0001, "{rec:#}");
+    // The CLI was given the cap; a second turn never reached the API.
+    let turns = fake.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens") && r.body["tools"].as_array().is_some_and(|t| !t.is_empty())).count();
+    assert_eq!(turns, 1, "one turn, then the cap");
+}

@@ -46,3 +46,21 @@ fn usage_adds_up_what_the_agents_reported() {
     let shown = stdout(&ctl(&th).args(["show", &id]).output().unwrap());
     assert!(shown.contains("tokens       in 1,000 · out 200 · cache read 50 · cache write 5 · claude-sonnet-5-5"), "{shown}");
 }
+
+/// A spent day's budget: `run` says so and exits 1 with nothing started; `--ignore-budget`
+/// (a person at the keyboard) starts it anyway.
+#[test]
+fn a_spent_budget_blocks_run_unless_told_to_ignore_it() {
+    let th = TestHome::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s","total_cost_usd":0.25}"#;
+    th.script("claude", &format!("echo '{result}'"));
+    th.routine("review", "schedule: \"0 3 * * *\"\ntimezone: UTC\nagent: claude\nprompt: review\nbudget: {day: 0.2}\n");
+    let first = ctl(&th).args(["run", "review", "--wait", "--json"]).output().unwrap();
+    assert!(first.status.success(), "{}", stderr(&first));
+    let out = ctl(&th).args(["run", "review", "--wait", "--json"]).output().unwrap();
+    let rec = json(&out);
+    assert_eq!((out.status.code(), rec["status"].as_str(), rec["reason"].as_str()), (Some(1), Some("blocked"), Some("budget")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().starts_with("not started: spent $0.25 of $0.20 today (routine review); frees at midnight UTC"), "{rec:#}");
+    let anyway = ctl(&th).args(["run", "review", "--wait", "--json", "--ignore-budget"]).output().unwrap();
+    assert_eq!(json(&anyway)["status"], "completed", "{}", stderr(&anyway));
+}

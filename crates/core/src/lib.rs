@@ -8,6 +8,7 @@ pub mod allocator;
 pub mod api;
 pub mod agents;
 pub mod bounded;
+pub mod budget;
 pub mod clock;
 pub mod engine;
 pub mod error;

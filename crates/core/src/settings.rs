@@ -63,6 +63,8 @@ pub struct Settings {
     /// project layer) are read — only folders listed here (`nightshiftctl routines add-project`),
     /// never a clone by itself.
     pub projects: Vec<PathBuf>,
+    /// `[budget]`: caps (USD) on what all runs together spend in a day or month, and on each run.
+    pub budget: crate::budget::Budget,
 }
 
 /// `[defaults]` in nightshift.toml.
@@ -143,6 +145,9 @@ pub struct AccountSettings {
     pub email: String,
     /// The agent's config dir for this account; default `accounts/<agent>/<slug>/` in the home.
     pub config_dir: Option<PathBuf>,
+    /// `budget = { day = 20 }`: what runs on this account may spend in a day or month (USD).
+    #[serde(default)]
+    pub budget: Option<crate::budget::Budget>,
 }
 
 fn default_agent() -> Agent {
@@ -186,6 +191,7 @@ impl Default for Settings {
             max_worktrees: 20,
             defaults: RoutineDefaults::default(),
             projects: Vec::new(),
+            budget: crate::budget::Budget::default(),
         }
     }
 }
@@ -276,6 +282,12 @@ impl Settings {
                         &format!("{} and {} share the config dir {shown}: each account needs its own (one login lives there), or leave `config_dir` out for Nightshift's own", b.email, a.email),
                     ));
                 }
+            }
+        }
+        // Budgets: amounts in dollars, at their table.
+        for (budget, table) in std::iter::once((Some(&settings.budget), "[budget]".to_string())).chain(settings.accounts.iter().map(|a| (a.budget.as_ref(), format!("\"{}\"", a.email)))) {
+            if let Some(problem) = budget.and_then(|b| b.problem()) {
+                return Err(located(text.find(&table).unwrap_or(0), &problem));
             }
         }
         let mut seen = std::collections::HashSet::new();

@@ -431,12 +431,14 @@ fn config_keys_are_passed_to_the_agent_or_said_why_not() {
     th.routine("sandbox", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nconfig:\n  sandbox_mode: danger-full-access\n");
     th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nconfig:\n  theme: dark\n");
     let set = load_dir(&Home::at(th.path()), &[]);
-    let (_, codex) = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi");
+    let (_, codex) = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi", None);
     let tail: Vec<&str> = codex.iter().rev().take(5).rev().map(String::as_str).collect();
     assert_eq!(tail, ["--model", "gpt-5", "-c", "reasoning_summary=\"concise\"", "hi"], "{codex:?}");
-    let (_, claude) = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi");
+    let (_, claude) = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi", Some(0.5));
     let at = claude.iter().position(|a| a == "--settings").expect("--settings");
     assert_eq!(claude[at + 1], r#"{"cleanupPeriodDays":7}"#);
+    let cap = claude.iter().position(|a| a == "--max-budget-usd").expect("the run's cap");
+    assert_eq!(claude[cap + 1], "0.5");
     assert_eq!(
         set.get_invalid("sandbox").unwrap().errors[0].to_string(),
         "routines/sandbox.yaml:5:3: `config.sandbox_mode` is Nightshift's to set for codex: use `mode:`"

@@ -65,6 +65,10 @@ impl AgentDriver for Claude {
         for d in &g.allow_dirs {
             args.extend(["--add-dir".to_string(), d.display().to_string()]);
         }
+        // `budget.run`: Claude Code stops the run itself when its cost crosses the cap.
+        if let Some(cap) = call.max_budget_usd {
+            args.extend(["--max-budget-usd".to_string(), format!("{cap}")]);
+        }
         if let Some(model) = call.model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
@@ -313,8 +317,10 @@ fn from_result(result: &Value, facts: &Facts, now: DateTime<Utc>) -> Outcome {
                 other => format!("Claude Code ended with an error ({other})"),
             }
         };
+        // `--max-budget-usd` (`budget.run`): the CLI stopped the run at its cap.
+        let budget_spent = subtype == "error_max_budget_usd" || result["terminal_reason"] == "budget_exhausted";
         let status_code = result["api_error_status"].as_u64();
-        let reason = reason_from(facts.assistant_error.as_deref(), status_code, facts.rate_limit_rejected)
+        let reason = budget_spent.then_some(Reason::Budget).or_else(|| reason_from(facts.assistant_error.as_deref(), status_code, facts.rate_limit_rejected)
             .or_else(|| {
                 let all = format!("{text} {}", errors.join(" "));
                 if looks_like_rate_limit(&all) {
@@ -324,8 +330,12 @@ fn from_result(result: &Value, facts: &Facts, now: DateTime<Utc>) -> Outcome {
                 } else {
                     None
                 }
-            })
+            }))
             .unwrap_or(Reason::AgentError);
+        let message = match budget_spent {
+            true => format!("spent {} — {message} (`budget.run`)", crate::budget::dollars(result["total_cost_usd"].as_f64().unwrap_or(0.0))),
+            false => message,
+        };
         let mut o = Outcome::failed(reason, message);
         if reason == Reason::RateLimited {
             o.resets_at = facts.rate_limit_reset.or_else(|| reset_time(&text, now));

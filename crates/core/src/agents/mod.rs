@@ -79,6 +79,8 @@ pub struct Call<'a> {
     pub extra: &'a [String],
     /// `allow:`/`deny:` — in the strongest form the CLI has.
     pub guard: &'a crate::routine::Guard,
+    /// What the run may spend (USD: `budget.run`, `[budget] run`), for a CLI that caps it itself.
+    pub max_budget_usd: Option<f64>,
 }
 
 pub trait AgentDriver: Send + Sync {
@@ -113,13 +115,13 @@ pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
 }
 
 /// The driver and arguments for a routine's action (the prompt already rendered).
-pub fn invocation(action: &Action, rendered_prompt: &str) -> (&'static dyn AgentDriver, Vec<String>) {
+pub fn invocation(action: &Action, rendered_prompt: &str, max_budget_usd: Option<f64>) -> (&'static dyn AgentDriver, Vec<String>) {
     match action {
         Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
             let d = driver(*agent);
             // `config.<key>` in the CLI's own form, then the routine's `args:`.
             let extra: Vec<String> = crate::routine::agent_config::args(*agent, config).into_iter().chain(args.iter().cloned()).collect();
-            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard }))
+            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd }))
         }
         Action::Command { command } => (&command::Command, vec!["-c".into(), command.clone()]),
     }

@@ -45,6 +45,12 @@ pub(crate) fn spawn_attempt(
     Ok(proc)
 }
 
+/// What one run of `routine` may spend: the smaller of its `budget.run` and `[budget] run` — for
+/// Claude Code, the only agent that reports its cost (the loader refuses `budget.run` for others).
+pub(crate) fn run_cap(routine: &Routine, settings: &crate::settings::Settings) -> Option<f64> {
+    (routine.agent() == Agent::Claude).then(|| crate::budget::Budget::run_cap(routine.budget.as_ref(), Some(&settings.budget))).flatten()
+}
+
 /// Render the prompt, build the command line and environment (with the account's config dir and
 /// token), find the executable.
 fn prepare(
@@ -62,7 +68,7 @@ fn prepare(
         return Err(format!("not started: {trouble}; free some space and run it again"));
     }
     let prompt = render_prompt(core, routine, now, workspace);
-    let (driver, args) = agents::invocation(&routine.action, &prompt);
+    let (driver, args) = agents::invocation(&routine.action, &prompt, run_cap(routine, &core.settings()));
     let mut extra = run_variables(routine, id);
     extra.push(("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()));
     if let Some(branch) = workspace.and_then(|w| w.branch.clone()) {

@@ -81,6 +81,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         scheduled_for: rec.scheduled_for,
         first_started: rec.attempts.first().and_then(|a| a.started_at).or(rec.started_at).unwrap_or(now),
         wait_for_limit: rec.wait_for_limit,
+        ignore_budget: rec.ignore_budget,
     };
     let mut driver =
         Driver { core: Arc::clone(core), routine, live, cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, secrets: Vec::new() };
@@ -133,6 +134,10 @@ impl Driver {
                 }
             }
         }
+        // A day's or month's budget already spent (the routine's, all runs'): nothing starts.
+        if let Some(blocked) = self.budget_block(None) {
+            return blocked;
+        }
         match self.choose_account(reserved).await {
             AccountPlan::Blocked { reason, message, account, resets_at } => {
                 tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
@@ -150,8 +155,51 @@ impl Driver {
                 State::Settling(ended)
             }
             AccountPlan::Default => self.start_workspace(n, None).await,
-            AccountPlan::Use(a, c) => self.start_workspace(n, Some((a, c))).await,
+            AccountPlan::Use(a, c) => match self.budget_block(Some(&a.email)) {
+                Some(blocked) => blocked,
+                None => self.start_workspace(n, Some((a, c))).await,
+            },
         }
+    }
+
+    /// `blocked · budget` when a day's or month's budget that applies to this run is spent —
+    /// the routine's, `[budget]`'s, or (with `account`) that account's — unless a person said
+    /// `run --ignore-budget`. The words say what was spent of what and when it frees.
+    fn budget_block(&mut self, account: Option<&str>) -> Option<State> {
+        if self.facts.ignore_budget {
+            return None;
+        }
+        let settings = self.core.settings();
+        let (now, tz) = (self.core.clock.now(), self.routine.timezone);
+        let store = &self.core.store;
+        fn spent<'a>(store: &'a crate::store::Store, by: crate::store::Spender<'a>) -> impl Fn(chrono::DateTime<chrono::Utc>) -> f64 + 'a {
+            move |since| {
+                store.spent(by, since).unwrap_or_else(|e| {
+                    tracing::warn!(error = %e, "could not read what runs spent");
+                    0.0
+                })
+            }
+        }
+        let reached = match account {
+            None => self
+                .routine
+                .budget
+                .as_ref()
+                .and_then(|b| crate::budget::reached(b, &format!("routine {}", self.routine.name), spent(store, crate::store::Spender::Routine(&self.routine.name)), now, tz))
+                .or_else(|| crate::budget::reached(&settings.budget, "all runs", spent(store, crate::store::Spender::All), now, tz)),
+            Some(email) => settings
+                .accounts
+                .iter()
+                .find(|a| a.email == email && a.agent == self.routine.agent())
+                .and_then(|a| a.budget.as_ref())
+                .and_then(|b| crate::budget::reached(b, &format!("account {email}"), spent(store, crate::store::Spender::Account(email)), now, tz)),
+        }?;
+        let message = format!("not started: {}; `nightshiftctl run {} --ignore-budget` starts it anyway", reached.words(tz), self.routine.name);
+        tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
+        let mut ended = Ended::new(Ending::Blocked { reason: Reason::Budget, message, resets_at: Some(reached.frees_at) });
+        ended.account = account.map(str::to_string);
+        ended.attempts = std::mem::take(&mut self.attempts);
+        Some(State::Settling(ended))
     }
 
     /// Set up the run's workspace (a worktree of its own, or a picture of its checkout), then

@@ -495,15 +495,16 @@ impl Engine {
     /// Start a run of routine `name` now. Returns once the run's record exists and its process is
     /// started (or the run has already failed to start — that is recorded too).
     pub async fn run_now(&self, name: &str, trigger: Trigger) -> Result<RunHandle> {
-        self.run_now_with(name, trigger, false).await
+        self.run_now_with(name, trigger, crate::run::RunAsks::default()).await
     }
 
-    /// [`run_now`](Engine::run_now); `wait_for_limit`: should it meet a rate limit with no other
-    /// account free, it waits for the reset (and runs then) instead of failing. A run of the
-    /// routine that already waits for a time is started now instead of a new one.
-    pub async fn run_now_with(&self, name: &str, trigger: Trigger, wait_for_limit: bool) -> Result<RunHandle> {
+    /// [`run_now`](Engine::run_now) with what a person asked: `wait_for_limit` — should it meet a
+    /// rate limit with no other account free, it waits for the reset (and runs then) instead of
+    /// failing; `ignore_budget` — it starts although a day's or month's budget is spent. A run of
+    /// the routine that already waits for a time is started now instead of a new one.
+    pub async fn run_now_with(&self, name: &str, trigger: Trigger, asks: crate::run::RunAsks) -> Result<RunHandle> {
         let routine = self.routine(name)?;
-        queue::run_now(&self.core, &routine, trigger, wait_for_limit).await
+        queue::run_now(&self.core, &routine, trigger, asks).await
     }
 
     /// Ask a run this engine supervises to stop (SIGTERM to its group, then SIGKILL after the

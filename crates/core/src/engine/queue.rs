@@ -18,7 +18,7 @@ use super::{driver, finalize, signal, Core};
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{AccountChoice, Routine, RoutineSet};
-use crate::run::{new_run_id, RunRecord, RunStatus, Trigger};
+use crate::run::{new_run_id, RunAsks, RunRecord, RunStatus, Trigger};
 use crate::store::{Claims, NewRun};
 use chrono::{DateTime, Utc};
 use std::sync::atomic::Ordering;
@@ -69,8 +69,8 @@ impl RunHandle {
 
 /// Submit a run: its queued row (unless `claimed`: a slot row the scheduler already inserted),
 /// then a dispatch pass. Returns once the row exists and this pass has started it if it fits.
-/// `wait_for_limit`: a manual run that waits out a rate limit (scheduled runs always may).
-pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger, scheduled_for: Option<DateTime<Utc>>, claimed: Option<String>, wait_for_limit: bool) -> Result<RunHandle> {
+/// `asks`: what a person asked of a manual run (wait out a rate limit, ignore a spent budget).
+pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger, scheduled_for: Option<DateTime<Utc>>, claimed: Option<String>, asks: RunAsks) -> Result<RunHandle> {
     let id = match claimed {
         Some(id) => id,
         None => {
@@ -79,8 +79,8 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
             let core2 = Arc::clone(core);
             tokio::task::spawn_blocking(move || {
                 core2.store.insert_run(&row)?;
-                if wait_for_limit {
-                    core2.store.set_wait_for_limit(&row.id)?;
+                if asks != RunAsks::default() {
+                    core2.store.set_asks(&row.id, asks)?;
                 }
                 Ok::<_, Error>(())
             })
@@ -101,7 +101,7 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
 
 /// Run now: a run of the routine that waits for a time (a retry's backoff, a limit's reset)
 /// starts as soon as a lane is free — one run, not a second beside it; otherwise a new run.
-pub(crate) async fn run_now(core: &Arc<Core>, routine: &Routine, trigger: Trigger, wait_for_limit: bool) -> Result<RunHandle> {
+pub(crate) async fn run_now(core: &Arc<Core>, routine: &Routine, trigger: Trigger, asks: RunAsks) -> Result<RunHandle> {
     let (core2, name) = (Arc::clone(core), routine.name.clone());
     let waiting = tokio::task::spawn_blocking(move || -> Result<Option<String>> {
         match core2.store.waiting_run_of(&name)? {
@@ -114,9 +114,9 @@ pub(crate) async fn run_now(core: &Arc<Core>, routine: &Routine, trigger: Trigge
     match waiting {
         Some(id) => {
             tracing::info!(run = %id, routine = %routine.name, "run now: the waiting run starts now");
-            submit(core, routine, trigger, None, Some(id), false).await
+            submit(core, routine, trigger, None, Some(id), RunAsks::default()).await
         }
-        None => submit(core, routine, trigger, None, None, wait_for_limit).await,
+        None => submit(core, routine, trigger, None, None, asks).await,
     }
 }
 

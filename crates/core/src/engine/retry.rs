@@ -31,6 +31,8 @@ pub(crate) struct RunFacts {
     pub first_started: DateTime<Utc>,
     /// A manual run that was asked to wait out a limit (`run --wait-for-limit`).
     pub wait_for_limit: bool,
+    /// A manual run started past a spent budget (`run --ignore-budget`).
+    pub ignore_budget: bool,
 }
 
 /// The decision after a try.
@@ -178,7 +180,7 @@ mod tests {
     }
     fn facts(trigger: Trigger) -> RunFacts {
         let t = Utc.with_ymd_and_hms(2026, 12, 2, 2, 0, 0).unwrap();
-        RunFacts { trigger, scheduled_for: Some(t), first_started: t, wait_for_limit: false }
+        RunFacts { trigger, scheduled_for: Some(t), first_started: t, wait_for_limit: false, ignore_budget: false }
     }
     fn now() -> DateTime<Utc> {
         Utc.with_ymd_and_hms(2026, 12, 2, 2, 5, 0).unwrap()

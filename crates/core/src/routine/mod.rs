@@ -307,6 +307,8 @@ pub struct Routine {
     /// [`Routine::DEFAULT_STALL`]; commands (a quiet build is normal) only when they set it; `0`:
     /// never.
     pub stall_timeout: Option<Duration>,
+    /// `budget:` — what one run, or its runs in a day or month, may spend (USD).
+    pub budget: Option<crate::budget::Budget>,
     /// `version:` (agents-cli): the agent CLI version it pins; run with the executable
     /// `[agents.<agent>.versions]` maps it to (the settings' part, [`load::with_settings`]).
     pub version: Option<String>,

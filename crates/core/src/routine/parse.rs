@@ -15,7 +15,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets", "allow", "deny", "on_denial",
+    "retries", "retry_backoff", "max_wait", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets", "allow", "deny", "on_denial", "budget",
 ];
 
 /// Parse the text of one routine file. `display` is how the file is named in messages.
@@ -311,6 +311,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             cx.err(key_pos("secrets"), format!("secret \"{name}\" must be an environment variable's name (letters, digits and _, not starting with a digit), e.g. DEPLOY_KEY"));
         }
     }
+    let budget = get("budget").and_then(|n| budget(&mut cx, n, action.as_ref().map(Action::agent)));
     // `stall_timeout:` — `0` turns it off; agents get the default, commands none unless set.
     let stall = get("stall_timeout").map(|n| match n {
         Node::Scalar { value, .. } if value.trim() == "0" => None,
@@ -444,6 +445,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 run_once,
                 secrets,
                 stall_timeout: stall.unwrap_or((!is_command).then_some(Routine::DEFAULT_STALL)),
+                budget,
                 version,
                 program: None,
                 timeout_given: timeout.is_some(),
@@ -756,6 +758,55 @@ impl Cx<'_> {
             }
         }
     }
+}
+
+/// `budget: {run: 2.00, day: 10, month: 100}` (USD). Spend is what the agent reports: only Claude
+/// Code reports its cost, so for the others a run cap is an error (nothing could enforce it) and
+/// a day or month cap a warning (their runs count nothing toward it).
+fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> Option<crate::budget::Budget> {
+    let Node::Map { entries, .. } = node else {
+        cx.err(node.pos(), format!("`budget` must be a mapping (budget: {{run: 2.00, day: 10, month: 100}}, in US dollars), found {}", node.kind()));
+        return None;
+    };
+    let mut b = crate::budget::Budget::default();
+    // (An agent the file gets wrong is reported already: no second word about it here.)
+    let reports_cost = matches!(agent, Some(Agent::Claude) | None);
+    let who = match agent {
+        Some(Agent::Command) | None => "a command".to_string(),
+        Some(a) => a.as_str().to_string(),
+    };
+    for (k, v) in entries {
+        let key = match k {
+            Node::Scalar { value, .. } => value.as_str(),
+            _ => "",
+        };
+        let slot = match key {
+            "run" => &mut b.run,
+            "day" => &mut b.day,
+            "month" => &mut b.month,
+            other => {
+                cx.err(k.pos(), format!("unknown key `budget.{other}` (expected `budget.run`, `budget.day` or `budget.month`)"));
+                continue;
+            }
+        };
+        let amount = match v {
+            Node::Scalar { value, quoted: false, .. } => value.trim().trim_start_matches('$').parse::<f64>().ok().filter(|a| a.is_finite() && *a >= 0.0),
+            _ => None,
+        };
+        match amount {
+            None => cx.err(v.pos(), format!("`budget.{key}` must be an amount in US dollars, such as 2.50")),
+            Some(_) if !reports_cost && key == "run" => {
+                cx.err(k.pos(), format!("`budget.run` cannot be enforced for {who}: it reports no cost while it runs (only Claude Code does)"))
+            }
+            Some(a) => {
+                if !reports_cost {
+                    cx.warn(k.pos(), format!("`budget.{key}` counts only reported costs, and {who} reports none: its runs add nothing to it"));
+                }
+                *slot = Some(a);
+            }
+        }
+    }
+    Some(b)
 }
 
 /// Where `allow.tools` and `deny.tools` are written, for a refusal at its place.

@@ -67,6 +67,9 @@ string_enum!(
         MissingSecret = "missing_secret",
         /// Tool calls of the agent were refused and the routine says `on_denial: fail`.
         PermissionDenied = "permission_denied",
+        /// A budget is spent: blocked before starting (a day's or month's), or stopped at the
+        /// run's own cap (`budget.run`).
+        Budget = "budget",
     }
 );
 
@@ -295,6 +298,18 @@ pub struct RunRecord {
     /// Tool calls the agent was refused or could not make (`allow:`/`deny:`, its permission
     /// mode), as it reported them.
     pub denials: Vec<Denial>,
+    /// A person started it past a spent day's or month's budget (`run --ignore-budget`).
+    pub ignore_budget: bool,
+}
+
+/// What a person asked of a manual run beyond starting it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunAsks {
+    /// `run --wait-for-limit`: should it meet a rate limit with no other account free, wait for
+    /// the reset (scheduled runs always may).
+    pub wait_for_limit: bool,
+    /// `run --ignore-budget`: start although a day's or month's budget is spent.
+    pub ignore_budget: bool,
 }
 
 #[cfg(test)]
@@ -330,6 +345,7 @@ impl RunRecord {
             due_at: None,
             wait_for_limit: false,
             denials: Vec::new(),
+            ignore_budget: false,
         }
     }
 }

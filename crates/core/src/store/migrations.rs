@@ -214,8 +214,10 @@ pub const MIGRATIONS: &[&str] = &[
     );
     "#,
     // 16: each run's `denials`, the tool calls its agent was refused or could not make (JSON
-    // `[{tool, input}]`, inputs masked and cut).
+    // `[{tool, input}]`, inputs masked and cut); `ignore_budget`: a manual run a person started
+    // past a spent budget (`run --ignore-budget`).
     r#"
     ALTER TABLE runs ADD COLUMN denials TEXT NOT NULL DEFAULT '[]';
+    ALTER TABLE runs ADD COLUMN ignore_budget INTEGER NOT NULL DEFAULT 0;
     "#,
 ];

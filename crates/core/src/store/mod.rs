@@ -16,6 +16,7 @@ mod scheduling;
 mod secrets;
 mod usage;
 mod workspaces;
+pub use usage::Spender;
 pub use workspaces::KeptWorktree;
 
 pub use crate::run::Delivery;

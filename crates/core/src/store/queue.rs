@@ -155,9 +155,9 @@ impl Store {
         Ok(changed == 1)
     }
 
-    /// Mark a run as one that may wait out a rate limit although it is manual.
-    pub fn set_wait_for_limit(&self, id: &str) -> Result<()> {
-        self.conn().prepare_cached("UPDATE runs SET wait_for_limit = 1 WHERE id = ?1")?.execute([id])?;
+    /// Keep what a person asked of a manual run (`run --wait-for-limit`, `--ignore-budget`).
+    pub fn set_asks(&self, id: &str, asks: crate::run::RunAsks) -> Result<()> {
+        self.conn().prepare_cached("UPDATE runs SET wait_for_limit = ?2, ignore_budget = ?3 WHERE id = ?1")?.execute(rusqlite::params![id, asks.wait_for_limit, asks.ignore_budget])?;
         Ok(())
     }
 

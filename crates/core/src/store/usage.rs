@@ -62,7 +62,28 @@ fn sql(by: UsageBy) -> String {
     )
 }
 
+/// Whose spending a budget caps.
+#[derive(Debug, Clone, Copy)]
+pub enum Spender<'a> {
+    All,
+    Routine(&'a str),
+    /// An account, by its email.
+    Account(&'a str),
+}
+
 impl Store {
+    /// What runs reported spending (their cost) since `since`, by whom (a budget's spend). Runs
+    /// still going count once they report.
+    pub fn spent(&self, by: Spender<'_>, since: DateTime<Utc>) -> Result<f64> {
+        let (filter, key) = match by {
+            Spender::All => ("1 = 1 OR ?2 IS NULL", ""),
+            Spender::Routine(name) => ("routine = ?2", name),
+            Spender::Account(email) => ("account = ?2", email),
+        };
+        let sql = format!("SELECT COALESCE(SUM(cost_usd), 0) FROM runs INDEXED BY runs_usage WHERE sort_ms >= ?1 AND ({filter})");
+        Ok(self.conn().prepare_cached(&sql)?.query_row(rusqlite::params![since.timestamp_millis(), key], |r| r.get(0))?)
+    }
+
     /// Usage since `since`, grouped `by` (days oldest first, up to `now` — the engine's clock;
     /// the others by cost, then tokens).
     pub fn usage(&self, by: UsageBy, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<Vec<UsageRow>> {
