@@ -48,24 +48,36 @@ fn at(s: &str) -> DateTime<Utc> {
     DateTime::parse_from_rfc3339(s).unwrap().with_timezone(&Utc)
 }
 
+/// The corpus through `import_agents_cli` (`~/.agents/routines/`), then as a project's routines
+/// (`<repo>/.agents/routines/`, opted in under `projects`): the same routines, the same words.
 #[test]
-fn agents_cli_routine_files_load_as_they_are_through_the_import() {
+fn agents_cli_routine_files_load_as_they_are_through_the_import_and_as_project_routines() {
     let th = TestHome::new();
     let user_home = th.path().join("user");
-    let routines = user_home.join(".agents/routines");
-    std::fs::create_dir_all(&routines).unwrap();
-    for entry in std::fs::read_dir(corpus()).unwrap().flatten() {
-        if entry.path().extension().is_some_and(|e| e == "yml") {
-            std::fs::copy(entry.path(), routines.join(entry.file_name())).unwrap();
+    let project = th.path().join("code/app");
+    for dir in [user_home.join(".agents/routines"), project.join(".agents/routines")] {
+        std::fs::create_dir_all(&dir).unwrap();
+        for entry in std::fs::read_dir(corpus()).unwrap().flatten() {
+            if entry.path().extension().is_some_and(|e| e == "yml") {
+                std::fs::copy(entry.path(), dir.join(entry.file_name())).unwrap();
+            }
         }
     }
     std::fs::create_dir_all(user_home.join("code")).unwrap();
     std::fs::create_dir_all(user_home.join("docs")).unwrap();
     // The only test of this binary: no other thread reads HOME meanwhile.
     std::env::set_var("HOME", &user_home);
-    let engine = EngineOptions::for_test(th.path()).settings("import_agents_cli = true\n[[hosts.buildbox]]\n").open();
-    let set = engine.routines();
+    let imported = EngineOptions::for_test(th.path()).settings("import_agents_cli = true\n[[hosts.buildbox]]\n").open();
+    assert_corpus(&imported.routines(), &user_home);
+    drop(imported);
+    std::fs::remove_dir_all(user_home.join(".agents")).unwrap();
+    let settings = format!("projects = [\"{}\"]\n[[hosts.buildbox]]\n", project.display());
+    let opted_in = EngineOptions::for_test(th.path()).settings(&settings).open();
+    assert_corpus(&opted_in.routines(), &user_home);
+}
 
+/// What each file of the corpus becomes, wherever it was read from.
+fn assert_corpus(set: &RoutineSet, user_home: &Path) {
     // Nightshift's own keys as agents-cli writes them; the rest said, at its line.
     let r = set.get("release-train").unwrap();
     assert_eq!((r.schedule.as_ref().unwrap().expr.as_str(), r.timezone.name()), ("0 */4 * * *", "America/Los_Angeles"));
