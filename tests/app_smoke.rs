@@ -395,8 +395,9 @@ fn kill_9_of_the_app_with_runs_waiting_loses_nothing() {
     stop(second);
 }
 
-/// A database that cannot be opened at all: no panic and no silent exit — a dialog says which file,
-/// what is wrong and what to do; closing it quits with exit code 2.
+/// A database that is not Nightshift's (here not SQLite at all): no panic and no silent exit — a
+/// dialog says which file, what it is and what to do; the file is left as it was, nothing beside
+/// it; closing the dialog quits with exit code 2.
 #[test]
 fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
     if !gui_available() {
@@ -430,8 +431,12 @@ fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
     };
     assert_eq!(status.code(), Some(2));
     let said = std::fs::read_to_string(&log).unwrap();
-    assert!(said.contains(&format!("cannot open the database {}", db.display())) && said.contains("move it aside"), "{said}");
+    assert!(said.contains(&format!("{} is not Nightshift's database — it is not a SQLite database", db.display())) && said.contains("move that file away"), "{said}");
     assert!(!said.contains("panicked"), "{said}");
+    assert_eq!(std::fs::read(&db).unwrap(), vec![0x5a; 64 * 1024], "the file is as it was");
+    for side in ["nightshift.db-wal", "nightshift.db-shm", "nightshift.db-journal"] {
+        assert!(!home.join(side).exists(), "{side} was made beside it");
+    }
 }
 
 /// Without a display the app says so in words a user can act on, and exits (no panic).

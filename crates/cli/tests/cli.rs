@@ -86,8 +86,8 @@ fn a_corrupt_database_is_reported_not_a_panic() {
     let out = ctl(&th).args(["runs"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.starts_with("error: cannot open the database"), "{err}");
-    assert!(err.contains("move it aside"), "{err}");
+    assert!(err.starts_with(&format!("error: {} is not Nightshift's database — it is not a SQLite database", th.path().join("nightshift.db").display())), "{err}");
+    assert!(err.contains("move that file away"), "{err}");
     assert!(!err.contains("panicked"));
 }
 
@@ -307,6 +307,43 @@ fn a_damaged_database_is_named_and_never_scheduled_on() {
     assert!(err.contains(&format!("the database {} is damaged", db.display())), "{err}");
     assert!(err.contains("Nightshift will not schedule on it") && err.contains(".damaged") && err.contains("never deletes it"), "{err}");
     assert!(db.exists(), "never deleted");
+}
+
+/// Another program's database where Nightshift's belongs (another runner keeps its own at the
+/// same default path): refused in one sentence by every command and the daemon, the file byte for
+/// byte as it was and no journal, WAL or shared-memory file beside it. A file that is not SQLite
+/// at all likewise.
+#[test]
+fn another_programs_database_is_refused_and_left_untouched() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: echo hi\n");
+    let db = th.path().join("nightshift.db");
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch("PRAGMA journal_mode = DELETE; CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT, status TEXT); CREATE TABLE run_history (task_id INTEGER, output TEXT); INSERT INTO tasks (title, status) VALUES ('lint', 'done');").unwrap();
+    }
+    let listing = || {
+        let mut files: Vec<(String, Vec<u8>)> = std::fs::read_dir(th.path()).unwrap().flatten().filter(|e| e.path().is_file()).map(|e| (e.file_name().to_string_lossy().into_owned(), std::fs::read(e.path()).unwrap())).collect();
+        files.sort();
+        files
+    };
+    let before = listing();
+    for args in [&["runs"][..], &["run", "hello", "--wait"], &["why", "hello"], &["daemon"]] {
+        let out = ctl(&th).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert_eq!(
+            err.matches(&format!("{} is not Nightshift's database — it is another program's SQLite database (its tables: run_history, tasks)", db.display())).count(),
+            1,
+            "{args:?}: said once: {err}"
+        );
+        assert!(err.contains("set NIGHTSHIFT_HOME to another folder for Nightshift, or move that file away"), "{err}");
+        assert_eq!(listing(), before, "{args:?} changed a file of the home");
+    }
+    std::fs::write(&db, "not a database at all\n").unwrap();
+    let out = ctl(&th).args(["runs"]).output().unwrap();
+    assert!(stderr(&out).contains("is not Nightshift's database — it is a text file, not a SQLite database"), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), "not a database at all\n");
 }
 
 /// `run NAME` finds its routine through the name index (it parses only the file it runs and files

@@ -14,6 +14,7 @@ mod runs;
 mod retention;
 mod scheduling;
 mod secrets;
+mod ownership;
 mod usage;
 mod workspaces;
 pub use usage::Spender;
@@ -54,6 +55,8 @@ impl Store {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|e| Error::io("create directory", dir, &e))?;
         }
+        // Another program's file is refused before anything writes to it.
+        ownership::ensure_ours(path)?;
         let conn = Connection::open(path).map_err(|e| open_error(path, &e))?;
         let store = Store { conn: Mutex::new(conn), path: path.to_path_buf() };
         // Several processes may open a new home at the same moment (a daemon and a CLI command);
@@ -90,6 +93,11 @@ impl Store {
             tx.execute_batch(sql)?;
             tx.pragma_update(None, "user_version", i + 1)?;
             tx.commit()?;
+        }
+        // Marked as Nightshift's (a new database, or one an earlier version made).
+        let id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0))?;
+        if id != ownership::APPLICATION_ID {
+            conn.pragma_update(None, "application_id", ownership::APPLICATION_ID)?;
         }
         Ok(())
     }

@@ -681,13 +681,14 @@ mod tests {
     }
 
     #[test]
-    fn a_corrupt_database_is_a_clear_error() {
+    fn a_file_that_is_not_a_database_is_a_clear_error() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nightshift.db");
         std::fs::write(&path, vec![b'x'; 8192]).unwrap();
         let err = Store::open(&path).unwrap_err();
         assert_eq!(err.code, ErrorCode::StoreUnavailable);
-        assert!(err.message.contains("move it aside"), "{}", err.message);
+        assert!(err.message.contains("is not Nightshift's database — it is a text file, not a SQLite database") && err.message.contains("move that file away"), "{}", err.message);
+        assert_eq!(std::fs::read(&path).unwrap(), vec![b'x'; 8192]);
     }
 
     #[test]
