@@ -290,3 +290,72 @@ async fn the_form_in_a_dark_theme() {
     close(c).await;
     drop(driver);
 }
+
+/// What an agent may do, spend and be given, from the window: the New routine form writes
+/// `allow`, `deny`, `effort`, `budget` and `secrets` (tools ticked from the common ones plus a
+/// rule, secrets chosen from the stored names, a budget that is not an amount shown on its field
+/// in the validator's words); the Accounts view lists the secrets by name — where each is kept, or
+/// that it is missing and how to set it — never a value; the Usage view shows each budget, spent
+/// of how much.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn guardrails_budgets_and_secrets_in_the_window() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let scene = Scene::new();
+    let home = &scene.home;
+    write_home(home);
+    std::fs::write(home.join("routines/spender.yaml"), "schedule: \"0 3 * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\nbudget: {day: 10}\nsecrets: [GITHUB_TOKEN]\n").unwrap();
+    let settings = std::fs::read_to_string(home.join("nightshift.toml")).unwrap();
+    std::fs::write(home.join("nightshift.toml"), format!("{settings}\n[budget]\nmonth = 50\n")).unwrap();
+    let Some((driver, c)) = scene.open(&[("NIGHTSHIFT_SECRET_DEPLOY_KEY", "s3cr3t-deploy-value")]).await else { return };
+    text(&c, "#routines tr[data-routine='spender']").await;
+
+    // Accounts: the secrets by name, never a value.
+    go(&c, "#/accounts").await;
+    until(&c, "the secrets", "return document.querySelectorAll('#secrets-list tbody tr').length === 2", 15).await;
+    let rows = js(&c, "return [...document.querySelectorAll('#secrets-list tbody tr')].map(r => [r.dataset.secret, r.dataset.source, r.textContent])").await;
+    let rows = rows.as_array().unwrap();
+    assert_eq!((rows[0][0].as_str(), rows[0][1].as_str()), (Some("DEPLOY_KEY"), Some("environment")), "{rows:?}");
+    assert_eq!((rows[1][0].as_str(), rows[1][1].as_str()), (Some("GITHUB_TOKEN"), Some("missing")), "{rows:?}");
+    assert!(rows[1][2].as_str().unwrap().contains("nightshiftctl secrets set GITHUB_TOKEN") && rows[1][2].as_str().unwrap().ends_with("spender"), "{rows:?}");
+    let page = js(&c, "return document.documentElement.outerHTML").await;
+    assert!(!page.as_str().unwrap().contains("s3cr3t-deploy-value"), "a secret's value reached the window");
+
+    // Usage: each budget, spent of how much.
+    go(&c, "#/usage").await;
+    until(&c, "the budgets", "return document.querySelectorAll('#usage-budgets tbody tr').length === 2", 15).await;
+    let budgets = js(&c, "return [...document.querySelectorAll('#usage-budgets tbody tr')].map(r => [r.dataset.scope, r.dataset.period, r.children[2].textContent, r.children[3].textContent])").await;
+    assert_eq!(budgets, json!([["all runs", "month", "$0", "$50.00"], ["routine spender", "day", "$0", "$10.00"]]));
+
+    // New routine: guardrails, budget and secrets from the form.
+    go(&c, "#/new").await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3 && document.querySelectorAll('#f-secrets input').length === 1", 10).await;
+    set(&c, "#f-agent", "claude").await;
+    type_into(&c, "#f-name", "guarded").await;
+    type_into(&c, "#f-prompt", "Summarise the repository").await;
+    click(&c, "#tool-checks input[data-tool='Read']").await;
+    click(&c, "#tool-checks input[data-tool='Grep']").await;
+    type_into(&c, "#f-more-tools", "Bash(git status)").await;
+    set(&c, "#f-deny_tools", "WebFetch").await;
+    set(&c, "#f-effort", "high").await;
+    set(&c, "#f-budget-day", "lots").await;
+    problem(&c, "budget", "`budget.day` must be an amount in US dollars").await;
+    set(&c, "#f-budget-day", "5").await;
+    set(&c, "#f-budget-run", "0.50").await;
+    click(&c, "#f-secrets input[data-secret='DEPLOY_KEY']").await;
+    no_problems(&c).await;
+    click(&c, "#save-routine").await;
+    until(&c, "the routines list", "return location.hash.startsWith('#/routines') && !!document.querySelector(\"#routines tr[data-routine='guarded']\")", 10).await;
+    let written = file(home, "guarded.yaml");
+    let timezone = nightshift_core::schedule::local_tz().name().to_string();
+    assert_eq!(
+        written,
+        format!(
+            "name: guarded\nagent: claude\nprompt: Summarise the repository\nschedule: 0 9 * * 1-5\ntimezone: {timezone}\neffort: high\nallow:\n  tools: [\"Read\", \"Grep\", \"Bash(git status)\"]\ndeny:\n  tools: [\"WebFetch\"]\nbudget:\n  run: 0.50\n  day: 5\nsecrets: [\"DEPLOY_KEY\"]\n"
+        )
+    );
+    close(c).await;
+    drop(driver);
+}

@@ -53,6 +53,8 @@ fn fixture_with(settings: impl Fn(&std::path::Path) -> String) -> Fixture {
     let mut opts = EngineOptions::new(home);
     // The account's token comes from the environment: it must never reach a payload.
     opts.env.push(("CLAUDE_CODE_OAUTH_TOKEN_WORK_AT_ACME_DOT_DEV".into(), TOKEN.into()));
+    // A routine secret from the environment: its name reaches the window, never its value.
+    opts.env.push(("NIGHTSHIFT_SECRET_DEPLOY_KEY".into(), "ipc-test-secret-deploy".into()));
     let engine = Engine::open(opts).unwrap();
     // The app's shell around the engine, on a desktop that records what it is asked.
     let shell = Shell::new(engine.clone(), tauri::async_runtime::handle().inner().clone(), Arc::new(Recorder::default()));
@@ -254,7 +256,9 @@ fn no_token_in_any_payload() {
     let id = ipc(&f.main, "run_now", json!({ "name": "leak" })).unwrap();
     let id = id.as_str().unwrap().to_string();
     let detail = wait_final(&f, &id);
-    let mut payloads = vec![accounts, checked, detail, ipc(&f.main, "list_runs", json!({})).unwrap(), ipc(&f.main, "list_routines", json!({})).unwrap()];
+    let secrets = ipc(&f.main, "list_secrets", json!({})).unwrap();
+    assert_eq!((secrets[0]["name"].as_str(), secrets[0]["source"].as_str()), (Some("DEPLOY_KEY"), Some("environment")), "{secrets}");
+    let mut payloads = vec![accounts, checked, detail, secrets, ipc(&f.main, "list_runs", json!({})).unwrap(), ipc(&f.main, "list_routines", json!({})).unwrap()];
     for stream in ["stdout", "stderr"] {
         for readable in [true, false] {
             payloads.push(ipc(&f.main, "read_log", json!({ "id": id, "stream": stream, "offset": 0, "readable": readable })).unwrap());

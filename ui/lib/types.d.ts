@@ -62,6 +62,23 @@ started_at: string | null, finished_at: string | null,
 next_at: string | null, };
 
 /**
+ * Where one budget stands (`usage`, the Usage view).
+ */
+export type BudgetState = { 
+/**
+ * "all runs", "routine nightly", "account work@acme.dev".
+ */
+scope: string, period: "day" | "month", 
+/**
+ * What runs reported spending in the period so far (USD).
+ */
+spent: number, cap: number, 
+/**
+ * RFC 3339: when the period ends and the budget frees.
+ */
+frees_at: string, timezone: string, };
+
+/**
  * What a run changed — part of the run record (`changes`, `null` for a run outside git).
  */
 export type Changes = { workspace: WorkspaceKind, repo: string, branch: string | null, 
@@ -199,7 +216,36 @@ catchup: boolean | null,
 /**
  * `None`: the default (enabled).
  */
-enabled: boolean | null, devices: Array<string>, webhooks: Array<string>, env: { [key in string]: string }, };
+enabled: boolean | null, devices: Array<string>, webhooks: Array<string>, env: { [key in string]: string }, 
+/**
+ * `effort:` (low, medium, high, xhigh, max, auto); empty for the agent's default.
+ */
+effort: string, 
+/**
+ * `allow.tools`: the only tools the agent has (names, or Claude's rules such as
+ * `Bash(git status)`); empty: the agent's own set.
+ */
+allow_tools: Array<string>, 
+/**
+ * `allow.dirs`: folders it may work in besides its working directory.
+ */
+allow_dirs: Array<string>, 
+/**
+ * `deny.tools`: tools that never run.
+ */
+deny_tools: Array<string>, 
+/**
+ * `on_denial:` — `fail`, or empty (refusals recorded).
+ */
+on_denial: string, 
+/**
+ * `budget:` — US dollars as typed (`2.50`); empty for none.
+ */
+budget_run: string, budget_day: string, budget_month: string, 
+/**
+ * `secrets:` — names of stored secrets.
+ */
+secrets: Array<string>, };
 
 /**
  * A draft checked: the file it would write, every problem on its field, when it would fire.
@@ -433,7 +479,11 @@ timezone: string, timezones: Array<string>, webhooks: Array<string>,
  * Machines a routine can be placed on: those in nightshift.toml (`[hosts.<name>]`), in
  * routines, or checked — suggestions; any SSH host or alias is accepted.
  */
-hosts: Array<string>, routines_dir: string, };
+hosts: Array<string>, routines_dir: string, 
+/**
+ * The routine secrets there are, by name (`nightshiftctl secrets set`), for `secrets:`.
+ */
+secrets: Array<string>, };
 
 export type RoutineOverview = { name: string, 
 /**
@@ -589,6 +639,21 @@ ignore_budget: boolean, };
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
 
 /**
+ * A routine secret for the Accounts view: its name and where it is kept — never its value — and
+ * the routines that name it.
+ */
+export type SecretView = { name: string, 
+/**
+ * `keychain` (`nightshiftctl secrets set`), `environment` (`NIGHTSHIFT_SECRET_<NAME>`), or
+ * `missing` (a routine names it and nothing holds it: its runs are blocked).
+ */
+source: "keychain" | "environment" | "missing", 
+/**
+ * RFC 3339: when it was stored (keychain secrets).
+ */
+set_at: string | null, used_by: Array<string>, };
+
+/**
  * One group's values, one per day of the report (oldest first).
  */
 export type Series = { key: string, values: Array<number | null>, };
@@ -674,7 +739,11 @@ month: UsageRow,
 /**
  * "November 2026".
  */
-month_name: string, };
+month_name: string, 
+/**
+ * Every day's and month's budget and where it stands (spent of cap, until when).
+ */
+budgets: Array<BudgetState>, };
 
 /**
  * One group's sums. A sum is `None` when no run in the group reported that figure.
@@ -727,6 +796,7 @@ export interface Commands {
   read_log: { args: { id: string, stream?: LogStream, offset?: number, readable?: boolean, }; answer: LogChunk };
   cancel_run: { args: { id: string, }; answer: boolean };
   list_accounts: { args: Record<symbol, never>; answer: Array<AccountView> };
+  list_secrets: { args: Record<symbol, never>; answer: Array<SecretView> };
   check_account: { args: { email: string, }; answer: AccountView };
   set_token: { args: { email: string, token: string, }; answer: null };
   relogin: { args: { email: string, }; answer: Relogin };

@@ -1,6 +1,7 @@
 // Accounts: each account's auth health with the evidence behind it, where its credential comes
 // from, expiry and rate-limit reset; Re-login, Set token (paste → OS keychain; never shown
-// again), Check. Below them the hosts routines run on over SSH (`host:`), with their health.
+// again), Check. Below them the routines' secrets by name (never a value) and the hosts routines
+// run on over SSH (`host:`), with their health.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
@@ -15,8 +16,9 @@ const capital = (s) => s.charAt(0).toUpperCase() + s.slice(1);
 export function mount(root, _params, ui) {
   const status = h("p", { class: "notice", role: "status", id: "accounts-status" });
   const body = h("div", { id: "accounts" }, h("p", { class: "muted" }, "Checking accounts…"));
+  const secretsBody = h("div", { id: "secrets" });
   const hostsBody = h("div", { id: "hosts" });
-  replace(root, h("h2", {}, "Accounts"), status, body, hostsBody);
+  replace(root, h("h2", {}, "Accounts"), status, body, secretsBody, hostsBody);
 
   async function load() {
     try {
@@ -25,10 +27,44 @@ export function mount(root, _params, ui) {
       replace(body, empty(`Could not check accounts: ${errorText(e)}`));
     }
     try {
+      renderSecrets(await call("list_secrets"));
+    } catch (e) {
+      replace(secretsBody, empty(`Could not list the secrets: ${errorText(e)}`));
+    }
+    try {
       renderHosts(await call("list_hosts"));
     } catch (e) {
       replace(hostsBody, empty(`Could not read the hosts: ${errorText(e)}`));
     }
+  }
+
+  /** The routines' secrets (`secrets:`), names only: where each is kept, or that it is missing
+   * and how to set it (none: nothing shown). @param {import("../lib/types.js").SecretView[]} secrets */
+  function renderSecrets(secrets) {
+    if (secrets.length === 0) return replace(secretsBody);
+    const where = (s) => (s.source === "keychain" ? `in the OS keychain${s.set_at ? ` since ${full(s.set_at)}` : ""}` : s.source === "environment" ? `from NIGHTSHIFT_SECRET_${s.name} in the environment` : "missing — its routines' runs are blocked");
+    replace(
+      secretsBody,
+      h("h2", {}, "Secrets"),
+      h(
+        "table",
+        { class: "list", id: "secrets-list" },
+        h("thead", {}, h("tr", {}, ["Name", "Kept", "Used by"].map((c) => h("th", { scope: "col" }, c)))),
+        h(
+          "tbody",
+          {},
+          secrets.map((s) =>
+            h(
+              "tr",
+              { dataset: { secret: s.name, source: s.source } },
+              h("th", { scope: "row" }, h("code", {}, s.name)),
+              h("td", {}, where(s), s.source === "missing" ? h("div", {}, h("code", {}, `nightshiftctl secrets set ${s.name}`)) : null),
+              h("td", {}, s.used_by.length ? s.used_by.join(", ") : h("span", { class: "muted" }, "no routine")),
+            ),
+          ),
+        ),
+      ),
+    );
   }
 
   /** The machines routines are placed on (none: nothing shown). @param {import("../lib/types.js").HostView[]} hosts */

@@ -18,6 +18,26 @@ const PRESETS = [
   { id: "custom", label: "Custom (cron expression)" },
 ];
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
+// The tools an agent most often gets (Claude Code's names); anything else, or a rule narrower
+// than a tool (`Bash(git status)`), goes in the text field beside them.
+const COMMON_TOOLS = ["Read", "Grep", "Glob", "Edit", "Write", "Bash", "WebFetch", "WebSearch"];
+const EFFORTS = [["", "The agent's default"], ["low", "low"], ["medium", "medium"], ["high", "high"], ["xhigh", "xhigh"], ["max", "max"]];
+// "a, b(c, d), e" → ["a", "b(c, d)", "e"]: commas inside a rule's parentheses stay in it.
+const splitList = (text) => {
+  const out = [];
+  let depth = 0;
+  let cur = "";
+  for (const ch of text) {
+    if (ch === "(") depth++;
+    if (ch === ")") depth = Math.max(0, depth - 1);
+    if (ch === "," && depth === 0) {
+      out.push(cur.trim());
+      cur = "";
+    } else cur += ch;
+  }
+  out.push(cur.trim());
+  return out.filter(Boolean);
+};
 
 export function mount(root, _params, ui) {
   let options = null;
@@ -85,6 +105,19 @@ export function mount(root, _params, ui) {
   const devices = h("input", { type: "text", spellcheck: "false", placeholder: "laptop, workstation" });
   const env = h("textarea", { rows: 3, spellcheck: "false", class: "mono", placeholder: "KEY=value (one per line)" });
   const webhooks = h("div", { class: "checks", id: "f-webhooks" });
+  const effort = h("select", {}, EFFORTS.map(([v, l]) => h("option", { value: v }, l)));
+  const toolChecks = h("div", { class: "checks", id: "tool-checks" }, COMMON_TOOLS.map((t) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: t, dataset: { tool: t } }), ` ${t}`)));
+  const moreTools = h("input", { type: "text", spellcheck: "false", class: "mono", id: "f-more-tools", placeholder: "Bash(git status), Bash(npm test)", "aria-label": "More tools or rules" });
+  const allowTools = h("div", { class: "tools" }, toolChecks, moreTools);
+  const allowDirs = h("textarea", { rows: 2, spellcheck: "false", class: "mono", placeholder: "~/code/docs (one per line)" });
+  const pickDir = h("button", { type: "button", id: "pick-allow-dir" }, "Add a folder…");
+  const denyTools = h("input", { type: "text", spellcheck: "false", class: "mono", placeholder: "Bash(git push*), WebFetch" });
+  const onDenial = h("input", { type: "checkbox" });
+  const budgetRun = h("input", { type: "text", inputmode: "decimal", size: 7, placeholder: "run", id: "f-budget-run", "aria-label": "Per run (USD)" });
+  const budgetDay = h("input", { type: "text", inputmode: "decimal", size: 7, placeholder: "day", id: "f-budget-day", "aria-label": "Per day (USD)" });
+  const budgetMonth = h("input", { type: "text", inputmode: "decimal", size: 7, placeholder: "month", id: "f-budget-month", "aria-label": "Per month (USD)" });
+  const budget = h("div", { class: "row" }, "$ ", budgetRun, " a run · $ ", budgetDay, " a day · $ ", budgetMonth, " a month");
+  const secrets = h("div", { class: "checks", id: "f-secrets" });
 
   const general = h("div", { class: "problems-box", id: "form-problems", role: "alert", hidden: true });
   const preview = h("div", { class: "preview", id: "schedule-preview", "aria-live": "polite" });
@@ -106,6 +139,18 @@ export function mount(root, _params, ui) {
   hostField.append(knownHosts);
   const remoteCwdField = field("remote_cwd", "Working directory there", remoteCwd);
   remoteCwdField.hidden = true;
+  const dirsField = field("allow_dirs", "Also may work in", allowDirs, "Folders beside the working directory (allow.dirs).");
+  dirsField.insertBefore(pickDir, dirsField.querySelector(".field-problem"));
+  const guardPart = h(
+    "fieldset",
+    { class: "guardrails", id: "guard-part" },
+    h("legend", {}, "What it may do and spend"),
+    field("effort", "Effort", effort),
+    field("allow_tools", "Only these tools", allowTools, "None ticked and nothing typed: the agent's own tools. A tool left out does not exist for it, whatever the mode."),
+    dirsField,
+    field("deny_tools", "Never these tools", denyTools, "Comma-separated; refused in every mode."),
+    field("on_denial", "Fail the run when a tool call is refused", onDenial),
+  );
   const cwdField = field("cwd", "Working directory", cwd);
   cwdField.insertBefore(h("div", { class: "row" }, cwd, pickButton), cwdField.querySelector(".field-problem"));
   cwdField.append(picker);
@@ -144,6 +189,9 @@ export function mount(root, _params, ui) {
       preview,
     ),
     h("div", { class: "row wrap" }, field("timeout", "Timeout", timeout), field("notify", "Notify", notify), field("catchup", "Catch up a slot missed while asleep", catchup)),
+    guardPart,
+    field("budget", "Budget (US dollars)", budget, "A run's cap (Claude Code stops the run), and what its runs may spend a day and a month: a run over it is blocked, saying when it frees."),
+    field("secrets", "Secrets", secrets, "Stored with nightshiftctl secrets set NAME; each is given to its runs as the variable of that name, masked everywhere."),
     h(
       "details",
       { class: "advanced" },
@@ -205,6 +253,15 @@ export function mount(root, _params, ui) {
       devices: devices.value.split(",").map((d) => d.trim()).filter(Boolean),
       webhooks: [...webhooks.querySelectorAll("input:checked")].map((c) => c.value),
       env: envMap,
+      effort: isAgent() ? effort.value : "",
+      allow_tools: isAgent() ? [...toolChecks.querySelectorAll("input:checked")].map((c) => c.value).concat(splitList(moreTools.value)) : [],
+      allow_dirs: isAgent() ? allowDirs.value.split("\n").map((d) => d.trim()).filter(Boolean) : [],
+      deny_tools: isAgent() ? splitList(denyTools.value) : [],
+      on_denial: isAgent() && onDenial.checked ? "fail" : "",
+      budget_run: budgetRun.value,
+      budget_day: budgetDay.value,
+      budget_month: budgetMonth.value,
+      secrets: [...secrets.querySelectorAll("input:checked")].map((c) => c.value),
     };
   }
 
@@ -334,19 +391,22 @@ export function mount(root, _params, ui) {
       picker.hidden = false;
     }
   }
+  // The picker fills the working directory, or adds a folder to allow.dirs.
+  let pickingFor = cwd;
   function use(path) {
-    cwd.value = path;
+    if (pickingFor === allowDirs) allowDirs.value = [...allowDirs.value.split("\n").filter((l) => l.trim()), path].join("\n");
+    else cwd.value = path;
     picker.hidden = true;
     changed();
   }
 
   kindAgent.addEventListener("change", () => {
-    agentPart.hidden = false;
+    agentPart.hidden = guardPart.hidden = false;
     commandPart.hidden = true;
     changed();
   });
   kindCommand.addEventListener("change", () => {
-    agentPart.hidden = true;
+    agentPart.hidden = guardPart.hidden = true;
     commandPart.hidden = false;
     changed();
   });
@@ -371,7 +431,16 @@ export function mount(root, _params, ui) {
     preset.value = "custom";
     time.hidden = day.hidden = true;
   });
-  pickButton.addEventListener("click", () => browse(cwd.value));
+  pickButton.addEventListener("click", () => {
+    pickingFor = cwd;
+    cwdField.append(picker);
+    browse(cwd.value);
+  });
+  pickDir.addEventListener("click", () => {
+    pickingFor = allowDirs;
+    dirsField.append(picker);
+    browse("");
+  });
   const touch = (ev) => {
     const f = ev.target.closest("[data-field]")?.dataset.field;
     if (f) touched.add(f);
@@ -402,6 +471,7 @@ export function mount(root, _params, ui) {
     timezone.value = options.timezone;
     replace(zones, options.timezones.map((z) => h("option", { value: z })));
     replace(knownHosts, options.hosts.map((n) => h("option", { value: n })));
+    replace(secrets, options.secrets.length ? options.secrets.map((n) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: n, dataset: { secret: n } }), ` ${n}`)) : h("span", { class: "muted small" }, "None stored: nightshiftctl secrets set NAME (the value from standard input)."));
     replace(webhooks, options.webhooks.length ? options.webhooks.map((w) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: w }), ` ${w}`)) : h("span", { class: "muted small" }, "None defined in nightshift.toml."));
     applyPreset();
     name.focus();

@@ -1,11 +1,11 @@
-// Usage: cost and tokens per day over 30 or 90 days, stacked by routine or account; runs per day
-// by final status; the routines that cost most; the month so far; the disk each routine's runs
-// take. Every chart has its table (see lib/chart.js). The numbers are the engine's sums — a
+// Usage: the budgets (spent of each, until when); cost and tokens per day over 30 or 90 days,
+// stacked by routine or account; runs per day by final status; the routines that cost most; the
+// month so far; the disk each routine's runs take. Every chart has its table (see lib/chart.js). The numbers are the engine's sums — a
 // figure no run reported is "–", never 0.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { empty, h, replace } from "../lib/dom.js";
 import { stackedBars } from "../lib/chart.js";
-import { cost } from "../lib/format.js";
+import { cost, full } from "../lib/format.js";
 import { NEVER_STARTED, STATUS_TONE } from "../lib/vocabulary.js";
 
 const tokens = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(Math.round(n)));
@@ -64,11 +64,43 @@ export function mount(root) {
     );
     replace(
       body,
+      r.budgets.length ? budgets(r.budgets) : null,
       month,
       stackedBars({ id: "chart-cost", title: `Cost per day by ${r.by}`, days: r.days, series: r.cost, format: money }),
       stackedBars({ id: "chart-tokens", title: `Tokens per day by ${r.by} (input + output)`, days: r.days, series: r.tokens, format: tokens }),
       stackedBars({ id: "chart-runs", title: "Runs per day by final status", days: r.days, series: r.runs_by_status, format: count, classOf: (s) => statusClass(s.key) }),
       top,
+    );
+  }
+
+  /** Each budget as a meter: spent of cap in its period, and when it frees. @param {import("../lib/types.js").BudgetState[]} list */
+  function budgets(list) {
+    return h(
+      "section",
+      { class: "card", id: "usage-budgets" },
+      h("h3", {}, "Budgets"),
+      h(
+        "table",
+        { class: "list" },
+        h("thead", {}, h("tr", {}, ["Budget", "Period", "Spent", "Of", "", "Frees"].map((c) => h("th", { scope: "col" }, c)))),
+        h(
+          "tbody",
+          {},
+          list.map((b) => {
+            const used = b.cap > 0 ? Math.min(b.spent / b.cap, 1) : 1;
+            return h(
+              "tr",
+              { dataset: { scope: b.scope, period: b.period }, class: used >= 1 ? "tone-bad" : used >= 0.8 ? "tone-warn" : "" },
+              h("th", { scope: "row" }, b.scope),
+              h("td", {}, b.period === "day" ? "today" : "this month"),
+              h("td", { class: "num" }, money(b.spent)),
+              h("td", { class: "num" }, money(b.cap)),
+              h("td", {}, h("meter", { min: "0", max: "1", low: "0.8", high: "0.99", optimum: "0", value: String(used), "aria-label": `${Math.round(used * 100)} % of ${b.scope}'s ${b.period} budget` })),
+              h("td", { class: "small" }, `${full(b.frees_at)} (${b.timezone})`),
+            );
+          }),
+        ),
+      ),
     );
   }
 

@@ -123,6 +123,33 @@ pub struct NewArgs {
     /// KEY=VALUE for the run's environment (repeatable).
     #[arg(long = "env", value_parser = parse_env)]
     pub env: Vec<(String, String)>,
+    /// low, medium, high, xhigh, max or auto (agent routines).
+    #[arg(long)]
+    pub effort: Option<String>,
+    /// A tool the agent may use — only these (repeatable; names or rules such as "Bash(git status)").
+    #[arg(long = "allow-tool")]
+    pub allow_tools: Vec<String>,
+    /// A folder the agent may also work in (repeatable).
+    #[arg(long = "allow-dir")]
+    pub allow_dirs: Vec<String>,
+    /// A tool the agent may never use (repeatable).
+    #[arg(long = "deny-tool")]
+    pub deny_tools: Vec<String>,
+    /// A refused tool call fails the run (`on_denial: fail`).
+    #[arg(long)]
+    pub fail_on_denial: bool,
+    /// What one run may spend (US dollars).
+    #[arg(long)]
+    pub budget_run: Option<String>,
+    /// What its runs may spend in a day (US dollars).
+    #[arg(long)]
+    pub budget_day: Option<String>,
+    /// What its runs may spend in a month (US dollars).
+    #[arg(long)]
+    pub budget_month: Option<String>,
+    /// A stored secret its runs get as the variable of that name (repeatable).
+    #[arg(long = "secret")]
+    pub secrets: Vec<String>,
     /// Print the YAML and its problems; write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -161,6 +188,15 @@ impl NewArgs {
             devices: self.devices,
             webhooks: self.webhooks,
             env: self.env.into_iter().collect(),
+            effort: text(self.effort),
+            allow_tools: self.allow_tools,
+            allow_dirs: self.allow_dirs,
+            deny_tools: self.deny_tools,
+            on_denial: if self.fail_on_denial { "fail".into() } else { String::new() },
+            budget_run: text(self.budget_run),
+            budget_day: text(self.budget_day),
+            budget_month: text(self.budget_month),
+            secrets: self.secrets,
         }
     }
 }

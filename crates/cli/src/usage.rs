@@ -19,6 +19,10 @@ pub struct UsageArgs {
     pub json: bool,
     #[arg(long)]
     pub csv: bool,
+    /// Only the budgets (`budget:`, `[budget]`, the accounts'): what was spent of each in its day
+    /// or month so far, and when it frees (the table shows them below the usage too).
+    #[arg(long, conflicts_with = "csv")]
+    pub budgets: bool,
 }
 
 pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
@@ -29,6 +33,15 @@ pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
         _ => UsageBy::Routine,
     };
     let since = since(&args.since, Utc::now())?;
+    if args.budgets {
+        let budgets = engine.budgets()?;
+        match args.json {
+            true => format::json(&budgets),
+            false if budgets.is_empty() => println!("no budgets: set `budget:` on a routine, `[budget]` or an account's `budget` in nightshift.toml"),
+            false => print_budgets(&budgets),
+        }
+        return Ok(Outcome::Ok);
+    }
     let rows = engine.usage(by, since)?;
     if args.json {
         format::json(&rows);
@@ -40,8 +53,26 @@ pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
         }
     } else {
         print_table(&args.by, &rows, since);
+        let budgets = engine.budgets()?;
+        if !budgets.is_empty() {
+            println!();
+            print_budgets(&budgets);
+        }
     }
     Ok(Outcome::Ok)
+}
+
+/// Each budget: whose, its period, spent of cap, how much of it, when it frees.
+fn print_budgets(budgets: &[nightshift_core::engine::BudgetState]) {
+    let table: Vec<Vec<String>> = budgets
+        .iter()
+        .map(|b| {
+            let frees = DateTime::parse_from_rfc3339(&b.frees_at).map(|t| format::local(&t.with_timezone(&Utc))).unwrap_or_else(|_| b.frees_at.clone());
+            let used = if b.cap > 0.0 { format!("{:.0} %", b.spent / b.cap * 100.0) } else { "\u{2013}".into() };
+            vec![b.scope.clone(), b.period.to_string(), nightshift_core::budget::dollars(b.spent), nightshift_core::budget::dollars(b.cap), used, frees]
+        })
+        .collect();
+    format::table(&["BUDGET", "PERIOD", "SPENT", "OF", "USED", "FREES"], &table);
 }
 
 fn print_table(by: &str, rows: &[UsageRow], since: DateTime<Utc>) {

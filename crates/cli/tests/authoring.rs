@@ -152,3 +152,25 @@ fn rename_duplicate_remove_and_restore() {
     let out = ctl(&th).args(["routines", "removed"]).output().unwrap();
     assert_eq!(stdout(&out), "The trash is empty.\n");
 }
+
+/// `routines new` writes guardrails, budgets and secrets as the window's form does; a rule the
+/// agent cannot express and a budget that is not an amount are refused on their fields.
+#[test]
+fn new_writes_guardrails_budgets_and_secrets() {
+    let th = TestHome::new();
+    let out = ctl(&th)
+        .args(["routines", "new", "guarded", "--agent", "claude", "--prompt", "Summarise", "--schedule", "@daily", "--timezone", "UTC", "--effort", "high"])
+        .args(["--allow-tool", "Read", "--allow-tool", "Bash(git status)", "--deny-tool", "WebFetch", "--fail-on-denial", "--budget-run", "0.5", "--budget-day", "5", "--secret", "DEPLOY_KEY", "--dry-run"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        "name: guarded\nagent: claude\nprompt: Summarise\nschedule: \"@daily\"\ntimezone: UTC\neffort: high\non_denial: fail\nallow:\n  tools: [\"Read\", \"Bash(git status)\"]\ndeny:\n  tools: [\"WebFetch\"]\nbudget:\n  run: 0.5\n  day: 5\nsecrets: [\"DEPLOY_KEY\"]\n"
+    );
+    let out = ctl(&th).args(["routines", "new", "codexy", "--agent", "codex", "--prompt", "hi", "--schedule", "@daily", "--allow-tool", "Read", "--budget-day", "lots"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("error: allow_tools: codex cannot be limited to `allow.tools`"), "{err}");
+    assert!(err.contains("error: budget: `budget.day` must be an amount in US dollars"), "{err}");
+}

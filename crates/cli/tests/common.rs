@@ -184,3 +184,14 @@ pub fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
     }
     hits
 }
+
+/// Give `routines/<name>.yaml` an `allow.dirs` of a fresh folder (`shared-docs` in the test's
+/// directory); returns the folder.
+pub fn allow_a_folder(th: &TestHome, name: &str) -> std::path::PathBuf {
+    let docs = th.path().join("shared-docs");
+    std::fs::create_dir_all(&docs).unwrap();
+    let file = th.path().join(format!("routines/{name}.yaml"));
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}allow: {{dirs: [{}]}}\n", docs.display())).unwrap();
+    docs
+}

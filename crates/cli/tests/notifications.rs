@@ -99,3 +99,26 @@ fn a_hung_notification_server_does_not_delay_settling() {
     assert!(took < Duration::from_secs(15), "run --wait returned after {took:?}");
     assert_eq!(bus.notifications().len(), 1, "the server did receive the call");
 }
+
+/// A run that carries a budget past 80 % says so in its notification — also under `notify:
+/// failures`, where a completed run is otherwise quiet — and only that run: the next one, already
+/// past the mark, stays quiet.
+#[test]
+fn crossing_80_percent_of_a_budget_is_told_once() {
+    let th = TestHome::new();
+    let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"Reviewed 2 PRs","session_id":"s","total_cost_usd":3.0}"#;
+    th.script("claude", &format!("echo '{result}'"));
+    th.routine("review", "schedule: \"0 3 * * *\"\ntimezone: UTC\nnotify: failures\nagent: claude\nprompt: review\nbudget: {day: 10}\n");
+    let bus = bus(&th, "record");
+    run_notify(&th, &bus, "review");
+    run_notify(&th, &bus, "review");
+    assert_eq!(bus.notifications().len(), 0, "$6 of $10: below the mark, and `notify: failures`");
+    run_notify(&th, &bus, "review");
+    let n = bus.notifications();
+    assert_eq!(n.len(), 1, "{n:#?}");
+    assert!(n[0]["summary"].as_str().unwrap().starts_with("✓ review · "), "{n:#?}");
+    assert_eq!(n[0]["body"], "Reviewed 2 PRs\n90 % of a budget: spent $9 of $10 today (routine review); frees at midnight UTC");
+    // The next run is past the mark already (and the one after is blocked: not a crossing).
+    run_notify(&th, &bus, "review");
+    assert_eq!(bus.notifications().len(), 1, "{:#?}", bus.notifications());
+}

@@ -172,3 +172,22 @@ async fn effort_and_args_reach_codex() {
     assert_eq!(call.body["reasoning"]["effort"], "max", "{:#}", call.body["reasoning"]);
     assert_eq!(call.body["reasoning"]["summary"], "detailed", "the routine's own -c reached Codex: {:#}", call.body["reasoning"]);
 }
+
+/// `allow.dirs` reaches Codex as `--add-dir`: the pinned CLI takes it, and the folder is among
+/// the writable roots it tells the model of. (`allow.tools` and `deny.tools` are refused for Codex
+/// by the loader: it has no tool list.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_dirs_reach_codex() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    fake.set("sk-dirs", Reply::Success { text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, &fake, "sk-dirs", "edit", 0);
+    let docs = common::allow_a_folder(&th, "triage");
+    let (rec, code) = run_wait(&th, "triage").await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    let call = fake.requests().into_iter().find(|r| r.path.starts_with("/v1/responses")).expect("a responses call");
+    assert!(call.body.to_string().contains(&docs.display().to_string()), "the folder is not in what Codex told the model: {:#}", call.body);
+}

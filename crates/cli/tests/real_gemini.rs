@@ -116,3 +116,22 @@ async fn a_server_error_is_api_unavailable_and_a_retried_one_completes() {
     let (rec, code) = run(&th, "retried-success").await;
     assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
 }
+
+/// `allow.dirs` reaches Gemini CLI as `--include-directories`: the pinned CLI takes it and tells
+/// the model the folder is in its workspace. (`allow.tools` and `deny.tools` are refused for Gemini
+/// by the loader: its policy engine is not wired yet.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_dirs_reach_gemini() {
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let fake = FakeGemini::start(None).await;
+    fake.set("AIza-dirs", Reply::Success { text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, &fake, "AIza-dirs", "edit", 1);
+    let docs = common::allow_a_folder(&th, "triage");
+    let (rec, code) = run_wait(&th, "triage").await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    let said = fake.requests().into_iter().filter(|r| r.path.contains("enerateContent")).map(|r| r.body.to_string()).collect::<String>();
+    assert!(said.contains(&docs.display().to_string()), "the folder is not in what Gemini CLI told the model");
+}

@@ -63,4 +63,11 @@ fn a_spent_budget_blocks_run_unless_told_to_ignore_it() {
     assert!(rec["message"].as_str().unwrap().starts_with("not started: spent $0.25 of $0.20 today (routine review); frees at midnight UTC"), "{rec:#}");
     let anyway = ctl(&th).args(["run", "review", "--wait", "--json", "--ignore-budget"]).output().unwrap();
     assert_eq!(json(&anyway)["status"], "completed", "{}", stderr(&anyway));
+    // Where the budget stands: alone as JSON, and below the usage table.
+    let budgets = json(&ctl(&th).args(["usage", "--budgets", "--json"]).output().unwrap());
+    assert_eq!(budgets.as_array().unwrap().len(), 1, "{budgets:#}");
+    assert_eq!((budgets[0]["scope"].as_str(), budgets[0]["period"].as_str(), budgets[0]["spent"].as_f64(), budgets[0]["cap"].as_f64()), (Some("routine review"), Some("day"), Some(0.5), Some(0.2)));
+    assert_eq!(budgets[0]["timezone"], "UTC");
+    let table = stdout(&ctl(&th).args(["usage"]).output().unwrap());
+    assert!(table.lines().any(|l| l.split_whitespace().take(6).collect::<Vec<_>>() == ["routine", "review", "day", "$0.50", "$0.20", "250"]), "{table}");
 }

@@ -13,6 +13,7 @@ pub const COMMANDS: &[&str] = &[
     "read_log",
     "cancel_run",
     "list_accounts",
+    "list_secrets",
     "check_account",
     "set_token",
     "relogin",

@@ -25,6 +25,17 @@ pub struct Notice {
     pub critical: bool,
 }
 
+impl Notice {
+    /// The notice with one more line in its body.
+    pub fn with_line(mut self, line: &str) -> Notice {
+        if !self.body.is_empty() {
+            self.body.push('\n');
+        }
+        self.body.push_str(line);
+        self
+    }
+}
+
 pub trait Notifier: Send + Sync + 'static {
     /// Show one notification. May block; callers bound it with a timeout on its own thread.
     fn send(&self, notice: &Notice) -> Result<(), String>;

@@ -95,3 +95,49 @@ pub fn safe_link(url: &str) -> bool {
 pub async fn list_hosts(engine: &Engine) -> Result<Vec<crate::engine::HostView>> {
     blocking(engine, |e| e.hosts()).await
 }
+
+/// A routine secret for the Accounts view: its name and where it is kept — never its value — and
+/// the routines that name it.
+#[derive(Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct SecretView {
+    pub name: String,
+    /// `keychain` (`nightshiftctl secrets set`), `environment` (`NIGHTSHIFT_SECRET_<NAME>`), or
+    /// `missing` (a routine names it and nothing holds it: its runs are blocked).
+    #[cfg_attr(test, ts(type = "\"keychain\" | \"environment\" | \"missing\""))]
+    pub source: &'static str,
+    /// RFC 3339: when it was stored (keychain secrets).
+    pub set_at: Option<String>,
+    pub used_by: Vec<String>,
+}
+
+/// The routines' secrets by name, stored or missing (no value is read).
+pub async fn list_secrets(engine: &Engine) -> Result<Vec<SecretView>> {
+    blocking(engine, |e| {
+        let routines = e.routines();
+        let used_by = |name: &str| routines.routines.iter().filter(|r| r.secrets.iter().any(|s| s == name)).map(|r| r.name.clone()).collect::<Vec<_>>();
+        let mut all: Vec<SecretView> = e
+            .secrets()?
+            .into_iter()
+            .map(|s| SecretView {
+                source: match s.source {
+                    crate::engine::secrets::SecretSource::Keychain => "keychain",
+                    crate::engine::secrets::SecretSource::Environment => "environment",
+                },
+                set_at: s.set_at.map(|t| crate::words::fmt_time(&t)),
+                used_by: used_by(&s.name),
+                name: s.name,
+            })
+            .collect();
+        for r in &routines.routines {
+            for name in &r.secrets {
+                if !all.iter().any(|s| &s.name == name) {
+                    all.push(SecretView { name: name.clone(), source: "missing", set_at: None, used_by: used_by(name) });
+                }
+            }
+        }
+        all.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(all)
+    })
+    .await
+}

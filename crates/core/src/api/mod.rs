@@ -202,6 +202,7 @@ commands! { engine, face;
         read_log(engine, &id, stream.unwrap_or(LogStream::Stdout), offset.unwrap_or(0), readable.unwrap_or(true)).await?;
     cancel_run(id: String) -> bool = cancel_run(engine, &id).await?;
     list_accounts() -> Vec<AccountView> = list_accounts(engine).await?;
+    list_secrets() -> Vec<SecretView> = list_secrets(engine).await?;
     check_account(email: String) -> AccountView = check_account(engine, &email).await?;
     set_token(email: String, token: String) -> () = set_token(engine, &email, &token).await?;
     relogin(email: String) -> Relogin = relogin(engine, face, &email)?;

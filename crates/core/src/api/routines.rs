@@ -43,6 +43,8 @@ pub struct RoutineForm {
     /// routines, or checked — suggestions; any SSH host or alias is accepted.
     pub hosts: Vec<String>,
     pub routines_dir: String,
+    /// The routine secrets there are, by name (`nightshiftctl secrets set`), for `secrets:`.
+    pub secrets: Vec<String>,
 }
 
 #[derive(Serialize)]
@@ -68,6 +70,7 @@ pub fn routine_form(engine: &Engine) -> RoutineForm {
             hosts.into_iter().collect()
         },
         routines_dir: engine.home().routines_dir().display().to_string(),
+        secrets: engine.secrets().unwrap_or_default().into_iter().map(|s| s.name).collect(),
     }
 }
 

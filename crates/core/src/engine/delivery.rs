@@ -80,9 +80,13 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
             }
             let (policy, timeout) = set.notify_policy(&run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-            let notice = match run.status.is_quiet_slot(run.reason) {
-                true => Some(quiet_notice_of(core, &set, &run)?),
-                false => notice_for(&run, policy, report.as_deref(), timeout),
+            // A run that carried a budget past 80 % is told whatever `notify:` says (but `never`),
+            // with where the budget stands.
+            let crossed = set.get(&run.routine).and_then(|r| super::budgets::crossed(core, r, &run)).filter(|_| policy != crate::routine::NotifyPolicy::Never);
+            let notice = match (run.status.is_quiet_slot(run.reason), crossed) {
+                (true, _) => Some(quiet_notice_of(core, &set, &run)?),
+                (false, Some(words)) => notice_for(&run, crate::routine::NotifyPolicy::Always, report.as_deref(), timeout).map(|n| n.with_line(&words)),
+                (false, None) => notice_for(&run, policy, report.as_deref(), timeout),
             };
             let Some(notice) = notice else {
                 core.store.settle_delivery(&entry.run_id, &Channel::Notify, Delivery::NotNeeded, None, now)?;

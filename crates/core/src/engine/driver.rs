@@ -169,31 +169,7 @@ impl Driver {
         if self.facts.ignore_budget {
             return None;
         }
-        let settings = self.core.settings();
-        let (now, tz) = (self.core.clock.now(), self.routine.timezone);
-        let store = &self.core.store;
-        fn spent<'a>(store: &'a crate::store::Store, by: crate::store::Spender<'a>) -> impl Fn(chrono::DateTime<chrono::Utc>) -> f64 + 'a {
-            move |since| {
-                store.spent(by, since).unwrap_or_else(|e| {
-                    tracing::warn!(error = %e, "could not read what runs spent");
-                    0.0
-                })
-            }
-        }
-        let reached = match account {
-            None => self
-                .routine
-                .budget
-                .as_ref()
-                .and_then(|b| crate::budget::reached(b, &format!("routine {}", self.routine.name), spent(store, crate::store::Spender::Routine(&self.routine.name)), now, tz))
-                .or_else(|| crate::budget::reached(&settings.budget, "all runs", spent(store, crate::store::Spender::All), now, tz)),
-            Some(email) => settings
-                .accounts
-                .iter()
-                .find(|a| a.email == email && a.agent == self.routine.agent())
-                .and_then(|a| a.budget.as_ref())
-                .and_then(|b| crate::budget::reached(b, &format!("account {email}"), spent(store, crate::store::Spender::Account(email)), now, tz)),
-        }?;
+        let (reached, tz) = super::budgets::reached(&self.core, &self.routine, account)?;
         let message = format!("not started: {}; `nightshiftctl run {} --ignore-budget` starts it anyway", reached.words(tz), self.routine.name);
         tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
         let mut ended = Ended::new(Ending::Blocked { reason: Reason::Budget, message, resets_at: Some(reached.frees_at) });

@@ -18,6 +18,8 @@
 mod accounts;
 mod attempt;
 mod awake;
+mod budgets;
+pub use budgets::BudgetState;
 mod authoring;
 mod catalog;
 #[cfg(any(test, feature = "test-support"))]
@@ -337,6 +339,12 @@ impl Engine {
     }
 
     /// The engine clock's now (what schedules and views are computed at).
+    /// Every day's and month's budget (`[budget]`, the accounts', the routines') and where each
+    /// stands: what runs reported spending in the period so far, of how much, until when.
+    pub fn budgets(&self) -> Result<Vec<BudgetState>> {
+        budgets::states(&self.core)
+    }
+
     pub(crate) fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
         self.core.clock.now()
     }

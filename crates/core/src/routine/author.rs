@@ -57,12 +57,29 @@ pub struct Draft {
     pub devices: Vec<String>,
     pub webhooks: Vec<String>,
     pub env: BTreeMap<String, String>,
+    /// `effort:` (low, medium, high, xhigh, max, auto); empty for the agent's default.
+    pub effort: String,
+    /// `allow.tools`: the only tools the agent has (names, or Claude's rules such as
+    /// `Bash(git status)`); empty: the agent's own set.
+    pub allow_tools: Vec<String>,
+    /// `allow.dirs`: folders it may work in besides its working directory.
+    pub allow_dirs: Vec<String>,
+    /// `deny.tools`: tools that never run.
+    pub deny_tools: Vec<String>,
+    /// `on_denial:` — `fail`, or empty (refusals recorded).
+    pub on_denial: String,
+    /// `budget:` — US dollars as typed (`2.50`); empty for none.
+    pub budget_run: String,
+    pub budget_day: String,
+    pub budget_month: String,
+    /// `secrets:` — names of stored secrets.
+    pub secrets: Vec<String>,
 }
 
 /// The draft's fields in the order they are written.
 pub const DRAFT_FIELDS: &[&str] = &[
     "name", "description", "agent", "account", "prompt", "mode", "model", "command", "host", "cwd", "remote_cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
-    "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env",
+    "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env", "effort", "allow_tools", "allow_dirs", "deny_tools", "on_denial", "budget", "secrets",
 ];
 
 /// YAML text and which lines each field took (first and last line, from 1).
@@ -130,6 +147,37 @@ impl Draft {
                 body.push_str(&format!("  {}: {}\n", quoted(k), quoted(v)));
             }
             put("env", body);
+        }
+        for (field, value) in [("effort", &self.effort), ("on_denial", &self.on_denial)] {
+            if !value.trim().is_empty() {
+                put(field, format!("{field}: {}\n", scalar(value.trim())));
+            }
+        }
+        // `allow:` is one mapping; its lines belong to the field they come from.
+        let list = |items: &[String]| items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()).map(quoted).collect::<Vec<_>>();
+        let mut allow_open = false;
+        for (field, key, items) in [("allow_tools", "tools", list(&self.allow_tools)), ("allow_dirs", "dirs", list(&self.allow_dirs))] {
+            if !items.is_empty() {
+                let head = if allow_open { "" } else { "allow:\n" };
+                allow_open = true;
+                put(field, format!("{head}  {key}: [{}]\n", items.join(", ")));
+            }
+        }
+        let denied = list(&self.deny_tools);
+        if !denied.is_empty() {
+            put("deny_tools", format!("deny:\n  tools: [{}]\n", denied.join(", ")));
+        }
+        let caps: Vec<String> = [("run", &self.budget_run), ("day", &self.budget_day), ("month", &self.budget_month)]
+            .into_iter()
+            .filter(|(_, v)| !v.trim().is_empty())
+            .map(|(k, v)| format!("  {k}: {}\n", scalar(v.trim())))
+            .collect();
+        if !caps.is_empty() {
+            put("budget", format!("budget:\n{}", caps.concat()));
+        }
+        let secrets = list(&self.secrets);
+        if !secrets.is_empty() {
+            put("secrets", format!("secrets: [{}]\n", secrets.join(", ")));
         }
         out
     }

@@ -84,6 +84,21 @@ impl Store {
         Ok(self.conn().prepare_cached(&sql)?.query_row(rusqlite::params![since.timestamp_millis(), key], |r| r.get(0))?)
     }
 
+    /// What runs reported spending since `since` before run `id` (in history's order): whether
+    /// that run carried a budget past a mark.
+    pub fn spent_before(&self, by: Spender<'_>, since: DateTime<Utc>, id: &str) -> Result<f64> {
+        let (filter, key) = match by {
+            Spender::All => ("1 = 1 OR ?2 IS NULL", ""),
+            Spender::Routine(name) => ("routine = ?2", name),
+            Spender::Account(email) => ("account = ?2", email),
+        };
+        let sql = format!(
+            "SELECT COALESCE(SUM(cost_usd), 0) FROM runs INDEXED BY runs_usage WHERE sort_ms >= ?1 AND ({filter})
+             AND (sort_ms, id) < (SELECT sort_ms, id FROM runs WHERE id = ?3)"
+        );
+        Ok(self.conn().prepare_cached(&sql)?.query_row(rusqlite::params![since.timestamp_millis(), key, id], |r| r.get(0))?)
+    }
+
     /// Usage since `since`, grouped `by` (days oldest first, up to `now` — the engine's clock;
     /// the others by cost, then tokens).
     pub fn usage(&self, by: UsageBy, since: DateTime<Utc>, now: DateTime<Utc>) -> Result<Vec<UsageRow>> {

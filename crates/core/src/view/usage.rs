@@ -37,6 +37,8 @@ pub struct UsageReport {
     pub month: UsageRow,
     /// "November 2026".
     pub month_name: String,
+    /// Every day's and month's budget and where it stands (spent of cap, until when).
+    pub budgets: Vec<crate::engine::BudgetState>,
 }
 
 /// Usage over the last `days` local days (today included), stacked `by` routine or account.
@@ -70,6 +72,7 @@ pub fn report(engine: &Engine, days: u32, by: UsageBy) -> Result<UsageReport> {
         top,
         month,
         month_name: today.format("%B %Y").to_string(),
+        budgets: engine.budgets()?,
     })
 }
 
