@@ -395,7 +395,7 @@ fn kill_9_of_the_app_with_runs_waiting_loses_nothing() {
     stop(second);
 }
 
-/// A database that is not Nightshift's (here not SQLite at all): no panic and no silent exit — a
+/// A database that is not Nightshift's (here another program's): no panic and no silent exit — a
 /// dialog says which file, what it is and what to do; the file is left as it was, nothing beside
 /// it; closing the dialog quits with exit code 2.
 #[test]
@@ -408,7 +408,11 @@ fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
     let home = tmp.path().join("home");
     nightshift_core::Home::at(&home).bootstrap().unwrap();
     let db = home.join("nightshift.db");
-    std::fs::write(&db, vec![0x5a; 64 * 1024]).unwrap();
+    {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        c.execute_batch("PRAGMA journal_mode = DELETE; CREATE TABLE tasks (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO tasks (title) VALUES ('lint');").unwrap();
+    }
+    let before = std::fs::read(&db).unwrap();
     let bus = NotificationBus::start(tmp.path(), "record");
     let log = tmp.path().join("app.log");
     let mut child = app(&home, &bus, &[]).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
@@ -431,9 +435,9 @@ fn a_database_that_cannot_be_opened_is_explained_in_a_dialog() {
     };
     assert_eq!(status.code(), Some(2));
     let said = std::fs::read_to_string(&log).unwrap();
-    assert!(said.contains(&format!("{} is not Nightshift's database — it is not a SQLite database", db.display())) && said.contains("move that file away"), "{said}");
+    assert!(said.contains(&format!("{} is not Nightshift's database — it is another program's SQLite database (its tables: tasks)", db.display())) && said.contains("move that file away"), "{said}");
     assert!(!said.contains("panicked"), "{said}");
-    assert_eq!(std::fs::read(&db).unwrap(), vec![0x5a; 64 * 1024], "the file is as it was");
+    assert_eq!(std::fs::read(&db).unwrap(), before, "the file is as it was");
     for side in ["nightshift.db-wal", "nightshift.db-shm", "nightshift.db-journal"] {
         assert!(!home.join(side).exists(), "{side} was made beside it");
     }
