@@ -1,7 +1,8 @@
 #!/bin/sh
 # Build Nightshift's Linux packages into dist/ with Tauri's own bundler: a .deb and an .rpm, each
-# holding the tray app (/usr/bin/nightshift), the CLI (/usr/bin/nightshiftctl), a .desktop entry,
-# the icons in every size and the declared dependencies (WebKitGTK, GTK, AppIndicator).
+# holding the tray app (/usr/bin/nightshift), the CLI (/usr/bin/nightshiftctl), their manual pages,
+# the CLI's bash, zsh and fish completions, a .desktop entry, the icons in every size and the
+# declared dependencies (WebKitGTK, GTK, AppIndicator).
 #
 #   scripts/package.sh                      release build + packages of the version in tauri.conf.json
 #   scripts/package.sh --rebundle VERSION   the same binaries packaged again as VERSION into
@@ -31,6 +32,14 @@ else
   mkdir -p dist/stage
   cp "$TARGET/release/nightshiftctl" dist/stage/nightshiftctl
   gzip -9n -c packaging/debian/changelog > dist/stage/changelog.gz
+  # Manual pages and shell completions from the CLI's own definition (never written by hand).
+  rm -rf dist/stage/man dist/stage/completions
+  dist/stage/nightshiftctl manpages dist/stage/man >/dev/null
+  gzip -9n dist/stage/man/*.1
+  mkdir -p dist/stage/completions
+  dist/stage/nightshiftctl completions bash > dist/stage/completions/nightshiftctl
+  dist/stage/nightshiftctl completions zsh > dist/stage/completions/_nightshiftctl
+  dist/stage/nightshiftctl completions fish > dist/stage/completions/nightshiftctl.fish
   echo "==> release build and packages: nightshift (.deb, .rpm)"
   rm -rf "$BUNDLE/deb" "$BUNDLE/rpm"
   "$TAURI_CLI" build --bundles deb,rpm --ci -- --locked

@@ -135,6 +135,7 @@ fn the_packages_lint_clean() {
     let said = String::from_utf8_lossy(&lintian.stdout).to_string();
     std::fs::write(common::artifacts().join("lintian.txt"), &said).unwrap();
     assert!(lintian.status.success(), "lintian reports errors on {}:\n{said}", deb.display());
+    assert!(!said.contains("no-manual-page"), "both programs have their manual page:\n{said}");
     // With the filters in packaging/rpmlint.toml (tags Tauri's bundler cannot write; each says why).
     let filters = concat!(env!("CARGO_MANIFEST_DIR"), "/packaging/rpmlint.toml");
     let rpmlint = Command::new("rpmlint").args(["-c", filters]).arg(&rpm).output().expect("rpmlint (apt: rpmlint)");
@@ -143,7 +144,18 @@ fn the_packages_lint_clean() {
     assert!(said.contains(" 0 errors"), "rpmlint reports errors on {}:\n{said}", rpm.display());
     // The .rpm holds the same programs, entry and icons as the .deb.
     let files = run(Command::new("rpm").args(["-qlp"]).arg(&rpm));
-    for f in ["/usr/bin/nightshift", "/usr/bin/nightshiftctl", "/usr/share/applications/Nightshift.desktop", "/usr/share/icons/hicolor/512x512/apps/nightshift.png"] {
+    for f in [
+        "/usr/bin/nightshift",
+        "/usr/bin/nightshiftctl",
+        "/usr/share/applications/Nightshift.desktop",
+        "/usr/share/icons/hicolor/512x512/apps/nightshift.png",
+        "/usr/share/man/man1/nightshift.1.gz",
+        "/usr/share/man/man1/nightshiftctl.1.gz",
+        "/usr/share/man/man1/nightshiftctl-run.1.gz",
+        "/usr/share/bash-completion/completions/nightshiftctl",
+        "/usr/share/zsh/site-functions/_nightshiftctl",
+        "/usr/share/fish/vendor_completions.d/nightshiftctl.fish",
+    ] {
         assert!(files.lines().any(|l| l == f), "{f} in the rpm:\n{files}");
     }
     assert!(!files.contains("nightshift-window"), "one app, no window binary:\n{files}");
@@ -173,6 +185,15 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
         assert!(files.lines().any(|l| l == f), "{f} installed:\n{files}");
     }
     assert!(!files.contains("nightshift-window"), "one app, no window binary:\n{files}");
+    // The manual pages render, and bash completes the CLI from the installed script.
+    for page in ["/usr/share/man/man1/nightshift.1.gz", "/usr/share/man/man1/nightshiftctl.1.gz", "/usr/share/man/man1/nightshiftctl-routines-new.1.gz"] {
+        assert!(files.lines().any(|l| l == page), "{page} installed:\n{files}");
+        let shown = Command::new("man").arg("-l").arg(page).env("MANPAGER", "cat").env("MANWIDTH", "100").output().expect("man (apt: man-db)");
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(shown.status.success() && text.contains("SYNOPSIS"), "{page}: {text}{}", String::from_utf8_lossy(&shown.stderr));
+    }
+    let bash = run(Command::new("bash").args(["--norc", "-c", ". /usr/share/bash-completion/completions/nightshiftctl && complete -p nightshiftctl"]));
+    assert!(bash.contains("-F _nightshiftctl nightshiftctl"), "{bash}");
     for size in ["32x32", "64x64", "128x128", "256x256", "512x512"] {
         let icon = format!("/usr/share/icons/hicolor/{size}/apps/nightshift.png");
         assert!(Path::new(&icon).is_file(), "{icon}");

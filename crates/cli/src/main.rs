@@ -6,6 +6,7 @@
 
 mod accounts;
 mod daemon;
+mod docs;
 mod format;
 mod history;
 mod hosts;
@@ -74,6 +75,15 @@ enum Command {
     },
     /// Create the home directory with example routines (the tray app does this on first launch).
     Init,
+    /// Print shell completions: `nightshiftctl completions bash > ~/.local/share/bash-completion/completions/nightshiftctl`
+    /// (zsh: a file `_nightshiftctl` on your `fpath`; fish: `~/.config/fish/completions/nightshiftctl.fish`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages (nightshiftctl.1 and one per subcommand) into DIR.
+    #[command(hide = true)]
+    Manpages { dir: std::path::PathBuf },
     /// Run the scheduler in the foreground, printing what happens (one per home).
     Daemon {
         /// One JSON event per line instead of readable lines.
@@ -176,8 +186,15 @@ async fn cli_main() -> ExitCode {
 }
 
 async fn dispatch(command: Command) -> Result<Outcome, Error> {
+    // What needs no home: the CLI describing itself.
+    match command {
+        Command::Completions { shell } => return docs::completions(shell),
+        Command::Manpages { dir } => return docs::manpages(&dir),
+        _ => {}
+    }
     let home = Home::from_env()?;
     match command {
+        Command::Completions { .. } | Command::Manpages { .. } => unreachable!("answered above"),
         Command::Init => {
             let b = home.bootstrap()?;
             if b.created {

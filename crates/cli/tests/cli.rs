@@ -385,3 +385,39 @@ fn run_by_name_follows_every_file_change_like_a_full_load() {
     let indexed: i64 = db.query_row("SELECT COUNT(*) FROM routine_files", [], |r| r.get(0)).unwrap();
     assert_eq!(indexed, 19);
 }
+
+/// Completions and manual pages come from the CLI's own definition: bash loads the completion
+/// (`complete -p nightshiftctl`) and it completes subcommands; zsh and fish get theirs; the manual
+/// pages — `nightshiftctl.1` and one per subcommand — render with `man -l`, each with its options.
+#[test]
+fn completions_and_manual_pages_come_from_the_cli_itself() {
+    let th = TestHome::new();
+    let out = ctl(&th).args(["completions", "bash"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let script = th.path().join("nightshiftctl.bash");
+    std::fs::write(&script, &out.stdout).unwrap();
+    let probe = format!(
+        ". {}; complete -p nightshiftctl; COMP_WORDS=(nightshiftctl rout); COMP_CWORD=1; COMP_LINE='nightshiftctl rout'; COMP_POINT=${{#COMP_LINE}}; _nightshiftctl nightshiftctl rout nightshiftctl; echo \"${{COMPREPLY[@]}}\"",
+        script.display()
+    );
+    let bash = std::process::Command::new("bash").args(["--norc", "-c", &probe]).output().unwrap();
+    let said = String::from_utf8_lossy(&bash.stdout);
+    assert!(said.starts_with("complete ") && said.contains(" -F _nightshiftctl nightshiftctl\nroutines\n"), "{said}\n{}", String::from_utf8_lossy(&bash.stderr));
+    for (shell, marker) in [("zsh", "#compdef nightshiftctl"), ("fish", "complete -c nightshiftctl")] {
+        let out = ctl(&th).args(["completions", shell]).output().unwrap();
+        assert!(stdout(&out).contains(marker), "{shell}: {}", stdout(&out));
+    }
+
+    let dir = th.path().join("man");
+    let out = ctl(&th).args(["manpages"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    for page in ["nightshiftctl.1", "nightshiftctl-run.1", "nightshiftctl-routines-new.1", "nightshiftctl-secrets-set.1", "nightshiftctl-usage.1"] {
+        assert!(stdout(&out).lines().any(|l| l.ends_with(page)), "{page} not written: {}", stdout(&out));
+        let shown = std::process::Command::new("man").arg("-l").arg(dir.join(page)).env("MANWIDTH", "100").env("MANPAGER", "cat").env("PAGER", "cat").output().unwrap();
+        let text = String::from_utf8_lossy(&shown.stdout);
+        assert!(shown.status.success() && text.contains("NAME") && text.contains("SYNOPSIS"), "{page}: {text}{}", String::from_utf8_lossy(&shown.stderr));
+    }
+    let run = std::process::Command::new("man").arg("-l").arg(dir.join("nightshiftctl-run.1")).env("MANWIDTH", "100").env("MANPAGER", "cat").output().unwrap();
+    let run = String::from_utf8_lossy(&run.stdout).replace('\u{2010}', "-");
+    assert!(run.contains("--ignore-budget") && run.contains("--wait-for-limit"), "{run}");
+}
