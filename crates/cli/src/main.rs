@@ -169,15 +169,23 @@ async fn cli_main() -> ExitCode {
         Ok(Outcome::RunNotCompleted) => ExitCode::from(1),
         Ok(Outcome::Invalid) => ExitCode::from(2),
         Err(e) => {
-            for line in e.message.lines() {
-                eprintln!("error: {line}");
-            }
             // A database or file error on a full or read-only disk: name the disk and the cause
-            // (SQLite itself only says "disk I/O error" and cannot name the path).
-            if matches!(e.code, ErrorCode::StoreUnavailable | ErrorCode::Io) {
-                let trouble = Home::from_env().ok().and_then(|h| nightshift_core::fsutil::storage_trouble(h.data_dir()));
-                if let Some(t) = trouble.filter(|t| !e.message.contains(t.as_str())) {
-                    eprintln!("error: {t}");
+            // (SQLite itself only says "unable to open database file" or "disk I/O error" and
+            // cannot name the path). One cause, one line: SQLite's vaguer words give way to it.
+            let trouble = match e.code {
+                ErrorCode::StoreUnavailable | ErrorCode::Io => Home::from_env().ok().and_then(|h| nightshift_core::fsutil::storage_trouble(h.data_dir())),
+                _ => None,
+            };
+            let vague = ["unable to open database file", "disk I/O error", "readonly database", "database or disk is full"].iter().any(|w| e.message.contains(w));
+            match trouble {
+                Some(t) if vague => eprintln!("error: {t}"),
+                trouble => {
+                    for line in e.message.lines() {
+                        eprintln!("error: {line}");
+                    }
+                    if let Some(t) = trouble.filter(|t| !e.message.contains(t.as_str())) {
+                        eprintln!("error: {t}");
+                    }
                 }
             }
             ExitCode::from(2)

@@ -98,6 +98,8 @@ fn a_read_only_home_is_named_and_nothing_hangs() {
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert!(err.contains(&format!("the file system holding {} is read-only", home.display())), "{args:?}: {err}");
+        // One cause, one line: not SQLite's vaguer "unable to open database file" first.
+        assert_eq!(err.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{args:?}: said once: {err}");
     }
     fs.set_read_only(false);
 }
