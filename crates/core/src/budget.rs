@@ -22,8 +22,9 @@ pub struct Budget {
 }
 
 impl Budget {
-    pub fn is_empty(&self) -> bool {
-        self.run.is_none() && self.day.is_none() && self.month.is_none()
+    /// Its day's and month's caps, with their periods.
+    pub fn caps(&self) -> [(Period, Option<f64>); 2] {
+        [(Period::Day, self.day), (Period::Month, self.month)]
     }
 
     /// A word for a cap that cannot be a budget (negative, not a number), if one is.
@@ -76,6 +77,14 @@ impl Period {
             Period::Month => "this month",
         }
     }
+
+    /// `day` or `month`, as `usage --budgets --json` and the window say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Period::Day => "day",
+            Period::Month => "month",
+        }
+    }
 }
 
 /// The first instant of `day` in `tz` (a day that begins in a DST gap begins when the clock
@@ -124,7 +133,7 @@ pub fn dollars(v: f64) -> String {
 /// The first of `budget`'s day and month caps that `spent` (what the scope spent since each
 /// period began) has reached.
 pub fn reached(budget: &Budget, scope: &str, spent: impl Fn(DateTime<Utc>) -> f64, now: DateTime<Utc>, tz: Tz) -> Option<Reached> {
-    [(Period::Day, budget.day), (Period::Month, budget.month)].into_iter().find_map(|(period, cap)| {
+    budget.caps().into_iter().find_map(|(period, cap)| {
         let cap = cap?;
         let spent = spent(period.start(now, tz));
         (spent >= cap).then(|| Reached { scope: scope.to_string(), period, spent, cap, frees_at: period.end(now, tz) })

@@ -5,16 +5,16 @@
 //! an account's in this machine's zone (they are not any one routine's).
 
 use super::Core;
-use crate::budget::{Budget, Period, Reached};
+use crate::budget::{Budget, Reached};
 use crate::routine::Routine;
 use crate::run::RunRecord;
-use crate::settings::Settings;
+use crate::settings::{AccountSettings, Settings};
 use crate::store::{Spender, Store};
 use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 use serde::Serialize;
 
-/// One budget that applies: whose it is, its caps, the zone its days and months are counted in.
+/// One budget: whose it is, its caps, the zone its days and months are counted in.
 struct Applies<'a> {
     scope: String,
     by: Spender<'a>,
@@ -22,21 +22,30 @@ struct Applies<'a> {
     tz: Tz,
 }
 
+impl<'a> Applies<'a> {
+    /// `[budget]`: all runs, in this machine's zone.
+    fn all(settings: &'a Settings) -> Self {
+        Applies { scope: "all runs".into(), by: Spender::All, budget: &settings.budget, tz: crate::schedule::local_tz() }
+    }
+
+    /// An account's `budget`, in this machine's zone.
+    fn account(a: &'a AccountSettings) -> Option<Self> {
+        let budget = a.budget.as_ref()?;
+        Some(Applies { scope: format!("account {}", a.email), by: Spender::Account(&a.email), budget, tz: crate::schedule::local_tz() })
+    }
+
+    /// A routine's `budget:`, in the routine's zone.
+    fn routine(r: &'a Routine) -> Option<Self> {
+        let budget = r.budget.as_ref()?;
+        Some(Applies { scope: format!("routine {}", r.name), by: Spender::Routine(&r.name), budget, tz: r.timezone })
+    }
+}
+
 /// The budgets a run of `routine` counts against: its own, `[budget]`'s, and — when it runs on
 /// one — its account's.
-fn applying<'a>(settings: &'a Settings, routine: &'a Routine, account: Option<&'a str>) -> Vec<Applies<'a>> {
-    let local = crate::schedule::local_tz();
-    let mut all = Vec::new();
-    if let Some(b) = &routine.budget {
-        all.push(Applies { scope: format!("routine {}", routine.name), by: Spender::Routine(&routine.name), budget: b, tz: routine.timezone });
-    }
-    all.push(Applies { scope: "all runs".into(), by: Spender::All, budget: &settings.budget, tz: local });
-    if let Some(email) = account {
-        if let Some(b) = settings.accounts.iter().find(|a| a.email == email && a.agent == routine.agent()).and_then(|a| a.budget.as_ref()) {
-            all.push(Applies { scope: format!("account {email}"), by: Spender::Account(email), budget: b, tz: local });
-        }
-    }
-    all
+fn applying<'a>(settings: &'a Settings, routine: &'a Routine, account: Option<&str>) -> Vec<Applies<'a>> {
+    let of_account = account.and_then(|email| settings.accounts.iter().find(|a| a.email == email && a.agent == routine.agent()));
+    Applies::routine(routine).into_iter().chain([Applies::all(settings)]).chain(of_account.and_then(Applies::account)).collect()
 }
 
 fn spent<'a>(store: &'a Store, by: Spender<'a>) -> impl Fn(DateTime<Utc>) -> f64 + 'a {
@@ -66,7 +75,7 @@ pub(crate) fn crossed(core: &Core, routine: &Routine, run: &RunRecord) -> Option
     let at = run.started_at?;
     let settings = core.settings();
     applying(&settings, routine, run.account.as_deref()).into_iter().find_map(|a| {
-        [(Period::Day, a.budget.day), (Period::Month, a.budget.month)].into_iter().find_map(|(period, cap)| {
+        a.budget.caps().into_iter().find_map(|(period, cap)| {
             let cap = cap.filter(|c| *c > 0.0)?;
             let before = core.store.spent_before(a.by, period.start(at, a.tz), &run.id).ok()?;
             let after = before + cost;
@@ -100,29 +109,18 @@ pub(crate) fn states(core: &Core) -> crate::error::Result<Vec<BudgetState>> {
     let settings = core.settings();
     let routines = core.routines();
     let now = core.clock.now();
-    let local = crate::schedule::local_tz();
-    let mut all: Vec<(String, Spender<'_>, &Budget, Tz)> = vec![("all runs".into(), Spender::All, &settings.budget, local)];
-    for a in &settings.accounts {
-        if let Some(b) = &a.budget {
-            all.push((format!("account {}", a.email), Spender::Account(&a.email), b, local));
-        }
-    }
-    for r in &routines.routines {
-        if let Some(b) = &r.budget {
-            all.push((format!("routine {}", r.name), Spender::Routine(&r.name), b, r.timezone));
-        }
-    }
+    let all = std::iter::once(Applies::all(&settings)).chain(settings.accounts.iter().filter_map(Applies::account)).chain(routines.routines.iter().filter_map(Applies::routine));
     let mut out = Vec::new();
-    for (scope, by, budget, tz) in all {
-        for (period, word, cap) in [(Period::Day, "day", budget.day), (Period::Month, "month", budget.month)] {
+    for a in all {
+        for (period, cap) in a.budget.caps() {
             let Some(cap) = cap else { continue };
             out.push(BudgetState {
-                scope: scope.clone(),
-                period: word,
-                spent: core.store.spent(by, period.start(now, tz))?,
+                scope: a.scope.clone(),
+                period: period.as_str(),
+                spent: core.store.spent(a.by, period.start(now, a.tz))?,
                 cap,
-                frees_at: crate::words::fmt_time(&period.end(now, tz)),
-                timezone: tz.name().to_string(),
+                frees_at: crate::words::fmt_time(&period.end(now, a.tz)),
+                timezone: a.tz.name().to_string(),
             });
         }
     }

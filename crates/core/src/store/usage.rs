@@ -75,28 +75,28 @@ impl Store {
     /// What runs reported spending (their cost) since `since`, by whom (a budget's spend). Runs
     /// still going count once they report.
     pub fn spent(&self, by: Spender<'_>, since: DateTime<Utc>) -> Result<f64> {
-        let (filter, key) = match by {
-            Spender::All => ("1 = 1 OR ?2 IS NULL", ""),
-            Spender::Routine(name) => ("routine = ?2", name),
-            Spender::Account(email) => ("account = ?2", email),
-        };
-        let sql = format!("SELECT COALESCE(SUM(cost_usd), 0) FROM runs INDEXED BY runs_usage WHERE sort_ms >= ?1 AND ({filter})");
-        Ok(self.conn().prepare_cached(&sql)?.query_row(rusqlite::params![since.timestamp_millis(), key], |r| r.get(0))?)
+        self.cost_since(by, since, None)
     }
 
     /// What runs reported spending since `since` before run `id` (in history's order): whether
     /// that run carried a budget past a mark.
     pub fn spent_before(&self, by: Spender<'_>, since: DateTime<Utc>, id: &str) -> Result<f64> {
+        self.cost_since(by, since, Some(id))
+    }
+
+    /// The sum of the reported cost of `by`'s runs since `since` (only those before run `before`
+    /// in history's order, when given).
+    fn cost_since(&self, by: Spender<'_>, since: DateTime<Utc>, before: Option<&str>) -> Result<f64> {
         let (filter, key) = match by {
-            Spender::All => ("1 = 1 OR ?2 IS NULL", ""),
-            Spender::Routine(name) => ("routine = ?2", name),
-            Spender::Account(email) => ("account = ?2", email),
+            Spender::All => ("?2 IS NULL", None),
+            Spender::Routine(name) => ("routine = ?2", Some(name)),
+            Spender::Account(email) => ("account = ?2", Some(email)),
         };
         let sql = format!(
-            "SELECT COALESCE(SUM(cost_usd), 0) FROM runs INDEXED BY runs_usage WHERE sort_ms >= ?1 AND ({filter})
-             AND (sort_ms, id) < (SELECT sort_ms, id FROM runs WHERE id = ?3)"
+            "SELECT COALESCE(SUM(cost_usd), 0) FROM runs INDEXED BY runs_usage WHERE sort_ms >= ?1 AND {filter}
+             AND (?3 IS NULL OR (sort_ms, id) < (SELECT sort_ms, id FROM runs WHERE id = ?3))"
         );
-        Ok(self.conn().prepare_cached(&sql)?.query_row(rusqlite::params![since.timestamp_millis(), key, id], |r| r.get(0))?)
+        Ok(self.conn().prepare_cached(&sql)?.query_row(rusqlite::params![since.timestamp_millis(), key, before], |r| r.get(0))?)
     }
 
     /// Usage since `since`, grouped `by` (days oldest first, up to `now` — the engine's clock;
