@@ -127,10 +127,7 @@ impl Driver {
                         Ok(Err(words)) => words,
                         _ => "not started: its secrets could not be read".to_string(),
                     };
-                    tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
-                    let mut ended = Ended::new(Ending::Blocked { reason: Reason::MissingSecret, message, resets_at: None });
-                    ended.attempts = std::mem::take(&mut self.attempts);
-                    return State::Settling(ended);
+                    return self.blocked(Reason::MissingSecret, message, None, None);
                 }
             }
         }
@@ -140,7 +137,6 @@ impl Driver {
         }
         match self.choose_account(reserved).await {
             AccountPlan::Blocked { reason, message, account, resets_at } => {
-                tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
                 // Every account it may use is limited: wait for the first reset, like a try that
                 // met the limit itself.
                 if reason == Reason::RateLimited {
@@ -149,10 +145,7 @@ impl Driver {
                         return later;
                     }
                 }
-                let mut ended = Ended::new(Ending::Blocked { reason, message, resets_at });
-                ended.account = account;
-                ended.attempts = std::mem::take(&mut self.attempts);
-                State::Settling(ended)
+                self.blocked(reason, message, resets_at, account)
             }
             AccountPlan::Default => self.start_workspace(n, None).await,
             AccountPlan::Use(a, c) => match self.budget_block(Some(&a.email)) {
@@ -171,11 +164,16 @@ impl Driver {
         }
         let (reached, tz) = super::budgets::reached(&self.core, &self.routine, account)?;
         let message = format!("not started: {}; `nightshiftctl run {} --ignore-budget` starts it anyway", reached.words(tz), self.routine.name);
+        Some(self.blocked(Reason::Budget, message, Some(reached.frees_at), account.map(str::to_string)))
+    }
+
+    /// The run settles `blocked · reason` before anything started, with the tries it had.
+    fn blocked(&mut self, reason: Reason, message: String, resets_at: Option<chrono::DateTime<chrono::Utc>>, account: Option<String>) -> State {
         tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
-        let mut ended = Ended::new(Ending::Blocked { reason: Reason::Budget, message, resets_at: Some(reached.frees_at) });
-        ended.account = account.map(str::to_string);
+        let mut ended = Ended::new(Ending::Blocked { reason, message, resets_at });
+        ended.account = account;
         ended.attempts = std::mem::take(&mut self.attempts);
-        Some(State::Settling(ended))
+        State::Settling(ended)
     }
 
     /// Set up the run's workspace (a worktree of its own, or a picture of its checkout), then
