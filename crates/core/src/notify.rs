@@ -80,7 +80,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         RunStatus::Blocked => format!("✗ {name} · blocked"),
         _ => format!("✗ {name} · {}", run.reason.map(|r| r.as_str()).unwrap_or("failed")),
     };
-    let mut body = match (run.status, report, &run.message) {
+    let body = match (run.status, report, &run.message) {
         (RunStatus::Completed, Some(r), _) => crate::agents::first_line(r, 140),
         (_, _, Some(m)) => crate::agents::first_line(m, 140),
         _ => String::new(),
@@ -88,13 +88,8 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     // What it changed, in git: "3 files changed, +40 −12 on nightshift/pr-review/01j…"; what it
     // was refused: "2 tool calls refused: Bash(git push), …" (unless the message says it already).
     let refused = (!run.denials.is_empty() && run.reason != Some(Reason::PermissionDenied)).then(|| crate::run::denials_words(&run.denials));
-    for line in run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused) {
-        if !body.is_empty() {
-            body.push('\n');
-        }
-        body.push_str(&line);
-    }
-    Some(Notice { summary, body, run_id: Some(run.id.clone()), critical: failed })
+    let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed };
+    Some(run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused).fold(notice, |n, line| n.with_line(&line)))
 }
 
 /// "⏳ nightly waits for the limit at 04:12": a run that met a rate limit (its last try's reason)

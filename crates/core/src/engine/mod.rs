@@ -338,13 +338,13 @@ impl Engine {
         self.core.routines()
     }
 
-    /// The engine clock's now (what schedules and views are computed at).
     /// Every day's and month's budget (`[budget]`, the accounts', the routines') and where each
     /// stands: what runs reported spending in the period so far, of how much, until when.
     pub fn budgets(&self) -> Result<Vec<BudgetState>> {
         budgets::states(&self.core)
     }
 
+    /// The engine clock's now (what schedules and views are computed at).
     pub(crate) fn clock_now(&self) -> chrono::DateTime<chrono::Utc> {
         self.core.clock.now()
     }

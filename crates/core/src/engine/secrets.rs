@@ -33,9 +33,12 @@ fn keychain_user(name: &str) -> String {
     format!("secret:{name}")
 }
 
+/// The prefix of the engine's environment variables that hold secrets (`NIGHTSHIFT_SECRET_<NAME>`).
+const ENV_PREFIX: &str = "NIGHTSHIFT_SECRET_";
+
 /// The engine's environment variable that may hold `name`'s value.
 pub fn env_var(name: &str) -> String {
-    format!("NIGHTSHIFT_SECRET_{name}")
+    format!("{ENV_PREFIX}{name}")
 }
 
 fn check_name(name: &str) -> Result<()> {
@@ -92,7 +95,7 @@ impl Engine {
         let mut all: Vec<SecretInfo> =
             self.core.store.secret_names()?.into_iter().map(|(name, at)| SecretInfo { name, source: SecretSource::Keychain, set_at: Some(at) }).collect();
         for (k, _) in &self.core.env {
-            if let Some(name) = k.strip_prefix("NIGHTSHIFT_SECRET_").filter(|n| crate::words::is_env_name(n)) {
+            if let Some(name) = k.strip_prefix(ENV_PREFIX).filter(|n| crate::words::is_env_name(n)) {
                 if !all.iter().any(|s| s.name == name) {
                     all.push(SecretInfo { name: name.to_string(), source: SecretSource::Environment, set_at: None });
                 }
