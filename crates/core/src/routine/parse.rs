@@ -311,17 +311,13 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             cx.err(key_pos("secrets"), format!("secret \"{name}\" must be an environment variable's name (letters, digits and _, not starting with a digit), e.g. DEPLOY_KEY"));
         }
     }
-    let budget = get("budget").and_then(|n| budget(&mut cx, n, action.as_ref().map(Action::agent)));
+    let budget = get("budget").map(|n| budget(&mut cx, n, action.as_ref().map(Action::agent)));
     // `stall_timeout:` — `0` turns it off; agents get the default, commands none unless set.
     let stall = get("stall_timeout").map(|n| match n {
         Node::Scalar { value, .. } if value.trim() == "0" => None,
         n => cx.duration(n, "stall_timeout"),
     });
-    // A relative `cwd` is under the user's home, as agents-cli takes it without a project.
-    let cwd = get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| crate::fsutil::expand_tilde(&c)).map(|c| match c.is_relative() {
-        true => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(c),
-        false => c,
-    });
+    let cwd = get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| folder_path(&c));
     let env = get("env").map(|n| cx.string_map(n, "env")).unwrap_or_default();
     for k in env.keys() {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
@@ -748,6 +744,35 @@ impl Cx<'_> {
         out
     }
 
+    /// The entries of mapping `key` (`node`) whose keys are among `allowed` — each with its key and
+    /// where the key is written; any other key is an error naming the allowed ones, and a value
+    /// that is no mapping an error showing `example`.
+    fn sub_keys<'n>(&mut self, node: &'n Node, key: &str, allowed: &[&'static str], example: &str) -> Vec<(&'static str, &'n Node, Pos)> {
+        let Node::Map { entries, .. } = node else {
+            self.err(node.pos(), format!("`{key}` must be a mapping ({example}), found {}", node.kind()));
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (k, v) in entries {
+            match k {
+                Node::Scalar { value, .. } => match allowed.iter().find(|a| **a == value.as_str()) {
+                    Some(known) => out.push((*known, v, k.pos())),
+                    None => {
+                        let names: Vec<String> = allowed.iter().map(|a| format!("`{key}.{a}`")).collect();
+                        let expected = match names.split_last() {
+                            Some((last, [])) => last.clone(),
+                            Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                            None => String::new(),
+                        };
+                        self.err(k.pos(), format!("unknown key `{key}.{value}` (expected {expected})"));
+                    }
+                },
+                other => self.err(other.pos(), "keys must be plain words"),
+            }
+        }
+        out
+    }
+
     fn string_list(&mut self, node: &Node, key: &str) -> Vec<String> {
         match node {
             Node::Seq { items, .. } => items.iter().filter_map(|i| self.string(i, key)).collect(),
@@ -763,11 +788,7 @@ impl Cx<'_> {
 /// `budget: {run: 2.00, day: 10, month: 100}` (USD). Spend is what the agent reports: only Claude
 /// Code reports its cost, so for the others a run cap is an error (nothing could enforce it) and
 /// a day or month cap a warning (their runs count nothing toward it).
-fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> Option<crate::budget::Budget> {
-    let Node::Map { entries, .. } = node else {
-        cx.err(node.pos(), format!("`budget` must be a mapping (budget: {{run: 2.00, day: 10, month: 100}}, in US dollars), found {}", node.kind()));
-        return None;
-    };
+fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> crate::budget::Budget {
     let mut b = crate::budget::Budget::default();
     // (An agent the file gets wrong is reported already: no second word about it here.)
     let reports_cost = matches!(agent, Some(Agent::Claude) | None);
@@ -775,19 +796,11 @@ fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> Option<crate::b
         Some(Agent::Command) | None => "a command".to_string(),
         Some(a) => a.as_str().to_string(),
     };
-    for (k, v) in entries {
-        let key = match k {
-            Node::Scalar { value, .. } => value.as_str(),
-            _ => "",
-        };
+    for (key, v, at) in cx.sub_keys(node, "budget", &["run", "day", "month"], "budget: {run: 2.00, day: 10, month: 100}, in US dollars") {
         let slot = match key {
             "run" => &mut b.run,
             "day" => &mut b.day,
-            "month" => &mut b.month,
-            other => {
-                cx.err(k.pos(), format!("unknown key `budget.{other}` (expected `budget.run`, `budget.day` or `budget.month`)"));
-                continue;
-            }
+            _ => &mut b.month,
         };
         let amount = match v {
             Node::Scalar { value, quoted: false, .. } => value.trim().trim_start_matches('$').parse::<f64>().ok().filter(|a| a.is_finite() && *a >= 0.0),
@@ -796,17 +809,27 @@ fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> Option<crate::b
         match amount {
             None => cx.err(v.pos(), format!("`budget.{key}` must be an amount in US dollars, such as 2.50")),
             Some(_) if !reports_cost && key == "run" => {
-                cx.err(k.pos(), format!("`budget.run` cannot be enforced for {who}: it reports no cost while it runs (only Claude Code does)"))
+                cx.err(at, format!("`budget.run` cannot be enforced for {who}: it reports no cost while it runs (only Claude Code does)"))
             }
             Some(a) => {
                 if !reports_cost {
-                    cx.warn(k.pos(), format!("`budget.{key}` counts only reported costs, and {who} reports none: its runs add nothing to it"));
+                    cx.warn(at, format!("`budget.{key}` counts only reported costs, and {who} reports none: its runs add nothing to it"));
                 }
                 *slot = Some(a);
             }
         }
     }
-    Some(b)
+    b
+}
+
+/// A folder as a routine writes it (`cwd`, `allow.dirs`): `~` is the user's home, and a relative
+/// path is under it too, as agents-cli takes it without a project.
+fn folder_path(text: &str) -> PathBuf {
+    let path = crate::fsutil::expand_tilde(text);
+    match path.is_relative() {
+        true => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(path),
+        false => path,
+    }
 }
 
 /// Where `allow.tools` and `deny.tools` are written, for a refusal at its place.
@@ -821,31 +844,15 @@ struct GuardPos {
 fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> (Guard, GuardPos) {
     let mut guard = Guard::default();
     let mut pos = GuardPos::default();
-    let block = |cx: &mut Cx<'_>, key: &str, allowed: &[&str]| -> Vec<(String, &'n Node, Pos)> {
-        let Some(node) = get(key) else { return Vec::new() };
-        let Node::Map { entries, .. } = node else {
-            cx.err(node.pos(), format!("`{key}` must be a mapping ({key}: {{tools: [Read, Grep]}}), found {}", node.kind()));
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for (k, v) in entries {
-            match k {
-                Node::Scalar { value, .. } if allowed.contains(&value.as_str()) => out.push((value.clone(), v, k.pos())),
-                Node::Scalar { value, .. } => cx.err(k.pos(), format!("unknown key `{key}.{value}` (expected {})", allowed.iter().map(|a| format!("`{key}.{a}`")).collect::<Vec<_>>().join(" or "))),
-                other => cx.err(other.pos(), "keys must be plain words"),
-            }
-        }
-        out
-    };
-    for (sub, node, at) in block(cx, "allow", &["tools", "dirs"]) {
+    let example = "tools: [Read, Grep]";
+    for (sub, node, at) in get("allow").map(|n| cx.sub_keys(n, "allow", &["tools", "dirs"], &format!("allow: {{{example}}}"))).unwrap_or_default() {
         let list = cx.string_list(node, &format!("allow.{sub}"));
         if sub == "tools" {
             pos.allow_tools = at;
             guard.allow_tools = Some(list);
         } else {
             for dir in list {
-                let path = crate::fsutil::expand_tilde(&dir);
-                let path = if path.is_relative() { std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(path) } else { path };
+                let path = folder_path(&dir);
                 if !path.is_dir() {
                     cx.err(node.pos(), format!("`allow.dirs`: {} is not a folder", path.display()));
                 }
@@ -853,7 +860,7 @@ fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> (Guard,
             }
         }
     }
-    for (_, node, at) in block(cx, "deny", &["tools"]) {
+    for (_, node, at) in get("deny").map(|n| cx.sub_keys(n, "deny", &["tools"], &format!("deny: {{{example}}}"))).unwrap_or_default() {
         pos.deny_tools = at;
         guard.deny_tools = cx.string_list(node, "deny.tools");
     }
