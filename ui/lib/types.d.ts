@@ -74,7 +74,7 @@ scope: string, period: "day" | "month",
  */
 spent: number, cap: number, 
 /**
- * RFC 3339: when the period ends and the budget frees.
+ * When the period ends and the budget frees.
  */
 frees_at: string, timezone: string, };
 

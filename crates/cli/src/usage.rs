@@ -67,9 +67,8 @@ fn print_budgets(budgets: &[nightshift_core::engine::BudgetState]) {
     let table: Vec<Vec<String>> = budgets
         .iter()
         .map(|b| {
-            let frees = DateTime::parse_from_rfc3339(&b.frees_at).map(|t| format::local(&t.with_timezone(&Utc))).unwrap_or_else(|_| b.frees_at.clone());
             let used = if b.cap > 0.0 { format!("{:.0} %", b.spent / b.cap * 100.0) } else { "\u{2013}".into() };
-            vec![b.scope.clone(), b.period.to_string(), nightshift_core::budget::dollars(b.spent), nightshift_core::budget::dollars(b.cap), used, frees]
+            vec![b.scope.clone(), b.period.to_string(), nightshift_core::budget::dollars(b.spent), nightshift_core::budget::dollars(b.cap), used, format::local(&b.frees_at)]
         })
         .collect();
     format::table(&["BUDGET", "PERIOD", "SPENT", "OF", "USED", "FREES"], &table);

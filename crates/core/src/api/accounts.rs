@@ -120,10 +120,7 @@ pub async fn list_secrets(engine: &Engine) -> Result<Vec<SecretView>> {
             .secrets()?
             .into_iter()
             .map(|s| SecretView {
-                source: match s.source {
-                    crate::engine::secrets::SecretSource::Keychain => "keychain",
-                    crate::engine::secrets::SecretSource::Environment => "environment",
-                },
+                source: s.source.as_str(),
                 set_at: s.set_at.map(|t| crate::words::fmt_time(&t)),
                 used_by: used_by(&s.name),
                 name: s.name,

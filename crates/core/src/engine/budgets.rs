@@ -98,8 +98,9 @@ pub struct BudgetState {
     /// What runs reported spending in the period so far (USD).
     pub spent: f64,
     pub cap: f64,
-    /// RFC 3339: when the period ends and the budget frees.
-    pub frees_at: String,
+    /// When the period ends and the budget frees.
+    #[serde(serialize_with = "crate::words::ser_time")]
+    pub frees_at: DateTime<Utc>,
     pub timezone: String,
 }
 
@@ -119,7 +120,7 @@ pub(crate) fn states(core: &Core) -> crate::error::Result<Vec<BudgetState>> {
                 period: period.as_str(),
                 spent: core.store.spent(a.by, period.start(now, a.tz))?,
                 cap,
-                frees_at: crate::words::fmt_time(&period.end(now, a.tz)),
+                frees_at: period.end(now, a.tz),
                 timezone: a.tz.name().to_string(),
             });
         }

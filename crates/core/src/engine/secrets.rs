@@ -10,14 +10,11 @@ use crate::routine::Routine;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-/// Where a secret's value comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SecretSource {
-    Keychain,
-    /// `NIGHTSHIFT_SECRET_<NAME>` in the engine's environment.
-    Environment,
-}
+crate::words::string_enum!(
+    /// Where a secret's value comes from: the OS keychain, or `NIGHTSHIFT_SECRET_<NAME>` in the
+    /// engine's environment.
+    SecretSource as "secret source" { Keychain = "keychain", Environment = "environment" }
+);
 
 /// A secret's name and where it is — never its value.
 #[derive(Debug, Clone, PartialEq, Serialize)]
