@@ -21,7 +21,7 @@
 //! Needs an X display (Xvfb) and python3-xlib; run with
 //! `xvfb-run -a cargo bench -p nightshift --bench tray_idle`. `NIGHTSHIFT_APP_BIN=/path/to/nightshift`
 //! measures that binary instead of the bench build; `scripts/bench-tray.sh` measures the release
-//! build beside an earlier design's own bench in one run (the README's numbers).
+//! build beside an earlier design's own bench in one run (docs/performance.md's numbers).
 
 use nightshift_testkit::dbus::{NotificationBus, TrayHost};
 use std::path::{Path, PathBuf};

@@ -13,7 +13,7 @@ set -eu
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 need_cargo
-[ "$(uname -s)" = Linux ] || { echo "error: scripts/package.sh builds Linux packages; see the README for macOS and Windows" >&2; exit 2; }
+[ "$(uname -s)" = Linux ] || { echo "error: scripts/package.sh builds Linux packages; see docs/packaging.md for macOS and Windows" >&2; exit 2; }
 ensure_apt_packages $BUILD_PACKAGES
 ensure_tauri_cli
 TARGET=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')

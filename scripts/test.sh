@@ -61,6 +61,10 @@ export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 command -v tauri-driver >/dev/null 2>&1 || cargo install tauri-driver --locked --quiet
 tauri-driver --help >/dev/null
 
+echo "==> mdbook (builds the manual in docs/; the HTML renderer is all it needs)"
+command -v mdbook >/dev/null 2>&1 || cargo install mdbook --locked --quiet --no-default-features
+mdbook --version
+
 # One run of the suite per checkout: a second would wipe the first one's logs (tests/artifacts/)
 # under it. A run that is gone leaves a stale mark, which the next run takes over.
 mkdir -p "$ROOT/tests/artifacts"

@@ -1,4 +1,4 @@
-//! Where Nightshift keeps its files (the README's "Where files live" is the contract).
+//! Where Nightshift keeps its files (docs/files.md is the contract).
 //!
 //! `NIGHTSHIFT_HOME=/dir` puts everything under one directory — tests and CI always set it, and it
 //! is the one switch that isolates a test (no other global state). Without it the platform's

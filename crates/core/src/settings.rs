@@ -115,7 +115,7 @@ pub struct WebhookSettings {
 #[derive(Debug, Clone, Copy, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]
 pub enum WebhookFormat {
-    /// The run as a JSON object (documented in the README).
+    /// The run as a JSON object (documented in docs/webhooks.md).
     #[default]
     Json,
     /// A Slack incoming-webhook message (`{"text": …}`).
@@ -196,7 +196,7 @@ impl Default for Settings {
     }
 }
 
-/// The documented range of each numeric setting (README "Where files live").
+/// The documented range of each numeric setting (docs/files.md).
 pub struct Ranges {
     pub max_parallel: (u64, u64),
     pub kill_grace_secs: (u64, u64),

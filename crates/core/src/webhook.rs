@@ -4,7 +4,7 @@
 //! This module is the pure part (which webhooks a run goes to, the request, the signature) and one
 //! bounded send; delivering from the outbox, with retries, is `engine::webhooks`.
 //!
-//! What a receiver gets (documented in the README): `Content-Type`, `Idempotency-Key: <run id>`
+//! What a receiver gets (documented in docs/webhooks.md): `Content-Type`, `Idempotency-Key: <run id>`
 //! (the same on every retry: a receiver that saw it already answers 2xx and ignores it),
 //! `X-Nightshift-Webhook: <name>`, `X-Nightshift-Timestamp: <unix seconds>` and, with a secret,
 //! `X-Nightshift-Signature: sha256=<hex of HMAC-SHA256(secret, "<timestamp>.<body>")>`.

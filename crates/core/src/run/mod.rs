@@ -1,4 +1,4 @@
-//! The run record: what `--json` prints and the UI receives (a contract: the README's "The CLI" documents it; fields are only ever added).
+//! The run record: what `--json` prints and the UI receives (a contract: docs/verdicts.md and docs/cli.md document it; fields are only ever added).
 
 mod changes;
 mod usage;
