@@ -223,19 +223,19 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Hosts { command } => hosts::hosts(&open(home).await?, command).await,
         Command::Routines { command } => routines::run(&open(home).await?, command),
         Command::Run(args) => run::run(&open(home).await?, args).await,
-        Command::Runs(args) => history::runs(&open(home).await?, args),
-        Command::Show { run_id, json } => history::show(&open(home).await?, &run_id, json),
-        Command::Report { run_id } => history::report(&open(home).await?, &run_id),
+        Command::Runs(args) => history::runs(&open_for_reading(home).await?, args),
+        Command::Show { run_id, json } => history::show(&open_for_reading(home).await?, &run_id, json),
+        Command::Report { run_id } => history::report(&open_for_reading(home).await?, &run_id),
         Command::Cancel { run_id } => run::cancel(&open(home).await?, &run_id).await,
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
         Command::Secrets { command } => secrets::secrets(&open(home).await?, command),
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args),
-        Command::Why(args) => why::why(&open(home).await?, args),
+        Command::Why(args) => why::why(&open_for_reading(home).await?, args),
         Command::Push { run_id } => workspaces::push(&open(home).await?, &run_id).await,
         Command::Prune { dry_run, json } => prune::prune(&open(home).await?, dry_run, json).await,
-        Command::Logs { run_id, follow, stderr } => history::logs(&open(home).await?, &run_id, follow, stderr).await,
+        Command::Logs { run_id, follow, stderr } => history::logs(&open_for_reading(home).await?, &run_id, follow, stderr).await,
     }
 }
 
@@ -261,6 +261,20 @@ async fn open(home: Home) -> Result<Engine, Error> {
     if let Err(e) = engine.recover(RecoveryMode::SettleFinished).await {
         tracing::warn!(error = %e, "could not settle runs left by a previous engine");
     }
+    Ok(engine)
+}
+
+/// For the commands that only read history (`runs`, `show`, `report`, `logs`, `why`): the engine
+/// as [`open`] opens it, or — on a home whose file system is read-only — its database read as it
+/// is, said once on stderr, so yesterday's runs can still be looked at.
+async fn open_for_reading(home: Home) -> Result<Engine, Error> {
+    let read_only = nightshift_core::fsutil::space(home.data_dir()).is_some_and(|(_, read_only)| read_only);
+    if !read_only {
+        return open(home).await;
+    }
+    let trouble = nightshift_core::fsutil::storage_trouble(home.data_dir()).unwrap_or_default();
+    let engine = Engine::open_read_only(EngineOptions::new(home))?;
+    eprintln!("note: {trouble} — showing the history as it is; nothing is recorded or settled until it can be written");
     Ok(engine)
 }
 

@@ -87,19 +87,51 @@ fn on_a_full_disk_a_run_is_not_started_and_the_record_says_why() {
 }
 
 #[test]
-fn a_read_only_home_is_named_and_nothing_hangs() {
+fn a_read_only_home_is_named_nothing_hangs_and_its_history_can_still_be_read() {
     let Some(fs) = Tmpfs::mount(4 * 1024) else { return };
     let th = TestHome::new();
-    let home = home_on(&fs, "echo hello");
-    assert!(ctl_on(&th, &home, &["routines", "list"], Duration::from_secs(30)).status.success());
+    let home = home_on(&fs, "echo hello from before");
+    let run = ctl_on(&th, &home, &["run", "job", "--wait", "--json"], Duration::from_secs(30));
+    assert!(run.status.success(), "{}", stderr(&run));
+    let id = json(&run)["id"].as_str().unwrap().to_string();
     fs.set_read_only(true);
-    for args in [&["run", "job", "--wait"][..], &["runs"][..]] {
+    let before = every_file(&home);
+    let said = format!("the file system holding {} is read-only", home.display());
+    // What writes is refused, in one line.
+    for args in [&["run", "job", "--wait"][..], &["routines", "list"], &["pause"]] {
         let out = ctl_on(&th, &home, args, Duration::from_secs(30));
         let err = stderr(&out);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-        assert!(err.contains(&format!("the file system holding {} is read-only", home.display())), "{args:?}: {err}");
+        assert!(err.contains(&said), "{args:?}: {err}");
         // One cause, one line: not SQLite's vaguer "unable to open database file" first.
         assert_eq!(err.lines().filter(|l| l.starts_with("error: ")).count(), 1, "{args:?}: said once: {err}");
     }
+    // What only reads the history works, saying once why nothing is recorded.
+    let reads: [(&[&str], &str); 5] = [(&["runs"], "✓ completed"), (&["show", &id], "✓ job · completed"), (&["report", &id], "hello from before"), (&["logs", &id], "hello from before"), (&["why", "job"], "job — At 03:00")];
+    for (args, expected) in reads {
+        let out = ctl_on(&th, &home, args, Duration::from_secs(30));
+        let err = stderr(&out);
+        assert!(out.status.success(), "{args:?}: {err}");
+        assert!(stdout(&out).contains(expected), "{args:?}: {}", stdout(&out));
+        assert_eq!(err.matches(&said).count(), 1, "{args:?}: {err}");
+        assert!(err.contains("showing the history as it is") && !err.contains("error:"), "{args:?}: {err}");
+    }
+    assert!(every_file(&home) == before, "reading a read-only home changed nothing");
     fs.set_read_only(false);
+}
+
+/// Every file under `dir` with its bytes, sorted by path.
+fn every_file(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut all = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            match e.path().is_dir() {
+                true => stack.push(e.path()),
+                false => all.push((e.path(), std::fs::read(e.path()).unwrap())),
+            }
+        }
+    }
+    all.sort();
+    all
 }

@@ -260,8 +260,21 @@ fn hostname() -> String {
 impl Engine {
     /// Open the engine on a home: read settings, open (and migrate) the database.
     pub fn open(opts: EngineOptions) -> Result<Engine> {
+        let store = Store::open(&opts.home.db_path())?;
+        Engine::with_store(opts, store)
+    }
+
+    /// An engine that only reads: the history of a home where nothing may be written (a
+    /// read-only file system), its database as it is. Anything that would write fails with
+    /// SQLite's read-only error; the CLI opens it only for the commands that read.
+    pub fn open_read_only(opts: EngineOptions) -> Result<Engine> {
+        let store = Store::open_read_only(&opts.home.db_path())?;
+        Engine::with_store(opts, store)
+    }
+
+    fn with_store(opts: EngineOptions, store: Store) -> Result<Engine> {
         let live_settings = live_settings::LiveSettings::open(opts.home.settings_path())?;
-        let store = Arc::new(Store::open(&opts.home.db_path())?);
+        let store = Arc::new(store);
         let (events, _) = tokio::sync::broadcast::channel(1024);
         Ok(Engine {
             core: Arc::new(Core {

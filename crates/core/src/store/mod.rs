@@ -71,6 +71,27 @@ impl Store {
         }
     }
 
+    /// The database as it is, for reading history where nothing may be written (a read-only
+    /// home): no migration, no switch to WAL, no mark, and no file made beside it. One from
+    /// another version of Nightshift cannot be migrated here, and says so.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        ownership::ensure_ours(path)?;
+        if !path.exists() {
+            return Err(Error::new(ErrorCode::StoreUnavailable, format!("there is no history yet: {} does not exist", path.display())));
+        }
+        let (conn, _) = ownership::open_unchanged(path)?;
+        let version: usize = conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(|e| open_error(path, &e))?;
+        let current = migrations::MIGRATIONS.len();
+        if version != current {
+            let whose = if version < current { "an older" } else { "a newer" };
+            return Err(Error::new(
+                ErrorCode::StoreUnavailable,
+                format!("the database {} was made by {whose} version of Nightshift (schema {version}, this one reads {current}), and it cannot be brought up to date where nothing may be written", path.display()),
+            ));
+        }
+        Ok(Store { conn: Mutex::new(conn), path: path.to_path_buf() })
+    }
+
     fn init(&self) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         conn.busy_timeout(Duration::from_secs(10))?;

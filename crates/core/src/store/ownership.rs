@@ -55,19 +55,10 @@ pub fn inspect(path: &Path) -> Result<Found> {
     if id != 0 {
         return Ok(Found::Foreign(format!("another program's SQLite database (application id {id:#010x})")));
     }
-    // Unmarked: its tables say. A database in WAL mode with its log beside it is in use (a fresh
-    // Nightshift database's mark may still be in that log): read it the ordinary way, read-only,
-    // through the files that are already there. Otherwise nothing is writing it through a log,
-    // and it is read immutable, so SQLite makes no file at all beside it.
-    let wal_in_use = head.get(18) == Some(&2) && wal_of(path).exists();
-    let (target, flags) = match wal_in_use {
-        true => (path.to_string_lossy().into_owned(), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX),
-        false => (immutable_uri(path), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX),
-    };
-    let conn = Connection::open_with_flags(target, flags).map_err(|e| Error::new(ErrorCode::StoreUnavailable, format!("cannot read the database {}: {e}", path.display())))?;
+    // Unmarked: its tables say.
+    let (conn, wal_in_use) = open_unchanged(path)?;
     let read = |e: rusqlite::Error| Error::new(ErrorCode::StoreUnavailable, format!("cannot read the database {}: {e}", path.display()));
     if wal_in_use {
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(read)?;
         let id: i32 = conn.pragma_query_value(None, "application_id", |r| r.get(0)).map_err(read)?;
         if id == APPLICATION_ID {
             return Ok(Found::Ours);
@@ -86,6 +77,26 @@ pub fn inspect(path: &Path) -> Result<Found> {
     let shown: Vec<&str> = tables.iter().take(6).map(String::as_str).collect();
     let more = if tables.len() > 6 { format!(" and {} more", tables.len() - 6) } else { String::new() };
     Ok(Found::Foreign(format!("another program's SQLite database (its tables: {}{more})", shown.join(", "))))
+}
+
+/// A read-only connection that changes nothing on disk. A database in WAL mode with its log beside
+/// it is in use (its newest rows, even a fresh database's mark, may still be in that log): it is
+/// read the ordinary way, read-only, through the files that are already there. Otherwise nothing
+/// is writing it through a log, and it is read immutable, so SQLite makes no file at all beside
+/// it. Also says whether the log was used.
+pub(crate) fn open_unchanged(path: &Path) -> Result<(Connection, bool)> {
+    // The header's byte 18 is 2 for a database in WAL mode.
+    let mut head = [0u8; 19];
+    let wal_mode = std::fs::File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok() && head[18] == 2;
+    let wal_in_use = wal_mode && wal_of(path).exists();
+    let (target, flags) = match wal_in_use {
+        true => (path.to_string_lossy().into_owned(), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX),
+        false => (immutable_uri(path), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_URI | OpenFlags::SQLITE_OPEN_NO_MUTEX),
+    };
+    let read = |e: rusqlite::Error| Error::new(ErrorCode::StoreUnavailable, format!("cannot read the database {}: {e}", path.display()));
+    let conn = Connection::open_with_flags(target, flags).map_err(read)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(read)?;
+    Ok((conn, wal_in_use))
 }
 
 /// Refuse a file that is not Nightshift's, in one sentence: which file, what it seems to be,
@@ -179,5 +190,25 @@ mod tests {
         let c = Connection::open(&old).unwrap();
         let (id, version): (i32, usize) = (c.pragma_query_value(None, "application_id", |r| r.get(0)).unwrap(), c.pragma_query_value(None, "user_version", |r| r.get(0)).unwrap());
         assert_eq!((id, version), (APPLICATION_ID, crate::store::migrations::MIGRATIONS.len()), "marked and migrated on upgrade");
+    }
+
+    #[test]
+    fn read_only_opening_reads_history_and_makes_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("nightshift.db");
+        let err = crate::store::Store::open_read_only(&db).unwrap_err().to_string();
+        assert!(err.contains("there is no history yet"), "{err}");
+        drop(crate::store::Store::open(&db).unwrap());
+        let before = sums(dir.path());
+        let store = crate::store::Store::open_read_only(&db).unwrap();
+        let version: usize = store.conn().pragma_query_value(None, "user_version", |r| r.get(0)).unwrap();
+        assert_eq!(version, crate::store::migrations::MIGRATIONS.len());
+        assert!(store.conn().execute_batch("CREATE TABLE x (y)").is_err(), "nothing can be written through it");
+        drop(store);
+        assert_eq!(sums(dir.path()), before, "no journal, WAL or shared-memory file was made");
+        // One from an older version cannot be migrated where nothing may be written.
+        Connection::open(&db).unwrap().pragma_update(None, "user_version", 3).unwrap();
+        let err = crate::store::Store::open_read_only(&db).unwrap_err().to_string();
+        assert!(err.contains("was made by an older version of Nightshift (schema 3") && err.contains("cannot be brought up to date"), "{err}");
     }
 }
