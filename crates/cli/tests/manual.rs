@@ -213,3 +213,28 @@ fn the_readmes_tour_runs_as_written() {
     assert!(why.status.success() && stdout(&why).starts_with("nightly-review — At 02:00 on weekdays"), "{}{}", stdout(&why), stderr(&why));
     assert!(common::files_containing(th.path(), token).is_empty(), "the token rests nowhere under the home");
 }
+
+/// Cargo's metadata of every crate is true: what it is, words to find it by, no invented address,
+/// and none published; a source package of the CLI holds its code and nothing of this repository's.
+#[test]
+fn every_crate_says_what_it_is_and_the_cli_package_holds_only_its_code() {
+    let cargo = env!("CARGO");
+    let out = std::process::Command::new(cargo).args(["metadata", "--format-version", "1", "--no-deps", "--offline"]).current_dir(root()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let packages = meta["packages"].as_array().unwrap();
+    assert_eq!(packages.len(), 5);
+    for p in packages {
+        let name = p["name"].as_str().unwrap();
+        assert!(p["description"].as_str().is_some_and(|d| d.len() > 20), "{name} has no description");
+        assert!(!p["keywords"].as_array().unwrap().is_empty() && !p["categories"].as_array().unwrap().is_empty(), "{name} has no keywords or categories");
+        assert_eq!(p["publish"], serde_json::json!([]), "{name} is not published");
+        assert!(p["repository"].is_null() && p["homepage"].is_null(), "{name}: no address is set until a real one exists");
+    }
+    let out = std::process::Command::new(cargo).args(["package", "--list", "--allow-dirty", "--offline", "-p", "nightshiftctl"]).current_dir(root()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let files: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let extra: Vec<&String> = files.iter().filter(|f| !f.starts_with("src/") && !["Cargo.toml", "Cargo.toml.orig", "Cargo.lock", ".cargo_vcs_info.json"].contains(&f.as_str())).collect();
+    assert!(extra.is_empty(), "the CLI's package would ship {extra:?}");
+    assert!(files.iter().any(|f| f == "src/main.rs"), "{files:?}");
+}
