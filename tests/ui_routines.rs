@@ -332,6 +332,10 @@ async fn guardrails_budgets_and_secrets_in_the_window() {
     // New routine: guardrails, budget and secrets from the form.
     go(&c, "#/new").await;
     until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 3 && document.querySelectorAll('#f-secrets input').length === 1", 10).await;
+    // The tools to tick are the agent's own.
+    set(&c, "#f-agent", "gemini").await;
+    let tools = js(&c, "return [[...document.querySelectorAll('#tool-checks input')].map(i => i.value).slice(0, 2), document.querySelector('#f-more-tools').placeholder]").await;
+    assert_eq!(tools, json!([["read_file", "grep_search"], "run_shell_command(git status)"]));
     set(&c, "#f-agent", "claude").await;
     type_into(&c, "#f-name", "guarded").await;
     type_into(&c, "#f-prompt", "Summarise the repository").await;

@@ -18,9 +18,15 @@ const PRESETS = [
   { id: "custom", label: "Custom (cron expression)" },
 ];
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
-// The tools an agent most often gets (Claude Code's names); anything else, or a rule narrower
-// than a tool (`Bash(git status)`), goes in the text field beside them.
-const COMMON_TOOLS = ["Read", "Grep", "Glob", "Edit", "Write", "Bash", "WebFetch", "WebSearch"];
+// The tools an agent most often gets, in its own names; anything else, or a rule narrower than a
+// tool (`Bash(git status)`, Gemini's `run_shell_command(git status)`), goes in the text field
+// beside them. Codex has no tool list (the validator says so if one is given).
+/** @type {Record<string, {tools: string[], rules: string}>} */
+const COMMON_TOOLS = {
+  claude: { tools: ["Read", "Grep", "Glob", "Edit", "Write", "Bash", "WebFetch", "WebSearch"], rules: "Bash(git status), Bash(npm test)" },
+  gemini: { tools: ["read_file", "grep_search", "glob", "list_directory", "replace", "write_file", "run_shell_command", "web_fetch"], rules: "run_shell_command(git status)" },
+  codex: { tools: [], rules: "Codex has no tool list: its sandbox (the mode) is the limit" },
+};
 const EFFORTS = [["", "The agent's default"], ["low", "low"], ["medium", "medium"], ["high", "high"], ["xhigh", "xhigh"], ["max", "max"]];
 // "a, b(c, d), e" → ["a", "b(c, d)", "e"]: commas inside a rule's parentheses stay in it.
 const splitList = (text) => {
@@ -106,8 +112,16 @@ export function mount(root, _params, ui) {
   const env = h("textarea", { rows: 3, spellcheck: "false", class: "mono", placeholder: "KEY=value (one per line)" });
   const webhooks = h("div", { class: "checks", id: "f-webhooks" });
   const effort = h("select", {}, EFFORTS.map(([v, l]) => h("option", { value: v }, l)));
-  const toolChecks = h("div", { class: "checks", id: "tool-checks" }, COMMON_TOOLS.map((t) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: t, dataset: { tool: t } }), ` ${t}`)));
-  const moreTools = h("input", { type: "text", spellcheck: "false", class: "mono", id: "f-more-tools", placeholder: "Bash(git status), Bash(npm test)", "aria-label": "More tools or rules" });
+  const toolChecks = h("div", { class: "checks", id: "tool-checks" });
+  const moreTools = h("input", { type: "text", spellcheck: "false", class: "mono", id: "f-more-tools", "aria-label": "More tools or rules" });
+  // The suggestions follow the agent: its own tool names (ticks on names the new agent does not
+  // have are dropped with them).
+  const fillTools = () => {
+    const common = COMMON_TOOLS[agent.value] ?? COMMON_TOOLS.claude;
+    const ticked = new Set([...toolChecks.querySelectorAll("input:checked")].map((c) => c.value));
+    replace(toolChecks, common.tools.map((t) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: t, checked: ticked.has(t), dataset: { tool: t } }), ` ${t}`)));
+    moreTools.placeholder = common.rules;
+  };
   const allowTools = h("div", { class: "tools" }, toolChecks, moreTools);
   const allowDirs = h("textarea", { rows: 2, spellcheck: "false", class: "mono", placeholder: "~/code/docs (one per line)" });
   const pickDir = h("button", { type: "button", id: "pick-allow-dir" }, "Add a folder…");
@@ -412,6 +426,7 @@ export function mount(root, _params, ui) {
   });
   agent.addEventListener("change", () => {
     fillAccounts();
+    fillTools();
     changed();
   });
   // On another machine the working directory is one there: the local folder (and its picker) gives
@@ -468,6 +483,7 @@ export function mount(root, _params, ui) {
     // Start with an agent that has an account, if any does.
     agent.value = options.agents.find((a) => a.accounts.length)?.agent ?? "claude";
     fillAccounts();
+    fillTools();
     timezone.value = options.timezone;
     replace(zones, options.timezones.map((z) => h("option", { value: z })));
     replace(knownHosts, options.hosts.map((n) => h("option", { value: n })));

@@ -118,8 +118,7 @@ async fn a_server_error_is_api_unavailable_and_a_retried_one_completes() {
 }
 
 /// `allow.dirs` reaches Gemini CLI as `--include-directories`: the pinned CLI takes it and tells
-/// the model the folder is in its workspace. (`allow.tools` and `deny.tools` are refused for Gemini
-/// by the loader: its policy engine is not wired yet.)
+/// the model the folder is in its workspace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allowed_dirs_reach_gemini() {
     if require_agent_cli("gemini").is_none() {
@@ -134,4 +133,53 @@ async fn allowed_dirs_reach_gemini() {
     assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
     let said = fake.requests().into_iter().filter(|r| r.path.contains("enerateContent")).map(|r| r.body.to_string()).collect::<String>();
     assert!(said.contains(&docs.display().to_string()), "the folder is not in what Gemini CLI told the model");
+}
+
+/// `allow.tools` and `deny.tools` reach Gemini CLI as a policy of its own policy engine, and the
+/// fake API's model asks for a shell command: with `allow.tools: [read_file, grep_search]` the
+/// shell tool is not there for it — the command never runs, in every mode — and the run lists the
+/// call under `denials`; `on_denial: fail` makes it a failure; `run_shell_command(touch)` allowed
+/// lets it run, even in `edit` (where the CLI itself would ask); `deny.tools` refuses it in `skip`
+/// (yolo) too. The policy file is in the run's directory, never the user's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_and_deny_decide_which_tool_calls_run_and_refusals_are_recorded() {
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let fake = FakeGemini::start(None).await;
+    let th = TestHome::new();
+    let marker = th.user_home().join("touched-by-gemini");
+    fake.set("AIza-tools", Reply::Shell { command: format!("touch {}", marker.display()), text: REPORT.into() });
+    let attempt = |mode: &str, extra: &str| {
+        routine(&th, &fake, "AIza-tools", mode, 1);
+        let file = th.path().join("routines/triage.yaml");
+        let text = std::fs::read_to_string(&file).unwrap();
+        std::fs::write(&file, format!("{text}{extra}")).unwrap();
+    };
+    for mode in ["edit", "auto", "plan", "skip"] {
+        attempt(mode, "allow: {tools: [read_file, grep_search]}\n");
+        let (rec, code) = run_wait(&th, "triage").await;
+        assert!(!marker.exists(), "mode {mode}: a tool outside allow.tools ran: {rec:#}");
+        assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "mode {mode}: {rec:#}");
+        let denials = rec["denials"].as_array().unwrap();
+        assert!(denials.iter().any(|d| d["tool"] == "run_shell_command" && d["input"].as_str().unwrap().starts_with("touch ")), "mode {mode}: {rec:#}");
+        let run_dir = std::path::PathBuf::from(rec["run_dir"].as_str().unwrap());
+        assert!(std::fs::read_to_string(run_dir.join("gemini-policy.toml")).unwrap().contains("toolName = \"read_file\""), "mode {mode}");
+    }
+    attempt("edit", "allow: {tools: [read_file]}\non_denial: fail\n");
+    let (rec, _) = run_wait(&th, "triage").await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("permission_denied")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().starts_with("1 tool call refused: run_shell_command(touch "), "{rec:#}");
+
+    attempt("skip", "deny: {tools: [\"run_shell_command(touch)\"]}\n");
+    let (rec, _) = run_wait(&th, "triage").await;
+    assert!(!marker.exists(), "deny.tools refuses in skip (yolo) mode: {rec:#}");
+    assert!(rec["denials"].as_array().unwrap().iter().any(|d| d["tool"] == "run_shell_command"), "{rec:#}");
+
+    attempt("edit", "allow: {tools: [read_file, \"run_shell_command(touch *)\"]}\n");
+    let (rec, code) = run_wait(&th, "triage").await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    assert!(marker.exists(), "the allowed rule ran: {rec:#}");
+    assert_eq!(rec["denials"], serde_json::json!([]), "{rec:#}");
+    assert!(!th.user_home().join(".gemini/policies").exists(), "nothing written into the user's own Gemini settings");
 }

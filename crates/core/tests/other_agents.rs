@@ -126,7 +126,7 @@ fn gemini_server_error_is_api_unavailable() {
 #[test]
 fn arguments_per_mode() {
     static OPEN: std::sync::LazyLock<Guard> = std::sync::LazyLock::new(Guard::default);
-    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None };
+    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None };
     let codex = |m| driver(Agent::Codex).args(&call(m, Some("gpt-5"), None, &[]));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
@@ -157,13 +157,46 @@ fn arguments_per_mode() {
         deny_tools: vec!["WebFetch".into()],
         fail_on_denial: false,
     };
-    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None });
+    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None });
     let auto = guarded(Mode::Auto);
     assert_eq!(auto[5..7], ["--permission-mode", "dontAsk"]);
     assert_eq!(auto[7..], ["--tools", "Read,Bash", "--allowedTools", "Read", "--allowedTools", "Bash(git status)", "--disallowedTools", "WebFetch", "--add-dir", "/srv/docs"]);
     assert_eq!(guarded(Mode::Plan)[5..7], ["--permission-mode", "plan"], "plan stays plan");
-    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None });
+    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None });
     assert_eq!(codex[codex.len() - 3..], ["--add-dir", "/srv/docs", "do it"]);
+}
+
+/// `allow:`/`deny:` for Gemini CLI: a policy of its policy engine in the run's directory — the
+/// rest denied, the entries allowed (in plan mode only the read-only ones), `deny.tools` over all.
+#[test]
+fn gemini_tool_rules_are_a_policy_file_in_the_run_directory() {
+    use nightshift_core::agents::gemini::{policy, POLICY_FILE};
+    let guard = Guard {
+        allow_tools: Some(vec!["read_file".into(), "run_shell_command(git status)".into(), "write_file".into()]),
+        allow_dirs: vec![],
+        deny_tools: vec!["run_shell_command(git push *)".into()],
+        fail_on_denial: false,
+    };
+    let rules = |mode| -> Vec<(String, Option<String>, String, i64)> {
+        let text = policy(&guard, mode).unwrap();
+        let doc: toml::Value = toml::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+        doc["rule"].as_array().unwrap().iter().map(|r| (r["toolName"].as_str().unwrap().to_string(), r.get("commandPrefix").map(|p| p.as_str().unwrap().to_string()), r["decision"].as_str().unwrap().to_string(), r["priority"].as_integer().unwrap())).collect()
+    };
+    let rule = |tool: &str, prefix: Option<&str>, decision: &str, priority| (tool.to_string(), prefix.map(str::to_string), decision.to_string(), priority);
+    assert_eq!(
+        rules(Mode::Auto),
+        [rule("*", None, "deny", 100), rule("read_file", None, "allow", 200), rule("run_shell_command", Some("git status"), "allow", 200), rule("write_file", None, "allow", 200), rule("run_shell_command", Some("git push"), "deny", 300)]
+    );
+    assert_eq!(rules(Mode::Plan), [rule("*", None, "deny", 100), rule("read_file", None, "allow", 200), rule("run_shell_command", Some("git push"), "deny", 300)], "plan stays read-only");
+    let only_deny = Guard { deny_tools: vec!["web_fetch".into()], ..Guard::default() };
+    assert_eq!(policy(&only_deny, Mode::Skip).unwrap().matches("[[rule]]").count(), 1, "deny.tools alone leaves the rest to the mode");
+    assert_eq!(policy(&Guard::default(), Mode::Auto), None);
+    let dir = std::path::Path::new("/home/me/.local/share/nightshift/runs/r/01");
+    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir) });
+    let at = args.iter().position(|a| a == "--policy").expect("--policy");
+    assert_eq!(args[at + 1], dir.join(POLICY_FILE).display().to_string());
+    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir) });
+    assert!(!open.contains(&"--policy".to_string()), "no rules, no policy");
 }
 
 /// Each agent's recorded streams, and whether each is the agent's own success.

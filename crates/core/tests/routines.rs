@@ -400,13 +400,16 @@ fn guardrails_are_checked_per_agent_where_they_are_written() {
     let th = TestHome::new();
     th.routine("codex", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nallow: {tools: [Read]}\n");
     th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\ndeny:\n  tools: [Bash]\n");
+    th.routine("gemok", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nallow: {tools: [read_file, \"run_shell_command(git status)\"]}\n");
+    th.routine("gemhost", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nhost: box\ndevices: [here]\nallow: {tools: [read_file]}\n");
     th.routine("cmd", "schedule: \"0 2 * * *\"\ncommand: make\nallow: {tools: [Read]}\n");
     th.routine("bad", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nallow: {tools: [Read], folders: [x], dirs: [/no/such/folder]}\non_denial: explode\n");
     th.routine("ok", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nallow: {tools: [Read, \"Bash(git status)\"], dirs: [/tmp]}\ndeny: {tools: [WebFetch]}\non_denial: fail\n");
     let msgs = messages(&th);
     for expected in [
         "routines/codex.yaml:4:9: codex cannot be limited to `allow.tools`: Codex CLI has no tool list",
-        "routines/gem.yaml:5:3: gemini cannot be refused `deny.tools`: Gemini CLI's tool rules (its policy engine) are not supported yet",
+        "routines/gem.yaml:5:3: `deny.tools`: `Bash` is Claude Code's name; Gemini CLI calls that tool run_shell_command (write `run_shell_command`)",
+        "routines/gemhost.yaml:6:9: gemini's tool rules are a policy file beside the run, on this machine; a run on a host (`host:`) cannot have them yet",
         "routines/cmd.yaml:3:1: `allow` only applies to agent routines",
         "routines/bad.yaml:4:24: unknown key `allow.folders` (expected `allow.tools` or `allow.dirs`)",
         "routines/bad.yaml:4:44: `allow.dirs`: /no/such/folder is not a folder",
@@ -414,6 +417,7 @@ fn guardrails_are_checked_per_agent_where_they_are_written() {
     ] {
         assert!(msgs.iter().any(|m| m.starts_with(expected)), "missing {expected:?} in {msgs:#?}");
     }
+    assert!(!msgs.iter().any(|m| m.starts_with("routines/gemok.yaml")), "Gemini's own tool names are taken: {msgs:#?}");
     let set = load_dir(&Home::at(th.path()), &[]);
     let g = set.get("ok").unwrap().guard().unwrap().clone();
     assert_eq!(g.allow_tools.as_deref(), Some(&["Read".to_string(), "Bash(git status)".to_string()][..]));
@@ -431,10 +435,10 @@ fn config_keys_are_passed_to_the_agent_or_said_why_not() {
     th.routine("sandbox", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nconfig:\n  sandbox_mode: danger-full-access\n");
     th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nconfig:\n  theme: dark\n");
     let set = load_dir(&Home::at(th.path()), &[]);
-    let (_, codex) = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi", None);
+    let (_, codex) = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi", None, None);
     let tail: Vec<&str> = codex.iter().rev().take(5).rev().map(String::as_str).collect();
     assert_eq!(tail, ["--model", "gpt-5", "-c", "reasoning_summary=\"concise\"", "hi"], "{codex:?}");
-    let (_, claude) = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi", Some(0.5));
+    let (_, claude) = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi", Some(0.5), None);
     let at = claude.iter().position(|a| a == "--settings").expect("--settings");
     assert_eq!(claude[at + 1], r#"{"cleanupPeriodDays":7}"#);
     let cap = claude.iter().position(|a| a == "--max-budget-usd").expect("the run's cap");

@@ -26,6 +26,9 @@ pub enum Reply {
     Flaky { failures: usize, text: String },
     /// A success that starts streaming only after `secs`.
     Slow { secs: u64, text: String },
+    /// The model asks for `run_shell_command` with `command`; once the CLI sends the call's
+    /// result back (a `functionResponse`, whether it ran or was refused), it answers `text`.
+    Shell { command: String, text: String },
 }
 
 /// The fake Gemini API: a [`FakeApi`] answering with [`Reply`]s.
@@ -87,6 +90,17 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
     let ok = |text: &str| if streamed { sse_response(stream(&model, text)) } else { json_response(StatusCode::OK, chunk(&model, text, true), &[]) };
     match reply {
         Reply::Success { text } => ok(text),
+        Reply::Shell { command, text } => {
+            let answered = call.body["contents"].as_array().into_iter().flatten().flat_map(|c| c["parts"].as_array().into_iter().flatten()).any(|p| p.get("functionResponse").is_some());
+            match (streamed, answered) {
+                (true, false) => {
+                    let mut asks = chunk(&model, "", true);
+                    asks["candidates"][0]["content"]["parts"] = serde_json::json!([{"functionCall": {"name": "run_shell_command", "args": {"command": command, "description": "as the routine asks"}}}]);
+                    sse_response(format!("data: {asks}\r\n\r\n"))
+                }
+                _ => ok(text),
+            }
+        }
         Reply::Slow { secs, text } => slow_sse_response(*secs, stream(&model, text)),
         Reply::Flaky { failures, text } if call.nth >= *failures => ok(text),
         Reply::Flaky { .. } | Reply::ServerError => server_error(),

@@ -4,14 +4,77 @@
 //! `tool_result`, `error {severity, message}`, `result {status: success|error, error?, stats}`.
 //! Exit codes: 0 success, 1 error, 41 authentication (no or bad credentials), 42 bad input,
 //! 53 turn limit exceeded.
+//!
+//! `allow.tools` / `deny.tools` become a policy file of Gemini CLI's policy engine
+//! ([`policy`], written into the run's directory and passed as `--policy`): every tool outside
+//! `allow.tools` is denied — Gemini CLI then does not even offer it to the model (a call to it is
+//! `tool_not_registered`) —, each entry is allowed (so nothing asks, which an unattended run could
+//! not answer), and `deny.tools` wins over both (`policy_violation`). Both refusals are the run's
+//! `denials`.
 
 use super::patterns::failure_from_text;
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
 use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use crate::routine::Mode;
+use crate::routine::{Guard, Mode};
 
 pub struct Gemini;
+
+/// The policy file's name in the run's directory.
+pub const POLICY_FILE: &str = "gemini-policy.toml";
+
+/// The tools Gemini CLI's own plan mode lets run (its `policies/read-only.toml`): in `mode: plan`
+/// only these of `allow.tools` are allowed, so a listed write tool stays refused there.
+pub const READ_ONLY_TOOLS: [&str; 6] = ["glob", "grep_search", "list_directory", "read_file", "google_web_search", "read_many_files"];
+
+/// `allow.tools` / `deny.tools` as a Gemini CLI policy (TOML), or `None` when the routine has
+/// neither. Rules land in the user tier, above the CLI's defaults (its approval modes included):
+/// everything else denied (100), the entries allowed (200), `deny.tools` denied (300). An entry is
+/// a tool name (`read_file`) or `run_shell_command(PREFIX)` for commands that start with PREFIX (a
+/// trailing `*` is the same). Tool names are checked by the loader; a file Gemini CLI cannot read
+/// would be ignored by it, so every value is written as a TOML string.
+pub fn policy(guard: &Guard, mode: Mode) -> Option<String> {
+    if guard.allow_tools.is_none() && guard.deny_tools.is_empty() {
+        return None;
+    }
+    let mut toml = String::from("# Written by Nightshift for this run: the routine's allow.tools and deny.tools.\n");
+    let mut rule = |entry: &str, decision: &str, priority: u32| {
+        let (tool, prefix) = split_rule(entry);
+        toml += &format!("\n[[rule]]\ntoolName = {}\n", toml_string(tool));
+        if let Some(prefix) = prefix {
+            toml += &format!("commandPrefix = {}\n", toml_string(prefix));
+        }
+        toml += &format!("decision = \"{decision}\"\npriority = {priority}\n");
+    };
+    if let Some(allowed) = &guard.allow_tools {
+        rule("*", "deny", 100);
+        for entry in allowed {
+            if mode != Mode::Plan || READ_ONLY_TOOLS.contains(&split_rule(entry).0) {
+                rule(entry, "allow", 200);
+            }
+        }
+    }
+    for entry in &guard.deny_tools {
+        rule(entry, "deny", 300);
+    }
+    Some(toml)
+}
+
+/// `run_shell_command(git status)` → (`run_shell_command`, `Some("git status")`); `read_file` →
+/// (`read_file`, `None`).
+pub fn split_rule(entry: &str) -> (&str, Option<&str>) {
+    match entry.trim().split_once('(') {
+        Some((tool, rest)) => {
+            let prefix = rest.trim_end().trim_end_matches(')').trim_end().trim_end_matches('*').trim_end();
+            (tool.trim(), (!prefix.is_empty()).then_some(prefix))
+        }
+        None => (entry.trim(), None),
+    }
+}
+
+fn toml_string(s: &str) -> String {
+    serde_json::Value::String(s.to_string()).to_string()
+}
 
 impl AgentDriver for Gemini {
     fn program(&self) -> &'static str {
@@ -44,6 +107,10 @@ impl AgentDriver for Gemini {
         // `allow.dirs`: in the workspace beside the working folder.
         for d in &call.guard.allow_dirs {
             args.extend(["--include-directories".to_string(), d.display().to_string()]);
+        }
+        // `allow.tools` / `deny.tools`: the policy file [`policy`] wrote into the run's directory.
+        if let (Some(dir), Some(_)) = (call.run_dir, policy(call.guard, call.mode)) {
+            args.extend(["--policy".to_string(), dir.join(POLICY_FILE).display().to_string()]);
         }
         // No effort setting in Gemini CLI (a routine's `effort:` is a warning there).
         args.extend(call.extra.iter().cloned());
@@ -98,10 +165,20 @@ impl AgentDriver for Gemini {
         let mut reply = String::new();
         let mut result = None;
         let mut last_error: Option<String> = None;
+        // Tool calls by id, for the ones the policy refused or that were not there to call.
+        let mut calls = std::collections::HashMap::new();
+        let mut denials = Vec::new();
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
             match v["type"].as_str() {
                 Some("init") => session_id = v["session_id"].as_str().map(str::to_string),
+                Some("tool_use") => {
+                    calls.insert(v["tool_id"].as_str().unwrap_or("").to_string(), (v["tool_name"].as_str().unwrap_or("?").to_string(), tool_input(&v["parameters"])));
+                }
+                Some("tool_result") if matches!(v["error"]["type"].as_str(), Some("policy_violation" | "tool_not_registered")) => {
+                    let (tool, input) = calls.remove(v["tool_id"].as_str().unwrap_or("")).unwrap_or_else(|| ("?".into(), String::new()));
+                    denials.push(crate::run::Denial { tool, input });
+                }
                 Some("message") if v["role"] == "user" => reply.clear(),
                 Some("message") if v["role"] == "assistant" => {
                     let text = v["content"].as_str().unwrap_or("");
@@ -150,6 +227,7 @@ impl AgentDriver for Gemini {
             .or_none()
         });
         outcome.session_id = session_id;
+        outcome.denials = denials;
         outcome
     }
 }

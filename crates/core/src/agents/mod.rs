@@ -81,6 +81,9 @@ pub struct Call<'a> {
     pub guard: &'a crate::routine::Guard,
     /// What the run may spend (USD: `budget.run`, `[budget] run`), for a CLI that caps it itself.
     pub max_budget_usd: Option<f64>,
+    /// The run's directory here, where [`run_file`] is written before the agent starts; `None` for
+    /// a run on another machine (whose routine the loader keeps from needing one).
+    pub run_dir: Option<&'a std::path::Path>,
 }
 
 pub trait AgentDriver: Send + Sync {
@@ -114,14 +117,24 @@ pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
     }
 }
 
-/// The driver and arguments for a routine's action (the prompt already rendered).
-pub fn invocation(action: &Action, rendered_prompt: &str, max_budget_usd: Option<f64>) -> (&'static dyn AgentDriver, Vec<String>) {
+/// A file the agent reads from the run's directory, written there before it starts: Gemini CLI's
+/// policy for `allow.tools` / `deny.tools` (name, contents).
+pub fn run_file(action: &Action) -> Option<(&'static str, String)> {
+    match action {
+        Action::Agent { agent: Agent::Gemini, mode, guard, .. } => gemini::policy(guard, *mode).map(|text| (gemini::POLICY_FILE, text)),
+        _ => None,
+    }
+}
+
+/// The driver and arguments for a routine's action (the prompt already rendered); `run_dir` as in
+/// [`Call::run_dir`].
+pub fn invocation(action: &Action, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>) -> (&'static dyn AgentDriver, Vec<String>) {
     match action {
         Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
             let d = driver(*agent);
             // `config.<key>` in the CLI's own form, then the routine's `args:`.
             let extra: Vec<String> = crate::routine::agent_config::args(*agent, config).into_iter().chain(args.iter().cloned()).collect();
-            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd }))
+            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir }))
         }
         Action::Command { command } => (&command::Command, vec!["-c".into(), command.clone()]),
     }

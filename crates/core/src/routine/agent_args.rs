@@ -58,6 +58,9 @@ pub fn controlled(agent: Agent) -> &'static [(&'static str, &'static str)] {
             ("--yolo", MODE),
             ("-m", MODEL),
             ("--model", MODEL),
+            ("--policy", "use `allow.tools` and `deny.tools` (Nightshift writes the policy)"),
+            ("--admin-policy", "use `allow.tools` and `deny.tools` (Nightshift writes the policy)"),
+            ("--allowed-tools", "use `allow.tools`"),
         ],
         Agent::Command => &[],
     }
@@ -86,5 +89,6 @@ mod tests {
         assert!(refused(Agent::Codex, "model_reasoning_effort=high").is_some());
         assert!(refused(Agent::Codex, "-c").is_none(), "a -c with another setting is the user's");
         assert!(refused(Agent::Gemini, "--yolo").unwrap().contains("use `mode:`"));
+        assert!(refused(Agent::Gemini, "--policy=/tmp/mine.toml").unwrap().contains("use `allow.tools` and `deny.tools`"), "a policy of its own could undo the routine's rules");
     }
 }

@@ -10,6 +10,7 @@ pub mod author;
 mod load;
 mod parse;
 pub mod prompt;
+pub mod tool_rules;
 pub mod yaml;
 
 pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, project_routines_dir, routine_files, with_settings, RoutineSet};

@@ -215,17 +215,19 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             });
             if let Some(agent) = agent {
                 // A rule the agent's CLI cannot express is refused, never dropped.
-                let cannot = match agent {
-                    Agent::Codex => Some("Codex CLI has no tool list — its sandbox is its limit (`mode: plan` runs it read-only)"),
-                    Agent::Gemini => Some("Gemini CLI's tool rules (its policy engine) are not supported yet"),
-                    _ => None,
-                };
-                if let Some(why) = cannot {
+                if let Some(why) = super::tool_rules::cannot(agent) {
                     if guard.allow_tools.is_some() {
                         cx.err(guard_pos.allow_tools, format!("{} cannot be limited to `allow.tools`: {why}", agent.as_str()));
                     }
                     if !guard.deny_tools.is_empty() {
                         cx.err(guard_pos.deny_tools, format!("{} cannot be refused `deny.tools`: {why}", agent.as_str()));
+                    }
+                } else {
+                    let rules = guard.allow_tools.iter().flatten().map(|e| ("allow.tools", e, guard_pos.allow_tools)).chain(guard.deny_tools.iter().map(|e| ("deny.tools", e, guard_pos.deny_tools)));
+                    for (field, entry, pos) in rules {
+                        if let Some(why) = super::tool_rules::refused(agent, entry) {
+                            cx.err(pos, format!("`{field}`: {why}"));
+                        }
                     }
                 }
                 for (key, _, pos) in &settings {
@@ -392,6 +394,12 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
         if workspace != Workspace::Cwd {
             cx.err(key_pos("workspace"), "`workspace: worktree` makes a worktree on this machine; it cannot be used with `host:`");
+        }
+        // Gemini CLI reads its tool rules from a policy file beside the run, which is on this machine.
+        let gemini = matches!(&action, Some(Action::Agent { agent: Agent::Gemini, .. }));
+        if gemini && (guard.allow_tools.is_some() || !guard.deny_tools.is_empty()) {
+            let pos = if guard.allow_tools.is_some() { guard_pos.allow_tools } else { guard_pos.deny_tools };
+            cx.err(pos, "gemini's tool rules are a policy file beside the run, on this machine; a run on a host (`host:`) cannot have them yet");
         }
     }
 
