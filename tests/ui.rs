@@ -58,6 +58,16 @@ fn seed_history(db: &Path) {
             let (status, reason) = if i % 7 == 0 { ("failed", Some("exit_nonzero")) } else { ("completed", None) };
             stmt.execute(rusqlite::params![format!("seed{i:022}"), at.timestamp_millis(), nightshift_core::words::fmt_time(&at), status, reason, format!("/nonexistent/{i}")]).unwrap();
         }
+        // The account's usage windows, as a subscription's runs report them: five hours at 85 %,
+        // seven days at 40 %.
+        let now = chrono::Utc::now();
+        for (window, used, resets) in [("five_hour", 85.0, now + chrono::Duration::hours(2)), ("seven_day", 40.0, now + chrono::Duration::days(3))] {
+            tx.execute(
+                "INSERT INTO account_windows (account, window, used_percent, resets_at, status, seen_at, run_id) VALUES ('work@acme.dev', ?1, ?2, ?3, 'allowed', ?4, NULL)",
+                rusqlite::params![window, used, nightshift_core::words::fmt_time(&resets), nightshift_core::words::fmt_time(&now)],
+            )
+            .unwrap();
+        }
     }
     tx.commit().unwrap();
 }
@@ -236,6 +246,11 @@ async fn the_web_ui_in_the_real_app() {
     assert_eq!(verdict, json!("unconfigured"));
     let card_text = text(&c, card).await;
     assert!(card_text.contains("Credential: no credential") && card_text.contains("keychain"), "{card_text}");
+    // Its usage windows: a meter each, with the countdown to the reset.
+    let windows = js(&c, &format!("return [...document.querySelectorAll(\"{card} .limit-window\")].map(p => [p.dataset.window, p.querySelector('meter').value, p.textContent])")).await;
+    let windows = windows.as_array().unwrap();
+    assert_eq!((windows[0][0].as_str(), windows[0][1].as_f64(), windows[1][0].as_str(), windows[1][1].as_f64()), (Some("five_hour"), Some(85.0), Some("seven_day"), Some(40.0)), "{windows:?}");
+    assert!(windows[0][2].as_str().unwrap().starts_with("5-hour window 85 % used · resets in "), "{windows:?}");
     click(&c, &format!("{card} .actions button:nth-child(2)")).await;
     bounded("typing the token", async { c.find(Locator::Css(&format!("{card} input.token"))).await?.send_keys("sk-ant-oat01-ui-test-token-do-not-show").await }).await.unwrap();
     click(&c, &format!("{card} .token-form button")).await;

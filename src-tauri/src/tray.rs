@@ -215,6 +215,24 @@ pub fn view(f: &TrayFacts) -> TrayView {
                 .collect(),
         });
     }
+    // Each account's tightest usage window, as its runs reported it: "work@acme.dev · 5h 85 % ·
+    // resets 04:12" (a line to read; the window has the rest).
+    let windows: Vec<MenuEntry> = f
+        .accounts
+        .iter()
+        .filter_map(|h| {
+            let w = h.windows.iter().max_by(|a, b| a.used_percent.total_cmp(&b.used_percent))?;
+            let resets = match (w.status.as_str(), w.resets_at) {
+                ("reset", _) | (_, None) => String::new(),
+                (_, Some(t)) => format!(" · resets {}", t.with_timezone(&Local).format("%H:%M")),
+            };
+            Some(MenuEntry::Item { id: format!("window:{}", h.account), text: format!("{} · {}{resets}", h.account, w.used_words()), enabled: false })
+        })
+        .collect();
+    if !windows.is_empty() {
+        menu.push(MenuEntry::Separator);
+        menu.extend(windows);
+    }
     menu.push(MenuEntry::Separator);
     menu.push(if f.paused {
         MenuEntry::Item { id: "resume".into(), text: "Resume".into(), enabled: true }
@@ -279,6 +297,7 @@ mod tests {
             fix: None,
             secret: "setup token",
             secret_how: "`claude setup-token`",
+            windows: Vec::new(),
         }
     }
 
@@ -315,6 +334,23 @@ mod tests {
         assert!(view(&f).tooltip.ends_with("2 routines did nothing at their last slot"), "{}", view(&f).tooltip);
         f.routines.retain(|r| r.quiet.is_none());
         assert_eq!(view(&f).icon, IconState::Idle, "it ran again");
+    }
+
+    /// Each account's tightest usage window is a line of the menu, changed in place as runs report.
+    #[test]
+    fn accounts_show_their_tightest_window() {
+        use chrono::TimeZone;
+        let at = |h: u32| Local.with_ymd_and_hms(2026, 12, 3, h, 12, 0).unwrap().with_timezone(&Utc);
+        let window = |name: &str, used: f64, status: &str, resets| nightshift_core::run::LimitWindow { window: name.into(), used_percent: used, resets_at: Some(resets), status: status.into(), seen_at: at(1), run_id: None };
+        let mut work = account("work@acme.dev", Verdict::Live);
+        work.windows = vec![window("five_hour", 85.0, "allowed_warning", at(4)), window("seven_day", 40.0, "allowed", at(9))];
+        let f = TrayFacts { routines: vec![routine("a", None)], accounts: vec![work, account("home@acme.dev", Verdict::Live)], ..Default::default() };
+        let v = view(&f);
+        let lines: Vec<&MenuEntry> = v.menu.iter().filter(|e| matches!(e, MenuEntry::Item { id, .. } if id.starts_with("window:"))).collect();
+        assert_eq!(lines, [&MenuEntry::Item { id: "window:work@acme.dev".into(), text: "work@acme.dev · 5h 85 % · resets 04:12".into(), enabled: false }], "one line per account that reported windows");
+        let mut f2 = f.clone();
+        f2.accounts[0].windows[0] = window("five_hour", 90.0, "allowed_warning", at(4));
+        assert_eq!(changes(Some(&v), &view(&f2)).menu, MenuChange::InPlace, "a new figure changes the text in place");
     }
 
     #[test]

@@ -21,7 +21,12 @@ fix: string | null,
  * What this agent's stored secret is ("setup token", "OpenAI API key", "Gemini API key")
  * and where a user gets one — so every face words Set token the same way.
  */
-secret: string, secret_how: string, };
+secret: string, secret_how: string, 
+/**
+ * Its usage windows as its runs' agents last reported them (five_hour, seven_day, …); a
+ * window past its reset shows as reset. Empty until a run reports one.
+ */
+windows: Array<LimitWindow>, };
 
 /**
  * An account for the Accounts view: its health and the verdicts behind it.
@@ -377,6 +382,30 @@ last_seen: string | null,
 last_error: string | null, };
 
 export type LastRun = { id: string, status: RunStatus, reason: Reason | null, started_at: string | null, };
+
+/**
+ * One of an account's usage windows as its agent reported it in a run's stream (Claude Code's
+ * `rate_limit_event` `unifiedWindows`): how much of it is used and when it resets. Subscription
+ * limits count in these windows; the scheduler keeps an account's reserve by them.
+ */
+export type LimitWindow = { 
+/**
+ * `five_hour`, `seven_day`, or a model's own weekly window (`seven_day_opus`).
+ */
+window: string, 
+/**
+ * 0–100.
+ */
+used_percent: number, resets_at: string | null, 
+/**
+ * The agent's word (`allowed`, `allowed_warning`, `rejected`), or `reset` once `resets_at` has
+ * passed (the figure is then 0: what was used before no longer counts).
+ */
+status: string, 
+/**
+ * When it was seen, and by which run.
+ */
+seen_at: string, run_id: string | null, };
 
 export type LogChunk = { 
 /**

@@ -119,6 +119,38 @@ export function mount(root, _params, ui) {
     return `${u.runs} run${u.runs === 1 ? "" : "s"} · ${t(u.input_tokens)} tokens in, ${t(u.output_tokens)} out`;
   }
 
+  /** "5-hour window", "7-day window", "7-day window (opus)". @param {string} name */
+  function windowName(name) {
+    if (name === "five_hour") return "5-hour window";
+    if (name === "seven_day") return "7-day window";
+    return name.startsWith("seven_day_") ? `7-day window (${name.slice(10)})` : name.replace(/_/g, " ");
+  }
+
+  /** Each usage window the account's agent reported: a meter of its used share and the countdown
+   * to its reset (a window past its reset shows as reset). @param {import("../lib/types.js").LimitWindow[]} windows */
+  function limitWindows(windows) {
+    if (!windows.length) return h("p", { class: "muted small limit-windows" }, "No usage windows reported yet (Claude Code reports them with a subscription's runs).");
+    return h(
+      "div",
+      { class: "limit-windows" },
+      windows.map((w) =>
+        h(
+          "p",
+          { class: "limit-window", dataset: { window: w.window, status: w.status } },
+          h("strong", {}, windowName(w.window)),
+          h("meter", { min: "0", max: "100", low: "80", high: "95", optimum: "0", value: String(w.used_percent), "aria-label": `${windowName(w.window)}: ${Math.round(w.used_percent)} % used` }),
+          ` ${Math.round(w.used_percent)} % used`,
+          w.status === "reset"
+            ? " · reset"
+            : w.resets_at
+              ? h("span", {}, " · resets ", h("strong", { title: full(w.resets_at), class: "countdown", dataset: { at: w.resets_at } }, ago(w.resets_at)))
+              : null,
+          h("span", { class: "muted small", title: full(w.seen_at) }, ` · seen ${ago(w.seen_at)}`),
+        ),
+      ),
+    );
+  }
+
   /** @param {import("../lib/types.js").AccountView} view */
   function card({ health: a, history, last_5h, last_7d, limits }) {
     const tokenField = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true, "aria-label": `${capital(a.secret)} for ${a.account}`, class: "token" });
@@ -137,6 +169,7 @@ export function mount(root, _params, ui) {
       h("div", { class: "toolbar" }, h("h3", {}, a.account), badge(a.verdict), h("span", { class: "muted small" }, a.agent)),
       h("p", { class: "evidence" }, a.evidence, a.since ? h("span", { class: "muted small", title: full(a.since) }, ` · ${ago(a.since)}`) : null),
       when,
+      limitWindows(a.windows),
       h("p", { class: "windows", dataset: { windows: "" } }, h("span", {}, h("strong", {}, "Last 5 hours: "), windowWords(last_5h)), " · ", h("span", {}, h("strong", {}, "last 7 days: "), windowWords(last_7d))),
       limits.length
         ? h(

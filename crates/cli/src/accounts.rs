@@ -127,10 +127,20 @@ fn print_list(all: &[AccountHealth], inherited: &[(Agent, &str)], as_json: bool)
                 CredentialSource::AgentLogin => "agent login",
                 CredentialSource::None => "none",
             };
-            vec![h.account.clone(), h.agent.as_str().into(), h.verdict.as_str().into(), source.into(), when, h.evidence.clone()]
+            // "5h 85 % (resets 17:43) · 7d 40 %": each window its agent reported, "–" before any.
+            let windows: Vec<String> = h
+                .windows
+                .iter()
+                .map(|w| match (w.status.as_str(), w.resets_at) {
+                    ("reset", _) | (_, None) => w.used_words(),
+                    (_, Some(t)) => format!("{} (resets {})", w.used_words(), format::local(&t)),
+                })
+                .collect();
+            let windows = if windows.is_empty() { "–".to_string() } else { windows.join(" · ") };
+            vec![h.account.clone(), h.agent.as_str().into(), h.verdict.as_str().into(), source.into(), windows, when, h.evidence.clone()]
         })
         .collect();
-    table(&["ACCOUNT", "AGENT", "HEALTH", "CREDENTIAL", "WHEN", "EVIDENCE"], &rows);
+    table(&["ACCOUNT", "AGENT", "HEALTH", "CREDENTIAL", "WINDOWS", "WHEN", "EVIDENCE"], &rows);
     for h in all.iter().filter(|h| h.fix.is_some()) {
         eprintln!("{}: {}", h.account, h.fix.as_deref().unwrap_or(""));
     }

@@ -378,3 +378,36 @@ fn a_routine_secret_lives_in_the_keychain_and_reaches_its_run_only() {
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("missing_secret")), "{rec:#}");
     assert!(rec["message"].as_str().unwrap().contains("`nightshiftctl secrets set GITHUB_TOKEN`"), "{rec:#}");
 }
+
+/// The real Claude CLI reports a subscription's windows on an ordinary successful answer (the fake
+/// API sends Anthropic's unified headers: five hours at 85 %, seven days at 40 %): they become the
+/// account's, in `accounts list` and its `--json` (`windows`), with when each resets and the run
+/// that saw them — and no token anywhere near them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_cli_reports_the_accounts_windows_on_a_success() {
+    if require_claude_cli().is_none() || !keychain_available() {
+        return;
+    }
+    let five_hours = chrono::Utc::now().timestamp() + 2 * 3600;
+    let fake = FakeAnthropic::start(None).await;
+    fake.set(TOK_A, Reply::Windows { five_hour: 0.85, five_hour_reset: five_hours, seven_day: 0.4, seven_day_reset: five_hours + 3 * 86_400, text: "Reviewed.".into() });
+    let (th, _) = home_with_accounts(&["a@x.dev"]);
+    assert!(set_token(&th, "a@x.dev", TOK_A).status.success());
+    th.routine(
+        "review",
+        &format!("schedule: \"0 2 * * *\"\nagent: claude\nprompt: Review\naccount: a@x.dev\ncwd: {}\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n", th.user_home().display(), fake.url()),
+    );
+    let out = ctl_bus(&th).args(["run", "review", "--wait", "--json"]).output().unwrap();
+    let rec = json(&out);
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    let listed = ctl_bus(&th).args(["accounts", "list", "--json"]).output().unwrap();
+    let text = stdout(&listed);
+    assert!(!text.contains(TOK_A), "no token in the account's JSON");
+    let windows = &json(&listed)[0]["windows"];
+    let seen: Vec<(String, f64, String)> = windows.as_array().unwrap().iter().map(|w| (w["window"].as_str().unwrap().to_string(), w["used_percent"].as_f64().unwrap(), w["status"].as_str().unwrap().to_string())).collect();
+    assert_eq!(seen, [("five_hour".to_string(), 85.0, "allowed_warning".to_string()), ("seven_day".to_string(), 40.0, "allowed".to_string())], "{windows:#}");
+    assert_eq!(windows[0]["resets_at"].as_str().map(|t| chrono::DateTime::parse_from_rfc3339(t).unwrap().timestamp()), Some(five_hours), "{windows:#}");
+    assert_eq!((windows[0]["run_id"].as_str(), windows[0]["seen_at"].is_string()), (rec["id"].as_str(), true), "{windows:#}");
+    let table = stdout(&ctl_bus(&th).args(["accounts", "list"]).output().unwrap());
+    assert!(table.contains("5h 85 % (resets ") && table.contains(" · 7d 40 % (resets "), "{table}");
+}

@@ -102,6 +102,9 @@ pub struct AccountHealth {
     /// and where a user gets one — so every face words Set token the same way.
     pub secret: &'static str,
     pub secret_how: &'static str,
+    /// Its usage windows as its runs' agents last reported them (five_hour, seven_day, …); a
+    /// window past its reset shows as reset. Empty until a run reports one.
+    pub windows: Vec<crate::run::LimitWindow>,
 }
 
 /// The fix for an account that cannot authenticate.
@@ -133,6 +136,7 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
         fix: None,
         secret: account.auth().secret_name,
         secret_how: account.auth().secret_how,
+        windows: Vec::new(),
     };
     // A run refused this account: revoked, until a new credential appears.
     if let Some(r) = record.filter(|r| r.verdict == Verdict::Revoked) {

@@ -148,6 +148,10 @@ pub struct AccountSettings {
     /// `budget = { day = 20 }`: what runs on this account may spend in a day or month (USD).
     #[serde(default)]
     pub budget: Option<crate::budget::Budget>,
+    /// `reserve = 20`: the last percent of its five-hour and seven-day windows kept for the user's
+    /// own daytime work — scheduled and catch-up runs do not start on it past `100 − reserve`.
+    #[serde(default)]
+    pub reserve: Option<u8>,
 }
 
 fn default_agent() -> Agent {
@@ -289,6 +293,9 @@ impl Settings {
             if let Some(problem) = budget.and_then(|b| b.problem()) {
                 return Err(located(text.find(&table).unwrap_or(0), &problem));
             }
+        }
+        if let Some(a) = settings.accounts.iter().find(|a| a.reserve.is_some_and(|r| r > 100)) {
+            return Err(located(text.find(&format!("\"{}\"", a.email)).unwrap_or(0), &format!("`reserve` of {} is a percent of its windows: 0 to 100", a.email)));
         }
         let mut seen = std::collections::HashSet::new();
         for w in &settings.webhooks {

@@ -161,3 +161,17 @@ fn the_outcome_is_found_behind_a_huge_stream() {
     let o = classify(&big, Some(0), "");
     assert_eq!(o.status(), RunStatus::Completed);
 }
+
+/// A subscription's windows ride on a successful answer (Anthropic's unified headers): the run is
+/// completed, and its outcome carries each window's used share, reset and status.
+#[test]
+fn a_success_reports_the_accounts_windows() {
+    let o = fixture_outcome("windows");
+    assert_eq!(o.status(), RunStatus::Completed, "{o:?}");
+    let seen: Vec<(&str, f64, &str)> = o.windows.iter().map(|w| (w.window.as_str(), w.used_percent, w.status.as_str())).collect();
+    assert_eq!(seen, [("five_hour", 85.0, "allowed_warning"), ("seven_day", 40.0, "allowed")]);
+    assert!(o.windows.iter().all(|w| w.resets_at.is_some()), "{:?}", o.windows);
+    assert!(o.windows[1].resets_at > o.windows[0].resets_at, "the week resets after the five hours");
+    // Streams without them report none.
+    assert!(fixture_outcome("success").windows.is_empty());
+}

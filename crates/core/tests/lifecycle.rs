@@ -333,3 +333,53 @@ async fn every_listener_of_one_engine_hears_other_engines_settle_and_a_dropped_o
         wait_for_async("the viewer's webhook deliverer to hear of the run", secs(10), || receiver.received().iter().any(|r| r.body.contains(&id)).then_some(())).await;
     }
 }
+
+/// Usage windows from the runs' own streams: a's run reports five hours at 85 % (Claude Code's
+/// `unifiedWindows`, replayed from the real CLI's stream) and they are the account's figures;
+/// the pool's next run goes to b, which has more headroom; a scheduled run pinned to a waits for
+/// the five-hour reset instead of eating a's `reserve = 20`, while a manual one may use it; past
+/// the reset the window shows reset.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn windows_are_recorded_and_scheduled_work_keeps_the_reserve() {
+    let th = TestHome::new();
+    th.script(
+        "claude",
+        &format!("case \"$CLAUDE_CODE_OAUTH_TOKEN\" in\n tok-a) cat {f}/windows.jsonl;;\n *) cat {f}/success.jsonl;;\nesac\n", f = FIXTURES),
+    );
+    th.routine("pooled", "schedule: \"0 3 * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccounts: [a@x.dev, b@x.dev]\n");
+    th.routine("pinned", "schedule: \"0 16 * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccount: a@x.dev\n");
+    // The recorded stream's five-hour window resets at 17:43:32 UTC on 3 Dec 2026.
+    let start = at("2026-12-03T15:00:00Z");
+    let clock = Arc::new(ManualClock::new(start));
+    let settings = "[[accounts]]\nemail = \"a@x.dev\"\nreserve = 20\n[[accounts]]\nemail = \"b@x.dev\"\n";
+    let engine = engine(&th, clock.clone(), settings, &[("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"), ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b")]);
+
+    let first = engine.run_now("pooled", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((first.status, first.account.as_deref()), (RunStatus::Completed, Some("a@x.dev")), "no windows known: the listed order");
+    let a = engine.accounts_health().into_iter().find(|h| h.account == "a@x.dev").unwrap();
+    let seen: Vec<(&str, f64, &str, Option<&str>)> = a.windows.iter().map(|w| (w.window.as_str(), w.used_percent, w.status.as_str(), w.run_id.as_deref())).collect();
+    assert_eq!(seen, [("five_hour", 85.0, "allowed_warning", Some(first.id.as_str())), ("seven_day", 40.0, "allowed", Some(first.id.as_str()))]);
+    let reset = a.windows[0].resets_at.unwrap();
+
+    let second = engine.run_now("pooled", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!(second.account.as_deref(), Some("b@x.dev"), "the most headroom first");
+
+    let manual = engine.run_now("pinned", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((manual.status, manual.account.as_deref()), (RunStatus::Completed, Some("a@x.dev")), "a person's run may use the reserve");
+
+    let sched = Scheduler::new(engine.clone());
+    sched.tick().await.unwrap();
+    clock.set(at("2026-12-03T16:00:30Z"));
+    sched.tick().await.unwrap();
+    let held = wait_for_async("the scheduled run", secs(10), || rows(&engine, "pinned").into_iter().find(|r| r.trigger == Trigger::Schedule && r.status != RunStatus::Running)).await;
+    assert_eq!(held.status, RunStatus::Queued, "{held:#?}");
+    let said = held.message.clone().unwrap_or_default();
+    assert!(said.contains("keeping a@x.dev's reserve: its 5h window is 85 % used, and `reserve = 20` keeps the last 20 % for your own work; it resets Thu 3 Dec 17:43 UTC; it waits until then"), "{said}");
+    let due = held.due_at.unwrap();
+    assert!(due >= reset && due < reset + Duration::seconds(2), "it waits for the window's reset: {held:?}");
+
+    clock.set(reset + Duration::minutes(1));
+    let a = engine.accounts_health().into_iter().find(|h| h.account == "a@x.dev").unwrap();
+    assert_eq!((a.windows[0].status.as_str(), a.windows[0].used_percent), ("reset", 0.0), "past its reset a window is shown reset");
+    assert_eq!(a.windows[1].used_percent, 40.0, "the week has not reset");
+}

@@ -60,3 +60,15 @@ async fn a_webhook_added_while_running_makes_its_routine_valid_and_gets_deliveri
     wait_until_async("the delivery to the new webhook", secs(15), || receiver.received().len() == 1).await;
     assert!(receiver.received()[0].body.contains(&rec.id), "the run it posted");
 }
+
+/// `[[accounts]] reserve` is a percent: past 100 is an error at its account.
+#[test]
+fn an_accounts_reserve_is_a_percent() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nightshift.toml");
+    std::fs::write(&path, "[[accounts]]\nemail = \"a@x.dev\"\nreserve = 20\n").unwrap();
+    assert_eq!(nightshift_core::settings::Settings::load(&path).unwrap().accounts[0].reserve, Some(20));
+    std::fs::write(&path, "[[accounts]]\nemail = \"a@x.dev\"\nreserve = 120\n").unwrap();
+    let err = nightshift_core::settings::Settings::load(&path).unwrap_err().to_string();
+    assert!(err.contains("`reserve` of a@x.dev is a percent of its windows: 0 to 100") && err.contains(":2:"), "{err}");
+}

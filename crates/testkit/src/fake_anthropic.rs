@@ -40,6 +40,10 @@ pub enum Reply {
     /// result yet is answered with a `tool_use` block calling `tool` with `input`; once the
     /// CLI sends the tool's result (or offers no tools), [`Reply::Success`] with `text`.
     ToolCall { tool: String, input: serde_json::Value, text: String },
+    /// [`Reply::Success`] with Anthropic's unified rate-limit headers, as a subscription gets them
+    /// on every answer: the five-hour and seven-day windows' used share (0–1) and reset (epoch
+    /// seconds); a window at 80 % or more says `allowed_warning`.
+    Windows { five_hour: f64, five_hour_reset: i64, seven_day: f64, seven_day_reset: i64, text: String },
 }
 
 /// One request as the fake saw it.
@@ -152,6 +156,26 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         },
         other => other,
     };
+    if let Reply::Windows { five_hour, five_hour_reset, seven_day, seven_day_reset, text } = &reply {
+        let status = |used: f64| if used >= 0.8 { "allowed_warning" } else { "allowed" };
+        let (tighter, claim) = if five_hour >= seven_day { (*five_hour, "five_hour") } else { (*seven_day, "seven_day") };
+        let headers = [
+            ("anthropic-ratelimit-unified-status", status(tighter).to_string()),
+            ("anthropic-ratelimit-unified-representative-claim", claim.to_string()),
+            ("anthropic-ratelimit-unified-reset", if claim == "five_hour" { five_hour_reset } else { seven_day_reset }.to_string()),
+            ("anthropic-ratelimit-unified-5h-status", status(*five_hour).to_string()),
+            ("anthropic-ratelimit-unified-5h-utilization", five_hour.to_string()),
+            ("anthropic-ratelimit-unified-5h-reset", five_hour_reset.to_string()),
+            ("anthropic-ratelimit-unified-7d-status", status(*seven_day).to_string()),
+            ("anthropic-ratelimit-unified-7d-utilization", seven_day.to_string()),
+            ("anthropic-ratelimit-unified-7d-reset", seven_day_reset.to_string()),
+        ];
+        let mut response = if streamed { sse_success(&model, text) } else { json_response(StatusCode::OK, message_json(&model, text), &[]) };
+        for (k, v) in headers {
+            response.headers_mut().insert(k, v.parse().expect("header value"));
+        }
+        return response;
+    }
     match reply {
         Reply::Success { text } if streamed => sse_success(&model, &text),
         Reply::Success { text } => json_response(StatusCode::OK, message_json(&model, &text), &[]),
@@ -181,7 +205,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         Reply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, error_body("api_error", "Internal server error"), &[]),
         Reply::Hang => hang(&model),
         Reply::Overloaded => json_response(StatusCode::from_u16(529).expect("529"), error_body("overloaded_error", "Overloaded"), &[]),
-        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::ToolCall { .. } => unreachable!("resolved above"),
+        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::ToolCall { .. } | Reply::Windows { .. } => unreachable!("resolved above"),
     }
 }
 

@@ -186,6 +186,8 @@ struct Facts {
     tool_calls: std::collections::HashMap<String, (String, String)>,
     /// Such calls: tools the routine did not make available.
     unavailable: Vec<crate::run::Denial>,
+    /// The last `rate_limit_event`'s `unifiedWindows`: window → (utilization 0–1, resetsAt, status).
+    windows: Vec<(String, f64, Option<DateTime<Utc>>, String)>,
 }
 
 fn gather(lines: &[String]) -> Facts {
@@ -237,6 +239,16 @@ fn gather(lines: &[String]) -> Facts {
             }
             Some("rate_limit_event") => {
                 let info = &v["rate_limit_info"];
+                // A subscription's windows ride on every answer: the latest report wins.
+                if let Some(windows) = info["unifiedWindows"].as_object().filter(|w| !w.is_empty()) {
+                    f.windows = windows
+                        .iter()
+                        .filter_map(|(name, w)| {
+                            let used = w["utilization"].as_f64()?;
+                            Some((name.clone(), used, w["resetsAt"].as_i64().and_then(epoch_to_time), w["status"].as_str().unwrap_or("allowed").to_string()))
+                        })
+                        .collect();
+                }
                 if info["status"] == "rejected" {
                     f.rate_limit_rejected = true;
                     if let Some(t) = info["resetsAt"].as_i64().and_then(epoch_to_time) {
@@ -283,6 +295,18 @@ pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTai
     if outcome.reason == Some(Reason::RateLimited) && outcome.resets_at.is_none() {
         outcome.resets_at = facts.rate_limit_reset.or_else(|| outcome.message.as_deref().and_then(|m| reset_time(m, now)));
     }
+    outcome.windows = facts
+        .windows
+        .iter()
+        .map(|(window, used, resets_at, status)| crate::run::LimitWindow {
+            window: window.clone(),
+            used_percent: (used * 100.0).clamp(0.0, 100.0),
+            resets_at: *resets_at,
+            status: status.clone(),
+            seen_at: now,
+            run_id: None,
+        })
+        .collect();
     outcome
 }
 

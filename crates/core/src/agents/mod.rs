@@ -35,6 +35,8 @@ pub struct Outcome {
     pub from_final_event: bool,
     /// Tool calls the agent was refused or could not make, as it reported them.
     pub denials: Vec<crate::run::Denial>,
+    /// The account's usage windows as the agent last reported them in this run.
+    pub windows: Vec<crate::run::LimitWindow>,
 }
 
 impl Outcome {

@@ -21,6 +21,9 @@ pub(crate) enum AccountPlan {
     Use(Account, Credential),
     /// Refused before spawning anything.
     Blocked { reason: Reason, message: String, account: Option<String>, resets_at: Option<DateTime<Utc>> },
+    /// Scheduled work kept off the user's `reserve` of an account's window: it waits for the
+    /// window's reset like a rate-limited run (`message` says which window and why).
+    Held { message: String, account: String, resets_at: Option<DateTime<Utc>> },
 }
 
 impl Core {
@@ -38,7 +41,15 @@ impl Core {
 
     pub(crate) fn assess(&self, account: &Account, cred: &Credential) -> AccountHealth {
         let record = self.store.account_health(&account.email).ok().flatten();
-        health::assess(account, cred, record.as_ref(), self.clock.now())
+        let mut h = health::assess(account, cred, record.as_ref(), self.clock.now());
+        h.windows = self.windows(&account.email);
+        h
+    }
+
+    /// An account's usage windows as last reported, as they stand now (past a reset: reset).
+    pub(crate) fn windows(&self, email: &str) -> Vec<crate::run::LimitWindow> {
+        let now = self.clock.now();
+        self.store.account_windows(email).unwrap_or_default().into_iter().map(|w| w.as_of(now)).collect()
     }
 }
 
@@ -114,7 +125,12 @@ pub(crate) fn credentials_env(core: &Core, routine: &Routine, creds: RunCreds<'_
 
 /// Choose the account for a run of `routine`: `prefer` first (the lane decision reserved it),
 /// never one in `skip` (tried already) and, for pools, none `busy` with another run.
-pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &[String], busy: &[String]) -> AccountPlan {
+/// Choose the account for a try: the pinned one, or the healthy one of the routine's pool with the
+/// most headroom in its tightest usage window (ties keep the listed order). A scheduled or
+/// catch-up run (`may_use_reserve` false) leaves alone an account whose five-hour or seven-day
+/// window is past its `reserve`; when that leaves none, it waits for the window's reset like a
+/// rate-limited run.
+pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &[String], busy: &[String], may_use_reserve: bool) -> AccountPlan {
     let Some(agent) = routine.agent().cli() else { return AccountPlan::Default };
     let all: Vec<Account> = core.accounts().into_iter().filter(|a| a.agent == agent).collect();
     // A pinned account is used whatever its pool state: only a verdict that blocks stops it.
@@ -133,6 +149,9 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
         if h.verdict.blocks() {
             return blocked_by(account, &h);
         }
+        if let Some(held) = (!may_use_reserve).then(|| past_reserve(core, &h, routine.timezone)).flatten() {
+            return held;
+        }
         return AccountPlan::Use(account.clone(), cred);
     }
     let configured: Vec<String> = all.iter().map(|a| a.email.clone()).collect();
@@ -140,6 +159,9 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
     let mut refused: Vec<AccountHealth> = Vec::new();
     let mut unknown: Vec<String> = Vec::new();
     let mut taken: Vec<String> = Vec::new();
+    let mut held: Vec<AccountPlan> = Vec::new();
+    // The healthy ones, with their headroom: the most wins, the listed order breaks ties.
+    let mut best: Option<(f64, Account, Credential)> = None;
     for email in order.into_iter().filter(|e| !skip.contains(e)) {
         if busy.contains(&email) {
             taken.push(email);
@@ -153,9 +175,27 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
         let cred = core.credential(account);
         let h = core.assess(account, &cred);
         if h.verdict.healthy() {
-            return AccountPlan::Use(account.clone(), cred);
+            if let Some(plan) = (!may_use_reserve).then(|| past_reserve(core, &h, routine.timezone)).flatten() {
+                held.push(plan);
+                continue;
+            }
+            let room = headroom(&h.windows);
+            if best.as_ref().is_none_or(|(most, _, _)| room > *most) {
+                best = Some((room, account.clone(), cred));
+            }
+            continue;
         }
         refused.push(h);
+    }
+    if let Some((_, account, cred)) = best {
+        return AccountPlan::Use(account, cred);
+    }
+    // Every healthy one is keeping its reserve: wait for the first of those windows to reset.
+    if let Some(first) = held.into_iter().min_by_key(|p| match p {
+        AccountPlan::Held { resets_at, .. } => *resets_at,
+        _ => None,
+    }) {
+        return first;
     }
     // Nobody healthy. Rate limits pass; say when the first one resets.
     if let Some(first) = refused.iter().filter(|h| h.verdict == Verdict::RateLimited).min_by_key(|h| h.resets_at) {
@@ -192,6 +232,31 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
     }
 }
 
+/// The headroom of an account: 100 minus the used share of its tightest window (100 when no
+/// window was reported yet).
+pub(crate) fn headroom(windows: &[crate::run::LimitWindow]) -> f64 {
+    100.0 - windows.iter().map(|w| w.used_percent).fold(0.0, f64::max)
+}
+
+/// A scheduled run's hold on an account past its `reserve` in its five-hour or a seven-day window:
+/// rate limited until that window resets, in words that say it is the user's reserve.
+fn past_reserve(core: &Core, h: &AccountHealth, tz: chrono_tz::Tz) -> Option<AccountPlan> {
+    let reserve = core.settings().accounts.iter().find(|a| a.email == h.account).and_then(|a| a.reserve)?;
+    let line = 100.0 - f64::from(reserve);
+    let w = h.windows.iter().filter(|w| w.window == "five_hour" || w.window.starts_with("seven_day")).filter(|w| w.used_percent > line).max_by(|a, b| a.used_percent.total_cmp(&b.used_percent))?;
+    let resets = w.resets_at.map(|t| format!("; it resets {}", t.with_timezone(&tz).format("%a %-d %b %H:%M %Z"))).unwrap_or_default();
+    Some(AccountPlan::Held {
+        message: format!(
+            "keeping {}'s reserve: its {} window is {:.0} % used, and `reserve = {reserve}` keeps the last {reserve} % for your own work{resets}",
+            h.account,
+            w.short_name(),
+            w.used_percent
+        ),
+        account: h.account.clone(),
+        resets_at: w.resets_at,
+    })
+}
+
 fn blocked_by(account: &Account, h: &AccountHealth) -> AccountPlan {
     let what = match h.verdict {
         Verdict::Revoked => "was refused by the API (revoked or logged out)",
@@ -210,6 +275,13 @@ fn blocked_by(account: &Account, h: &AccountHealth) -> AccountPlan {
 /// sign-in failure, the scheduler is woken to make up the work that failure held.
 pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outcome: &Outcome) {
     let now = core.clock.now();
+    if !outcome.windows.is_empty() {
+        let windows: Vec<_> = outcome.windows.iter().cloned().map(|w| crate::run::LimitWindow { run_id: Some(run_id.into()), ..w }).collect();
+        match core.store.record_windows(account, &windows) {
+            Ok(()) => core.emit(EngineEvent::AccountsChanged),
+            Err(e) => tracing::error!(account, error = %e, "could not record the account's usage windows"),
+        }
+    }
     let message = outcome.message.clone().unwrap_or_default();
     let (verdict, evidence, resets_at) = match (outcome.status(), outcome.reason) {
         (crate::run::RunStatus::Completed, _) => (Verdict::Live, format!("run {run_id} authenticated"), None),

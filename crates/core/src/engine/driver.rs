@@ -147,6 +147,15 @@ impl Driver {
                 }
                 self.blocked(reason, message, resets_at, account)
             }
+            // Off the user's reserve: wait for the window's reset, saying so in those words.
+            AccountPlan::Held { message, account, resets_at } => {
+                let limited = Outcome { resets_at, ..Outcome::failed(Reason::RateLimited, message.clone()) };
+                match self.later(&limited, false, Some(account.clone()), n) {
+                    Some(State::Later { at, .. }) => State::Later { at, note: format!("{message}; it waits until then") },
+                    Some(state) => state,
+                    None => self.blocked(Reason::RateLimited, message, resets_at, Some(account)),
+                }
+            }
             AccountPlan::Default => self.start_workspace(n, None).await,
             AccountPlan::Use(a, c) => match self.budget_block(Some(&a.email)) {
                 Some(blocked) => blocked,
@@ -386,11 +395,13 @@ impl Driver {
     /// the store — unless another run took it meanwhile, then the next one.
     async fn choose_account(&mut self, reserved: Option<String>) -> AccountPlan {
         let mut skip = self.tried.clone();
+        // A person's own run may use the reserve that scheduled work leaves alone.
+        let may_use_reserve = matches!(self.facts.trigger, crate::run::Trigger::Manual | crate::run::Trigger::Cli);
         for _ in 0..8 {
             let (core, routine, id, prefer, skip2) = (Arc::clone(&self.core), self.routine.clone(), self.live.id.clone(), reserved.clone(), skip.clone());
             let planned = tokio::task::spawn_blocking(move || {
                 let busy = core.store.busy_accounts(&id).unwrap_or_default();
-                let plan = accounts::plan(&core, &routine, prefer.as_deref(), &skip2, &busy);
+                let plan = accounts::plan(&core, &routine, prefer.as_deref(), &skip2, &busy, may_use_reserve);
                 if let AccountPlan::Use(a, _) = &plan {
                     if !core.store.claim_account(&id, &a.email).unwrap_or(false) {
                         return Err(a.email.clone());

@@ -143,11 +143,20 @@ pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trig
     }
 }
 
-/// The accounts a run of `routine` could use, in order ([`Routine::candidate_accounts`]); empty
-/// when it uses none.
-pub(crate) fn candidate_accounts(core: &Core, routine: &Routine) -> Vec<String> {
+/// The accounts a run of `routine` could use ([`Routine::candidate_accounts`]), the one with the
+/// most headroom in its tightest usage window first (ties keep the listed order), so the lanes
+/// set that one aside for it; empty when it uses none. `room` is [`headroom_by_account`]'s, read
+/// before the dispatch transaction (which holds the store).
+pub(crate) fn candidate_accounts(core: &Core, routine: &Routine, room: &std::collections::HashMap<String, f64>) -> Vec<String> {
     let configured: Vec<String> = core.accounts().into_iter().filter(|a| Some(a.agent) == routine.agent().cli()).map(|a| a.email).collect();
-    routine.candidate_accounts(&configured, None).unwrap_or_default()
+    let mut order = routine.candidate_accounts(&configured, None).unwrap_or_default();
+    order.sort_by(|a, b| room.get(b).unwrap_or(&100.0).total_cmp(room.get(a).unwrap_or(&100.0)));
+    order
+}
+
+/// Every configured account's headroom ([`super::accounts::headroom`]) as its windows stand now.
+pub(crate) fn headroom_by_account(core: &Core) -> std::collections::HashMap<String, f64> {
+    core.accounts().into_iter().map(|a| (a.email.clone(), super::accounts::headroom(&core.windows(&a.email)))).collect()
 }
 
 /// Make sure this engine's dispatcher runs a pass soon (starting it on first use).
@@ -293,6 +302,7 @@ fn claim(core: &Core) -> Result<Claimed> {
     };
     let mut own_waiting = 0;
     let mut live_owner: Vec<OwnerSeen> = Vec::new();
+    let room = headroom_by_account(core);
     let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
         // Rows of owners that are gone do not hold lanes until an engine adopts them.
         let mut alive = |pid: Option<u32>, start: &Option<String>| -> bool {
@@ -313,7 +323,7 @@ fn claim(core: &Core) -> Result<Claimed> {
                 agent: set.get(&q.routine).map_or(q.agent, |r| r.agent()),
                 worktree: worktree(&q.routine),
                 manual: matches!(q.trigger, Trigger::Manual | Trigger::Cli),
-                accounts: set.get(&q.routine).map(|r| candidate_accounts(core, r)).unwrap_or_default(),
+                accounts: set.get(&q.routine).map(|r| candidate_accounts(core, r, &room)).unwrap_or_default(),
             })
             .collect();
         let busy: Vec<Busy> = running.iter().map(|r| Busy { routine: r.routine.clone(), account: r.account.clone(), agent: r.agent, worktree: worktree(&r.routine) }).collect();

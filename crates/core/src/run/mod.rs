@@ -216,6 +216,55 @@ pub struct Attempt {
     pub next_at: Option<DateTime<Utc>>,
 }
 
+/// One of an account's usage windows as its agent reported it in a run's stream (Claude Code's
+/// `rate_limit_event` `unifiedWindows`): how much of it is used and when it resets. Subscription
+/// limits count in these windows; the scheduler keeps an account's reserve by them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct LimitWindow {
+    /// `five_hour`, `seven_day`, or a model's own weekly window (`seven_day_opus`).
+    pub window: String,
+    /// 0–100.
+    pub used_percent: f64,
+    #[serde(serialize_with = "crate::words::ser_opt_time")]
+    pub resets_at: Option<chrono::DateTime<chrono::Utc>>,
+    /// The agent's word (`allowed`, `allowed_warning`, `rejected`), or `reset` once `resets_at` has
+    /// passed (the figure is then 0: what was used before no longer counts).
+    pub status: String,
+    /// When it was seen, and by which run.
+    #[serde(serialize_with = "crate::words::ser_time")]
+    pub seen_at: chrono::DateTime<chrono::Utc>,
+    pub run_id: Option<String>,
+}
+
+impl LimitWindow {
+    /// As it stands at `now`: past its reset, it is shown reset, not as its old figure.
+    pub fn as_of(mut self, now: chrono::DateTime<chrono::Utc>) -> LimitWindow {
+        if self.resets_at.is_some_and(|r| r <= now) {
+            self.used_percent = 0.0;
+            self.status = "reset".into();
+        }
+        self
+    }
+
+    /// "5h 85 %", "7d reset" — the window and how much of it is used, in a list of them.
+    pub fn used_words(&self) -> String {
+        match self.status.as_str() {
+            "reset" => format!("{} reset", self.short_name()),
+            _ => format!("{} {:.0} %", self.short_name(), self.used_percent),
+        }
+    }
+
+    /// "5h", "7d", "7d opus" — how the tray and the CLI name it.
+    pub fn short_name(&self) -> String {
+        match self.window.as_str() {
+            "five_hour" => "5h".into(),
+            "seven_day" => "7d".into(),
+            other => other.strip_prefix("seven_day_").map(|m| format!("7d {m}")).unwrap_or_else(|| other.replace('_', " ")),
+        }
+    }
+}
+
 /// A tool call the agent was refused, or could not make (a tool its routine did not allow): the
 /// tool and its input (secrets masked, cut to 200 characters).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -88,4 +88,40 @@ impl Store {
         let rows = stmt.query_map(params![account, fmt_time(&since)], row_to_health)?.collect::<Result<_, _>>()?;
         Ok(rows)
     }
+
+    /// Record the windows a run's agent reported for `account` (one row per window: history).
+    pub fn record_windows(&self, account: &str, windows: &[crate::run::LimitWindow]) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        for w in windows {
+            tx.prepare_cached("INSERT INTO account_windows (account, window, used_percent, resets_at, status, seen_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?
+                .execute(params![account, w.window, w.used_percent, w.resets_at.as_ref().map(fmt_time), w.status, fmt_time(&w.seen_at), w.run_id])?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Each window of `account` as last reported (five_hour, seven_day, then the others by name).
+    pub fn account_windows(&self, account: &str) -> Result<Vec<crate::run::LimitWindow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT w.window, w.used_percent, w.resets_at, w.status, w.seen_at, w.run_id FROM account_windows w
+             WHERE w.account = ?1 AND w.seen_at = (SELECT MAX(seen_at) FROM account_windows l WHERE l.account = w.account AND l.window = w.window)
+             GROUP BY w.window
+             ORDER BY CASE w.window WHEN 'five_hour' THEN 0 WHEN 'seven_day' THEN 1 ELSE 2 END, w.window",
+        )?;
+        let rows = stmt
+            .query_map([account], |r| {
+                Ok(crate::run::LimitWindow {
+                    window: r.get(0)?,
+                    used_percent: r.get(1)?,
+                    resets_at: r.get::<_, Option<String>>(2)?.as_deref().and_then(parse_time),
+                    status: r.get(3)?,
+                    seen_at: parse_time(&r.get::<_, String>(4)?).unwrap_or_default(),
+                    run_id: r.get(5)?,
+                })
+            })?
+            .collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
 }

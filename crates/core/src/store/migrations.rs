@@ -220,4 +220,19 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN denials TEXT NOT NULL DEFAULT '[]';
     ALTER TABLE runs ADD COLUMN ignore_budget INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 17: each account's usage windows as its runs' agents reported them (Claude Code's
+    // `unifiedWindows`: five_hour, seven_day, a model's weekly one), with history: one row per
+    // window per report; the newest per window is the account's figure.
+    r#"
+    CREATE TABLE account_windows (
+        account       TEXT NOT NULL,
+        window        TEXT NOT NULL,
+        used_percent  REAL NOT NULL,
+        resets_at     TEXT,
+        status        TEXT NOT NULL,
+        seen_at       TEXT NOT NULL,
+        run_id        TEXT
+    );
+    CREATE INDEX account_windows_latest ON account_windows(account, window, seen_at);
+    "#,
 ];

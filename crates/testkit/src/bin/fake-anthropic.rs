@@ -8,7 +8,7 @@ use nightshift_testkit::{FakeAnthropic, Reply};
 
 #[derive(Parser)]
 struct Args {
-    /// Reply for unknown credentials: success | 401 | 429 | unified | 500 | hang
+    /// Reply for unknown credentials: success | windows | 401 | 429 | unified | 500 | hang
     #[arg(long, default_value = "success")]
     default: String,
     /// The assistant's text for success replies.
@@ -25,13 +25,15 @@ struct Args {
 fn reply(name: &str, text: &str, reset: i64) -> Reply {
     match name {
         "success" => Reply::Success { text: text.to_string() },
+        // A success that carries the subscription windows: five hours at 85 %, seven days at 40 %.
+        "windows" => Reply::Windows { five_hour: 0.85, five_hour_reset: reset, seven_day: 0.4, seven_day_reset: reset + 3 * 86_400, text: text.to_string() },
         "401" => Reply::Unauthorized,
         "429" => Reply::RateLimited,
         "unified" => Reply::UnifiedLimit { reset_epoch: reset },
         "500" => Reply::ServerError,
         "hang" => Reply::Hang,
         other => {
-            eprintln!("unknown reply {other:?}: expected success, 401, 429, unified, 500 or hang");
+            eprintln!("unknown reply {other:?}: expected success, windows, 401, 429, unified, 500 or hang");
             std::process::exit(2)
         }
     }
