@@ -16,6 +16,7 @@ use super::patterns::failure_from_text;
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
 use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
+use crate::routine::tool_rules::split;
 use crate::routine::{Guard, Mode};
 
 pub struct Gemini;
@@ -34,12 +35,12 @@ pub const READ_ONLY_TOOLS: [&str; 6] = ["glob", "grep_search", "list_directory",
 /// trailing `*` is the same). Tool names are checked by the loader; a file Gemini CLI cannot read
 /// would be ignored by it, so every value is written as a TOML string.
 pub fn policy(guard: &Guard, mode: Mode) -> Option<String> {
-    if guard.allow_tools.is_none() && guard.deny_tools.is_empty() {
+    if !guard.has_tool_rules() {
         return None;
     }
     let mut toml = String::from("# Written by Nightshift for this run: the routine's allow.tools and deny.tools.\n");
     let mut rule = |entry: &str, decision: &str, priority: u32| {
-        let (tool, prefix) = split_rule(entry);
+        let (tool, prefix) = split(entry);
         toml += &format!("\n[[rule]]\ntoolName = {}\n", toml_string(tool));
         if let Some(prefix) = prefix {
             toml += &format!("commandPrefix = {}\n", toml_string(prefix));
@@ -49,7 +50,7 @@ pub fn policy(guard: &Guard, mode: Mode) -> Option<String> {
     if let Some(allowed) = &guard.allow_tools {
         rule("*", "deny", 100);
         for entry in allowed {
-            if mode != Mode::Plan || READ_ONLY_TOOLS.contains(&split_rule(entry).0) {
+            if mode != Mode::Plan || READ_ONLY_TOOLS.contains(&split(entry).0) {
                 rule(entry, "allow", 200);
             }
         }
@@ -58,18 +59,6 @@ pub fn policy(guard: &Guard, mode: Mode) -> Option<String> {
         rule(entry, "deny", 300);
     }
     Some(toml)
-}
-
-/// `run_shell_command(git status)` → (`run_shell_command`, `Some("git status")`); `read_file` →
-/// (`read_file`, `None`).
-pub fn split_rule(entry: &str) -> (&str, Option<&str>) {
-    match entry.trim().split_once('(') {
-        Some((tool, rest)) => {
-            let prefix = rest.trim_end().trim_end_matches(')').trim_end().trim_end_matches('*').trim_end();
-            (tool.trim(), (!prefix.is_empty()).then_some(prefix))
-        }
-        None => (entry.trim(), None),
-    }
 }
 
 fn toml_string(s: &str) -> String {
@@ -109,7 +98,7 @@ impl AgentDriver for Gemini {
             args.extend(["--include-directories".to_string(), d.display().to_string()]);
         }
         // `allow.tools` / `deny.tools`: the policy file [`policy`] wrote into the run's directory.
-        if let (Some(dir), Some(_)) = (call.run_dir, policy(call.guard, call.mode)) {
+        if let Some(dir) = call.run_dir.filter(|_| call.guard.has_tool_rules()) {
             args.extend(["--policy".to_string(), dir.join(POLICY_FILE).display().to_string()]);
         }
         // No effort setting in Gemini CLI (a routine's `effort:` is a warning there).

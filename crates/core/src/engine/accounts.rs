@@ -149,7 +149,7 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
         if h.verdict.blocks() {
             return blocked_by(account, &h);
         }
-        if let Some(held) = (!may_use_reserve).then(|| past_reserve(core, &h, routine.timezone)).flatten() {
+        if let Some(held) = past_reserve(core, &h, routine.timezone, may_use_reserve) {
             return held;
         }
         return AccountPlan::Use(account.clone(), cred);
@@ -175,7 +175,7 @@ pub(crate) fn plan(core: &Core, routine: &Routine, prefer: Option<&str>, skip: &
         let cred = core.credential(account);
         let h = core.assess(account, &cred);
         if h.verdict.healthy() {
-            if let Some(plan) = (!may_use_reserve).then(|| past_reserve(core, &h, routine.timezone)).flatten() {
+            if let Some(plan) = past_reserve(core, &h, routine.timezone, may_use_reserve) {
                 held.push(plan);
                 continue;
             }
@@ -239,8 +239,12 @@ pub(crate) fn headroom(windows: &[crate::run::LimitWindow]) -> f64 {
 }
 
 /// A scheduled run's hold on an account past its `reserve` in its five-hour or a seven-day window:
-/// rate limited until that window resets, in words that say it is the user's reserve.
-fn past_reserve(core: &Core, h: &AccountHealth, tz: chrono_tz::Tz) -> Option<AccountPlan> {
+/// rate limited until that window resets, in words that say it is the user's reserve. Never for a
+/// run that `may_use_reserve` (a person's own).
+fn past_reserve(core: &Core, h: &AccountHealth, tz: chrono_tz::Tz, may_use_reserve: bool) -> Option<AccountPlan> {
+    if may_use_reserve {
+        return None;
+    }
     let reserve = core.settings().accounts.iter().find(|a| a.email == h.account).and_then(|a| a.reserve)?;
     let line = 100.0 - f64::from(reserve);
     let w = h.windows.iter().filter(|w| w.window == "five_hour" || w.window.starts_with("seven_day")).filter(|w| w.used_percent > line).max_by(|a, b| a.used_percent.total_cmp(&b.used_percent))?;

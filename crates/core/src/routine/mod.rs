@@ -207,11 +207,16 @@ pub struct Guard {
 }
 
 impl Guard {
+    /// Whether it says anything about tools (`allow.tools` or `deny.tools`).
+    pub fn has_tool_rules(&self) -> bool {
+        self.allow_tools.is_some() || !self.deny_tools.is_empty()
+    }
+
     /// The tool names `allow.tools` makes available (`Bash(git *)` → `Bash`), each once.
     pub fn allowed_tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
         for t in self.allow_tools.iter().flatten() {
-            let name = t.split('(').next().unwrap_or(t).trim().to_string();
+            let name = tool_rules::split(t).0.to_string();
             if !names.contains(&name) {
                 names.push(name);
             }

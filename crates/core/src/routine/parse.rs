@@ -397,7 +397,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         }
         // Gemini CLI reads its tool rules from a policy file beside the run, which is on this machine.
         let gemini = matches!(&action, Some(Action::Agent { agent: Agent::Gemini, .. }));
-        if gemini && (guard.allow_tools.is_some() || !guard.deny_tools.is_empty()) {
+        if gemini && guard.has_tool_rules() {
             let pos = if guard.allow_tools.is_some() { guard_pos.allow_tools } else { guard_pos.deny_tools };
             cx.err(pos, "gemini's tool rules are a policy file beside the run, on this machine; a run on a host (`host:`) cannot have them yet");
         }

@@ -25,6 +25,19 @@ const GEMINI_NAMES: [(&str, &str); 9] = [
     ("WebFetch", "web_fetch"),
 ];
 
+/// A rule as its tool and command prefix: `run_shell_command(git status)` → (`run_shell_command`,
+/// `Some("git status")`), a trailing `*` dropped (a prefix is a prefix); `read_file` → (`read_file`,
+/// `None`). Both the loader's check and the agents' own forms read a rule through this.
+pub fn split(entry: &str) -> (&str, Option<&str>) {
+    match entry.trim().split_once('(') {
+        Some((tool, rest)) => {
+            let prefix = rest.trim_end().trim_end_matches(')').trim_end().trim_end_matches('*').trim_end();
+            (tool.trim(), (!prefix.is_empty()).then_some(prefix))
+        }
+        None => (entry.trim(), None),
+    }
+}
+
 /// Why `entry` of `allow.tools` / `deny.tools` cannot be expressed for `agent`, if it cannot.
 /// Gemini CLI's rules name its own tools (`read_file`, `run_shell_command(git status)`: a command
 /// prefix, its policy engine's `commandPrefix`); Claude Code's names are pointed at their Gemini
@@ -33,12 +46,11 @@ pub fn refused(agent: Agent, entry: &str) -> Option<String> {
     if agent != Agent::Gemini {
         return None;
     }
-    let (tool, prefix) = match entry.trim().split_once('(') {
-        Some((tool, rest)) => (tool.trim(), Some(rest.trim_end_matches(')').trim())),
-        None => (entry.trim(), None),
-    };
+    let (tool, prefix) = split(entry);
+    // What was written between the parentheses, as written (for the example to write instead).
+    let written = entry.split_once('(').map(|(_, rest)| rest.trim_end().trim_end_matches(')').trim());
     if let Some((_, gemini)) = GEMINI_NAMES.iter().find(|(claude, _)| *claude == tool) {
-        let example = match prefix {
+        let example = match written {
             Some(p) if *gemini == "run_shell_command" => format!("{gemini}({p})"),
             _ => gemini.to_string(),
         };
@@ -47,9 +59,9 @@ pub fn refused(agent: Agent, entry: &str) -> Option<String> {
     if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*') {
         return Some(format!("`{entry}` is not a Gemini CLI tool name (such as read_file or run_shell_command)"));
     }
-    match prefix {
-        Some(_) if tool != "run_shell_command" => Some(format!("`{entry}`: Gemini CLI's rules take a command prefix only for run_shell_command")),
-        Some("") | Some("*") => Some(format!("`{entry}`: give the command it starts with, e.g. `run_shell_command(git status)`")),
+    match (written, prefix) {
+        (Some(_), _) if tool != "run_shell_command" => Some(format!("`{entry}`: Gemini CLI's rules take a command prefix only for run_shell_command")),
+        (Some(_), None) => Some(format!("`{entry}`: give the command it starts with, e.g. `run_shell_command(git status)`")),
         _ => None,
     }
 }
