@@ -122,3 +122,66 @@ fn crossing_80_percent_of_a_budget_is_told_once() {
     run_notify(&th, &bus, "review");
     assert_eq!(bus.notifications().len(), 1, "{:#?}", bus.notifications());
 }
+
+/// The real Claude CLI reports its account's windows on every answer (the fake API sends
+/// Anthropic's unified headers). The run whose report first carries a window past 80 % — and
+/// then past 95 %, here a 429 that rejects — says so in its notification, also under `notify:
+/// failures`; runs in between stay quiet; a new period (another reset) is told again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_passing_80_and_95_percent_is_told_once_per_reset() {
+    use nightshift_testkit::{FakeAnthropic, Reply};
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    const TOKEN: &str = "nightshift-test-token-windows-0042";
+    let fake = FakeAnthropic::start(None).await;
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "[[accounts]]\nemail = \"a@x.dev\"\n").unwrap();
+    th.routine(
+        "review",
+        &format!(
+            "schedule: \"0 2 * * *\"\ntimezone: UTC\nnotify: failures\nagent: claude\nprompt: Review\naccount: a@x.dev\ncwd: {}\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n",
+            th.user_home().display(),
+            fake.url()
+        ),
+    );
+    let bus = bus(&th, "record");
+    let reset = (chrono::Utc::now().timestamp() / 3600 + 3) * 3600;
+    let run_on = |reply: Reply| {
+        fake.set(TOKEN, reply);
+        let out = ctl(&th)
+            .args(["run", "review", "--wait", "--json", "--notify"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &bus.address)
+            .env("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", TOKEN)
+            .output()
+            .unwrap();
+        json(&out)
+    };
+    let run = |five_hour: f64, five_hour_reset: i64| {
+        run_on(Reply::Windows { five_hour, five_hour_reset, seven_day: 0.4, seven_day_reset: reset + 4 * 86_400, text: "Reviewed.".into() })
+    };
+    let resets_words = chrono::DateTime::from_timestamp(reset, 0).unwrap().format("%a %-d %b %H:%M UTC").to_string();
+
+    assert_eq!(run(0.70, reset)["status"], "completed");
+    assert_eq!(bus.notifications().len(), 0, "70 %: below the marks, and `notify: failures`");
+    run(0.85, reset);
+    let n = bus.notifications();
+    assert_eq!(n.len(), 1, "{n:#?}");
+    assert!(n[0]["summary"].as_str().unwrap().starts_with("✓ review · "), "{n:#?}");
+    assert_eq!(n[0]["body"], format!("Reviewed.\na@x.dev's 5h window is 85 % used (past 80 %); it resets {resets_words}"));
+    run(0.90, reset);
+    assert_eq!(bus.notifications().len(), 1, "past 80 % already in this period: {:#?}", bus.notifications());
+
+    // The limit itself: a 429 whose unified headers say the five hours are used up.
+    assert_eq!(run_on(Reply::UnifiedLimit { reset_epoch: reset })["reason"], "rate_limited");
+    let n = bus.notifications();
+    assert_eq!(n.len(), 2, "{n:#?}");
+    assert!(n[1]["body"].as_str().unwrap().ends_with(&format!("\na@x.dev's 5h window is 100 % used (past 95 %); it resets {resets_words}")), "{n:#?}");
+    assert!(n.iter().all(|x| !x.to_string().contains(TOKEN)), "no token in a notification");
+
+    // The next period is told again.
+    run(0.82, reset + 5 * 3600);
+    let n = bus.notifications();
+    assert_eq!(n.len(), 3, "{n:#?}");
+    assert!(n[2]["body"].as_str().unwrap().contains("a@x.dev's 5h window is 82 % used (past 80 %)"), "{n:#?}");
+}

@@ -353,6 +353,8 @@ async fn windows_are_recorded_and_scheduled_work_keeps_the_reserve() {
     let clock = Arc::new(ManualClock::new(start));
     let settings = "[[accounts]]\nemail = \"a@x.dev\"\nreserve = 20\n[[accounts]]\nemail = \"b@x.dev\"\n";
     let engine = engine(&th, clock.clone(), settings, &[("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"), ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b")]);
+    let notifier = flaky(0);
+    engine.enable_notifications(notifier.clone());
 
     let first = engine.run_now("pooled", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert_eq!((first.status, first.account.as_deref()), (RunStatus::Completed, Some("a@x.dev")), "no windows known: the listed order");
@@ -382,4 +384,16 @@ async fn windows_are_recorded_and_scheduled_work_keeps_the_reserve() {
     let a = engine.accounts_health().into_iter().find(|h| h.account == "a@x.dev").unwrap();
     assert_eq!((a.windows[0].status.as_str(), a.windows[0].used_percent), ("reset", 0.0), "past its reset a window is shown reset");
     assert_eq!(a.windows[1].used_percent, 40.0, "the week has not reset");
+
+    // The held run starts once the window reset, and that is told once.
+    sched.tick().await.unwrap();
+    let started = wait_for_async("the held run to run", secs(10), || engine.store().get_run(&held.id).ok().filter(|r| r.status.is_final())).await;
+    assert_eq!((started.status, started.account.as_deref()), (RunStatus::Completed, Some("a@x.dev")), "{started:#?}");
+    let reset_told = wait_for_async("the reset notice", secs(10), || notifier.shown.lock().unwrap().iter().find(|n| n.summary.starts_with("↻")).cloned()).await;
+    assert_eq!((reset_told.summary.as_str(), reset_told.run_id.as_deref()), ("↻ a@x.dev's limit reset · held work starts", Some(held.id.as_str())));
+    assert_eq!(reset_told.body, "pinned starts now (it waited since 16:00)");
+    // The first report of the period past 80 % was told in its run's notification, once.
+    let shown = notifier.shown.lock().unwrap().clone();
+    let told: Vec<&str> = shown.iter().filter(|n| n.body.contains("past 80 %")).map(|n| n.run_id.as_deref().unwrap_or("")).collect();
+    assert_eq!(told, [first.id.as_str()], "{shown:#?}");
 }

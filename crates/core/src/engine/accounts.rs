@@ -282,7 +282,7 @@ pub(crate) fn record_outcome(core: &Arc<Core>, account: &str, run_id: &str, outc
     if !outcome.windows.is_empty() {
         let windows: Vec<_> = outcome.windows.iter().cloned().map(|w| crate::run::LimitWindow { run_id: Some(run_id.into()), ..w }).collect();
         match core.store.record_windows(account, &windows) {
-            Ok(()) => core.emit(EngineEvent::AccountsChanged),
+            Ok(_) => core.emit(EngineEvent::AccountsChanged),
             Err(e) => tracing::error!(account, error = %e, "could not record the account's usage windows"),
         }
     }

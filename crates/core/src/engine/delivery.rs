@@ -80,13 +80,15 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
             }
             let (policy, timeout) = set.notify_policy(&run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-            // A run that carried a budget past 80 % is told whatever `notify:` says (but `never`),
-            // with where the budget stands.
-            let crossed = set.get(&run.routine).and_then(|r| super::budgets::crossed(core, r, &run)).filter(|_| policy != crate::routine::NotifyPolicy::Never);
-            let notice = match (run.status.is_quiet_slot(run.reason), crossed) {
+            // A run that carried a budget past 80 %, or one of its account's usage windows past
+            // 80 % or 95 %, is told whatever `notify:` says (but `never`), with where it stands.
+            let tz = set.get(&run.routine).map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
+            let passed: Vec<String> = set.get(&run.routine).and_then(|r| super::budgets::crossed(core, r, &run)).into_iter().chain(super::windows::marks_passed(core, &run, tz)).collect();
+            let told_anyway = !passed.is_empty() && policy != crate::routine::NotifyPolicy::Never;
+            let notice = match (run.status.is_quiet_slot(run.reason), told_anyway) {
                 (true, _) => Some(quiet_notice_of(core, &set, &run)?),
-                (false, Some(words)) => notice_for(&run, crate::routine::NotifyPolicy::Always, report.as_deref(), timeout).map(|n| n.with_line(&words)),
-                (false, None) => notice_for(&run, policy, report.as_deref(), timeout),
+                (false, true) => notice_for(&run, crate::routine::NotifyPolicy::Always, report.as_deref(), timeout).map(|n| passed.iter().fold(n, |n, line| n.with_line(line))),
+                (false, false) => notice_for(&run, policy, report.as_deref(), timeout),
             };
             let Some(notice) = notice else {
                 core.store.settle_delivery(&entry.run_id, &Channel::Notify, Delivery::NotNeeded, None, now)?;
@@ -155,14 +157,16 @@ fn record(core: &Core, entry: &OutboxEntry, result: Result<(), String>, success:
 }
 
 /// The notices that are not a run's finish notification, from the engine's events as they
-/// happen: a routine auto-paused, a webhook that stopped accepting (once until it works again), an
-/// account that turned `revoked` (once per verdict).
+/// happen: a routine auto-paused, a run that waits for a limit, held work starting after its
+/// window reset (once per account and reset), a webhook that stopped accepting (once until it
+/// works again), an account that turned `revoked` (once per verdict).
 pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventReceiver, sender: Arc<BoundedSender>) {
     use crate::events::EngineEvent;
     use crate::notify::Notice;
     let core = Arc::clone(core);
     tokio::spawn(async move {
         let mut told: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
+        let mut resets_told: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
         loop {
             let notice = match events.recv().await {
                 Ok(EngineEvent::RoutinePaused { routine, reason }) => Some(Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true }),
@@ -173,6 +177,14 @@ pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                     let wants = routine.is_none_or(|r| r.notify != crate::routine::NotifyPolicy::Never);
                     let tz = routine.map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
                     crate::notify::waiting_notice(&run, tz).filter(|_| wants)
+                }
+                // Work a window's limit held starts again: said once per account and reset.
+                Ok(EngineEvent::RunStarted { run }) => {
+                    let set = core.routines();
+                    let routine = set.get(&run.routine);
+                    let tz = routine.map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
+                    let wants = routine.is_none_or(|r| r.notify != crate::routine::NotifyPolicy::Never);
+                    super::windows::reset_notice(&run, core.clock.now(), tz, &mut resets_told).filter(|_| wants)
                 }
                 Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(Notice {
                     summary: format!("✗ webhook {webhook} could not post {routine}"),

@@ -48,6 +48,7 @@ mod signal;
 mod supervise;
 mod watch;
 mod webhooks;
+mod windows;
 
 pub use authoring::{Removed, RoutineSource, Written};
 pub use delivery::DEFAULT_BACKOFF;

@@ -247,6 +247,16 @@ impl LimitWindow {
         self
     }
 
+    /// The marks (in percent) at which an account's user is told how much of a window is used.
+    pub const MARKS: [f64; 2] = [80.0, 95.0];
+
+    /// The highest of [`LimitWindow::MARKS`] this report is the first to reach in its period, given
+    /// the highest share `before` it in that period (`None`: the first report of the period).
+    pub fn mark_passed(&self, before: Option<f64>) -> Option<f64> {
+        let before = before.unwrap_or(0.0);
+        Self::MARKS.into_iter().rev().find(|m| before < *m && self.used_percent >= *m)
+    }
+
     /// "5h 85 %", "7d reset" — the window and how much of it is used, in a list of them.
     pub fn used_words(&self) -> String {
         match self.status.as_str() {

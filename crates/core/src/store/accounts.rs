@@ -89,16 +89,47 @@ impl Store {
         Ok(rows)
     }
 
-    /// Record the windows a run's agent reported for `account` (one row per window: history).
-    pub fn record_windows(&self, account: &str, windows: &[crate::run::LimitWindow]) -> Result<()> {
+    /// Record the windows an agent reported for `account` (one row per window: history). Returns,
+    /// for each, the highest share of it used in an earlier report of the same period (the same
+    /// reset) — what a crossing of 80 % or 95 % is judged against.
+    pub fn record_windows(&self, account: &str, windows: &[crate::run::LimitWindow]) -> Result<Vec<Option<f64>>> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        let mut before = Vec::with_capacity(windows.len());
         for w in windows {
+            let resets = w.resets_at.as_ref().map(fmt_time);
+            before.push(
+                tx.prepare_cached("SELECT MAX(used_percent) FROM account_windows WHERE account = ?1 AND window = ?2 AND resets_at IS ?3")?
+                    .query_row(params![account, w.window, resets], |r| r.get::<_, Option<f64>>(0))?,
+            );
             tx.prepare_cached("INSERT INTO account_windows (account, window, used_percent, resets_at, status, seen_at, run_id) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?
-                .execute(params![account, w.window, w.used_percent, w.resets_at.as_ref().map(fmt_time), w.status, fmt_time(&w.seen_at), w.run_id])?;
+                .execute(params![account, w.window, w.used_percent, resets, w.status, fmt_time(&w.seen_at), w.run_id])?;
         }
         tx.commit()?;
-        Ok(())
+        Ok(before)
+    }
+
+    /// The windows run `run_id` reported, each with its account and the highest share of it used
+    /// in an earlier report of the same period (as [`Store::record_windows`] returned it then).
+    pub fn windows_of_run(&self, run_id: &str) -> Result<Vec<(String, crate::run::LimitWindow, Option<f64>)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT w.account, w.window, w.used_percent, w.resets_at, w.status, w.seen_at, w.run_id,
+                    (SELECT MAX(p.used_percent) FROM account_windows p WHERE p.account = w.account AND p.window = w.window AND p.resets_at IS w.resets_at AND p.rowid < w.rowid)
+             FROM account_windows w WHERE w.run_id = ?1 ORDER BY w.rowid",
+        )?;
+        let rows = stmt.query_map([run_id], |r| Ok((r.get(0)?, window_at(r, 1)?, r.get(7)?)))?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Every report of `account`'s windows since `since`, oldest first (the Usage view's history).
+    pub fn window_history(&self, account: &str, since: DateTime<Utc>) -> Result<Vec<crate::run::LimitWindow>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT window, used_percent, resets_at, status, seen_at, run_id FROM account_windows WHERE account = ?1 AND seen_at >= ?2 ORDER BY seen_at, rowid",
+        )?;
+        let rows = stmt.query_map(params![account, fmt_time(&since)], |r| window_at(r, 0))?.collect::<Result<_, _>>()?;
+        Ok(rows)
     }
 
     /// Each window of `account` as last reported (five_hour, seven_day, then the others by name).
@@ -111,17 +142,21 @@ impl Store {
              ORDER BY CASE w.window WHEN 'five_hour' THEN 0 WHEN 'seven_day' THEN 1 ELSE 2 END, w.window",
         )?;
         let rows = stmt
-            .query_map([account], |r| {
-                Ok(crate::run::LimitWindow {
-                    window: r.get(0)?,
-                    used_percent: r.get(1)?,
-                    resets_at: r.get::<_, Option<String>>(2)?.as_deref().and_then(parse_time),
-                    status: r.get(3)?,
-                    seen_at: parse_time(&r.get::<_, String>(4)?).unwrap_or_default(),
-                    run_id: r.get(5)?,
-                })
-            })?
+            .query_map([account], |r| window_at(r, 0))?
             .collect::<Result<_, _>>()?;
         Ok(rows)
     }
+}
+
+/// A window from the six columns starting at `at`: window, used_percent, resets_at, status,
+/// seen_at, run_id.
+fn window_at(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<crate::run::LimitWindow> {
+    Ok(crate::run::LimitWindow {
+        window: r.get(at)?,
+        used_percent: r.get(at + 1)?,
+        resets_at: r.get::<_, Option<String>>(at + 2)?.as_deref().and_then(parse_time),
+        status: r.get(at + 3)?,
+        seen_at: parse_time(&r.get::<_, String>(at + 4)?).unwrap_or_default(),
+        run_id: r.get(at + 5)?,
+    })
 }
