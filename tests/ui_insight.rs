@@ -3,7 +3,7 @@
 //! from a seeded history and presence; a missed run's detail says why; the Usage view draws cost,
 //! tokens and runs per day with a table for each and the disk each routine takes; Accounts shows
 //! the 5-hour and 7-day windows and the rate limits hit. Screenshots (light and dark) go to
-//! tests/artifacts (ui-why.png, ui-usage.png, ui-usage-dark.png).
+//! tests/artifacts (ui-why.png, ui-usage.png, ui-usage-windows.png, ui-usage-dark.png).
 
 mod common;
 
@@ -131,10 +131,26 @@ fn seed_usage(home: &Path, now: DateTime<Utc>) {
         rusqlite::params![fmt_time(&hit), fmt_time(&(hit + Duration::hours(1)))],
     )
     .unwrap();
+    // The windows its runs reported: five hours at 40 % then 85 % two days ago, 30 % yesterday;
+    // the week at 50 % yesterday (around local noon, so each day is plain whenever the test runs).
+    for (window, used, days_ago, minutes) in [("five_hour", 40.0, 2, 30), ("five_hour", 85.0, 2, 20), ("five_hour", 30.0, 1, 0), ("seven_day", 50.0, 1, 0)] {
+        let seen = window_seen(now, days_ago, minutes);
+        db.execute(
+            "INSERT INTO account_windows (account, window, used_percent, resets_at, status, seen_at) VALUES ('work@acme.dev', ?1, ?2, NULL, 'allowed', ?3)",
+            rusqlite::params![window, used, fmt_time(&seen)],
+        )
+        .unwrap();
+    }
     // Run files on disk for the disk-use table.
     let dir = home.join("runs/review/use00000000000000000000000");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("stdout.log"), vec![b'x'; 3 * 1024 * 1024]).unwrap();
+}
+
+/// Local noon `days_ago` days before `now`, less `minutes`.
+fn window_seen(now: DateTime<Utc>, days_ago: i64, minutes: i64) -> DateTime<Utc> {
+    let day = (now.with_timezone(&Local) - Duration::days(days_ago)).date_naive();
+    day.and_hms_opt(12, 0, 0).unwrap().and_local_timezone(Local).earliest().unwrap().with_timezone(&Utc) - Duration::minutes(minutes)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -165,6 +181,20 @@ async fn usage_in_charts_with_tables_and_the_accounts_windows() {
     assert_eq!(top, json!([["review", "2", "$2.00"], ["triage", "2", "$0.25"]]));
     let disk = text(&c, "#disk-usage tr[data-routine='review']").await;
     assert!(disk.contains("3.0 MiB"), "{disk}");
+    // The windows' history: each day's highest share, a line per account and window.
+    let windows = js(&c, "return [...document.querySelectorAll('#chart-windows table tr')].map(r => [...r.cells].map(c => c.textContent))").await;
+    let windows = windows.as_array().unwrap();
+    assert_eq!(windows[0], json!(["Day", "work@acme.dev · 5h", "work@acme.dev · 7d"]), "{windows:?}");
+    let of = |ago: i64| {
+        let d = window_seen(now, ago, 0).with_timezone(&Local).format("%Y-%m-%d").to_string();
+        windows.iter().find(|r| r[0] == json!(d)).and_then(|r| r.as_array()).unwrap()[1..].to_vec()
+    };
+    assert_eq!((of(2), of(1), of(0)), (vec![json!("85 %"), json!("–")], vec![json!("30 %"), json!("50 %")], vec![json!("–"), json!("–")]), "{windows:?}");
+    let drawn = js(&c, "return [document.querySelectorAll('#chart-windows circle').length, document.querySelectorAll('#chart-windows line.mark').length]").await;
+    assert_eq!(drawn, json!([3, 2]), "a dot per day with a figure, and the 80 % and 95 % marks");
+    js(&c, "document.getElementById('chart-windows').scrollIntoView()").await;
+    screenshot(&c, "ui-usage-windows.png").await;
+    js(&c, "window.scrollTo(0, 0)").await;
     screenshot(&c, "ui-usage.png").await;
     // 90 days, stacked by account: the old run counts now.
     js(&c, "const s = document.getElementById('usage-days'); s.value = '90'; s.dispatchEvent(new Event('change'))").await;

@@ -47,6 +47,39 @@ export function stackedBars({ id, title, days, series, format, classOf = (_s, i)
   );
 }
 
+/** Lines over the days, for shares (0–100) that must not be stacked: `marks` [80, 95] are drawn
+ * as dashed rules; a day without a value breaks its line. */
+export function lines({ id, title, days, series, format, marks = [], classOf = (_s, i) => `series-${Math.min(i, PALETTE - 1)}` }) {
+  const plotW = W - PAD.left - PAD.right;
+  const plotH = H - PAD.top - PAD.bottom;
+  const x = (d) => PAD.left + (days.length > 1 ? (d / (days.length - 1)) * plotW : plotW / 2);
+  const y = (v) => PAD.top + plotH - (Math.min(Math.max(v, 0), 100) / 100) * plotH;
+  const drawn = series.flatMap((s, i) => {
+    // Runs of consecutive days with a value, each its own polyline.
+    const runs = [[]];
+    s.values.forEach((v, d) => (v === null || v === undefined ? runs.push([]) : runs.at(-1).push(`${x(d).toFixed(1)},${y(v).toFixed(1)}`)));
+    const dots = s.values.map((v, d) => (v === null || v === undefined ? null : svg("circle", { cx: x(d).toFixed(1), cy: y(v).toFixed(1), r: 2.5, class: classOf(s, i) }, svg("title", {}, `${days[d]} · ${s.key}: ${format(v)}`))));
+    return [...runs.filter((r) => r.length > 1).map((r) => svg("polyline", { points: r.join(" "), class: classOf(s, i) })), ...dots];
+  });
+  const axis = [
+    svg("line", { x1: PAD.left, x2: W - PAD.right, y1: y(0), y2: y(0), class: "axis" }),
+    ...marks.map((m) => svg("line", { x1: PAD.left, x2: W - PAD.right, y1: y(m), y2: y(m), class: "mark" })),
+    ...[100, ...marks, 0].map((m) => svg("text", { x: PAD.left - 4, y: y(m) + 4, "text-anchor": "end", class: "tick" }, format(m))),
+    days.length ? svg("text", { x: PAD.left, y: H - 6, class: "tick" }, days[0]) : null,
+    days.length > 1 ? svg("text", { x: W - PAD.right, y: H - 6, "text-anchor": "end", class: "tick" }, days.at(-1)) : null,
+  ];
+  const highest = Math.max(0, ...series.flatMap((s) => s.values.filter((v) => v !== null && v !== undefined)));
+  const summary = `${title}: ${series.length} series over ${days.length} days; highest ${format(highest)}.`;
+  return h(
+    "figure",
+    { class: "chart", id },
+    h("figcaption", {}, h("strong", {}, title)),
+    svg("svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": summary, class: "bars" }, axis, drawn),
+    legend(series, classOf),
+    table(title, days, series, format),
+  );
+}
+
 function legend(series, classOf) {
   return h(
     "ul",

@@ -772,7 +772,12 @@ month_name: string,
 /**
  * Every day's and month's budget and where it stands (spent of cap, until when).
  */
-budgets: Array<BudgetState>, };
+budgets: Array<BudgetState>, 
+/**
+ * Each account's usage windows as its runs reported them: the highest share used (0–100)
+ * each day, one series per account and window ("work@acme.dev · 5h").
+ */
+windows: Array<Series>, };
 
 /**
  * One group's sums. A sum is `None` when no run in the group reported that figure.

@@ -1,15 +1,17 @@
 // Usage: the budgets (spent of each, until when); cost and tokens per day over 30 or 90 days,
-// stacked by routine or account; runs per day by final status; the routines that cost most; the
+// stacked by routine or account; runs per day by final status; each account's usage windows (the
+// highest share used each day, with the 80 % and 95 % marks); the routines that cost most; the
 // month so far; the disk each routine's runs take. Every chart has its table (see lib/chart.js). The numbers are the engine's sums — a
 // figure no run reported is "–", never 0.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { empty, h, replace } from "../lib/dom.js";
-import { stackedBars } from "../lib/chart.js";
+import { lines, stackedBars } from "../lib/chart.js";
 import { cost, full } from "../lib/format.js";
 import { NEVER_STARTED, STATUS_TONE } from "../lib/vocabulary.js";
 
 const tokens = (n) => (n >= 1e6 ? `${(n / 1e6).toFixed(1)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : String(Math.round(n)));
 const count = (n) => String(Math.round(n));
+const percent = (n) => `${Math.round(n)} %`;
 const money = (n) => (n === 0 ? "$0" : cost(n));
 const bytes = (n) => (n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(1)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`);
 const dash = (v, f) => (v === null || v === undefined ? "–" : f(v));
@@ -69,6 +71,7 @@ export function mount(root) {
       stackedBars({ id: "chart-cost", title: `Cost per day by ${r.by}`, days: r.days, series: r.cost, format: money }),
       stackedBars({ id: "chart-tokens", title: `Tokens per day by ${r.by} (input + output)`, days: r.days, series: r.tokens, format: tokens }),
       stackedBars({ id: "chart-runs", title: "Runs per day by final status", days: r.days, series: r.runs_by_status, format: count, classOf: (s) => statusClass(s.key) }),
+      r.windows.length ? lines({ id: "chart-windows", title: "Usage windows: the highest share used each day", days: r.days, series: r.windows, format: percent, marks: [80, 95] }) : null,
       top,
     );
   }

@@ -122,13 +122,14 @@ impl Store {
         Ok(rows)
     }
 
-    /// Every report of `account`'s windows since `since`, oldest first (the Usage view's history).
-    pub fn window_history(&self, account: &str, since: DateTime<Utc>) -> Result<Vec<crate::run::LimitWindow>> {
+    /// Every report of every account's windows since `since`, oldest first, each with its account
+    /// (the Usage view's history).
+    pub fn window_history(&self, since: DateTime<Utc>) -> Result<Vec<(String, crate::run::LimitWindow)>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT window, used_percent, resets_at, status, seen_at, run_id FROM account_windows WHERE account = ?1 AND seen_at >= ?2 ORDER BY seen_at, rowid",
+            "SELECT account, window, used_percent, resets_at, status, seen_at, run_id FROM account_windows WHERE seen_at >= ?1 ORDER BY seen_at, rowid",
         )?;
-        let rows = stmt.query_map(params![account, fmt_time(&since)], |r| window_at(r, 0))?.collect::<Result<_, _>>()?;
+        let rows = stmt.query_map([fmt_time(&since)], |r| Ok((r.get(0)?, window_at(r, 1)?)))?.collect::<Result<_, _>>()?;
         Ok(rows)
     }
 

@@ -39,6 +39,9 @@ pub struct UsageReport {
     pub month_name: String,
     /// Every day's and month's budget and where it stands (spent of cap, until when).
     pub budgets: Vec<crate::engine::BudgetState>,
+    /// Each account's usage windows as its runs reported them: the highest share used (0–100)
+    /// each day, one series per account and window ("work@acme.dev · 5h").
+    pub windows: Vec<Series>,
 }
 
 /// Usage over the last `days` local days (today included), stacked `by` routine or account.
@@ -62,6 +65,7 @@ pub fn report(engine: &Engine, days: u32, by: UsageBy) -> Result<UsageReport> {
     top.truncate(10);
     let month_start = today.with_day(1).unwrap_or(today);
     let month_since = Local.from_local_datetime(&month_start.and_hms_opt(0, 0, 0).unwrap_or_default()).earliest().map(|t| t.with_timezone(&Utc)).unwrap_or(since);
+    let windows = window_series(&day_list, &store.window_history(since)?);
     let month = store.usage_by_day(None, month_since, now)?.into_iter().map(|d| d.usage).fold(UsageRow { key: "month".into(), ..Default::default() }, add);
     Ok(UsageReport {
         days: day_list,
@@ -73,7 +77,29 @@ pub fn report(engine: &Engine, days: u32, by: UsageBy) -> Result<UsageReport> {
         month,
         month_name: today.format("%B %Y").to_string(),
         budgets: engine.budgets()?,
+        windows,
     })
+}
+
+/// The highest share of each account's window used per local day, a series per account and
+/// window in the order first seen.
+fn window_series(days: &[String], reports: &[(String, crate::run::LimitWindow)]) -> Vec<Series> {
+    let index: BTreeMap<String, usize> = days.iter().enumerate().map(|(i, d)| (d.clone(), i)).collect();
+    let mut out: Vec<Series> = Vec::new();
+    for (account, w) in reports {
+        let Some(&i) = index.get(&w.seen_at.with_timezone(&Local).date_naive().to_string()) else { continue };
+        let key = format!("{account} · {}", w.short_name());
+        let at = match out.iter().position(|s| s.key == key) {
+            Some(at) => at,
+            None => {
+                out.push(Series { key, values: vec![None; days.len()] });
+                out.len() - 1
+            }
+        };
+        let v = &mut out[at].values[i];
+        *v = Some(v.unwrap_or(0.0).max(w.used_percent));
+    }
+    out
 }
 
 /// Days × groups into one series per group (groups in order of their total, largest first).
@@ -158,6 +184,33 @@ mod tests {
         assert!(got[0].bytes >= 400_000 && got[0].bytes < 500_000, "{got:?}");
         assert!(got[1].bytes > 0 && got[1].bytes < 64 * 1024, "{got:?}");
         assert!(disk_by_routine(&dir.path().join("missing")).is_empty());
+    }
+
+    #[test]
+    fn window_history_is_each_days_highest_share_per_account_and_window() {
+        let noon = |day: &str| Local.from_local_datetime(&chrono::NaiveDate::parse_from_str(day, "%Y-%m-%d").unwrap().and_hms_opt(12, 0, 0).unwrap()).unwrap().with_timezone(&Utc);
+        let report = |account: &str, window: &str, used: f64, day: &str| {
+            (account.to_string(), crate::run::LimitWindow { window: window.into(), used_percent: used, resets_at: None, status: "allowed".into(), seen_at: noon(day), run_id: None })
+        };
+        let days = vec!["2026-11-29".to_string(), "2026-11-30".into()];
+        let reports = [
+            report("a@x.dev", "five_hour", 40.0, "2026-11-29"),
+            report("a@x.dev", "five_hour", 85.0, "2026-11-29"),
+            report("a@x.dev", "seven_day", 30.0, "2026-11-29"),
+            report("a@x.dev", "five_hour", 20.0, "2026-11-30"),
+            report("b@x.dev", "five_hour", 10.0, "2026-11-30"),
+            report("b@x.dev", "five_hour", 99.0, "2026-11-01"),
+        ];
+        let got: Vec<(String, Vec<Option<f64>>)> = window_series(&days, &reports).into_iter().map(|s| (s.key, s.values)).collect();
+        assert_eq!(
+            got,
+            [
+                ("a@x.dev · 5h".to_string(), vec![Some(85.0), Some(20.0)]),
+                ("a@x.dev · 7d".to_string(), vec![Some(30.0), None]),
+                ("b@x.dev · 5h".to_string(), vec![None, Some(10.0)]),
+            ],
+            "a day's highest; a day without a report is empty; a report outside the days is left out"
+        );
     }
 
     #[test]
