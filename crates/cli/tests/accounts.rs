@@ -245,6 +245,19 @@ fn a_pinned_account_that_is_not_configured_blocks_with_no_account() {
     assert!(!th.path().join("ran").exists(), "nothing was spawned");
 }
 
+/// Codex accounts a@x.dev and b@x.dev, each CODEX_HOME (its config dir) pointing Codex at
+/// `fake`, and a routine `merge` on the pool of both.
+fn codex_pool(fake: &nightshift_testkit::fake_openai::FakeOpenAi) -> TestHome {
+    let (th, _) = home_with_accounts(&["codex:a@x.dev", "codex:b@x.dev"]);
+    for slug in ["a-at-x.dev", "b-at-x.dev"] {
+        let dir = th.path().join("accounts/codex").join(slug);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("config.toml"), fake.codex_config(0)).unwrap();
+    }
+    th.routine("merge", &format!("schedule: \"0 2 * * *\"\nagent: codex\nprompt: Merge green PRs\naccounts: [a@x.dev, b@x.dev]\ncwd: {}\n", th.user_home().display()));
+    th
+}
+
 const KEY_A: &str = "sk-test-codex-alpha-000000000001";
 const KEY_B: &str = "sk-test-codex-bravo-000000000002";
 
@@ -258,14 +271,7 @@ async fn codex_accounts_get_their_own_key_and_codex_home_and_fail_over_on_a_usag
     let reset = (chrono::Utc::now().timestamp() / 60 + 5 * 60) * 60;
     fake.set(KEY_A, OpenAiReply::UsageLimit { resets_at: reset });
     fake.set(KEY_B, OpenAiReply::Success { text: "Merged 2 PRs.".into() });
-    let (th, _) = home_with_accounts(&["codex:a@x.dev", "codex:b@x.dev"]);
-    // Each account's CODEX_HOME (its config dir) points Codex at the fake.
-    for slug in ["a-at-x.dev", "b-at-x.dev"] {
-        let dir = th.path().join("accounts/codex").join(slug);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("config.toml"), fake.codex_config(0)).unwrap();
-    }
-    th.routine("merge", &format!("schedule: \"0 2 * * *\"\nagent: codex\nprompt: Merge green PRs\naccounts: [a@x.dev, b@x.dev]\ncwd: {}\n", th.user_home().display()));
+    let th = codex_pool(&fake);
     let out = tokio_ctl(&th)
         .args(["run", "merge", "--wait", "--json"])
         .env("OPENAI_API_KEY_A_AT_X_DOT_DEV", KEY_A)
@@ -292,6 +298,38 @@ async fn codex_accounts_get_their_own_key_and_codex_home_and_fail_over_on_a_usag
     // Codex's shell snapshots (which would hold the run's environment) are off.
     let snapshots: Vec<_> = std::fs::read_dir(th.path().join("accounts/codex/a-at-x.dev/shell_snapshots")).into_iter().flatten().collect();
     assert!(snapshots.is_empty(), "{snapshots:?}");
+}
+
+/// The real Codex CLI keeps a ChatGPT plan's windows (the backend's `x-codex-primary-*` and
+/// `x-codex-secondary-*` headers) in its session's rollout file under the account's CODEX_HOME:
+/// they become the account's windows, and the pool's next run goes to the account with more
+/// headroom.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_codex_cli_reports_its_plans_windows() {
+    use nightshift_testkit::fake_openai::{FakeOpenAi, Reply as OpenAiReply};
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    let reset = chrono::Utc::now().timestamp() + 2 * 3600;
+    fake.set(KEY_A, OpenAiReply::Windows { five_hour: 85.0, five_hour_reset: reset, weekly: 40.0, weekly_reset: reset + 3 * 86_400, text: "Merged.".into() });
+    fake.set(KEY_B, OpenAiReply::Success { text: "Merged.".into() });
+    let th = codex_pool(&fake);
+    let run = || async {
+        json(&tokio_ctl(&th).args(["run", "merge", "--wait", "--json"]).env("OPENAI_API_KEY_A_AT_X_DOT_DEV", KEY_A).env("OPENAI_API_KEY_B_AT_X_DOT_DEV", KEY_B).output().await.unwrap())
+    };
+    let first = run().await;
+    assert_eq!((first["status"].as_str(), first["account"].as_str()), (Some("completed"), Some("a@x.dev")), "no windows known: the listed order: {first:#}");
+    let listed = ctl(&th).args(["accounts", "list", "--json"]).output().unwrap();
+    assert!(!stdout(&listed).contains(KEY_A), "no key in the account's JSON");
+    let a = json(&listed).as_array().unwrap().iter().find(|x| x["account"] == "a@x.dev").unwrap().clone();
+    let seen: Vec<(&str, f64, &str)> = a["windows"].as_array().unwrap().iter().map(|w| (w["window"].as_str().unwrap(), w["used_percent"].as_f64().unwrap(), w["status"].as_str().unwrap())).collect();
+    assert_eq!(seen, [("five_hour", 85.0, "allowed_warning"), ("seven_day", 40.0, "allowed")], "{a:#}");
+    assert_eq!(a["windows"][0]["resets_at"].as_str().map(|t| chrono::DateTime::parse_from_rfc3339(t).unwrap().timestamp()), Some(reset), "{a:#}");
+    assert_eq!(a["windows"][0]["run_id"], first["id"], "{a:#}");
+    let second = run().await;
+    assert_eq!(second["account"], "b@x.dev", "the most headroom first: {second:#}");
+    assert_eq!(fake.response_keys(), vec![KEY_A, KEY_B]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -191,3 +191,4 @@ async fn allowed_dirs_reach_codex() {
     let call = fake.requests().into_iter().find(|r| r.path.starts_with("/v1/responses")).expect("a responses call");
     assert!(call.body.to_string().contains(&docs.display().to_string()), "the folder is not in what Codex told the model: {:#}", call.body);
 }
+

@@ -79,6 +79,25 @@ fn codex_usage_limit_is_rate_limited_until_the_time_it_names() {
     assert!(o.resets_at.is_some_and(|t| t > Utc.with_ymd_and_hms(2026, 11, 30, 12, 0, 0).unwrap()), "{:?}", o.resets_at);
 }
 
+/// Codex keeps a plan's windows in its session's rollout file, not in its output: found by the
+/// session id under the account's CODEX_HOME, the last `token_count` event's `rate_limits`.
+#[test]
+fn codex_windows_come_from_the_sessions_rollout_file() {
+    let home = tempfile::tempdir().unwrap();
+    let now = Utc.with_ymd_and_hms(2026, 12, 3, 21, 34, 0).unwrap();
+    let day = home.path().join("sessions").join(now.with_timezone(&chrono::Local).format("%Y/%m/%d").to_string());
+    std::fs::create_dir_all(&day).unwrap();
+    let line = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/codex-0.171.0/rollout-windows.jsonl")).unwrap();
+    let session = "01a23dd4-01ef-79f3-b5e5-43b1f1fbb0f3";
+    std::fs::write(day.join(format!("rollout-2026-12-03T21-33-54-{session}.jsonl")), format!("{{\"type\":\"session_meta\"}}\n{line}")).unwrap();
+    let codex = nightshift_core::agents::driver(Agent::Codex);
+    let got: Vec<(String, f64, Option<i64>, String)> = codex.windows_kept_in(home.path(), session, now).into_iter().map(|w| (w.window, w.used_percent, w.resets_at.map(|t| t.timestamp()), w.status)).collect();
+    assert_eq!(got, [("five_hour".to_string(), 85.0, Some(1796340833), "allowed_warning".to_string()), ("seven_day".to_string(), 40.0, Some(1796600033), "allowed".to_string())]);
+    assert!(codex.windows_kept_in(home.path(), "another-session", now).is_empty(), "another session's file is not this run's");
+    assert!(codex.windows_kept_in(home.path(), "../x", now).is_empty());
+    assert!(nightshift_core::agents::driver(Agent::Claude).windows_kept_in(home.path(), session, now).is_empty(), "Claude reports its windows in its stream");
+}
+
 #[test]
 fn codex_server_error_is_api_unavailable_without_ansi() {
     let o = codex("500");

@@ -30,6 +30,10 @@ pub enum Reply {
     Disconnects { times: usize, text: String },
     /// A success that starts streaming only after `secs`.
     Slow { secs: u64, text: String },
+    /// 200 with this text and the ChatGPT plan's usage windows in Codex's headers, as the real
+    /// backend sends them on every answer: `x-codex-primary-*` the five-hour window (300 minutes),
+    /// `x-codex-secondary-*` the weekly one (10080), used share in percent, reset in epoch seconds.
+    Windows { five_hour: f64, five_hour_reset: i64, weekly: f64, weekly_reset: i64, text: String },
 }
 
 /// The fake Responses API: a [`FakeApi`] answering with [`Reply`]s.
@@ -98,6 +102,21 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
         Reply::Flaky { .. } | Reply::ServerError => server_error(),
         Reply::Disconnects { times, text } if call.nth >= *times => sse_response(stream(text)),
         Reply::Disconnects { .. } => sse_response(stream("").lines().take(3).map(|l| format!("{l}\n")).collect()),
+        Reply::Windows { five_hour, five_hour_reset, weekly, weekly_reset, text } => {
+            let mut response = sse_response(stream(text));
+            let headers = [
+                ("x-codex-primary-used-percent", five_hour.to_string()),
+                ("x-codex-primary-window-minutes", "300".to_string()),
+                ("x-codex-primary-reset-at", five_hour_reset.to_string()),
+                ("x-codex-secondary-used-percent", weekly.to_string()),
+                ("x-codex-secondary-window-minutes", "10080".to_string()),
+                ("x-codex-secondary-reset-at", weekly_reset.to_string()),
+            ];
+            for (k, v) in headers {
+                response.headers_mut().insert(k, v.parse().expect("header value"));
+            }
+            response
+        }
         Reply::Unauthorized => unauthorized(),
         Reply::UsageLimit { resets_at } => {
             let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);

@@ -168,4 +168,55 @@ impl AgentDriver for Codex {
         outcome.from_final_event = completed || turn_failure.is_some();
         outcome
     }
+
+    /// Codex 0.171 does not put a plan's windows in `exec --json`; it records them, from the
+    /// backend's `x-codex-primary-*` / `x-codex-secondary-*` headers, in the session's rollout file
+    /// (`$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<time>-<session id>.jsonl`) as `token_count`
+    /// events' `rate_limits`. The last such event of the session counts.
+    fn windows_kept_in(&self, config_dir: &std::path::Path, session_id: &str, now: chrono::DateTime<chrono::Utc>) -> Vec<crate::run::LimitWindow> {
+        let Some(file) = rollout_file(config_dir, session_id, now) else { return Vec::new() };
+        let tail = LogTail::read_until(&file, |lines| lines.iter().any(|l| l.contains("\"rate_limits\"")));
+        tail.lines.iter().rev().filter(|l| l.contains("\"rate_limits\"")).find_map(|l| windows_of(json_if(l, "\"token_count\"")?.get("payload")?.get("rate_limits")?, now)).unwrap_or_default()
+    }
+}
+
+/// The rollout file of `session_id`: Codex files it under the day it started (its local day;
+/// the day before and the UTC days are looked in too, for a run across midnight).
+fn rollout_file(config_dir: &std::path::Path, session_id: &str, now: chrono::DateTime<chrono::Utc>) -> Option<std::path::PathBuf> {
+    if session_id.is_empty() || session_id.contains(['/', '\\', '.']) {
+        return None;
+    }
+    let suffix = format!("-{session_id}.jsonl");
+    let days = [now, now - chrono::Duration::days(1)].into_iter().flat_map(|t| [t.with_timezone(&chrono::Local).date_naive(), t.date_naive()]);
+    days.map(|d| config_dir.join("sessions").join(d.format("%Y/%m/%d").to_string())).find_map(|dir| {
+        std::fs::read_dir(dir).ok()?.flatten().map(|e| e.path()).find(|p| p.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("rollout-") && n.ends_with(&suffix)))
+    })
+}
+
+/// `rate_limits {primary, secondary}` as windows: a 300-minute window is the five-hour one, a
+/// 10080-minute window the weekly one (ChatGPT plans put either in either slot); other lengths are
+/// not windows Nightshift has words for, and are left out.
+fn windows_of(limits: &serde_json::Value, now: chrono::DateTime<chrono::Utc>) -> Option<Vec<crate::run::LimitWindow>> {
+    let windows: Vec<_> = ["primary", "secondary"]
+        .into_iter()
+        .filter_map(|slot| {
+            let w = limits.get(slot)?;
+            let window = match w["window_minutes"].as_u64()? {
+                300 => "five_hour",
+                10080 => "seven_day",
+                _ => return None,
+            };
+            let used = w["used_percent"].as_f64()?.clamp(0.0, 100.0);
+            Some(crate::run::LimitWindow {
+                window: window.into(),
+                used_percent: used,
+                resets_at: w["resets_at"].as_i64().and_then(|t| chrono::DateTime::from_timestamp(t, 0)),
+                // Codex reports no status word: the share says it.
+                status: if used >= 100.0 { "rejected" } else if used >= 80.0 { "allowed_warning" } else { "allowed" }.into(),
+                seen_at: now,
+                run_id: None,
+            })
+        })
+        .collect();
+    (!windows.is_empty()).then_some(windows)
 }

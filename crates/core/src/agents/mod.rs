@@ -107,6 +107,12 @@ pub trait AgentDriver: Send + Sync {
     fn transcript(&self, line: &str) -> Vec<LogEntry> {
         transcript::not_json(line)
     }
+    /// The usage windows an agent keeps beside its output rather than in it — in the account's
+    /// config dir (`config_dir`), for session `session_id`, a run that ended about `now`. None by
+    /// default: Claude Code reports them in its stream ([`Outcome::windows`]).
+    fn windows_kept_in(&self, _config_dir: &std::path::Path, _session_id: &str, _now: DateTime<Utc>) -> Vec<crate::run::LimitWindow> {
+        Vec::new()
+    }
 }
 
 /// The one place an agent's word becomes its module.

@@ -268,6 +268,7 @@ impl Driver {
     /// Watch try `n` to its end; on a rate limit, fail over to a free, healthy account.
     async fn attempt(&mut self, n: usize, mut proc: Proc, account: Option<(Account, Credential)>) -> State {
         let ending = supervise(&self.core, &self.live, &mut proc, Arc::clone(&self.cancel)).await;
+        let here = !matches!(proc, Proc::Remote(_));
         if let Proc::Remote(remote) = proc {
             // Its end is kept here first, so its files there can go before it is settled (a
             // caller waiting for the final record may exit right after it).
@@ -282,9 +283,18 @@ impl Driver {
             }
         }
         let email = account.as_ref().map(|(a, _)| a.email.clone());
-        if let Some(email) = &email {
-            let (core, email, id, o) = (Arc::clone(&self.core), email.clone(), self.live.id.clone(), outcome.clone());
-            let _ = tokio::task::spawn_blocking(move || accounts::record_outcome(&core, &email, &id, &o)).await;
+        if let Some((a, _)) = &account {
+            let (core, agent, config_dir, id, mut o) = (Arc::clone(&self.core), self.live.agent, a.config_dir.clone(), self.live.id.clone(), outcome.clone());
+            let email = a.email.clone();
+            let _ = tokio::task::spawn_blocking(move || {
+                // An agent that keeps its windows beside its output (Codex): read them from the
+                // account's config dir — on this machine only.
+                if o.windows.is_empty() && here {
+                    o.windows = crate::agents::driver(agent).windows_kept_in(&config_dir, o.session_id.as_deref().unwrap_or(""), core.clock.now());
+                }
+                accounts::record_outcome(&core, &email, &id, &o)
+            })
+            .await;
         }
         if let (Some(email), true) = (&email, self.may_fail_over(&ending, &outcome)) {
             self.tried.push(email.clone());
