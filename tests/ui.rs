@@ -260,6 +260,14 @@ async fn the_web_ui_in_the_real_app() {
     assert_eq!(value, json!(""), "the token is cleared from the field at once");
     let page = js(&c, "return document.documentElement.outerHTML").await;
     assert!(!page.as_str().unwrap().contains("ui-test-token"), "the token is nowhere in the page");
+    // Its reserve and the opt-in usage probe, written to nightshift.toml.
+    js(&c, &format!("const f = document.querySelector(\"{card} .window-options\"); f.querySelector('input.reserve').value = '20'; f.querySelector('input.usage-probe').checked = true; return 1")).await;
+    click(&c, &format!("{card} .window-options button")).await;
+    let said = until(&c, "the options saved", "const s = document.getElementById('accounts-status').textContent; return s.includes('saved') ? s : null", 20).await;
+    assert_eq!(said, json!("work@acme.dev: reserve 20 %, usage probe on — saved to nightshift.toml."));
+    let toml = std::fs::read_to_string(home.join("nightshift.toml")).unwrap();
+    assert!(toml.contains("email = \"work@acme.dev\"\nreserve = 20\nusage_probe = true\n"), "{toml}");
+    until(&c, "the card to show the saved reserve", &format!("return document.querySelector(\"{card} input.reserve\")?.value === '20' && document.querySelector(\"{card} input.usage-probe\")?.checked"), 20).await;
     // Hosts, next to the accounts: the one a routine is placed on, not tried yet; Check tries it.
     let host = "#hosts .host[data-host='box']";
     let state = until(&c, "the host card", &format!("return document.querySelector(\"{host}\")?.dataset.state"), 20).await;

@@ -39,7 +39,11 @@ last_5h: UsageRow | null, last_7d: UsageRow | null,
 /**
  * When it hit a rate limit in the last 30 days (and when that limit reset), newest first.
  */
-limits: Array<HealthRecord>, };
+limits: Array<HealthRecord>, 
+/**
+ * `reserve` (percent of its windows kept from scheduled runs) and `usage_probe`, as set.
+ */
+reserve: number | null, usage_probe: boolean, };
 
 /**
  * Who does a run's work: one of the agent CLIs Nightshift drives, or `command` (a shell
@@ -265,7 +269,7 @@ file: string, problems: Array<FieldProblem>, preview: Preview | null, };
  * A run's record travels boxed: the channel keeps 1024 events in slots the size of the largest
  * variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
  */
-export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
+export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
 
 /**
  * What the header shows.
@@ -833,6 +837,7 @@ export interface Commands {
   list_secrets: { args: Record<symbol, never>; answer: Array<SecretView> };
   check_account: { args: { email: string, }; answer: AccountView };
   set_token: { args: { email: string, token: string, }; answer: null };
+  set_account_options: { args: { email: string, reserve?: number, usageProbe: boolean, }; answer: null };
   relogin: { args: { email: string, }; answer: Relogin };
   list_hosts: { args: Record<symbol, never>; answer: Array<HostView> };
   check_host: { args: { host: string, }; answer: HostCheck };

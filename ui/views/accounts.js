@@ -1,6 +1,6 @@
 // Accounts: each account's auth health with the evidence behind it, where its credential comes
-// from, expiry and rate-limit reset; Re-login, Set token (paste → OS keychain; never shown
-// again), Check. Below them the routines' secrets by name (never a value) and the hosts routines
+// from, expiry and rate-limit reset, its usage windows; Re-login, Set token (paste → OS keychain;
+// never shown again), Check; its reserve and (Claude) the opt-in usage probe. Below them the routines' secrets by name (never a value) and the hosts routines
 // run on over SSH (`host:`), with their health.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
@@ -152,7 +152,7 @@ export function mount(root, _params, ui) {
   }
 
   /** @param {import("../lib/types.js").AccountView} view */
-  function card({ health: a, history, last_5h, last_7d, limits }) {
+  function card({ health: a, history, last_5h, last_7d, limits, reserve, usage_probe }) {
     const tokenField = h("input", { type: "password", autocomplete: "off", spellcheck: "false", required: true, "aria-label": `${capital(a.secret)} for ${a.account}`, class: "token" });
     const tokenForm = h(
       "form",
@@ -189,10 +189,43 @@ export function mount(root, _params, ui) {
         h("button", { onclick: () => check(a.account) }, "Check"),
       ),
       tokenForm,
+      windowOptions(a, reserve, usage_probe),
       history.length
         ? h("details", {}, h("summary", {}, "History"), h("ul", { class: "history" }, history.map((r) => h("li", {}, h("span", { class: "muted small" }, full(r.at)), " ", badge(r.verdict), " ", r.evidence))))
         : null,
     );
+  }
+
+  /** The account's reserve (a percent of its windows scheduled runs leave for you) and, for
+   * Claude, the opt-in usage probe — written to nightshift.toml. */
+  function windowOptions(a, reserve, usageProbe) {
+    const percent = h("input", { type: "number", min: "0", max: "100", step: "1", inputmode: "numeric", value: reserve === null ? "" : String(reserve), placeholder: "none", class: "reserve", "aria-label": `Reserve of ${a.account}, percent` });
+    const probe = a.agent === "claude" ? h("input", { type: "checkbox", class: "usage-probe", checked: usageProbe }) : null;
+    return h(
+      "form",
+      { class: "window-options", onsubmit: (ev) => saveOptions(ev, a, percent, probe) },
+      h("label", {}, "Keep ", percent, " % of its windows for my own work "),
+      h("span", { class: "muted small" }, "(scheduled runs do not start past it; Run now may use it)"),
+      probe ? h("label", { class: "probe" }, probe, " Ask Claude for live usage every 10 minutes ", h("span", { class: "muted small" }, "(a request you would not otherwise make; off by default)")) : null,
+      h("button", { type: "submit" }, "Save"),
+    );
+  }
+
+  async function saveOptions(ev, a, percent, probe) {
+    ev.preventDefault();
+    const text = percent.value.trim();
+    const reserve = text === "" ? null : Number(text);
+    if (reserve !== null && !(Number.isInteger(reserve) && reserve >= 0 && reserve <= 100)) {
+      status.textContent = `The reserve of ${a.account} is a whole percent from 0 to 100, or empty for none.`;
+      percent.focus();
+      return;
+    }
+    try {
+      await call("set_account_options", { email: a.account, reserve, usageProbe: probe ? probe.checked : false });
+      status.textContent = `${a.account}: ${reserve === null ? "no reserve" : `reserve ${reserve} %`}${probe ? `, usage probe ${probe.checked ? "on" : "off"}` : ""} — saved to nightshift.toml.`;
+    } catch (e) {
+      status.textContent = errorText(e);
+    }
   }
 
   async function saveToken(ev, a, field, form) {

@@ -1,4 +1,4 @@
-//! `nightshiftctl accounts list | add | remove | set-token | check`
+//! `nightshiftctl accounts list | add | remove | set | set-token | check`
 
 use crate::format::{self, json, table};
 use crate::Outcome;
@@ -24,6 +24,18 @@ pub enum AccountsCommand {
     /// setup-token`), an OpenAI API key, a Gemini API key; read from stdin, never echoed.
     #[command(visible_alias = "set-key")]
     SetToken { email: String },
+    /// Set what Nightshift does with an account's usage windows; a flag left out keeps its value.
+    Set {
+        email: String,
+        /// Percent of its five-hour and seven-day windows kept from scheduled runs (0–100), or
+        /// `none`.
+        #[arg(long, value_name = "PERCENT|none")]
+        reserve: Option<String>,
+        /// Read its windows from Claude's OAuth usage endpoint every 10 minutes while the app or
+        /// daemon runs: `on` or `off` (off by default; a request you would not otherwise make).
+        #[arg(long, value_name = "on|off")]
+        usage_probe: Option<String>,
+    },
     /// Check accounts now; exit 1 if any needs attention (revoked, unconfigured, expired).
     Check {
         email: Option<String>,
@@ -56,6 +68,25 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
         AccountsCommand::Remove { email } => {
             let had_token = engine.remove_account(&email)?;
             println!("removed {email}{}", if had_token { " and its setup token" } else { "" });
+            Ok(Outcome::Ok)
+        }
+        AccountsCommand::Set { email, reserve, usage_probe } => {
+            let settings = engine.settings();
+            let now = settings.accounts.iter().find(|a| a.email == email).ok_or_else(|| Error::new(ErrorCode::Usage, format!("no account {email}")))?;
+            let reserve = match reserve.as_deref() {
+                None => now.reserve,
+                Some("none") => None,
+                Some(p) => Some(p.trim_end_matches('%').parse::<u8>().ok().filter(|r| *r <= 100).ok_or_else(|| Error::new(ErrorCode::Usage, format!("--reserve takes a percent from 0 to 100, or none; found \"{p}\"")))?),
+            };
+            let usage_probe = match usage_probe.as_deref() {
+                None => now.usage_probe,
+                Some("on") => true,
+                Some("off") => false,
+                Some(other) => return Err(Error::new(ErrorCode::Usage, format!("--usage-probe takes on or off; found \"{other}\""))),
+            };
+            engine.set_account_options(&email, reserve, usage_probe)?;
+            let reserve_words = reserve.map(|r| format!("reserve {r} %")).unwrap_or_else(|| "no reserve".into());
+            println!("{email}: {reserve_words}, usage probe {}", if usage_probe { "on" } else { "off" });
             Ok(Outcome::Ok)
         }
         AccountsCommand::SetToken { email } => {

@@ -111,6 +111,7 @@ fn render_event(ev: &EngineEvent, json: bool) -> Option<String> {
         EngineEvent::RoutinesChanged => format!("{now} ↻ routines reloaded"),
         EngineEvent::AccountsChanged => format!("{now} ⚿ account health changed (nightshiftctl accounts list)"),
         EngineEvent::RoutinePaused { routine, reason } => format!("{now} ⏸ {routine}: {reason}"),
+        EngineEvent::AccountNotice { summary, body, .. } => format!("{now} {summary}: {body}"),
         EngineEvent::WebhookFailed { webhook, run_id, routine, error } => format!("{now} ✗ webhook {webhook} could not post {routine} (run {run_id}): {error}"),
         EngineEvent::EngineState { .. } => return None,
     })

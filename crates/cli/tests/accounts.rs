@@ -449,3 +449,33 @@ async fn the_real_cli_reports_the_accounts_windows_on_a_success() {
     let table = stdout(&ctl_bus(&th).args(["accounts", "list"]).output().unwrap());
     assert!(table.contains("5h 85 % (resets ") && table.contains(" · 7d 40 % (resets "), "{table}");
 }
+
+/// `accounts set` writes `reserve` and `usage_probe` into the account's own table, keeping the
+/// user's comments; bad values and a probe on an account without the endpoint are refused with
+/// words that say why; a flag left out keeps its value.
+#[test]
+fn accounts_set_writes_the_reserve_and_the_usage_probe() {
+    let th = TestHome::new();
+    let toml = "# my accounts\n[[accounts]]\nemail = \"a@x.dev\" # work\n[[accounts]]\nagent = \"codex\"\nemail = \"c@x.dev\"\n";
+    std::fs::write(th.path().join("nightshift.toml"), toml).unwrap();
+    let out = ctl(&th).args(["accounts", "set", "a@x.dev", "--reserve", "20", "--usage-probe", "on"]).output().unwrap();
+    assert_eq!(stdout(&out), "a@x.dev: reserve 20 %, usage probe on\n", "{}", stderr(&out));
+    let written = std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap();
+    assert!(written.starts_with("# my accounts\n[[accounts]]\nemail = \"a@x.dev\" # work\nreserve = 20\nusage_probe = true\n"), "{written}");
+    let listed = json(&ctl(&th).args(["accounts", "list", "--json"]).output().unwrap());
+    assert_eq!(listed[0]["account"], "a@x.dev");
+    let out = ctl(&th).args(["accounts", "set", "a@x.dev", "--reserve", "none"]).output().unwrap();
+    assert_eq!(stdout(&out), "a@x.dev: no reserve, usage probe on\n", "the probe kept its value");
+    for (args, words) in [
+        (vec!["--reserve", "120"], "--reserve takes a percent from 0 to 100, or none; found \"120\""),
+        (vec!["--usage-probe", "yes"], "--usage-probe takes on or off; found \"yes\""),
+    ] {
+        let out = ctl(&th).args(["accounts", "set", "a@x.dev"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains(words), "{}", stderr(&out));
+    }
+    let out = ctl(&th).args(["accounts", "set", "c@x.dev", "--usage-probe", "on"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`usage_probe` of c@x.dev reads Claude's OAuth usage endpoint; codex has none"), "{}", stderr(&out));
+    assert!(!std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap().contains("reserve"), "nothing else was written");
+}

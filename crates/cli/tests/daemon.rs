@@ -147,3 +147,28 @@ fn only_opted_in_project_folders_have_their_routines_read() {
     assert!(!names.contains(&"tick") && !names.contains(&"later"), "{names:?}");
     assert!(project.join(".agents/routines/tick.yml").is_file(), "its files stay");
 }
+
+/// `usage_probe = true` is read while the daemon runs: its first pass asks the fake usage
+/// endpoint once with the account's token, `accounts list` shows the windows it read, and the
+/// daemon's output tells the 80 % mark it passed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_daemon_probes_an_opted_in_accounts_usage() {
+    use nightshift_testkit::{FakeAnthropic, Reply};
+    const TOKEN: &str = "sk-ant-oat01-daemon-probe-token-0000000001";
+    let fake = FakeAnthropic::start(None).await;
+    let reset = chrono::Utc::now().timestamp() + 3 * 3600;
+    fake.set(TOKEN, Reply::Windows { five_hour: 0.9, five_hour_reset: reset, seven_day: 0.3, seven_day_reset: reset + 86_400, text: String::new() });
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), format!("usage_probe_url = \"{}/api/oauth/usage\"\n[[accounts]]\nemail = \"a@x.dev\"\nusage_probe = true\n", fake.url())).unwrap();
+    let d = common::start_daemon_with(&th, &[], &[("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", TOKEN)]);
+    d.wait_scheduling();
+    let windows = |th: &TestHome| json(&ctl(th).args(["accounts", "list", "--json"]).output().unwrap())[0]["windows"].clone();
+    nightshift_testkit::wait_until("the probe's windows", Duration::from_secs(20), || windows(&th).as_array().is_some_and(|w| !w.is_empty()));
+    let w = windows(&th);
+    assert_eq!((w[0]["window"].as_str(), w[0]["used_percent"].as_f64(), w[0]["run_id"].is_null()), (Some("five_hour"), Some(90.0), true), "{w:#}");
+    nightshift_testkit::wait_until("the daemon to say the mark", Duration::from_secs(10), || d.output().contains("◔ a@x.dev · 5h 90 %: a@x.dev's 5h window is 90 % used (past 80 %)"));
+    let (code, out) = stop(d);
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains(TOKEN));
+    assert_eq!(fake.requests().iter().map(|r| r.credential.clone().unwrap_or_default()).collect::<Vec<_>>(), [TOKEN], "asked once in the first 10 minutes");
+}

@@ -16,6 +16,7 @@ pub const COMMANDS: &[&str] = &[
     "list_secrets",
     "check_account",
     "set_token",
+    "set_account_options",
     "relogin",
     "list_hosts",
     "check_host",

@@ -25,6 +25,9 @@ pub enum EngineEvent {
     /// A webhook gave up on a run (after its last try, or refused): said once per webhook until
     /// one of its posts succeeds again.
     WebhookFailed { webhook: String, run_id: String, routine: String, error: String },
+    /// Something about an account the user should hear of that is not a verdict: a usage window
+    /// the usage probe saw pass 80 % or 95 %, or the probe failing (a desktop notice).
+    AccountNotice { account: String, summary: String, body: String },
     /// Counts the tray icon shows.
     EngineState { running: usize, queued: usize, paused: bool },
 }

@@ -65,6 +65,9 @@ pub struct Settings {
     pub projects: Vec<PathBuf>,
     /// `[budget]`: caps (USD) on what all runs together spend in a day or month, and on each run.
     pub budget: crate::budget::Budget,
+    /// Where `usage_probe` reads Claude's usage (its OAuth usage endpoint; another URL for a
+    /// proxy or a test).
+    pub usage_probe_url: String,
 }
 
 /// `[defaults]` in nightshift.toml.
@@ -152,6 +155,11 @@ pub struct AccountSettings {
     /// own daytime work — scheduled and catch-up runs do not start on it past `100 − reserve`.
     #[serde(default)]
     pub reserve: Option<u8>,
+    /// `usage_probe = true` (Claude accounts only; off by default): while the app or a daemon
+    /// runs, read the account's windows from Claude's OAuth usage endpoint at most every 10
+    /// minutes — a request the user did not otherwise make, so only when asked for.
+    #[serde(default)]
+    pub usage_probe: bool,
 }
 
 fn default_agent() -> Agent {
@@ -196,6 +204,7 @@ impl Default for Settings {
             defaults: RoutineDefaults::default(),
             projects: Vec::new(),
             budget: crate::budget::Budget::default(),
+            usage_probe_url: "https://api.anthropic.com/api/oauth/usage".into(),
         }
     }
 }
@@ -296,6 +305,12 @@ impl Settings {
         }
         if let Some(a) = settings.accounts.iter().find(|a| a.reserve.is_some_and(|r| r > 100)) {
             return Err(located(text.find(&format!("\"{}\"", a.email)).unwrap_or(0), &format!("`reserve` of {} is a percent of its windows: 0 to 100", a.email)));
+        }
+        if let Some(a) = settings.accounts.iter().find(|a| a.usage_probe && a.agent != Agent::Claude) {
+            return Err(located(
+                text.find(&format!("\"{}\"", a.email)).unwrap_or(0),
+                &format!("`usage_probe` of {} reads Claude's OAuth usage endpoint; {} has none (its windows come from its runs)", a.email, a.agent.as_str()),
+            ));
         }
         let mut seen = std::collections::HashSet::new();
         for w in &settings.webhooks {

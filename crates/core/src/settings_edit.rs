@@ -60,6 +60,33 @@ pub fn add_account(home: &Home, agent: Agent, email: &str) -> Result<()> {
     save(home, &doc)
 }
 
+/// Set an account's `reserve` (a percent, `None`: none) and `usage_probe` (only Claude has the
+/// endpoint it reads), keeping everything else in its table as the user wrote it.
+pub fn set_account_options(home: &Home, email: &str, reserve: Option<u8>, usage_probe: bool) -> Result<()> {
+    if reserve.is_some_and(|r| r > 100) {
+        return Err(Error::new(ErrorCode::Usage, format!("`reserve` of {email} is a percent of its windows: 0 to 100")));
+    }
+    let mut doc = load(home)?;
+    let table = doc
+        .get_mut("accounts")
+        .and_then(Item::as_array_of_tables_mut)
+        .and_then(|arr| arr.iter_mut().find(|t| t.get("email").and_then(|v| v.as_str()) == Some(email)))
+        .ok_or_else(|| Error::new(ErrorCode::Usage, format!("no account {email}")))?;
+    let agent = table.get("agent").and_then(|v| v.as_str()).unwrap_or("claude").to_string();
+    if usage_probe && agent != Agent::Claude.as_str() {
+        return Err(Error::new(ErrorCode::Usage, format!("`usage_probe` of {email} reads Claude's OAuth usage endpoint; {agent} has none (its windows come from its runs)")));
+    }
+    match reserve {
+        Some(r) => table.insert("reserve", toml_edit::value(i64::from(r))),
+        None => table.remove("reserve"),
+    };
+    match usage_probe {
+        true => table.insert("usage_probe", toml_edit::value(true)),
+        false => table.remove("usage_probe"),
+    };
+    save(home, &doc)
+}
+
 /// Remove an account by email (any agent). Its keychain item is the caller's to delete.
 pub fn remove_account(home: &Home, email: &str) -> Result<()> {
     let mut doc = load(home)?;
@@ -88,7 +115,7 @@ pub fn add_project(home: &Home, dir: &std::path::Path) -> Result<std::path::Path
     }
     let mut doc = load(home)?;
     let shown = dir.display().to_string();
-    if projects(&doc).iter().any(|p| *p == shown) {
+    if projects(&doc).contains(&shown) {
         return Err(Error::new(ErrorCode::Usage, format!("{shown} is already a project (its routines are read)")));
     }
     match doc.get_mut("projects").and_then(Item::as_array_mut) {

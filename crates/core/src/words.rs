@@ -177,6 +177,13 @@ pub fn ser_opt_time<S: Serializer>(t: &Option<DateTime<Utc>>, s: S) -> Result<S:
     }
 }
 
+/// A name an environment variable can have (and a secret's name must: it becomes one): ASCII
+/// letters, digits and `_`, not starting with a digit.
+pub fn is_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,11 +215,4 @@ mod tests {
         assert_eq!(parse_time("2026-02-30T09:00:00.000Z"), None);
         assert_eq!(parse_time("2026-11-30T09:00:0x.000Z"), None);
     }
-}
-
-/// A name an environment variable can have (and a secret's name must: it becomes one): ASCII
-/// letters, digits and `_`, not starting with a digit.
-pub fn is_env_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_') && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }

@@ -82,11 +82,11 @@ fn assert_corpus(set: &RoutineSet, user_home: &Path) {
     let r = set.get("release-train").unwrap();
     assert_eq!((r.schedule.as_ref().unwrap().expr.as_str(), r.timezone.name()), ("0 */4 * * *", "America/Los_Angeles"));
     assert_eq!(r.timeout, std::time::Duration::from_secs(7200));
-    let (agent, mode, prompt) = agent_of(&set, "release-train");
+    let (agent, mode, prompt) = agent_of(set, "release-train");
     assert_eq!((agent, mode), (Agent::Claude, Mode::Skip));
     assert!(prompt.starts_with("Publish what is merged"), "{prompt}");
     assert_eq!(
-        warnings(&set, "release-train"),
+        warnings(set, "release-train"),
         ["release-train.yml:8:1: warning: `sandbox` is ignored: agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout"]
     );
     // `effort: low` is passed to Claude Code as its own `--effort low`.
@@ -95,24 +95,24 @@ fn assert_corpus(set: &RoutineSet, user_home: &Path) {
     assert_eq!(next, at("2026-12-03T12:00:00Z"), "04:00 in Los Angeles");
 
     // A trigger is said, not refused: without a schedule it runs when run by hand.
-    let w = warnings(&set, "pr-review");
+    let w = warnings(set, "pr-review");
     assert_eq!(w, ["pr-review.yml:5:1: warning: fires on GitHub pull_request events (opened) on acme/app — not supported yet: it runs only when run by hand (Run now)"]);
     assert_eq!(set.get("pr-review").unwrap().next_slot(at("2026-12-03T10:30:00Z")), None);
-    assert_eq!(agent_of(&set, "pr-review").1, Mode::Plan);
-    let w = warnings(&set, "linear-pickup");
+    assert_eq!(agent_of(set, "pr-review").1, Mode::Plan);
+    let w = warnings(set, "linear-pickup");
     assert_eq!(w, ["linear-pickup.yml:7:1: warning: fires on Linear Issue events on ENG — not supported yet: it runs on its `schedule` and when run by hand"]);
-    assert_eq!((agent_of(&set, "linear-pickup").0, set.get("linear-pickup").unwrap().timezone.name()), (Agent::Codex, "Europe/Berlin"));
+    assert_eq!((agent_of(set, "linear-pickup").0, set.get("linear-pickup").unwrap().timezone.name()), (Agent::Codex, "Europe/Berlin"));
 
     // runOnce, endAt (taken), createdAt (said).
     let once = set.get("at-once").unwrap();
     assert!(once.run_once);
     assert_eq!(once.end_at, Some(at("2099-01-01T00:00:00Z")));
-    assert_eq!(warnings(&set, "at-once"), ["at-once.yml:8:1: warning: `createdAt` is ignored: agents-cli's bookkeeping; Nightshift keeps its own history"]);
+    assert_eq!(warnings(set, "at-once"), ["at-once.yml:8:1: warning: `createdAt` is ignored: agents-cli's bookkeeping; Nightshift keeps its own history"]);
 
     // A project-synced file: every bookkeeping key said at its line; a relative cwd under HOME.
     let synced = set.get("synced").unwrap();
     assert_eq!(synced.cwd.as_deref(), Some(user_home.join("code").as_path()));
-    let w = warnings(&set, "synced");
+    let w = warnings(set, "synced");
     let lines: Vec<&str> = w.iter().map(|l| l.split(": warning: ").next().unwrap()).collect();
     assert_eq!(lines, ["synced.yml:11:1", "synced.yml:12:1", "synced.yml:13:1", "synced.yml:14:1"], "{w:#?}");
     // (With the version of the `claude` on PATH when one is installed there, as npm installs it.)
@@ -124,27 +124,27 @@ fn assert_corpus(set: &RoutineSet, user_home: &Path) {
 
     // Placement as agents-cli means it.
     assert!(set.get("local-wins").unwrap().placement.is_none(), "hostStrategy: local wins");
-    assert_eq!(warnings(&set, "local-wins"), ["local-wins.yml:6:15: warning: `hostStrategy: local` runs it on this machine: `host: buildbox` is not used (as agents-cli does); remove one of them to say which you mean"]);
+    assert_eq!(warnings(set, "local-wins"), ["local-wins.yml:6:15: warning: `hostStrategy: local` runs it on this machine: `host: buildbox` is not used (as agents-cli does); remove one of them to say which you mean"]);
     assert_eq!(
-        warnings(&set, "on-a-host"),
+        warnings(set, "on-a-host"),
         ["on-a-host.yml:5:1: warning: no `devices:`: every machine that reads this file fires it (and sends the run over SSH); list the machine that should, e.g. `devices: [laptop]`"]
     );
 
     // A bare number of seconds.
     assert_eq!(set.get("bare-timeout").unwrap().timeout, std::time::Duration::from_secs(45));
-    assert_eq!(warnings(&set, "bare-timeout"), ["bare-timeout.yml:5:10: warning: `timeout: 45` has no unit: taken as 45 seconds; write 45s (or 10m, 1h) to say so"]);
+    assert_eq!(warnings(set, "bare-timeout"), ["bare-timeout.yml:5:10: warning: `timeout: 45` has no unit: taken as 45 seconds; write 45s (or 10m, 1h) to say so"]);
 
     // Refused where running it would not be what its author meant, saying what to use.
-    assert!(errors(&set, "workflow")[0].starts_with("workflow.yml:5:1: `workflow` (several steps in one routine) is not supported"), "{:?}", errors(&set, "workflow"));
-    assert!(errors(&set, "loop")[0].starts_with("loop.yml:5:1: `loop` (running again until a condition holds) is not supported"));
-    assert!(errors(&set, "cloud")[0].starts_with("cloud.yml:5:15: `hostStrategy: cloud` is not supported"));
+    assert!(errors(set, "workflow")[0].starts_with("workflow.yml:5:1: `workflow` (several steps in one routine) is not supported"), "{:?}", errors(set, "workflow"));
+    assert!(errors(set, "loop")[0].starts_with("loop.yml:5:1: `loop` (running again until a condition holds) is not supported"));
+    assert!(errors(set, "cloud")[0].starts_with("cloud.yml:5:15: `hostStrategy: cloud` is not supported"));
     // `allow:` as agents-cli writes it: the agent's tool set, and a folder under the home.
     let guard = set.get("allow").unwrap().guard().unwrap().clone();
     assert_eq!((guard.allow_tools, guard.allow_dirs), (Some(vec!["Read".to_string(), "Grep".to_string()]), vec![user_home.join("docs")]));
-    assert!(warnings(&set, "allow").is_empty());
+    assert!(warnings(set, "allow").is_empty());
 
     // Neither tool's key: an error with the nearest key.
-    assert!(errors(&set, "typo").contains(&"typo.yml:2:1: unknown key `scheduel`; did you mean `schedule`?".to_string()), "{:?}", errors(&set, "typo"));
+    assert!(errors(set, "typo").contains(&"typo.yml:2:1: unknown key `scheduel`; did you mean `schedule`?".to_string()), "{:?}", errors(set, "typo"));
 
     // Everything else loaded.
     let loaded: Vec<&str> = set.routines.iter().map(|r| r.name.as_str()).collect();

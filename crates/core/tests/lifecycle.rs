@@ -397,3 +397,99 @@ async fn windows_are_recorded_and_scheduled_work_keeps_the_reserve() {
     let told: Vec<&str> = shown.iter().filter(|n| n.body.contains("past 80 %")).map(|n| n.run_id.as_deref().unwrap_or("")).collect();
     assert_eq!(told, [first.id.as_str()], "{shown:#?}");
 }
+
+/// The opt-in usage probe against the fake Anthropic API's OAuth usage endpoint: an account with
+/// `usage_probe = true` is asked with its Claude login's access token (and the beta flag) — at
+/// most every 10 minutes — and its windows are the account's; a first pass of 80 % is told once;
+/// an account without it is never asked; a setup token the endpoint refuses (403) is told in
+/// words that say what to do; no token rests anywhere under the home.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_usage_probe_asks_only_opted_in_accounts_at_most_every_ten_minutes() {
+    use nightshift_testkit::{FakeAnthropic, Reply};
+    const OAUTH: &str = "sk-ant-oat01-probe-login-token-000000000001";
+    const SETUP: &str = "sk-ant-oat01-probe-setup-token-000000000002";
+    const OTHER: &str = "sk-ant-oat01-probe-unasked-token-00000000003";
+    let fake = FakeAnthropic::start(None).await;
+    let five_hours = at("2026-12-03T17:00:00Z").timestamp();
+    let windows = Reply::Windows { five_hour: 0.85, five_hour_reset: five_hours, seven_day: 0.4, seven_day_reset: five_hours + 3 * 86_400, text: String::new() };
+    fake.set(OAUTH, windows.clone());
+    fake.set(OTHER, windows);
+    fake.set(SETUP, Reply::Success { text: String::new() }); // a token without user:profile: 403 there
+    let th = TestHome::new();
+    let login = th.path().join("accounts/claude/a-at-x.dev");
+    std::fs::create_dir_all(&login).unwrap();
+    let expires = at("2026-12-04T15:00:00Z").timestamp_millis();
+    std::fs::write(login.join(".credentials.json"), format!("{{\"claudeAiOauth\":{{\"accessToken\":\"{OAUTH}\",\"refreshToken\":\"r\",\"expiresAt\":{expires},\"scopes\":[\"user:inference\",\"user:profile\"]}}}}")).unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-12-03T15:00:00Z")));
+    let settings = format!(
+        "usage_probe_url = \"{}/api/oauth/usage\"\n[[accounts]]\nemail = \"a@x.dev\"\nusage_probe = true\n[[accounts]]\nemail = \"s@x.dev\"\nusage_probe = true\n[[accounts]]\nemail = \"b@x.dev\"\n",
+        fake.url()
+    );
+    let engine = engine(&th, clock.clone(), &settings, &[("CLAUDE_CODE_OAUTH_TOKEN_S_AT_X_DOT_DEV", SETUP), ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", OTHER)]);
+    let notifier = flaky(0);
+    engine.enable_live_notices(notifier.clone());
+
+    let e = engine.clone();
+    let asked = tokio::task::spawn_blocking(move || e.probe_usage_now()).await.unwrap();
+    assert_eq!(asked, ["a@x.dev", "s@x.dev"]);
+    let calls: Vec<(String, Option<String>)> = fake.requests().into_iter().map(|r| (format!("{} {}", r.method, r.path), r.credential)).collect();
+    assert_eq!(calls, [("GET /api/oauth/usage".to_string(), Some(OAUTH.to_string())), ("GET /api/oauth/usage".to_string(), Some(SETUP.to_string()))], "b has no usage_probe: never asked");
+    let a = engine.accounts_health().into_iter().find(|h| h.account == "a@x.dev").unwrap();
+    let seen: Vec<(&str, f64, &str, Option<&str>)> = a.windows.iter().map(|w| (w.window.as_str(), w.used_percent, w.status.as_str(), w.run_id.as_deref())).collect();
+    assert_eq!(seen, [("five_hour", 85.0, "allowed_warning", None), ("seven_day", 40.0, "allowed", None)]);
+    assert_eq!(a.windows[0].resets_at.map(|t| t.timestamp()), Some(five_hours));
+    let told = wait_for_async("the probe's notices", secs(10), || {
+        let shown = notifier.shown.lock().unwrap().clone();
+        (shown.len() >= 2).then_some(shown)
+    })
+    .await;
+    let passed = told.iter().find(|n| n.summary == "◔ a@x.dev · 5h 85 %").unwrap_or_else(|| panic!("{told:#?}"));
+    let resets = at("2026-12-03T17:00:00Z").with_timezone(&nightshift_core::schedule::local_tz()).format("%a %-d %b %H:%M %Z");
+    assert_eq!(passed.body, format!("a@x.dev's 5h window is 85 % used (past 80 %); it resets {resets}"));
+    let refused = told.iter().find(|n| n.summary == "✗ usage probe of s@x.dev").unwrap_or_else(|| panic!("{told:#?}"));
+    assert!(refused.body.starts_with("the usage endpoint answered HTTP 403: ") && refused.body.contains("a `claude setup-token` token cannot: it lacks the user:profile scope"), "{}", refused.body);
+
+    // Asked again within 10 minutes: nobody is asked; past them: asked again, and the 80 % mark,
+    // passed already in this period, is not told twice.
+    clock.set(at("2026-12-03T15:09:00Z"));
+    let e = engine.clone();
+    assert!(tokio::task::spawn_blocking(move || e.probe_usage_now()).await.unwrap().is_empty());
+    clock.set(at("2026-12-03T15:10:30Z"));
+    let e = engine.clone();
+    assert_eq!(tokio::task::spawn_blocking(move || e.probe_usage_now()).await.unwrap(), ["a@x.dev", "s@x.dev"]);
+    assert_eq!(fake.requests().len(), 4);
+    tokio::time::sleep(Std::from_millis(300)).await;
+    let shown = notifier.shown.lock().unwrap().clone();
+    assert_eq!(shown.iter().filter(|n| n.summary.starts_with("◔")).count(), 1, "{shown:#?}");
+    assert_eq!(shown.iter().filter(|n| n.summary.starts_with("✗ usage probe")).count(), 1, "a refusal is told once until the probe works again: {shown:#?}");
+
+    // No token in the store or anywhere else Nightshift writes (the login file is Claude's own).
+    for token in [OAUTH, SETUP, OTHER] {
+        let mut found = Vec::new();
+        let mut dirs = vec![th.path().to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if p != login.join(".credentials.json") && std::fs::read(&p).unwrap_or_default().windows(token.len()).any(|w| w == token.as_bytes()) {
+                    found.push(p);
+                }
+            }
+        }
+        assert!(found.is_empty(), "{token} found in {found:?}");
+    }
+}
+
+/// Off by default: with no `usage_probe`, nothing is ever asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_usage_probe_the_usage_endpoint_is_never_asked() {
+    use nightshift_testkit::{FakeAnthropic, Reply};
+    let fake = FakeAnthropic::start(Some(Reply::Success { text: String::new() })).await;
+    let th = TestHome::new();
+    let settings = format!("usage_probe_url = \"{}/api/oauth/usage\"\n[[accounts]]\nemail = \"a@x.dev\"\n", fake.url());
+    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), &settings, &[("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "sk-ant-oat01-never-asked")]);
+    let e = engine.clone();
+    assert!(tokio::task::spawn_blocking(move || e.probe_usage_now()).await.unwrap().is_empty());
+    assert!(fake.requests().is_empty());
+}

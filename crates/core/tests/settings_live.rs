@@ -72,3 +72,17 @@ fn an_accounts_reserve_is_a_percent() {
     let err = nightshift_core::settings::Settings::load(&path).unwrap_err().to_string();
     assert!(err.contains("`reserve` of a@x.dev is a percent of its windows: 0 to 100") && err.contains(":2:"), "{err}");
 }
+
+/// `usage_probe` is off unless asked for, and only Claude has the endpoint it reads.
+#[test]
+fn usage_probe_is_off_by_default_and_for_claude_accounts_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("nightshift.toml");
+    std::fs::write(&path, "[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\nusage_probe = true\n").unwrap();
+    let s = nightshift_core::settings::Settings::load(&path).unwrap();
+    assert_eq!((s.accounts[0].usage_probe, s.accounts[1].usage_probe), (false, true));
+    assert_eq!(s.usage_probe_url, "https://api.anthropic.com/api/oauth/usage");
+    std::fs::write(&path, "[[accounts]]\nagent = \"codex\"\nemail = \"c@x.dev\"\nusage_probe = true\n").unwrap();
+    let err = nightshift_core::settings::Settings::load(&path).unwrap_err().to_string();
+    assert!(err.contains("`usage_probe` of c@x.dev reads Claude's OAuth usage endpoint; codex has none (its windows come from its runs)") && err.contains(":3:"), "{err}");
+}

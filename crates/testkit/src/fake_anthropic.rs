@@ -114,6 +114,27 @@ impl FakeAnthropic {
     }
 }
 
+/// `GET /api/oauth/usage` as the real endpoint answers it.
+fn oauth_usage(reply: &Reply, beta: bool) -> Response {
+    let when = |epoch: i64| chrono::DateTime::from_timestamp(epoch, 0).map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::Micros, false));
+    match reply {
+        _ if !beta => json_response(StatusCode::BAD_REQUEST, error_body("invalid_request_error", "OAuth authentication is currently not supported."), &[]),
+        Reply::Windows { five_hour, five_hour_reset, seven_day, seven_day_reset, .. } => json_response(
+            StatusCode::OK,
+            serde_json::json!({
+                "five_hour": {"utilization": (five_hour * 100.0).round(), "resets_at": when(*five_hour_reset)},
+                "seven_day": {"utilization": (seven_day * 100.0).round(), "resets_at": when(*seven_day_reset)},
+                "seven_day_oauth_apps": null,
+                "seven_day_opus": null,
+                "extra_usage": {"is_enabled": false, "monthly_limit": null, "used_credits": null, "utilization": null}
+            }),
+            &[],
+        ),
+        Reply::Unauthorized => json_response(StatusCode::UNAUTHORIZED, error_body("authentication_error", "Invalid bearer token"), &[]),
+        _ => json_response(StatusCode::FORBIDDEN, error_body("permission_error", "OAuth token does not meet scope requirement user:profile"), &[]),
+    }
+}
+
 fn credential(headers: &HeaderMap) -> Option<String> {
     if let Some(v) = headers.get("authorization").and_then(|v| v.to_str().ok()) {
         return Some(v.trim_start_matches("Bearer ").to_string());
@@ -125,6 +146,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
     let method = req.method().to_string();
     let path = req.uri().path().to_string();
     let cred = credential(req.headers());
+    let beta = req.headers().get("anthropic-beta").and_then(|v| v.to_str().ok()).is_some_and(|v| v.split(',').any(|f| f.trim() == "oauth-2025-04-20"));
     let body = axum::body::to_bytes(req.into_body(), 64 << 20).await.unwrap_or_default();
     let json: serde_json::Value = serde_json::from_slice(&body).unwrap_or_default();
     let streamed = json["stream"].as_bool().unwrap_or(false);
@@ -133,6 +155,12 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         g.seen.push(SeenRequest { method: method.clone(), path: path.clone(), credential: cred.clone(), streamed, body: json.clone() });
         cred.as_ref().and_then(|c| g.by_credential.get(c).cloned()).or_else(|| g.default.clone()).unwrap_or(Reply::Unauthorized)
     };
+    // Claude's OAuth usage endpoint (what `usage_probe` reads): a token whose reply is
+    // `Windows` gets those windows (utilization in percent), as the real endpoint answers; the
+    // beta flag is required, as there.
+    if method == "GET" && path == "/api/oauth/usage" {
+        return oauth_usage(&reply, beta);
+    }
     if method != "POST" || !path.starts_with("/v1/messages") {
         return json_response(StatusCode::NOT_FOUND, error_body("not_found_error", &format!("Not found: {method} {path}")), &[]);
     }

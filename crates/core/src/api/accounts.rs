@@ -19,13 +19,25 @@ pub struct AccountView {
     pub last_7d: Option<UsageRow>,
     /// When it hit a rate limit in the last 30 days (and when that limit reset), newest first.
     pub limits: Vec<HealthRecord>,
+    /// `reserve` (percent of its windows kept from scheduled runs) and `usage_probe`, as set.
+    pub reserve: Option<u8>,
+    pub usage_probe: bool,
 }
 
 fn account_view(e: &Engine, health: AccountHealth, windows: &AccountWindows) -> Result<AccountView> {
     let history = e.account_history(&health.account, 5)?;
     let limits = e.rate_limits_since(&health.account, e.clock_now() - chrono::Duration::days(30))?;
     let (last_5h, last_7d) = (windows.0.get(&health.account).cloned(), windows.1.get(&health.account).cloned());
-    Ok(AccountView { health, history, last_5h, last_7d, limits })
+    let settings = e.settings();
+    let set = settings.accounts.iter().find(|a| a.email == health.account && a.agent == health.agent);
+    let (reserve, usage_probe) = (set.and_then(|a| a.reserve), set.is_some_and(|a| a.usage_probe));
+    Ok(AccountView { health, history, last_5h, last_7d, limits, reserve, usage_probe })
+}
+
+/// Set an account's `reserve` and `usage_probe` (written to nightshift.toml).
+pub async fn set_account_options(engine: &Engine, email: &str, reserve: Option<u8>, usage_probe: bool) -> Result<()> {
+    let email = email.to_string();
+    blocking(engine, move |e| e.set_account_options(&email, reserve, usage_probe)).await
 }
 
 type AccountWindows = (std::collections::BTreeMap<String, UsageRow>, std::collections::BTreeMap<String, UsageRow>);

@@ -205,6 +205,7 @@ commands! { engine, face;
     list_secrets() -> Vec<SecretView> = list_secrets(engine).await?;
     check_account(email: String) -> AccountView = check_account(engine, &email).await?;
     set_token(email: String, token: String) -> () = set_token(engine, &email, &token).await?;
+    set_account_options(email: String, reserve: Option<u8>, usage_probe: bool) -> () = set_account_options(engine, &email, reserve, usage_probe).await?;
     relogin(email: String) -> Relogin = relogin(engine, face, &email)?;
     list_hosts() -> Vec<crate::engine::HostView> = list_hosts(engine).await?;
     check_host(host: String) -> crate::engine::HostCheck = engine.check_host(&host).await;

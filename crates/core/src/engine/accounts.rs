@@ -432,6 +432,14 @@ impl Engine {
         crate::settings_edit::add_account(&self.core.home, agent, email)
     }
 
+    /// Set an account's `reserve` and `usage_probe` in nightshift.toml (running engines pick the
+    /// change up within a second).
+    pub fn set_account_options(&self, email: &str, reserve: Option<u8>, usage_probe: bool) -> Result<()> {
+        crate::settings_edit::set_account_options(&self.core.home, email, reserve, usage_probe)?;
+        self.core.emit(EngineEvent::AccountsChanged);
+        Ok(())
+    }
+
     /// Remove an account from nightshift.toml and its setup token from the keychain.
     pub fn remove_account(&self, email: &str) -> Result<bool> {
         let a = self.account(email)?;

@@ -186,6 +186,7 @@ pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                     let wants = routine.is_none_or(|r| r.notify != crate::routine::NotifyPolicy::Never);
                     super::windows::reset_notice(&run, core.clock.now(), tz, &mut resets_told).filter(|_| wants)
                 }
+                Ok(EngineEvent::AccountNotice { summary, body, .. }) => Some(Notice { summary, body, run_id: None, critical: false }),
                 Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(Notice {
                     summary: format!("✗ webhook {webhook} could not post {routine}"),
                     body: format!("{error} — the run's result is kept; `nightshiftctl deliveries retry` sends it again"),

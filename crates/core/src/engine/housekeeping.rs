@@ -54,7 +54,14 @@ pub(crate) fn start(core: &Arc<Core>) -> AbortOnDrop {
     }))
 }
 
+/// A task that ends when this handle is dropped (the scheduler loop holds them).
 pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    pub(crate) fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        AbortOnDrop(tokio::spawn(task))
+    }
+}
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {

@@ -46,6 +46,7 @@ pub mod scheduler;
 pub mod secrets;
 mod signal;
 mod supervise;
+mod usage_probe;
 mod watch;
 mod webhooks;
 mod windows;
@@ -183,6 +184,9 @@ pub(crate) struct Core {
     pub redactor: crate::accounts::redact::Redactor,
     /// The routine files as last read.
     pub catalog: catalog::Catalog,
+    /// When the usage probe last asked about each account (by email) — at most every 10 minutes —
+    /// and whether that failed (a failure is told once until the probe works again).
+    pub probed_at: Mutex<HashMap<String, (chrono::DateTime<chrono::Utc>, bool)>>,
 }
 
 impl Core {
@@ -289,6 +293,7 @@ impl Engine {
                 active: Mutex::new(HashMap::new()),
                 awake: awake::Awake::new(opts.logind_bus),
                 cancel_notes: Mutex::new(HashMap::new()),
+                probed_at: Mutex::new(HashMap::new()),
                 identity: opts.identity,
                 waiters: Mutex::new(HashMap::new()),
                 dispatcher_started: Default::default(),
@@ -393,6 +398,13 @@ impl Engine {
     /// [`Engine::enable_notifications`]). What cannot be shown stays owed to the next notifier.
     pub async fn deliver_notifications_now(&self, notifier: Arc<dyn crate::notify::Notifier>) {
         delivery::once(&self.core, Arc::new(crate::notify::BoundedSender::new(notifier))).await;
+    }
+
+    /// Probe the usage of every account with `usage_probe = true` that was not asked about in
+    /// the last 10 minutes, now (blocking: one HTTP request per account); returns the accounts
+    /// asked about. The scheduler loop does this every minute for as long as it runs.
+    pub fn probe_usage_now(&self) -> Vec<String> {
+        usage_probe::probe_due(&self.core, &crate::webhook::agent())
     }
 
     /// Deliver this home's webhooks from now on (the app and the daemon; call once, in a runtime).

@@ -180,6 +180,8 @@ impl Scheduler {
         let mut _wake_watcher = watch_wakes();
         // Worktree runs' pushes, worktree cleanup and retention, for as long as this scheduler runs.
         let _housekeeping = super::housekeeping::start(self.core());
+        // The opt-in usage probe (`usage_probe = true` accounts), likewise.
+        let _usage_probe = super::usage_probe::start(self.core());
         self.core().emit_state();
         loop {
             if let Err(e) = self.tick().await {
