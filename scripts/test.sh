@@ -42,18 +42,21 @@ FULL=0
 echo "==> system packages"
 ensure_apt_packages $BUILD_PACKAGES $TEST_PACKAGES
 
-echo "==> npm tools for the tests (tests/agents-cli: Claude Code, Codex, Gemini CLI; tests/typecheck: TypeScript)"
+echo "==> npm tools for the tests (tests/agents-cli: Claude Code, Codex, Gemini CLI, OpenCode; tests/typecheck: TypeScript)"
 command -v npm >/dev/null 2>&1 || ensure_apt_packages nodejs npm
 # Reinstall whenever the pinned versions (the lock file) changed since the last install.
 for dir in tests/agents-cli tests/typecheck; do
   want=$(sha256sum "$dir/package-lock.json" | cut -d' ' -f1)
   have=$(cat "$dir/node_modules/.nightshift-lock" 2>/dev/null || true)
   if [ "$have" != "$want" ]; then
-    (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+    # `npm install --no-save` from the lock, not `npm ci`: OpenCode's lock lists only the
+    # platform packages the registry here serves (its darwin/windows/musl builds answer 404), and
+    # `npm ci` refuses a lock without every optional package.
+    (cd "$dir" && rm -rf node_modules && npm install --no-save --no-audit --no-fund --loglevel=error)
     echo "$want" > "$dir/node_modules/.nightshift-lock"
   fi
 done
-for cli in claude codex gemini; do printf '%s: ' "$cli"; tests/agents-cli/node_modules/.bin/$cli --version </dev/null; done
+for cli in claude codex gemini opencode; do printf '%s: ' "$cli"; tests/agents-cli/node_modules/.bin/$cli --version </dev/null; done
 printf 'tsc: '; tests/typecheck/node_modules/.bin/tsc --version
 
 echo "==> tauri-driver (WebDriver for the real app in WebKitGTK)"

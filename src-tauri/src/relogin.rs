@@ -47,7 +47,7 @@ mod tests {
     fn terminal_order_and_command() {
         assert_eq!(terminal_candidates(Some("wezterm"))[0], "wezterm");
         assert_eq!(terminal_candidates(None)[0], "x-terminal-emulator");
-        let account = |agent| Account { agent, email: "me@x.dev".into(), config_dir: format!("/h/accounts/{}/me", agent.as_str()).into() };
+        let account = |agent| Account { agent, email: "me@x.dev".into(), config_dir: format!("/h/accounts/{}/me", agent.as_str()).into(), provider: None };
         use nightshift_core::words::Agent::*;
         assert_eq!(account(Claude).login_command_line(), "CLAUDE_CONFIG_DIR='/h/accounts/claude/me' claude /login");
         assert_eq!(account(Codex).login_command_line(), "CODEX_HOME='/h/accounts/codex/me' codex login");

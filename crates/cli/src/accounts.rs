@@ -16,7 +16,7 @@ pub enum AccountsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Add an account: AGENT is claude, codex or gemini; EMAIL its identity.
+    /// Add an account: AGENT is claude, codex, gemini or opencode; EMAIL its identity.
     Add { agent: String, email: String },
     /// Remove an account and its setup token from the OS keychain.
     Remove { email: String },

@@ -58,7 +58,7 @@ pub enum RoutinesCommand {
 #[derive(clap::Args)]
 pub struct NewArgs {
     pub name: String,
-    /// claude, codex or gemini (with --prompt); or use --command.
+    /// claude, codex, gemini or opencode (with --prompt); or use --command.
     #[arg(long, requires = "prompt", conflicts_with = "command")]
     pub agent: Option<String>,
     #[arg(long)]

@@ -377,7 +377,7 @@ async fn a_refused_gemini_key_revokes_the_account_and_a_new_key_in_the_keychain_
     for key in [OLD, NEW] {
         assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "{key} leaked");
     }
-    let acc = nightshift_core::accounts::Account { agent: nightshift_core::words::Agent::Gemini, email: "g@x.dev".into(), config_dir: "/x".into() };
+    let acc = nightshift_core::accounts::Account { agent: nightshift_core::words::Agent::Gemini, email: "g@x.dev".into(), config_dir: "/x".into(), provider: None };
     let _ = nightshift_core::accounts::keychain::delete_token(&service, &acc);
 }
 

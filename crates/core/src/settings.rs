@@ -160,6 +160,10 @@ pub struct AccountSettings {
     /// minutes — a request the user did not otherwise make, so only when asked for.
     #[serde(default)]
     pub usage_probe: bool,
+    /// `provider = "openai"` (OpenCode accounts only): the provider the account's stored key is
+    /// for; a run gets it as `<PROVIDER>_API_KEY`. Anthropic when unset.
+    #[serde(default)]
+    pub provider: Option<String>,
 }
 
 fn default_agent() -> Agent {
@@ -312,6 +316,19 @@ impl Settings {
                 &format!("`usage_probe` of {} reads Claude's OAuth usage endpoint; {} has none (its windows come from its runs)", a.email, a.agent.as_str()),
             ));
         }
+        for a in settings.accounts.iter().filter(|a| a.provider.is_some()) {
+            let p = a.provider.as_deref().unwrap_or("");
+            let problem = if a.agent != Agent::OpenCode {
+                Some(format!("`provider` of {} names the provider of an OpenCode account's key; {} has one provider", a.email, a.agent.as_str()))
+            } else if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
+                Some(format!("`provider` of {} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")", a.email))
+            } else {
+                None
+            };
+            if let Some(problem) = problem {
+                return Err(located(text.find(&format!("\"{}\"", a.email)).unwrap_or(0), &problem));
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for w in &settings.webhooks {
             let at = text.find(&format!("\"{}\"", w.name)).unwrap_or(0);
@@ -384,6 +401,20 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provider_is_for_opencode_accounts_and_names_their_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nightshift.toml");
+        std::fs::write(&path, "[[accounts]]\nagent = \"opencode\"\nemail = \"o@x.dev\"\nprovider = \"openrouter\"\n").unwrap();
+        assert_eq!(Settings::load(&path).unwrap().accounts[0].provider.as_deref(), Some("openrouter"));
+        assert_eq!(crate::accounts::provider_key_var("openrouter"), "OPENROUTER_API_KEY");
+        assert_eq!(crate::accounts::provider_key_var("amazon-bedrock"), "AMAZON_BEDROCK_API_KEY");
+        std::fs::write(&path, "[[accounts]]\nagent = \"codex\"\nemail = \"c@x.dev\"\nprovider = \"openai\"\n").unwrap();
+        assert!(Settings::load(&path).unwrap_err().to_string().contains("`provider` of c@x.dev names the provider of an OpenCode account's key; codex has one provider"));
+        std::fs::write(&path, "[[accounts]]\nagent = \"opencode\"\nemail = \"o@x.dev\"\nprovider = \"Open AI\"\n").unwrap();
+        assert!(Settings::load(&path).unwrap_err().to_string().contains("must be OpenCode's provider id"));
+    }
 
     #[test]
     fn numbers_out_of_range_and_special_files_are_located_errors() {

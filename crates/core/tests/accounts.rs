@@ -12,7 +12,7 @@ use nightshift_testkit::TestHome;
 use std::sync::Arc;
 
 fn account() -> Account {
-    Account { agent: Agent::Claude, email: "me@home.dev".into(), config_dir: "/tmp/me".into() }
+    Account { agent: Agent::Claude, email: "me@home.dev".into(), config_dir: "/tmp/me".into(), provider: None }
 }
 
 fn login(expires_in_h: Option<i64>, refresh: bool, now: DateTime<Utc>) -> Credential {

@@ -106,10 +106,16 @@ fn budgets_are_checked_where_they_are_written() {
     th.routine("bad", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nbudget: {day: lots, week: 3}\n");
     let set = nightshift_core::routine::load_dir(&nightshift_core::Home::at(th.path()), &[]);
     let codex: Vec<String> = set.get_invalid("codex").unwrap().errors.iter().map(ToString::to_string).collect();
-    assert_eq!(codex[0], "routines/codex.yaml:4:10: `budget.run` cannot be enforced for codex: it reports no cost while it runs (only Claude Code does)");
+    assert_eq!(codex[0], "routines/codex.yaml:4:10: `budget.run` cannot be enforced for codex: nothing stops it at a cost while it runs (only Claude Code does)");
     th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nbudget: {day: 5}\n");
     let set = nightshift_core::routine::load_dir(&nightshift_core::Home::at(th.path()), &[]);
     assert_eq!(set.get("gem").unwrap().warnings[0].to_string(), "routines/gem.yaml:4:10: warning: `budget.day` counts only reported costs, and gemini reports none: its runs add nothing to it");
+    // OpenCode reports each step's cost: a day counts it, a run cap has nothing to stop it.
+    th.routine("oc", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\nbudget: {day: 5}\n");
+    th.routine("oc-run", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\nbudget: {run: 1}\n");
+    let set = nightshift_core::routine::load_dir(&nightshift_core::Home::at(th.path()), &[]);
+    assert!(set.get("oc").unwrap().warnings.is_empty(), "{:?}", set.get("oc").unwrap().warnings);
+    assert!(set.get_invalid("oc-run").unwrap().errors[0].to_string().contains("cannot be enforced for opencode"));
     let bad: Vec<String> = set.get_invalid("bad").unwrap().errors.iter().map(ToString::to_string).collect();
     assert_eq!(bad, ["routines/bad.yaml:4:15: `budget.day` must be an amount in US dollars, such as 2.50", "routines/bad.yaml:4:21: unknown key `budget.week` (expected `budget.run`, `budget.day` or `budget.month`)"]);
     let settings = th.path().join("nightshift.toml");

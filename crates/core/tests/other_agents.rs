@@ -1,5 +1,6 @@
-//! Codex and Gemini CLI streams recorded from the real CLIs (the pinned versions, against the
-//! loopback fakes — `crates/cli/tests/real_{codex,gemini}.rs` with NIGHTSHIFT_RECORD_FIXTURES=1):
+//! Codex, Gemini CLI and OpenCode streams recorded from the real CLIs (the pinned versions, against
+//! the loopback fakes — `crates/cli/tests/real_{codex,gemini,opencode}.rs` with
+//! NIGHTSHIFT_RECORD_FIXTURES=1):
 //! every outcome judged right, and classifiers that cannot be fooled by damaged streams.
 
 use chrono::{TimeZone, Utc};
@@ -145,7 +146,7 @@ fn gemini_server_error_is_api_unavailable() {
 #[test]
 fn arguments_per_mode() {
     static OPEN: std::sync::LazyLock<Guard> = std::sync::LazyLock::new(Guard::default);
-    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None };
+    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None, config: &[] };
     let codex = |m| driver(Agent::Codex).args(&call(m, Some("gpt-5"), None, &[]));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
@@ -176,12 +177,12 @@ fn arguments_per_mode() {
         deny_tools: vec!["WebFetch".into()],
         fail_on_denial: false,
     };
-    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None });
+    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[] });
     let auto = guarded(Mode::Auto);
     assert_eq!(auto[5..7], ["--permission-mode", "dontAsk"]);
     assert_eq!(auto[7..], ["--tools", "Read,Bash", "--allowedTools", "Read", "--allowedTools", "Bash(git status)", "--disallowedTools", "WebFetch", "--add-dir", "/srv/docs"]);
     assert_eq!(guarded(Mode::Plan)[5..7], ["--permission-mode", "plan"], "plan stays plan");
-    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None });
+    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[] });
     assert_eq!(codex[codex.len() - 3..], ["--add-dir", "/srv/docs", "do it"]);
 }
 
@@ -211,10 +212,10 @@ fn gemini_tool_rules_are_a_policy_file_in_the_run_directory() {
     assert_eq!(policy(&only_deny, Mode::Skip).unwrap().matches("[[rule]]").count(), 1, "deny.tools alone leaves the rest to the mode");
     assert_eq!(policy(&Guard::default(), Mode::Auto), None);
     let dir = std::path::Path::new("/home/me/.local/share/nightshift/runs/r/01");
-    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir) });
+    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir), config: &[] });
     let at = args.iter().position(|a| a == "--policy").expect("--policy");
     assert_eq!(args[at + 1], dir.join(POLICY_FILE).display().to_string());
-    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir) });
+    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir), config: &[] });
     assert!(!open.contains(&"--policy".to_string()), "no rules, no policy");
 }
 
@@ -225,6 +226,7 @@ fn streams() -> Vec<(Agent, Vec<u8>, Option<i32>, bool)> {
         (Agent::Codex, "codex-0.171.0", &["success", "reconnected-success", "401", "usage-limit", "500"][..]),
         (Agent::Gemini, "gemini-0.61.0", &["success", "retried-success", "invalid-key", "quota", "500"][..]),
         (Agent::Claude, "claude-2.1.332", &["success", "401", "429", "unified", "500-retries", "logged-out"][..]),
+        (Agent::OpenCode, "opencode-1.18.33", &["success", "short-limit-success", "401", "long-limit", "500-retries", "denied-tool"][..]),
     ] {
         for name in names {
             let (out, _, exit) = fixture(dir, name);
@@ -242,6 +244,7 @@ fn has_completion_event(agent: Agent, stdout: &[u8]) -> bool {
         Agent::Codex => text.contains("\"turn.completed\""),
         Agent::Gemini => text.contains("\"status\":\"success\""),
         Agent::Claude => text.contains("\"subtype\":\"success\""),
+        Agent::OpenCode => text.contains("\"reason\":\"stop\""),
         Agent::Command => false,
     }
 }
@@ -355,4 +358,89 @@ fn a_limit_beside_an_auth_error_is_a_rate_limit_for_every_agent() {
     assert_eq!((codex.status(), codex.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{codex:?}");
     let gemini = both(Agent::Gemini, "gemini-0.61.0", "quota", "unauthenticated");
     assert_eq!((gemini.status(), gemini.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{gemini:?}");
+    let opencode = both(Agent::OpenCode, "opencode-1.18.33", "long-limit", "401");
+    assert_eq!((opencode.status(), opencode.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{opencode:?}");
+}
+
+fn opencode(name: &str) -> Outcome {
+    classify(Agent::OpenCode, "opencode-1.18.33", name)
+}
+
+#[test]
+fn opencode_success_reports_its_answer_with_tokens_and_cost() {
+    let o = opencode("success");
+    assert_eq!((o.status(), o.report.as_deref()), (RunStatus::Completed, Some("## Dependency check\n\nAll 14 packages are current.")), "{o:?}");
+    let u = o.usage.clone().expect("usage from step_finish");
+    assert!(u.input_tokens.unwrap() > 0 && u.output_tokens.unwrap() > 0, "{u:?}");
+    assert!(o.cost_usd.unwrap() > 0.0);
+    assert!(o.session_id.as_deref().unwrap().starts_with("ses_") && o.from_final_event);
+    // A 429 OpenCode retried by itself (its retry status in the stream), then the answer.
+    let o = opencode("short-limit-success");
+    assert_eq!((o.status(), o.reason), (RunStatus::Completed, None), "{o:?}");
+}
+
+#[test]
+fn opencode_failures_are_judged_by_the_apis_status() {
+    let o = opencode("401");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::AuthFailed)), "{o:?}");
+    assert_eq!(o.message.as_deref(), Some("Invalid bearer token (HTTP 401)"));
+    let o = opencode("500-retries");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)), "{o:?}");
+}
+
+/// The long-wait trap: the retry status that waits an hour is a rate limit until that time, and
+/// it is the line that ends the run (`settles`); a short retry is OpenCode's own business.
+#[test]
+fn opencode_sleeping_out_a_long_limit_is_rate_limited_until_it_would_retry() {
+    let o = opencode("long-limit");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{o:?}");
+    let (out, _, _) = fixture("opencode-1.18.33", "long-limit");
+    let text = String::from_utf8(out).unwrap();
+    let status = text.lines().find(|l| l.contains("nightshift_status")).expect("the plugin's line");
+    let v: serde_json::Value = serde_json::from_str(status).unwrap();
+    assert_eq!(o.resets_at.unwrap().timestamp(), v["status"]["next"].as_i64().unwrap() / 1000);
+    assert!(driver(Agent::OpenCode).settles(status), "an hour's wait ends the run");
+    let (short, _, _) = fixture("opencode-1.18.33", "short-limit-success");
+    let short = String::from_utf8(short).unwrap();
+    let retry = short.lines().find(|l| l.contains("nightshift_status")).expect("the short retry's line");
+    assert!(!driver(Agent::OpenCode).settles(retry), "a 2 s retry is left to OpenCode");
+    assert!(text.lines().filter(|l| !l.contains("nightshift_status")).all(|l| !driver(Agent::OpenCode).settles(l)));
+}
+
+#[test]
+fn opencode_refused_calls_are_denials_of_a_completed_run() {
+    let o = opencode("denied-tool");
+    assert_eq!(o.status(), RunStatus::Completed, "{o:?}");
+    assert_eq!(o.denials.iter().map(|d| (d.tool.as_str(), d.input.as_str())).collect::<Vec<_>>(), [("bash", "rm -rf build")]);
+    assert!(o.report.unwrap().contains("rate limit"), "a success that mentions a limit is still a success");
+}
+
+/// Mode, rules and Nightshift's own settings reach OpenCode in `OPENCODE_CONFIG_CONTENT`; the
+/// command line carries only the mode's agent, the model, the effort and the prompt.
+#[test]
+fn opencode_modes_and_rules_are_its_permissions() {
+    use nightshift_core::agents::opencode::config_content;
+    let open = Guard::default();
+    let dir = Path::new("/runs/r1");
+    let call = |mode, guard| Call { prompt: "-do it", mode, model: Some("anthropic/claude-sonnet-4-5"), effort: Some(Effort::High), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[] };
+    let args = driver(Agent::OpenCode).args(&call(Mode::Plan, &open));
+    assert_eq!(args, ["run", "--format", "json", "--agent", "plan", "--model", "anthropic/claude-sonnet-4-5", "--variant", "high", "--", "-do it"]);
+    assert!(driver(Agent::OpenCode).args(&call(Mode::Skip, &open)).contains(&"--auto".to_string()));
+    assert!(!driver(Agent::OpenCode).args(&call(Mode::Auto, &open)).contains(&"--auto".to_string()));
+    let perms = |mode, guard| serde_json::from_str::<serde_json::Value>(&config_content(&call(mode, guard))).unwrap();
+    for (mode, edit, bash, outside) in [(Mode::Plan, "deny", "ask", "ask"), (Mode::Edit, "allow", "ask", "ask"), (Mode::Auto, "allow", "allow", "ask"), (Mode::Skip, "allow", "allow", "allow")] {
+        let c = perms(mode, &open);
+        assert_eq!((c["permission"]["edit"].as_str(), c["permission"]["bash"].as_str(), c["permission"]["external_directory"].as_str()), (Some(edit), Some(bash), Some(outside)), "{mode:?}");
+        assert_eq!((c["share"].as_str(), c["autoupdate"].as_bool(), c["experimental"]["continue_loop_on_deny"].as_bool()), (Some("disabled"), Some(false), Some(true)));
+        assert_eq!(c["plugin"][0], "file:///runs/r1/nightshift-opencode-plugin.js");
+    }
+    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "edit".into()]), allow_dirs: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false };
+    let c = perms(Mode::Plan, &guard);
+    let p = &c["permission"];
+    assert_eq!((p["read"].as_str(), p["grep"].as_str(), p["webfetch"].as_str()), (Some("allow"), Some("deny"), Some("deny")), "{p}");
+    assert_eq!(p["edit"], "deny", "plan mode keeps edits denied, allow.tools or not");
+    assert_eq!(p["bash"], serde_json::json!({"*": "deny", "git status*": "allow", "git push*": "deny"}));
+    // No run directory (a run on a host): no plugin to name.
+    let remote = Call { run_dir: None, ..call(Mode::Auto, &open) };
+    assert!(serde_json::from_str::<serde_json::Value>(&config_content(&remote)).unwrap()["plugin"].is_null());
 }

@@ -73,7 +73,7 @@ fn every_problem_in_a_file_is_reported_with_its_position() {
     let expect = [
         "routines/x.yaml:1:11: invalid cron expression \"61 9 * * *\"",
         "routines/x.yaml:2:11: unknown time zone \"Mars/Olympus\"",
-        "routines/x.yaml:3:8: unknown agent \"claud\" (expected claude, codex, gemini); did you mean \"claude\"?",
+        "routines/x.yaml:3:8: unknown agent \"claud\" (expected claude, codex, gemini, opencode); did you mean \"claude\"?",
         "routines/x.yaml:4:1: unknown key `shedule`; did you mean `schedule`?",
         "routines/x.yaml:5:10: invalid duration \"soon\" for `timeout`",
         "routines/x.yaml:6:7: unknown mode \"yolo\"",
@@ -435,10 +435,10 @@ fn config_keys_are_passed_to_the_agent_or_said_why_not() {
     th.routine("sandbox", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nconfig:\n  sandbox_mode: danger-full-access\n");
     th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nconfig:\n  theme: dark\n");
     let set = load_dir(&Home::at(th.path()), &[]);
-    let (_, codex) = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi", None, None);
+    let codex = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi", None, None).args;
     let tail: Vec<&str> = codex.iter().rev().take(5).rev().map(String::as_str).collect();
     assert_eq!(tail, ["--model", "gpt-5", "-c", "reasoning_summary=\"concise\"", "hi"], "{codex:?}");
-    let (_, claude) = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi", Some(0.5), None);
+    let claude = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi", Some(0.5), None).args;
     let at = claude.iter().position(|a| a == "--settings").expect("--settings");
     assert_eq!(claude[at + 1], r#"{"cleanupPeriodDays":7}"#);
     let cap = claude.iter().position(|a| a == "--max-budget-usd").expect("the run's cap");
@@ -449,4 +449,24 @@ fn config_keys_are_passed_to_the_agent_or_said_why_not() {
     );
     let gem = set.get("gem").unwrap();
     assert_eq!(gem.warnings[0].to_string(), "routines/gem.yaml:5:3: warning: `config.theme` is ignored: Gemini CLI takes no settings on its command line (put it in ~/.gemini/settings.json)");
+}
+
+/// OpenCode's settings travel in OPENCODE_CONFIG_CONTENT: `config.` keys join it, one a field
+/// decides is an error, and so is an `env:` that would replace it.
+#[test]
+fn opencode_takes_config_keys_in_its_config_content_and_keeps_its_own() {
+    let th = TestHome::new();
+    th.routine("oc", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\nconfig:\n  snapshot: false\n");
+    th.routine("perm", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\nconfig:\n  permission: {bash: allow}\n");
+    th.routine("env", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\nenv:\n  OPENCODE_PERMISSION: '{\"bash\":\"allow\"}'\n");
+    th.routine("rule", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\ndeny: {tools: [\"Bash(git push)\"]}\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let oc = nightshift_core::agents::invocation(&set.get("oc").unwrap().action, "hi", None, None);
+    let content = oc.env.iter().find(|(k, _)| *k == "OPENCODE_CONFIG_CONTENT").map(|(_, v)| v.clone()).expect("the config");
+    let content: serde_json::Value = serde_json::from_str(&content).unwrap();
+    assert_eq!((content["snapshot"].as_bool(), content["permission"]["bash"].as_str()), (Some(false), Some("allow")), "{content}");
+    assert!(!oc.args.iter().any(|a| a.contains("snapshot")), "settings are not arguments: {:?}", oc.args);
+    assert_eq!(set.get_invalid("perm").unwrap().errors[0].to_string(), "routines/perm.yaml:5:3: `config.permission` is Nightshift's to set for opencode: use `mode:`, `allow:` and `deny:`");
+    assert_eq!(set.get_invalid("env").unwrap().errors[0].to_string(), "routines/env.yaml:4:1: `env: OPENCODE_PERMISSION` is Nightshift's to set for opencode: use `mode:`, `allow:` and `deny:`");
+    assert!(set.get_invalid("rule").unwrap().errors[0].to_string().contains("OpenCode calls that permission bash (write `bash(git push)`)"));
 }

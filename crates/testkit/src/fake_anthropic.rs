@@ -40,6 +40,10 @@ pub enum Reply {
     /// result yet is answered with a `tool_use` block calling `tool` with `input`; once the
     /// CLI sends the tool's result (or offers no tools), [`Reply::Success`] with `text`.
     ToolCall { tool: String, input: serde_json::Value, text: String },
+    /// The first `times` requests that offer tools (an agent's own turns, not the side requests
+    /// some CLIs make for a title) get 429 `rate_limit_error` with `retry-after:
+    /// retry_after_secs`, then [`Reply::Success`] — a short per-minute limit.
+    LimitedFor { times: usize, retry_after_secs: u64, text: String },
     /// [`Reply::Success`] with Anthropic's unified rate-limit headers, as a subscription gets them
     /// on every answer: the five-hour and seven-day windows' used share (0–1) and reset (epoch
     /// seconds); a window at 80 % or more says `allowed_warning`.
@@ -65,6 +69,8 @@ struct Inner {
     seen: Vec<SeenRequest>,
     /// Message requests answered so far (for [`Reply::OverloadedTimes`]).
     answered: usize,
+    /// Of them, those that offered tools (for [`Reply::LimitedFor`]).
+    with_tools: usize,
 }
 
 #[derive(Clone)]
@@ -168,13 +174,23 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         return json_response(StatusCode::OK, serde_json::json!({"input_tokens": 12}), &[]);
     }
     let model = json["model"].as_str().unwrap_or("claude-fake-1").to_string();
-    let answered = {
+    let offers_tools = json["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let (answered, with_tools) = {
         let mut g = inner.lock().unwrap();
         g.answered += 1;
-        g.answered
+        g.with_tools += usize::from(offers_tools);
+        (g.answered, g.with_tools)
     };
     let reply = match reply {
         Reply::OverloadedTimes { times, text } => if answered <= times { Reply::Overloaded } else { Reply::Success { text } },
+        Reply::LimitedFor { times, retry_after_secs, .. } if offers_tools && with_tools <= times => {
+            return json_response(
+                StatusCode::TOO_MANY_REQUESTS,
+                error_body("rate_limit_error", "Number of request tokens has exceeded your per-minute rate limit"),
+                &[("retry-after", retry_after_secs.to_string())],
+            );
+        }
+        Reply::LimitedFor { text, .. } => Reply::Success { text },
         Reply::LimitedUntil { reset_epoch, text } => {
             if (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64) < reset_epoch { Reply::UnifiedLimit { reset_epoch } } else { Reply::Success { text } }
         }
@@ -233,7 +249,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         Reply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, error_body("api_error", "Internal server error"), &[]),
         Reply::Hang => hang(&model),
         Reply::Overloaded => json_response(StatusCode::from_u16(529).expect("529"), error_body("overloaded_error", "Overloaded"), &[]),
-        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::ToolCall { .. } | Reply::Windows { .. } => unreachable!("resolved above"),
+        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::LimitedFor { .. } | Reply::ToolCall { .. } | Reply::Windows { .. } => unreachable!("resolved above"),
     }
 }
 

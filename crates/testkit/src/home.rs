@@ -66,8 +66,8 @@ pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).ancestors().nth(2).expect("workspace root").to_path_buf()
 }
 
-/// A real agent CLI (`claude`, `codex`, `gemini`) installed by `.ci/run` (`npm ci` in
-/// tests/agents-cli), if present.
+/// A real agent CLI (`claude`, `codex`, `gemini`, `opencode`) installed by `.ci/run` (`npm install
+/// --no-save` in tests/agents-cli), if present.
 pub fn agent_cli(name: &str) -> Option<PathBuf> {
     let p = workspace_root().join("tests/agents-cli/node_modules/.bin").join(name);
     p.exists().then_some(p)
@@ -83,7 +83,7 @@ pub fn require_agent_cli(name: &str) -> Option<PathBuf> {
             None
         }
         None => panic!(
-            "the real {name} CLI is not installed: run `npm ci --prefix tests/agents-cli` (the test script does it), \
+            "the real {name} CLI is not installed: run `npm install --no-save --prefix tests/agents-cli` (the test script does it), \
              or set NIGHTSHIFT_SKIP_REAL_CLI=1 to skip these tests"
         ),
     }

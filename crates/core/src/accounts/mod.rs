@@ -1,7 +1,7 @@
 //! Accounts: which login a run uses, where its credential comes from, and how healthy it is.
 //!
 //! An account is an agent plus an identity (email) plus a config dir of its own
-//! (`CLAUDE_CONFIG_DIR` / `CODEX_HOME` / `GEMINI_CLI_HOME`, see [`AgentAuth`]). Credentials,
+//! (`CLAUDE_CONFIG_DIR` / `CODEX_HOME` / `GEMINI_CLI_HOME` / OpenCode's XDG dirs, see [`AgentAuth`]). Credentials,
 //! strongest first: a secret in the OS keychain (service `nightshift`, user `<agent>:<email>`: a
 //! Claude setup token, an OpenAI API key, a Gemini API key), the same in the environment variable
 //! `<VAR>_<SLUG>` (headless machines without a keychain), or the agent's own login in the
@@ -22,6 +22,9 @@ pub struct Account {
     pub agent: Agent,
     pub email: String,
     pub config_dir: PathBuf,
+    /// OpenCode: the provider its stored key is for (`provider = "openai"`; `anthropic` when
+    /// unset). The other agents have one provider each.
+    pub provider: Option<String>,
 }
 
 impl Account {
@@ -33,7 +36,28 @@ impl Account {
     /// The environment variable that may hold this account's secret (e.g.
     /// `CLAUDE_CODE_OAUTH_TOKEN_ME_AT_HOME_DOT_DEV`, `OPENAI_API_KEY_…`, `GEMINI_API_KEY_…`).
     pub fn env_token_var(&self) -> String {
-        format!("{}_{}", self.auth().secret_var, env_slug(&self.email))
+        format!("{}_{}", self.secret_var(), env_slug(&self.email))
+    }
+
+    /// The variable a run gets this account's stored secret in: the agent's own
+    /// ([`AgentAuth::secret_var`]), or for OpenCode its provider's `<PROVIDER>_API_KEY`
+    /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENROUTER_API_KEY`…), the variable OpenCode's
+    /// built-in providers read — a custom provider in the account's opencode.json names it as
+    /// `{env:<PROVIDER>_API_KEY}`.
+    pub fn secret_var(&self) -> String {
+        match (self.agent, self.provider.as_deref()) {
+            (Agent::OpenCode, Some(p)) => provider_key_var(p),
+            _ => self.auth().secret_var.to_string(),
+        }
+    }
+
+    /// The agent's config-dir variables for this account, set for each run here: the main one
+    /// ([`AgentAuth::config_dir_var`]) and any more the agent reads ([`AgentAuth::more_dirs`]).
+    pub fn dir_env(&self) -> Vec<(&'static str, String)> {
+        let auth = self.auth();
+        std::iter::once((auth.config_dir_var, self.config_dir.display().to_string()))
+            .chain(auth.more_dirs.iter().map(|(var, sub)| (*var, self.config_dir.join(sub).display().to_string())))
+            .collect()
     }
 
     pub fn auth(&self) -> &'static AgentAuth {
@@ -67,6 +91,15 @@ pub struct AgentAuth {
     /// The variables a headless machine sets in the engine's own environment for the agent's
     /// documented login; passed to runs of the agent only while no account of it is configured.
     pub inherited: &'static [&'static str],
+    /// More variables the agent keeps its state under, each set to a folder of the account's
+    /// config dir (OpenCode follows all four XDG base directories).
+    pub more_dirs: &'static [(&'static str, &'static str)],
+}
+
+/// `openai` → `OPENAI_API_KEY`, `amazon-bedrock` → `AMAZON_BEDROCK_API_KEY`.
+pub fn provider_key_var(provider: &str) -> String {
+    let word: String = provider.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    format!("{word}_API_KEY")
 }
 
 impl AgentAuth {
@@ -82,6 +115,7 @@ impl AgentAuth {
                 login_file: ".credentials.json",
                 login_command: "claude /login",
                 inherited: &["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+                more_dirs: &[],
             },
             Agent::Codex => &AgentAuth {
                 config_dir_var: "CODEX_HOME",
@@ -91,6 +125,7 @@ impl AgentAuth {
                 login_file: "auth.json",
                 login_command: "codex login",
                 inherited: &["OPENAI_API_KEY"],
+                more_dirs: &[],
             },
             Agent::Gemini => &AgentAuth {
                 config_dir_var: "GEMINI_CLI_HOME",
@@ -100,6 +135,20 @@ impl AgentAuth {
                 login_file: ".gemini/oauth_creds.json",
                 login_command: "gemini",
                 inherited: &["GEMINI_API_KEY"],
+                more_dirs: &[],
+            },
+            // OpenCode keeps its login (`opencode auth login`: auth.json) and sessions under
+            // XDG_DATA_HOME, its opencode.json under XDG_CONFIG_HOME: the account's dir is its
+            // data home, with config/, state/ and cache/ inside.
+            Agent::OpenCode => &AgentAuth {
+                config_dir_var: "XDG_DATA_HOME",
+                secret_var: "ANTHROPIC_API_KEY",
+                secret_name: "provider API key",
+                secret_how: "your provider's console (set `provider = \"…\"` on the account for another than Anthropic)",
+                login_file: "opencode/auth.json",
+                login_command: "opencode auth login",
+                inherited: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_API_KEY"],
+                more_dirs: &[("XDG_CONFIG_HOME", "config"), ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")],
             },
         })
     }
@@ -117,7 +166,7 @@ pub fn accounts(home: &Home, settings: &Settings) -> Vec<Account> {
                 .clone()
                 .map(|p| crate::fsutil::expand_tilde(&p.display().to_string()))
                 .unwrap_or_else(|| home.accounts_dir().join(agent.as_str()).join(dir_slug(&a.email)));
-            Some(Account { agent, email: a.email.clone(), config_dir })
+            Some(Account { agent, email: a.email.clone(), config_dir, provider: a.provider.clone() })
         })
         .collect()
 }

@@ -106,6 +106,10 @@ impl AgentDriver for Gemini {
         args
     }
 
+    fn run_file(&self, call: &super::Call<'_>) -> Option<(&'static str, String)> {
+        policy(call.guard, call.mode).map(|text| (POLICY_FILE, text))
+    }
+
     fn install_hint(&self) -> &'static str {
         "install Gemini CLI with `npm install -g @google/gemini-cli`, or set `[agents.gemini] path = \"/path/to/gemini\"` in nightshift.toml"
     }

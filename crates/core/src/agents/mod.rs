@@ -5,6 +5,7 @@ pub mod claude;
 pub mod codex;
 pub mod command;
 pub mod gemini;
+pub mod opencode;
 mod patterns;
 pub mod tail;
 pub mod transcript;
@@ -83,9 +84,12 @@ pub struct Call<'a> {
     pub guard: &'a crate::routine::Guard,
     /// What the run may spend (USD: `budget.run`, `[budget] run`), for a CLI that caps it itself.
     pub max_budget_usd: Option<f64>,
-    /// The run's directory here, where [`run_file`] is written before the agent starts; `None` for
-    /// a run on another machine (whose routine the loader keeps from needing one).
+    /// The run's directory here, where [`AgentDriver::run_file`] is written before the agent
+    /// starts; `None` for a run on another machine.
     pub run_dir: Option<&'a std::path::Path>,
+    /// `config.<key>` for a CLI that takes its settings other than as arguments (OpenCode's
+    /// `OPENCODE_CONFIG_CONTENT`); the others have them in `extra` already.
+    pub config: &'a [(String, serde_json::Value)],
 }
 
 pub trait AgentDriver: Send + Sync {
@@ -93,6 +97,21 @@ pub trait AgentDriver: Send + Sync {
     fn program(&self) -> &'static str;
     /// Arguments after the program.
     fn args(&self, call: &Call<'_>) -> Vec<String>;
+    /// Variables the CLI reads its run settings from (none by default: most take arguments).
+    fn env(&self, _call: &Call<'_>) -> Vec<(&'static str, String)> {
+        Vec::new()
+    }
+    /// A file the agent reads from the run's directory, written there before it starts (name,
+    /// contents): Gemini CLI's policy, OpenCode's retry-status plugin. Only for a run here.
+    fn run_file(&self, _call: &Call<'_>) -> Option<(&'static str, String)> {
+        None
+    }
+    /// Whether this line of live output means the CLI will not end by itself in useful time — it
+    /// sleeps out a long rate limit, or hangs after reporting one — so the run is ended now and
+    /// judged from its output ([`AgentDriver::classify`] must know the line). Never by default.
+    fn settles(&self, _line: &str) -> bool {
+        false
+    }
     /// How to install the CLI, for the "not found" message.
     fn install_hint(&self) -> &'static str;
     /// A human progress message for one line of live output, if it deserves one.
@@ -121,30 +140,32 @@ pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
         Agent::Claude => &claude::Claude,
         Agent::Codex => &codex::Codex,
         Agent::Gemini => &gemini::Gemini,
+        Agent::OpenCode => &opencode::OpenCode,
         Agent::Command => &command::Command,
     }
 }
 
-/// A file the agent reads from the run's directory, written there before it starts: Gemini CLI's
-/// policy for `allow.tools` / `deny.tools` (name, contents).
-pub fn run_file(action: &Action) -> Option<(&'static str, String)> {
-    match action {
-        Action::Agent { agent: Agent::Gemini, mode, guard, .. } => gemini::policy(guard, *mode).map(|text| (gemini::POLICY_FILE, text)),
-        _ => None,
-    }
+/// What a routine's action runs: the driver, its arguments, the variables it reads its settings
+/// from, and the file it reads from the run's directory (see [`AgentDriver::run_file`]).
+pub struct Invocation {
+    pub driver: &'static dyn AgentDriver,
+    pub args: Vec<String>,
+    pub env: Vec<(&'static str, String)>,
+    pub run_file: Option<(&'static str, String)>,
 }
 
-/// The driver and arguments for a routine's action (the prompt already rendered); `run_dir` as in
+/// The invocation for a routine's action (the prompt already rendered); `run_dir` as in
 /// [`Call::run_dir`].
-pub fn invocation(action: &Action, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>) -> (&'static dyn AgentDriver, Vec<String>) {
+pub fn invocation(action: &Action, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>) -> Invocation {
     match action {
         Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
             let d = driver(*agent);
             // `config.<key>` in the CLI's own form, then the routine's `args:`.
             let extra: Vec<String> = crate::routine::agent_config::args(*agent, config).into_iter().chain(args.iter().cloned()).collect();
-            (d, d.args(&Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir }))
+            let call = Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir, config };
+            Invocation { driver: d, args: d.args(&call), env: d.env(&call), run_file: run_dir.and_then(|_| d.run_file(&call)) }
         }
-        Action::Command { command } => (&command::Command, vec!["-c".into(), command.clone()]),
+        Action::Command { command } => Invocation { driver: &command::Command, args: vec!["-c".into(), command.clone()], env: Vec::new(), run_file: None },
     }
 }
 

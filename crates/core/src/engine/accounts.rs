@@ -64,11 +64,10 @@ pub(crate) enum Where {
 /// (keychain or environment, when there is one) and, for a run on this machine, the account's own
 /// config dir (a local path means nothing on a host). Runs get it through [`credentials_env`],
 /// the one place credentials enter a run.
-pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Vec<(&'static str, String)> {
-    let auth = account.auth();
-    let dir = (at == Where::Here).then(|| (auth.config_dir_var, account.config_dir.display().to_string()));
-    let secret = cred.token.clone().map(|t| (auth.secret_var, t));
-    dir.into_iter().chain(secret).collect()
+pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Vec<(String, String)> {
+    let dirs = if at == Where::Here { account.dir_env().into_iter().map(|(k, v)| (k.to_string(), v)).collect() } else { Vec::new() };
+    let secret = cred.token.clone().map(|t| (account.secret_var(), t));
+    dirs.into_iter().chain(secret).collect()
 }
 
 /// The login a pinned `account:` names by the identity a config dir is signed in as, when no
@@ -85,7 +84,7 @@ fn signed_in_as(core: &Core, agent: crate::words::Agent, configured: &[Account],
     }
     let home = core.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v))?;
     let own = home.join(".claude");
-    signed_in(&own).then(|| Account { agent, email: email.to_string(), config_dir: own })
+    signed_in(&own).then(|| Account { agent, email: email.to_string(), config_dir: own, provider: None })
 }
 
 /// The agent's credential in the engine's own environment (`CLAUDE_CODE_OAUTH_TOKEN`,
@@ -118,9 +117,9 @@ pub(crate) struct RunCreds<'a> {
 pub(crate) fn credentials_env(core: &Core, routine: &Routine, creds: RunCreds<'_>, at: Where) -> Vec<(String, String)> {
     let agent = match creds.account {
         Some((account, cred)) => account_env(account, cred, at),
-        None => routine.agent().cli().map(|agent| inherited_env(core, agent)).unwrap_or_default(),
+        None => routine.agent().cli().map(|agent| inherited_env(core, agent)).unwrap_or_default().into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
     };
-    agent.into_iter().map(|(k, v)| (k.to_string(), v)).chain(creds.secrets.iter().cloned()).collect()
+    agent.into_iter().chain(creds.secrets.iter().cloned()).collect()
 }
 
 /// Choose the account for a run of `routine`: `prefer` first (the lane decision reserved it),

@@ -68,12 +68,13 @@ fn prepare(
         return Err(format!("not started: {trouble}; free some space and run it again"));
     }
     let prompt = render_prompt(core, routine, now, workspace);
-    let (driver, args) = agents::invocation(&routine.action, &prompt, run_cap(routine, &core.settings()), Some(run_dir));
-    if let Some((name, text)) = agents::run_file(&routine.action) {
+    let agents::Invocation { driver, args, env: agent_env, run_file } = agents::invocation(&routine.action, &prompt, run_cap(routine, &core.settings()), Some(run_dir));
+    if let Some((name, text)) = run_file {
         let path = run_dir.join(name);
         crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| format!("not started: cannot write {}: {e}", path.display()))?;
     }
-    let mut extra = run_variables(routine, id);
+    let mut extra = agent_env;
+    extra.extend(run_variables(routine, id));
     extra.push(("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()));
     if let Some(branch) = workspace.and_then(|w| w.branch.clone()) {
         extra.push(("NIGHTSHIFT_BRANCH", branch));

@@ -59,6 +59,8 @@ pub(crate) fn outcome_for(agent: Agent, run_dir: &std::path::Path, ending: &Endi
             ..Outcome::default()
         },
         Ending::Exited(code) => killed_by_signal(agent, driver.classify(&out), *code),
+        // Ended on the line that says how: the agent's reading of its own output is the verdict.
+        Ending::Settled => driver.classify(&out),
         Ending::TimedOut | Ending::Stalled(_) | Ending::Cancelled => {
             // Keep what the stream says about cost and session; the status is ours.
             let seen = driver.classify(&out);

@@ -86,6 +86,10 @@ pub(crate) enum Ending {
     /// stall, with the last thing it printed (read before it was ended: its end adds more).
     Stalled(String),
     Cancelled,
+    /// Ended by the engine on a line after which the agent would not end by itself in useful
+    /// time (`AgentDriver::settles`: OpenCode sleeping out a long rate limit); judged from its
+    /// output like an exit.
+    Settled,
     /// Never started; the message says why.
     SpawnFailed(String),
     /// Its process is gone and left no exit code (the engine and the run were both killed).

@@ -135,8 +135,9 @@ pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &Routine
 /// nothing there).
 fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: super::accounts::RunCreds<'_>) -> RemoteCommand {
     let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None);
-    let (_, args) = crate::agents::invocation(&routine.action, &prompt, super::attempt::run_cap(routine, &core.settings()), None);
-    let mut extra = super::attempt::run_variables(routine, &live.id);
+    let crate::agents::Invocation { args, env: agent_env, .. } = crate::agents::invocation(&routine.action, &prompt, super::attempt::run_cap(routine, &core.settings()), None);
+    let mut extra = agent_env;
+    extra.extend(super::attempt::run_variables(routine, &live.id));
     let credentials = super::accounts::credentials_env(core, routine, creds, super::accounts::Where::OnAHost);
     extra.extend(credentials.iter().map(|(k, v)| (k.as_str(), v.clone())));
     let mut env = std::collections::BTreeMap::new();

@@ -74,12 +74,12 @@ pub(crate) enum Proc {
 /// Follow a try to its end — live progress from its log and secrets scrubbed from it as it grows,
 /// wherever it runs — then scrub the rest.
 pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, proc: &mut Proc, cancel: Arc<Notify>) -> Ending {
+    let settled = Arc::new(Notify::new());
     let follower = run.driver().has_progress().then(|| {
         let core = Arc::clone(core);
         let (id, routine) = (run.id.clone(), run.routine.clone());
-        tokio::spawn(follow(RunDir::at(&run.run_dir).stdout(), run.driver(), move |message| {
-            core.emit(EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
-        }))
+        let emit = move |message| core.emit(EngineEvent::RunProgress { run_id: id.clone(), routine: routine.clone(), message });
+        tokio::spawn(follow(RunDir::at(&run.run_dir).stdout(), run.driver(), emit, Arc::clone(&settled)))
     });
     let scrubber = {
         let (core, run) = (Arc::clone(core), run.clone());
@@ -92,7 +92,7 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, proc: &mut Proc, 
         })
     };
     let ending = match proc {
-        Proc::Local(p) => wait_local(core, run, p, cancel).await,
+        Proc::Local(p) => wait_local(core, run, p, cancel, settled).await,
         Proc::Remote(r) => super::remote_run::follow(core, run, r, cancel).await,
     };
     if let Some(f) = follower {
@@ -105,8 +105,9 @@ pub(crate) async fn supervise(core: &Arc<Core>, run: &LiveRun, proc: &mut Proc, 
     ending
 }
 
-/// Wait for a local process, enforcing timeout and cancel on its whole process group.
-async fn wait_local(core: &Arc<Core>, run: &LiveRun, proc: &mut RunProcess, cancel: Arc<Notify>) -> Ending {
+/// Wait for a local process, enforcing timeout and cancel on its whole process group, and ending
+/// it on a line that settles it (`settled`).
+async fn wait_local(core: &Arc<Core>, run: &LiveRun, proc: &mut RunProcess, cancel: Arc<Notify>, settled: Arc<Notify>) -> Ending {
     let pgid = proc.pid;
     let ending = tokio::select! {
         status = proc.child.wait() => {
@@ -130,8 +131,10 @@ async fn wait_local(core: &Arc<Core>, run: &LiveRun, proc: &mut RunProcess, canc
         // Its output stopped while it still runs: it waits on something nobody will answer.
         words = until_stalled(&run.run_dir, run.stall) => Ending::Stalled(words),
         _ = cancel.notified() => Ending::Cancelled,
+        // It said what ends it and would not end by itself (a long rate limit slept out).
+        _ = settled.notified() => Ending::Settled,
     };
-    if matches!(ending, Ending::TimedOut | Ending::Stalled(_) | Ending::Cancelled) {
+    if matches!(ending, Ending::TimedOut | Ending::Stalled(_) | Ending::Cancelled | Ending::Settled) {
         let child = &mut proc.child;
         process::terminate_group_reaping(pgid, core.settings().kill_grace(), || {
             let _ = child.try_wait();

@@ -62,8 +62,46 @@ pub fn controlled(agent: Agent) -> &'static [(&'static str, &'static str)] {
             ("--admin-policy", "use `allow.tools` and `deny.tools` (Nightshift writes the policy)"),
             ("--allowed-tools", "use `allow.tools`"),
         ],
+        Agent::OpenCode => &[
+            ("run", "Nightshift runs `opencode run` itself"),
+            ("--format", OUTPUT),
+            ("--print-logs", OUTPUT),
+            ("--agent", MODE),
+            ("--auto", "use `mode: skip`"),
+            ("-m", MODEL),
+            ("--model", MODEL),
+            ("--variant", EFFORT),
+            ("-c", SESSION),
+            ("--continue", SESSION),
+            ("-s", SESSION),
+            ("--session", SESSION),
+            ("--fork", SESSION),
+            ("--share", "an unattended run is never shared"),
+            ("--attach", "Nightshift runs OpenCode here, with the account's config"),
+            ("--pure", "Nightshift's plugin tells it when OpenCode waits out a rate limit"),
+            ("-i", "a run nobody watches cannot be interactive"),
+            ("--interactive", "a run nobody watches cannot be interactive"),
+        ],
         Agent::Command => &[],
     }
+}
+
+/// The environment variables an agent CLI reads its run settings from and Nightshift sets for it,
+/// with the fields to use instead: a routine's `env:` naming one is an error (it would win).
+pub fn controlled_env(agent: Agent) -> &'static [(&'static str, &'static str)] {
+    match agent {
+        Agent::OpenCode => &[
+            ("OPENCODE_CONFIG_CONTENT", "use `mode:`, `allow:`, `deny:` and `config:`"),
+            ("OPENCODE_PERMISSION", "use `mode:`, `allow:` and `deny:`"),
+        ],
+        _ => &[],
+    }
+}
+
+/// Why a routine of `agent` may not set `name` in its `env:`, if it may not.
+pub fn refused_env(agent: Agent, name: &str) -> Option<String> {
+    let (_, why) = controlled_env(agent).iter().find(|(var, _)| *var == name)?;
+    Some(format!("`env: {name}` is Nightshift's to set for {}: {why}", agent.as_str()))
 }
 
 /// Why `arg` may not be given in `args:` for `agent`, if it may not.

@@ -326,6 +326,13 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
             cx.err(key_pos("env"), format!("invalid environment variable name \"{k}\""));
         }
     }
+    if let Some(Action::Agent { agent, .. }) = &action {
+        for k in env.keys() {
+            if let Some(why) = super::agent_args::refused_env(*agent, k) {
+                cx.err(key_pos("env"), why);
+            }
+        }
+    }
     let variables = get("variables").map(|n| cx.string_map(n, "variables")).unwrap_or_default();
 
     let account = match (get("account"), get("accounts")) {
@@ -799,7 +806,10 @@ impl Cx<'_> {
 fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> crate::budget::Budget {
     let mut b = crate::budget::Budget::default();
     // (An agent the file gets wrong is reported already: no second word about it here.)
-    let reports_cost = matches!(agent, Some(Agent::Claude) | None);
+    // Claude Code caps a run itself (`--max-budget-usd`); OpenCode reports each step's cost, which
+    // counts toward a day or month, but has no cap of its own.
+    let reports_cost = matches!(agent, Some(Agent::Claude | Agent::OpenCode) | None);
+    let caps_a_run = matches!(agent, Some(Agent::Claude) | None);
     let who = match agent {
         Some(Agent::Command) | None => "a command".to_string(),
         Some(a) => a.as_str().to_string(),
@@ -816,8 +826,8 @@ fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> crate::budget::
         };
         match amount {
             None => cx.err(v.pos(), format!("`budget.{key}` must be an amount in US dollars, such as 2.50")),
-            Some(_) if !reports_cost && key == "run" => {
-                cx.err(at, format!("`budget.run` cannot be enforced for {who}: it reports no cost while it runs (only Claude Code does)"))
+            Some(_) if !caps_a_run && key == "run" => {
+                cx.err(at, format!("`budget.run` cannot be enforced for {who}: nothing stops it at a cost while it runs (only Claude Code does)"))
             }
             Some(a) => {
                 if !reports_cost {

@@ -40,29 +40,75 @@ pub fn split(entry: &str) -> (&str, Option<&str>) {
 
 /// Why `entry` of `allow.tools` / `deny.tools` cannot be expressed for `agent`, if it cannot.
 /// Gemini CLI's rules name its own tools (`read_file`, `run_shell_command(git status)`: a command
-/// prefix, its policy engine's `commandPrefix`); Claude Code's names are pointed at their Gemini
-/// equivalents, and a prefix on another tool is refused (the policy engine has none).
+/// prefix, its policy engine's `commandPrefix`), OpenCode's its permissions (`read`, `bash(git
+/// status)`); Claude Code's names are pointed at theirs, and a prefix on any tool but the shell's
+/// is refused (neither has one).
 pub fn refused(agent: Agent, entry: &str) -> Option<String> {
-    if agent != Agent::Gemini {
-        return None;
-    }
-    let (tool, prefix) = split(entry);
-    // What was written between the parentheses, as written (for the example to write instead).
-    let written = entry.split_once('(').map(|(_, rest)| rest.trim_end().trim_end_matches(')').trim());
-    if let Some((_, gemini)) = GEMINI_NAMES.iter().find(|(claude, _)| *claude == tool) {
-        let example = match written {
-            Some(p) if *gemini == "run_shell_command" => format!("{gemini}({p})"),
-            _ => gemini.to_string(),
-        };
-        return Some(format!("`{entry}` is Claude Code's name; Gemini CLI calls that tool {gemini} (write `{example}`)"));
-    }
-    if tool.is_empty() || !tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*') {
-        return Some(format!("`{entry}` is not a Gemini CLI tool name (such as read_file or run_shell_command)"));
-    }
-    match (written, prefix) {
-        (Some(_), _) if tool != "run_shell_command" => Some(format!("`{entry}`: Gemini CLI's rules take a command prefix only for run_shell_command")),
-        (Some(_), None) => Some(format!("`{entry}`: give the command it starts with, e.g. `run_shell_command(git status)`")),
-        _ => None,
+    let own = match agent {
+        Agent::Gemini => &GEMINI,
+        Agent::OpenCode => &OPENCODE,
+        _ => return None,
+    };
+    own.refused(entry)
+}
+
+/// OpenCode's permission keys (its tools; `edit` covers write and patch too): what its rules
+/// name. `bash(PREFIX)` limits a command by how it starts.
+pub const OPENCODE_PERMISSIONS: [&str; 12] = ["read", "edit", "glob", "grep", "list", "bash", "task", "webfetch", "websearch", "codesearch", "todowrite", "skill"];
+
+/// How an agent CLI names what its rules limit.
+struct Names {
+    /// "Gemini CLI calls that tool", "OpenCode calls that permission".
+    calls: &'static str,
+    /// Claude Code's tool names, and this CLI's for the same tool.
+    from_claude: &'static [(&'static str, &'static str)],
+    /// The shell tool: the only one a rule may give a command prefix.
+    shell: &'static str,
+    /// Whether a name is one of its own, or the words for one that is not.
+    known: fn(&str) -> Result<(), String>,
+}
+
+const GEMINI: Names = Names {
+    calls: "Gemini CLI calls that tool",
+    from_claude: &GEMINI_NAMES,
+    shell: "run_shell_command",
+    known: |tool| match !tool.is_empty() && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*') {
+        true => Ok(()),
+        false => Err("is not a Gemini CLI tool name (such as read_file or run_shell_command)".into()),
+    },
+};
+
+const OPENCODE: Names = Names {
+    calls: "OpenCode calls that permission",
+    from_claude: &[("Bash", "bash"), ("Read", "read"), ("Write", "edit"), ("Edit", "edit"), ("MultiEdit", "edit"), ("Grep", "grep"), ("Glob", "glob"), ("LS", "list"), ("WebFetch", "webfetch")],
+    shell: "bash",
+    known: |tool| match OPENCODE_PERMISSIONS.contains(&tool) {
+        true => Ok(()),
+        false => Err(format!("is not one of OpenCode's permissions ({})", OPENCODE_PERMISSIONS.join(", "))),
+    },
+};
+
+impl Names {
+    fn refused(&self, entry: &str) -> Option<String> {
+        let (tool, prefix) = split(entry);
+        // What was written between the parentheses, as written (for the example to write instead).
+        let written = entry.split_once('(').map(|(_, rest)| rest.trim_end().trim_end_matches(')').trim());
+        let (shell, cli) = (self.shell, self.calls.split(" calls").next().unwrap_or(""));
+        if let Some((_, own)) = self.from_claude.iter().find(|(claude, _)| *claude == tool) {
+            let example = match written {
+                Some(p) if *own == shell => format!("{own}({p})"),
+                _ => own.to_string(),
+            };
+            return Some(format!("`{entry}` is Claude Code's name; {} {own} (write `{example}`)", self.calls));
+        }
+        if let Err(why) = (self.known)(tool) {
+            return Some(format!("`{entry}` {why}"));
+        }
+        match (written, prefix) {
+            (Some(_), _) if tool != shell => Some(format!("`{entry}`: {cli}'s rules take a command prefix only for {shell}")),
+            (Some(_), None) => Some(format!("`{entry}`: give the command it starts with, e.g. `{shell}(git status)`")),
+            _ => None,
+        }
     }
 }
 
@@ -82,5 +128,16 @@ mod tests {
         assert!(refused(Agent::Gemini, "read file").unwrap().contains("not a Gemini CLI tool name"));
         assert_eq!(refused(Agent::Claude, "Bash(git status)"), None);
         assert!(cannot(Agent::Codex).is_some() && cannot(Agent::Gemini).is_none());
+    }
+
+    #[test]
+    fn opencode_rules_name_its_permissions() {
+        assert_eq!(refused(Agent::OpenCode, "read"), None);
+        assert_eq!(refused(Agent::OpenCode, "bash(git status)"), None);
+        assert_eq!(refused(Agent::OpenCode, "Bash(git push)").unwrap(), "`Bash(git push)` is Claude Code's name; OpenCode calls that permission bash (write `bash(git push)`)");
+        assert!(refused(Agent::OpenCode, "Write").unwrap().contains("calls that permission edit"));
+        assert!(refused(Agent::OpenCode, "run_shell_command").unwrap().contains("not one of OpenCode's permissions"));
+        assert!(refused(Agent::OpenCode, "edit(src/)").unwrap().contains("only for bash"));
+        assert!(refused(Agent::OpenCode, "bash()").unwrap().contains("give the command it starts with"));
     }
 }

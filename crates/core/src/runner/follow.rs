@@ -1,4 +1,5 @@
-//! Follow a growing stdout log and turn new lines into progress messages.
+//! Follow a growing stdout log: turn new lines into progress messages, and notice the line after
+//! which the agent will not end by itself ([`AgentDriver::settles`]).
 
 use crate::agents::AgentDriver;
 use std::path::PathBuf;
@@ -8,8 +9,9 @@ const POLL: Duration = Duration::from_millis(250);
 /// Longest line we keep buffering for progress; longer ones are skipped (they are never progress).
 const MAX_LINE: usize = 1 << 20;
 
-/// Read new lines from `path` until the task is aborted, calling `emit` for each progress message.
-pub async fn follow(path: PathBuf, driver: &'static dyn AgentDriver, emit: impl Fn(String) + Send + 'static) {
+/// Read new lines from `path` until the task is aborted, calling `emit` for each progress message
+/// and notifying `settled` (once) on a line that settles the run.
+pub async fn follow(path: PathBuf, driver: &'static dyn AgentDriver, emit: impl Fn(String) + Send + 'static, settled: std::sync::Arc<tokio::sync::Notify>) {
     let mut offset = 0u64;
     let mut partial: Vec<u8> = Vec::new();
     let mut skipping = false;
@@ -27,8 +29,12 @@ pub async fn follow(path: PathBuf, driver: &'static dyn AgentDriver, emit: impl 
             }
             if complete {
                 if !skipping {
-                    if let Some(msg) = driver.progress(String::from_utf8_lossy(&partial).trim_end()) {
+                    let line = String::from_utf8_lossy(&partial);
+                    if let Some(msg) = driver.progress(line.trim_end()) {
                         emit(msg);
+                    }
+                    if driver.settles(line.trim_end()) {
+                        settled.notify_one();
                     }
                 }
                 partial.clear();
