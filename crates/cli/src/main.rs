@@ -164,6 +164,9 @@ fn main() -> ExitCode {
 async fn cli_main() -> ExitCode {
     init_tracing();
     let cli = Cli::parse();
+    if only_prints(&cli.command) {
+        quiet_on_a_closed_pipe();
+    }
     match dispatch(cli.command).await {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::RunNotCompleted) => ExitCode::from(1),
@@ -190,6 +193,34 @@ async fn cli_main() -> ExitCode {
             }
             ExitCode::from(2)
         }
+    }
+}
+
+/// A command that only reads and prints — what people pipe into `head`, `grep -m1` or `less`. It
+/// ends quietly when the reader goes away, as `ls` and `cat` do, instead of Rust's panic on a
+/// closed stdout. Never a command that runs work: the engine writes to its runs' pipes, and a run
+/// that died must not take the engine down with SIGPIPE.
+fn only_prints(command: &Command) -> bool {
+    matches!(
+        command,
+        Command::Routines { .. }
+            | Command::Runs(_)
+            | Command::Show { .. }
+            | Command::Report { .. }
+            | Command::Usage(_)
+            | Command::Why(_)
+            | Command::Logs { .. }
+            | Command::Completions { .. }
+            | Command::Manpages { .. }
+    )
+}
+
+/// Let SIGPIPE end the process, as it does any Unix filter (Rust ignores it, so a write to a
+/// closed pipe is an error, and `println!` panics on it).
+fn quiet_on_a_closed_pipe() {
+    // SAFETY: restoring the default disposition of one signal, before any thread of ours writes.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
 }
 

@@ -421,3 +421,22 @@ fn completions_and_manual_pages_come_from_the_cli_itself() {
     let run = String::from_utf8_lossy(&run.stdout).replace('\u{2010}', "-");
     assert!(run.contains("--ignore-budget") && run.contains("--wait-for-limit"), "{run}");
 }
+
+/// `nightshiftctl routines list | head -1`: a reader that goes away ends a printing command
+/// quietly (as SIGPIPE ends `ls`), never with a panic and its backtrace.
+#[test]
+fn a_closed_pipe_ends_a_listing_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let th = TestHome::new();
+    for i in 0..40 {
+        th.routine(&format!("r{i:02}"), "schedule: \"0 2 * * *\"\ncommand: echo hi\n");
+    }
+    for args in [&["routines", "list"][..], &["runs"][..], &["completions", "bash"][..]] {
+        // The reading end is closed before the command writes a byte.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let out = ctl(&th).args(args).stdout(writer).stderr(std::process::Stdio::piped()).spawn().unwrap().wait_with_output().unwrap();
+        assert!(!stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
+        assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: ended by SIGPIPE, as a Unix filter is: {:?}", out.status);
+    }
+}
