@@ -212,3 +212,46 @@ async fn an_accounts_key_from_the_keychain_reaches_opencode_and_rests_nowhere() 
 fn bus_env() -> Vec<(String, String)> {
     ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"].iter().filter_map(|v| std::env::var(v).ok().map(|x| (v.to_string(), x))).collect()
 }
+
+/// An account sleeping out a long limit is no lane held for an hour: the run ends on the plugin's
+/// line as `rate_limited`, the account is marked so until the reset, and the next account of the
+/// pool does the work — each with its own key, as `<PROVIDER>_API_KEY` (`provider = "openai"` on
+/// neither: Anthropic's variable).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_fails_over_from_an_account_opencode_would_sleep_on() {
+    if require_agent_cli("opencode").is_none() {
+        return;
+    }
+    const KEY_A: &str = "sk-ant-api03-pool-alpha-limited-01";
+    const KEY_B: &str = "sk-ant-api03-pool-bravo-working-02";
+    let fake = FakeAnthropic::start(None).await;
+    let reset = chrono::Utc::now().timestamp() + 2 * 3600;
+    fake.set(KEY_A, Reply::UnifiedLimit { reset_epoch: reset });
+    fake.set(KEY_B, Reply::Success { text: REPORT.into() });
+    let (th, _) = home_with_accounts(&["opencode:a@oc.dev", "opencode:b@oc.dev"]);
+    for slug in ["a-at-oc.dev", "b-at-oc.dev"] {
+        opencode_config(&th.path().join("accounts/opencode").join(slug), &fake);
+    }
+    th.routine("deps", &format!("schedule: \"0 2 * * *\"\nagent: opencode\nprompt: Check the dependencies\naccounts: [a@oc.dev, b@oc.dev]\ntimeout: 3m\ncwd: {}\n", th.user_home().display()));
+    let started = std::time::Instant::now();
+    let out = common::tokio_ctl(&th)
+        .args(["run", "deps", "--wait", "--json"])
+        .env("ANTHROPIC_API_KEY_A_AT_OC_DOT_DEV", KEY_A)
+        .env("ANTHROPIC_API_KEY_B_AT_OC_DOT_DEV", KEY_B)
+        .output()
+        .await
+        .unwrap();
+    let rec = common::json(&out);
+    assert_eq!((rec["status"].as_str(), rec["account"].as_str()), (Some("completed"), Some("b@oc.dev")), "{rec:#}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(120), "no hour slept on a@oc.dev: {:?}", started.elapsed());
+    let tried: Vec<(&str, &str)> = rec["attempts"].as_array().unwrap().iter().map(|a| (a["account"].as_str().unwrap(), a["reason"].as_str().unwrap_or("-"))).collect();
+    assert_eq!(tried, [("a@oc.dev", "rate_limited"), ("b@oc.dev", "-")], "{rec:#}");
+    let list = common::json(&common::ctl(&th).args(["accounts", "list", "--json"]).env("ANTHROPIC_API_KEY_A_AT_OC_DOT_DEV", KEY_A).output().unwrap());
+    let a = list.as_array().unwrap().iter().find(|x| x["account"] == "a@oc.dev").unwrap().clone();
+    assert_eq!((a["verdict"].as_str(), a["agent"].as_str()), (Some("rate_limited"), Some("opencode")), "{a:#}");
+    let resets = chrono::DateTime::parse_from_rfc3339(a["resets_at"].as_str().unwrap()).unwrap().timestamp();
+    assert!((reset - 3600..reset + 90).contains(&resets), "until the hour OpenCode would have slept: {resets} vs {reset}");
+    for key in [KEY_A, KEY_B] {
+        assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "{key} rests somewhere in the home");
+    }
+}

@@ -398,7 +398,9 @@ impl Driver {
     fn may_fail_over(&self, ending: &Ending, outcome: &Outcome) -> bool {
         !matches!(self.routine.account, AccountChoice::Pinned(_))
             && outcome.reason == Some(Reason::RateLimited)
-            && matches!(ending, Ending::Exited(_))
+            // Exited, or ended by the engine on the line that said it was limited (an agent
+            // sleeping out a long limit): either way the agent's own verdict.
+            && matches!(ending, Ending::Exited(_) | Ending::Settled)
     }
 
     /// Plan the account (off the async workers: the keychain can take seconds) and take it in
