@@ -17,11 +17,19 @@ pub enum AccountsCommand {
         json: bool,
     },
     /// Add an account: AGENT is claude, codex, gemini or opencode; EMAIL its identity.
-    Add { agent: String, email: String },
+    Add {
+        agent: String,
+        email: String,
+        /// OpenCode: the provider its key is for (openai, openrouter, …; anthropic when left out);
+        /// runs get the key as <PROVIDER>_API_KEY.
+        #[arg(long)]
+        provider: Option<String>,
+    },
     /// Remove an account and its setup token from the OS keychain.
     Remove { email: String },
     /// Store the account's secret in the OS keychain — a Claude setup token (`claude
-    /// setup-token`), an OpenAI API key, a Gemini API key; read from stdin, never echoed.
+    /// setup-token`), an OpenAI API key, a Gemini API key, an OpenCode account's provider key;
+    /// read from stdin, never echoed.
     #[command(visible_alias = "set-key")]
     SetToken { email: String },
     /// Set what Nightshift does with an account's usage windows; a flag left out keeps its value.
@@ -52,11 +60,15 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
             print_list(&all, &inherited, as_json);
             Ok(Outcome::Ok)
         }
-        AccountsCommand::Add { agent, email } => {
+        AccountsCommand::Add { agent, email, provider } => {
             let kind = Agent::parse_cli(&agent)
                 .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected {})", Agent::cli_words())))?;
-            engine.add_account(kind, &email)?;
+            engine.add_account(kind, &email, provider.as_deref())?;
             println!("added {email} ({agent}); its config dir is under {}", engine.home().accounts_dir().display());
+            if kind == Agent::OpenCode {
+                let var = nightshift_core::accounts::provider_key_var(provider.as_deref().unwrap_or("anthropic"));
+                println!("its key reaches OpenCode as {var}; its own opencode.json goes in the config dir's config/opencode/");
+            }
             if let Some(auth) = nightshift_core::accounts::AgentAuth::of(kind) {
                 println!(
                     "next: `nightshiftctl accounts set-token {email}` with a {} (from {}), or `{}` with {} set to its config dir",

@@ -479,3 +479,27 @@ fn accounts_set_writes_the_reserve_and_the_usage_probe() {
     assert!(stderr(&out).contains("`usage_probe` of c@x.dev reads Claude's OAuth usage endpoint; codex has none"), "{}", stderr(&out));
     assert!(!std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap().contains("reserve"), "nothing else was written");
 }
+
+/// `accounts add opencode EMAIL --provider openai`: the provider is written with the account and
+/// said as the variable its key reaches OpenCode in; on another agent, or malformed, it is refused
+/// and nothing is written.
+#[test]
+fn an_opencode_account_is_added_with_the_provider_of_its_key() {
+    let th = TestHome::new();
+    let out = ctl(&th).args(["accounts", "add", "opencode", "o@x.dev", "--provider", "openai"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("its key reaches OpenCode as OPENAI_API_KEY"), "{}", stdout(&out));
+    let written = std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap();
+    assert!(written.contains("[[accounts]]\nagent = \"opencode\"\nemail = \"o@x.dev\"\nprovider = \"openai\"\n"), "{written}");
+    let listed = json(&ctl(&th).args(["accounts", "list", "--json"]).output().unwrap());
+    assert_eq!((listed[0]["account"].as_str(), listed[0]["agent"].as_str()), (Some("o@x.dev"), Some("opencode")), "{listed:#}");
+    for (args, words) in [
+        (vec!["codex", "c@x.dev", "--provider", "openai"], "`provider` of c@x.dev names the provider of an OpenCode account's key; codex has one provider"),
+        (vec!["opencode", "p@x.dev", "--provider", "Open AI"], "must be OpenCode's provider id"),
+    ] {
+        let out = ctl(&th).args(["accounts", "add"]).args(args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(stderr(&out).contains(words), "{}", stderr(&out));
+    }
+    assert_eq!(std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap(), written, "nothing else was written");
+}

@@ -166,6 +166,18 @@ pub struct AccountSettings {
     pub provider: Option<String>,
 }
 
+/// What is wrong with `provider = p` on account `email` of `agent`, if anything: only an OpenCode
+/// account has one (the others have one provider each), and it is OpenCode's provider id.
+pub fn provider_problem(agent: Agent, email: &str, p: &str) -> Option<String> {
+    if agent != Agent::OpenCode {
+        Some(format!("`provider` of {email} names the provider of an OpenCode account's key; {} has one provider", agent.as_str()))
+    } else if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
+        Some(format!("`provider` of {email} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")"))
+    } else {
+        None
+    }
+}
+
 fn default_agent() -> Agent {
     Agent::Claude
 }
@@ -316,16 +328,8 @@ impl Settings {
                 &format!("`usage_probe` of {} reads Claude's OAuth usage endpoint; {} has none (its windows come from its runs)", a.email, a.agent.as_str()),
             ));
         }
-        for a in settings.accounts.iter().filter(|a| a.provider.is_some()) {
-            let p = a.provider.as_deref().unwrap_or("");
-            let problem = if a.agent != Agent::OpenCode {
-                Some(format!("`provider` of {} names the provider of an OpenCode account's key; {} has one provider", a.email, a.agent.as_str()))
-            } else if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
-                Some(format!("`provider` of {} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")", a.email))
-            } else {
-                None
-            };
-            if let Some(problem) = problem {
+        for a in settings.accounts.iter() {
+            if let Some(problem) = a.provider.as_deref().and_then(|p| provider_problem(a.agent, &a.email, p)) {
                 return Err(located(text.find(&format!("\"{}\"", a.email)).unwrap_or(0), &problem));
             }
         }

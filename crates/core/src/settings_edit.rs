@@ -37,10 +37,14 @@ fn emails(doc: &DocumentMut) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
-/// Append an account. Adding one that exists is an error that says so.
-pub fn add_account(home: &Home, agent: Agent, email: &str) -> Result<()> {
+/// Append an account (an OpenCode one with the `provider` its key is for, if given). Adding one
+/// that exists is an error that says so.
+pub fn add_account(home: &Home, agent: Agent, email: &str, provider: Option<&str>) -> Result<()> {
     if !email.contains('@') || email.chars().any(char::is_whitespace) {
         return Err(Error::new(ErrorCode::Usage, format!("\"{email}\" does not look like an email address (the account's identity)")));
+    }
+    if let Some(problem) = provider.and_then(|p| crate::settings::provider_problem(agent, email, p)) {
+        return Err(Error::new(ErrorCode::Usage, problem));
     }
     let mut doc = load(home)?;
     if emails(&doc).iter().any(|(a, e)| a == agent.as_str() && e == email) {
@@ -49,6 +53,9 @@ pub fn add_account(home: &Home, agent: Agent, email: &str) -> Result<()> {
     let mut table = Table::new();
     table.insert("agent", toml_edit::value(agent.as_str()));
     table.insert("email", toml_edit::value(email));
+    if let Some(p) = provider {
+        table.insert("provider", toml_edit::value(p));
+    }
     match doc.get_mut("accounts").and_then(Item::as_array_of_tables_mut) {
         Some(arr) => arr.push(table),
         None => {

@@ -427,8 +427,8 @@ impl Engine {
     }
 
     /// Add an account to nightshift.toml (the engine must be reopened to use it).
-    pub fn add_account(&self, agent: crate::words::Agent, email: &str) -> Result<()> {
-        crate::settings_edit::add_account(&self.core.home, agent, email)
+    pub fn add_account(&self, agent: crate::words::Agent, email: &str, provider: Option<&str>) -> Result<()> {
+        crate::settings_edit::add_account(&self.core.home, agent, email, provider)
     }
 
     /// Set an account's `reserve` and `usage_probe` in nightshift.toml (running engines pick the
