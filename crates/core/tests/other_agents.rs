@@ -434,12 +434,12 @@ fn opencode_modes_and_rules_are_its_permissions() {
         assert_eq!((c["share"].as_str(), c["autoupdate"].as_bool(), c["experimental"]["continue_loop_on_deny"].as_bool()), (Some("disabled"), Some(false), Some(true)));
         assert_eq!(c["plugin"][0], "file:///runs/r1/nightshift-opencode-plugin.js");
     }
-    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "edit".into()]), allow_dirs: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false };
+    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "bash(npm test)".into(), "edit".into()]), allow_dirs: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false };
     let c = perms(Mode::Plan, &guard);
     let p = &c["permission"];
     assert_eq!((p["read"].as_str(), p["grep"].as_str(), p["webfetch"].as_str()), (Some("allow"), Some("deny"), Some("deny")), "{p}");
     assert_eq!(p["edit"], "deny", "plan mode keeps edits denied, allow.tools or not");
-    assert_eq!(p["bash"], serde_json::json!({"*": "deny", "git status*": "allow", "git push*": "deny"}));
+    assert_eq!(p["bash"], serde_json::json!({"*": "deny", "git status*": "allow", "npm test*": "allow", "git push*": "deny"}), "every command prefix allowed, none lost to the next");
     // No run directory (a run on a host): no plugin to name.
     let remote = Call { run_dir: None, ..call(Mode::Auto, &open) };
     assert!(serde_json::from_str::<serde_json::Value>(&config_content(&remote)).unwrap()["plugin"].is_null());

@@ -93,12 +93,9 @@ fn with_tool_rules(mut p: Map<String, Value>, guard: &Guard) -> Map<String, Valu
             p.insert(name.to_string(), json!("deny"));
         }
         for entry in allowed {
-            let (tool, prefix) = split(entry);
+            let (tool, _) = split(entry);
             if denied_by_mode.iter().any(|d| d == tool) {
                 continue;
-            }
-            if prefix.is_some() {
-                p.insert(tool.to_string(), json!("deny"));
             }
             set(&mut p, entry, "allow");
         }
