@@ -212,7 +212,7 @@ fn windows_of(limits: &serde_json::Value, now: chrono::DateTime<chrono::Utc>) ->
                 used_percent: used,
                 resets_at: w["resets_at"].as_i64().and_then(|t| chrono::DateTime::from_timestamp(t, 0)),
                 // Codex reports no status word: the share says it.
-                status: if used >= 100.0 { "rejected" } else if used >= 80.0 { "allowed_warning" } else { "allowed" }.into(),
+                status: crate::run::LimitWindow::status_for_share(used).into(),
                 seen_at: now,
                 run_id: None,
             })

@@ -22,7 +22,7 @@ use super::transcript::{not_json, tool_input};
 use super::{first_line, AgentDriver, Call, LogEntry, LogKind, LogTail, Outcome, RunOutput};
 use crate::routine::tool_rules::{split, OPENCODE_PERMISSIONS};
 use crate::routine::{Guard, Mode};
-use crate::run::{Reason, RunStatus};
+use crate::run::Reason;
 use serde_json::{json, Map, Value};
 
 pub struct OpenCode;
@@ -301,9 +301,6 @@ impl AgentDriver for OpenCode {
         outcome.usage = usage.and_then(super::Usage::or_none);
         outcome.session_id = session_id;
         outcome.denials = denials;
-        if outcome.status == Some(RunStatus::Completed) {
-            outcome.reason = None;
-        }
         outcome
     }
 }

@@ -47,8 +47,9 @@ pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
             if before.is_some_and(|(t, _)| now - t < PROBE_EVERY) {
                 continue;
             }
-            last.insert(wanted.email.clone(), (now, before.is_some_and(|(_, failing)| failing)));
-            before.is_some_and(|(_, failing)| failing)
+            let failing = before.is_some_and(|(_, failing)| failing);
+            last.insert(wanted.email.clone(), (now, failing));
+            failing
         };
         let Some(account) = core.accounts().into_iter().find(|a| a.email == wanted.email && a.agent == Agent::Claude) else { continue };
         probed.push(account.email.clone());
@@ -117,16 +118,17 @@ fn probe(core: &Core, http: &ureq::Agent, url: &str, account: &crate::accounts::
 fn token_of(core: &Core, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<String, String> {
     let login = std::fs::read_to_string(account.config_dir.join(account.auth().login_file)).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     let oauth = login.as_ref().map(|l| &l["claudeAiOauth"]);
-    if let Some(token) = oauth.and_then(|o| o["accessToken"].as_str()).filter(|t| !t.is_empty()) {
-        let expired = oauth.and_then(|o| o["expiresAt"].as_i64()).and_then(DateTime::from_timestamp_millis).is_some_and(|t| t <= now);
-        if !expired {
-            return Ok(token.to_string());
-        }
-        if core.credential(account).token.is_none() {
-            return Err(format!("the Claude login in {} has expired (Claude Code refreshes it on its next run; Nightshift refreshes nothing)", account.config_dir.display()));
-        }
+    let login_token = oauth.and_then(|o| o["accessToken"].as_str()).filter(|t| !t.is_empty());
+    let expired = oauth.and_then(|o| o["expiresAt"].as_i64()).and_then(DateTime::from_timestamp_millis).is_some_and(|t| t <= now);
+    if let Some(token) = login_token.filter(|_| !expired) {
+        return Ok(token.to_string());
     }
-    core.credential(account).token.ok_or_else(|| format!("{} has no sign-in to ask with: sign in with `claude /login` in {}", account.email, account.config_dir.display()))
+    // The stored token (a keychain read), only when the login cannot serve.
+    match (core.credential(account).token, login_token) {
+        (Some(stored), _) => Ok(stored),
+        (None, Some(_)) => Err(format!("the Claude login in {} has expired (Claude Code refreshes it on its next run; Nightshift refreshes nothing)", account.config_dir.display())),
+        (None, None) => Err(format!("{} has no sign-in to ask with: sign in with `claude /login` in {}", account.email, account.config_dir.display())),
+    }
 }
 
 /// The endpoint's windows: `five_hour`, `seven_day` and each model's weekly one
@@ -143,7 +145,7 @@ fn windows_of(v: &serde_json::Value, now: DateTime<Utc>) -> Vec<LimitWindow> {
                 used_percent: used,
                 resets_at: w["resets_at"].as_str().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc)),
                 // The endpoint gives no status word: the share says it.
-                status: if used >= 100.0 { "rejected" } else if used >= 80.0 { "allowed_warning" } else { "allowed" }.into(),
+                status: LimitWindow::status_for_share(used).into(),
                 seen_at: now,
                 run_id: None,
             })

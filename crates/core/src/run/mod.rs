@@ -247,6 +247,19 @@ impl LimitWindow {
         self
     }
 
+    /// The status word for a window reported with its share alone (Codex's rollout file, Claude's
+    /// usage endpoint): `rejected` when used up, `allowed_warning` from 80 %, else `allowed` — the
+    /// words Claude Code's own reports use.
+    pub fn status_for_share(used_percent: f64) -> &'static str {
+        if used_percent >= 100.0 {
+            "rejected"
+        } else if used_percent >= 80.0 {
+            "allowed_warning"
+        } else {
+            "allowed"
+        }
+    }
+
     /// The marks (in percent) at which an account's user is told how much of a window is used.
     pub const MARKS: [f64; 2] = [80.0, 95.0];
 
