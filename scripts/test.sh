@@ -42,7 +42,7 @@ FULL=0
 echo "==> system packages"
 ensure_apt_packages $BUILD_PACKAGES $TEST_PACKAGES
 
-echo "==> npm tools for the tests (tests/agents-cli: Claude Code, Codex, Gemini CLI, OpenCode; tests/typecheck: TypeScript)"
+echo "==> npm tools for the tests (tests/agents-cli: Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI; tests/typecheck: TypeScript)"
 command -v npm >/dev/null 2>&1 || ensure_apt_packages nodejs npm
 # Reinstall whenever the pinned versions (the lock file) changed since the last install.
 for dir in tests/agents-cli tests/typecheck; do
@@ -56,7 +56,7 @@ for dir in tests/agents-cli tests/typecheck; do
     echo "$want" > "$dir/node_modules/.nightshift-lock"
   fi
 done
-for cli in claude codex gemini opencode; do printf '%s: ' "$cli"; tests/agents-cli/node_modules/.bin/$cli --version </dev/null; done
+for cli in claude codex gemini opencode copilot; do printf '%s: ' "$cli"; tests/agents-cli/node_modules/.bin/$cli --version </dev/null; done
 printf 'tsc: '; tests/typecheck/node_modules/.bin/tsc --version
 
 echo "==> tauri-driver (WebDriver for the real app in WebKitGTK)"

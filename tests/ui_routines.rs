@@ -180,7 +180,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     // --- New: on another machine. The machines nightshift.toml names are suggested; the folder is
     // then one on that machine (the local one and its picker give way).
     go(&c, "#/new").await;
-    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 4 && [...document.querySelectorAll('#known-hosts option')].map(o => o.value).join() === 'buildbox'", 10).await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 5 && [...document.querySelectorAll('#known-hosts option')].map(o => o.value).join() === 'buildbox'", 10).await;
     command_routine(&c, "remote-uptime", "uptime").await;
     type_into(&c, "#f-host", "buildbox").await;
     until(&c, "the folder there", "return document.querySelector(\"[data-field='cwd']\").hidden && !document.querySelector(\"[data-field='remote_cwd']\").hidden", 10).await;
@@ -339,6 +339,9 @@ async fn guardrails_budgets_and_secrets_in_the_window() {
     set(&c, "#f-agent", "opencode").await;
     let tools = js(&c, "return [[...document.querySelectorAll('#tool-checks input')].map(i => i.value).slice(0, 2), document.querySelector('#f-more-tools').placeholder]").await;
     assert_eq!(tools, json!([["read", "grep"], "bash(git status), bash(npm test)"]));
+    set(&c, "#f-agent", "copilot").await;
+    let tools = js(&c, "return [[...document.querySelectorAll('#tool-checks input')].map(i => i.value), document.querySelector('#f-more-tools').placeholder]").await;
+    assert_eq!(tools, json!([["write", "shell", "url"], "shell(git:*), shell(npm test), url(github.com)"]));
     set(&c, "#f-agent", "claude").await;
     type_into(&c, "#f-name", "guarded").await;
     type_into(&c, "#f-prompt", "Summarise the repository").await;

@@ -51,7 +51,7 @@ reserve: number | null, usage_probe: boolean, };
  * settings, the accounts and the drivers (`agents::driver`) all use this one word; a new
  * agent is one more word here and one module in `agents/`.
  */
-export type Agent = "claude" | "codex" | "gemini" | "opencode" | "command";
+export type Agent = "claude" | "codex" | "gemini" | "opencode" | "copilot" | "command";
 
 export type AgentChoice = { agent: Agent, accounts: Array<string>, };
 

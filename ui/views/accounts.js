@@ -7,7 +7,7 @@ import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
 import { BADGE, NEEDS_LOGIN } from "../lib/vocabulary.js";
 
-const AGENTS = { claude: "Claude", codex: "Codex", gemini: "Gemini CLI", opencode: "OpenCode" };
+const AGENTS = { claude: "Claude", codex: "Codex", gemini: "Gemini CLI", opencode: "OpenCode", copilot: "Copilot CLI" };
 /** @param {import("../lib/types.js").AccountHealth} a */
 const source = (a) =>
   ({ keychain: `${a.secret} in the OS keychain`, env: `${a.secret} from the environment`, agent_login: `${AGENTS[a.agent] ?? a.agent} login in its config dir`, none: "no credential" })[a.source] ?? a.source;
@@ -103,7 +103,7 @@ export function mount(root, _params, ui) {
       replace(
         body,
         empty(
-          "No accounts yet. Command routines need none; for agent routines add one (claude, codex, gemini or opencode):",
+          "No accounts yet. Command routines need none; for agent routines add one (claude, codex, gemini, opencode or copilot):",
           h("pre", {}, h("code", {}, "nightshiftctl accounts add claude you@example.com\nnightshiftctl accounts set-token you@example.com")),
         ),
       );

@@ -19,14 +19,16 @@ const PRESETS = [
 ];
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 // The tools an agent most often gets, in its own names; anything else, or a rule narrower than a
-// tool (`Bash(git status)`, Gemini's `run_shell_command(git status)`, OpenCode's `bash(git status)`),
-// goes in the text field beside them. Codex has no tool list (the validator says so if one is given).
+// tool (`Bash(git status)`, Gemini's `run_shell_command(git status)`, OpenCode's `bash(git status)`,
+// Copilot's `shell(git:*)`), goes in the text field beside them. Copilot's rules are its permission
+// kinds — it reads and searches without asking. Codex has no tool list (the validator says so if one is given).
 /** @type {Record<string, {tools: string[], rules: string}>} */
 const COMMON_TOOLS = {
   claude: { tools: ["Read", "Grep", "Glob", "Edit", "Write", "Bash", "WebFetch", "WebSearch"], rules: "Bash(git status), Bash(npm test)" },
   gemini: { tools: ["read_file", "grep_search", "glob", "list_directory", "replace", "write_file", "run_shell_command", "web_fetch"], rules: "run_shell_command(git status)" },
   codex: { tools: [], rules: "Codex has no tool list: its sandbox (the mode) is the limit" },
   opencode: { tools: ["read", "grep", "glob", "list", "edit", "bash", "webfetch", "websearch"], rules: "bash(git status), bash(npm test)" },
+  copilot: { tools: ["write", "shell", "url"], rules: "shell(git:*), shell(npm test), url(github.com)" },
 };
 const EFFORTS = [["", "The agent's default"], ["low", "low"], ["medium", "medium"], ["high", "high"], ["xhigh", "xhigh"], ["max", "max"]];
 // "a, b(c, d), e" → ["a", "b(c, d)", "e"]: commas inside a rule's parentheses stay in it.

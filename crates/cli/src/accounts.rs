@@ -16,20 +16,21 @@ pub enum AccountsCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Add an account: AGENT is claude, codex, gemini or opencode; EMAIL its identity.
+    /// Add an account: AGENT is claude, codex, gemini, opencode or copilot; EMAIL its identity.
     Add {
         agent: String,
         email: String,
         /// OpenCode: the provider its key is for (openai, openrouter, …; anthropic when left out);
-        /// runs get the key as <PROVIDER>_API_KEY.
+        /// runs get the key as <PROVIDER>_API_KEY. Copilot: github (a GitHub token, when left out)
+        /// or a bring-your-own-key type (openai, azure, anthropic).
         #[arg(long)]
         provider: Option<String>,
     },
     /// Remove an account and its setup token from the OS keychain.
     Remove { email: String },
     /// Store the account's secret in the OS keychain — a Claude setup token (`claude
-    /// setup-token`), an OpenAI API key, a Gemini API key, an OpenCode account's provider key;
-    /// read from stdin, never echoed.
+    /// setup-token`), an OpenAI API key, a Gemini API key, an OpenCode account's provider key, a
+    /// GitHub token (or a Copilot account's provider key); read from stdin, never echoed.
     #[command(visible_alias = "set-key")]
     SetToken { email: String },
     /// Set what Nightshift does with an account's usage windows; a flag left out keeps its value.
@@ -68,6 +69,11 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
             if kind == Agent::OpenCode {
                 let var = nightshift_core::accounts::provider_key_var(provider.as_deref().unwrap_or("anthropic"));
                 println!("its key reaches OpenCode as {var}; its own opencode.json goes in the config dir's config/opencode/");
+            }
+            match provider.as_deref().filter(|p| kind == Agent::Copilot && *p != "github") {
+                Some(p) => println!("its key reaches Copilot as COPILOT_PROVIDER_API_KEY with COPILOT_PROVIDER_TYPE={p}; its routines name the endpoint (`env: COPILOT_PROVIDER_BASE_URL`) and `model:`"),
+                None if kind == Agent::Copilot => println!("its GitHub token reaches Copilot as COPILOT_GITHUB_TOKEN; the dir is its COPILOT_HOME"),
+                None => {}
             }
             if let Some(auth) = nightshift_core::accounts::AgentAuth::of(kind) {
                 println!(

@@ -58,7 +58,7 @@ pub enum RoutinesCommand {
 #[derive(clap::Args)]
 pub struct NewArgs {
     pub name: String,
-    /// claude, codex, gemini or opencode (with --prompt); or use --command.
+    /// claude, codex, gemini, opencode or copilot (with --prompt); or use --command.
     #[arg(long, requires = "prompt", conflicts_with = "command")]
     pub agent: Option<String>,
     #[arg(long)]

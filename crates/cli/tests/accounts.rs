@@ -494,12 +494,20 @@ fn an_opencode_account_is_added_with_the_provider_of_its_key() {
     let listed = json(&ctl(&th).args(["accounts", "list", "--json"]).output().unwrap());
     assert_eq!((listed[0]["account"].as_str(), listed[0]["agent"].as_str()), (Some("o@x.dev"), Some("opencode")), "{listed:#}");
     for (args, words) in [
-        (vec!["codex", "c@x.dev", "--provider", "openai"], "`provider` of c@x.dev names the provider of an OpenCode account's key; codex has one provider"),
+        (vec!["codex", "c@x.dev", "--provider", "openai"], "`provider` of c@x.dev names the provider of an OpenCode or Copilot account's key; codex has one provider"),
         (vec!["opencode", "p@x.dev", "--provider", "Open AI"], "must be OpenCode's provider id"),
+        (vec!["copilot", "g@x.dev", "--provider", "openrouter"], "`provider` of g@x.dev must be github (a GitHub token, the default) or a bring-your-own-key type: openai, azure or anthropic (found \"openrouter\")"),
     ] {
         let out = ctl(&th).args(["accounts", "add"]).args(args).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
         assert!(stderr(&out).contains(words), "{}", stderr(&out));
     }
     assert_eq!(std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap(), written, "nothing else was written");
+    // Copilot: a GitHub token by default, or bring your own key.
+    let out = ctl(&th).args(["accounts", "add", "copilot", "g@x.dev"]).output().unwrap();
+    assert!(stdout(&out).contains("its GitHub token reaches Copilot as COPILOT_GITHUB_TOKEN"), "{}", stdout(&out));
+    let out = ctl(&th).args(["accounts", "add", "copilot", "b@x.dev", "--provider", "azure"]).output().unwrap();
+    assert!(stdout(&out).contains("its key reaches Copilot as COPILOT_PROVIDER_API_KEY with COPILOT_PROVIDER_TYPE=azure"), "{}", stdout(&out));
+    let written = std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap();
+    assert!(written.ends_with("[[accounts]]\nagent = \"copilot\"\nemail = \"g@x.dev\"\n\n[[accounts]]\nagent = \"copilot\"\nemail = \"b@x.dev\"\nprovider = \"azure\"\n"), "{written}");
 }

@@ -14,7 +14,7 @@ fn validate_prints_every_problem_as_file_line_col_and_exits_2() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         stderr(&out).lines().next().unwrap(),
-        "error: routines/x.yaml:2:8: unknown agent \"claud\" (expected claude, codex, gemini, opencode); did you mean \"claude\"?"
+        "error: routines/x.yaml:2:8: unknown agent \"claud\" (expected claude, codex, gemini, opencode, copilot); did you mean \"claude\"?"
     );
     assert!(stderr(&out).contains("1 valid, 1 invalid (1 problem)"));
 

@@ -119,6 +119,12 @@ pub fn record_fixture(rec: &serde_json::Value, dir: &str, name: &str) {
     std::fs::copy(run_dir.join("stdout.log"), dir.join(format!("{name}.jsonl"))).unwrap();
     std::fs::copy(run_dir.join("stderr.log"), dir.join(format!("{name}.stderr"))).unwrap();
     std::fs::write(dir.join(format!("{name}.exit")), format!("{}\n", rec["exit_code"])).unwrap();
+    // What an agent writes beside its streams (Copilot's usage file), when it wrote it.
+    for extra in ["copilot-usage.json"] {
+        if run_dir.join(extra).is_file() {
+            std::fs::copy(run_dir.join(extra), dir.join(format!("{name}.{extra}"))).unwrap();
+        }
+    }
 }
 
 /// Tests that need the real keychain fail loudly without one, unless skipped on purpose.
@@ -147,15 +153,47 @@ pub fn home_with_accounts(accounts: &[&str]) -> (TestHome, String) {
     (th, service)
 }
 
+/// The test's D-Bus session (its keychain) as variables, for a command built another way.
+pub fn bus_env() -> Vec<(&'static str, String)> {
+    ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"].into_iter().filter_map(|v| std::env::var(v).ok().map(|x| (v, x))).collect()
+}
+
 /// `nightshiftctl` on the test's D-Bus session (its keychain).
 pub fn ctl_bus(th: &TestHome) -> std::process::Command {
     let mut c = ctl(th);
-    for var in ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"] {
-        if let Some(v) = std::env::var_os(var) {
-            c.env(var, v);
-        }
-    }
+    c.envs(bus_env());
     c
+}
+
+/// Watches every process's command line for a secret until [`ArgvWatch::seen`]: a secret passed as
+/// an argument would be readable by every user of the machine (`/proc/*/cmdline`).
+pub struct ArgvWatch {
+    watching: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    seen: std::thread::JoinHandle<bool>,
+}
+
+impl ArgvWatch {
+    pub fn start(secret: &str) -> ArgvWatch {
+        let watching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let (still, secret) = (std::sync::Arc::clone(&watching), secret.as_bytes().to_vec());
+        let seen = std::thread::spawn(move || {
+            let mut seen = false;
+            while still.load(std::sync::atomic::Ordering::Relaxed) {
+                for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+                    seen |= std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.windows(secret.len()).any(|w| w == secret.as_slice()));
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            seen
+        });
+        ArgvWatch { watching, seen }
+    }
+
+    /// Stop watching: whether any process's command line held the secret meanwhile.
+    pub fn seen(self) -> bool {
+        self.watching.store(false, std::sync::atomic::Ordering::Relaxed);
+        self.seen.join().unwrap()
+    }
 }
 
 /// `nightshiftctl accounts set-token EMAIL`, the token typed on stdin.

@@ -186,32 +186,15 @@ async fn an_accounts_key_from_the_keychain_reaches_opencode_and_rests_nowhere() 
     opencode_config(&account_dir, &fake);
     th.routine("deps", &format!("schedule: \"0 2 * * *\"\nagent: opencode\naccount: me@oc.dev\nprompt: Check the dependencies\ntimeout: 3m\ncwd: {}\n", th.user_home().display()));
     // While it runs, no process's command line holds the key.
-    let watching = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let seen_in_argv = {
-        let watching = std::sync::Arc::clone(&watching);
-        std::thread::spawn(move || {
-            let mut seen = false;
-            while watching.load(std::sync::atomic::Ordering::Relaxed) {
-                for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-                    seen |= std::fs::read(e.path().join("cmdline")).is_ok_and(|c| c.windows(key.len()).any(|w| w == key.as_bytes()));
-                }
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            seen
-        })
-    };
-    let out = common::tokio_ctl(&th).args(["run", "deps", "--wait", "--json"]).envs(bus_env()).output().await.unwrap();
-    watching.store(false, std::sync::atomic::Ordering::Relaxed);
+    let argv = common::ArgvWatch::start(key);
+    let out = common::tokio_ctl(&th).args(["run", "deps", "--wait", "--json"]).envs(common::bus_env()).output().await.unwrap();
     let rec: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|_| panic!("{}", String::from_utf8_lossy(&out.stderr)));
     assert_eq!((rec["status"].as_str(), rec["account"].as_str()), (Some("completed"), Some("me@oc.dev")), "{rec:#}");
     assert!(fake.requests().iter().any(|r| r.credential.as_deref() == Some(key)), "the keychain's key reached the API");
-    assert!(!seen_in_argv.join().unwrap(), "the key was in a process's command line");
+    assert!(!argv.seen(), "the key was in a process's command line");
     assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "the key rests nowhere in the home (OpenCode's own data dir included)");
 }
 
-fn bus_env() -> Vec<(String, String)> {
-    ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"].iter().filter_map(|v| std::env::var(v).ok().map(|x| (v.to_string(), x))).collect()
-}
 
 /// An account sleeping out a long limit is no lane held for an hour: the run ends on the plugin's
 /// line as `rate_limited`, the account is marked so until the reset, and the next account of the

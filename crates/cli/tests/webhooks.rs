@@ -5,15 +5,11 @@
 
 mod common;
 
-use common::{ctl, json, start_daemon_with, stderr, stdout};
+use common::{bus_env, ctl, json, start_daemon_with, stderr, stdout};
 use nightshift_testkit::{secs, wait_until, Answer, TestHome, WebhookReceiver};
 use std::io::Write;
 use std::process::Stdio;
 use std::time::Duration;
-
-fn bus_env() -> Vec<(&'static str, String)> {
-    ["DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR", "XDG_DATA_HOME"].into_iter().filter_map(|k| std::env::var(k).ok().map(|v| (k, v))).collect()
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_signed_delivery_survives_kill_9_of_the_daemon_and_is_accepted_once() {

@@ -53,6 +53,8 @@ pub fn credential(account: &Account, keychain_service: &str, env: &[(String, Str
     let login_file = account.config_dir.join(account.auth().login_file);
     let login = match account.agent {
         Agent::Claude => claude_login::read(&account.config_dir),
+        // Copilot writes config.json on first start; it names a user only after `copilot login`.
+        Agent::Copilot => LoginFacts { present: std::fs::read_to_string(&login_file).is_ok_and(|t| t.contains("\"lastLoggedInUser\"")), ..LoginFacts::default() },
         _ => LoginFacts { present: login_file.exists(), ..LoginFacts::default() },
     };
     let login_changed_at = std::fs::metadata(&login_file).and_then(|m| m.modified()).ok().map(DateTime::<Utc>::from);

@@ -160,21 +160,31 @@ pub struct AccountSettings {
     /// minutes — a request the user did not otherwise make, so only when asked for.
     #[serde(default)]
     pub usage_probe: bool,
-    /// `provider = "openai"` (OpenCode accounts only): the provider the account's stored key is
-    /// for; a run gets it as `<PROVIDER>_API_KEY`. Anthropic when unset.
+    /// `provider = "openai"` (OpenCode and Copilot accounts only): the provider the account's
+    /// stored key is for. OpenCode: a run gets it as `<PROVIDER>_API_KEY` (anthropic when unset).
+    /// Copilot: `github` (unset: a GitHub token) or a bring-your-own-key type (`openai`, `azure`,
+    /// `anthropic`: the key as `COPILOT_PROVIDER_API_KEY`, the type as `COPILOT_PROVIDER_TYPE`).
     #[serde(default)]
     pub provider: Option<String>,
 }
 
-/// What is wrong with `provider = p` on account `email` of `agent`, if anything: only an OpenCode
-/// account has one (the others have one provider each), and it is OpenCode's provider id.
+/// Copilot CLI's providers: `github` (its own model routing, a GitHub token) and its
+/// bring-your-own-key types (`COPILOT_PROVIDER_TYPE`).
+pub const COPILOT_PROVIDERS: [&str; 4] = ["github", "openai", "azure", "anthropic"];
+
+/// What is wrong with `provider = p` on account `email` of `agent`, if anything: only OpenCode and
+/// Copilot accounts have one (the others have one provider each) — OpenCode's provider id, or one
+/// of [`COPILOT_PROVIDERS`].
 pub fn provider_problem(agent: Agent, email: &str, p: &str) -> Option<String> {
-    if agent != Agent::OpenCode {
-        Some(format!("`provider` of {email} names the provider of an OpenCode account's key; {} has one provider", agent.as_str()))
-    } else if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
-        Some(format!("`provider` of {email} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")"))
-    } else {
-        None
+    match agent {
+        Agent::OpenCode if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') => {
+            Some(format!("`provider` of {email} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")"))
+        }
+        Agent::Copilot if !COPILOT_PROVIDERS.contains(&p) => {
+            Some(format!("`provider` of {email} must be github (a GitHub token, the default) or a bring-your-own-key type: openai, azure or anthropic (found \"{p}\")"))
+        }
+        Agent::OpenCode | Agent::Copilot => None,
+        _ => Some(format!("`provider` of {email} names the provider of an OpenCode or Copilot account's key; {} has one provider", agent.as_str())),
     }
 }
 
@@ -415,9 +425,13 @@ mod tests {
         assert_eq!(crate::accounts::provider_key_var("openrouter"), "OPENROUTER_API_KEY");
         assert_eq!(crate::accounts::provider_key_var("amazon-bedrock"), "AMAZON_BEDROCK_API_KEY");
         std::fs::write(&path, "[[accounts]]\nagent = \"codex\"\nemail = \"c@x.dev\"\nprovider = \"openai\"\n").unwrap();
-        assert!(Settings::load(&path).unwrap_err().to_string().contains("`provider` of c@x.dev names the provider of an OpenCode account's key; codex has one provider"));
+        assert!(Settings::load(&path).unwrap_err().to_string().contains("`provider` of c@x.dev names the provider of an OpenCode or Copilot account's key; codex has one provider"));
         std::fs::write(&path, "[[accounts]]\nagent = \"opencode\"\nemail = \"o@x.dev\"\nprovider = \"Open AI\"\n").unwrap();
         assert!(Settings::load(&path).unwrap_err().to_string().contains("must be OpenCode's provider id"));
+        std::fs::write(&path, "[[accounts]]\nagent = \"copilot\"\nemail = \"g@x.dev\"\nprovider = \"azure\"\n").unwrap();
+        assert_eq!(Settings::load(&path).unwrap().accounts[0].provider.as_deref(), Some("azure"));
+        std::fs::write(&path, "[[accounts]]\nagent = \"copilot\"\nemail = \"g@x.dev\"\nprovider = \"openrouter\"\n").unwrap();
+        assert!(Settings::load(&path).unwrap_err().to_string().contains("must be github (a GitHub token, the default) or a bring-your-own-key type"));
     }
 
     #[test]

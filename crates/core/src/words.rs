@@ -49,19 +49,19 @@ string_enum!(
     /// command). The routine's `agent:`, the run record's `agent`, `[agents.<word>]` in the
     /// settings, the accounts and the drivers (`agents::driver`) all use this one word; a new
     /// agent is one more word here and one module in `agents/`.
-    Agent as "agent" { Claude = "claude", Codex = "codex", Gemini = "gemini", #[serde(rename = "opencode")] OpenCode = "opencode", Command = "command" }
+    Agent as "agent" { Claude = "claude", Codex = "codex", Gemini = "gemini", #[serde(rename = "opencode")] OpenCode = "opencode", Copilot = "copilot", Command = "command" }
 );
 
 impl Agent {
     /// The agent CLIs — every word but `command`: what a routine's `agent:` and an account may name.
-    pub const CLIS: &'static [Agent] = &[Agent::Claude, Agent::Codex, Agent::Gemini, Agent::OpenCode];
+    pub const CLIS: &'static [Agent] = &[Agent::Claude, Agent::Codex, Agent::Gemini, Agent::OpenCode, Agent::Copilot];
 
     /// The agent CLI, or `None` for a shell command (which has no accounts, no login, no model).
     pub fn cli(self) -> Option<Agent> {
         (self != Agent::Command).then_some(self)
     }
 
-    /// The CLIs' words for a message: "claude, codex, gemini or opencode".
+    /// The CLIs' words for a message: "claude, codex, gemini, opencode or copilot".
     pub fn cli_words() -> String {
         let words: Vec<&str> = Agent::CLIS.iter().map(|a| a.as_str()).collect();
         match words.split_last() {
@@ -200,7 +200,7 @@ mod tests {
     fn the_clis_are_every_agent_word_but_command() {
         let others: Vec<Agent> = Agent::ALL.iter().copied().filter(|a| *a != Agent::Command).collect();
         assert_eq!(Agent::CLIS, others.as_slice());
-        assert_eq!(Agent::cli_words(), "claude, codex, gemini or opencode");
+        assert_eq!(Agent::cli_words(), "claude, codex, gemini, opencode or copilot");
         assert_eq!((Agent::parse_cli("codex"), Agent::parse_cli("command")), (Some(Agent::Codex), None));
     }
 

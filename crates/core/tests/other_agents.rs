@@ -1,5 +1,5 @@
-//! Codex, Gemini CLI and OpenCode streams recorded from the real CLIs (the pinned versions, against
-//! the loopback fakes — `crates/cli/tests/real_{codex,gemini,opencode}.rs` with
+//! Codex, Gemini CLI, OpenCode and Copilot CLI streams recorded from the real CLIs (the pinned
+//! versions, against the loopback fakes — `crates/cli/tests/real_{codex,gemini,opencode,copilot}.rs` with
 //! NIGHTSHIFT_RECORD_FIXTURES=1):
 //! every outcome judged right, and classifiers that cannot be fooled by damaged streams.
 
@@ -32,6 +32,20 @@ fn classify_bytes(agent: Agent, stdout: &[u8], stderr: &[u8], exit: Option<i32>)
 fn classify(agent: Agent, dir: &str, name: &str) -> Outcome {
     let (out, err, exit) = fixture(dir, name);
     classify_bytes(agent, &out, &err, exit)
+}
+
+/// A Copilot fixture with the usage file its run wrote beside the streams.
+fn copilot(name: &str) -> Outcome {
+    let (out, err, exit) = fixture("copilot-1.0.102", name);
+    let run = tempfile::tempdir().unwrap();
+    std::fs::write(run.path().join("stdout.log"), out).unwrap();
+    std::fs::write(run.path().join("stderr.log"), err).unwrap();
+    let usage = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("tests/fixtures/copilot-1.0.102/{name}.copilot-usage.json"));
+    if usage.is_file() {
+        std::fs::copy(usage, run.path().join("copilot-usage.json")).unwrap();
+    }
+    let now = Utc.with_ymd_and_hms(2026, 12, 4, 21, 30, 0).unwrap();
+    driver(Agent::Copilot).classify(&RunOutput { run_dir: run.path(), exit_code: exit, now })
 }
 
 fn codex(name: &str) -> Outcome {
@@ -227,6 +241,7 @@ fn streams() -> Vec<(Agent, Vec<u8>, Option<i32>, bool)> {
         (Agent::Gemini, "gemini-0.61.0", &["success", "retried-success", "invalid-key", "quota", "500"][..]),
         (Agent::Claude, "claude-2.1.332", &["success", "401", "429", "unified", "500-retries", "logged-out"][..]),
         (Agent::OpenCode, "opencode-1.18.33", &["success", "short-limit-success", "401", "long-limit", "500-retries", "denied-tool"][..]),
+        (Agent::Copilot, "copilot-1.0.102", &["success", "bad-token", "long-limit", "short-limit", "500-retries", "denied-tool"][..]),
     ] {
         for name in names {
             let (out, _, exit) = fixture(dir, name);
@@ -245,6 +260,7 @@ fn has_completion_event(agent: Agent, stdout: &[u8]) -> bool {
         Agent::Gemini => text.contains("\"status\":\"success\""),
         Agent::Claude => text.contains("\"subtype\":\"success\""),
         Agent::OpenCode => text.contains("\"reason\":\"stop\""),
+        Agent::Copilot => text.contains("\"exitCode\":0"),
         Agent::Command => false,
     }
 }
@@ -443,4 +459,91 @@ fn opencode_modes_and_rules_are_its_permissions() {
     // No run directory (a run on a host): no plugin to name.
     let remote = Call { run_dir: None, ..call(Mode::Auto, &open) };
     assert!(serde_json::from_str::<serde_json::Value>(&config_content(&remote)).unwrap()["plugin"].is_null());
+}
+
+#[test]
+fn copilot_success_reports_its_answer_with_tokens_from_its_usage_file() {
+    let o = copilot("success");
+    assert_eq!((o.status(), o.report.as_deref()), (RunStatus::Completed, Some("## Pull requests\n\n3 open; #41 needs a rebase, the others look good.")), "{o:?}");
+    let u = o.usage.clone().expect("usage from the usage file");
+    assert_eq!((u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.model.as_deref()), (Some(120), Some(9), Some(20), Some(0), Some("gpt-5-mini")));
+    assert_eq!(o.cost_usd, None, "Copilot counts premium requests, not dollars");
+    assert!(o.session_id.is_some() && o.from_final_event && o.denials.is_empty());
+    // The same stream without its usage file (a run on a host): no usage, still completed.
+    let (out, err, exit) = fixture("copilot-1.0.102", "success");
+    let o = classify_bytes(Agent::Copilot, &out, &err, exit);
+    assert_eq!((o.status(), o.usage), (RunStatus::Completed, None));
+}
+
+#[test]
+fn copilot_failures_are_judged_by_its_own_words_and_statuses() {
+    let o = copilot("bad-token");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::AuthFailed)), "{o:?}");
+    assert_eq!(o.message.as_deref(), Some("Authentication token found but could not be validated. — Failed to fetch PAT user login (401): GitHub returned: Bad credentials"));
+    assert!(!o.from_final_event, "no JSON at all: nothing of Copilot's own to trust after a crash");
+    let o = copilot("500-retries");
+    assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::ApiUnavailable)), "{o:?}");
+    assert!(o.message.unwrap().contains("retried 5 times"));
+}
+
+/// The hang: `session.error rate_limit` is the line that ends the run (`settles`), judged
+/// rate-limited until the reset its words name, counted from when it said them.
+#[test]
+fn copilot_reporting_a_limit_is_settled_and_rate_limited_until_its_reset() {
+    for (name, after) in [("long-limit", chrono::Duration::hours(1)), ("short-limit", chrono::Duration::minutes(1))] {
+        let o = copilot(name);
+        assert_eq!((o.status(), o.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{name}: {o:?}");
+        let (out, _, exit) = fixture("copilot-1.0.102", name);
+        assert_eq!(exit, Some(143), "{name}: ended by Nightshift, not by Copilot");
+        let text = String::from_utf8(out).unwrap();
+        let error = text.lines().find(|l| l.contains("\"session.error\"")).expect("Copilot's rate_limit line");
+        assert!(driver(Agent::Copilot).settles(error), "{name}: the line ends the run");
+        let said_at: chrono::DateTime<Utc> = serde_json::from_str::<serde_json::Value>(error).unwrap()["timestamp"].as_str().unwrap().parse().unwrap();
+        assert_eq!(o.resets_at, Some(said_at + after), "{name}: {o:?}");
+        // Its own retries before giving up are no reason to end it.
+        for retry in text.lines().filter(|l| l.contains("assistant.turn_retry")) {
+            assert!(!driver(Agent::Copilot).settles(retry));
+        }
+    }
+}
+
+#[test]
+fn copilot_refused_calls_are_denials_of_a_completed_run() {
+    for (name, tool) in [("denied-tool", "bash"), ("denied-by-rule", "bash"), ("denied-write", "create")] {
+        let o = copilot(name);
+        assert_eq!(o.status(), RunStatus::Completed, "{name}: {o:?}");
+        assert_eq!(o.denials.iter().map(|d| d.tool.as_str()).collect::<Vec<_>>(), [tool], "{name}");
+        assert!(o.report.unwrap().contains("rate limit"), "a success that mentions a limit is still a success");
+    }
+    assert_eq!(copilot("denied-tool").denials[0].input, "touch made-by-shell");
+    for name in ["ran-tool", "ran-write"] {
+        let o = copilot(name);
+        assert_eq!((o.status(), o.denials.len()), (RunStatus::Completed, 0), "{name}: {o:?}");
+    }
+}
+
+/// What each mode and rule puts on Copilot's command line.
+#[test]
+fn copilot_modes_and_rules_are_its_permission_flags() {
+    let open = Guard::default();
+    let dir = Path::new("/runs/r1");
+    fn call<'a>(mode: Mode, guard: &'a Guard, dir: &'a Path) -> Call<'a> {
+        Call { prompt: "-do it", mode, model: Some("gpt-5-mini"), effort: Some(Effort::Detailed), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[] }
+    }
+    let args = driver(Agent::Copilot).args(&call(Mode::Plan, &open, dir));
+    assert_eq!(
+        args,
+        ["--output-format", "json", "--no-auto-update", "--no-ask-user", "--no-color", "--plan", "--model", "gpt-5-mini", "--reasoning-effort", "high", "--usage-output-file", "/runs/r1/copilot-usage.json", "--prompt=-do it"]
+    );
+    let permissions = |mode, guard: &Guard| -> Vec<String> { driver(Agent::Copilot).args(&call(mode, guard, dir)).into_iter().filter(|a| a.starts_with("--allow") || a.starts_with("--deny")).collect() };
+    assert_eq!(permissions(Mode::Plan, &open), Vec::<String>::new());
+    assert_eq!(permissions(Mode::Edit, &open), ["--allow-tool=write"]);
+    assert_eq!(permissions(Mode::Auto, &open), ["--allow-all-tools"]);
+    assert_eq!(permissions(Mode::Skip, &open), ["--allow-all"]);
+    let guard = Guard { allow_tools: Some(vec!["shell(git:*)".into(), "write".into()]), allow_dirs: vec![], deny_tools: vec!["shell(git push)".into()], fail_on_denial: false };
+    assert_eq!(permissions(Mode::Skip, &guard), ["--allow-tool=shell(git:*)", "--allow-tool=write", "--deny-tool=shell(git push)"], "allow.tools instead of the mode's blanket");
+    assert_eq!(permissions(Mode::Plan, &guard), ["--allow-tool=shell(git:*)", "--deny-tool=shell(git push)"], "plan keeps writes refused");
+    // A run on a host: no usage file to name there.
+    let remote = Call { run_dir: None, ..call(Mode::Auto, &open, dir) };
+    assert!(!driver(Agent::Copilot).args(&remote).iter().any(|a| a == "--usage-output-file"));
 }

@@ -73,7 +73,7 @@ fn every_problem_in_a_file_is_reported_with_its_position() {
     let expect = [
         "routines/x.yaml:1:11: invalid cron expression \"61 9 * * *\"",
         "routines/x.yaml:2:11: unknown time zone \"Mars/Olympus\"",
-        "routines/x.yaml:3:8: unknown agent \"claud\" (expected claude, codex, gemini, opencode); did you mean \"claude\"?",
+        "routines/x.yaml:3:8: unknown agent \"claud\" (expected claude, codex, gemini, opencode, copilot); did you mean \"claude\"?",
         "routines/x.yaml:4:1: unknown key `shedule`; did you mean `schedule`?",
         "routines/x.yaml:5:10: invalid duration \"soon\" for `timeout`",
         "routines/x.yaml:6:7: unknown mode \"yolo\"",
@@ -469,4 +469,24 @@ fn opencode_takes_config_keys_in_its_config_content_and_keeps_its_own() {
     assert_eq!(set.get_invalid("perm").unwrap().errors[0].to_string(), "routines/perm.yaml:5:3: `config.permission` is Nightshift's to set for opencode: use `mode:`, `allow:` and `deny:`");
     assert_eq!(set.get_invalid("env").unwrap().errors[0].to_string(), "routines/env.yaml:4:1: `env: OPENCODE_PERMISSION` is Nightshift's to set for opencode: use `mode:`, `allow:` and `deny:`");
     assert!(set.get_invalid("rule").unwrap().errors[0].to_string().contains("OpenCode calls that permission bash (write `bash(git push)`)"));
+}
+
+/// Copilot CLI takes no settings on its command line (a `config.` key is a warning, never
+/// silently dropped); its permission flags and COPILOT_ALLOW_ALL are the mode's; its rules are its
+/// own permission patterns.
+#[test]
+fn copilot_keeps_its_permissions_and_names_its_rules() {
+    let th = TestHome::new();
+    th.routine("ok", "schedule: \"0 2 * * *\"\nagent: copilot\nprompt: hi\nallow: {tools: [\"shell(git:*)\", write]}\nconfig:\n  theme: dark\n");
+    th.routine("args", "schedule: \"0 2 * * *\"\nagent: copilot\nprompt: hi\nargs: [--yolo]\n");
+    th.routine("env", "schedule: \"0 2 * * *\"\nagent: copilot\nprompt: hi\nenv:\n  COPILOT_ALLOW_ALL: \"true\"\n");
+    th.routine("rule", "schedule: \"0 2 * * *\"\nagent: copilot\nprompt: hi\ndeny: {tools: [\"Bash(git push)\"]}\n");
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let ok = set.get("ok").unwrap();
+    assert_eq!(ok.warnings[0].to_string(), "routines/ok.yaml:6:3: warning: `config.theme` is ignored: Copilot CLI takes no settings on its command line (put it in the account's settings.json, or use `copilot config`)");
+    let inv = nightshift_core::agents::invocation(&ok.action, "hi", None, None);
+    assert!(inv.args.contains(&"--allow-tool=shell(git:*)".to_string()) && !inv.args.contains(&"--allow-all-tools".to_string()), "{:?}", inv.args);
+    assert_eq!(set.get_invalid("args").unwrap().errors[0].to_string(), "routines/args.yaml:4:8: `args`: `--yolo` is Nightshift's to set for copilot: use `mode: skip`");
+    assert_eq!(set.get_invalid("env").unwrap().errors[0].to_string(), "routines/env.yaml:4:1: `env: COPILOT_ALLOW_ALL` is Nightshift's to set for copilot: use `mode:` (skip allows everything)");
+    assert_eq!(set.get_invalid("rule").unwrap().errors[0].to_string(), "routines/rule.yaml:4:8: `deny.tools`: `Bash(git push)`: Copilot CLI calls that permission shell (write `shell(git push)`)");
 }

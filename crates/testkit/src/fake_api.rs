@@ -29,6 +29,8 @@ pub struct Call<'a> {
     pub body: &'a serde_json::Value,
     /// Calls this credential made before this one (0 for the first).
     pub nth: usize,
+    /// The `Host` the call was sent to (`127.0.0.1:PORT`): for an answer that points back here.
+    pub host: &'a str,
 }
 
 /// How a provider answers one call with behaviour `B`.
@@ -98,6 +100,7 @@ async fn handle<B: Clone + Send + 'static>(State(shared): State<Arc<Shared<B>>>,
     let method = req.method().to_string();
     let path = req.uri().path_and_query().map(|p| p.to_string()).unwrap_or_default();
     let credential = (shared.credential_of)(req.headers(), &path);
+    let host = req.headers().get("host").and_then(|h| h.to_str().ok()).unwrap_or_default().to_string();
     let bytes = axum::body::to_bytes(req.into_body(), 64 << 20).await.unwrap_or_default();
     let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
     let (behaviour, nth) = {
@@ -108,7 +111,7 @@ async fn handle<B: Clone + Send + 'static>(State(shared): State<Arc<Shared<B>>>,
         (g.by_credential.get(&key).cloned().or_else(|| g.default.clone()), nth)
     };
     match behaviour {
-        Some(b) => (shared.handler)(&Call { method: &method, path: &path, body: &body, nth }, &b),
+        Some(b) => (shared.handler)(&Call { method: &method, path: &path, body: &body, nth, host: &host }, &b),
         None => (shared.unknown)(),
     }
 }

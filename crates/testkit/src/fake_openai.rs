@@ -140,8 +140,9 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
     }
 }
 
-/// A complete streamed response whose message is `text`.
-fn stream(text: &str) -> String {
+/// A complete streamed response whose message is `text` (`response.completed` carries the whole
+/// output too, as the real API's does — Copilot CLI reads it from there).
+pub(crate) fn stream(text: &str) -> String {
     let ev = |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
     let mut out = ev("response.created", serde_json::json!({"type": "response.created", "response": {"id": "resp_fake_1", "object": "response", "status": "in_progress"}}));
     out += &ev(
@@ -163,6 +164,7 @@ fn stream(text: &str) -> String {
     out += &ev(
         "response.completed",
         serde_json::json!({"type": "response.completed", "response": {"id": "resp_fake_1", "object": "response", "status": "completed",
+            "output": [{"type": "message", "id": "msg_fake_1", "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": text, "annotations": []}]}],
             "usage": {"input_tokens": 120, "input_tokens_details": {"cached_tokens": 20}, "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 129}}}),
     );
     out

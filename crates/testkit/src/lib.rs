@@ -1,5 +1,6 @@
 //! Test support for Nightshift: faithful fakes of the Anthropic Messages, OpenAI Responses and
-//! Gemini APIs on loopback (for the real Claude Code, Codex and Gemini CLIs), helpers that lay out
+//! Gemini APIs and of GitHub's Copilot services on loopback (for the real Claude Code, Codex,
+//! Gemini, OpenCode and Copilot CLIs), helpers that lay out
 //! throwaway homes, where to find the real agent CLIs the tests run, and real servers started by
 //! the tests (a webhook receiver, a D-Bus notification server, an OpenSSH server).
 
@@ -8,6 +9,7 @@ pub mod bench;
 pub mod dbus;
 pub mod fake_anthropic;
 pub mod fake_api;
+pub mod fake_copilot;
 pub mod fake_gemini;
 pub mod fake_openai;
 pub mod git;
@@ -21,6 +23,7 @@ pub mod webhook_receiver;
 
 pub use app_log::window_first_paints;
 pub use fake_anthropic::{FakeAnthropic, Reply};
+pub use fake_copilot::{CopilotReply, FakeCopilot};
 pub use fake_gemini::FakeGemini;
 pub use fake_openai::FakeOpenAi;
 pub use home::TestHome;

@@ -23,7 +23,8 @@ pub struct Account {
     pub email: String,
     pub config_dir: PathBuf,
     /// OpenCode: the provider its stored key is for (`provider = "openai"`; `anthropic` when
-    /// unset). The other agents have one provider each.
+    /// unset). Copilot: `github` (unset) or a bring-your-own-key type. The other agents have one
+    /// provider each.
     pub provider: Option<String>,
 }
 
@@ -43,12 +44,27 @@ impl Account {
     /// ([`AgentAuth::secret_var`]), or for OpenCode its provider's `<PROVIDER>_API_KEY`
     /// (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`, `OPENROUTER_API_KEY`…), the variable OpenCode's
     /// built-in providers read — a custom provider in the account's opencode.json names it as
-    /// `{env:<PROVIDER>_API_KEY}`.
+    /// `{env:<PROVIDER>_API_KEY}`. A Copilot account with a bring-your-own-key provider gets it as
+    /// `COPILOT_PROVIDER_API_KEY` (its GitHub token otherwise).
     pub fn secret_var(&self) -> String {
         match (self.agent, self.provider.as_deref()) {
             (Agent::OpenCode, Some(p)) => provider_key_var(p),
+            (Agent::Copilot, Some(_)) if self.byok().is_some() => "COPILOT_PROVIDER_API_KEY".to_string(),
             _ => self.auth().secret_var.to_string(),
         }
+    }
+
+    /// A Copilot account's bring-your-own-key provider type (`openai`, `azure`, `anthropic`);
+    /// `None` for its GitHub sign-in and for every other agent.
+    pub fn byok(&self) -> Option<&str> {
+        self.provider.as_deref().filter(|p| self.agent == Agent::Copilot && *p != "github")
+    }
+
+    /// What a run learns of the account's provider besides its key: a bring-your-own-key Copilot
+    /// account's type (`COPILOT_PROVIDER_TYPE`); its endpoint and model are the routine's
+    /// (`env: COPILOT_PROVIDER_BASE_URL`, `model:`).
+    pub fn provider_env(&self) -> Vec<(&'static str, String)> {
+        self.byok().map(|p| ("COPILOT_PROVIDER_TYPE", p.to_string())).into_iter().collect()
     }
 
     /// The agent's config-dir variables for this account, set for each run here: the main one
@@ -150,6 +166,20 @@ impl AgentAuth {
                 inherited: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_API_KEY"],
                 more_dirs: &[("XDG_CONFIG_HOME", "config"), ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")],
             },
+            // Copilot CLI keeps its settings, sessions and `copilot login` under COPILOT_HOME
+            // (the login's token goes to the OS keychain; config.json names who is signed in).
+            // Its cache (the unpacked CLI, ~235 MB) stays shared: nothing of the account is in it
+            // but a disposable copy of the user record.
+            Agent::Copilot => &AgentAuth {
+                config_dir_var: "COPILOT_HOME",
+                secret_var: "COPILOT_GITHUB_TOKEN",
+                secret_name: "GitHub token",
+                secret_how: "a fine-grained token with the Copilot Requests permission (https://github.com/settings/personal-access-tokens); with `provider = \"openai\"` (or azure, anthropic) the provider's API key instead",
+                login_file: "config.json",
+                login_command: "copilot login",
+                inherited: &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
+                more_dirs: &[],
+            },
         })
     }
 }
@@ -208,5 +238,19 @@ mod tests {
         assert_eq!(env_slug("me@home.dev"), "ME_AT_HOME_DOT_DEV");
         assert_eq!(env_slug("first.last+x@acme-corp.io"), "FIRST_DOT_LAST_X_AT_ACME_CORP_DOT_IO");
         assert_eq!(dir_slug("Work@Acme.dev"), "work-at-acme.dev");
+    }
+
+    #[test]
+    fn a_copilot_account_gets_its_github_token_or_its_own_providers_key() {
+        let account = |provider: Option<&str>| Account { agent: Agent::Copilot, email: "me@gh.dev".into(), config_dir: "/acc".into(), provider: provider.map(str::to_string) };
+        for signed_in in [account(None), account(Some("github"))] {
+            assert_eq!((signed_in.secret_var().as_str(), signed_in.provider_env()), ("COPILOT_GITHUB_TOKEN", vec![]));
+        }
+        let byok = account(Some("azure"));
+        assert_eq!((byok.secret_var().as_str(), byok.provider_env()), ("COPILOT_PROVIDER_API_KEY", vec![("COPILOT_PROVIDER_TYPE", "azure".to_string())]));
+        assert_eq!(byok.env_token_var(), "COPILOT_PROVIDER_API_KEY_ME_AT_GH_DOT_DEV");
+        assert_eq!(byok.dir_env(), [("COPILOT_HOME", "/acc".to_string())]);
+        let opencode = Account { agent: Agent::OpenCode, provider: Some("openai".into()), ..account(None) };
+        assert_eq!((opencode.secret_var().as_str(), opencode.provider_env()), ("OPENAI_API_KEY", vec![]));
     }
 }

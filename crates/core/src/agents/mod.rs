@@ -4,6 +4,7 @@
 pub mod claude;
 pub mod codex;
 pub mod command;
+pub mod copilot;
 pub mod gemini;
 pub mod opencode;
 mod patterns;
@@ -141,6 +142,7 @@ pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
         Agent::Codex => &codex::Codex,
         Agent::Gemini => &gemini::Gemini,
         Agent::OpenCode => &opencode::OpenCode,
+        Agent::Copilot => &copilot::Copilot,
         Agent::Command => &command::Command,
     }
 }

@@ -67,7 +67,8 @@ pub(crate) enum Where {
 pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Vec<(String, String)> {
     let dirs = if at == Where::Here { account.dir_env().into_iter().map(|(k, v)| (k.to_string(), v)).collect() } else { Vec::new() };
     let secret = cred.token.clone().map(|t| (account.secret_var(), t));
-    dirs.into_iter().chain(secret).collect()
+    let provider = account.provider_env().into_iter().map(|(k, v)| (k.to_string(), v));
+    dirs.into_iter().chain(provider).chain(secret).collect()
 }
 
 /// The login a pinned `account:` names by the identity a config dir is signed in as, when no

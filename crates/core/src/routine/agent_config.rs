@@ -1,6 +1,6 @@
 //! `config.<key>` (agents-cli): settings for the agent, passed in the form its CLI takes them —
 //! Claude Code's `--settings '{json}'` (any key of its settings.json), Codex's `-c key=value`
-//! (any key of its config.toml), OpenCode's `OPENCODE_CONFIG_CONTENT` (any key of its opencode.json). Gemini CLI takes no settings on its command line: there a key is
+//! (any key of its config.toml), OpenCode's `OPENCODE_CONFIG_CONTENT` (any key of its opencode.json). Gemini CLI and Copilot CLI take no settings on their command lines: there a key is
 //! a warning, never silently dropped. A key that would undo what a routine field decides (the
 //! permission mode, the tools, the credentials, the model, the effort) is an error naming that
 //! field, as `args:` is (`agent_args`).
@@ -32,7 +32,7 @@ fn controlled(agent: Agent) -> &'static [(&'static str, &'static str)] {
             ("provider", "the account's key is Nightshift's to pass: use `account:` (and the provider settings in the account's own opencode.json)"),
             ("agent", "use `mode:` (plan runs OpenCode's plan agent)"),
         ],
-        Agent::Gemini | Agent::Command => &[],
+        Agent::Gemini | Agent::Copilot | Agent::Command => &[],
     }
 }
 
@@ -48,6 +48,7 @@ pub fn refused(agent: Agent, key: &str) -> Option<String> {
 pub fn ignored_by(agent: Agent) -> Option<&'static str> {
     match agent {
         Agent::Gemini => Some("Gemini CLI takes no settings on its command line (put it in ~/.gemini/settings.json)"),
+        Agent::Copilot => Some("Copilot CLI takes no settings on its command line (put it in the account's settings.json, or use `copilot config`)"),
         Agent::Command => Some("a `command` routine has no agent to pass it to"),
         Agent::Claude | Agent::Codex | Agent::OpenCode => None,
     }
@@ -92,7 +93,7 @@ pub fn args(agent: Agent, config: &[(String, Value)]) -> Vec<String> {
         }
         Agent::Codex => config.iter().flat_map(|(k, v)| ["-c".to_string(), format!("{k}={}", toml_value(v))]).collect(),
         // OpenCode's settings travel in OPENCODE_CONFIG_CONTENT (`agents::opencode::config_content`).
-        Agent::Gemini | Agent::OpenCode | Agent::Command => Vec::new(),
+        Agent::Gemini | Agent::OpenCode | Agent::Copilot | Agent::Command => Vec::new(),
     }
 }
 

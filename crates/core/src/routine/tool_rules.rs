@@ -47,9 +47,39 @@ pub fn refused(agent: Agent, entry: &str) -> Option<String> {
     let own = match agent {
         Agent::Gemini => &GEMINI,
         Agent::OpenCode => &OPENCODE,
+        Agent::Copilot => return copilot_refused(entry),
         _ => return None,
     };
     own.refused(entry)
+}
+
+/// Why `entry` is not a Copilot CLI permission pattern, if it is not. Its patterns are passed as
+/// written — `shell(git:*)` (every git command), `shell(git push)`, `write`, `write(src/)`,
+/// `url(github.com)`, `MyMCP(tool)` — so only their kind is checked: Claude Code's and Copilot's
+/// own tool names are pointed at the kind, and reading needs no permission there at all.
+fn copilot_refused(entry: &str) -> Option<String> {
+    let (kind, inside) = match entry.trim().split_once('(') {
+        Some((kind, rest)) => (kind.trim(), Some(rest.trim_end().trim_end_matches(')').trim())),
+        None => (entry.trim(), None),
+    };
+    let pointed = [("Bash", "shell"), ("bash", "shell"), ("Write", "write"), ("Edit", "write"), ("MultiEdit", "write"), ("create", "write"), ("edit", "write"), ("WebFetch", "url"), ("web_fetch", "url")];
+    if let Some((_, own)) = pointed.iter().find(|(name, _)| *name == kind) {
+        let example = match inside {
+            Some(p) if !p.is_empty() && *own == "shell" => format!("shell({p})"),
+            _ => own.to_string(),
+        };
+        return Some(format!("`{entry}`: Copilot CLI calls that permission {own} (write `{example}`)"));
+    }
+    if ["Read", "Grep", "Glob", "LS", "view", "grep", "glob"].contains(&kind) {
+        return Some(format!("`{entry}`: Copilot CLI reads and searches without asking; its rules are for shell, write, url and MCP servers"));
+    }
+    if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
+        return Some(format!("`{entry}` is not a Copilot CLI permission (shell, write, url, or an MCP server's name)"));
+    }
+    match inside {
+        Some("") => Some(format!("`{entry}`: write `{kind}` for all of it, or what it is limited to, e.g. `shell(git status)`")),
+        _ => None,
+    }
 }
 
 /// OpenCode's permission keys (its tools; `edit` covers write and patch too): what its rules
@@ -128,6 +158,19 @@ mod tests {
         assert!(refused(Agent::Gemini, "read file").unwrap().contains("not a Gemini CLI tool name"));
         assert_eq!(refused(Agent::Claude, "Bash(git status)"), None);
         assert!(cannot(Agent::Codex).is_some() && cannot(Agent::Gemini).is_none());
+    }
+
+    #[test]
+    fn copilot_rules_are_its_permission_patterns_and_other_names_point_at_them() {
+        assert_eq!(refused(Agent::Copilot, "shell(git:*)"), None);
+        assert_eq!(refused(Agent::Copilot, "write(src/)"), None);
+        assert_eq!(refused(Agent::Copilot, "url(github.com)"), None);
+        assert_eq!(refused(Agent::Copilot, "MyMCP(my_tool)"), None);
+        assert_eq!(refused(Agent::Copilot, "Bash(git push)").unwrap(), "`Bash(git push)`: Copilot CLI calls that permission shell (write `shell(git push)`)");
+        assert!(refused(Agent::Copilot, "edit").unwrap().contains("calls that permission write"));
+        assert!(refused(Agent::Copilot, "Read").unwrap().contains("reads and searches without asking"));
+        assert!(refused(Agent::Copilot, "shell()").unwrap().contains("e.g. `shell(git status)`"));
+        assert!(refused(Agent::Copilot, "rm -rf").unwrap().contains("not a Copilot CLI permission"));
     }
 
     #[test]
