@@ -741,7 +741,12 @@ export type Usage = { input_tokens: number | null, output_tokens: number | null,
 /**
  * The model(s) that answered, most used first (`, `-separated when several).
  */
-model: string | null, };
+model: string | null, 
+/**
+ * GitHub Copilot's premium requests (its billing unit: each model call counts its model's
+ * multiplier, so a fraction is possible), as its `result` event says; other agents have none.
+ */
+premium_requests: number | null, };
 
 /**
  * How usage is grouped.

@@ -311,10 +311,12 @@ export function mount(root, params, ui) {
   };
 }
 
-/** "in 1,200 · out 340 · cache read 20 · cache write –" (– : the agent gave no such figure). */
+/** "in 1,200 · out 340 · cache read 20 · cache write –" (– : the agent gave no such figure), and
+ * Copilot's premium requests when it counted them. */
 function tokens(u) {
   const n = (v) => (v === null || v === undefined ? "\u2013" : v.toLocaleString("en-US"));
-  return `in ${n(u.input_tokens)} · out ${n(u.output_tokens)} · cache read ${n(u.cache_read_tokens)} · cache write ${n(u.cache_write_tokens)}`;
+  const premium = u.premium_requests === null || u.premium_requests === undefined ? "" : ` · ${u.premium_requests} premium request${u.premium_requests === 1 ? "" : "s"}`;
+  return `in ${n(u.input_tokens)} · out ${n(u.output_tokens)} · cache read ${n(u.cache_read_tokens)} · cache write ${n(u.cache_write_tokens)}${premium}`;
 }
 
 const LABELS = { text: "agent", tool: "tool", tool_result: "result", retry: "retry", error: "error", info: "info", result: "done", output: "" };

@@ -84,6 +84,9 @@ pub fn usage(u: &nightshift_core::agents::Usage) -> String {
     if let Some(m) = &u.model {
         s.push_str(&format!(" · {m}"));
     }
+    if let Some(p) = u.premium_requests {
+        s.push_str(&format!(" · {p} premium request{}", if p == 1.0 { "" } else { "s" }));
+    }
     s
 }
 

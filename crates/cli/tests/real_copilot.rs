@@ -12,7 +12,7 @@ mod common;
 use common::{files_containing, home_with_accounts, keychain_available, record_fixture, run_wait, set_token};
 use nightshift_testkit::home::require_agent_cli;
 use nightshift_testkit::{CopilotReply, FakeCopilot, TestHome};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const REPORT: &str = "## Pull requests\n\n3 open; #41 needs a rebase, the others look good.";
@@ -55,10 +55,6 @@ async fn run(th: &TestHome, record_as: &str) -> (serde_json::Value, i32) {
     (rec, code)
 }
 
-fn stdout_of(rec: &serde_json::Value) -> String {
-    std::fs::read_to_string(Path::new(rec["run_dir"].as_str().unwrap()).join("stdout.log")).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_mode_starts_and_a_success_is_completed_with_its_report_and_usage() {
     if require_agent_cli("copilot").is_none() {
@@ -77,7 +73,9 @@ async fn every_mode_starts_and_a_success_is_completed_with_its_report_and_usage(
         let u = &rec["usage"];
         assert_eq!((u["input_tokens"].as_u64(), u["output_tokens"].as_u64(), u["cache_read_tokens"].as_u64(), u["model"].as_str()), (Some(120), Some(9), Some(20), Some("gpt-5-mini")), "{rec:#}");
         assert!(rec["session_id"].as_str().is_some_and(|s| s.len() == 36), "Copilot's session id: {rec:#}");
-        assert!(stdout_of(&rec).contains("\"premiumRequests\":1"), "one premium request, as Copilot counted it");
+        assert_eq!(u["premium_requests"].as_f64(), Some(1.0), "one premium request, as Copilot counted it: {rec:#}");
+        let shown = common::stdout(&common::ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+        assert!(shown.contains("in 120 · out 9 · cache read 20 · cache write 0 · gpt-5-mini · 1 premium request"), "{shown}");
     }
     let turns = fake.turns();
     assert_eq!(turns.len(), 4, "one turn per run");

@@ -467,12 +467,12 @@ fn copilot_success_reports_its_answer_with_tokens_from_its_usage_file() {
     assert_eq!((o.status(), o.report.as_deref()), (RunStatus::Completed, Some("## Pull requests\n\n3 open; #41 needs a rebase, the others look good.")), "{o:?}");
     let u = o.usage.clone().expect("usage from the usage file");
     assert_eq!((u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, u.model.as_deref()), (Some(120), Some(9), Some(20), Some(0), Some("gpt-5-mini")));
-    assert_eq!(o.cost_usd, None, "Copilot counts premium requests, not dollars");
+    assert_eq!((o.cost_usd, u.premium_requests), (None, Some(1.0)), "Copilot counts premium requests, not dollars");
     assert!(o.session_id.is_some() && o.from_final_event && o.denials.is_empty());
-    // The same stream without its usage file (a run on a host): no usage, still completed.
+    // The same stream without its usage file (a run on a host): no tokens, its premium requests.
     let (out, err, exit) = fixture("copilot-1.0.102", "success");
     let o = classify_bytes(Agent::Copilot, &out, &err, exit);
-    assert_eq!((o.status(), o.usage), (RunStatus::Completed, None));
+    assert_eq!((o.status(), o.usage.map(|u| (u.input_tokens, u.premium_requests))), (RunStatus::Completed, Some((None, Some(1.0)))));
 }
 
 #[test]

@@ -382,6 +382,7 @@ fn usage(result: &Value) -> Option<super::Usage> {
         cache_read_tokens: u["cache_read_input_tokens"].as_u64(),
         cache_write_tokens: u["cache_creation_input_tokens"].as_u64(),
         model: super::Usage::models(&result["modelUsage"], "outputTokens"),
+        ..super::Usage::default()
     }
     .or_none()
 }

@@ -137,6 +137,7 @@ impl AgentDriver for Codex {
                         cache_read_tokens: u["cached_input_tokens"].as_u64(),
                         cache_write_tokens: u["cache_write_input_tokens"].as_u64(),
                         model: None,
+                        ..super::Usage::default()
                     }
                     .or_none();
                 }

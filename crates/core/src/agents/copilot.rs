@@ -191,7 +191,9 @@ impl AgentDriver for Copilot {
         };
         outcome.from_final_event = result.is_some() || error.is_some();
         outcome.session_id = result.as_ref().and_then(|r| r["sessionId"].as_str()).map(str::to_string);
-        outcome.usage = usage_file(out.run_dir);
+        let mut usage = usage_file(out.run_dir).unwrap_or_default();
+        usage.premium_requests = result.as_ref().and_then(|r| r["usage"]["premiumRequests"].as_f64());
+        outcome.usage = usage.or_none();
         outcome.denials = denials;
         outcome
     }
@@ -252,7 +254,8 @@ pub fn reset_after(message: &str) -> Option<Duration> {
 }
 
 /// Tokens per model from the file `--usage-output-file` wrote (`modelMetrics`), the most asked
-/// model first; `None` without one (a run on a host, or one killed before Copilot wrote it).
+/// model first; `None` without one (a run on a host, or one killed before Copilot wrote it). The
+/// premium requests come from the stream's `result`, which a run on a host has too.
 fn usage_file(run_dir: &Path) -> Option<super::Usage> {
     let text = std::fs::read_to_string(run_dir.join(USAGE_FILE)).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;

@@ -216,6 +216,7 @@ impl AgentDriver for Gemini {
                 cache_read_tokens: s["cached"].as_u64(),
                 cache_write_tokens: None,
                 model: super::Usage::models(&s["models"], "total_tokens"),
+                ..super::Usage::default()
             }
             .or_none()
         });

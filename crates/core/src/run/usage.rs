@@ -12,6 +12,9 @@ pub struct Usage {
     pub cache_write_tokens: Option<u64>,
     /// The model(s) that answered, most used first (`, `-separated when several).
     pub model: Option<String>,
+    /// GitHub Copilot's premium requests (its billing unit: each model call counts its model's
+    /// multiplier, so a fraction is possible), as its `result` event says; other agents have none.
+    pub premium_requests: Option<f64>,
 }
 
 impl Usage {

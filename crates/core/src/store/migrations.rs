@@ -235,4 +235,8 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX account_windows_latest ON account_windows(account, window, seen_at);
     "#,
+    // 18: GitHub Copilot's premium requests per run (its billing unit, not dollars).
+    r#"
+    ALTER TABLE runs ADD COLUMN premium_requests REAL;
+    "#,
 ];

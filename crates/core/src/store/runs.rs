@@ -106,7 +106,7 @@ macro_rules! columns {
     () => {
         concat!("id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, ", message_column!(), ", \
          exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host, not_before_ms, wait_for_limit, denials, ignore_budget")
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host, not_before_ms, wait_for_limit, denials, ignore_budget, premium_requests")
     };
 }
 const COLUMNS: &str = columns!();
@@ -186,7 +186,7 @@ impl Store {
             "UPDATE runs SET status = ?2, reason = ?3, message = ?4, exit_code = ?5, account = ?6, resets_at = ?7,
                  attempts = ?8, retried = (?8 <> '[]'), finished_at = ?9, duration_ms = ?10, cost_usd = ?11, session_id = ?12, report_path = ?13,
                  notified = CASE WHEN ?14 THEN 'pending' ELSE NULL END, changes = ?16, worktree = ?17,
-                 input_tokens = ?18, output_tokens = ?19, cache_read_tokens = ?20, cache_write_tokens = ?21, model = ?22, denials = ?23
+                 input_tokens = ?18, output_tokens = ?19, cache_read_tokens = ?20, cache_write_tokens = ?21, model = ?22, denials = ?23, premium_requests = ?24
              WHERE id = ?1 AND (status = 'queued' OR (status = 'running' AND NOT ?15))",
         )?
         .execute(params![
@@ -213,6 +213,7 @@ impl Store {
             s.usage.as_ref().and_then(|u| u.cache_write_tokens).map(|n| n as i64),
             s.usage.as_ref().and_then(|u| u.model.clone()),
             serde_json::to_string(&s.denials).unwrap_or_else(|_| "[]".into()),
+            s.usage.as_ref().and_then(|u| u.premium_requests),
         ])?;
         if changed != 1 {
             return Ok(false);
@@ -413,6 +414,7 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
                 cache_read_tokens: n(25)?,
                 cache_write_tokens: n(26)?,
                 model: row.get(27)?,
+                premium_requests: row.get(34)?,
             }
             .or_none()
         },
