@@ -164,7 +164,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     }
     // Tried before it is scheduled: saved disabled and run now.
     go(&c, "#/new").await;
-    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 4", 10).await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 5", 10).await;
     command_routine(&c, "try-me", "echo tried first").await;
     no_problems(&c).await;
     click(&c, "#try-routine").await;
@@ -173,7 +173,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
 
     // A taken name is refused on its field.
     go(&c, "#/new").await;
-    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 4", 10).await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 5", 10).await;
     type_into(&c, "#f-name", "tidy").await;
     problem(&c, "name", "a routine named \"tidy\" already exists (routines/tidy.yaml)").await;
 
@@ -281,7 +281,7 @@ async fn the_form_in_a_dark_theme() {
     let Some((driver, c)) = scene.open(&[("GTK_THEME", "Adwaita:dark")]).await else { return };
     text(&c, "#routines tr[data-routine='tidy']").await;
     go(&c, "#/new").await;
-    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 4 && document.getElementById('schedule-preview').textContent.includes('weekdays')", 10).await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 5 && document.getElementById('schedule-preview').textContent.includes('weekdays')", 10).await;
     set(&c, "#f-schedule", "0 25 * * *").await;
     problem(&c, "schedule", "invalid cron expression").await;
     let bg = js(&c, "return getComputedStyle(document.querySelector('.routine-form')).backgroundColor").await;
@@ -331,7 +331,7 @@ async fn guardrails_budgets_and_secrets_in_the_window() {
 
     // New routine: guardrails, budget and secrets from the form.
     go(&c, "#/new").await;
-    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 4 && document.querySelectorAll('#f-secrets input').length === 1", 10).await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 5 && document.querySelectorAll('#f-secrets input').length === 1", 10).await;
     // The tools to tick are the agent's own.
     set(&c, "#f-agent", "gemini").await;
     let tools = js(&c, "return [[...document.querySelectorAll('#tool-checks input')].map(i => i.value).slice(0, 2), document.querySelector('#f-more-tools').placeholder]").await;
