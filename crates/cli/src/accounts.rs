@@ -58,7 +58,15 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
         AccountsCommand::List { json: as_json } => {
             let all = health(engine, None).await?;
             let inherited = engine.inherited_credentials();
-            print_list(&all, &inherited, as_json);
+            let settings = engine.settings();
+            let listed: Vec<Listed> = all
+                .into_iter()
+                .map(|health| {
+                    let set = settings.accounts.iter().find(|a| a.email == health.account && a.agent == health.agent);
+                    Listed { reserve: set.and_then(|a| a.reserve), usage_probe: set.is_some_and(|a| a.usage_probe), health }
+                })
+                .collect();
+            print_list(&listed, &inherited, as_json);
             Ok(Outcome::Ok)
         }
         AccountsCommand::Add { agent, email, provider } => {
@@ -148,9 +156,19 @@ async fn health(engine: &Engine, only: Option<&str>) -> Result<Vec<AccountHealth
     .map_err(|err| Error::new(ErrorCode::Io, format!("checking accounts failed: {err}")))?
 }
 
+/// An account as `accounts list` shows it: its health, and what the user set for its windows.
+#[derive(serde::Serialize)]
+struct Listed {
+    #[serde(flatten)]
+    health: AccountHealth,
+    /// `reserve` (percent of its windows kept from scheduled runs), as set.
+    reserve: Option<u8>,
+    usage_probe: bool,
+}
+
 /// The accounts' table, then the credentials runs inherit from the engine's environment (an
 /// agent with no account: "environment (inherited)", the variable named, never its value).
-fn print_list(all: &[AccountHealth], inherited: &[(Agent, &str)], as_json: bool) {
+fn print_list(all: &[Listed], inherited: &[(Agent, &str)], as_json: bool) {
     if as_json {
         json(&all);
         return;
@@ -164,7 +182,8 @@ fn print_list(all: &[AccountHealth], inherited: &[(Agent, &str)], as_json: bool)
     }
     let rows: Vec<Vec<String>> = all
         .iter()
-        .map(|h| {
+        .map(|listed| {
+            let h = &listed.health;
             let when = match (h.verdict, h.resets_at, h.expires_at) {
                 (Verdict::RateLimited, Some(t), _) => format!("resets {}", format::local(&t)),
                 (_, _, Some(t)) => format!("expires {}", format::local(&t)),
@@ -186,11 +205,14 @@ fn print_list(all: &[AccountHealth], inherited: &[(Agent, &str)], as_json: bool)
                 })
                 .collect();
             let windows = if windows.is_empty() { "–".to_string() } else { windows.join(" · ") };
-            vec![h.account.clone(), h.agent.as_str().into(), h.verdict.as_str().into(), source.into(), windows, when, h.evidence.clone()]
+            // "reserve 20 % · probe": what scheduled runs leave, and whether the probe asks.
+            let kept: Vec<String> = listed.reserve.map(|r| format!("reserve {r} %")).into_iter().chain(listed.usage_probe.then(|| "probe".to_string())).collect();
+            let kept = if kept.is_empty() { "–".to_string() } else { kept.join(" · ") };
+            vec![h.account.clone(), h.agent.as_str().into(), h.verdict.as_str().into(), source.into(), windows, kept, when, h.evidence.clone()]
         })
         .collect();
-    table(&["ACCOUNT", "AGENT", "HEALTH", "CREDENTIAL", "WINDOWS", "WHEN", "EVIDENCE"], &rows);
-    for h in all.iter().filter(|h| h.fix.is_some()) {
+    table(&["ACCOUNT", "AGENT", "HEALTH", "CREDENTIAL", "WINDOWS", "KEEPS", "WHEN", "EVIDENCE"], &rows);
+    for h in all.iter().map(|l| &l.health).filter(|h| h.fix.is_some()) {
         eprintln!("{}: {}", h.account, h.fix.as_deref().unwrap_or(""));
     }
 }

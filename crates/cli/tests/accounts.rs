@@ -463,7 +463,10 @@ fn accounts_set_writes_the_reserve_and_the_usage_probe() {
     let written = std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap();
     assert!(written.starts_with("# my accounts\n[[accounts]]\nemail = \"a@x.dev\" # work\nreserve = 20\nusage_probe = true\n"), "{written}");
     let listed = json(&ctl(&th).args(["accounts", "list", "--json"]).output().unwrap());
-    assert_eq!(listed[0]["account"], "a@x.dev");
+    assert_eq!((listed[0]["account"].as_str(), listed[0]["reserve"].as_u64(), listed[0]["usage_probe"].as_bool()), (Some("a@x.dev"), Some(20), Some(true)), "{listed:#}");
+    assert_eq!((listed[1]["reserve"].as_u64(), listed[1]["usage_probe"].as_bool()), (None, Some(false)), "{listed:#}");
+    let table = stdout(&ctl(&th).args(["accounts", "list"]).output().unwrap());
+    assert!(table.lines().next().unwrap().contains(" KEEPS ") && table.lines().nth(1).unwrap().contains(" reserve 20 % · probe "), "{table}");
     let out = ctl(&th).args(["accounts", "set", "a@x.dev", "--reserve", "none"]).output().unwrap();
     assert_eq!(stdout(&out), "a@x.dev: no reserve, usage probe on\n", "the probe kept its value");
     for (args, words) in [
