@@ -288,6 +288,43 @@ scheduling: boolean, paused: boolean, running: number, queued: number, device: s
  */
 problems: Array<string>, };
 
+/**
+ * One event, as a run records it (`event` on the run record) and as prompts name its parts
+ * (`{event.repo}`, `{event.number}`, …). The filter facts beside them are for matching only.
+ */
+export type Event = { source: Source, 
+/**
+ * GitHub's event (`pull_request`, `push`, `issue_comment`, `workflow_run`) or Linear's type
+ * (`Issue`, `IssueLabel`, `Comment`, `Project`, `Cycle`).
+ */
+name: string, 
+/**
+ * GitHub's `action` (`opened`, `labeled`, …) or Linear's (`create`, `update`, `remove`);
+ * none for a push.
+ */
+action: string | null, 
+/**
+ * `owner/name` (GitHub).
+ */
+repo: string | null, 
+/**
+ * The pull request's, issue's or workflow run's number; a Linear issue's.
+ */
+number: number | null, title: string | null, url: string | null, 
+/**
+ * The pull request's base branch, the pushed branch, the workflow run's branch.
+ */
+branch: string | null, 
+/**
+ * Who did it (GitHub login, Linear name).
+ */
+sender: string | null, 
+/**
+ * The service's delivery id (`X-GitHub-Delivery`, `Linear-Delivery`): one event, however
+ * often it arrives.
+ */
+delivery: string, };
+
 export type Explanation = { 
 /**
  * One sentence a user understands without knowing the reason codes.
@@ -538,7 +575,12 @@ schedule: string | null,
 /**
  * The schedule in words: "At 09:00 on Monday through Friday, Europe/Berlin".
  */
-schedule_words: string | null, timezone: string | null, enabled: boolean | null, 
+schedule_words: string | null, 
+/**
+ * The events it runs on (`trigger:`): "github:pull_request (acme/app@main, action=labeled,
+ * label=ux-approved)".
+ */
+trigger: string | null, timezone: string | null, enabled: boolean | null, 
 /**
  * Paused on this machine (by the user, or automatically: see `paused_reason`).
  */
@@ -667,7 +709,12 @@ denials: Array<Denial>,
 /**
  * A person started it past a spent day's or month's budget (`run --ignore-budget`).
  */
-ignore_budget: boolean, };
+ignore_budget: boolean, 
+/**
+ * The GitHub or Linear event that fired it (trigger `event`): `{source, name, action, repo,
+ * number, title, url, branch, sender, delivery}`.
+ */
+event: Event | null, };
 
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
 
@@ -723,6 +770,11 @@ run_id: string | null, status: RunStatus | null,
 duration_ms: number | null, };
 
 /**
+ * Who sent an event.
+ */
+export type Source = "github" | "linear";
+
+/**
  * How a fate looks: the UI's colour and the order in which a bucket of several shows its worst.
  */
 export type Tone = "muted" | "ok" | "pending" | "warn" | "bad";
@@ -730,7 +782,7 @@ export type Tone = "muted" | "ok" | "pending" | "warn" | "bad";
 /**
  * Why a run exists.
  */
-export type Trigger = "schedule" | "manual" | "catchup" | "cli";
+export type Trigger = "schedule" | "manual" | "catchup" | "cli" | "event";
 
 /**
  * What a run used, as the agent's own final event says (Claude's `result`, Codex's last

@@ -42,6 +42,7 @@ export const TRIGGER_LABEL = {
   manual: "manual",
   catchup: "catch-up",
   cli: "cli",
+  event: "event",
 };
 
 /** Every word shown as a badge — run statuses, routine states, account verdicts — with its tone (CSS `badge-tone-*`) and words. */

@@ -9,6 +9,7 @@ mod daemon;
 mod docs;
 mod format;
 mod history;
+mod hooks;
 mod hosts;
 mod routines;
 mod run;
@@ -100,6 +101,12 @@ enum Command {
     Secrets {
         #[command(subcommand)]
         command: secrets::SecretsCommand,
+    },
+    /// Events routines run on (`trigger:`): the secrets GitHub's and Linear's deliveries are
+    /// signed with, and the latest deliveries with what became of each.
+    Hooks {
+        #[command(subcommand)]
+        command: hooks::HooksCommand,
     },
     /// Webhooks: the ones configured, their signing secrets in the OS keychain.
     Webhooks {
@@ -260,6 +267,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Cancel { run_id } => run::cancel(&open(home).await?, &run_id).await,
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
         Command::Secrets { command } => secrets::secrets(&open(home).await?, command),
+        Command::Hooks { command } => hooks::hooks(&open(home).await?, command),
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args),

@@ -319,8 +319,10 @@ fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
                     true => r.kind.map_or("-", |k| k.as_str()).to_string(),
                     false => format!("{} on {}", r.kind.map_or("-", |k| k.as_str()), r.hosts.join("|")),
                 },
-                match (&r.schedule, &r.timezone) {
-                    (Some(s), Some(tz)) => format!("{s} {tz}"),
+                match (&r.schedule, &r.timezone, &r.trigger) {
+                    (Some(s), Some(tz), Some(on)) => format!("{s} {tz} · on {on}"),
+                    (Some(s), Some(tz), None) => format!("{s} {tz}"),
+                    (_, _, Some(on)) => format!("on {on}"),
                     _ => "-".into(),
                 },
                 state,

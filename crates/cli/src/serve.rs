@@ -8,6 +8,8 @@
 //! page keeps it and sends it in a header (never a cookie, so another site cannot ride on it);
 //! requests without it get 401, and repeated bad tokens 429; the `Host` header must be the address
 //! served (DNS rebinding), an `Origin` must be this origin; the app's strict CSP on every page.
+//! `POST /hooks/github` and `/hooks/linear` take GitHub's and Linear's signed deliveries
+//! (`nightshift_core::receiver`) without the token: their signature is the credential.
 
 use crate::Outcome;
 use axum::body::Body;
@@ -139,7 +141,10 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
         .route("/api/events", get(events))
         .route("/api/{command}", post(command))
         .fallback(get(static_file))
-        .with_state(Arc::clone(&served));
+        .with_state(Arc::clone(&served))
+        // GitHub's and Linear's deliveries (`trigger:`): their signature is their credential, so
+        // neither the token nor the Host check (a tunnel names its own host) applies.
+        .merge(nightshift_core::receiver::router(engine.clone()));
     let shutdown = async {
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
         tokio::select! {

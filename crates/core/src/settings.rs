@@ -68,6 +68,19 @@ pub struct Settings {
     /// Where `usage_probe` reads Claude's usage (its OAuth usage endpoint; another URL for a
     /// proxy or a test).
     pub usage_probe_url: String,
+    /// `[hooks]`: where the app and the daemon take GitHub's and Linear's deliveries.
+    pub hooks: HooksSettings,
+}
+
+/// `[hooks]` in nightshift.toml.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct HooksSettings {
+    /// `listen = "127.0.0.1:8787"`: the app and `nightshiftctl daemon` take deliveries at
+    /// `POST /hooks/github` and `/hooks/linear` there (unset: they do not listen; `nightshiftctl
+    /// serve` takes them beside its pages either way). Loopback is the default to choose: a
+    /// tunnel in front of it reaches it from GitHub.
+    pub listen: Option<std::net::SocketAddr>,
 }
 
 /// `[defaults]` in nightshift.toml.
@@ -168,6 +181,19 @@ pub struct AccountSettings {
     pub provider: Option<String>,
 }
 
+/// What is wrong with an account's `reserve` (a percent) and `usage_probe` (only Claude has the
+/// endpoint it reads), if anything — in the same words for the file and for the edit the CLI and
+/// the window make (`settings_edit::set_account_options`).
+pub fn options_problem(agent: Agent, email: &str, reserve: Option<u8>, usage_probe: bool) -> Option<String> {
+    if reserve.is_some_and(|r| r > 100) {
+        Some(format!("`reserve` of {email} is a percent of its windows: 0 to 100"))
+    } else if usage_probe && agent != Agent::Claude {
+        Some(format!("`usage_probe` of {email} reads Claude's OAuth usage endpoint; {} has none (its windows come from its runs)", agent.as_str()))
+    } else {
+        None
+    }
+}
+
 /// Copilot CLI's providers: `github` (its own model routing, a GitHub token) and its
 /// bring-your-own-key types (`COPILOT_PROVIDER_TYPE`).
 pub const COPILOT_PROVIDERS: [&str; 4] = ["github", "openai", "azure", "anthropic"];
@@ -231,6 +257,7 @@ impl Default for Settings {
             projects: Vec::new(),
             budget: crate::budget::Budget::default(),
             usage_probe_url: "https://api.anthropic.com/api/oauth/usage".into(),
+            hooks: HooksSettings::default(),
         }
     }
 }
@@ -329,17 +356,9 @@ impl Settings {
                 return Err(located(text.find(&table).unwrap_or(0), &problem));
             }
         }
-        if let Some(a) = settings.accounts.iter().find(|a| a.reserve.is_some_and(|r| r > 100)) {
-            return Err(located(text.find(&format!("\"{}\"", a.email)).unwrap_or(0), &format!("`reserve` of {} is a percent of its windows: 0 to 100", a.email)));
-        }
-        if let Some(a) = settings.accounts.iter().find(|a| a.usage_probe && a.agent != Agent::Claude) {
-            return Err(located(
-                text.find(&format!("\"{}\"", a.email)).unwrap_or(0),
-                &format!("`usage_probe` of {} reads Claude's OAuth usage endpoint; {} has none (its windows come from its runs)", a.email, a.agent.as_str()),
-            ));
-        }
         for a in settings.accounts.iter() {
-            if let Some(problem) = a.provider.as_deref().and_then(|p| provider_problem(a.agent, &a.email, p)) {
+            let problem = options_problem(a.agent, &a.email, a.reserve, a.usage_probe).or_else(|| a.provider.as_deref().and_then(|p| provider_problem(a.agent, &a.email, p)));
+            if let Some(problem) = problem {
                 return Err(located(text.find(&format!("\"{}\"", a.email)).unwrap_or(0), &problem));
             }
         }

@@ -70,18 +70,15 @@ pub fn add_account(home: &Home, agent: Agent, email: &str, provider: Option<&str
 /// Set an account's `reserve` (a percent, `None`: none) and `usage_probe` (only Claude has the
 /// endpoint it reads), keeping everything else in its table as the user wrote it.
 pub fn set_account_options(home: &Home, email: &str, reserve: Option<u8>, usage_probe: bool) -> Result<()> {
-    if reserve.is_some_and(|r| r > 100) {
-        return Err(Error::new(ErrorCode::Usage, format!("`reserve` of {email} is a percent of its windows: 0 to 100")));
-    }
     let mut doc = load(home)?;
     let table = doc
         .get_mut("accounts")
         .and_then(Item::as_array_of_tables_mut)
         .and_then(|arr| arr.iter_mut().find(|t| t.get("email").and_then(|v| v.as_str()) == Some(email)))
         .ok_or_else(|| Error::new(ErrorCode::Usage, format!("no account {email}")))?;
-    let agent = table.get("agent").and_then(|v| v.as_str()).unwrap_or("claude").to_string();
-    if usage_probe && agent != Agent::Claude.as_str() {
-        return Err(Error::new(ErrorCode::Usage, format!("`usage_probe` of {email} reads Claude's OAuth usage endpoint; {agent} has none (its windows come from its runs)")));
+    let agent = table.get("agent").and_then(|v| v.as_str()).and_then(Agent::parse).unwrap_or(Agent::Claude);
+    if let Some(problem) = crate::settings::options_problem(agent, email, reserve, usage_probe) {
+        return Err(Error::new(ErrorCode::Usage, problem));
     }
     match reserve {
         Some(r) => table.insert("reserve", toml_edit::value(i64::from(r))),

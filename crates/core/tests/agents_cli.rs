@@ -94,14 +94,16 @@ fn assert_corpus(set: &RoutineSet, user_home: &Path) {
     let next = r.next_slot(at("2026-12-03T10:30:00Z")).unwrap();
     assert_eq!(next, at("2026-12-03T12:00:00Z"), "04:00 in Los Angeles");
 
-    // A trigger is said, not refused: without a schedule it runs when run by hand.
-    let w = warnings(set, "pr-review");
-    assert_eq!(w, ["pr-review.yml:5:1: warning: fires on GitHub pull_request events (opened) on acme/app — not supported yet: it runs only when run by hand (Run now)"]);
-    assert_eq!(set.get("pr-review").unwrap().next_slot(at("2026-12-03T10:30:00Z")), None);
+    // A trigger is the events it runs on: without a schedule, only those (and Run now).
+    assert_eq!(warnings(set, "pr-review"), Vec::<String>::new());
+    let pr = set.get("pr-review").unwrap();
+    assert_eq!(pr.trigger.as_ref().map(|t| t.words()).as_deref(), Some("github:pull_request (acme/app, action=opened)"));
+    assert_eq!(pr.next_slot(at("2026-12-03T10:30:00Z")), None);
     assert_eq!(agent_of(set, "pr-review").1, Mode::Plan);
-    let w = warnings(set, "linear-pickup");
-    assert_eq!(w, ["linear-pickup.yml:7:1: warning: fires on Linear Issue events on ENG — not supported yet: it runs on its `schedule` and when run by hand"]);
-    assert_eq!((agent_of(set, "linear-pickup").0, set.get("linear-pickup").unwrap().timezone.name()), (Agent::Codex, "Europe/Berlin"));
+    assert_eq!(warnings(set, "linear-pickup"), Vec::<String>::new());
+    let pickup = set.get("linear-pickup").unwrap();
+    assert_eq!(pickup.trigger.as_ref().map(|t| t.words()).as_deref(), Some("linear:Issue (team=ENG, stateTo=In Progress)"));
+    assert_eq!((agent_of(set, "linear-pickup").0, pickup.timezone.name()), (Agent::Codex, "Europe/Berlin"));
 
     // runOnce, endAt (taken), createdAt (said).
     let once = set.get("at-once").unwrap();

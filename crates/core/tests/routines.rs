@@ -490,3 +490,38 @@ fn copilot_keeps_its_permissions_and_names_its_rules() {
     assert_eq!(set.get_invalid("env").unwrap().errors[0].to_string(), "routines/env.yaml:4:1: `env: COPILOT_ALLOW_ALL` is Nightshift's to set for copilot: use `mode:` (skip allows everything)");
     assert_eq!(set.get_invalid("rule").unwrap().errors[0].to_string(), "routines/rule.yaml:4:8: `deny.tools`: `Bash(git push)`: Copilot CLI calls that permission shell (write `shell(git push)`)");
 }
+
+/// `trigger:` is checked field by field where it stands: its type and event, the filters that
+/// type has, the shape of each value. A routine may have a schedule, a trigger, or both.
+#[test]
+fn triggers_are_checked_where_they_stand() {
+    let th = TestHome::new();
+    let base = "command: 'true'\n";
+    th.routine("both", &format!("schedule: \"0 9 * * *\"\ntrigger: {{type: github_event, event: push, branch: main}}\n{base}"));
+    th.routine("only", &format!("trigger:\n  type: linear_event\n  event: Issue\n  teamKey: ENG\n  stateTo: Todo\n{base}"));
+    let bad = [
+        ("t1", "trigger: {event: push}\n", "routines/t1.yaml:1:10: `trigger` needs a `type`: github_event or linear_event (trigger: {type: github_event, event: pull_request, repo: acme/app})"),
+        ("t2", "trigger: {type: github_events, event: push}\n", "routines/t2.yaml:1:17: unknown trigger type \"github_events\" (expected github_event or linear_event); did you mean \"github_event\"?"),
+        ("t3", "trigger: {type: github_event, event: pull_requests}\n", "routines/t3.yaml:1:38: unknown github_event event \"pull_requests\" (expected pull_request, push, issue_comment, workflow_run); did you mean \"pull_request\"?"),
+        ("t4", "trigger: {type: github_event, event: push, action: opened}\n", "routines/t4.yaml:1:52: a push has no action (GitHub sends none): leave `trigger.action` out"),
+        ("t5", "trigger: {type: github_event, event: pull_request, repo: acme}\n", "routines/t5.yaml:1:58: `trigger.repo` is owner/name, such as acme/app (found \"acme\")"),
+        ("t6", "trigger: {type: linear_event, event: Issue, repo: acme/app}\n", "routines/t6.yaml:1:51: `trigger.repo` is a GitHub filter; a linear_event has `teamKey`, `action`, `label`, `stateTo` and `stateFrom`"),
+        ("t7", "trigger: {type: linear_event, event: Comment, stateTo: Done}\n", "routines/t7.yaml:1:56: `trigger.stateTo` is an Issue's workflow state; a Comment has none"),
+        ("t8", "trigger: {type: linear_event, event: Issue, action: updated}\n", "routines/t8.yaml:1:53: unknown Linear action \"updated\" (expected create, update, remove)"),
+        ("t9", "trigger: {type: github_event, event: push, lable: x}\n", "routines/t9.yaml:1:44: unknown key `trigger.lable` (expected `trigger.type`, `trigger.event`, `trigger.repo`, `trigger.branch`, `trigger.action`, `trigger.label`, `trigger.teamKey`, `trigger.stateTo` or `trigger.stateFrom`)"),
+        ("t10", "prompt: x\nagent: claude\n", "routines/t10.yaml:1:1: missing `schedule` (a cron expression such as \"0 9 * * 1-5\"), `at` (a one-shot time) or `trigger` (the GitHub or Linear events it runs on)"),
+    ];
+    for (name, yaml, _) in &bad {
+        let body = if yaml.contains("command") || yaml.contains("prompt") { yaml.to_string() } else { format!("{yaml}{base}") };
+        th.routine(name, &body);
+    }
+    let set = load_dir(&Home::at(th.path()), &[]);
+    let both = set.get("both").unwrap();
+    assert!(both.schedule.is_some() && both.trigger.as_ref().is_some_and(|t| t.words() == "github:push (branch=main)"));
+    assert_eq!(set.get("only").unwrap().trigger.as_ref().unwrap().words(), "linear:Issue (team=ENG, stateTo=Todo)");
+    assert!(set.get("only").unwrap().schedule.is_none());
+    for (name, _, want) in &bad {
+        let errors: Vec<String> = set.get_invalid(name).unwrap_or_else(|| panic!("{name} should be invalid")).errors.iter().map(|e| e.to_string()).collect();
+        assert_eq!(errors.first().map(String::as_str), Some(*want), "{name}: {errors:?}");
+    }
+}

@@ -67,7 +67,8 @@ fn prepare(
     if let Some(trouble) = crate::fsutil::storage_trouble(run_dir) {
         return Err(format!("not started: {trouble}; free some space and run it again"));
     }
-    let prompt = render_prompt(core, routine, now, workspace);
+    let event = core.store.get_run(id).ok().and_then(|r| r.event);
+    let prompt = render_prompt(core, routine, now, workspace, event.as_ref());
     let agents::Invocation { driver, args, env: agent_env, run_file } = agents::invocation(&routine.action, &prompt, run_cap(routine, &core.settings()), Some(run_dir));
     if let Some((name, text)) = run_file {
         let path = run_dir.join(name);
@@ -76,6 +77,11 @@ fn prepare(
     let mut extra = agent_env;
     extra.extend(run_variables(routine, id));
     extra.push(("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()));
+    // The payload of the event that fired it, as GitHub Actions' GITHUB_EVENT_PATH.
+    let event_file = run_dir.join(super::incoming::EVENT_FILE);
+    if event.is_some() && event_file.is_file() {
+        extra.push(("NIGHTSHIFT_EVENT_PATH", event_file.display().to_string()));
+    }
     if let Some(branch) = workspace.and_then(|w| w.branch.clone()) {
         extra.push(("NIGHTSHIFT_BRANCH", branch));
     }
@@ -109,12 +115,12 @@ fn prepare(
 
 /// The routine's prompt with its variables filled in (`{last_report}`, `{branch}`, …), or its
 /// command.
-pub(crate) fn render_prompt(core: &Core, routine: &Routine, now: DateTime<Utc>, workspace: Option<&Started>) -> String {
+pub(crate) fn render_prompt(core: &Core, routine: &Routine, now: DateTime<Utc>, workspace: Option<&Started>, event: Option<&crate::incoming::Event>) -> String {
     match &routine.action {
         Action::Agent { prompt, .. } => {
             let last = core.store.last_completed_report(&routine.name).ok().flatten();
             let branch = workspace.and_then(|w| w.branch.as_deref());
-            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables, branch })
+            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables, branch, event })
         }
         Action::Command { command } => command.clone(),
     }

@@ -343,7 +343,7 @@ impl Driver {
         }
         let now = self.core.clock.now();
         let jitter = (ulid::Ulid::new().random() % 1_000_000) as f64 / 1_000_000.0;
-        match retry::after_try(&self.routine, &self.facts, outcome, timed_out, &self.attempts, account.as_deref(), now, jitter) {
+        match retry::after_try(&self.routine, &self.facts, &retry::Ended { outcome, timed_out, earlier: &self.attempts, account: account.as_deref() }, now, jitter) {
             Next::Settle { note: None } => None,
             Next::Settle { note: Some(note) } => {
                 self.settle_note = Some(note);
@@ -408,7 +408,7 @@ impl Driver {
     async fn choose_account(&mut self, reserved: Option<String>) -> AccountPlan {
         let mut skip = self.tried.clone();
         // A person's own run may use the reserve that scheduled work leaves alone.
-        let may_use_reserve = matches!(self.facts.trigger, crate::run::Trigger::Manual | crate::run::Trigger::Cli);
+        let may_use_reserve = self.facts.trigger.by_hand();
         for _ in 0..8 {
             let (core, routine, id, prefer, skip2) = (Arc::clone(&self.core), self.routine.clone(), self.live.id.clone(), reserved.clone(), skip.clone());
             let planned = tokio::task::spawn_blocking(move || {

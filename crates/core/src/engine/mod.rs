@@ -30,6 +30,7 @@ mod finalize;
 mod held;
 mod hosts;
 mod housekeeping;
+pub mod incoming;
 mod judge;
 pub mod lanes;
 mod live;
@@ -187,6 +188,8 @@ pub(crate) struct Core {
     /// When the usage probe last asked about each account (by email) — at most every 10 minutes —
     /// and whether that failed (a failure is told once until the probe works again).
     pub probed_at: Mutex<HashMap<String, (chrono::DateTime<chrono::Utc>, bool)>>,
+    /// The signing secrets of GitHub's and Linear's deliveries, once read (`incoming`).
+    pub hook_secrets: Mutex<HashMap<crate::incoming::Source, String>>,
 }
 
 impl Core {
@@ -294,6 +297,7 @@ impl Engine {
                 awake: awake::Awake::new(opts.logind_bus),
                 cancel_notes: Mutex::new(HashMap::new()),
                 probed_at: Mutex::new(HashMap::new()),
+                hook_secrets: Mutex::new(HashMap::new()),
                 identity: opts.identity,
                 waiters: Mutex::new(HashMap::new()),
                 dispatcher_started: Default::default(),

@@ -120,6 +120,17 @@ pub(crate) async fn run_now(core: &Arc<Core>, routine: &Routine, trigger: Trigge
     }
 }
 
+/// `overlap: replace`: stop running run `id` for the new one, `why` its final message. Ours to
+/// stop when this engine follows it (or has just claimed it); a run another process follows ends
+/// there, and the new run starts when it has (one run per routine).
+pub(crate) async fn replace(core: &Arc<Core>, id: &str, why: String) {
+    core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).entry(id.to_string()).or_insert(why);
+    if !stop(core, id, false).await {
+        core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        tracing::warn!(run = %id, "overlap: replace — the running run is followed by another process; the new run waits for it to end");
+    }
+}
+
 /// The row of a run that waits for a lane (history shows it at once).
 pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trigger, scheduled_for: Option<DateTime<Utc>>, now: DateTime<Utc>) -> NewRun {
     NewRun {
@@ -322,7 +333,7 @@ fn claim(core: &Core) -> Result<Claimed> {
                 routine: q.routine.clone(),
                 agent: set.get(&q.routine).map_or(q.agent, |r| r.agent()),
                 worktree: worktree(&q.routine),
-                manual: matches!(q.trigger, Trigger::Manual | Trigger::Cli),
+                manual: q.trigger.by_hand(),
                 accounts: set.get(&q.routine).map(|r| candidate_accounts(core, r, &room)).unwrap_or_default(),
             })
             .collect();

@@ -124,13 +124,7 @@ impl Scheduler {
             super::queue::supersede_waiting(&core, &id, &why).await;
         }
         for (id, why) in replaced {
-            // Ours to stop when this engine follows it (or has just claimed it); a run another
-            // process follows ends there, and the new run starts when it has (one run per routine).
-            core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).entry(id.clone()).or_insert(why);
-            if !queue::stop(&core, &id, false).await {
-                core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-                tracing::warn!(run = %id, "overlap: replace — the running run is followed by another process; the new run waits for it to end");
-            }
+            queue::replace(&core, &id, why).await;
         }
         for run in queued {
             core.emit(EngineEvent::RunQueued { run: Box::new(run) });
@@ -182,6 +176,19 @@ impl Scheduler {
         let _housekeeping = super::housekeeping::start(self.core());
         // The opt-in usage probe (`usage_probe = true` accounts), likewise.
         let _usage_probe = super::usage_probe::start(self.core());
+        // `[hooks] listen`: GitHub's and Linear's deliveries, taken where the settings say (read
+        // at start: a changed address takes a restart).
+        if let Some(addr) = self.core().settings().hooks.listen {
+            match crate::receiver::listen(self.engine.clone(), addr).await {
+                Ok(bound) => tracing::info!(%bound, "taking GitHub and Linear deliveries at /hooks/github and /hooks/linear"),
+                Err(e) => {
+                    let said = format!("cannot take deliveries on {addr} (`[hooks] listen`): {e}");
+                    tracing::error!("{said}");
+                    self.core().problems.lock().unwrap_or_else(|e| e.into_inner()).insert("hooks".into(), said);
+                    self.core().emit_state();
+                }
+            }
+        }
         self.core().emit_state();
         loop {
             if let Err(e) = self.tick().await {

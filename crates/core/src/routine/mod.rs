@@ -11,6 +11,7 @@ mod load;
 mod parse;
 pub mod prompt;
 pub mod tool_rules;
+pub mod trigger;
 pub mod yaml;
 
 pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, project_routines_dir, routine_files, with_settings, RoutineSet};
@@ -264,8 +265,10 @@ pub struct Routine {
     pub name: String,
     pub file: PathBuf,
     pub description: Option<String>,
-    /// Absent for a one-shot routine (`at:`).
+    /// Absent for a one-shot routine (`at:`) and one that runs only on events (`trigger:`).
     pub schedule: Option<Schedule>,
+    /// `trigger:` — the GitHub or Linear events it runs on (beside its schedule, if it has one).
+    pub trigger: Option<trigger::EventTrigger>,
     #[serde(serialize_with = "ser_tz")]
     pub timezone: Tz,
     pub at: Option<DateTime<Utc>>,

@@ -109,14 +109,10 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     };
     let at = get("at").and_then(|n| cx.timestamp(n, "at", timezone));
     let end_at = get("end_at").and_then(|n| cx.timestamp(n, "end_at", timezone));
-    // `trigger:` (agents-cli's GitHub and Linear events): not fired yet — said, never invalid.
-    let trigger = get("trigger").map(|n| (n, trigger_words(n)));
-    if let Some((_, words)) = &trigger {
-        let runs = if get("schedule").is_some() || get("at").is_some() { "on its `schedule` and when run by hand" } else { "only when run by hand (Run now)" };
-        cx.warn(key_pos("trigger"), format!("fires on {words} — not supported yet: it runs {runs}"));
-    }
-    if get("schedule").is_none() && get("at").is_none() && trigger.is_none() {
-        cx.err(Pos { line: 1, col: 1 }, "missing `schedule` (a cron expression such as \"0 9 * * 1-5\") or `at` (a one-shot time)");
+    // `trigger:` (agents-cli's GitHub and Linear events): the events it runs on.
+    let trigger = get("trigger").and_then(|n| event_trigger(&mut cx, n));
+    if get("schedule").is_none() && get("at").is_none() && get("trigger").is_none() {
+        cx.err(Pos { line: 1, col: 1 }, "missing `schedule` (a cron expression such as \"0 9 * * 1-5\"), `at` (a one-shot time) or `trigger` (the GitHub or Linear events it runs on)");
     }
     // `version:` (agents-cli): the agent CLI version it pins (the settings map it to a binary).
     let version = get("version").and_then(|n| cx.string(n, "version")).map(|v| v.trim().to_string());
@@ -432,6 +428,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 file: file.to_path_buf(),
                 description,
                 schedule,
+                trigger,
                 timezone,
                 at,
                 end_at,
@@ -892,29 +889,109 @@ fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> (Guard,
     (guard, pos)
 }
 
-/// A `trigger:` block in words: "GitHub pull_request events (labeled) on acme/app".
-fn trigger_words(node: &Node) -> String {
-    let Node::Map { entries, .. } = node else { return "events".to_string() };
-    let field = |name: &str| {
-        entries.iter().find_map(|(k, v)| match (k, v) {
-            (Node::Scalar { value: k, .. }, Node::Scalar { value: v, .. }) if k == name => Some(v.clone()),
-            _ => None,
-        })
-    };
-    let source = match field("type").as_deref() {
-        Some("github_event") => "GitHub",
-        Some("linear_event") => "Linear",
-        _ => "",
-    };
-    let mut words = [source, field("event").as_deref().unwrap_or("")].iter().filter(|w| !w.is_empty()).copied().collect::<Vec<_>>().join(" ");
-    words = if words.is_empty() { "events".to_string() } else { format!("{words} events") };
-    if let Some(action) = field("action") {
-        words += &format!(" ({action})");
+/// A `trigger:` block, every field checked where it stands: its `type` and `event`, the filters
+/// that type has, the shape of each value.
+fn event_trigger(cx: &mut Cx<'_>, node: &Node) -> Option<super::trigger::EventTrigger> {
+    use crate::incoming::{github, linear, Source};
+    const KEYS: [&str; 9] = ["type", "event", "repo", "branch", "action", "label", "teamKey", "stateTo", "stateFrom"];
+    let example = "trigger: {type: github_event, event: pull_request, repo: acme/app}";
+    let fields = cx.sub_keys(node, "trigger", &KEYS, example);
+    if !matches!(node, Node::Map { .. }) {
+        return None;
     }
-    if let Some(repo) = field("repo").or_else(|| field("teamKey")) {
-        words += &format!(" on {repo}");
+    let mut values: Vec<(&'static str, String, Pos)> = Vec::new();
+    for (key, value, _) in &fields {
+        if let Some(v) = cx.string(value, &format!("trigger.{key}")) {
+            values.push((key, v.trim().to_string(), value.pos()));
+        }
     }
-    words
+    let get = |k: &str| values.iter().find(|(key, _, _)| *key == k).map(|(_, v, p)| (v.clone(), *p));
+    let Some((kind, kind_at)) = get("type") else {
+        cx.err(node.pos(), format!("`trigger` needs a `type`: github_event or linear_event ({example})"));
+        return None;
+    };
+    let (source, events): (Source, &[&str]) = match kind.as_str() {
+        "github_event" => (Source::GitHub, &github::EVENTS),
+        "linear_event" => (Source::Linear, &linear::EVENTS),
+        other => {
+            let near = nearest(other, &["github_event", "linear_event"]).map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default();
+            cx.err(kind_at, format!("unknown trigger type \"{other}\" (expected github_event or linear_event){near}"));
+            return None;
+        }
+    };
+    let Some((event, event_at)) = get("event") else {
+        cx.err(kind_at, format!("`trigger` needs an `event`: one of {}", events.join(", ")));
+        return None;
+    };
+    if !events.contains(&event.as_str()) {
+        let near = nearest(&event, events).map(|n| format!("; did you mean \"{n}\"?")).unwrap_or_default();
+        cx.err(event_at, format!("unknown {kind} event \"{event}\" (expected {}){near}", events.join(", ")));
+        return None;
+    }
+    let mut ok = true;
+    let mut refuse = |cx: &mut Cx<'_>, at: Pos, why: String| {
+        cx.err(at, why);
+        ok = false;
+    };
+    let github_only = ["repo", "branch"];
+    let linear_only = ["teamKey", "stateTo", "stateFrom"];
+    for (key, _, at) in &values {
+        if source == Source::Linear && github_only.contains(key) {
+            refuse(cx, *at, format!("`trigger.{key}` is a GitHub filter; a linear_event has `teamKey`, `action`, `label`, `stateTo` and `stateFrom`"));
+        }
+        if source == Source::GitHub && linear_only.contains(key) {
+            refuse(cx, *at, format!("`trigger.{key}` is a Linear filter; a github_event has `repo`, `branch`, `action` and `label`"));
+        }
+    }
+    if let Some((repo, at)) = get("repo") {
+        let part = |p: &str| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+        if !repo.split_once('/').is_some_and(|(o, n)| part(o) && part(n)) {
+            refuse(cx, at, format!("`trigger.repo` is owner/name, such as acme/app (found \"{repo}\")"));
+        }
+    }
+    if let Some((action, at)) = get("action") {
+        match source {
+            Source::GitHub if event == "push" => refuse(cx, at, "a push has no action (GitHub sends none): leave `trigger.action` out".into()),
+            Source::GitHub if action.is_empty() || !action.chars().all(|c| c.is_ascii_lowercase() || c == '_') => {
+                refuse(cx, at, format!("`trigger.action` is GitHub's action word, such as opened, synchronize, labeled, created or completed (found \"{action}\")"))
+            }
+            Source::Linear if !linear::ACTIONS.contains(&action.as_str()) => refuse(cx, at, format!("unknown Linear action \"{action}\" (expected {})", linear::ACTIONS.join(", "))),
+            _ => {}
+        }
+    }
+    if let Some((_, at)) = get("branch") {
+        if event == "issue_comment" {
+            refuse(cx, at, "an issue_comment has no branch (GitHub does not send the pull request's): leave `trigger.branch` out".into());
+        }
+    }
+    if let Some((_, at)) = get("label") {
+        let has_labels = matches!((source, event.as_str()), (Source::GitHub, "pull_request" | "issue_comment") | (Source::Linear, "Issue" | "IssueLabel"));
+        if !has_labels {
+            refuse(cx, at, format!("a {event} event carries no labels: leave `trigger.label` out"));
+        }
+    }
+    for key in ["stateTo", "stateFrom"] {
+        if let (Some((_, at)), true) = (get(key), event != "Issue") {
+            refuse(cx, at, format!("`trigger.{key}` is an Issue's workflow state; a {event} has none"));
+        }
+    }
+    if let Some((team, at)) = get("teamKey") {
+        if team.is_empty() || !team.chars().all(|c| c.is_ascii_alphanumeric()) {
+            refuse(cx, at, format!("`trigger.teamKey` is the team's key, such as ENG (found \"{team}\")"));
+        }
+    }
+    let opt = |k: &str| get(k).map(|(v, _)| v).filter(|v| !v.is_empty());
+    ok.then(|| super::trigger::EventTrigger {
+        source,
+        event,
+        repo: opt("repo"),
+        branch: opt("branch"),
+        action: opt("action"),
+        label: opt("label"),
+        team_key: opt("teamKey"),
+        state_to: opt("stateTo"),
+        state_from: opt("stateFrom"),
+    })
 }
 
 fn unknown_key(key: &str, known: &[&str], prefix: &str) -> String {

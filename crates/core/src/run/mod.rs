@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 string_enum!(
     /// Why a run exists.
-    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli" }
+    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli", Event = "event" }
 );
 
 impl Trigger {
@@ -372,6 +372,18 @@ pub struct RunRecord {
     pub denials: Vec<Denial>,
     /// A person started it past a spent day's or month's budget (`run --ignore-budget`).
     pub ignore_budget: bool,
+    /// The GitHub or Linear event that fired it (trigger `event`): `{source, name, action, repo,
+    /// number, title, url, branch, sender, delivery}`.
+    pub event: Option<crate::incoming::Event>,
+}
+
+impl Trigger {
+    /// Whether a person started it (Run now, `nightshiftctl run`): it may use an account's
+    /// reserve and does not wait out a limit unless asked. Scheduled, catch-up and event runs are
+    /// unattended.
+    pub fn by_hand(self) -> bool {
+        matches!(self, Trigger::Manual | Trigger::Cli)
+    }
 }
 
 /// What a person asked of a manual run beyond starting it.
@@ -418,6 +430,7 @@ impl RunRecord {
             wait_for_limit: false,
             denials: Vec::new(),
             ignore_budget: false,
+            event: None,
         }
     }
 }

@@ -239,4 +239,35 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN premium_requests REAL;
     "#,
+    // 19: events from GitHub and Linear (`trigger:`). Each run an event fired carries it
+    // (`event`, JSON); `event_runs` claims (routine, delivery) like a slot — one run per
+    // delivery and routine, whichever receiver or engine saw it first; `deliveries` is what came
+    // in and what became of it for each routine (`hooks list`); `linear_states` names the states
+    // Linear's updates give only by id.
+    r#"
+    ALTER TABLE runs ADD COLUMN event TEXT;
+    CREATE TABLE event_runs (
+        routine   TEXT NOT NULL,
+        source    TEXT NOT NULL,
+        delivery  TEXT NOT NULL,
+        run_id    TEXT NOT NULL,
+        PRIMARY KEY (routine, source, delivery)
+    );
+    CREATE TABLE deliveries (
+        source       TEXT NOT NULL,
+        delivery     TEXT NOT NULL,
+        name         TEXT NOT NULL,
+        received_at  TEXT NOT NULL,
+        received_ms  INTEGER NOT NULL,
+        summary      TEXT NOT NULL,
+        verdicts     TEXT NOT NULL DEFAULT '[]',
+        times        INTEGER NOT NULL DEFAULT 1,
+        PRIMARY KEY (source, delivery)
+    );
+    CREATE INDEX deliveries_recent ON deliveries(received_ms);
+    CREATE TABLE linear_states (
+        id    TEXT PRIMARY KEY,
+        name  TEXT NOT NULL
+    );
+    "#,
 ];

@@ -35,6 +35,9 @@ pub struct RoutineOverview {
     pub schedule: Option<String>,
     /// The schedule in words: "At 09:00 on Monday through Friday, Europe/Berlin".
     pub schedule_words: Option<String>,
+    /// The events it runs on (`trigger:`): "github:pull_request (acme/app@main, action=labeled,
+    /// label=ux-approved)".
+    pub trigger: Option<String>,
     pub timezone: Option<String>,
     pub enabled: Option<bool>,
     /// Paused on this machine (by the user, or automatically: see `paused_reason`).
@@ -57,13 +60,21 @@ pub struct RoutineOverview {
 }
 
 /// "At 09:00 on Monday through Friday, Europe/Berlin", "Once at 2026-12-01 09:00 Europe/Berlin",
-/// or "Only when run by hand".
+/// "On github:pull_request (acme/app@main)" (and both: "…, Europe/Berlin; and on github:…"), or
+/// "Only when run by hand".
 pub fn schedule_words(r: &Routine) -> String {
     let zone = r.timezone.name();
-    match (&r.schedule, r.at) {
-        (Some(s), _) => format!("{}, {zone}", s.words()),
-        (None, Some(at)) => format!("Once at {} {zone}", at.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M")),
-        _ => "Only when run by hand".into(),
+    let on = r.trigger.as_ref().map(|t| t.words());
+    let clock = match (&r.schedule, r.at) {
+        (Some(s), _) => Some(format!("{}, {zone}", s.words())),
+        (None, Some(at)) => Some(format!("Once at {} {zone}", at.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M"))),
+        _ => None,
+    };
+    match (clock, on) {
+        (Some(c), Some(on)) => format!("{c}; and on {on}"),
+        (Some(c), None) => c,
+        (None, Some(on)) => format!("On {on}"),
+        (None, None) => "Only when run by hand".into(),
     }
 }
 
@@ -92,6 +103,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             hosts: r.placement.as_ref().map(|p| p.hosts.clone()).unwrap_or_default(),
             schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", fmt_time(&t)))),
             schedule_words: Some(schedule_words(r)),
+            trigger: r.trigger.as_ref().map(|t| t.words()),
             timezone: Some(r.timezone.name().to_string()),
             enabled: Some(r.enabled),
             paused,
@@ -118,6 +130,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             hosts: Vec::new(),
             schedule: None,
             schedule_words: None,
+            trigger: None,
             timezone: None,
             enabled: None,
             paused: false,

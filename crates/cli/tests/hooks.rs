@@ -1,0 +1,337 @@
+//! Routines that run on events (`trigger:`): signed GitHub and Linear deliveries — payloads shaped
+//! as GitHub's and Linear's documentation shows them — sent over HTTP to the real receiver (the
+//! daemon's `[hooks] listen`, and `nightshiftctl serve`), each filter, replays, refusals, a
+//! restart between two arrivals of one delivery, and two receivers on one home.
+
+mod common;
+
+use common::{bus_env, ctl, json, keychain_available, runs, start_daemon_with, stdout, Daemon};
+use nightshift_core::incoming::signature::sign;
+use nightshift_testkit::{secs, wait_until, TestHome};
+use serde_json::{json, Value};
+use std::io::{Read, Write};
+use std::time::Duration;
+
+const GITHUB_SECRET: &str = "gh-webhook-secret-for-the-tests-0001";
+const LINEAR_SECRET: &str = "lin_wh_secret_for_the_tests_0002";
+
+/// A free loopback port (bound, then let go for the daemon to take).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A home whose daemon takes deliveries on `port`, with the routines given.
+fn home(port: u16, routines: &[(&str, &str)]) -> TestHome {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), format!("kill_grace_secs = 1\n[hooks]\nlisten = \"127.0.0.1:{port}\"\n")).unwrap();
+    for (name, yaml) in routines {
+        th.routine(name, yaml);
+    }
+    th
+}
+
+fn daemon(th: &TestHome) -> Daemon {
+    let d = start_daemon_with(th, &[], &[("NIGHTSHIFT_HOOK_SECRET_GITHUB", GITHUB_SECRET), ("NIGHTSHIFT_HOOK_SECRET_LINEAR", LINEAR_SECRET)]);
+    d.wait_scheduling();
+    d
+}
+
+/// One HTTP/1.1 POST; (status, body as JSON, or null).
+fn post(port: u16, path: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, Value) {
+    let mut s = None;
+    wait_until("the receiver to listen", secs(10), || {
+        s = std::net::TcpStream::connect(("127.0.0.1", port)).ok();
+        s.is_some()
+    });
+    let mut s = s.unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("POST {path} HTTP/1.1\r\nHost: hooks.example.net\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req += &format!("{k}: {v}\r\n");
+    }
+    req += "\r\n";
+    s.write_all(req.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+/// A GitHub delivery as GitHub signs it.
+fn github(port: u16, event: &str, delivery: &str, payload: &Value) -> (u16, Value) {
+    let body = payload.to_string();
+    let sig = format!("sha256={}", sign(GITHUB_SECRET, body.as_bytes()));
+    post(port, "/hooks/github", &[("X-GitHub-Event", event.into()), ("X-GitHub-Delivery", delivery.into()), ("X-Hub-Signature-256", sig)], body.as_bytes())
+}
+
+/// A Linear delivery as Linear signs it, sent now (its `webhookTimestamp`).
+fn linear(port: u16, delivery: &str, mut payload: Value) -> (u16, Value) {
+    if payload.get("webhookTimestamp").is_none() {
+        payload["webhookTimestamp"] = json!(chrono::Utc::now().timestamp_millis());
+    }
+    let body = payload.to_string();
+    post(port, "/hooks/linear", &[("Linear-Event", payload["type"].as_str().unwrap_or("").into()), ("Linear-Delivery", delivery.into()), ("Linear-Signature", sign(LINEAR_SECRET, body.as_bytes()))], body.as_bytes())
+}
+
+/// GitHub's `pull_request` payload (its documented shape, trimmed to what matters here).
+fn pull_request(action: &str, number: u64, base: &str, label: Option<&str>) -> Value {
+    json!({
+        "action": action,
+        "number": number,
+        "pull_request": {"number": number, "title": format!("Fix the login redirect #{number}"), "html_url": format!("https://github.com/acme/app/pull/{number}"),
+            "state": "open", "base": {"ref": base}, "head": {"ref": "fix-login"}, "labels": label.map(|l| vec![json!({"name": l})]).unwrap_or_default()},
+        "label": label.map(|l| json!({"name": l})),
+        "repository": {"id": 1296269, "full_name": "acme/app", "html_url": "https://github.com/acme/app"},
+        "sender": {"login": "octocat"}
+    })
+}
+
+fn event_runs(th: &TestHome, routine: &str) -> Vec<Value> {
+    runs(th).into_iter().filter(|r| r["routine"] == routine).collect()
+}
+
+fn verdict<'a>(answer: &'a Value, routine: &str) -> &'a Value {
+    answer["verdicts"].as_array().and_then(|v| v.iter().find(|x| x["routine"] == routine)).unwrap_or(&Value::Null)
+}
+
+#[test]
+fn a_signed_pull_request_fires_its_routine_once_with_the_event_and_each_filter_says_why_not() {
+    let port = free_port();
+    let review = "trigger:\n  type: github_event\n  event: pull_request\n  repo: acme/app\n  branch: main\n  action: opened\ncommand: 'cp \"$NIGHTSHIFT_EVENT_PATH\" \"$NIGHTSHIFT_RUN_DIR/seen.json\"'\n";
+    let ux = "trigger: {type: github_event, event: pull_request, action: labeled, label: ux-approved}\ncommand: 'true'\n";
+    let th = home(port, &[("review", review), ("ux", ux)]);
+    let d = daemon(&th);
+
+    let opened = pull_request("opened", 41, "main", None);
+    let (status, answer) = github(port, "pull_request", "d-0001", &opened);
+    assert_eq!(status, 202, "{answer:#}");
+    assert_eq!(verdict(&answer, "review")["outcome"], "fired", "{answer:#}");
+    assert_eq!(verdict(&answer, "ux")["why"], "action: opened, not labeled", "{answer:#}");
+    let run_id = verdict(&answer, "review")["run_id"].as_str().unwrap().to_string();
+    wait_until("the fired run to complete", secs(20), || event_runs(&th, "review").iter().any(|r| r["status"] == "completed"));
+
+    // The same delivery again (GitHub's redelivery): the same run, no second one.
+    let (status, again) = github(port, "pull_request", "d-0001", &opened);
+    assert_eq!((status, verdict(&again, "review")["outcome"].as_str(), verdict(&again, "review")["run_id"].as_str()), (202, Some("duplicate"), Some(run_id.as_str())), "{again:#}");
+    // Another branch, a label added: one fires, the other is filtered by its branch.
+    let (_, dev) = github(port, "pull_request", "d-0002", &pull_request("opened", 42, "dev", None));
+    assert_eq!(verdict(&dev, "review")["why"], "branch: dev, not main", "{dev:#}");
+    let (_, labeled) = github(port, "pull_request", "d-0003", &pull_request("labeled", 41, "main", Some("ux-approved")));
+    assert_eq!((verdict(&labeled, "ux")["outcome"].as_str(), verdict(&labeled, "review")["why"].as_str()), (Some("fired"), Some("action: labeled, not opened")), "{labeled:#}");
+
+    let fired = event_runs(&th, "review");
+    assert_eq!(fired.len(), 1, "one run for d-0001 however often it came: {fired:#?}");
+    let run = &fired[0];
+    assert_eq!((run["trigger"].as_str(), run["id"].as_str()), (Some("event"), Some(run_id.as_str())));
+    let e = &run["event"];
+    assert_eq!(
+        (e["source"].as_str(), e["name"].as_str(), e["action"].as_str(), e["repo"].as_str(), e["number"].as_u64(), e["branch"].as_str(), e["sender"].as_str(), e["delivery"].as_str()),
+        (Some("github"), Some("pull_request"), Some("opened"), Some("acme/app"), Some(41), Some("main"), Some("octocat"), Some("d-0001")),
+        "{run:#}"
+    );
+    assert_eq!((e["title"].as_str(), e["url"].as_str()), (Some("Fix the login redirect #41"), Some("https://github.com/acme/app/pull/41")));
+    // The payload, byte for byte, at NIGHTSHIFT_EVENT_PATH.
+    let seen = std::fs::read(std::path::Path::new(run["run_dir"].as_str().unwrap()).join("seen.json")).unwrap();
+    assert_eq!(seen, opened.to_string().into_bytes());
+    assert_eq!(event_runs(&th, "ux").len(), 1);
+
+    // What came in and what became of it.
+    let listed = json(&ctl(&th).args(["hooks", "list", "--json"]).output().unwrap());
+    let first = listed.as_array().unwrap().iter().find(|d| d["delivery"] == "d-0001").unwrap().clone();
+    assert_eq!((first["times"].as_u64(), first["verdicts"].as_array().map(Vec::len)), (Some(2), Some(2)), "{first:#}");
+    let table = stdout(&ctl(&th).args(["hooks", "list"]).output().unwrap());
+    assert!(table.contains(&format!("review: fired {run_id}")) && table.contains("review: filtered (branch: dev, not main)") && table.contains(" ×2"), "{table}");
+    let listed = stdout(&ctl(&th).args(["routines", "list"]).output().unwrap());
+    assert!(listed.contains("on github:pull_request (acme/app@main, action=opened)"), "{listed}");
+    drop(d);
+}
+
+#[test]
+fn deliveries_that_cannot_be_believed_are_refused_and_fire_nothing() {
+    let port = free_port();
+    let th = home(port, &[("any", "trigger: {type: github_event, event: push}\ncommand: 'true'\n")]);
+    let _d = daemon(&th);
+    let push = json!({"ref": "refs/heads/main", "repository": {"full_name": "acme/app"}, "head_commit": {"message": "Bump"}, "sender": {"login": "octocat"}});
+    let body = push.to_string();
+    let headers = |sig: Option<String>| {
+        let mut h = vec![("X-GitHub-Event", "push".to_string()), ("X-GitHub-Delivery", "d-bad".to_string())];
+        if let Some(s) = sig {
+            h.push(("X-Hub-Signature-256", s));
+        }
+        h
+    };
+    let (status, answer) = post(port, "/hooks/github", &headers(None), body.as_bytes());
+    assert_eq!((status, answer["message"].as_str()), (401, Some("refused: no signature — nothing was fired")));
+    let wrong = format!("sha256={}", sign("not the secret", body.as_bytes()));
+    let (status, answer) = post(port, "/hooks/github", &headers(Some(wrong)), body.as_bytes());
+    assert_eq!(status, 401, "{answer:#}");
+    assert!(answer["message"].as_str().unwrap().contains("does not match the body"));
+    // Signed right, but a body one byte different from the one signed.
+    let sig = format!("sha256={}", sign(GITHUB_SECRET, body.as_bytes()));
+    let (status, _) = post(port, "/hooks/github", &headers(Some(sig)), format!("{body} ").as_bytes());
+    assert_eq!(status, 401);
+    // Linear: a minute and a half old.
+    let stale = json!({"action": "create", "type": "Issue", "data": {"number": 1, "title": "x", "team": {"key": "ENG"}, "state": {"id": "s", "name": "Todo"}}, "webhookTimestamp": chrono::Utc::now().timestamp_millis() - 90_000});
+    let (status, answer) = linear(port, "l-stale", stale);
+    assert_eq!(status, 401, "{answer:#}");
+    assert!(answer["message"].as_str().unwrap().contains("webhookTimestamp"));
+    // Over 25 MB.
+    let big = vec![b' '; 25 * 1024 * 1024 + 1];
+    let (status, answer) = post(port, "/hooks/github", &headers(Some(format!("sha256={}", sign(GITHUB_SECRET, &big)))), &big);
+    assert_eq!(status, 413, "{answer:#}");
+    // GitHub's ping when the webhook is made: answered, nothing fired.
+    let (status, answer) = github(port, "ping", "d-ping", &json!({"zen": "Design for failure.", "hook_id": 1}));
+    assert_eq!(status, 200);
+    assert!(answer["message"].as_str().unwrap().starts_with("pong"));
+    assert!(runs(&th).is_empty(), "nothing fired");
+    assert_eq!(json(&ctl(&th).args(["hooks", "list", "--json"]).output().unwrap()), json!([]), "refused deliveries are not events");
+    // More than 600 GitHub requests in a minute (five so far): the rest are 429 until it frees.
+    let answers: Vec<(u16, Value)> = (0..600).map(|_| post(port, "/hooks/github", &headers(None), body.as_bytes())).collect();
+    assert!(answers[..595].iter().all(|(s, _)| *s == 401), "within the minute's 600");
+    assert!(answers[595..].iter().all(|(s, a)| *s == 429 && a["message"].as_str().unwrap().contains("more than 600 github deliveries in a minute")), "{:?}", &answers[595..]);
+    // Linear's minute is its own.
+    let (status, _) = linear(port, "l-after", json!({"action": "create", "type": "Reaction", "data": {}}));
+    assert_eq!(status, 202);
+}
+
+#[test]
+fn a_linear_issue_moving_into_its_state_fires_and_a_later_edit_does_not() {
+    let port = free_port();
+    let pickup = "trigger:\n  type: linear_event\n  event: Issue\n  teamKey: ENG\n  stateTo: Todo\n  stateFrom: Backlog\ncommand: 'true'\n";
+    let th = home(port, &[("pickup", pickup)]);
+    let _d = daemon(&th);
+    let issue = |state: (&str, &str), from: Option<&str>, action: &str| {
+        json!({
+            "action": action, "type": "Issue", "actor": {"id": "u1", "name": "Ada Lovelace"},
+            "data": {"id": "i-1", "number": 123, "identifier": "ENG-123", "title": "Flaky login test",
+                "state": {"id": state.0, "name": state.1}, "team": {"id": "t1", "key": "ENG"}, "labels": []},
+            "updatedFrom": from.map(|f| json!({"stateId": f})).unwrap_or(json!({"title": "Flaky test"})),
+            "url": "https://linear.app/acme/issue/ENG-123/flaky-login-test"
+        })
+    };
+    // Made in Backlog (its name learned), moved into Todo, then edited while in Todo.
+    let (status, made) = linear(port, "l-1", issue(("s-backlog", "Backlog"), None, "create"));
+    assert_eq!((status, verdict(&made, "pickup")["why"].as_str()), (202, Some("stateTo: Backlog, not Todo")), "{made:#}");
+    let (_, moved) = linear(port, "l-2", issue(("s-todo", "Todo"), Some("s-backlog"), "update"));
+    assert_eq!(verdict(&moved, "pickup")["outcome"], "fired", "{moved:#}");
+    let (_, edited) = linear(port, "l-3", issue(("s-todo", "Todo"), None, "update"));
+    assert_eq!(verdict(&edited, "pickup")["why"], "stateTo: already Todo (an edit, not a move into it)", "{edited:#}");
+    let fired = event_runs(&th, "pickup");
+    assert_eq!(fired.len(), 1);
+    let e = &fired[0]["event"];
+    assert_eq!((e["source"].as_str(), e["name"].as_str(), e["number"].as_u64(), e["sender"].as_str()), (Some("linear"), Some("Issue"), Some(123), Some("Ada Lovelace")));
+}
+
+/// The daemon is killed after taking a delivery; GitHub delivers it again to the new one: still
+/// one run.
+#[test]
+fn a_delivery_that_comes_again_after_a_restart_is_one_run() {
+    let port = free_port();
+    let th = home(port, &[("review", "trigger: {type: github_event, event: pull_request}\ncommand: 'true'\n")]);
+    let d = daemon(&th);
+    let pr = pull_request("synchronize", 7, "main", None);
+    let (_, first) = github(port, "pull_request", "d-restart", &pr);
+    assert_eq!(verdict(&first, "review")["outcome"], "fired", "{first:#}");
+    d.kill9();
+    let _d = daemon(&th);
+    let (_, again) = github(port, "pull_request", "d-restart", &pr);
+    assert_eq!((verdict(&again, "review")["outcome"].as_str(), verdict(&again, "review")["run_id"].clone()), (Some("duplicate"), verdict(&first, "review")["run_id"].clone()), "{again:#}");
+    wait_until("the run to be settled", secs(20), || event_runs(&th, "review").iter().all(|r| r["status"] != "running" && r["status"] != "queued"));
+    assert_eq!(event_runs(&th, "review").len(), 1);
+}
+
+/// `nightshiftctl serve` takes deliveries beside its pages without its access token (the
+/// signature is the credential), and, with the daemon's receiver on the same home, a delivery
+/// both see is one run: 200 deliveries, each sent to both at once.
+#[test]
+fn two_receivers_on_one_home_make_each_delivery_one_run() {
+    let port = free_port();
+    let th = home(port, &[("sync", "trigger: {type: github_event, event: pull_request}\noverlap: queue\ncommand: 'true'\n")]);
+    let _d = daemon(&th);
+    let mut serve = ctl(&th).args(["serve", "--addr", "127.0.0.1:0"]).env("NIGHTSHIFT_HOOK_SECRET_GITHUB", GITHUB_SECRET).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    // Its output stays open while it runs (it prints a second line: the daemon schedules).
+    let mut out = std::io::BufReader::new(serve.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    let serve_port: u16 = line.split("127.0.0.1:").nth(1).and_then(|r| r.split('/').next()).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{line}"));
+    let n = 200;
+    let senders: Vec<_> = [port, serve_port]
+        .into_iter()
+        .map(|p| {
+            std::thread::spawn(move || {
+                (0..n).map(|i| github(p, "pull_request", &format!("d-both-{i:04}"), &pull_request("synchronize", i, "main", None)).0).collect::<Vec<u16>>()
+            })
+        })
+        .collect();
+    for s in senders {
+        assert!(s.join().unwrap().iter().all(|status| *status == 202), "every delivery taken by both");
+    }
+    let _ = serve.kill();
+    let _ = serve.wait();
+    drop(out);
+    let all = event_runs(&th, "sync");
+    let mut per_delivery = std::collections::HashMap::<String, usize>::new();
+    for r in &all {
+        *per_delivery.entry(r["event"]["delivery"].as_str().unwrap().to_string()).or_default() += 1;
+    }
+    assert_eq!(per_delivery.len(), n as usize, "every delivery has its run (fired or skipped)");
+    assert!(per_delivery.values().all(|c| *c == 1), "no delivery has two: {:?}", per_delivery.iter().filter(|(_, c)| **c > 1).collect::<Vec<_>>());
+    // The burst is bounded by `overlap: queue`: one running, one waiting, the rest skipped.
+    let skipped = all.iter().filter(|r| r["status"] == "skipped").count();
+    assert!(skipped > 0 && all.iter().all(|r| ["completed", "skipped", "queued", "running"].contains(&r["status"].as_str().unwrap())), "{skipped} skipped of {}", all.len());
+}
+
+#[test]
+fn the_secret_set_in_the_keychain_checks_deliveries() {
+    if !keychain_available() {
+        return;
+    }
+    let port = free_port();
+    let th = home(port, &[("review", "trigger: {type: github_event, event: pull_request}\ncommand: 'true'\n")]);
+    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
+    let settings = th.path().join("nightshift.toml");
+    std::fs::write(&settings, format!("keychain_service = \"{service}\"\n{}", std::fs::read_to_string(&settings).unwrap())).unwrap();
+    let mut set = ctl(&th).args(["hooks", "set-secret", "github"]).envs(bus_env()).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    set.stdin.take().unwrap().write_all(format!("{GITHUB_SECRET}\n").as_bytes()).unwrap();
+    assert!(set.wait_with_output().unwrap().status.success());
+    let refs: Vec<(&str, String)> = bus_env();
+    let d = start_daemon_with(&th, &[], &refs.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>());
+    d.wait_scheduling();
+    let (status, answer) = github(port, "pull_request", "d-kc", &pull_request("opened", 1, "main", None));
+    assert_eq!((status, verdict(&answer, "review")["outcome"].as_str()), (202, Some("fired")), "{answer:#}");
+    let unknown = ctl(&th).args(["hooks", "set-secret", "gitlab"]).stdin(std::process::Stdio::null()).output().unwrap();
+    assert!(common::stderr(&unknown).contains("unknown source \"gitlab\" (expected github or linear)"), "{}", common::stderr(&unknown));
+}
+
+/// The real Claude Code CLI reviews a "pull request" a delivery announced: the event's parts in
+/// its prompt, the payload at NIGHTSHIFT_EVENT_PATH, the run completed with its report.
+#[test]
+fn the_real_claude_cli_reviews_the_pull_request_a_delivery_announced() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(nightshift_testkit::FakeAnthropic::start(None));
+    fake.set("tok-review-events", nightshift_testkit::Reply::Success { text: "## Review\n\nLooks good; one nit in the redirect.".into() });
+    let port = free_port();
+    let th = TestHome::new();
+    let review = format!(
+        "trigger: {{type: github_event, event: pull_request, repo: acme/app, action: opened}}\nagent: claude\nmode: plan\nprompt: 'Review {{event.repo}}#{{event.number}} “{{event.title}}” ({{event.url}}), opened by {{event.sender}} into {{event.branch}}.'\ntimeout: 2m\ncwd: {}\nenv:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-review-events\n",
+        th.user_home().display(),
+        fake.url()
+    );
+    std::fs::write(th.path().join("nightshift.toml"), format!("[hooks]\nlisten = \"127.0.0.1:{port}\"\n")).unwrap();
+    th.routine("review", &review);
+    let _d = daemon(&th);
+    let (status, answer) = github(port, "pull_request", "d-claude", &pull_request("opened", 41, "main", None));
+    assert_eq!((status, verdict(&answer, "review")["outcome"].as_str()), (202, Some("fired")), "{answer:#}");
+    wait_until("the review to finish", secs(90), || event_runs(&th, "review").iter().any(|r| r["status"] != "running" && r["status"] != "queued"));
+    let run = event_runs(&th, "review").remove(0);
+    assert_eq!(run["status"], "completed", "{run:#}");
+    let asked = fake.requests().iter().map(|r| r.body.to_string()).find(|b| b.contains("Review acme/app#41")).expect("the prompt reached the API");
+    assert!(asked.contains("Review acme/app#41 “Fix the login redirect #41” (https://github.com/acme/app/pull/41), opened by octocat into main."), "{asked}");
+    assert!(std::fs::read_to_string(run["report_path"].as_str().unwrap()).unwrap().contains("Looks good"));
+}
