@@ -325,6 +325,23 @@ sender: string | null,
  */
 delivery: string, };
 
+/**
+ * One delivery a routine's trigger named, and what became of it for the routine.
+ */
+export type EventLine = { received_at: string, 
+/**
+ * The event in words ("github:pull_request opened acme/app#41 “Fix”").
+ */
+summary: string, 
+/**
+ * `fired`, `duplicate`, `filtered`, `skipped`, or the state that kept it from running.
+ */
+outcome: string, run_id: string | null, why: string | null, 
+/**
+ * How often the delivery arrived.
+ */
+times: number, };
+
 export type Explanation = { 
 /**
  * One sentence a user understands without knowing the reason codes.
@@ -870,7 +887,12 @@ notes: Array<string>, next_fire: string | null,
 /**
  * The next fire and what it depends on, or why there is none.
  */
-next: string, };
+next: string, 
+/**
+ * The GitHub and Linear deliveries its `trigger:` named in the window, newest first, with
+ * what became of each for it (`hooks list`'s verdicts).
+ */
+events: Array<EventLine>, };
 
 export type WorkspaceKind = "cwd" | "worktree";
 

@@ -54,6 +54,19 @@ fn text(why: &Why, days: u32) -> String {
         };
         let _ = writeln!(out, "  {when}  {}{took}{run}", l.sentence);
     }
+    if !why.events.is_empty() {
+        let _ = writeln!(out, "events, newest first:");
+    }
+    for e in &why.events {
+        let said = match (e.run_id.as_deref(), e.why.as_deref()) {
+            (Some(run), _) if e.outcome == "duplicate" => format!("duplicate of run {run}"),
+            (Some(run), _) => format!("{} (run {run})", e.outcome),
+            (None, Some(why)) => format!("{} — {why}", e.outcome),
+            (None, None) => e.outcome.clone(),
+        };
+        let times = if e.times > 1 { format!(" (arrived {} times)", e.times) } else { String::new() };
+        let _ = writeln!(out, "  {}  {}: {said}{times}", local_day_time(e.received_at), e.summary);
+    }
     for n in &why.notes {
         let _ = writeln!(out, "  {n}");
     }

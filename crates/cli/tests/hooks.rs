@@ -102,7 +102,8 @@ fn a_signed_pull_request_fires_its_routine_once_with_the_event_and_each_filter_s
     let port = free_port();
     let review = "trigger:\n  type: github_event\n  event: pull_request\n  repo: acme/app\n  branch: main\n  action: opened\ncommand: 'cp \"$NIGHTSHIFT_EVENT_PATH\" \"$NIGHTSHIFT_RUN_DIR/seen.json\"'\n";
     let ux = "trigger: {type: github_event, event: pull_request, action: labeled, label: ux-approved}\ncommand: 'true'\n";
-    let th = home(port, &[("review", review), ("ux", ux)]);
+    let off = "trigger: {type: github_event, event: pull_request}\nenabled: false\ncommand: 'true'\n";
+    let th = home(port, &[("review", review), ("ux", ux), ("off", off)]);
     let d = daemon(&th);
 
     let opened = pull_request("opened", 41, "main", None);
@@ -110,6 +111,7 @@ fn a_signed_pull_request_fires_its_routine_once_with_the_event_and_each_filter_s
     assert_eq!(status, 202, "{answer:#}");
     assert_eq!(verdict(&answer, "review")["outcome"], "fired", "{answer:#}");
     assert_eq!(verdict(&answer, "ux")["why"], "action: opened, not labeled", "{answer:#}");
+    assert_eq!((verdict(&answer, "off")["outcome"].as_str(), verdict(&answer, "off")["why"].as_str()), (Some("disabled"), Some("the routine is disabled")), "as a slot would be");
     let run_id = verdict(&answer, "review")["run_id"].as_str().unwrap().to_string();
     wait_until("the fired run to complete", secs(20), || event_runs(&th, "review").iter().any(|r| r["status"] == "completed"));
 
@@ -141,11 +143,16 @@ fn a_signed_pull_request_fires_its_routine_once_with_the_event_and_each_filter_s
     // What came in and what became of it.
     let listed = json(&ctl(&th).args(["hooks", "list", "--json"]).output().unwrap());
     let first = listed.as_array().unwrap().iter().find(|d| d["delivery"] == "d-0001").unwrap().clone();
-    assert_eq!((first["times"].as_u64(), first["verdicts"].as_array().map(Vec::len)), (Some(2), Some(2)), "{first:#}");
+    assert_eq!((first["times"].as_u64(), first["verdicts"].as_array().map(Vec::len)), (Some(2), Some(3)), "{first:#}");
     let table = stdout(&ctl(&th).args(["hooks", "list"]).output().unwrap());
     assert!(table.contains(&format!("review: fired {run_id}")) && table.contains("review: filtered (branch: dev, not main)") && table.contains(" ×2"), "{table}");
     let listed = stdout(&ctl(&th).args(["routines", "list"]).output().unwrap());
     assert!(listed.contains("on github:pull_request (acme/app@main, action=opened)"), "{listed}");
+    // `why` tells the events beside the slots: what became of each, and what it waits for next.
+    let why = stdout(&ctl(&th).args(["why", "review"]).output().unwrap());
+    assert!(why.contains(&format!("github:pull_request opened acme/app#41 “Fix the login redirect #41”: fired (run {run_id}) (arrived 2 times)")), "{why}");
+    assert!(why.contains("github:pull_request opened acme/app#42 “Fix the login redirect #42”: filtered — branch: dev, not main"), "{why}");
+    assert!(why.contains("next: on the next delivery of github:pull_request (acme/app@main, action=opened) — it has no clock"), "{why}");
     drop(d);
 }
 

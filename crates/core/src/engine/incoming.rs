@@ -8,7 +8,7 @@ use super::{queue, Core, Engine};
 use crate::accounts::keychain;
 use crate::error::{Error, ErrorCode, Result};
 use crate::incoming::{github, linear, signature, Event, Source};
-use crate::routine::{Overlap, Routine};
+use crate::routine::{Overlap, Routine, RoutineState};
 use crate::run::{Reason, RunAsks, RunStatus, Trigger};
 use crate::store::{Claim, NewRun, Verdict};
 use std::sync::Arc;
@@ -183,6 +183,7 @@ async fn fire(core: &Arc<Core>, event: &Event, raw: &[u8]) -> Vec<Verdict> {
     let set = core.routines();
     let paused = core.store.paused_routines().unwrap_or_default();
     let all_paused = core.store.global_paused().unwrap_or(false);
+    let (device, now) = (core.device_name(), core.clock.now());
     let mut verdicts = Vec::new();
     for r in set.routines.iter().filter(|r| r.trigger.as_ref().is_some_and(|t| t.source == event.source && t.event == event.name)) {
         let verdict = |outcome: &str, run_id: Option<String>, why: Option<String>| Verdict { routine: r.name.clone(), outcome: outcome.into(), run_id, why };
@@ -191,12 +192,15 @@ async fn fire(core: &Arc<Core>, event: &Event, raw: &[u8]) -> Vec<Verdict> {
             verdicts.push(verdict("filtered", None, Some(why)));
             continue;
         }
-        if !r.enabled {
-            verdicts.push(verdict("disabled", None, Some("`enabled: false`".into())));
+        // As a slot would: not while it is disabled, paused, for another machine (`devices:`) or
+        // past its `end_at`.
+        let state = r.state(&device, paused.get(&r.name).map(|why| why.as_deref()), all_paused);
+        if state != RoutineState::Enabled {
+            verdicts.push(verdict(state.as_str(), None, Some(format!("the routine is {}", state.words()))));
             continue;
         }
-        if all_paused || paused.contains_key(&r.name) {
-            verdicts.push(verdict("paused", None, Some(if all_paused { "all scheduling is paused" } else { "the routine is paused" }.into())));
+        if let Some(end) = r.end_at.filter(|end| now > *end) {
+            verdicts.push(verdict("ended", None, Some(format!("its end_at ({}) has passed", crate::words::fmt_time(&end)))));
             continue;
         }
         verdicts.push(match start(core, r, event, raw).await {

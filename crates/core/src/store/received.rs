@@ -21,7 +21,9 @@ const KEPT: i64 = 1000;
 pub struct Verdict {
     pub routine: String,
     /// `fired` (run `run_id`), `skipped` (the routine's run still went: `overlap`), `duplicate`
-    /// (an earlier arrival fired `run_id`), `filtered` (`why`: the filter), `disabled`, `paused`.
+    /// (an earlier arrival fired `run_id`), `filtered` (`why`: the filter), or the routine's state
+    /// that kept it from running (`disabled`, `paused`, `auto_paused`, `paused_all`,
+    /// `other_device`), `ended` (past its `end_at`).
     pub outcome: String,
     pub run_id: Option<String>,
     pub why: Option<String>,

@@ -253,7 +253,10 @@ impl Evidence<'_> {
         let Some(next) = r.next_slot(now) else {
             return match r.end_at.filter(|e| *e <= now) {
                 Some(end) => (None, format!("none — end_at passed ({})", local_day_time(end, r.timezone))),
-                None if r.schedule.is_none() && r.at.is_none() => (None, "none — it has no schedule; it runs when started by hand".into()),
+                None if r.schedule.is_none() && r.at.is_none() => match &r.trigger {
+                    Some(t) => (None, format!("on the next delivery of {} — it has no clock", t.words())),
+                    None => (None, "none — it has no schedule; it runs when started by hand".into()),
+                },
                 None => (None, "none — the schedule has no later slot".into()),
             };
         };

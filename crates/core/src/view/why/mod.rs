@@ -106,6 +106,25 @@ pub struct Why {
     pub next_fire: Option<DateTime<Utc>>,
     /// The next fire and what it depends on, or why there is none.
     pub next: String,
+    /// The GitHub and Linear deliveries its `trigger:` named in the window, newest first, with
+    /// what became of each for it (`hooks list`'s verdicts).
+    pub events: Vec<EventLine>,
+}
+
+/// One delivery a routine's trigger named, and what became of it for the routine.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(test, derive(ts_rs::TS))]
+pub struct EventLine {
+    #[serde(serialize_with = "ser_time")]
+    pub received_at: DateTime<Utc>,
+    /// The event in words ("github:pull_request opened acme/app#41 “Fix”").
+    pub summary: String,
+    /// `fired`, `duplicate`, `filtered`, `skipped`, or the state that kept it from running.
+    pub outcome: String,
+    pub run_id: Option<String>,
+    pub why: Option<String>,
+    /// How often the delivery arrived.
+    pub times: u32,
 }
 
 /// A mark of the Routines view's strip: one slot, or a stretch of time when there are too many.
@@ -186,6 +205,7 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
             notes: vec![format!("The file is invalid{since}: {first}. No slot fires until it is fixed.")],
             next_fire: None,
             next: "none — the file is invalid; fix it and the next slot fires as usual".into(),
+            events: Vec::new(),
         });
     };
     let evidence = Evidence::read(store, around, r)?;
@@ -201,7 +221,22 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
         _ => Vec::new(),
     };
     let lines = evidence.explain(store, name, &slots, start, now)?;
-    if lines.is_empty() {
+    let events: Vec<EventLine> = match &r.trigger {
+        Some(_) => store
+            .deliveries(1000)?
+            .into_iter()
+            .filter(|d| d.received_at >= start)
+            .filter_map(|d| {
+                let v = d.verdicts.into_iter().find(|v| v.routine == name)?;
+                Some(EventLine { received_at: d.received_at, summary: d.summary, outcome: v.outcome, run_id: v.run_id, why: v.why, times: d.times })
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let on_events_only = r.trigger.is_some() && r.schedule.is_none() && r.at.is_none();
+    if on_events_only && events.is_empty() {
+        notes.push("It runs on events, not on a clock, and none it names arrived in this window (`nightshiftctl hooks list` shows every delivery).".to_string());
+    } else if lines.is_empty() && !on_events_only {
         let window = if days <= 1 { "day".to_string() } else { format!("{days} days") };
         notes.push(match store.last_slot_row(name)? {
             Some(last) => format!("No slot was due in the last {window}. It last fired {} ({}, run {}).", local_day_time(last.slot, r.timezone), last.status, last.id),
@@ -219,6 +254,7 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
         notes,
         next_fire,
         next,
+        events,
     })
 }
 
