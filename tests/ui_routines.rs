@@ -101,7 +101,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
 
     // --- New: a command routine with a preset schedule; next fires as it is typed.
     click(&c, "#new-routine").await;
-    until(&c, "the form", "return location.hash === '#/new' && [...document.querySelectorAll('#f-agent option')].map(o => o.value).join() === 'claude,codex,gemini,opencode'", 10).await;
+    until(&c, "the form", "return location.hash === '#/new' && [...document.querySelectorAll('#f-agent option')].map(o => o.value).join() === 'claude,codex,gemini,opencode,copilot'", 10).await;
     command_routine(&c, "nightly-check", "echo made in the form").await;
     set(&c, "#f-preset", "daily").await;
     set(&c, "#f-time", "07:30").await;
@@ -265,6 +265,46 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     until(&c, "restored", "return !!document.querySelector(\"#routines tr[data-routine='morning-check']\") && document.getElementById('removed-routines').hidden", 10).await;
     assert!(home.join("routines/morning-check.yaml").is_file());
 
+    close(c).await;
+    drop(driver);
+}
+
+/// "On a GitHub or Linear event": the trigger's fields follow its type, a bad value shows on the
+/// trigger field in the validator's words, and the file gets the `trigger:` block.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_routine_on_an_event_from_the_form() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let scene = Scene::new();
+    write_home(&scene.home);
+    let Some((driver, c)) = scene.open(&[]).await else { return };
+    text(&c, "#routines tr[data-routine='tidy']").await;
+    go(&c, "#/new").await;
+    until(&c, "the form", "return document.querySelectorAll('#f-agent option').length === 5", 10).await;
+    command_routine(&c, "pr-gate", "./scripts/gate.sh").await;
+    set(&c, "#f-preset", "event").await;
+    let shown = js(&c, "return [document.getElementById('f-trigger').closest('.field').hidden, document.querySelector(\"[data-field='schedule']\").hidden, [...document.querySelectorAll('#f-trigger-event option')].map(o => o.value).join()]").await;
+    assert_eq!(shown, json!([false, true, "pull_request,push,issue_comment,workflow_run"]));
+    set(&c, "#f-trigger-repo", "acme").await;
+    problem(&c, "trigger", "`trigger.repo` is owner/name, such as acme/app (found \"acme\")").await;
+    set(&c, "#f-trigger-repo", "acme/app").await;
+    set(&c, "#f-trigger-action", "opened").await;
+    no_problems(&c).await;
+    until(&c, "the preview", "return document.getElementById('schedule-preview').textContent.includes('On github:pull_request (acme/app, action=opened)')", 10).await;
+    // Linear's fields are its own.
+    set(&c, "#f-trigger-type", "linear_event").await;
+    let linear = js(&c, "return [document.getElementById('f-trigger-repo').hidden, document.getElementById('f-trigger-team').hidden, document.getElementById('f-trigger-event').value]").await;
+    assert_eq!(linear, json!([true, false, "Issue"]));
+    set(&c, "#f-trigger-team", "ENG").await;
+    set(&c, "#f-trigger-state-to", "Todo").await;
+    set(&c, "#f-trigger-action", "").await;
+    no_problems(&c).await;
+    click(&c, "#save-routine").await;
+    until(&c, "the routines list", "return location.hash.startsWith('#/routines') && !!document.querySelector(\"#routines tr[data-routine='pr-gate']\")", 10).await;
+    let written = file(&scene.home, "pr-gate.yaml");
+    assert!(written.ends_with("trigger:\n  type: linear_event\n  event: Issue\n  teamKey: ENG\n  stateTo: Todo\n") && !written.contains("schedule:"), "{written}");
     close(c).await;
     drop(driver);
 }

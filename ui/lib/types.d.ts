@@ -254,7 +254,12 @@ budget_run: string, budget_day: string, budget_month: string,
 /**
  * `secrets:` — names of stored secrets.
  */
-secrets: Array<string>, };
+secrets: Array<string>, 
+/**
+ * `trigger:` — its keys as the file spells them (`type`, `event`, `repo`, `branch`,
+ * `action`, `label`, `teamKey`, `stateTo`, `stateFrom`); empty for none.
+ */
+trigger: { [key in string]: string }, };
 
 /**
  * A draft checked: the file it would write, every problem on its field, when it would fire.

@@ -16,7 +16,10 @@ const PRESETS = [
   { id: "quarter", label: "Every 15 minutes", cron: () => "*/15 * * * *" },
   { id: "once", label: "Once, at…" },
   { id: "custom", label: "Custom (cron expression)" },
+  { id: "event", label: "On a GitHub or Linear event" },
 ];
+// What a `trigger:` may name, per type (the validator says the same if another is written).
+const TRIGGER_EVENTS = { github_event: ["pull_request", "push", "issue_comment", "workflow_run"], linear_event: ["Issue", "IssueLabel", "Comment", "Project", "Cycle"] };
 const DAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 // The tools an agent most often gets, in its own names; anything else, or a rule narrower than a
 // tool (`Bash(git status)`, Gemini's `run_shell_command(git status)`, OpenCode's `bash(git status)`,
@@ -135,6 +138,26 @@ export function mount(root, _params, ui) {
   const budgetMonth = h("input", { type: "text", inputmode: "decimal", size: 7, placeholder: "month", id: "f-budget-month", "aria-label": "Per month (USD)" });
   const budget = h("div", { class: "row" }, "$ ", budgetRun, " a run · $ ", budgetDay, " a day · $ ", budgetMonth, " a month");
   const secrets = h("div", { class: "checks", id: "f-secrets" });
+  // `trigger:` — the form's "On a GitHub or Linear event".
+  const triggerType = h("select", { id: "f-trigger-type", "aria-label": "From" }, h("option", { value: "github_event" }, "GitHub"), h("option", { value: "linear_event" }, "Linear"));
+  const triggerEvent = h("select", { id: "f-trigger-event", "aria-label": "Event" });
+  const triggerInput = (id, placeholder, label) => h("input", { type: "text", spellcheck: "false", class: "mono", id, placeholder, "aria-label": label, size: 14 });
+  const triggerRepo = triggerInput("f-trigger-repo", "acme/app", "Repository (owner/name)");
+  const triggerBranch = triggerInput("f-trigger-branch", "any branch", "Branch");
+  const triggerAction = triggerInput("f-trigger-action", "any action", "Action");
+  const triggerLabel = triggerInput("f-trigger-label", "any label", "Label");
+  const triggerTeam = triggerInput("f-trigger-team", "any team (ENG)", "Team key");
+  const triggerStateTo = triggerInput("f-trigger-state-to", "moved into state", "Moved into state");
+  const githubOnly = [triggerRepo, triggerBranch];
+  const linearOnly = [triggerTeam, triggerStateTo];
+  const triggerPart = h("div", { class: "row wrap" }, triggerType, triggerEvent, ...githubOnly, triggerAction, triggerLabel, ...linearOnly);
+  const fillTriggerEvents = () => {
+    const keep = triggerEvent.value;
+    replace(triggerEvent, TRIGGER_EVENTS[triggerType.value].map((e) => h("option", { value: e }, e)));
+    if (TRIGGER_EVENTS[triggerType.value].includes(keep)) triggerEvent.value = keep;
+    for (const i of githubOnly) i.hidden = triggerType.value !== "github_event";
+    for (const i of linearOnly) i.hidden = triggerType.value !== "linear_event";
+  };
 
   const general = h("div", { class: "problems-box", id: "form-problems", role: "alert", hidden: true });
   const preview = h("div", { class: "preview", id: "schedule-preview", "aria-live": "polite" });
@@ -180,6 +203,8 @@ export function mount(root, _params, ui) {
   const scheduleField = field("schedule", "Cron expression", schedule, "minute hour day month weekday — e.g. 30 7 * * 1-5");
   const atField = field("at", "At", at);
   atField.hidden = true;
+  const triggerField = field("trigger", "Runs on", triggerPart, "Deliveries to /hooks/github and /hooks/linear fire it (nightshiftctl serve, or [hooks] listen): see Events in the manual.");
+  triggerField.hidden = true;
 
   const form = h(
     "form",
@@ -201,6 +226,7 @@ export function mount(root, _params, ui) {
       h("div", { class: "row" }, h("label", { for: "f-preset", class: "sr" }, "Schedule preset"), preset, time, day),
       scheduleField,
       atField,
+      triggerField,
       field("timezone", "Time zone", timezone),
       zones,
       preview,
@@ -259,7 +285,7 @@ export function mount(root, _params, ui) {
       workspace: workspace.value,
       base: workspace.value === "worktree" ? base.value : "",
       push: workspace.value === "worktree" ? push.value : "",
-      schedule: p.id === "once" ? "" : schedule.value,
+      schedule: p.id === "once" || p.id === "event" ? "" : schedule.value,
       at: p.id === "once" ? localTime(at.value) : "",
       timezone: timezone.value,
       end_at: localTime(endAt.value),
@@ -279,6 +305,9 @@ export function mount(root, _params, ui) {
       budget_day: budgetDay.value,
       budget_month: budgetMonth.value,
       secrets: [...secrets.querySelectorAll("input:checked")].map((c) => c.value),
+      trigger: p.id !== "event" ? {} : triggerType.value === "github_event"
+        ? { type: triggerType.value, event: triggerEvent.value, repo: triggerRepo.value, branch: triggerBranch.value, action: triggerAction.value, label: triggerLabel.value }
+        : { type: triggerType.value, event: triggerEvent.value, teamKey: triggerTeam.value, action: triggerAction.value, label: triggerLabel.value, stateTo: triggerStateTo.value },
     };
   }
 
@@ -293,8 +322,9 @@ export function mount(root, _params, ui) {
     const [hh, mm] = (time.value || "09:00").split(":").map(Number);
     time.hidden = !p.time;
     day.hidden = !p.day;
-    scheduleField.hidden = p.id === "once";
+    scheduleField.hidden = p.id === "once" || p.id === "event";
     atField.hidden = p.id !== "once";
+    triggerField.hidden = p.id !== "event";
     if (p.cron) schedule.value = p.cron(mm, hh, day.value);
     changed();
   }
@@ -334,7 +364,7 @@ export function mount(root, _params, ui) {
       h("p", { class: "words" }, h("strong", {}, pv.words), ` (${pv.timezone})`),
       pv.fires.length
         ? h("ol", { class: "fires" }, pv.fires.map((f) => h("li", {}, h("span", {}, f.in_zone), h("span", { class: "muted small" }, ` · your clock: ${full(f.at)}`))))
-        : h("p", { class: "muted" }, "It does not fire again."),
+        : h("p", { class: "muted" }, preset.value === "event" ? "It runs when a delivery its trigger names arrives." : "It does not fire again."),
     );
   }
 
@@ -463,7 +493,8 @@ export function mount(root, _params, ui) {
     const f = ev.target.closest("[data-field]")?.dataset.field;
     if (f) touched.add(f);
     // The schedule's preset, time and day build the cron expression.
-    if (ev.target === preset || ev.target === time || ev.target === day) touched.add("schedule").add("at");
+    if (ev.target === preset || ev.target === time || ev.target === day) touched.add("schedule").add("at").add("trigger");
+    if (ev.target === triggerType) fillTriggerEvents();
     if (ev.target === kindAgent || ev.target === kindCommand) touched.add("command");
     changed();
   };
@@ -492,6 +523,7 @@ export function mount(root, _params, ui) {
     replace(knownHosts, options.hosts.map((n) => h("option", { value: n })));
     replace(secrets, options.secrets.length ? options.secrets.map((n) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: n, dataset: { secret: n } }), ` ${n}`)) : h("span", { class: "muted small" }, "None stored: nightshiftctl secrets set NAME (the value from standard input)."));
     replace(webhooks, options.webhooks.length ? options.webhooks.map((w) => h("label", { class: "inline" }, h("input", { type: "checkbox", value: w }), ` ${w}`)) : h("span", { class: "muted small" }, "None defined in nightshift.toml."));
+    fillTriggerEvents();
     applyPreset();
     name.focus();
   })();

@@ -150,6 +150,10 @@ pub struct NewArgs {
     /// A stored secret its runs get as the variable of that name (repeatable).
     #[arg(long = "secret")]
     pub secrets: Vec<String>,
+    /// A key of its `trigger:` — the GitHub or Linear events it runs on (repeatable):
+    /// `--trigger type=github_event --trigger event=pull_request --trigger repo=acme/app`.
+    #[arg(long = "trigger", value_name = "KEY=VALUE", value_parser = parse_env)]
+    pub trigger: Vec<(String, String)>,
     /// Print the YAML and its problems; write nothing.
     #[arg(long)]
     pub dry_run: bool,
@@ -197,6 +201,7 @@ impl NewArgs {
             budget_day: text(self.budget_day),
             budget_month: text(self.budget_month),
             secrets: self.secrets,
+            trigger: self.trigger.into_iter().collect(),
         }
     }
 }

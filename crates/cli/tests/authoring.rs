@@ -174,3 +174,16 @@ fn new_writes_guardrails_budgets_and_secrets() {
     assert!(err.contains("error: allow_tools: codex cannot be limited to `allow.tools`"), "{err}");
     assert!(err.contains("error: budget: `budget.day` must be an amount in US dollars"), "{err}");
 }
+
+/// `--trigger KEY=VALUE`: the routine runs on the events it names; a bad value is named by field.
+#[test]
+fn new_writes_a_trigger() {
+    let th = TestHome::new();
+    let out = ctl(&th).args(["routines", "new", "gate", "--command", "true", "--trigger", "type=github_event", "--trigger", "event=pull_request", "--trigger", "repo=acme/app"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let written = std::fs::read_to_string(th.path().join("routines/gate.yaml")).unwrap();
+    assert!(written.ends_with("trigger:\n  type: github_event\n  event: pull_request\n  repo: acme/app\n") && !written.contains("schedule"), "{written}");
+    let out = ctl(&th).args(["routines", "new", "bad", "--command", "true", "--trigger", "type=github_event", "--trigger", "event=pulls"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("error: trigger: unknown github_event event \"pulls\""), "{}", stderr(&out));
+}

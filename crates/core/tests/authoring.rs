@@ -356,3 +356,26 @@ fn a_file_with_only_warnings_is_checked_and_saved() {
     engine.save_routine_text("synced", text, &source.version, false).expect("warnings never block a save");
     assert_eq!(std::fs::read_to_string(th.path().join("routines/synced.yaml")).unwrap(), text);
 }
+
+/// The form's "On a GitHub or Linear event": the draft's trigger becomes the file's `trigger:`
+/// block, its problems land on the trigger field, and the preview says what it runs on.
+#[tokio::test]
+async fn a_draft_on_an_event_writes_its_trigger() {
+    let th = TestHome::new();
+    let engine = engine(&th);
+    let trigger = |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    let draft = Draft {
+        name: "pr-review".into(),
+        command: "true".into(),
+        trigger: trigger(&[("type", "github_event"), ("event", "pull_request"), ("repo", "acme/app"), ("action", "opened"), ("label", "")]),
+        ..Draft::default()
+    };
+    let check = engine.check_draft(&draft);
+    assert!(check.problems.is_empty(), "{:?}", check.problems);
+    assert!(check.yaml.ends_with("trigger:\n  type: github_event\n  event: pull_request\n  repo: acme/app\n  action: opened\n"), "{}", check.yaml);
+    assert_eq!(check.preview.map(|p| (p.words, p.fires.len())), Some(("On github:pull_request (acme/app, action=opened)".to_string(), 0)));
+    engine.create_routine(&draft).unwrap();
+    assert_eq!(engine.routine("pr-review").unwrap().trigger.unwrap().words(), "github:pull_request (acme/app, action=opened)");
+    let bad = Draft { name: "bad".into(), trigger: trigger(&[("type", "github_event"), ("event", "pull_request"), ("repo", "acme")]), ..draft };
+    assert_eq!(field_problems(&engine, &bad), vec![("trigger".to_string(), "`trigger.repo` is owner/name, such as acme/app (found \"acme\")".to_string())]);
+}

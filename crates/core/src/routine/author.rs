@@ -74,12 +74,18 @@ pub struct Draft {
     pub budget_month: String,
     /// `secrets:` — names of stored secrets.
     pub secrets: Vec<String>,
+    /// `trigger:` — its keys as the file spells them (`type`, `event`, `repo`, `branch`,
+    /// `action`, `label`, `teamKey`, `stateTo`, `stateFrom`); empty for none.
+    pub trigger: BTreeMap<String, String>,
 }
+
+/// The keys of a `trigger:` block, in the order they are written.
+const TRIGGER_KEYS: [&str; 9] = ["type", "event", "repo", "branch", "action", "label", "teamKey", "stateTo", "stateFrom"];
 
 /// The draft's fields in the order they are written.
 pub const DRAFT_FIELDS: &[&str] = &[
     "name", "description", "agent", "account", "prompt", "mode", "model", "command", "host", "cwd", "remote_cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
-    "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env", "effort", "allow_tools", "allow_dirs", "deny_tools", "on_denial", "budget", "secrets",
+    "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env", "effort", "allow_tools", "allow_dirs", "deny_tools", "on_denial", "budget", "secrets", "trigger",
 ];
 
 /// YAML text and which lines each field took (first and last line, from 1).
@@ -178,6 +184,13 @@ impl Draft {
         let secrets = list(&self.secrets);
         if !secrets.is_empty() {
             put("secrets", format!("secrets: [{}]\n", secrets.join(", ")));
+        }
+        let trigger: String = TRIGGER_KEYS
+            .iter()
+            .filter_map(|k| self.trigger.get(*k).map(|v| v.trim()).filter(|v| !v.is_empty()).map(|v| format!("  {k}: {}\n", scalar(v))))
+            .collect();
+        if !trigger.is_empty() {
+            put("trigger", format!("trigger:\n{trigger}"));
         }
         out
     }
@@ -342,6 +355,10 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
 
     let tz = if draft.timezone.trim().is_empty() { Ok(local_tz()) } else { parse_tz(draft.timezone.trim()) };
     let preview = tz.ok().and_then(|tz| match &parsed {
+        // A routine that runs only on events: what it runs on, and no fire times.
+        Ok(r) if r.schedule.is_none() && r.at.is_none() && r.trigger.is_some() => {
+            Some(Preview { words: crate::view::routines::schedule_words(r), timezone: tz.name().to_string(), fires: Vec::new() })
+        }
         Ok(r) => Some(preview_of(r.schedule.as_ref(), r.at, r.end_at, tz, cx.now)),
         Err(_) => Schedule::parse(draft.schedule.trim(), tz).ok().map(|s| preview_of(Some(&s), None, None, tz, cx.now)),
     });
