@@ -217,6 +217,7 @@ fn only_prints(command: &Command) -> bool {
             | Command::Usage(_)
             | Command::Why(_)
             | Command::Logs { .. }
+            | Command::Hooks { command: hooks::HooksCommand::List { .. } }
             | Command::Completions { .. }
             | Command::Manpages { .. }
     )

@@ -132,10 +132,15 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
     if !loopback {
         eprintln!("warning: serving on {addr} without TLS (--insecure): anyone on the network path can read the token");
     }
-    println!("Nightshift is at http://{addr}/?token={} (the token is also in {})", served.token, token_file.display());
+    // Said once at start; a reader that has gone away by then (`serve | head -1`, a closed
+    // terminal) must not take the server down with it — the token is in the file too.
+    use std::io::Write;
+    let mut out = std::io::stdout();
+    let _ = writeln!(out, "Nightshift is at http://{addr}/?token={} (the token is also in {})", served.token, token_file.display());
     if lock.is_none() {
-        println!("{} schedules this home; this page views and controls it.", served.scheduled_elsewhere().unwrap_or_default());
+        let _ = writeln!(out, "{} schedules this home; this page views and controls it.", served.scheduled_elsewhere().unwrap_or_default());
     }
+    let _ = out.flush();
 
     let app = Router::new()
         .route("/api/events", get(events))

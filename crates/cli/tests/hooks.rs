@@ -259,10 +259,10 @@ fn two_receivers_on_one_home_make_each_delivery_one_run() {
     let th = home(port, &[("sync", "trigger: {type: github_event, event: pull_request}\noverlap: queue\ncommand: 'true'\n")]);
     let _d = daemon(&th);
     let mut serve = ctl(&th).args(["serve", "--addr", "127.0.0.1:0"]).env("NIGHTSHIFT_HOOK_SECRET_GITHUB", GITHUB_SECRET).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::null()).spawn().unwrap();
-    // Its output stays open while it runs (it prints a second line: the daemon schedules).
-    let mut out = std::io::BufReader::new(serve.stdout.take().unwrap());
+    // Its output is read for the URL and closed: serve prints a second line (the daemon
+    // schedules) to nobody, and goes on serving.
     let mut line = String::new();
-    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    std::io::BufRead::read_line(&mut std::io::BufReader::new(serve.stdout.take().unwrap()), &mut line).unwrap();
     let serve_port: u16 = line.split("127.0.0.1:").nth(1).and_then(|r| r.split('/').next()).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{line}"));
     let n = 200;
     let senders: Vec<_> = [port, serve_port]
@@ -276,9 +276,9 @@ fn two_receivers_on_one_home_make_each_delivery_one_run() {
     for s in senders {
         assert!(s.join().unwrap().iter().all(|status| *status == 202), "every delivery taken by both");
     }
+    assert_eq!(serve.try_wait().unwrap(), None, "serve is still up");
     let _ = serve.kill();
     let _ = serve.wait();
-    drop(out);
     let all = event_runs(&th, "sync");
     let mut per_delivery = std::collections::HashMap::<String, usize>::new();
     for r in &all {

@@ -316,3 +316,26 @@ async fn without_an_account_the_engines_gh_token_signs_copilot_in() {
     assert_eq!(rec["status"].as_str(), Some("completed"), "{rec:#}");
     assert!(!fake.turns().is_empty() && fake.turns().iter().all(|r| r.credential.as_deref() == Some(t.as_str())), "the engine's GH_TOKEN reached Copilot");
 }
+
+/// No token and no login at all: Copilot says so on stderr (no JSON) — auth_failed, in its words.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_token_at_all_is_auth_failed() {
+    if require_agent_cli("copilot").is_none() {
+        return;
+    }
+    let fake = FakeCopilot::start(None).await;
+    let th = TestHome::new();
+    th.routine(
+        "review",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: copilot\nmodel: gpt-5-mini\nprompt: Review the open pull requests\ntimeout: 3m\ncwd: {}\nenv:\n{}  COPILOT_HOME: {}\n",
+            th.user_home().display(),
+            fake_env(&fake),
+            th.path().join("copilot-home").display()
+        ),
+    );
+    let out = common::tokio_ctl(&th).args(["run", "review", "--wait", "--json"]).env_remove("GH_TOKEN").env_remove("GITHUB_TOKEN").env_remove("COPILOT_GITHUB_TOKEN").output().await.unwrap();
+    let rec = common::json(&out);
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str(), rec["message"].as_str()), (Some("failed"), Some("auth_failed"), Some("No authentication information found.")), "{rec:#}");
+    assert!(fake.turns().is_empty(), "no model call without a sign-in");
+}
