@@ -38,10 +38,16 @@ fn fake_env(fake: &FakeCopilot) -> String {
 
 /// A copilot routine in `mode`, signed in with `token`, its own COPILOT_HOME in the test's home.
 fn routine(th: &TestHome, fake: &FakeCopilot, token: &str, mode: &str, more: &str) {
+    routine_with(th, fake, Some(token), mode, more);
+}
+
+/// [`routine`], with the token in its `env:` — or none (whatever the engine gives it).
+fn routine_with(th: &TestHome, fake: &FakeCopilot, token: Option<&str>, mode: &str, more: &str) {
+    let token = token.map(|t| format!("  COPILOT_GITHUB_TOKEN: {t}\n")).unwrap_or_default();
     th.routine(
         "review",
         &format!(
-            "schedule: \"0 2 * * *\"\nagent: copilot\nmode: {mode}\nmodel: gpt-5-mini\nprompt: Review the open pull requests\ntimeout: 3m\ncwd: {}\n{more}env:\n{}  COPILOT_HOME: {}\n  COPILOT_GITHUB_TOKEN: {token}\n",
+            "schedule: \"0 2 * * *\"\nagent: copilot\nmode: {mode}\nmodel: gpt-5-mini\nprompt: Review the open pull requests\ntimeout: 3m\ncwd: {}\n{more}env:\n{}  COPILOT_HOME: {}\n{token}",
             th.user_home().display(),
             fake_env(fake),
             th.path().join("copilot-home").display()
@@ -302,15 +308,7 @@ async fn without_an_account_the_engines_gh_token_signs_copilot_in() {
     let t = token("INHERITED");
     fake.set(&t, CopilotReply::Success { text: REPORT.into() });
     let th = TestHome::new();
-    th.routine(
-        "review",
-        &format!(
-            "schedule: \"0 2 * * *\"\nagent: copilot\nmodel: gpt-5-mini\nprompt: Review the open pull requests\ntimeout: 3m\ncwd: {}\nenv:\n{}  COPILOT_HOME: {}\n",
-            th.user_home().display(),
-            fake_env(&fake),
-            th.path().join("copilot-home").display()
-        ),
-    );
+    routine_with(&th, &fake, None, "auto", "");
     let out = common::tokio_ctl(&th).args(["run", "review", "--wait", "--json"]).env("GH_TOKEN", &t).output().await.unwrap();
     let rec = common::json(&out);
     assert_eq!(rec["status"].as_str(), Some("completed"), "{rec:#}");
@@ -325,15 +323,7 @@ async fn no_token_at_all_is_auth_failed() {
     }
     let fake = FakeCopilot::start(None).await;
     let th = TestHome::new();
-    th.routine(
-        "review",
-        &format!(
-            "schedule: \"0 2 * * *\"\nagent: copilot\nmodel: gpt-5-mini\nprompt: Review the open pull requests\ntimeout: 3m\ncwd: {}\nenv:\n{}  COPILOT_HOME: {}\n",
-            th.user_home().display(),
-            fake_env(&fake),
-            th.path().join("copilot-home").display()
-        ),
-    );
+    routine_with(&th, &fake, None, "auto", "");
     let out = common::tokio_ctl(&th).args(["run", "review", "--wait", "--json"]).env_remove("GH_TOKEN").env_remove("GITHUB_TOKEN").env_remove("COPILOT_GITHUB_TOKEN").output().await.unwrap();
     let rec = common::json(&out);
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str(), rec["message"].as_str()), (Some("failed"), Some("auth_failed"), Some("No authentication information found.")), "{rec:#}");
