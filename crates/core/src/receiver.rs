@@ -17,8 +17,9 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// Deliveries taken per source per minute; more get 429 with `Retry-After` (GitHub and Linear
-/// deliver again later).
+/// Requests taken per source per minute, counted before the body is read (so a flood costs no
+/// memory); more get 429 with `Retry-After`. Linear retries by itself; GitHub shows the delivery
+/// failed, to be redelivered by hand.
 pub const PER_MINUTE: usize = 600;
 
 struct Receiver {
@@ -51,7 +52,7 @@ pub async fn listen(engine: Engine, addr: std::net::SocketAddr) -> std::io::Resu
 
 async fn take(State(r): State<Arc<Receiver>>, source: Source, headers: HeaderMap, body: Body) -> Response {
     if let Some(wait) = too_many(&r, source) {
-        return answer(StatusCode::TOO_MANY_REQUESTS, &format!("more than {PER_MINUTE} {} deliveries in a minute; deliver again later", source.as_str()), &[], Some(wait));
+        return answer(StatusCode::TOO_MANY_REQUESTS, &format!("more than {PER_MINUTE} {} deliveries in a minute; this one was not taken — nothing was fired", source.as_str()), &[], Some(wait));
     }
     let bytes = match axum::body::to_bytes(body, MAX_BODY).await {
         Ok(b) => b,
