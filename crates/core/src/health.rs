@@ -112,11 +112,10 @@ pub struct AccountHealth {
 /// The fix for an account that cannot authenticate.
 pub fn relogin_hint(account: &Account) -> String {
     let auth = account.auth();
+    let (secret, how) = account.secret_words();
     format!(
-        "re-login: nightshiftctl accounts set-token {} (a {} from {}), or {} with {}={}",
+        "re-login: nightshiftctl accounts set-token {} (a {secret} from {how}), or {} with {}={}",
         account.email,
-        auth.secret_name,
-        auth.secret_how,
         auth.login_command,
         auth.config_dir_var,
         account.config_dir.display()
@@ -136,8 +135,8 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
         resets_at: None,
         config_dir: account.config_dir.display().to_string(),
         fix: None,
-        secret: account.auth().secret_name,
-        secret_how: account.auth().secret_how,
+        secret: account.secret_words().0,
+        secret_how: account.secret_words().1,
         windows: Vec::new(),
     };
     // A run refused this account: revoked, until a new credential appears.

@@ -60,6 +60,15 @@ impl Account {
         self.provider.as_deref().filter(|p| self.agent == Agent::Copilot && *p != "github")
     }
 
+    /// What this account's stored secret is and where a user gets one, for every face that asks
+    /// for it: the agent's ([`AgentAuth`]), or a bring-your-own-key Copilot account's provider key.
+    pub fn secret_words(&self) -> (&'static str, &'static str) {
+        match self.byok() {
+            Some(_) => ("provider API key", "your provider's console (the account's `provider` says which)"),
+            None => (self.auth().secret_name, self.auth().secret_how),
+        }
+    }
+
     /// What a run learns of the account's provider besides its key: a bring-your-own-key Copilot
     /// account's type (`COPILOT_PROVIDER_TYPE`); its endpoint and model are the routine's
     /// (`env: COPILOT_PROVIDER_BASE_URL`, `model:`).
@@ -250,6 +259,8 @@ mod tests {
         assert_eq!((byok.secret_var().as_str(), byok.provider_env()), ("COPILOT_PROVIDER_API_KEY", vec![("COPILOT_PROVIDER_TYPE", "azure".to_string())]));
         assert_eq!(byok.env_token_var(), "COPILOT_PROVIDER_API_KEY_ME_AT_GH_DOT_DEV");
         assert_eq!(byok.dir_env(), [("COPILOT_HOME", "/acc".to_string())]);
+        assert_eq!(byok.secret_words().0, "provider API key");
+        assert_eq!(account(None).secret_words().0, "GitHub token");
         let opencode = Account { agent: Agent::OpenCode, provider: Some("openai".into()), ..account(None) };
         assert_eq!((opencode.secret_var().as_str(), opencode.provider_env()), ("OPENAI_API_KEY", vec![]));
     }

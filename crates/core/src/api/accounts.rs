@@ -83,7 +83,7 @@ pub struct Relogin {
 /// can open one, else the command to copy.
 pub fn relogin(engine: &Engine, face: &dyn Face, email: &str) -> Result<Relogin> {
     let account = engine.account(email)?;
-    let (secret, secret_how) = (account.auth().secret_name, account.auth().secret_how);
+    let (secret, secret_how) = account.secret_words();
     Ok(match face.open_terminal(&account) {
         Ok(terminal) => Relogin { opened: Some(terminal), command: account.login_command_line(), secret, secret_how },
         Err(command) => Relogin { opened: None, command, secret, secret_how },

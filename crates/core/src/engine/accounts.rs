@@ -407,8 +407,8 @@ impl Engine {
         let a = self.account(email)?;
         let token = token.trim();
         if token.is_empty() {
-            let auth = a.auth();
-            return Err(Error::new(ErrorCode::Usage, format!("the {} is empty (paste it on stdin; get one from {})", auth.secret_name, auth.secret_how)));
+            let (secret, how) = a.secret_words();
+            return Err(Error::new(ErrorCode::Usage, format!("the {secret} is empty (paste it on stdin; get one from {how})")));
         }
         self.core.redactor.register(token);
         keychain::set_token(&self.core.settings().keychain_service, &a, token).map_err(|e| Error::new(ErrorCode::Usage, e.0))?;

@@ -147,25 +147,34 @@ impl Engine {
                 github::Read::Other => None,
             },
             Source::Linear => {
-                if let Some((id, state)) = linear::state_seen(&body) {
-                    let _ = core.store.remember_linear_state(&id, &state);
-                }
-                linear::read(delivery, &body).map(|mut e| {
-                    if let Some(left) = e.facts.left_state.as_mut() {
-                        left.name = core.store.linear_state(&left.id).ok().flatten();
+                let (seen, read) = (linear::state_seen(&body), linear::read(delivery, &body));
+                let core = Arc::clone(core);
+                off_thread(move || {
+                    if let Some((id, state)) = seen {
+                        let _ = core.store.remember_linear_state(&id, &state);
                     }
-                    e
+                    read.map(|mut e| {
+                        if let Some(left) = e.facts.left_state.as_mut() {
+                            left.name = core.store.linear_state(&left.id).ok().flatten();
+                        }
+                        e
+                    })
                 })
+                .await
+                .flatten()
             }
         };
         let Some(event) = event else {
             let what = d.event.or(body["type"].as_str()).unwrap_or("unknown");
             return Receipt::refused(202, format!("received {name}:{what}; no trigger runs on it — nothing was fired"));
         };
-        let verdicts = fire(core, &event, d.body).await;
+        let verdicts = fire(core, &event, Arc::new(d.body.to_vec())).await;
         let summary = self.redact(&event.words());
-        if let Err(e) = core.store.record_delivery(&event, &summary, &verdicts, core.clock.now()) {
-            tracing::error!(delivery, error = %e, "could not record a delivery");
+        let (store, now, kept) = (Arc::clone(&core.store), core.clock.now(), (event.clone(), summary.clone(), verdicts.clone()));
+        match off_thread(move || store.record_delivery(&kept.0, &kept.1, &kept.2, now)).await {
+            Some(Ok(_)) => {}
+            Some(Err(e)) => tracing::error!(delivery, error = %e, "could not record a delivery"),
+            None => tracing::error!(delivery, "could not record a delivery: the task ended"),
         }
         let fired: Vec<String> = verdicts.iter().filter(|v| v.outcome == "fired").map(|v| format!("{} (run {})", v.routine, v.run_id.as_deref().unwrap_or("?"))).collect();
         let message = match (fired.is_empty(), verdicts.is_empty()) {
@@ -179,7 +188,7 @@ impl Engine {
 
 /// Every routine whose trigger names `event`'s source and name, with what became of the event
 /// for it: fired (a run, claimed once per delivery), or why not.
-async fn fire(core: &Arc<Core>, event: &Event, raw: &[u8]) -> Vec<Verdict> {
+async fn fire(core: &Arc<Core>, event: &Event, raw: Arc<Vec<u8>>) -> Vec<Verdict> {
     let set = core.routines();
     let paused = core.store.paused_routines().unwrap_or_default();
     let all_paused = core.store.global_paused().unwrap_or(false);
@@ -203,7 +212,7 @@ async fn fire(core: &Arc<Core>, event: &Event, raw: &[u8]) -> Vec<Verdict> {
             verdicts.push(verdict("ended", None, Some(format!("its end_at ({}) has passed", crate::words::fmt_time(&end)))));
             continue;
         }
-        verdicts.push(match start(core, r, event, raw).await {
+        verdicts.push(match start(core, r, event, Arc::clone(&raw)).await {
             Ok(v) => v,
             Err(e) => verdict("error", None, Some(e.message)),
         });
@@ -211,18 +220,47 @@ async fn fire(core: &Arc<Core>, event: &Event, raw: &[u8]) -> Vec<Verdict> {
     verdicts
 }
 
-/// Claim `event` for routine `r` and start its run (or record it skipped, under `overlap`).
-async fn start(core: &Arc<Core>, r: &Routine, event: &Event, raw: &[u8]) -> Result<Verdict> {
+/// What claiming a delivery for a routine came to.
+enum Claimed {
+    /// An earlier arrival has it: this run.
+    Duplicate(String),
+    /// Recorded `skipped` under `overlap` (the run's id, why).
+    Skipped(String, Option<String>),
+    /// Its run is queued (and, under `overlap: replace`, the running one to stop).
+    Queued { id: String, replace: Option<String> },
+}
+
+/// Claim `event` for routine `r` and start its run (or record it skipped, under `overlap`). The
+/// store's part runs off the async runtime: a write may wait on another engine's.
+async fn start(core: &Arc<Core>, r: &Routine, event: &Event, raw: Arc<Vec<u8>>) -> Result<Verdict> {
+    let (c, routine, e) = (Arc::clone(core), r.clone(), event.clone());
+    let claimed = tokio::task::spawn_blocking(move || claim(&c, &routine, &e, &raw)).await.map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
+    let verdict = |outcome: &str, run_id: String, why: Option<String>| Verdict { routine: r.name.clone(), outcome: outcome.into(), run_id: Some(run_id), why };
+    match claimed {
+        Claimed::Duplicate(run) => Ok(verdict("duplicate", run, Some("an earlier arrival of this delivery fired it".into()))),
+        Claimed::Skipped(id, why) => Ok(verdict("skipped", id, why)),
+        Claimed::Queued { id, replace } => {
+            if let Some(running) = replace {
+                queue::replace(core, &running, format!("cancelled: replaced by the run for {} (`overlap: replace`)", event.words())).await;
+            }
+            queue::submit(core, r, Trigger::Event, None, Some(id.clone()), RunAsks::default()).await?;
+            Ok(verdict("fired", id, None))
+        }
+    }
+}
+
+/// The store's part of [`start`]: the routine's open run under `overlap`, the claim with its row,
+/// and the payload beside the run.
+fn claim(core: &Core, r: &Routine, event: &Event, raw: &[u8]) -> Result<Claimed> {
     let now = core.clock.now();
     let id = crate::run::new_run_id();
     let mut row = queue::queued_row(core, r, &id, Trigger::Event, None, now);
-    let open = core.store.open_run_of(&r.name)?;
     let mut replace = None;
-    if let Some((running, status)) = &open {
+    if let Some((running, status)) = core.store.open_run_of(&r.name)? {
         let one_waits = core.store.has_queued_run(&r.name)?;
         match (r.overlap, status) {
             (Overlap::Queue, RunStatus::Running) if !one_waits => {}
-            (Overlap::Replace, RunStatus::Running) if !one_waits => replace = Some(running.clone()),
+            (Overlap::Replace, RunStatus::Running) if !one_waits => replace = Some(running),
             _ => {
                 let why = match status {
                     RunStatus::Running => format!("skipped: the previous run ({running}) was still running"),
@@ -232,13 +270,11 @@ async fn start(core: &Arc<Core>, r: &Routine, event: &Event, raw: &[u8]) -> Resu
             }
         }
     }
-    let skipped = row.status == RunStatus::Skipped;
-    match core.store.claim_event_run(event.source, &event.delivery, &row, event)? {
-        Claim::Taken(run) => return Ok(Verdict { routine: r.name.clone(), outcome: "duplicate".into(), run_id: Some(run), why: Some("an earlier arrival of this delivery fired it".into()) }),
-        Claim::Claimed => {}
+    if let Claim::Taken(run) = core.store.claim_event_run(event.source, &event.delivery, &row, event)? {
+        return Ok(Claimed::Duplicate(run));
     }
-    if skipped {
-        return Ok(Verdict { routine: r.name.clone(), outcome: "skipped".into(), run_id: Some(id), why: row.message });
+    if row.status == RunStatus::Skipped {
+        return Ok(Claimed::Skipped(id, row.message));
     }
     // The payload beside the run's logs, for `NIGHTSHIFT_EVENT_PATH` (as GitHub Actions'
     // `GITHUB_EVENT_PATH`).
@@ -247,11 +283,13 @@ async fn start(core: &Arc<Core>, r: &Routine, event: &Event, raw: &[u8]) -> Resu
     if let Err(e) = kept {
         tracing::warn!(run = %id, error = %e, "could not keep the event's payload beside the run");
     }
-    if let Some(running) = replace {
-        queue::replace(core, &running, format!("cancelled: replaced by the run for {} (`overlap: replace`)", event.words())).await;
-    }
-    queue::submit(core, r, Trigger::Event, None, Some(id.clone()), RunAsks::default()).await?;
-    Ok(Verdict { routine: r.name.clone(), outcome: "fired".into(), run_id: Some(id), why: None })
+    Ok(Claimed::Queued { id, replace })
+}
+
+/// `f` on the blocking pool (store reads and writes, which may wait on another process's lock);
+/// `None` if the task could not finish.
+async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    tokio::task::spawn_blocking(f).await.ok()
 }
 
 /// The payload's file in an event run's directory.
