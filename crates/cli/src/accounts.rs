@@ -84,10 +84,9 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
                 None => {}
             }
             if let Some(auth) = nightshift_core::accounts::AgentAuth::of(kind) {
-                println!(
-                    "next: `nightshiftctl accounts set-token {email}` with a {} (from {}), or `{}` with {} set to its config dir",
-                    auth.secret_name, auth.secret_how, auth.login_command, auth.config_dir_var
-                );
+                // A bring-your-own-key account is asked for its provider's key.
+                let (secret, how) = nightshift_core::accounts::secret_words(kind, provider.as_deref());
+                println!("next: `nightshiftctl accounts set-token {email}` with a {secret} (from {how}), or `{}` with {} set to its config dir", auth.login_command, auth.config_dir_var);
             }
             Ok(Outcome::Ok)
         }

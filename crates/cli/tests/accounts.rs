@@ -508,9 +508,10 @@ fn an_opencode_account_is_added_with_the_provider_of_its_key() {
     assert_eq!(std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap(), written, "nothing else was written");
     // Copilot: a GitHub token by default, or bring your own key.
     let out = ctl(&th).args(["accounts", "add", "copilot", "g@x.dev"]).output().unwrap();
-    assert!(stdout(&out).contains("its GitHub token reaches Copilot as COPILOT_GITHUB_TOKEN"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("its GitHub token reaches Copilot as COPILOT_GITHUB_TOKEN") && stdout(&out).contains("with a GitHub token (from a fine-grained token"), "{}", stdout(&out));
     let out = ctl(&th).args(["accounts", "add", "copilot", "b@x.dev", "--provider", "azure"]).output().unwrap();
     assert!(stdout(&out).contains("its key reaches Copilot as COPILOT_PROVIDER_API_KEY with COPILOT_PROVIDER_TYPE=azure"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("next: `nightshiftctl accounts set-token b@x.dev` with a provider API key (from your provider's console"), "{}", stdout(&out));
     let written = std::fs::read_to_string(th.path().join("nightshift.toml")).unwrap();
     assert!(written.ends_with("[[accounts]]\nagent = \"copilot\"\nemail = \"g@x.dev\"\n\n[[accounts]]\nagent = \"copilot\"\nemail = \"b@x.dev\"\nprovider = \"azure\"\n"), "{written}");
 }

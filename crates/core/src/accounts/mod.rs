@@ -63,10 +63,7 @@ impl Account {
     /// What this account's stored secret is and where a user gets one, for every face that asks
     /// for it: the agent's ([`AgentAuth`]), or a bring-your-own-key Copilot account's provider key.
     pub fn secret_words(&self) -> (&'static str, &'static str) {
-        match self.byok() {
-            Some(_) => ("provider API key", "your provider's console (the account's `provider` says which)"),
-            None => (self.auth().secret_name, self.auth().secret_how),
-        }
+        secret_words(self.agent, self.provider.as_deref())
     }
 
     /// What a run learns of the account's provider besides its key: a bring-your-own-key Copilot
@@ -119,6 +116,15 @@ pub struct AgentAuth {
     /// More variables the agent keeps its state under, each set to a folder of the account's
     /// config dir (OpenCode follows all four XDG base directories).
     pub more_dirs: &'static [(&'static str, &'static str)],
+}
+
+/// What an account of `agent` with `provider` stores and where a user gets it
+/// ([`Account::secret_words`]; also for an account not yet read back from the settings).
+pub fn secret_words(agent: Agent, provider: Option<&str>) -> (&'static str, &'static str) {
+    match (agent, provider) {
+        (Agent::Copilot, Some(p)) if p != "github" => ("provider API key", "your provider's console (the account's `provider` says which)"),
+        _ => AgentAuth::of(agent).map(|a| (a.secret_name, a.secret_how)).unwrap_or(("secret", "")),
+    }
 }
 
 /// `openai` → `OPENAI_API_KEY`, `amazon-bedrock` → `AMAZON_BEDROCK_API_KEY`.
