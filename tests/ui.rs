@@ -273,7 +273,9 @@ async fn the_web_ui_in_the_real_app() {
     let state = until(&c, "the host card", &format!("return document.querySelector(\"{host}\")?.dataset.state"), 20).await;
     assert_eq!(state, json!("not tried yet"));
     assert!(text(&c, host).await.contains("Routines: placed"), "{}", text(&c, host).await);
-    click(&c, &format!("{host} .actions button")).await;
+    // (Saving the options changed nightshift.toml: the view re-renders on the settings change and
+    // on the usage probe it turned on — a click may land while the cards move.)
+    click_until(&c, &format!("{host} .actions button"), "the host check to start", "const s = document.getElementById('accounts-status').textContent; return s.startsWith('Checking box') || s.startsWith('box: unreachable')", 20).await;
     let said = until(&c, "the host check", "const s = document.getElementById('accounts-status').textContent; return s.startsWith('box: unreachable') ? s : null", 20).await;
     assert!(said.as_str().unwrap().contains("Connection refused"), "{said}");
     until(&c, "the host card to show the failure", &format!("return document.querySelector(\"{host}\")?.dataset.state === 'unreachable'"), 20).await;

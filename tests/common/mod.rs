@@ -324,6 +324,32 @@ pub async fn click(c: &Client, css: &str) {
     }
 }
 
+/// Click, then wait for `script` (the click's first visible effect) to answer something truthy;
+/// click again when it does not within 3 s. A view re-renders on engine events (a settings change,
+/// a usage probe, a run settling): a click that lands while the layout moves hits the old place
+/// and does nothing, which a user would answer by clicking again. Only for idempotent actions.
+pub async fn click_until(c: &Client, css: &str, what: &str, script: &str, secs: u64) -> Value {
+    let start = Instant::now();
+    loop {
+        click(c, css).await;
+        let tried = Instant::now();
+        let last = loop {
+            let last = match bounded(what, c.execute(script, vec![])).await {
+                Ok(v) if truthy(&v) => return v,
+                Ok(v) => format!("its last answer was {v}"),
+                Err(e) => format!("it last failed: {e}"),
+            };
+            if tried.elapsed() >= Duration::from_secs(3) {
+                break last;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        if start.elapsed() >= Duration::from_secs(secs) {
+            panic!("timed out after {secs} s clicking {css} and waiting for {what} ({last});\nthe window shows {}{}", what_it_shows(c).await, app_log_tail());
+        }
+    }
+}
+
 pub async fn screenshot(c: &Client, name: &str) {
     std::fs::write(artifacts().join(name), bounded("a screenshot", c.screenshot()).await.unwrap()).unwrap();
 }
