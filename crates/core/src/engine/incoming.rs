@@ -55,33 +55,28 @@ pub fn secret_var(source: Source) -> String {
     format!("NIGHTSHIFT_HOOK_SECRET_{}", source.as_str().to_uppercase())
 }
 
-impl Core {
-    /// The signing secret for `source`: the OS keychain's (`hooks set-secret`), else the
-    /// engine's `NIGHTSHIFT_HOOK_SECRET_<SOURCE>`. Kept in memory once read (a keychain read per
-    /// delivery would be slow); `fresh` reads it again (after a signature did not match the kept
-    /// one: it may have been changed by another process).
-    fn hook_secret(&self, source: Source, fresh: bool) -> std::result::Result<Option<String>, String> {
-        let mut kept = self.hook_secrets.lock().unwrap_or_else(|e| e.into_inner());
-        if let (false, Some(s)) = (fresh, kept.get(&source)) {
+/// The signing secret for `source`: the OS keychain's (`hooks set-secret`), else the engine's
+/// `NIGHTSHIFT_HOOK_SECRET_<SOURCE>`. Kept in memory once read (a keychain read per delivery
+/// would be slow); `fresh` reads it again (after a signature did not match the kept one: it may
+/// have been changed by another process). The keychain is read on the blocking pool, with no
+/// lock held (it may take seconds to answer).
+async fn hook_secret(core: &Arc<Core>, source: Source, fresh: bool) -> std::result::Result<Option<String>, String> {
+    if !fresh {
+        if let Some(s) = core.hook_secrets.lock().unwrap_or_else(|e| e.into_inner()).get(&source) {
             return Ok(Some(s.clone()));
         }
-        let from_env = self.env.iter().find(|(k, v)| *k == secret_var(source) && !v.is_empty()).map(|(_, v)| v.clone());
-        let secret = match keychain::get_secret(&self.settings().keychain_service, &secret_user(source), &format!("or set {}", secret_var(source))) {
-            Ok(Some(s)) => Some(s),
-            Ok(None) => from_env,
-            Err(unavailable) => from_env.map(Some).ok_or(unavailable.0)?,
-        };
-        match &secret {
-            Some(s) => {
-                self.redactor.register(s);
-                kept.insert(source, s.clone());
-            }
-            None => {
-                kept.remove(&source);
-            }
-        }
-        Ok(secret)
     }
+    let c = Arc::clone(core);
+    let secret = off_thread(move || super::secrets::kept_or_env(&c, &secret_user(source), &secret_var(source)))
+        .await
+        .ok_or_else(|| "the keychain read did not finish".to_string())?
+        .map_err(|unavailable| unavailable.0)?;
+    let mut kept = core.hook_secrets.lock().unwrap_or_else(|e| e.into_inner());
+    match &secret {
+        Some(s) => kept.insert(source, s.clone()),
+        None => kept.remove(&source),
+    };
+    Ok(secret)
 }
 
 /// Whether `d` is signed by `source`'s sender under `secret`.
@@ -116,14 +111,14 @@ impl Engine {
     pub async fn receive(&self, d: Delivery<'_>) -> Receipt {
         let core = &self.core;
         let name = d.source.as_str();
-        let secret = match core.hook_secret(d.source, false) {
+        let secret = match hook_secret(core, d.source, false).await {
             Ok(Some(s)) => s,
             Ok(None) => return Receipt::refused(401, format!("no {name} secret is set here: `nightshiftctl hooks set-secret {name}` (or {}) — nothing was fired", secret_var(d.source))),
             Err(why) => return Receipt::refused(503, format!("the {name} secret could not be read: {why}")),
         };
         if let Err(refused) = believed(core, &d, &secret) {
             // Changed in another process since it was kept? One fresh read, then the verdict.
-            let again = match (refused, core.hook_secret(d.source, true)) {
+            let again = match (refused, hook_secret(core, d.source, true).await) {
                 (signature::Refused::Wrong, Ok(Some(fresh))) if fresh != secret => believed(core, &d, &fresh),
                 _ => Err(refused),
             };
@@ -190,8 +185,8 @@ impl Engine {
 /// for it: fired (a run, claimed once per delivery), or why not.
 async fn fire(core: &Arc<Core>, event: &Event, raw: Arc<Vec<u8>>) -> Vec<Verdict> {
     let set = core.routines();
-    let paused = core.store.paused_routines().unwrap_or_default();
-    let all_paused = core.store.global_paused().unwrap_or(false);
+    let store = Arc::clone(&core.store);
+    let (paused, all_paused) = off_thread(move || (store.paused_routines().unwrap_or_default(), store.global_paused().unwrap_or(false))).await.unwrap_or_default();
     let (device, now) = (core.device_name(), core.clock.now());
     let mut verdicts = Vec::new();
     for r in set.routines.iter().filter(|r| r.trigger.as_ref().is_some_and(|t| t.source == event.source && t.event == event.name)) {

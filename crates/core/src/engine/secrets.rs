@@ -45,20 +45,34 @@ fn check_name(name: &str) -> Result<()> {
     }
 }
 
+/// A secret kept in the OS keychain under `user`, else the engine's environment variable `var`
+/// (a machine without a keychain). `Ok(None)`: in neither. Err: the keychain could not be read
+/// and `var` is not set — its words say both ways to mend it. A value found is registered for
+/// masking.
+pub(crate) fn kept_or_env(core: &Core, user: &str, var: &str) -> std::result::Result<Option<String>, keychain::Unavailable> {
+    let from_env = core.env.iter().find(|(k, v)| k == var && !v.is_empty()).map(|(_, v)| v.clone());
+    let value = match keychain::get_secret(&core.settings().keychain_service, user, &format!("or set {var}")) {
+        Ok(Some(value)) => Some(value),
+        Ok(None) => from_env,
+        Err(unavailable) => Some(from_env.ok_or(unavailable)?),
+    };
+    if let Some(v) = &value {
+        core.redactor.register(v);
+    }
+    Ok(value)
+}
+
 /// The values of `routine`'s secrets for a run (each registered for masking), or why the run
 /// cannot start — in words that say how to set it.
 pub(crate) fn for_run(core: &Core, routine: &Routine) -> std::result::Result<Vec<(String, String)>, String> {
-    let service = core.settings().keychain_service.clone();
-    let from_env = |name: &str| core.env.iter().find(|(k, v)| *k == env_var(name) && !v.is_empty()).map(|(_, v)| v.clone());
     let mut values = Vec::with_capacity(routine.secrets.len());
     for name in &routine.secrets {
         let how = format!("`nightshiftctl secrets set {name}` stores it in the OS keychain (or set {} for the app or daemon)", env_var(name));
-        let value = match keychain::get_secret(&service, &keychain_user(name), &format!("or set {}", env_var(name))) {
+        let value = match kept_or_env(core, &keychain_user(name), &env_var(name)) {
             Ok(Some(value)) => value,
-            Ok(None) => from_env(name).ok_or_else(|| format!("not started: the secret {name} is not set — {how}"))?,
-            Err(unavailable) => from_env(name).ok_or_else(|| format!("not started: the secret {name} could not be read: {unavailable}"))?,
+            Ok(None) => return Err(format!("not started: the secret {name} is not set — {how}")),
+            Err(unavailable) => return Err(format!("not started: the secret {name} could not be read: {unavailable}")),
         };
-        core.redactor.register(&value);
         values.push((name.clone(), value));
     }
     Ok(values)

@@ -154,6 +154,9 @@ pub struct Surroundings {
     presence: Vec<Presence>,
     global_paused: bool,
     now: DateTime<Utc>,
+    /// The recent webhook deliveries, read at the first routine with a `trigger:` (once for a
+    /// page of strips, not once per routine; never when no routine has a trigger).
+    deliveries: std::cell::OnceCell<Vec<crate::store::Received>>,
 }
 
 impl Surroundings {
@@ -167,9 +170,21 @@ impl Surroundings {
     fn at(engine: &Engine, now: DateTime<Utc>, since: DateTime<Utc>) -> Result<Surroundings> {
         let store = engine.core_store();
         let device = engine.device_name();
-        Ok(Surroundings { presence: store.presence_since(&device, since)?, global_paused: store.global_paused()?, device, now })
+        Ok(Surroundings { presence: store.presence_since(&device, since)?, global_paused: store.global_paused()?, device, now, deliveries: std::cell::OnceCell::new() })
+    }
+
+    /// The last [`DELIVERIES_READ`] deliveries, newest first.
+    fn deliveries(&self, store: &crate::store::Store) -> Result<&[crate::store::Received]> {
+        if let Some(read) = self.deliveries.get() {
+            return Ok(read);
+        }
+        let read = store.deliveries(DELIVERIES_READ)?;
+        Ok(self.deliveries.get_or_init(|| read))
     }
 }
+
+/// How many recent deliveries `why` looks through for a routine's events.
+const DELIVERIES_READ: usize = 1000;
 
 /// The start of the window of the last `days` days (at least one) before `now`.
 fn window_start(now: DateTime<Utc>, days: u32) -> DateTime<Utc> {
@@ -222,13 +237,13 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
     };
     let lines = evidence.explain(store, name, &slots, start, now)?;
     let events: Vec<EventLine> = match &r.trigger {
-        Some(_) => store
-            .deliveries(1000)?
-            .into_iter()
+        Some(_) => around
+            .deliveries(store)?
+            .iter()
             .filter(|d| d.received_at >= start)
             .filter_map(|d| {
-                let v = d.verdicts.into_iter().find(|v| v.routine == name)?;
-                Some(EventLine { received_at: d.received_at, summary: d.summary, outcome: v.outcome, run_id: v.run_id, why: v.why, times: d.times })
+                let v = d.verdicts.iter().find(|v| v.routine == name)?.clone();
+                Some(EventLine { received_at: d.received_at, summary: d.summary.clone(), outcome: v.outcome, run_id: v.run_id, why: v.why, times: d.times })
             })
             .collect(),
         None => Vec::new(),
