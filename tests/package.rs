@@ -103,7 +103,7 @@ fn older_home(home: &Path) -> PathBuf {
     drop(nightshift_core::store::Store::open(&db).unwrap());
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(
-        // What migrations 6 to 19 added, undone: the home of a release with schema 5 (a new
+        // What migrations 6 to 20 added, undone: the home of a release with schema 5 (a new
         // migration is undone here too, or the installed app finds its table already there).
         "DROP INDEX runs_queue; DROP TABLE presence; DROP TABLE routine_events; DROP INDEX runs_usage; DROP INDEX runs_slot_facts; DROP INDEX runs_unpruned;
          DROP INDEX runs_by_routine_status; DROP TABLE routine_files;
@@ -115,6 +115,7 @@ fn older_home(home: &Path) -> PathBuf {
          ALTER TABLE runs DROP COLUMN not_before_ms; ALTER TABLE runs DROP COLUMN wait_for_limit; ALTER TABLE runs DROP COLUMN retried; DROP TABLE secrets; ALTER TABLE runs DROP COLUMN denials; ALTER TABLE runs DROP COLUMN ignore_budget;
          DROP INDEX account_windows_latest; DROP TABLE account_windows;
          ALTER TABLE runs DROP COLUMN premium_requests;
+         DROP INDEX event_runs_identity; DROP TABLE github_cursors;
          ALTER TABLE runs DROP COLUMN event; DROP TABLE event_runs; DROP TABLE deliveries; DROP TABLE linear_states;
          PRAGMA user_version = 5;
          INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, finished_at, status, run_dir)

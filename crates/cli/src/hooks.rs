@@ -53,6 +53,7 @@ pub fn hooks(engine: &Engine, command: HooksCommand) -> Result<Outcome, Error> {
                             })
                             .collect();
                         let times = if d.times > 1 { format!(" ×{}", d.times) } else { String::new() };
+                        let times = if d.delivery.starts_with("events-api:") { format!("{times} (polled)") } else { times };
                         vec![format::local(&d.received_at), format!("{}{times}", d.summary), if verdicts.is_empty() { "no routine's trigger names it".into() } else { verdicts.join("; ") }]
                     })
                     .collect();

@@ -8,6 +8,7 @@ mod accounts;
 mod daemon;
 mod docs;
 mod format;
+mod github;
 mod history;
 mod hooks;
 mod hosts;
@@ -107,6 +108,12 @@ enum Command {
     Hooks {
         #[command(subcommand)]
         command: hooks::HooksCommand,
+    },
+    /// Polling GitHub for the events routines run on (`[github] poll`): the token it asks
+    /// with, and one pass now.
+    Github {
+        #[command(subcommand)]
+        command: github::GithubCommand,
     },
     /// Webhooks: the ones configured, their signing secrets in the OS keychain.
     Webhooks {
@@ -269,6 +276,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
         Command::Secrets { command } => secrets::secrets(&open(home).await?, command),
         Command::Hooks { command } => hooks::hooks(&open(home).await?, command),
+        Command::Github { command } => github::github(&open(home).await?, command).await,
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args),

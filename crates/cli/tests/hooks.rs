@@ -252,7 +252,7 @@ fn a_delivery_that_comes_again_after_a_restart_is_one_run() {
 
 /// `nightshiftctl serve` takes deliveries beside its pages without its access token (the
 /// signature is the credential), and, with the daemon's receiver on the same home, a delivery
-/// both see is one run: 200 deliveries, each sent to both at once.
+/// both see is one run: 500 deliveries, each sent to both at once.
 #[test]
 fn two_receivers_on_one_home_make_each_delivery_one_run() {
     let port = free_port();
@@ -264,7 +264,7 @@ fn two_receivers_on_one_home_make_each_delivery_one_run() {
     let mut line = String::new();
     std::io::BufRead::read_line(&mut std::io::BufReader::new(serve.stdout.take().unwrap()), &mut line).unwrap();
     let serve_port: u16 = line.split("127.0.0.1:").nth(1).and_then(|r| r.split('/').next()).and_then(|p| p.parse().ok()).unwrap_or_else(|| panic!("{line}"));
-    let n = 200;
+    let n = 500;
     let senders: Vec<_> = [port, serve_port]
         .into_iter()
         .map(|p| {
@@ -341,4 +341,212 @@ fn the_real_claude_cli_reviews_the_pull_request_a_delivery_announced() {
     let asked = fake.requests().iter().map(|r| r.body.to_string()).find(|b| b.contains("Review acme/app#41")).expect("the prompt reached the API");
     assert!(asked.contains("Review acme/app#41 “Fix the login redirect #41” (https://github.com/acme/app/pull/41), opened by octocat into main."), "{asked}");
     assert!(std::fs::read_to_string(run["report_path"].as_str().unwrap()).unwrap().contains("Looks good"));
+}
+
+// --- Polling (`[github] poll`): the same routines, fired from GitHub's Events API, for a machine
+// no delivery reaches. A loopback fake of the REST API (ETags, 304s, pages, rate-limit headers).
+
+const GITHUB_TOKEN: &str = "github_pat_11AAAAAAA0fake0token0for0the0polling0tests";
+
+/// A home that polls `fake` every second (and takes deliveries on `port`).
+fn polling_home(port: u16, fake: &nightshift_testkit::FakeGithub, routines: &[(&str, &str)]) -> TestHome {
+    let th = home(port, routines);
+    let settings = th.path().join("nightshift.toml");
+    std::fs::write(&settings, format!("{}[github]\npoll = \"1s\"\napi_url = \"{}\"\n", std::fs::read_to_string(&settings).unwrap(), fake.url())).unwrap();
+    th
+}
+
+fn polling_daemon(th: &TestHome) -> Daemon {
+    let d = start_daemon_with(th, &[], &[("NIGHTSHIFT_HOOK_SECRET_GITHUB", GITHUB_SECRET), ("GH_TOKEN", GITHUB_TOKEN)]);
+    d.wait_scheduling();
+    d
+}
+
+/// The Events API's `PullRequestEvent` payload, trimmed as GitHub trims it (the whole pull
+/// request is asked for separately).
+fn polled_pull_request(action: &str, number: u64, label: Option<&str>) -> Value {
+    let mut payload = json!({"action": action, "number": number, "pull_request": {"number": number, "url": format!("https://api.github.com/repos/acme/app/pulls/{number}")}});
+    if let Some(l) = label {
+        payload["label"] = json!({"name": l});
+    }
+    payload
+}
+
+/// The whole pull request `GET /repos/acme/app/pulls/N` answers.
+fn whole_pull_request(number: u64, base: &str, labels: &[&str], updated_at: &str) -> Value {
+    json!({"number": number, "title": format!("Fix the login redirect #{number}"), "html_url": format!("https://github.com/acme/app/pull/{number}"), "state": "open",
+        "base": {"ref": base}, "head": {"ref": "fix-login"}, "labels": labels.iter().map(|l| json!({"name": l})).collect::<Vec<_>>(), "updated_at": updated_at})
+}
+
+/// A fake GitHub with `acme/app` (and the runtime serving it), a free port and a home polling it.
+fn polling_scene(routines: &[(&str, &str)]) -> (tokio::runtime::Runtime, nightshift_testkit::FakeGithub, u16, TestHome) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(nightshift_testkit::FakeGithub::start(GITHUB_TOKEN));
+    fake.add_repo("acme/app");
+    let port = free_port();
+    let th = polling_home(port, &fake, routines);
+    (rt, fake, port, th)
+}
+
+/// [`polling_daemon`], once it has asked for `acme/app` (its place set).
+fn polling_daemon_asked(th: &TestHome, fake: &nightshift_testkit::FakeGithub) -> Daemon {
+    let d = polling_daemon(th);
+    wait_until("the first ask", secs(20), || !asks_of(fake, "acme/app").is_empty());
+    d
+}
+
+fn asks_of(fake: &nightshift_testkit::FakeGithub, repo: &str) -> Vec<nightshift_testkit::fake_github::Ask> {
+    fake.asks().into_iter().filter(|a| a.path == format!("/repos/{repo}/events")).collect()
+}
+
+#[test]
+fn polling_fires_new_events_once_and_an_unchanged_feed_costs_no_rate_limit() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let fake = rt.block_on(nightshift_testkit::FakeGithub::start(GITHUB_TOKEN));
+    let t0 = chrono::Utc::now();
+    // History: an opened pull request from before polling began — never fired.
+    fake.add_event("acme/app", "PullRequestEvent", "octocat", polled_pull_request("opened", 40, None), t0 - chrono::Duration::hours(1));
+    fake.add_repo("acme/lib");
+    let port = free_port();
+    let review = "trigger: {type: github_event, event: pull_request, repo: acme/app, branch: main, action: opened}\ncommand: 'cp \"$NIGHTSHIFT_EVENT_PATH\" \"$NIGHTSHIFT_RUN_DIR/seen.json\"'\n";
+    let pushes = "trigger: {type: github_event, event: push, repo: acme/lib, branch: main}\ncommand: 'true'\n";
+    let th = polling_home(port, &fake, &[("review", review), ("pushes", pushes)]);
+    let _d = polling_daemon(&th);
+    wait_until("both repositories asked", secs(20), || !asks_of(&fake, "acme/app").is_empty() && !asks_of(&fake, "acme/lib").is_empty());
+
+    let id = fake.add_event("acme/app", "PullRequestEvent", "octocat", polled_pull_request("opened", 41, None), chrono::Utc::now());
+    fake.set_object("acme/app", "pulls", 41, whole_pull_request(41, "main", &[], &chrono::Utc::now().to_rfc3339()));
+    fake.add_event("acme/lib", "PushEvent", "hubot", json!({"repository_id": 7, "push_id": 99, "ref": "refs/heads/main", "head": "0123456789abcdef0123456789abcdef01234567", "before": "fedcba9876543210fedcba9876543210fedcba98"}), chrono::Utc::now());
+    wait_until("the polled pull request and push to fire", secs(20), || event_runs(&th, "review").iter().any(|r| r["status"] == "completed") && !event_runs(&th, "pushes").is_empty());
+    let fired = event_runs(&th, "review");
+    assert_eq!(fired.len(), 1, "the new pull request only, not the history: {fired:#?}");
+    let e = &fired[0]["event"];
+    assert_eq!(
+        (e["source"].as_str(), e["name"].as_str(), e["action"].as_str(), e["repo"].as_str(), e["number"].as_u64(), e["branch"].as_str(), e["sender"].as_str(), e["title"].as_str()),
+        (Some("github"), Some("pull_request"), Some("opened"), Some("acme/app"), Some(41), Some("main"), Some("octocat"), Some("Fix the login redirect #41")),
+        "the same shape as a delivered one (the trimmed payload filled in): {e:#}"
+    );
+    assert_eq!(e["delivery"].as_str(), Some(format!("events-api:{id}").as_str()));
+    let seen: Value = serde_json::from_slice(&std::fs::read(std::path::Path::new(fired[0]["run_dir"].as_str().unwrap()).join("seen.json")).unwrap()).unwrap();
+    assert_eq!((seen["repository"]["full_name"].as_str(), seen["sender"]["login"].as_str(), seen["pull_request"]["base"]["ref"].as_str()), (Some("acme/app"), Some("octocat"), Some("main")), "event.json in a delivery's shape: {seen:#}");
+    assert_eq!(event_runs(&th, "pushes")[0]["event"]["branch"], "main");
+
+    // Nothing new: every further ask carries the ETag and is a 304, which costs no rate limit.
+    let spent = fake.remaining();
+    fake.clear_asks();
+    wait_until("three more asks of each", secs(20), || asks_of(&fake, "acme/app").len() >= 3 && asks_of(&fake, "acme/lib").len() >= 3);
+    let asks = fake.asks();
+    assert!(asks.iter().all(|a| a.status == 304 && a.if_none_match.is_some()), "{asks:#?}");
+    assert_eq!(fake.remaining(), spent, "304s cost no rate limit");
+    assert_eq!(event_runs(&th, "review").len(), 1, "nothing fired twice");
+    let list = stdout(&ctl(&th).args(["hooks", "list"]).output().unwrap());
+    assert!(list.contains("(polled)") && list.contains("acme/app#41"), "{list}");
+}
+
+/// The receiver and the poller both see one pull request labelled: one run, whichever is first;
+/// the same label added again later is a new event and fires again.
+#[test]
+fn an_event_seen_by_both_paths_is_one_run() {
+    let (_rt, fake, port, th) = polling_scene(&[("ux", "trigger: {type: github_event, event: pull_request, repo: acme/app, action: labeled, label: ux-approved}\noverlap: queue\ncommand: 'true'\n")]);
+    let _d = polling_daemon_asked(&th, &fake);
+
+    // Delivered first, polled after.
+    let at = chrono::Utc::now() - chrono::Duration::minutes(30);
+    let mut delivered = pull_request("labeled", 41, "main", Some("ux-approved"));
+    delivered["pull_request"]["updated_at"] = json!(at.to_rfc3339());
+    let (_, answer) = github(port, "pull_request", "d-both-paths-1", &delivered);
+    assert_eq!(verdict(&answer, "ux")["outcome"], "fired", "{answer:#}");
+    fake.set_object("acme/app", "pulls", 41, whole_pull_request(41, "main", &["ux-approved"], &at.to_rfc3339()));
+    fake.add_event("acme/app", "PullRequestEvent", "octocat", polled_pull_request("labeled", 41, Some("ux-approved")), at + chrono::Duration::seconds(1));
+    // Polled first, delivered after.
+    let later = at + chrono::Duration::minutes(10);
+    fake.set_object("acme/app", "pulls", 42, whole_pull_request(42, "main", &["ux-approved"], &later.to_rfc3339()));
+    fake.add_event("acme/app", "PullRequestEvent", "octocat", polled_pull_request("labeled", 42, Some("ux-approved")), later);
+    wait_until("the polled entries taken", secs(20), || event_runs(&th, "ux").len() >= 2 && stdout(&ctl(&th).args(["hooks", "list"]).output().unwrap()).matches("(polled)").count() >= 2);
+    let mut second = pull_request("labeled", 42, "main", Some("ux-approved"));
+    second["pull_request"]["updated_at"] = json!(later.to_rfc3339());
+    let (_, answer) = github(port, "pull_request", "d-both-paths-2", &second);
+    assert_eq!(verdict(&answer, "ux")["outcome"], "duplicate", "polled first, then delivered: {answer:#}");
+    // The label taken off and added again a quarter of an hour on: a new event.
+    let again = later + chrono::Duration::minutes(15);
+    fake.set_object("acme/app", "pulls", 42, whole_pull_request(42, "main", &["ux-approved"], &again.to_rfc3339()));
+    fake.add_event("acme/app", "PullRequestEvent", "octocat", polled_pull_request("labeled", 42, Some("ux-approved")), again);
+    wait_until("the new labelling to fire", secs(20), || event_runs(&th, "ux").len() >= 3);
+    std::thread::sleep(Duration::from_secs(2));
+    let all = event_runs(&th, "ux");
+    let numbers: Vec<u64> = all.iter().map(|r| r["event"]["number"].as_u64().unwrap()).collect();
+    assert_eq!(all.len(), 3, "#41 once (delivered, then polled), #42 once (polled, then delivered), #42 again later: {numbers:?}");
+    let json_list = json(&ctl(&th).args(["hooks", "list", "--json"]).output().unwrap());
+    let duplicates = json_list.as_array().unwrap().iter().filter(|d| d["verdicts"][0]["outcome"] == "duplicate").count();
+    assert_eq!(duplicates, 2, "{json_list:#}");
+}
+
+/// Killed while asking for the second page, and again while taking a page's entries: after each
+/// restart every entry has exactly one run — none missed, none repeated.
+#[test]
+fn a_restart_in_the_middle_of_a_page_neither_misses_nor_repeats_an_event() {
+    let (_rt, fake, _port, th) = polling_scene(&[("pushes", "trigger: {type: github_event, event: push, repo: acme/app}\noverlap: queue\ncommand: 'true'\n")]);
+    // Each push's own head and before (their first twelve digits name them in the compare URL).
+    let push = |i: usize| json!({"ref": "refs/heads/main", "head": format!("{i:012x}{}", "a".repeat(28)), "before": format!("{:012x}{}", i + 1_000_000, "b".repeat(28)), "push_id": i});
+    let d = polling_daemon_asked(&th, &fake);
+
+    // Twelve pushes over three pages of five; the second page hangs, and the daemon dies waiting.
+    fake.set_per_page(5);
+    fake.slow_page(2, Duration::from_secs(60));
+    let t = chrono::Utc::now();
+    for i in 0..12 {
+        fake.add_event("acme/app", "PushEvent", "octocat", push(i), t + chrono::Duration::seconds(i as i64));
+    }
+    wait_until("the second page to be asked for", secs(20), || fake.asks().iter().any(|a| a.page == 2));
+    d.kill9();
+    fake.no_slow_page();
+    let d = polling_daemon(&th);
+    wait_until("the twelve pushes", secs(30), || event_runs(&th, "pushes").len() >= 12);
+
+    // Thirty more on one page; killed as soon as the first of them has its run.
+    fake.set_per_page(100);
+    let t = chrono::Utc::now() + chrono::Duration::minutes(5);
+    for i in 12..42 {
+        fake.add_event("acme/app", "PushEvent", "octocat", push(i), t + chrono::Duration::seconds(i as i64));
+    }
+    wait_until("the first of the thirty", secs(20), || event_runs(&th, "pushes").len() > 12);
+    d.kill9();
+    let at_kill = event_runs(&th, "pushes").len();
+    eprintln!("killed with {at_kill} of 42 pushes fired");
+    let _d = polling_daemon(&th);
+    wait_until("all forty-two", secs(30), || event_runs(&th, "pushes").len() >= 42);
+    std::thread::sleep(Duration::from_secs(2));
+    let all = event_runs(&th, "pushes");
+    let mut per_sha = std::collections::HashMap::<String, usize>::new();
+    for r in &all {
+        *per_sha.entry(r["event"]["url"].as_str().unwrap_or_default().to_string()).or_default() += 1;
+    }
+    assert_eq!((all.len(), per_sha.len()), (42, 42), "one run per push (killed with {at_kill} of 42 in): {per_sha:#?}");
+}
+
+#[test]
+fn a_spent_rate_limit_holds_polling_until_it_resets_and_problems_are_said() {
+    let (_rt, fake, _port, th) = polling_scene(&[("review", "trigger: {type: github_event, event: pull_request, repo: acme/app}\ncommand: 'true'\n")]);
+
+    // Without a token, `github poll` says where one comes from; with a wrong one, that it was refused.
+    let none = ctl(&th).args(["github", "poll"]).output().unwrap();
+    assert_eq!(none.status.code(), Some(2));
+    assert!(common::stderr(&none).contains("no GitHub token") && common::stderr(&none).contains("nightshiftctl github set-token") && common::stderr(&none).contains("GH_TOKEN"), "{}", common::stderr(&none));
+    let wrong = ctl(&th).args(["github", "poll"]).env("GH_TOKEN", "github_pat_wrong").output().unwrap();
+    assert!(common::stderr(&wrong).contains("HTTP 401") && common::stderr(&wrong).contains("Bad credentials") && !common::stderr(&wrong).contains("github_pat_wrong"), "{}", common::stderr(&wrong));
+    let first = ctl(&th).args(["github", "poll"]).env("GITHUB_TOKEN", GITHUB_TOKEN).output().unwrap();
+    assert!(stdout(&first).contains("asked 1 repository") && stdout(&first).contains("1 started"), "{}", stdout(&first));
+
+    // The limit is spent for the next few seconds: one ask meets it, and none follows until it resets.
+    let reset = chrono::Utc::now().timestamp() + 4;
+    fake.set_rate_limit(0, reset);
+    fake.clear_asks();
+    let _d = polling_daemon(&th);
+    wait_until("the spent limit met", secs(20), || fake.asks().iter().any(|a| a.status == 403));
+    std::thread::sleep(Duration::from_millis(2500));
+    let while_spent = fake.asks().len();
+    fake.set_rate_limit(5000, reset + 3600);
+    assert_eq!(while_spent, 1, "no ask while the limit is spent: {:#?}", fake.asks());
+    wait_until("polling to go on after the reset", secs(20), || fake.asks().iter().any(|a| a.status == 200 || a.status == 304));
+    assert!(chrono::Utc::now().timestamp() >= reset, "not before the reset");
 }

@@ -70,6 +70,33 @@ pub struct Settings {
     pub usage_probe_url: String,
     /// `[hooks]`: where the app and the daemon take GitHub's and Linear's deliveries.
     pub hooks: HooksSettings,
+    /// `[github]`: polling GitHub for the events `trigger:`s name, on a machine nothing reaches.
+    pub github: GithubSettings,
+}
+
+/// `[github]` in nightshift.toml.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct GithubSettings {
+    /// `poll = "2m"`: the app and `nightshiftctl daemon` ask GitHub's Events API this often for
+    /// each repository a `github_event` trigger names (unset: no polling; deliveries only).
+    /// GitHub's own `X-Poll-Interval` (60 s on github.com) is the least wait between two asks.
+    pub poll: Option<String>,
+    /// The REST API's address: GitHub Enterprise Server's is `https://HOST/api/v3`.
+    pub api_url: String,
+}
+
+impl Default for GithubSettings {
+    fn default() -> Self {
+        GithubSettings { poll: None, api_url: "https://api.github.com".into() }
+    }
+}
+
+impl GithubSettings {
+    /// The poll interval, when polling is on (checked when the settings were loaded).
+    pub fn poll(&self) -> Option<Duration> {
+        self.poll.as_deref().and_then(|t| humantime::parse_duration(t.trim()).ok())
+    }
 }
 
 /// `[hooks]` in nightshift.toml.
@@ -258,6 +285,7 @@ impl Default for Settings {
             budget: crate::budget::Budget::default(),
             usage_probe_url: "https://api.anthropic.com/api/oauth/usage".into(),
             hooks: HooksSettings::default(),
+            github: GithubSettings::default(),
         }
     }
 }
@@ -324,6 +352,22 @@ impl Settings {
                 let at = text.find(text_value.as_str()).unwrap_or(0);
                 return Err(located(at, &format!("`[defaults] timeout = \"{text_value}\"` {bad}")));
             }
+        }
+        if let Some(poll) = &settings.github.poll {
+            let bad = match humantime::parse_duration(poll.trim()) {
+                Ok(d) if d < Duration::from_secs(1) => Some("is shorter than a second".to_string()),
+                Ok(d) if d > Duration::from_secs(86_400) => Some("is longer than a day".to_string()),
+                Ok(_) => None,
+                Err(e) => Some(format!("is not a duration ({e}; examples: 60s, 2m, 15m)")),
+            };
+            if let Some(bad) = bad {
+                let at = text.find(poll.as_str()).unwrap_or(0);
+                return Err(located(at, &format!("`[github] poll = \"{poll}\"` {bad}")));
+            }
+        }
+        if !(settings.github.api_url.starts_with("https://") || settings.github.api_url.starts_with("http://")) {
+            let at = text.find(settings.github.api_url.as_str()).unwrap_or(0);
+            return Err(located(at, &format!("`[github] api_url = \"{}\"` is not an http(s) address (GitHub Enterprise Server: https://HOST/api/v3)", settings.github.api_url)));
         }
         // `command` is a word of runs, not an agent CLI with a login or an executable to find.
         if settings.accounts.iter().any(|a| a.agent == Agent::Command) || settings.agents.contains_key(&Agent::Command) {

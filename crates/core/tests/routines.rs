@@ -311,6 +311,27 @@ fn the_default_timeout_applies_to_routines_without_one() {
     assert!(err.message.ends_with("nightshift.toml:2:12: `[defaults] timeout = \"soon\"` is not a duration (expected number at 0; examples: 90s, 30m, 2h)"), "{}", err.message);
 }
 
+/// `[github]`: the poll interval and the API's address, each refused at its line when wrong.
+#[test]
+fn github_polling_settings_are_checked_where_they_are_written() {
+    let th = TestHome::new();
+    let path = th.path().join("nightshift.toml");
+    let load = |text: &str| {
+        std::fs::write(&path, text).unwrap();
+        nightshift_core::settings::Settings::load(&path)
+    };
+    let ok = load("[github]\npoll = \"2m\"\napi_url = \"https://ghe.example.com/api/v3\"\n").unwrap();
+    assert_eq!((ok.github.poll(), ok.github.api_url.as_str()), (Some(std::time::Duration::from_secs(120)), "https://ghe.example.com/api/v3"));
+    let default = load("").unwrap();
+    assert_eq!((default.github.poll(), default.github.api_url.as_str()), (None, "https://api.github.com"), "no polling unless asked");
+    let err = load("[github]\npoll = \"often\"\n").unwrap_err();
+    assert!(err.message.ends_with("nightshift.toml:2:9: `[github] poll = \"often\"` is not a duration (expected number at 0; examples: 60s, 2m, 15m)"), "{}", err.message);
+    let err = load("[github]\npoll = \"2d\"\n").unwrap_err();
+    assert!(err.message.ends_with("`[github] poll = \"2d\"` is longer than a day"), "{}", err.message);
+    let err = load("[github]\napi_url = \"api.github.com\"\n").unwrap_err();
+    assert!(err.message.contains("nightshift.toml:2:12: `[github] api_url = \"api.github.com\"` is not an http(s) address"), "{}", err.message);
+}
+
 /// `devices:` names are compared as agents-cli compares host names: without case or domain.
 #[test]
 fn devices_match_the_machine_without_case_or_domain() {

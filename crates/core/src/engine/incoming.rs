@@ -163,7 +163,15 @@ impl Engine {
             let what = d.event.or(body["type"].as_str()).unwrap_or("unknown");
             return Receipt::refused(202, format!("received {name}:{what}; no trigger runs on it — nothing was fired"));
         };
-        let verdicts = fire(core, &event, Arc::new(d.body.to_vec())).await;
+        self.take(&event, Arc::new(d.body.to_vec())).await
+    }
+
+    /// Fire every routine `event` matches (its payload `raw`, kept beside each run) and record
+    /// the arrival: where a delivery and a polled entry meet.
+    pub(crate) async fn take(&self, event: &Event, raw: Arc<Vec<u8>>) -> Receipt {
+        let core = &self.core;
+        let delivery = event.delivery.as_str();
+        let verdicts = fire(core, event, raw).await;
         let summary = self.redact(&event.words());
         let (store, now, kept) = (Arc::clone(&core.store), core.clock.now(), (event.clone(), summary.clone(), verdicts.clone()));
         match off_thread(move || store.record_delivery(&kept.0, &kept.1, &kept.2, now)).await {

@@ -27,6 +27,7 @@ mod testing;
 mod delivery;
 mod driver;
 mod finalize;
+pub mod github_poll;
 mod held;
 mod hosts;
 mod housekeeping;

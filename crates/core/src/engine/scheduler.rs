@@ -176,6 +176,8 @@ impl Scheduler {
         let _housekeeping = super::housekeeping::start(self.core());
         // The opt-in usage probe (`usage_probe = true` accounts), likewise.
         let _usage_probe = super::usage_probe::start(self.core());
+        // `[github] poll`: the events triggers name, asked of GitHub (as the settings say now).
+        let _github_poll = super::github_poll::start(&self.engine);
         // `[hooks] listen`: GitHub's and Linear's deliveries, taken where the settings say (read
         // at start: a changed address takes a restart).
         if let Some(addr) = self.core().settings().hooks.listen {

@@ -21,6 +21,11 @@ pub enum Read {
 
 /// Read delivery `delivery` of GitHub event `name`.
 pub fn read(name: &str, delivery: &str, body: &Value) -> Read {
+    read_at(name, delivery, body, None)
+}
+
+/// [`read`], with when it happened told apart from the body (a polled entry's `created_at`).
+pub fn read_at(name: &str, delivery: &str, body: &Value, when: Option<chrono::DateTime<chrono::Utc>>) -> Read {
     if name == "ping" {
         return Read::Ping;
     }
@@ -77,7 +82,36 @@ pub fn read(name: &str, delivery: &str, body: &Value) -> Read {
         }
         _ => {}
     }
+    e.facts.sameness = sameness(&e, body, when);
     Read::Event(Box::new(e))
+}
+
+/// The event's identity across paths ([`super::Sameness`]) from what both a webhook delivery and
+/// its Events API entry carry, and when it happened: `when`, else as the delivery tells it.
+/// `None` when the body lacks a part of it.
+fn sameness(e: &Event, body: &Value, when: Option<chrono::DateTime<chrono::Utc>>) -> Option<super::Sameness> {
+    let repo = e.repo.as_deref()?;
+    let time = |v: &Value| v.as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&chrono::Utc)).or_else(|| v.as_i64().and_then(|s| chrono::DateTime::from_timestamp(s, 0)));
+    let action = e.action.as_deref().unwrap_or("");
+    let (identity, at) = match e.name.as_str() {
+        "pull_request" => {
+            let label = e.facts.label.as_deref().map(|l| format!(":{l}")).unwrap_or_default();
+            (format!("pull_request:{repo}#{}:{action}{label}", e.number?), time(&body["pull_request"]["updated_at"]))
+        }
+        // A push is its ref and where it left it; pushed_at (seconds) says when.
+        "push" => (format!("push:{repo}:{}:{}", text(&body["ref"])?, text(&body["after"])?), time(&body["repository"]["pushed_at"]).or_else(|| time(&body["head_commit"]["timestamp"]))),
+        "issue_comment" => {
+            let comment = &body["comment"];
+            let id = comment["id"].as_u64()?;
+            (format!("issue_comment:{repo}:{id}:{action}"), time(&comment["updated_at"]).or_else(|| time(&comment["created_at"])))
+        }
+        "workflow_run" => {
+            let run = &body["workflow_run"];
+            (format!("workflow_run:{repo}:{}:{}:{action}", run["id"].as_u64()?, run["run_attempt"].as_u64().unwrap_or(1)), time(&run["updated_at"]))
+        }
+        _ => return None,
+    };
+    Some(super::Sameness { identity, at: when.or(at)? })
 }
 
 #[cfg(test)]

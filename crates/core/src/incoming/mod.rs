@@ -6,6 +6,7 @@
 
 pub mod github;
 pub mod linear;
+pub mod polled;
 pub mod signature;
 
 use serde::{Deserialize, Serialize};
@@ -59,6 +60,28 @@ pub struct Facts {
     /// Linear: the state it left in this event — the id Linear sends in `updatedFrom.stateId`
     /// (`None`: the state did not change), and its name when the receiver knows it.
     pub left_state: Option<LeftState>,
+    /// What makes this event the same one whichever path brought it: GitHub's webhook delivery
+    /// and its Events API entry carry unrelated ids, so the receiver and the poller seeing one
+    /// pull request labelled are told apart from two labellings by this.
+    pub sameness: Option<Sameness>,
+}
+
+/// An event's identity across paths: what happened to what (`pull_request:acme/app#41:labeled:
+/// ux-approved`, `push:acme/app:refs/heads/main:<sha>`, `issue_comment:acme/app:<comment id>:
+/// created`) and when. Two arrivals with one identity within [`Sameness::WINDOW`] of each other
+/// are one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sameness {
+    pub identity: String,
+    pub at: chrono::DateTime<chrono::Utc>,
+}
+
+impl Sameness {
+    /// How far apart one event's times may be as the two paths tell them (a webhook's
+    /// `pull_request.updated_at` against the Events API's `created_at`: the same moment, give or
+    /// take GitHub's bookkeeping). Wide enough for that, narrow enough that a label removed and
+    /// added again minutes later fires again.
+    pub const WINDOW: chrono::Duration = chrono::Duration::minutes(2);
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]

@@ -270,4 +270,20 @@ pub const MIGRATIONS: &[&str] = &[
         name  TEXT NOT NULL
     );
     "#,
+    // 20: GitHub polling (`[github] poll`). A claim also says which event it is across paths
+    // (`identity`, and when it happened, `at_ms`): a webhook delivery and the Events API's entry
+    // for one event have unrelated ids. `github_cursors` is each polled repository's place: the
+    // newest entry taken and the ETag of the answer that had it (an unchanged answer costs no
+    // rate limit).
+    r#"
+    ALTER TABLE event_runs ADD COLUMN identity TEXT;
+    ALTER TABLE event_runs ADD COLUMN at_ms INTEGER;
+    CREATE INDEX event_runs_identity ON event_runs(routine, source, identity);
+    CREATE TABLE github_cursors (
+        repo       TEXT PRIMARY KEY,
+        last_id    INTEGER NOT NULL,
+        etag       TEXT,
+        polled_at  TEXT NOT NULL
+    );
+    "#,
 ];

@@ -58,14 +58,27 @@ pub enum Claim {
 
 impl Store {
     /// Claim delivery `delivery` of `source` for `row`'s routine by writing `row` (its run, with
-    /// `event`) — or learn which run has it already. One transaction: never a run without its
-    /// claim, never two runs for one delivery and routine (also across processes).
+    /// `event`) — or learn which run has it already: this delivery's, or the same event's by the
+    /// other path (`event`'s [`crate::incoming::Sameness`]). One transaction: never a run without
+    /// its claim, never two runs for one event and routine (also across processes).
     pub fn claim_event_run(&self, source: Source, delivery: &str, row: &NewRun, event: &Event) -> Result<Claim> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // The same event by the other path (a delivery and a polled entry): one identity, close
+        // in time.
+        let (identity, at_ms) = event.facts.sameness.as_ref().map(|s| (s.identity.as_str(), s.at.timestamp_millis())).unzip();
+        if let (Some(identity), Some(at_ms)) = (identity, at_ms) {
+            let earlier: Option<String> = tx
+                .prepare_cached("SELECT run_id FROM event_runs WHERE routine = ?1 AND source = ?2 AND identity = ?3 AND abs(at_ms - ?4) <= ?5 LIMIT 1")?
+                .query_row(params![row.routine, source.as_str(), identity, at_ms, crate::incoming::Sameness::WINDOW.num_milliseconds()], |r| r.get(0))
+                .optional()?;
+            if let Some(run) = earlier {
+                return Ok(Claim::Taken(run));
+            }
+        }
         let claimed = tx
-            .prepare_cached("INSERT OR IGNORE INTO event_runs (routine, source, delivery, run_id) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![row.routine, source.as_str(), delivery, row.id])?;
+            .prepare_cached("INSERT OR IGNORE INTO event_runs (routine, source, delivery, run_id, identity, at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+            .execute(params![row.routine, source.as_str(), delivery, row.id, identity, at_ms])?;
         if claimed == 0 {
             let run: String = tx.prepare_cached("SELECT run_id FROM event_runs WHERE routine = ?1 AND source = ?2 AND delivery = ?3")?.query_row(params![row.routine, source.as_str(), delivery], |r| r.get(0))?;
             return Ok(Claim::Taken(run));
@@ -118,4 +131,35 @@ impl Store {
     pub fn linear_state(&self, id: &str) -> Result<Option<String>> {
         Ok(self.conn().prepare_cached("SELECT name FROM linear_states WHERE id = ?1")?.query_row([id], |r| r.get(0)).optional()?)
     }
+
+    /// Where polling `repo` stands: the newest Events API entry taken, and the ETag of the
+    /// answer it was taken from (`None`: never polled here).
+    pub fn github_cursor(&self, repo: &str) -> Result<Option<Cursor>> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT last_id, etag, polled_at FROM github_cursors WHERE repo = ?1")?
+            .query_row([repo], |r| Ok(Cursor { last_id: r.get::<_, i64>(0)? as u64, etag: r.get(1)?, polled_at: parse_time(&r.get::<_, String>(2)?).unwrap_or_default() }))
+            .optional()?)
+    }
+
+    /// Move `repo`'s cursor: after each entry taken (`etag` none: a later entry of the answer
+    /// may still be untaken, so the answer must come again), then with the whole answer's ETag.
+    /// A cursor never moves back (two engines polling one home).
+    pub fn set_github_cursor(&self, repo: &str, last_id: u64, etag: Option<&str>, now: DateTime<Utc>) -> Result<()> {
+        self.conn()
+            .prepare_cached(
+                "INSERT INTO github_cursors (repo, last_id, etag, polled_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT(repo) DO UPDATE SET last_id = max(last_id, excluded.last_id), etag = excluded.etag, polled_at = excluded.polled_at",
+            )?
+            .execute(params![repo, last_id as i64, etag, fmt_time(&now)])?;
+        Ok(())
+    }
+}
+
+/// A polled repository's place (`github_cursors`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Cursor {
+    pub last_id: u64,
+    pub etag: Option<String>,
+    pub polled_at: DateTime<Utc>,
 }
