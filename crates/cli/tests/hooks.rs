@@ -550,3 +550,24 @@ fn a_spent_rate_limit_holds_polling_until_it_resets_and_problems_are_said() {
     wait_until("polling to go on after the reset", secs(20), || fake.asks().iter().any(|a| a.status == 200 || a.status == 304));
     assert!(chrono::Utc::now().timestamp() >= reset, "not before the reset");
 }
+
+/// `github set-token` keeps the token in the OS keychain, and polling asks with it.
+#[test]
+fn the_token_set_in_the_keychain_is_the_one_polling_asks_with() {
+    if !keychain_available() {
+        return;
+    }
+    let (_rt, fake, _port, th) = polling_scene(&[("review", "trigger: {type: github_event, event: pull_request, repo: acme/app}\ncommand: 'true'\n")]);
+    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
+    let settings = th.path().join("nightshift.toml");
+    std::fs::write(&settings, format!("keychain_service = \"{service}\"\n{}", std::fs::read_to_string(&settings).unwrap())).unwrap();
+    let mut set = ctl(&th).args(["github", "set-token"]).envs(bus_env()).stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).spawn().unwrap();
+    set.stdin.take().unwrap().write_all(format!("{GITHUB_TOKEN}\n").as_bytes()).unwrap();
+    let out = set.wait_with_output().unwrap();
+    assert!(out.status.success() && stdout(&out).contains("stored the GitHub token in the OS keychain"), "{}", stdout(&out));
+    let poll = ctl(&th).args(["github", "poll"]).envs(bus_env()).output().unwrap();
+    assert!(poll.status.success() && stdout(&poll).contains("asked 1 repository"), "{}{}", stdout(&poll), common::stderr(&poll));
+    assert_eq!(fake.asks().iter().map(|a| a.status).collect::<Vec<_>>(), vec![200], "asked with the stored token");
+    let empty = ctl(&th).args(["github", "set-token"]).envs(bus_env()).stdin(std::process::Stdio::null()).output().unwrap();
+    assert!(!empty.status.success() && common::stderr(&empty).contains("the GitHub token is empty"), "{}", common::stderr(&empty));
+}

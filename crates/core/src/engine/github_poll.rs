@@ -48,14 +48,21 @@ pub(crate) fn start(engine: &Engine) -> AbortOnDrop {
 }
 
 /// What the poller keeps between passes.
-#[derive(Default)]
 pub struct Poller {
+    /// One HTTP client for every pass: its connections to GitHub are kept alive between them.
+    http: ureq::Agent,
     /// GitHub's `X-Poll-Interval`: the least wait it asks for.
     interval: Option<Duration>,
     /// No asks before this (a spent rate limit).
     held_until: Option<DateTime<Utc>>,
     /// What the last pass said of each repository that failed (said once until it changes).
     said: std::collections::HashMap<String, String>,
+}
+
+impl Default for Poller {
+    fn default() -> Self {
+        Poller { http: crate::webhook::agent(), interval: None, held_until: None, said: Default::default() }
+    }
 }
 
 /// What one pass did.
@@ -107,7 +114,7 @@ impl Poller {
         clear_problem(core);
         let settings = core.settings();
         let api = settings.github.api_url.trim_end_matches('/').to_string();
-        let http = crate::webhook::agent();
+        let http = self.http.clone();
         for repo in repos {
             pass.asked += 1;
             let (c, h, a, t, r) = (Arc::clone(core), http.clone(), api.clone(), token.clone(), repo.clone());
@@ -165,7 +172,11 @@ impl Poller {
             tracing::warn!(problem = %words, "not polling GitHub");
             self.said.insert("*".into(), words.clone());
         }
-        core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(PROBLEM.into(), format!("not polling GitHub (`[github] poll`): {words}"));
+        let said = format!("not polling GitHub (`[github] poll`): {words}");
+        let before = core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(PROBLEM.into(), said.clone());
+        if before.as_ref() != Some(&said) {
+            core.emit_state(); // atop the window
+        }
         pass.problems.push(("*".into(), words));
         pass
     }
@@ -199,7 +210,9 @@ fn polled_repos(core: &Core) -> BTreeSet<String> {
 }
 
 fn clear_problem(core: &Core) {
-    core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(PROBLEM);
+    if core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(PROBLEM).is_some() {
+        core.emit_state();
+    }
 }
 
 async fn move_cursor(core: &Arc<Core>, repo: &str, last_id: u64, etag: Option<&str>) {

@@ -1,0 +1,32 @@
+//! The GitHub poller in-process (`Engine::poll_github`), against the testkit's loopback fake of
+//! GitHub's REST API: what the window is told when polling cannot go on, and the first answer
+//! setting a repository's place. (The daemon's polling end to end: crates/cli/tests/hooks.rs.)
+
+use nightshift_core::EngineOptions;
+use nightshift_testkit::{FakeGithub, TestHome};
+
+const TOKEN: &str = "github_pat_core_tests_0000000000000000";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_token_the_window_is_told_and_with_one_the_first_answer_only_sets_the_place() {
+    let fake = FakeGithub::start(TOKEN).await;
+    fake.add_event("acme/app", "PullRequestEvent", "octocat", serde_json::json!({"action": "opened", "number": 1}), chrono::Utc::now());
+    let th = TestHome::new();
+    th.routine("review", "trigger: {type: github_event, event: pull_request, repo: acme/app}\ncommand: 'true'\n");
+    let settings = format!("[github]\npoll = \"2m\"\napi_url = \"{}\"\n", fake.url());
+
+    let engine = EngineOptions::for_test(th.path()).settings(&settings).env("PATH", "/nonexistent").open();
+    let pass = engine.poll_github().await;
+    assert_eq!(pass.asked, 0);
+    let said = engine.problems().join("\n");
+    assert!(said.contains("not polling GitHub (`[github] poll`): no GitHub token") && said.contains("nightshiftctl github set-token"), "{said}");
+    assert!(fake.asks().is_empty(), "nothing asked without a token");
+
+    let engine = EngineOptions::for_test(th.path()).settings(&settings).env("GITHUB_TOKEN", TOKEN).open();
+    let pass = engine.poll_github().await;
+    assert_eq!((pass.asked, pass.started, pass.taken), (1, 1, 0), "{pass:?}");
+    assert!(!engine.problems().join("\n").contains("GitHub"), "{:?}", engine.problems());
+    assert!(engine.runs(&Default::default()).unwrap().runs.is_empty(), "history is not fired");
+    let again = engine.poll_github().await;
+    assert_eq!((again.unchanged, fake.asks().last().map(|a| a.status)), (1, Some(304)));
+}
