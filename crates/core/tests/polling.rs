@@ -30,3 +30,28 @@ async fn without_a_token_the_window_is_told_and_with_one_the_first_answer_only_s
     let again = engine.poll_github().await;
     assert_eq!((again.unchanged, fake.asks().last().map(|a| a.status)), (1, Some(304)));
 }
+
+/// The token is read once and kept for the next passes (no keychain call every `poll`) — until
+/// GitHub refuses it: then the next pass reads it again (a `github set-token` in between wins).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_is_kept_between_passes_and_read_again_once_refused() {
+    use nightshift_core::engine::github_poll::Poller;
+    let fake = FakeGithub::start(TOKEN).await;
+    fake.add_repo("acme/app");
+    let th = TestHome::new();
+    th.routine("review", "trigger: {type: github_event, event: pull_request, repo: acme/app}\ncommand: 'true'\n");
+    let settings = format!("[github]\npoll = \"2m\"\napi_url = \"{}\"\n", fake.url());
+    // Three engines on one home, each with its own environment; one poller carried across them.
+    let wrong = EngineOptions::for_test(th.path()).settings(&settings).env("GITHUB_TOKEN", "github_pat_wrong_one").open();
+    let right = EngineOptions::for_test(th.path()).settings(&settings).env("GITHUB_TOKEN", TOKEN).open();
+    let none = EngineOptions::for_test(th.path()).settings(&settings).env("PATH", "/nonexistent").open();
+    let mut poller = Poller::default();
+
+    let refused = poller.pass(&wrong).await;
+    assert!(refused.problems[0].1.contains("HTTP 401") && refused.problems[0].1.contains("github set-token"), "{refused:?}");
+    let read_again = poller.pass(&right).await;
+    assert_eq!((read_again.asked, read_again.problems.len()), (1, 0), "the refused token was not kept: {read_again:?}");
+    let kept = poller.pass(&none).await;
+    assert_eq!((kept.asked, kept.unchanged, kept.problems.len()), (1, 1, 0), "the token read before is kept: {kept:?}");
+    assert_eq!(fake.asks().iter().map(|a| a.status).collect::<Vec<_>>(), vec![401, 200, 304]);
+}

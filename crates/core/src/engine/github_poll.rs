@@ -57,11 +57,18 @@ pub struct Poller {
     held_until: Option<DateTime<Utc>>,
     /// What the last pass said of each repository that failed (said once until it changes).
     said: std::collections::HashMap<String, String>,
+    /// The token and when it was read: a keychain read per pass would be a Secret Service call
+    /// every `poll`. Read again after [`TOKEN_KEPT`] (a `github set-token` takes effect) or once
+    /// GitHub refused it.
+    token: Option<(String, DateTime<Utc>)>,
 }
+
+/// How long a token read is used before it is read again.
+const TOKEN_KEPT: chrono::Duration = chrono::Duration::minutes(10);
 
 impl Default for Poller {
     fn default() -> Self {
-        Poller { http: crate::webhook::agent(), interval: None, held_until: None, said: Default::default() }
+        Poller { http: crate::webhook::agent(), interval: None, held_until: None, said: Default::default(), token: None }
     }
 }
 
@@ -87,7 +94,14 @@ enum Answer {
     NotModified,
     /// Entries newer than the cursor, oldest first, and the first page's ETag.
     Entries { entries: Vec<Entry>, newest: u64, etag: Option<String>, first: bool },
-    Failed(String),
+    /// Why not, in words; `refused`: GitHub refused the token (401).
+    Failed { words: String, refused: bool },
+}
+
+impl Answer {
+    fn failed(words: String) -> Answer {
+        Answer::Failed { words, refused: false }
+    }
 }
 
 impl Poller {
@@ -105,11 +119,19 @@ impl Poller {
             pass.problems.push(("*".into(), format!("GitHub's rate limit is spent until {}", crate::words::fmt_time(&until))));
             return pass;
         }
-        let c = Arc::clone(core);
-        let token = match tokio::task::spawn_blocking(move || token(&c)).await {
-            Ok(Ok(token)) => token,
-            Ok(Err(words)) => return self.stopped(core, pass, words),
-            Err(e) => return self.stopped(core, pass, format!("the token could not be read: {e}")),
+        let token = match self.token.clone().filter(|(_, read)| now - *read < TOKEN_KEPT) {
+            Some((token, _)) => token,
+            None => {
+                let c = Arc::clone(core);
+                match tokio::task::spawn_blocking(move || token(&c)).await {
+                    Ok(Ok(token)) => {
+                        self.token = Some((token.clone(), now));
+                        token
+                    }
+                    Ok(Err(words)) => return self.stopped(core, pass, words),
+                    Err(e) => return self.stopped(core, pass, format!("the token could not be read: {e}")),
+                }
+            }
         };
         clear_problem(core);
         let settings = core.settings();
@@ -121,12 +143,15 @@ impl Poller {
             let asked = tokio::task::spawn_blocking(move || ask(&c, &h, &a, &t, &r)).await;
             let (answer, limits) = match asked {
                 Ok(asked) => asked,
-                Err(e) => (Answer::Failed(format!("the ask did not finish: {e}")), Limits::default()),
+                Err(e) => (Answer::failed(format!("the ask did not finish: {e}")), Limits::default()),
             };
             self.heed(&limits, core.clock.now());
             match answer {
                 Answer::NotModified => pass.unchanged += 1,
-                Answer::Failed(words) => {
+                Answer::Failed { words, refused } => {
+                    if refused {
+                        self.token = None; // read again next pass: it may have been replaced
+                    }
                     let words = core.redactor.redact(&words);
                     if self.said.get(&repo) != Some(&words) {
                         tracing::warn!(repo = %repo, problem = %words, "could not poll GitHub for the repository's events");
@@ -305,7 +330,7 @@ fn get(http: &ureq::Agent, url: &str, token: &str) -> ureq::Request {
 fn ask(core: &Core, http: &ureq::Agent, api: &str, token: &str, repo: &str) -> (Answer, Limits) {
     let cursor = match core.store.github_cursor(repo) {
         Ok(c) => c,
-        Err(e) => return (Answer::Failed(format!("could not read where polling stands: {e}")), Limits::default()),
+        Err(e) => return (Answer::failed(format!("could not read where polling stands: {e}")), Limits::default()),
     };
     let html = polled::html_url(api);
     let mut url = format!("{api}/repos/{repo}/events?per_page=100");
@@ -326,9 +351,9 @@ fn ask(core: &Core, http: &ureq::Agent, api: &str, token: &str, repo: &str) -> (
                     403 | 404 => " — no such repository, or the token cannot read it (a fine-grained token needs read access to its metadata)",
                     _ => "",
                 };
-                return (Answer::Failed(format!("GitHub answered HTTP {code} for {repo}: {}{hint}", said.trim())), limits);
+                return (Answer::Failed { words: format!("GitHub answered HTTP {code} for {repo}: {}{hint}", said.trim()), refused: code == 401 }, limits);
             }
-            Err(ureq::Error::Transport(t)) => return (Answer::Failed(format!("could not reach {api}: {t}")), limits),
+            Err(ureq::Error::Transport(t)) => return (Answer::failed(format!("could not reach {api}: {t}")), limits),
         };
         limits = Limits::read(&response);
         if response.status() == 304 {
@@ -340,7 +365,7 @@ fn ask(core: &Core, http: &ureq::Agent, api: &str, token: &str, repo: &str) -> (
         let next = response.header("link").and_then(next_link);
         let body: serde_json::Value = match response.into_string().map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
             Ok(v) => v,
-            Err(e) => return (Answer::Failed(format!("GitHub's answer for {repo} is not JSON: {e}")), limits),
+            Err(e) => return (Answer::failed(format!("GitHub's answer for {repo} is not JSON: {e}")), limits),
         };
         let page_entries: Vec<Entry> = body.as_array().map(|a| a.iter().filter_map(|v| Entry::read(v, &html)).collect()).unwrap_or_default();
         newest = newest.max(page_entries.iter().map(|e| e.id).max());

@@ -95,8 +95,14 @@ fn sameness(e: &Event, body: &Value, when: Option<chrono::DateTime<chrono::Utc>>
     let action = e.action.as_deref().unwrap_or("");
     let (identity, at) = match e.name.as_str() {
         "pull_request" => {
+            // The label added or removed; a push to the pull request's branch (`synchronize`,
+            // which the Events API does not carry: deliveries only) by the head it moved to.
             let label = e.facts.label.as_deref().map(|l| format!(":{l}")).unwrap_or_default();
-            (format!("pull_request:{repo}#{}:{action}{label}", e.number?), time(&body["pull_request"]["updated_at"]))
+            let head = match action {
+                "synchronize" => text(&body["pull_request"]["head"]["sha"]).map(|sha| format!(":{sha}")).unwrap_or_default(),
+                _ => String::new(),
+            };
+            (format!("pull_request:{repo}#{}:{action}{label}{head}", e.number?), time(&body["pull_request"]["updated_at"]))
         }
         // A push is its ref and where it left it; pushed_at (seconds) says when.
         "push" => (format!("push:{repo}:{}:{}", text(&body["ref"])?, text(&body["after"])?), time(&body["repository"]["pushed_at"]).or_else(|| time(&body["head_commit"]["timestamp"]))),
@@ -125,7 +131,7 @@ mod tests {
             "action": "labeled",
             "number": 41,
             "pull_request": {"number": 41, "title": "Fix the login redirect", "html_url": "https://github.com/acme/app/pull/41",
-                "base": {"ref": "main"}, "head": {"ref": "fix-login"}, "labels": [{"name": "bug"}, {"name": "ux-approved"}]},
+                "base": {"ref": "main"}, "head": {"ref": "fix-login"}, "labels": [{"name": "bug"}, {"name": "ux-approved"}], "updated_at": "2026-12-05T08:00:00Z"},
             "label": {"name": "ux-approved"},
             "repository": {"full_name": "acme/app"},
             "sender": {"login": "octocat"}
@@ -138,6 +144,24 @@ mod tests {
         assert_eq!((e.name.as_str(), e.action.as_deref(), e.repo.as_deref(), e.number, e.branch.as_deref(), e.sender.as_deref()), ("pull_request", Some("labeled"), Some("acme/app"), Some(41), Some("main"), Some("octocat")));
         assert_eq!((e.title.as_deref(), e.url.as_deref()), (Some("Fix the login redirect"), Some("https://github.com/acme/app/pull/41")));
         assert_eq!((e.facts.labels.len(), e.facts.label.as_deref()), (2, Some("ux-approved")));
+    }
+
+    /// Two pushes to a pull request's branch within a minute are two events; a delivery and its
+    /// redelivery are one.
+    #[test]
+    fn the_sameness_of_a_pull_request_event_is_its_action_label_and_head() {
+        let sync = |sha: &str, at: &str| json!({"action": "synchronize", "number": 41, "pull_request": {"number": 41, "head": {"sha": sha}, "updated_at": at}, "repository": {"full_name": "acme/app"}});
+        let same = |body: &Value| match read("pull_request", "d", body) {
+            Read::Event(e) => e.facts.sameness.unwrap(),
+            other => panic!("{other:?}"),
+        };
+        let (a, b) = (same(&sync("aaa", "2026-12-05T08:00:00Z")), same(&sync("bbb", "2026-12-05T08:00:30Z")));
+        assert_eq!(a.identity, "pull_request:acme/app#41:synchronize:aaa");
+        assert_ne!(a.identity, b.identity);
+        assert_eq!(same(&labeled_pr()).identity, "pull_request:acme/app#41:labeled:ux-approved");
+        assert_eq!(same(&sync("aaa", "2026-12-05T08:00:00Z")), a);
+        let Read::Event(no_time) = read("pull_request", "d", &json!({"action": "opened", "number": 1, "repository": {"full_name": "acme/app"}})) else { panic!() };
+        assert_eq!(no_time.facts.sameness, None, "without a time it is told apart by its delivery id only");
     }
 
     #[test]
