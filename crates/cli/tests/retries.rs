@@ -11,12 +11,17 @@ use std::time::Duration;
 
 const REPORT: &str = "## Nightly triage\n\nNothing urgent.";
 
-/// A Claude routine against `fake` with `token`, and `extra` routine lines.
+/// A Claude routine against `fake` with `token`, and `extra` routine lines. Its daily slot is
+/// about twelve hours away whenever the test runs: the engine never waits for a limit or retries
+/// past the next slot, so a fixed slot ("0 2 * * *") made the hour-long waits below fail when the
+/// suite ran in the hour before it.
 fn claude_routine(th: &TestHome, fake: &FakeAnthropic, token: &str, extra: &str) {
+    use chrono::Timelike;
+    let hour = (chrono::Local::now() + chrono::Duration::hours(12)).hour();
     th.routine(
         "triage",
         &format!(
-            "schedule: \"0 2 * * *\"\nagent: claude\nmode: plan\nprompt: Triage new issues\ntimeout: 2m\ncwd: {}\n{extra}env:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: {token}\n",
+            "schedule: \"0 {hour} * * *\"\nagent: claude\nmode: plan\nprompt: Triage new issues\ntimeout: 2m\ncwd: {}\n{extra}env:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: {token}\n",
             th.user_home().display(),
             fake.url()
         ),
