@@ -542,8 +542,11 @@ async fn history_keeps_its_place_while_events_arrive() {
 async fn a_run_waiting_for_its_retry_shows_its_tries_and_is_cancelled_from_the_window() {
     let Some((_one, scene)) = Scene::bootstrapped().await else { return };
     let home = &scene.home;
-    // A command that fails; `retries: 1` asks for a second try an hour (±20 %) later.
-    std::fs::write(home.join("routines/flaky.yaml"), "name: flaky\nschedule: \"0 3 1 1 *\"\ncommand: \"exit 3\"\nretries: 1\nretry_backoff: 1h\nnotify: never\n").unwrap();
+    // A command that fails; `retries: 1` asks for a second try an hour (±20 %) later. Its daily
+    // slot is twelve hours from now whenever the test runs: a retry past the next slot is not made
+    // (that slot does the work), so a fixed slot would fail the test in the hours before it.
+    let hour = { use chrono::Timelike; (chrono::Local::now() + chrono::Duration::hours(12)).hour() };
+    std::fs::write(home.join("routines/flaky.yaml"), format!("name: flaky\nschedule: \"0 {hour} * * *\"\ncommand: \"exit 3\"\nretries: 1\nretry_backoff: 1h\nnotify: never\n")).unwrap();
     let Some((driver, c)) = scene.open(&[]).await else { return };
     text(&c, "#routines tr[data-routine='flaky']").await;
     let id = run_now_from_routines(&c, "flaky").await;
