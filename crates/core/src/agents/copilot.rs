@@ -223,7 +223,7 @@ fn session_error(event: &Value, stderr: &LogTail, now: DateTime<Utc>) -> Outcome
     if kind == "rate_limit" || status == Some(429) {
         o.reason = Some(Reason::RateLimited);
         // "reset in 1 hour" counts from when Copilot said it, not from when the run was judged.
-        let said_at = event["timestamp"].as_str().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc)).unwrap_or(now);
+        let said_at = event["timestamp"].as_str().and_then(crate::words::parse_time).unwrap_or(now);
         o.resets_at = reset_after(&message).map(|d| said_at + d).or(o.resets_at);
     } else if status.is_some_and(|s| s >= 500) {
         o.reason = Some(Reason::ApiUnavailable);

@@ -143,7 +143,7 @@ fn windows_of(v: &serde_json::Value, now: DateTime<Utc>) -> Vec<LimitWindow> {
             Some(LimitWindow {
                 window: k.clone(),
                 used_percent: used,
-                resets_at: w["resets_at"].as_str().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc)),
+                resets_at: w["resets_at"].as_str().and_then(crate::words::parse_time),
                 // The endpoint gives no status word: the share says it.
                 status: LimitWindow::status_for_share(used).into(),
                 seen_at: now,

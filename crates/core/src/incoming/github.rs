@@ -91,7 +91,7 @@ pub fn read_at(name: &str, delivery: &str, body: &Value, when: Option<chrono::Da
 /// `None` when the body lacks a part of it.
 fn sameness(e: &Event, body: &Value, when: Option<chrono::DateTime<chrono::Utc>>) -> Option<super::Sameness> {
     let repo = e.repo.as_deref()?;
-    let time = |v: &Value| v.as_str().and_then(|t| chrono::DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&chrono::Utc)).or_else(|| v.as_i64().and_then(|s| chrono::DateTime::from_timestamp(s, 0)));
+    let time = |v: &Value| v.as_str().and_then(crate::words::parse_time).or_else(|| v.as_i64().and_then(|s| chrono::DateTime::from_timestamp(s, 0)));
     let action = e.action.as_deref().unwrap_or("");
     let (identity, at) = match e.name.as_str() {
         "pull_request" => {

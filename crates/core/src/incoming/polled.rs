@@ -31,7 +31,7 @@ impl Entry {
     pub fn read(v: &Value, html_url: &str) -> Option<Entry> {
         let id = v["id"].as_str().and_then(|s| s.parse().ok()).or_else(|| v["id"].as_u64())?;
         let name = v["type"].as_str().and_then(|t| NAMES.iter().find(|(api, _)| *api == t)).map(|(_, hook)| *hook);
-        let created_at = v["created_at"].as_str().and_then(|t| DateTime::parse_from_rfc3339(t).ok()).map(|t| t.with_timezone(&Utc));
+        let created_at = v["created_at"].as_str().and_then(crate::words::parse_time);
         let repo = v["repo"]["name"].as_str().unwrap_or_default();
         let mut body = match &v["payload"] {
             Value::Object(_) => v["payload"].clone(),
