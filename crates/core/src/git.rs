@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// Long enough for a checkout of a large repository; a push has its own bound.
 pub const DEFAULT_LIMIT: Duration = Duration::from_secs(300);
@@ -99,47 +99,15 @@ impl Git {
 
     /// Run to the end (or the limit: then it is killed and that is the error).
     pub fn output(mut self) -> Result<Output, String> {
-        let mut child = self.cmd.spawn().map_err(|e| match e.kind() {
+        let child = self.cmd.spawn().map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => "git was not found on PATH; workspaces need it (install git, e.g. `apt install git`)".to_string(),
             _ => format!("could not start git: {e}"),
         })?;
-        // Drain both pipes on threads: a large diff must not fill a pipe and stall git.
-        let mut out = child.stdout.take();
-        let mut err = child.stderr.take();
-        let reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(o) = out.as_mut() {
-                let _ = std::io::Read::read_to_end(o, &mut buf);
-            }
-            buf
-        });
-        let err_reader = std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(e) = err.as_mut() {
-                let _ = std::io::Read::read_to_end(e, &mut buf);
-            }
-            String::from_utf8_lossy(&buf).into_owned()
-        });
-        let deadline = Instant::now() + self.limit;
-        let mut pause = Duration::from_millis(1);
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() >= deadline => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!("{} did not finish within {} s and was stopped", self.what, self.limit.as_secs()));
-                }
-                Ok(None) => {
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(Duration::from_millis(50));
-                }
-                Err(e) => return Err(format!("waiting for {} failed: {e}", self.what)),
-            }
-        };
-        let stdout = reader.join().unwrap_or_default();
-        let stderr = err_reader.join().unwrap_or_default();
-        Ok(Output { status: status.code().unwrap_or(-1), stdout, stderr })
+        match crate::bounded::child_output(child, self.limit) {
+            Ok(Some(out)) => Ok(Output { status: out.status.code().unwrap_or(-1), stdout: out.stdout, stderr: String::from_utf8_lossy(&out.stderr).into_owned() }),
+            Ok(None) => Err(format!("{} did not finish within {} s and was stopped", self.what, self.limit.as_secs())),
+            Err(e) => Err(format!("waiting for {} failed: {e}", self.what)),
+        }
     }
 
     /// Run and require success; the error is git's own first line of complaint.

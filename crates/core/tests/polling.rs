@@ -55,3 +55,34 @@ async fn the_token_is_kept_between_passes_and_read_again_once_refused() {
     assert_eq!((kept.asked, kept.unchanged, kept.problems.len()), (1, 1, 0), "the token read before is kept: {kept:?}");
     assert_eq!(fake.asks().iter().map(|a| a.status).collect::<Vec<_>>(), vec![401, 200, 304]);
 }
+
+/// With no token in the keychain or the environment, the GitHub CLI's own login is asked last
+/// (`gh auth token` on the engine's PATH): one that prints a token signs polling in; one that is
+/// signed out (exit 1) leaves polling off, saying where a token comes from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_github_clis_own_login_is_asked_last() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeGithub::start(TOKEN).await;
+    fake.add_repo("acme/app");
+    let th = TestHome::new();
+    th.routine("review", "trigger: {type: github_event, event: pull_request, repo: acme/app}\ncommand: 'true'\n");
+    let settings = format!("[github]\npoll = \"2m\"\napi_url = \"{}\"\n", fake.url());
+    let gh = |name: &str, script: &str| {
+        let dir = th.path().join(name);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("gh"), format!("#!/bin/sh\n{script}\n")).unwrap();
+        std::fs::set_permissions(dir.join("gh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        dir.display().to_string()
+    };
+    let signed_out = gh("signed-out", "echo 'You are not logged into any GitHub hosts. To log in, run: gh auth login' >&2; exit 1");
+    let engine = EngineOptions::for_test(th.path()).settings(&settings).env("PATH", &signed_out).open();
+    let pass = engine.poll_github().await;
+    assert_eq!(pass.asked, 0, "{pass:?}");
+    assert!(pass.problems[0].1.contains("no GitHub token") && pass.problems[0].1.contains("gh auth login"), "{pass:?}");
+
+    let signed_in = gh("signed-in", &format!("[ \"$1 $2\" = 'auth token' ] && echo {TOKEN}"));
+    let engine = EngineOptions::for_test(th.path()).settings(&settings).env("PATH", &signed_in).open();
+    let pass = engine.poll_github().await;
+    assert_eq!((pass.asked, pass.started, pass.problems.len()), (1, 1, 0), "{pass:?}");
+    assert_eq!(fake.asks().iter().map(|a| a.status).collect::<Vec<_>>(), vec![200], "asked once, with the token gh printed");
+}

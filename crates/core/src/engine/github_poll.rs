@@ -274,7 +274,7 @@ pub(crate) fn token(core: &Core) -> Result<String, String> {
 fn gh_auth_token(core: &Core) -> Option<String> {
     let path = core.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone())?;
     let gh = std::env::split_paths(&path).map(|d| d.join("gh")).find(|p| p.is_file())?;
-    let mut child = std::process::Command::new(gh)
+    let child = std::process::Command::new(gh)
         .args(["auth", "token"])
         .env_clear()
         .envs(core.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
@@ -283,21 +283,9 @@ fn gh_auth_token(core: &Core) -> Option<String> {
         .stderr(std::process::Stdio::null())
         .spawn()
         .ok()?;
-    let started = std::time::Instant::now();
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => break,
-            Ok(None) if started.elapsed() < Duration::from_secs(10) => std::thread::sleep(Duration::from_millis(20)),
-            _ => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return None;
-            }
-        }
-    }
-    let mut out = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
-    Some(out.trim().to_string()).filter(|t| !t.is_empty())
+    let out = crate::bounded::child_output(child, Duration::from_secs(10)).ok()??;
+    let token = String::from_utf8(out.stdout).ok()?.trim().to_string();
+    (out.status.success() && !token.is_empty()).then_some(token)
 }
 
 /// GitHub's rate-limit and polling headers of one answer.
