@@ -341,29 +341,19 @@ impl Settings {
                 return Err(located(at, &format!("`{key}` must be between {} and {} (found {value})", range.0, range.1)));
             }
         }
-        if let Some(text_value) = &settings.defaults.timeout {
-            let bad = match humantime::parse_duration(text_value.trim()) {
-                Ok(d) if d.is_zero() => Some("must be longer than zero".to_string()),
-                Ok(d) if d > crate::routine::MAX_DURATION => Some("is longer than the longest allowed, 7 days".to_string()),
-                Ok(_) => None,
-                Err(e) => Some(format!("is not a duration ({e}; examples: 90s, 30m, 2h)")),
+        // Each duration in its bounds (the least with its words, the most with its), located.
+        for (key, value, least, most, examples) in [
+            ("[defaults] timeout", &settings.defaults.timeout, (Duration::from_nanos(1), "must be longer than zero"), (crate::routine::MAX_DURATION, "is longer than the longest allowed, 7 days"), "90s, 30m, 2h"),
+            ("[github] poll", &settings.github.poll, (Duration::from_secs(1), "is shorter than a second"), (Duration::from_secs(86_400), "is longer than a day"), "60s, 2m, 15m"),
+        ] {
+            let Some(value) = value else { continue };
+            let bad = match humantime::parse_duration(value.trim()) {
+                Ok(d) if d < least.0 => least.1.to_string(),
+                Ok(d) if d > most.0 => most.1.to_string(),
+                Ok(_) => continue,
+                Err(e) => format!("is not a duration ({e}; examples: {examples})"),
             };
-            if let Some(bad) = bad {
-                let at = text.find(text_value.as_str()).unwrap_or(0);
-                return Err(located(at, &format!("`[defaults] timeout = \"{text_value}\"` {bad}")));
-            }
-        }
-        if let Some(poll) = &settings.github.poll {
-            let bad = match humantime::parse_duration(poll.trim()) {
-                Ok(d) if d < Duration::from_secs(1) => Some("is shorter than a second".to_string()),
-                Ok(d) if d > Duration::from_secs(86_400) => Some("is longer than a day".to_string()),
-                Ok(_) => None,
-                Err(e) => Some(format!("is not a duration ({e}; examples: 60s, 2m, 15m)")),
-            };
-            if let Some(bad) = bad {
-                let at = text.find(poll.as_str()).unwrap_or(0);
-                return Err(located(at, &format!("`[github] poll = \"{poll}\"` {bad}")));
-            }
+            return Err(located(text.find(value.as_str()).unwrap_or(0), &format!("`{key} = \"{value}\"` {bad}")));
         }
         if !(settings.github.api_url.starts_with("https://") || settings.github.api_url.starts_with("http://")) {
             let at = text.find(settings.github.api_url.as_str()).unwrap_or(0);

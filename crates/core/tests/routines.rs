@@ -309,6 +309,11 @@ fn the_default_timeout_applies_to_routines_without_one() {
     std::fs::write(th.path().join("nightshift.toml"), "[defaults]\ntimeout = \"soon\"\n").unwrap();
     let err = nightshift_core::settings::Settings::load(&th.path().join("nightshift.toml")).unwrap_err();
     assert!(err.message.ends_with("nightshift.toml:2:12: `[defaults] timeout = \"soon\"` is not a duration (expected number at 0; examples: 90s, 30m, 2h)"), "{}", err.message);
+    for (value, said) in [("0s", "must be longer than zero"), ("8d", "is longer than the longest allowed, 7 days")] {
+        std::fs::write(th.path().join("nightshift.toml"), format!("[defaults]\ntimeout = \"{value}\"\n")).unwrap();
+        let err = nightshift_core::settings::Settings::load(&th.path().join("nightshift.toml")).unwrap_err();
+        assert!(err.message.ends_with(&format!("nightshift.toml:2:12: `[defaults] timeout = \"{value}\"` {said}")), "{}", err.message);
+    }
 }
 
 /// `[github]`: the poll interval and the API's address, each refused at its line when wrong.
@@ -328,6 +333,8 @@ fn github_polling_settings_are_checked_where_they_are_written() {
     assert!(err.message.ends_with("nightshift.toml:2:9: `[github] poll = \"often\"` is not a duration (expected number at 0; examples: 60s, 2m, 15m)"), "{}", err.message);
     let err = load("[github]\npoll = \"2d\"\n").unwrap_err();
     assert!(err.message.ends_with("`[github] poll = \"2d\"` is longer than a day"), "{}", err.message);
+    let err = load("[github]\npoll = \"500ms\"\n").unwrap_err();
+    assert!(err.message.ends_with("nightshift.toml:2:9: `[github] poll = \"500ms\"` is shorter than a second"), "{}", err.message);
     let err = load("[github]\napi_url = \"api.github.com\"\n").unwrap_err();
     assert!(err.message.contains("nightshift.toml:2:12: `[github] api_url = \"api.github.com\"` is not an http(s) address"), "{}", err.message);
 }
