@@ -258,9 +258,8 @@ pub(crate) fn token(core: &Core) -> Result<String, String> {
         Ok(None) => None,
         Err(unavailable) => Some(unavailable.0),
     };
-    if let Some((_, token)) = core.env.iter().find(|(k, v)| k == "GITHUB_TOKEN" && !v.is_empty()) {
-        core.redactor.register(token);
-        return Ok(token.clone());
+    if let Some(token) = super::secrets::from_env(core, "GITHUB_TOKEN") {
+        return Ok(token);
     }
     if let Some(token) = gh_auth_token(core) {
         core.redactor.register(&token);
@@ -351,7 +350,7 @@ fn ask(core: &Core, http: &ureq::Agent, api: &str, token: &str, repo: &str) -> (
             etag = response.header("etag").map(str::to_string);
         }
         let next = response.header("link").and_then(next_link);
-        let body: serde_json::Value = match response.into_string().map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string())) {
+        let body = match json_body(response) {
             Ok(v) => v,
             Err(e) => return (Answer::failed(format!("GitHub's answer for {repo} is not JSON: {e}")), limits),
         };
@@ -376,7 +375,12 @@ fn ask(core: &Core, http: &ureq::Agent, api: &str, token: &str, repo: &str) -> (
 
 /// A pull request or issue whole, for an entry GitHub trimmed.
 fn whole(http: &ureq::Agent, api: &str, token: &str, repo: &str, kind: &str, number: u64) -> Result<serde_json::Value, String> {
-    get(http, &format!("{api}/repos/{repo}/{kind}/{number}"), token).call().map_err(|e| e.to_string())?.into_string().map_err(|e| e.to_string()).and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    json_body(get(http, &format!("{api}/repos/{repo}/{kind}/{number}"), token).call().map_err(|e| e.to_string())?)
+}
+
+/// An answer's body as JSON (ureq reads at most 10 MB of it).
+fn json_body(response: ureq::Response) -> Result<serde_json::Value, String> {
+    serde_json::from_str(&response.into_string().map_err(|e| e.to_string())?).map_err(|e| e.to_string())
 }
 
 /// The `rel="next"` address of a `Link` header.

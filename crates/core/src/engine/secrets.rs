@@ -50,16 +50,23 @@ fn check_name(name: &str) -> Result<()> {
 /// and `var` is not set — its words say both ways to mend it. A value found is registered for
 /// masking.
 pub(crate) fn kept_or_env(core: &Core, user: &str, var: &str) -> std::result::Result<Option<String>, keychain::Unavailable> {
-    let from_env = core.env.iter().find(|(k, v)| k == var && !v.is_empty()).map(|(_, v)| v.clone());
     let value = match keychain::get_secret(&core.settings().keychain_service, user, &format!("or set {var}")) {
-        Ok(Some(value)) => Some(value),
-        Ok(None) => from_env,
-        Err(unavailable) => Some(from_env.ok_or(unavailable)?),
+        Ok(Some(value)) => {
+            core.redactor.register(&value);
+            Some(value)
+        }
+        Ok(None) => from_env(core, var),
+        Err(unavailable) => Some(from_env(core, var).ok_or(unavailable)?),
     };
-    if let Some(v) = &value {
-        core.redactor.register(v);
-    }
     Ok(value)
+}
+
+/// A secret in the engine's environment variable `var` (set and not empty), registered for
+/// masking.
+pub(crate) fn from_env(core: &Core, var: &str) -> Option<String> {
+    let value = core.env.iter().find(|(k, v)| k == var && !v.is_empty()).map(|(_, v)| v.clone())?;
+    core.redactor.register(&value);
+    Some(value)
 }
 
 /// The values of `routine`'s secrets for a run (each registered for masking), or why the run
