@@ -283,16 +283,25 @@ fn truthy(v: &Value) -> bool {
     !(v.is_null() || *v == json!(false) || *v == json!(0) || *v == json!(""))
 }
 
+/// The script's answer once, when truthy; else what it said, for a failure message (its answer,
+/// or why it threw).
+async fn answered(c: &Client, what: &str, script: &str) -> Result<Value, String> {
+    match bounded(what, c.execute(script, vec![])).await {
+        Ok(v) if truthy(&v) => Ok(v),
+        Ok(v) => Err(format!("its last answer was {v}")),
+        Err(e) => Err(format!("it last failed: {e}")),
+    }
+}
+
 /// Wait until a script returns something truthy; return it. A script that throws (the element it
 /// reads is gone) counts as "not yet". Past `secs`, fail with the script's last answer, what the
 /// window shows and the app's log.
 pub async fn until(c: &Client, what: &str, script: &str, secs: u64) -> Value {
     let start = Instant::now();
     loop {
-        let last = match bounded(what, c.execute(script, vec![])).await {
-            Ok(v) if truthy(&v) => return v,
-            Ok(v) => format!("its last answer was {v}"),
-            Err(e) => format!("it last failed: {e}"),
+        let last = match answered(c, what, script).await {
+            Ok(v) => return v,
+            Err(last) => last,
         };
         if start.elapsed() >= Duration::from_secs(secs) {
             panic!("timed out after {secs} s waiting for {what} ({last});\nthe window shows {}{}", what_it_shows(c).await, app_log_tail());
@@ -334,10 +343,9 @@ pub async fn click_until(c: &Client, css: &str, what: &str, script: &str, secs: 
         click(c, css).await;
         let tried = Instant::now();
         let last = loop {
-            let last = match bounded(what, c.execute(script, vec![])).await {
-                Ok(v) if truthy(&v) => return v,
-                Ok(v) => format!("its last answer was {v}"),
-                Err(e) => format!("it last failed: {e}"),
+            let last = match answered(c, what, script).await {
+                Ok(v) => return v,
+                Err(last) => last,
             };
             if tried.elapsed() >= Duration::from_secs(3) {
                 break last;
