@@ -3,7 +3,7 @@
 use crate::format::{self, json};
 use crate::Outcome;
 use clap::Args;
-use nightshift_core::agents::first_line;
+use nightshift_core::words::first_line;
 use nightshift_core::events::EngineEvent;
 use nightshift_core::run::PushState;
 use nightshift_core::run::{RunStatus, Trigger};

@@ -3,8 +3,8 @@
 //! refused, a rate limit). Never from the interactive login and never by refreshing a token —
 //! background refreshes are suspected of getting tokens revoked.
 
-use crate::accounts::claude_login::{self, LoginFacts};
 use crate::accounts::{keychain, Account};
+use crate::agents::LoginFacts;
 use crate::store::HealthRecord;
 use crate::words::{Agent, Verdict};
 use chrono::{DateTime, Duration, Utc};
@@ -51,12 +51,7 @@ impl std::fmt::Debug for Credential {
 /// Find the account's credential: keychain, then environment, then the agent's own login.
 pub fn credential(account: &Account, keychain_service: &str, env: &[(String, String)]) -> Credential {
     let login_file = account.config_dir.join(account.auth().login_file);
-    let login = match account.agent {
-        Agent::Claude => claude_login::read(&account.config_dir),
-        // Copilot writes config.json on first start; it names a user only after `copilot login`.
-        Agent::Copilot => LoginFacts { present: std::fs::read_to_string(&login_file).is_ok_and(|t| t.contains("\"lastLoggedInUser\"")), ..LoginFacts::default() },
-        _ => LoginFacts { present: login_file.exists(), ..LoginFacts::default() },
-    };
+    let login = crate::agents::driver(account.agent).login(&account.config_dir);
     let login_changed_at = std::fs::metadata(&login_file).and_then(|m| m.modified()).ok().map(DateTime::<Utc>::from);
     let mut cred = Credential { source: CredentialSource::None, token: None, login, login_changed_at, keychain_problem: None };
     match keychain::get_token(keychain_service, account) {

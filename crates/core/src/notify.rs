@@ -81,8 +81,8 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         _ => format!("✗ {name} · {}", run.reason.map(|r| r.as_str()).unwrap_or("failed")),
     };
     let body = match (run.status, report, &run.message) {
-        (RunStatus::Completed, Some(r), _) => crate::agents::first_line(r, 140),
-        (_, _, Some(m)) => crate::agents::first_line(m, 140),
+        (RunStatus::Completed, Some(r), _) => crate::words::first_line(r, 140),
+        (_, _, Some(m)) => crate::words::first_line(m, 140),
         _ => String::new(),
     };
     // What it changed, in git: "3 files changed, +40 −12 on nightshift/pr-review/01j…"; what it
@@ -101,7 +101,7 @@ pub fn waiting_notice(run: &RunRecord, tz: chrono_tz::Tz) -> Option<Notice> {
     let on = last.account.as_deref().map(|a| format!(" on {a}")).unwrap_or_default();
     Some(Notice {
         summary: format!("⏳ {} waits for the limit{on} · at {}", run.routine, due.with_timezone(&tz).format("%H:%M")),
-        body: run.message.as_deref().map(|m| crate::agents::first_line(m, 140)).unwrap_or_default(),
+        body: run.message.as_deref().map(|m| crate::words::first_line(m, 140)).unwrap_or_default(),
         run_id: Some(run.id.clone()),
         critical: false,
     })
@@ -130,7 +130,7 @@ pub fn quiet_notice(run: &RunRecord, last_ran: Option<chrono::DateTime<chrono::U
         RunStatus::Skipped => format!("⚠ {} skipped its {}slot", run.routine, slot),
         _ => format!("⚠ {} {since}", run.routine),
     };
-    Notice { summary, body: crate::agents::first_line(&body, 200), run_id: Some(run.id.clone()), critical: true }
+    Notice { summary, body: crate::words::first_line(&body, 200), run_id: Some(run.id.clone()), critical: true }
 }
 
 /// One notification for runs that finished long ago, while nothing could notify (a week away

@@ -214,31 +214,18 @@ pub struct AccountSettings {
 pub fn options_problem(agent: Agent, email: &str, reserve: Option<u8>, usage_probe: bool) -> Option<String> {
     if reserve.is_some_and(|r| r > 100) {
         Some(format!("`reserve` of {email} is a percent of its windows: 0 to 100"))
-    } else if usage_probe && agent != Agent::Claude {
+    } else if usage_probe && !crate::agents::driver(agent).has_usage_endpoint() {
         Some(format!("`usage_probe` of {email} reads Claude's OAuth usage endpoint; {} has none (its windows come from its runs)", agent.as_str()))
     } else {
         None
     }
 }
 
-/// Copilot CLI's providers: `github` (its own model routing, a GitHub token) and its
-/// bring-your-own-key types (`COPILOT_PROVIDER_TYPE`).
-pub const COPILOT_PROVIDERS: [&str; 4] = ["github", "openai", "azure", "anthropic"];
-
 /// What is wrong with `provider = p` on account `email` of `agent`, if anything: only OpenCode and
-/// Copilot accounts have one (the others have one provider each) — OpenCode's provider id, or one
-/// of [`COPILOT_PROVIDERS`].
+/// Copilot accounts have one (the others have one provider each); the agent says
+/// ([`crate::agents::AgentDriver::provider_problem`]).
 pub fn provider_problem(agent: Agent, email: &str, p: &str) -> Option<String> {
-    match agent {
-        Agent::OpenCode if p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') => {
-            Some(format!("`provider` of {email} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")"))
-        }
-        Agent::Copilot if !COPILOT_PROVIDERS.contains(&p) => {
-            Some(format!("`provider` of {email} must be github (a GitHub token, the default) or a bring-your-own-key type: openai, azure or anthropic (found \"{p}\")"))
-        }
-        Agent::OpenCode | Agent::Copilot => None,
-        _ => Some(format!("`provider` of {email} names the provider of an OpenCode or Copilot account's key; {} has one provider", agent.as_str())),
-    }
+    crate::agents::driver(agent).provider_problem(email, p)
 }
 
 fn default_agent() -> Agent {
@@ -317,7 +304,7 @@ impl Settings {
             .map_err(|problem| Error::new(ErrorCode::SettingsInvalid, format!("{}:1:1: {problem}", path.display())))?;
         let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
         let located = |offset: usize, message: &str| {
-            let (line, col) = line_col(text, offset);
+            let (line, col) = crate::words::line_col(text, offset);
             Error::new(ErrorCode::SettingsInvalid, format!("{}:{line}:{col}: {}", path.display(), message.trim()))
         };
         let settings = toml::from_str::<Settings>(text).map_err(|e| located(e.span().map(|s| s.start).unwrap_or(0), e.message()))?;
@@ -343,7 +330,7 @@ impl Settings {
         }
         // Each duration in its bounds (the least with its words, the most with its), located.
         for (key, value, least, most, examples) in [
-            ("[defaults] timeout", &settings.defaults.timeout, (Duration::from_nanos(1), "must be longer than zero"), (crate::routine::MAX_DURATION, "is longer than the longest allowed, 7 days"), "90s, 30m, 2h"),
+            ("[defaults] timeout", &settings.defaults.timeout, (Duration::from_nanos(1), "must be longer than zero"), (crate::words::MAX_DURATION, "is longer than the longest allowed, 7 days"), "90s, 30m, 2h"),
             ("[github] poll", &settings.github.poll, (Duration::from_secs(1), "is shorter than a second"), (Duration::from_secs(86_400), "is longer than a day"), "60s, 2m, 15m"),
         ] {
             let Some(value) = value else { continue };
@@ -455,14 +442,6 @@ fn value_offset(text: &str, key: &str) -> Option<usize> {
         offset += line.len();
     }
     None
-}
-
-/// 1-based line and column (in characters) of a byte offset.
-pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let before = &text[..offset.min(text.len())];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
-    (line, col)
 }
 
 #[cfg(test)]

@@ -122,7 +122,7 @@ pub fn ping_request(url: &str, event: crate::run::PingEvent, run: &RunRecord) ->
     let body = match event {
         PingEvent::Start => format!("Nightshift: {} run {} started", run.routine, run.id),
         PingEvent::End => {
-            let said = run.message.as_deref().map(|m| format!(" — {}", crate::agents::first_line(m, 200))).unwrap_or_default();
+            let said = run.message.as_deref().map(|m| format!(" — {}", crate::words::first_line(m, 200))).unwrap_or_default();
             format!("Nightshift: {} run {} {}{said}", run.routine, run.id, status_words(run))
         }
     };

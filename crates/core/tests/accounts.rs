@@ -1,7 +1,8 @@
 //! Accounts in the engine: health verdicts from facts and outcomes, and "held, not lost".
 
 use chrono::{DateTime, Duration, Utc};
-use nightshift_core::accounts::{claude_login::LoginFacts, Account};
+use nightshift_core::accounts::Account;
+use nightshift_core::agents::LoginFacts;
 use nightshift_core::health::{assess, Credential, CredentialSource};
 use nightshift_core::words::Verdict;
 use nightshift_core::run::{Reason, RunStatus, Trigger};

@@ -463,10 +463,10 @@ fn config_keys_are_passed_to_the_agent_or_said_why_not() {
     th.routine("sandbox", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\nconfig:\n  sandbox_mode: danger-full-access\n");
     th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nconfig:\n  theme: dark\n");
     let set = load_dir(&Home::at(th.path()), &[]);
-    let codex = nightshift_core::agents::invocation(&set.get("codex").unwrap().action, "hi", None, None).args;
+    let codex = set.get("codex").unwrap().action.invocation("hi", None, None).args;
     let tail: Vec<&str> = codex.iter().rev().take(5).rev().map(String::as_str).collect();
     assert_eq!(tail, ["--model", "gpt-5", "-c", "reasoning_summary=\"concise\"", "hi"], "{codex:?}");
-    let claude = nightshift_core::agents::invocation(&set.get("claude").unwrap().action, "hi", Some(0.5), None).args;
+    let claude = set.get("claude").unwrap().action.invocation("hi", Some(0.5), None).args;
     let at = claude.iter().position(|a| a == "--settings").expect("--settings");
     assert_eq!(claude[at + 1], r#"{"cleanupPeriodDays":7}"#);
     let cap = claude.iter().position(|a| a == "--max-budget-usd").expect("the run's cap");
@@ -489,7 +489,7 @@ fn opencode_takes_config_keys_in_its_config_content_and_keeps_its_own() {
     th.routine("env", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\nenv:\n  OPENCODE_PERMISSION: '{\"bash\":\"allow\"}'\n");
     th.routine("rule", "schedule: \"0 2 * * *\"\nagent: opencode\nprompt: hi\ndeny: {tools: [\"Bash(git push)\"]}\n");
     let set = load_dir(&Home::at(th.path()), &[]);
-    let oc = nightshift_core::agents::invocation(&set.get("oc").unwrap().action, "hi", None, None);
+    let oc = set.get("oc").unwrap().action.invocation("hi", None, None);
     let content = oc.env.iter().find(|(k, _)| *k == "OPENCODE_CONFIG_CONTENT").map(|(_, v)| v.clone()).expect("the config");
     let content: serde_json::Value = serde_json::from_str(&content).unwrap();
     assert_eq!((content["snapshot"].as_bool(), content["permission"]["bash"].as_str()), (Some(false), Some("allow")), "{content}");
@@ -512,7 +512,7 @@ fn copilot_keeps_its_permissions_and_names_its_rules() {
     let set = load_dir(&Home::at(th.path()), &[]);
     let ok = set.get("ok").unwrap();
     assert_eq!(ok.warnings[0].to_string(), "routines/ok.yaml:6:3: warning: `config.theme` is ignored: Copilot CLI takes no settings on its command line (put it in the account's settings.json, or use `copilot config`)");
-    let inv = nightshift_core::agents::invocation(&ok.action, "hi", None, None);
+    let inv = ok.action.invocation("hi", None, None);
     assert!(inv.args.contains(&"--allow-tool=shell(git:*)".to_string()) && !inv.args.contains(&"--allow-all-tools".to_string()), "{:?}", inv.args);
     assert_eq!(set.get_invalid("args").unwrap().errors[0].to_string(), "routines/args.yaml:4:8: `args`: `--yolo` is Nightshift's to set for copilot: use `mode: skip`");
     assert_eq!(set.get_invalid("env").unwrap().errors[0].to_string(), "routines/env.yaml:4:1: `env: COPILOT_ALLOW_ALL` is Nightshift's to set for copilot: use `mode:` (skip allows everything)");

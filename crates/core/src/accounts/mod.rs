@@ -7,10 +7,12 @@
 //! `<VAR>_<SLUG>` (headless machines without a keychain), or the agent's own login in the
 //! account's config dir (read for health facts only — never refreshed, never written, never copied).
 
-pub mod claude_login;
 pub mod keychain;
 pub mod redact;
 
+pub use crate::agents::auth::provider_key_var;
+use crate::agents::driver;
+pub use crate::agents::AgentAuth;
 use crate::home::Home;
 use crate::settings::Settings;
 use crate::words::Agent;
@@ -47,17 +49,13 @@ impl Account {
     /// `{env:<PROVIDER>_API_KEY}`. A Copilot account with a bring-your-own-key provider gets it as
     /// `COPILOT_PROVIDER_API_KEY` (its GitHub token otherwise).
     pub fn secret_var(&self) -> String {
-        match (self.agent, self.provider.as_deref()) {
-            (Agent::OpenCode, Some(p)) => provider_key_var(p),
-            (Agent::Copilot, Some(_)) if self.byok().is_some() => "COPILOT_PROVIDER_API_KEY".to_string(),
-            _ => self.auth().secret_var.to_string(),
-        }
+        self.provider.as_deref().and_then(|p| driver(self.agent).provider_secret_var(p)).unwrap_or_else(|| self.auth().secret_var.to_string())
     }
 
     /// A Copilot account's bring-your-own-key provider type (`openai`, `azure`, `anthropic`);
     /// `None` for its GitHub sign-in and for every other agent.
     pub fn byok(&self) -> Option<&str> {
-        self.provider.as_deref().filter(|p| self.agent == Agent::Copilot && *p != "github")
+        self.provider.as_deref().and_then(|p| driver(self.agent).byok(p))
     }
 
     /// What this account's stored secret is and where a user gets one, for every face that asks
@@ -94,108 +92,12 @@ impl Account {
     }
 }
 
-/// How each agent CLI authenticates: what Nightshift injects into a run, and where the CLI keeps
-/// its own login. One table, so accounts, preflight, re-login and the UI agree per agent.
-#[derive(Debug)]
-pub struct AgentAuth {
-    /// Set to the account's config dir for each run.
-    pub config_dir_var: &'static str,
-    /// Set to the stored secret (keychain or environment) for each run.
-    pub secret_var: &'static str,
-    /// What that secret is, in words.
-    pub secret_name: &'static str,
-    /// How a user gets one.
-    pub secret_how: &'static str,
-    /// The agent's own login, relative to the config dir.
-    pub login_file: &'static str,
-    /// The interactive login, run with `config_dir_var` set.
-    pub login_command: &'static str,
-    /// The variables a headless machine sets in the engine's own environment for the agent's
-    /// documented login; passed to runs of the agent only while no account of it is configured.
-    pub inherited: &'static [&'static str],
-    /// More variables the agent keeps its state under, each set to a folder of the account's
-    /// config dir (OpenCode follows all four XDG base directories).
-    pub more_dirs: &'static [(&'static str, &'static str)],
-}
-
 /// What an account of `agent` with `provider` stores and where a user gets it
 /// ([`Account::secret_words`]; also for an account not yet read back from the settings).
 pub fn secret_words(agent: Agent, provider: Option<&str>) -> (&'static str, &'static str) {
-    match (agent, provider) {
-        (Agent::Copilot, Some(p)) if p != "github" => ("provider API key", "your provider's console (the account's `provider` says which)"),
-        _ => AgentAuth::of(agent).map(|a| (a.secret_name, a.secret_how)).unwrap_or(("secret", "")),
-    }
-}
-
-/// `openai` → `OPENAI_API_KEY`, `amazon-bedrock` → `AMAZON_BEDROCK_API_KEY`.
-pub fn provider_key_var(provider: &str) -> String {
-    let word: String = provider.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
-    format!("{word}_API_KEY")
-}
-
-impl AgentAuth {
-    /// How `agent` signs in; `None` for a shell command, which has no login.
-    pub fn of(agent: Agent) -> Option<&'static AgentAuth> {
-        Some(match agent {
-            Agent::Command => return None,
-            Agent::Claude => &AgentAuth {
-                config_dir_var: "CLAUDE_CONFIG_DIR",
-                secret_var: "CLAUDE_CODE_OAUTH_TOKEN",
-                secret_name: "setup token",
-                secret_how: "`claude setup-token`",
-                login_file: ".credentials.json",
-                login_command: "claude /login",
-                inherited: &["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
-                more_dirs: &[],
-            },
-            Agent::Codex => &AgentAuth {
-                config_dir_var: "CODEX_HOME",
-                secret_var: "OPENAI_API_KEY",
-                secret_name: "OpenAI API key",
-                secret_how: "https://platform.openai.com/api-keys",
-                login_file: "auth.json",
-                login_command: "codex login",
-                inherited: &["OPENAI_API_KEY"],
-                more_dirs: &[],
-            },
-            Agent::Gemini => &AgentAuth {
-                config_dir_var: "GEMINI_CLI_HOME",
-                secret_var: "GEMINI_API_KEY",
-                secret_name: "Gemini API key",
-                secret_how: "https://aistudio.google.com/apikey",
-                login_file: ".gemini/oauth_creds.json",
-                login_command: "gemini",
-                inherited: &["GEMINI_API_KEY"],
-                more_dirs: &[],
-            },
-            // OpenCode keeps its login (`opencode auth login`: auth.json) and sessions under
-            // XDG_DATA_HOME, its opencode.json under XDG_CONFIG_HOME: the account's dir is its
-            // data home, with config/, state/ and cache/ inside.
-            Agent::OpenCode => &AgentAuth {
-                config_dir_var: "XDG_DATA_HOME",
-                secret_var: "ANTHROPIC_API_KEY",
-                secret_name: "provider API key",
-                secret_how: "your provider's console (set `provider = \"…\"` on the account for another than Anthropic)",
-                login_file: "opencode/auth.json",
-                login_command: "opencode auth login",
-                inherited: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_API_KEY"],
-                more_dirs: &[("XDG_CONFIG_HOME", "config"), ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")],
-            },
-            // Copilot CLI keeps its settings, sessions and `copilot login` under COPILOT_HOME
-            // (the login's token goes to the OS keychain; config.json names who is signed in).
-            // Its cache (the unpacked CLI, ~235 MB) stays shared: nothing of the account is in it
-            // but a disposable copy of the user record.
-            Agent::Copilot => &AgentAuth {
-                config_dir_var: "COPILOT_HOME",
-                secret_var: "COPILOT_GITHUB_TOKEN",
-                secret_name: "GitHub token",
-                secret_how: "a fine-grained token with the Copilot Requests permission (https://github.com/settings/personal-access-tokens); with `provider = \"openai\"` (or azure, anthropic) the provider's API key instead",
-                login_file: "config.json",
-                login_command: "copilot login",
-                inherited: &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
-                more_dirs: &[],
-            },
-        })
+    match provider.and_then(|p| driver(agent).byok(p)) {
+        Some(_) => ("provider API key", "your provider's console (the account's `provider` says which)"),
+        None => AgentAuth::of(agent).map(|a| (a.secret_name, a.secret_how)).unwrap_or(("secret", "")),
     }
 }
 

@@ -8,11 +8,13 @@
 //! a process that failed without saying why in the stream.
 
 use super::patterns::{epoch_to_time, looks_like_auth_failure, looks_like_rate_limit, reset_time};
+use super::rules::instead;
 use super::tail::json_if;
 use super::transcript::{not_json, result_text, tool_input};
 use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use crate::routine::Mode;
+use super::{AgentAuth, Controlled, LoginFacts, Mode};
 use crate::run::{Reason, RunStatus};
+use crate::words::Agent;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
@@ -28,6 +30,79 @@ pub fn permission_mode(mode: Mode) -> &'static str {
 }
 
 impl AgentDriver for Claude {
+    fn agent(&self) -> Agent {
+        Agent::Claude
+    }
+
+    fn controlled_args(&self) -> Controlled {
+        &[
+            ("-p", instead::PROMPT),
+            ("--print", instead::PROMPT),
+            ("--output-format", instead::OUTPUT),
+            ("--input-format", instead::OUTPUT),
+            ("--verbose", instead::OUTPUT),
+            ("--permission-mode", instead::MODE),
+            ("--dangerously-skip-permissions", "use `mode: skip`"),
+            ("--model", instead::MODEL),
+            ("--effort", instead::EFFORT),
+            ("-r", instead::SESSION),
+            ("--resume", instead::SESSION),
+            ("-c", instead::SESSION),
+            ("--continue", instead::SESSION),
+            ("--session-id", instead::SESSION),
+            ("--tools", "use `allow.tools`"),
+            ("--allowedTools", "use `allow.tools`"),
+            ("--allowed-tools", "use `allow.tools`"),
+            ("--disallowedTools", "use `deny.tools`"),
+            ("--disallowed-tools", "use `deny.tools`"),
+        ]
+    }
+
+    fn controlled_config(&self) -> Controlled {
+        &[("permissions", "use `mode:`, `allow:` and `deny:`"), ("env", "use `env:`"), ("apiKeyHelper", "the account's credential is Nightshift's to pass: use `account:`"), ("effortLevel", "use `effort:`")]
+    }
+
+    /// `config.<key>` as `--settings '{json}'`: any key of Claude Code's settings.json.
+    fn config_args(&self, config: &[(String, Value)]) -> Vec<String> {
+        if config.is_empty() {
+            return Vec::new();
+        }
+        let settings: serde_json::Map<String, Value> = config.iter().cloned().collect();
+        vec!["--settings".to_string(), Value::Object(settings).to_string()]
+    }
+
+    fn reports_cost(&self) -> bool {
+        true
+    }
+
+    /// `--max-budget-usd`.
+    fn caps_run_cost(&self) -> bool {
+        true
+    }
+
+    fn auth(&self) -> Option<&'static AgentAuth> {
+        Some(&AgentAuth {
+            config_dir_var: "CLAUDE_CONFIG_DIR",
+            secret_var: "CLAUDE_CODE_OAUTH_TOKEN",
+            secret_name: "setup token",
+            secret_how: "`claude setup-token`",
+            login_file: ".credentials.json",
+            login_command: "claude /login",
+            inherited: &["CLAUDE_CODE_OAUTH_TOKEN", "ANTHROPIC_API_KEY"],
+            more_dirs: &[],
+        })
+    }
+
+    /// Its login says its expiry, scopes and identity ([`super::claude_login`]).
+    fn login(&self, config_dir: &std::path::Path) -> LoginFacts {
+        super::claude_login::read(config_dir)
+    }
+
+    /// Anthropic's OAuth usage endpoint (`engine::usage_probe`).
+    fn has_usage_endpoint(&self) -> bool {
+        true
+    }
+
     fn program(&self) -> &'static str {
         "claude"
     }
@@ -73,7 +148,7 @@ impl AgentDriver for Claude {
             args.extend(["--model".to_string(), model.to_string()]);
         }
         // `--effort low|medium|high|xhigh|max` (Claude Code 2.1.332's own words).
-        if let Some(level) = call.effort.and_then(crate::routine::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::Effort::level) {
             args.extend(["--effort".to_string(), level.as_str().to_string()]);
         }
         args.extend(call.extra.iter().cloned());

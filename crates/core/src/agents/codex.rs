@@ -12,14 +12,71 @@
 //! completed and the process exited 0; the report is the last `agent_message`.
 
 use super::patterns::failure_from_text;
+use super::rules::instead;
 use super::tail::json_if;
 use super::transcript::not_json;
 use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use crate::routine::Mode;
+use super::{AgentAuth, Controlled, Mode};
+use crate::words::Agent;
 
 pub struct Codex;
 
 impl AgentDriver for Codex {
+    fn agent(&self) -> Agent {
+        Agent::Codex
+    }
+
+    fn controlled_args(&self) -> Controlled {
+        &[
+            ("exec", "Nightshift runs `codex exec` itself"),
+            ("--json", instead::OUTPUT),
+            ("--color", instead::OUTPUT),
+            ("-s", instead::MODE),
+            ("--sandbox", instead::MODE),
+            ("--full-auto", instead::MODE),
+            ("--dangerously-bypass-approvals-and-sandbox", "use `mode: skip`"),
+            ("-m", instead::MODEL),
+            ("--model", instead::MODEL),
+        ]
+    }
+
+    /// Codex takes settings as `-c key=value`: its reasoning effort is `effort:`'s.
+    fn refused_arg(&self, arg: &str) -> Option<String> {
+        arg.trim_start_matches("-c").trim_start_matches("--config").trim_start_matches('=').trim().starts_with("model_reasoning_effort").then(|| format!("`{arg}` sets Codex's reasoning effort: use `effort:`"))
+    }
+
+    fn no_tool_rules(&self) -> Option<&'static str> {
+        Some("Codex CLI has no tool list — its sandbox is its limit (`mode: plan` runs it read-only)")
+    }
+
+    fn controlled_config(&self) -> Controlled {
+        &[
+            ("model_reasoning_effort", "use `effort:`"),
+            ("approval_policy", "use `mode:`"),
+            ("sandbox_mode", "use `mode:`"),
+            ("sandbox_workspace_write", "use `mode:` and `allow.dirs`"),
+            ("model_provider", "the account's credential is Nightshift's to pass: use `account:`"),
+        ]
+    }
+
+    /// `config.<key>` as `-c key=value`: any key of its config.toml.
+    fn config_args(&self, config: &[(String, serde_json::Value)]) -> Vec<String> {
+        config.iter().flat_map(|(k, v)| ["-c".to_string(), format!("{k}={}", toml_value(v))]).collect()
+    }
+
+    fn auth(&self) -> Option<&'static AgentAuth> {
+        Some(&AgentAuth {
+            config_dir_var: "CODEX_HOME",
+            secret_var: "OPENAI_API_KEY",
+            secret_name: "OpenAI API key",
+            secret_how: "https://platform.openai.com/api-keys",
+            login_file: "auth.json",
+            login_command: "codex login",
+            inherited: &["OPENAI_API_KEY"],
+            more_dirs: &[],
+        })
+    }
+
     fn program(&self) -> &'static str {
         "codex"
     }
@@ -46,7 +103,7 @@ impl AgentDriver for Codex {
             args.extend(["--model".to_string(), model.to_string()]);
         }
         // Codex's `model_reasoning_effort` (0.171 takes low, medium, high, xhigh and max).
-        if let Some(level) = call.effort.and_then(crate::routine::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::Effort::level) {
             args.extend(["-c".to_string(), format!("model_reasoning_effort=\"{}\"", level.as_str())]);
         }
         // `allow.dirs`: writable beside the working folder (tool rules are refused by the loader:
@@ -220,4 +277,18 @@ fn windows_of(limits: &serde_json::Value, now: chrono::DateTime<chrono::Utc>) ->
         })
         .collect();
     (!windows.is_empty()).then_some(windows)
+}
+
+/// A JSON value as a TOML value, for Codex's `-c key=value` (which parses the value as TOML).
+fn toml_value(v: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match v {
+        // TOML has no null; an empty string is the nearest "nothing".
+        Value::Null => "\"\"".to_string(),
+        Value::Bool(_) | Value::Number(_) => v.to_string(),
+        // A JSON string is a valid TOML basic string (the same escapes).
+        Value::String(_) => v.to_string(),
+        Value::Array(items) => format!("[{}]", items.iter().map(toml_value).collect::<Vec<_>>().join(", ")),
+        Value::Object(map) => format!("{{{}}}", map.iter().map(|(k, v)| format!("{}={}", Value::String(k.clone()), toml_value(v))).collect::<Vec<_>>().join(", ")),
+    }
 }

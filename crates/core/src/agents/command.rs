@@ -2,6 +2,7 @@
 
 use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
 use crate::run::Reason;
+use crate::words::Agent;
 
 /// Lines of stdout kept as a command's report.
 const REPORT_LINES: usize = 40;
@@ -9,6 +10,14 @@ const REPORT_LINES: usize = 40;
 pub struct Command;
 
 impl AgentDriver for Command {
+    fn agent(&self) -> Agent {
+        Agent::Command
+    }
+
+    fn config_ignored(&self) -> Option<&'static str> {
+        Some("a `command` routine has no agent to pass it to")
+    }
+
     fn program(&self) -> &'static str {
         "/bin/sh"
     }

@@ -21,16 +21,22 @@
 //! judges it `rate_limited` until the reset its message names ("reset in 1 hour").
 
 use super::patterns::failure_from_text;
+use super::rules::instead;
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
 use super::{first_line, AgentDriver, Call, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use crate::routine::Mode;
+use super::{AgentAuth, Controlled, LoginFacts, Mode};
 use crate::run::Reason;
+use crate::words::Agent;
 use chrono::{DateTime, Duration, Utc};
 use serde_json::Value;
 use std::path::Path;
 
 pub struct Copilot;
+
+/// Copilot CLI's providers: `github` (its own model routing, a GitHub token) and its
+/// bring-your-own-key types (`COPILOT_PROVIDER_TYPE`).
+pub const PROVIDERS: [&str; 4] = ["github", "openai", "azure", "anthropic"];
 
 /// The usage file's name in the run's directory (`--usage-output-file`).
 pub const USAGE_FILE: &str = "copilot-usage.json";
@@ -68,6 +74,117 @@ fn permission_args(call: &Call<'_>) -> Vec<String> {
 }
 
 impl AgentDriver for Copilot {
+    fn agent(&self) -> Agent {
+        Agent::Copilot
+    }
+
+    fn controlled_args(&self) -> Controlled {
+        &[
+            ("-p", instead::PROMPT),
+            ("--prompt", instead::PROMPT),
+            ("-i", instead::NOT_INTERACTIVE),
+            ("--interactive", instead::NOT_INTERACTIVE),
+            ("--acp", instead::NOT_INTERACTIVE),
+            ("--output-format", instead::OUTPUT),
+            ("-s", instead::OUTPUT),
+            ("--silent", instead::OUTPUT),
+            ("--usage-output-file", instead::OUTPUT),
+            ("--mode", instead::MODE),
+            ("--plan", instead::MODE),
+            ("--autopilot", instead::MODE),
+            ("--allow-all-tools", instead::MODE),
+            ("--allow-all-paths", "use `mode: skip`"),
+            ("--allow-all", "use `mode: skip`"),
+            ("--yolo", "use `mode: skip`"),
+            ("--allow-tool", "use `allow.tools`"),
+            ("--deny-tool", "use `deny.tools`"),
+            ("--model", instead::MODEL),
+            ("--reasoning-effort", instead::EFFORT),
+            ("-r", instead::SESSION),
+            ("--resume", instead::SESSION),
+            ("--continue", instead::SESSION),
+            ("--session-id", instead::SESSION),
+            ("--connect", instead::SESSION),
+            ("--share", instead::NOT_SHARED),
+            ("--share-gist", instead::NOT_SHARED),
+            ("--remote", instead::NOT_SHARED),
+        ]
+    }
+
+    fn controlled_env(&self) -> Controlled {
+        &[("COPILOT_ALLOW_ALL", "use `mode:` (skip allows everything)")]
+    }
+
+    /// Its patterns are passed as written — `shell(git:*)` (every git command), `shell(git push)`,
+    /// `write`, `write(src/)`, `url(github.com)`, `MyMCP(tool)` — so only their kind is checked:
+    /// Claude Code's and Copilot's own tool names are pointed at the kind, and reading needs no
+    /// permission there at all.
+    fn refused_tool_rule(&self, entry: &str) -> Option<String> {
+        let (kind, inside) = match entry.trim().split_once('(') {
+            Some((kind, rest)) => (kind.trim(), Some(rest.trim_end().trim_end_matches(')').trim())),
+            None => (entry.trim(), None),
+        };
+        let pointed = [("Bash", "shell"), ("bash", "shell"), ("Write", "write"), ("Edit", "write"), ("MultiEdit", "write"), ("create", "write"), ("edit", "write"), ("WebFetch", "url"), ("web_fetch", "url")];
+        if let Some((_, own)) = pointed.iter().find(|(name, _)| *name == kind) {
+            let example = match inside {
+                Some(p) if !p.is_empty() && *own == "shell" => format!("shell({p})"),
+                _ => own.to_string(),
+            };
+            return Some(format!("`{entry}`: Copilot CLI calls that permission {own} (write `{example}`)"));
+        }
+        if ["Read", "Grep", "Glob", "LS", "view", "grep", "glob"].contains(&kind) {
+            return Some(format!("`{entry}`: Copilot CLI reads and searches without asking; its rules are for shell, write, url and MCP servers"));
+        }
+        if kind.is_empty() || !kind.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.') {
+            return Some(format!("`{entry}` is not a Copilot CLI permission (shell, write, url, or an MCP server's name)"));
+        }
+        match inside {
+            Some("") => Some(format!("`{entry}`: write `{kind}` for all of it, or what it is limited to, e.g. `shell(git status)`")),
+            _ => None,
+        }
+    }
+
+    fn config_ignored(&self) -> Option<&'static str> {
+        Some("Copilot CLI takes no settings on its command line (put it in the account's settings.json, or use `copilot config`)")
+    }
+
+    // Copilot CLI keeps its settings, sessions and `copilot login` under COPILOT_HOME (the
+    // login's token goes to the OS keychain; config.json names who is signed in). Its cache (the
+    // unpacked CLI, ~235 MB) stays shared: nothing of the account is in it but a disposable copy
+    // of the user record.
+    fn auth(&self) -> Option<&'static AgentAuth> {
+        Some(&AgentAuth {
+            config_dir_var: "COPILOT_HOME",
+            secret_var: "COPILOT_GITHUB_TOKEN",
+            secret_name: "GitHub token",
+            secret_how: "a fine-grained token with the Copilot Requests permission (https://github.com/settings/personal-access-tokens); with `provider = \"openai\"` (or azure, anthropic) the provider's API key instead",
+            login_file: "config.json",
+            login_command: "copilot login",
+            inherited: &["COPILOT_GITHUB_TOKEN", "GH_TOKEN", "GITHUB_TOKEN"],
+            more_dirs: &[],
+        })
+    }
+
+    /// Copilot writes config.json on first start; it names a user only after `copilot login`.
+    fn login(&self, config_dir: &Path) -> LoginFacts {
+        let file = config_dir.join("config.json");
+        LoginFacts { present: std::fs::read_to_string(file).is_ok_and(|t| t.contains("\"lastLoggedInUser\"")), ..LoginFacts::default() }
+    }
+
+    /// `github` (its own model routing, a GitHub token) or one of its bring-your-own-key types.
+    fn provider_problem(&self, email: &str, p: &str) -> Option<String> {
+        (!PROVIDERS.contains(&p)).then(|| format!("`provider` of {email} must be github (a GitHub token, the default) or a bring-your-own-key type: openai, azure or anthropic (found \"{p}\")"))
+    }
+
+    /// A bring-your-own-key account's key goes in `COPILOT_PROVIDER_API_KEY`.
+    fn provider_secret_var(&self, provider: &str) -> Option<String> {
+        self.byok(provider).map(|_| "COPILOT_PROVIDER_API_KEY".to_string())
+    }
+
+    fn byok<'p>(&self, provider: &'p str) -> Option<&'p str> {
+        (provider != "github").then_some(provider)
+    }
+
     fn program(&self) -> &'static str {
         "copilot"
     }
@@ -82,7 +199,7 @@ impl AgentDriver for Copilot {
         if let Some(model) = call.model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
-        if let Some(level) = call.effort.and_then(crate::routine::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::Effort::level) {
             args.extend(["--reasoning-effort".to_string(), level.as_str().to_string()]);
         }
         if let Some(dir) = call.run_dir {

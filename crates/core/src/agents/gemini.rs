@@ -13,13 +13,29 @@
 //! `denials`.
 
 use super::patterns::failure_from_text;
+use super::rules::{instead, ToolNames};
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
 use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use crate::routine::tool_rules::split;
-use crate::routine::{Guard, Mode};
+use super::{split_tool_rule as split, AgentAuth, Controlled, Guard, Mode};
+use crate::words::Agent;
 
 pub struct Gemini;
+
+/// Claude Code's tool names, and what Gemini CLI calls the same tool.
+const FROM_CLAUDE: [(&str, &str); 9] =
+    [("Bash", "run_shell_command"), ("Read", "read_file"), ("Write", "write_file"), ("Edit", "replace"), ("MultiEdit", "replace"), ("Grep", "grep_search"), ("Glob", "glob"), ("LS", "list_directory"), ("WebFetch", "web_fetch")];
+
+/// What its rules name: its own tools; Claude Code's names are pointed at them.
+const TOOL_NAMES: ToolNames = ToolNames {
+    calls: "Gemini CLI calls that tool",
+    from_claude: &FROM_CLAUDE,
+    shell: "run_shell_command",
+    known: |tool| match !tool.is_empty() && tool.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '*') {
+        true => Ok(()),
+        false => Err("is not a Gemini CLI tool name (such as read_file or run_shell_command)".into()),
+    },
+};
 
 /// The policy file's name in the run's directory.
 pub const POLICY_FILE: &str = "gemini-policy.toml";
@@ -66,6 +82,82 @@ fn toml_string(s: &str) -> String {
 }
 
 impl AgentDriver for Gemini {
+    fn agent(&self) -> Agent {
+        Agent::Gemini
+    }
+
+    fn controlled_args(&self) -> Controlled {
+        const POLICY: &str = "use `allow.tools` and `deny.tools` (Nightshift writes the policy)";
+        &[
+            ("-p", instead::PROMPT),
+            ("--prompt", instead::PROMPT),
+            ("-o", instead::OUTPUT),
+            ("--output-format", instead::OUTPUT),
+            ("--approval-mode", instead::MODE),
+            ("-y", instead::MODE),
+            ("--yolo", instead::MODE),
+            ("-m", instead::MODEL),
+            ("--model", instead::MODEL),
+            ("--policy", POLICY),
+            ("--admin-policy", POLICY),
+            ("--allowed-tools", "use `allow.tools`"),
+        ]
+    }
+
+    /// Its rules name its own tools (`read_file`, `run_shell_command(git status)`: a command
+    /// prefix, its policy engine's `commandPrefix`).
+    fn refused_tool_rule(&self, entry: &str) -> Option<String> {
+        TOOL_NAMES.refused(entry)
+    }
+
+    fn tool_rules_only_here(&self) -> Option<&'static str> {
+        Some("gemini's tool rules are a policy file beside the run, on this machine; a run on a host (`host:`) cannot have them yet")
+    }
+
+    fn config_ignored(&self) -> Option<&'static str> {
+        Some("Gemini CLI takes no settings on its command line (put it in ~/.gemini/settings.json)")
+    }
+
+    fn no_effort(&self) -> Option<&'static str> {
+        Some("Gemini CLI has no effort setting")
+    }
+
+    fn auth(&self) -> Option<&'static AgentAuth> {
+        Some(&AgentAuth {
+            config_dir_var: "GEMINI_CLI_HOME",
+            secret_var: "GEMINI_API_KEY",
+            secret_name: "Gemini API key",
+            secret_how: "https://aistudio.google.com/apikey",
+            login_file: ".gemini/oauth_creds.json",
+            login_command: "gemini",
+            inherited: &["GEMINI_API_KEY"],
+            more_dirs: &[],
+        })
+    }
+
+    /// Gemini CLI uses a `GEMINI_API_KEY` only when its settings select API-key auth (otherwise it
+    /// stops with "Invalid auth method selected"). For an account with a stored key, make the
+    /// account's own settings say so — leaving every other setting, and an explicit choice, as is.
+    fn prepare_config_dir(&self, config_dir: &std::path::Path) -> Result<(), String> {
+        let path = config_dir.join(".gemini").join("settings.json");
+        let mut settings: serde_json::Value = match std::fs::read_to_string(&path) {
+            Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON ({e}); fix or remove it", path.display()))?,
+            Err(_) => serde_json::json!({}),
+        };
+        if settings.pointer("/security/auth/selectedType").is_some() {
+            return Ok(());
+        }
+        let Some(obj) = settings.as_object_mut() else {
+            return Err(format!("{} is not a JSON object", path.display()));
+        };
+        let security = obj.entry("security").or_insert_with(|| serde_json::json!({}));
+        let auth = security.as_object_mut().map(|s| s.entry("auth").or_insert_with(|| serde_json::json!({})));
+        if let Some(serde_json::Value::Object(a)) = auth {
+            a.insert("selectedType".into(), "gemini-api-key".into());
+        }
+        crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&settings).unwrap_or_default().as_bytes()).map_err(|e| e.message)
+    }
+
     fn program(&self) -> &'static str {
         "gemini"
     }

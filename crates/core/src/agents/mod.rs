@@ -1,20 +1,26 @@
 //! One module per agent CLI: how to invoke it, how to read its stream live (progress), and how to
 //! classify how a run ended and extract its report — from the tail of its log.
 
+pub mod auth;
+pub mod call;
 pub mod claude;
+pub mod claude_login;
 pub mod codex;
 pub mod command;
 pub mod copilot;
 pub mod gemini;
 pub mod opencode;
 mod patterns;
+pub mod rules;
 pub mod tail;
 pub mod transcript;
 
-use crate::routine::{Action, Effort, Mode};
 pub use crate::run::Usage;
 use crate::run::{Reason, RunStatus};
+use crate::words::first_line;
 use crate::words::Agent;
+pub use auth::{AgentAuth, LoginFacts};
+pub use call::{split_tool_rule, Call, Effort, Guard, Mode};
 use chrono::{DateTime, Utc};
 use std::path::Path;
 pub use tail::LogTail;
@@ -71,28 +77,6 @@ impl RunOutput<'_> {
     }
 }
 
-/// What an agent is asked to do, and how: a routine's action with its prompt rendered.
-#[derive(Debug, Clone, Copy)]
-pub struct Call<'a> {
-    pub prompt: &'a str,
-    pub mode: Mode,
-    pub model: Option<&'a str>,
-    pub effort: Option<Effort>,
-    /// The routine's `args:`, placed where the CLI takes its options (before a positional
-    /// prompt); never one of the arguments the driver sets itself (`routine::agent_args`).
-    pub extra: &'a [String],
-    /// `allow:`/`deny:` — in the strongest form the CLI has.
-    pub guard: &'a crate::routine::Guard,
-    /// What the run may spend (USD: `budget.run`, `[budget] run`), for a CLI that caps it itself.
-    pub max_budget_usd: Option<f64>,
-    /// The run's directory here, where [`AgentDriver::run_file`] is written before the agent
-    /// starts; `None` for a run on another machine.
-    pub run_dir: Option<&'a std::path::Path>,
-    /// `config.<key>` for a CLI that takes its settings other than as arguments (OpenCode's
-    /// `OPENCODE_CONFIG_CONTENT`); the others have them in `extra` already.
-    pub config: &'a [(String, serde_json::Value)],
-}
-
 pub trait AgentDriver: Send + Sync {
     /// The executable's name on PATH (`claude`), or an absolute path for `command`.
     fn program(&self) -> &'static str;
@@ -133,7 +117,103 @@ pub trait AgentDriver: Send + Sync {
     fn windows_kept_in(&self, _config_dir: &std::path::Path, _session_id: &str, _now: DateTime<Utc>) -> Vec<crate::run::LimitWindow> {
         Vec::new()
     }
+
+    // ── What a routine may say for this agent. The loader asks ([`rules`]); the agent answers. ──
+
+    /// Its word: what a routine's `agent:` and an account's `agent` say.
+    fn agent(&self) -> Agent;
+    /// The CLI's arguments Nightshift sets itself, each with what to use instead: `args:` may not
+    /// name one (as itself or as `argument=value`).
+    fn controlled_args(&self) -> Controlled {
+        &[]
+    }
+    /// Why `arg` may not be in `args:` although no [`AgentDriver::controlled_args`] entry names it
+    /// (a setting passed through a generic flag, as Codex's `-c model_reasoning_effort=…`).
+    fn refused_arg(&self, _arg: &str) -> Option<String> {
+        None
+    }
+    /// The variables the CLI reads its run settings from and Nightshift sets: `env:` may not name one.
+    fn controlled_env(&self) -> Controlled {
+        &[]
+    }
+    /// Why the CLI can take no tool rules (`allow.tools`, `deny.tools`) at all, if it cannot.
+    fn no_tool_rules(&self) -> Option<&'static str> {
+        None
+    }
+    /// Why this entry of `allow.tools` / `deny.tools` cannot be expressed for the CLI, if it cannot.
+    fn refused_tool_rule(&self, _entry: &str) -> Option<String> {
+        None
+    }
+    /// Why its tool rules cannot go with a run on another machine (`host:`), if they cannot.
+    fn tool_rules_only_here(&self) -> Option<&'static str> {
+        None
+    }
+    /// The settings (`config.<key>`) that a routine field decides, each with that field.
+    fn controlled_config(&self) -> Controlled {
+        &[]
+    }
+    /// Why `config.<key>` is ignored for this agent (a warning), if it is.
+    fn config_ignored(&self) -> Option<&'static str> {
+        None
+    }
+    /// The arguments that pass `config.<key>` to the CLI, in its own form (none by default).
+    fn config_args(&self, _config: &[(String, serde_json::Value)]) -> Vec<String> {
+        Vec::new()
+    }
+    /// Why `effort:` is ignored (the CLI has no effort setting), if it is.
+    fn no_effort(&self) -> Option<&'static str> {
+        None
+    }
+    /// Whether the CLI reports what a run cost (so a day or month budget counts it).
+    fn reports_cost(&self) -> bool {
+        false
+    }
+    /// Whether the CLI stops a run at a cost itself (`budget.run`).
+    fn caps_run_cost(&self) -> bool {
+        false
+    }
+
+    // ── How an account of this agent signs in ([`auth`]). ──
+
+    /// How it signs in; `None` for a shell command, which has no login.
+    fn auth(&self) -> Option<&'static AgentAuth> {
+        None
+    }
+    /// What its own login in an account's config dir says (by default: whether the login file
+    /// [`AgentAuth::login_file`] is there).
+    fn login(&self, config_dir: &std::path::Path) -> LoginFacts {
+        let present = self.auth().is_some_and(|a| config_dir.join(a.login_file).exists());
+        LoginFacts { present, ..LoginFacts::default() }
+    }
+    /// Why an account's `provider` is not one this agent's accounts may have, if it is not. By
+    /// default the agent has one provider and the field is refused.
+    fn provider_problem(&self, email: &str, provider: &str) -> Option<String> {
+        let _ = provider;
+        Some(format!("`provider` of {email} names the provider of an OpenCode or Copilot account's key; {} has one provider", self.agent().as_str()))
+    }
+    /// The variable an account's stored secret goes in when its `provider` says so, instead of
+    /// [`AgentAuth::secret_var`].
+    fn provider_secret_var(&self, _provider: &str) -> Option<String> {
+        None
+    }
+    /// The provider type of a bring-your-own-key account (a key for a model provider instead of
+    /// the agent vendor's own sign-in), if `provider` makes it one.
+    fn byok<'p>(&self, _provider: &'p str) -> Option<&'p str> {
+        None
+    }
+    /// Lays out an account's config dir before a run that is given the account's stored secret
+    /// (Gemini CLI must be told to use its API key).
+    fn prepare_config_dir(&self, _config_dir: &std::path::Path) -> Result<(), String> {
+        Ok(())
+    }
+    /// Whether the vendor has a usage endpoint an account may opt in to probe (`usage_probe`).
+    fn has_usage_endpoint(&self) -> bool {
+        false
+    }
 }
+
+/// `(what, why or what to use instead)` pairs: what Nightshift decides for an agent.
+pub type Controlled = &'static [(&'static str, &'static str)];
 
 /// The one place an agent's word becomes its module.
 pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
@@ -154,30 +234,4 @@ pub struct Invocation {
     pub args: Vec<String>,
     pub env: Vec<(&'static str, String)>,
     pub run_file: Option<(&'static str, String)>,
-}
-
-/// The invocation for a routine's action (the prompt already rendered); `run_dir` as in
-/// [`Call::run_dir`].
-pub fn invocation(action: &Action, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>) -> Invocation {
-    match action {
-        Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
-            let d = driver(*agent);
-            // `config.<key>` in the CLI's own form, then the routine's `args:`.
-            let extra: Vec<String> = crate::routine::agent_config::args(*agent, config).into_iter().chain(args.iter().cloned()).collect();
-            let call = Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir, config };
-            Invocation { driver: d, args: d.args(&call), env: d.env(&call), run_file: run_dir.and_then(|_| d.run_file(&call)) }
-        }
-        Action::Command { command } => Invocation { driver: &command::Command, args: vec!["-c".into(), command.clone()], env: Vec::new(), run_file: None },
-    }
-}
-
-/// The first line of `text`, trimmed and cut to `max` characters — for messages and summaries.
-pub fn first_line(text: &str, max: usize) -> String {
-    let line = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
-    if line.chars().count() > max {
-        let cut: String = line.chars().take(max.saturating_sub(1)).collect();
-        format!("{cut}…")
-    } else {
-        line.to_string()
-    }
 }

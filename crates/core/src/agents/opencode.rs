@@ -16,16 +16,33 @@
 //! [`classify`](OpenCode::classify) judges it `rate_limited` until `next` — so failover and the
 //! wait for the reset take over instead of an idle process holding a lane until its timeout.
 
+use super::auth::provider_key_var;
 use super::patterns::{epoch_to_time, failure_from_text, looks_like_rate_limit};
+use super::rules::{instead, ToolNames};
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
 use super::{first_line, AgentDriver, Call, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use crate::routine::tool_rules::{split, OPENCODE_PERMISSIONS};
-use crate::routine::{Guard, Mode};
+use super::{split_tool_rule as split, AgentAuth, Controlled, Guard, Mode};
 use crate::run::Reason;
+use crate::words::Agent;
 use serde_json::{json, Map, Value};
 
 pub struct OpenCode;
+
+/// OpenCode's permission keys (its tools; `edit` covers write and patch too): what its rules
+/// name. `bash(PREFIX)` limits a command by how it starts.
+pub const OPENCODE_PERMISSIONS: [&str; 12] = ["read", "edit", "glob", "grep", "list", "bash", "task", "webfetch", "websearch", "codesearch", "todowrite", "skill"];
+
+/// What its rules name: its permissions; Claude Code's names are pointed at them.
+const TOOL_NAMES: ToolNames = ToolNames {
+    calls: "OpenCode calls that permission",
+    from_claude: &[("Bash", "bash"), ("Read", "read"), ("Write", "edit"), ("Edit", "edit"), ("MultiEdit", "edit"), ("Grep", "grep"), ("Glob", "glob"), ("LS", "list"), ("WebFetch", "webfetch")],
+    shell: "bash",
+    known: |tool| match OPENCODE_PERMISSIONS.contains(&tool) {
+        true => Ok(()),
+        false => Err(format!("is not one of OpenCode's permissions ({})", OPENCODE_PERMISSIONS.join(", "))),
+    },
+};
 
 /// The plugin's file name in the run's directory.
 pub const PLUGIN_FILE: &str = "nightshift-opencode-plugin.js";
@@ -128,6 +145,84 @@ pub fn config_content(call: &Call<'_>) -> String {
 }
 
 impl AgentDriver for OpenCode {
+    fn agent(&self) -> Agent {
+        Agent::OpenCode
+    }
+
+    fn controlled_args(&self) -> Controlled {
+        &[
+            ("run", "Nightshift runs `opencode run` itself"),
+            ("--format", instead::OUTPUT),
+            ("--print-logs", instead::OUTPUT),
+            ("--agent", instead::MODE),
+            ("--auto", "use `mode: skip`"),
+            ("-m", instead::MODEL),
+            ("--model", instead::MODEL),
+            ("--variant", instead::EFFORT),
+            ("-c", instead::SESSION),
+            ("--continue", instead::SESSION),
+            ("-s", instead::SESSION),
+            ("--session", instead::SESSION),
+            ("--fork", instead::SESSION),
+            ("--share", instead::NOT_SHARED),
+            ("--attach", "Nightshift runs OpenCode here, with the account's config"),
+            ("--pure", "Nightshift's plugin tells it when OpenCode waits out a rate limit"),
+            ("-i", instead::NOT_INTERACTIVE),
+            ("--interactive", instead::NOT_INTERACTIVE),
+        ]
+    }
+
+    fn controlled_env(&self) -> Controlled {
+        &[("OPENCODE_CONFIG_CONTENT", "use `mode:`, `allow:`, `deny:` and `config:`"), ("OPENCODE_PERMISSION", "use `mode:`, `allow:` and `deny:`")]
+    }
+
+    /// Its rules name its permissions (`read`, `bash(git status)`).
+    fn refused_tool_rule(&self, entry: &str) -> Option<String> {
+        TOOL_NAMES.refused(entry)
+    }
+
+    /// Its settings travel in `OPENCODE_CONFIG_CONTENT` ([`config_content`]), not as arguments.
+    fn controlled_config(&self) -> Controlled {
+        &[
+            ("permission", "use `mode:`, `allow:` and `deny:`"),
+            ("plugin", "Nightshift's plugin tells it when OpenCode waits out a rate limit"),
+            ("share", instead::NOT_SHARED),
+            ("provider", "the account's key is Nightshift's to pass: use `account:` (and the provider settings in the account's own opencode.json)"),
+            ("agent", "use `mode:` (plan runs OpenCode's plan agent)"),
+        ]
+    }
+
+    /// Each step's cost, in `step_finish`.
+    fn reports_cost(&self) -> bool {
+        true
+    }
+
+    // OpenCode keeps its login (`opencode auth login`: auth.json) and sessions under
+    // XDG_DATA_HOME, its opencode.json under XDG_CONFIG_HOME: the account's dir is its data home,
+    // with config/, state/ and cache/ inside.
+    fn auth(&self) -> Option<&'static AgentAuth> {
+        Some(&AgentAuth {
+            config_dir_var: "XDG_DATA_HOME",
+            secret_var: "ANTHROPIC_API_KEY",
+            secret_name: "provider API key",
+            secret_how: "your provider's console (set `provider = \"…\"` on the account for another than Anthropic)",
+            login_file: "opencode/auth.json",
+            login_command: "opencode auth login",
+            inherited: &["ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENROUTER_API_KEY", "OPENCODE_API_KEY"],
+            more_dirs: &[("XDG_CONFIG_HOME", "config"), ("XDG_STATE_HOME", "state"), ("XDG_CACHE_HOME", "cache")],
+        })
+    }
+
+    fn provider_problem(&self, email: &str, p: &str) -> Option<String> {
+        (p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')).then(|| format!("`provider` of {email} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")"))
+    }
+
+    /// `<PROVIDER>_API_KEY`, the variable OpenCode's built-in providers read (a custom provider in
+    /// the account's opencode.json names it as `{env:<PROVIDER>_API_KEY}`).
+    fn provider_secret_var(&self, provider: &str) -> Option<String> {
+        Some(provider_key_var(provider))
+    }
+
     fn program(&self) -> &'static str {
         "opencode"
     }
@@ -144,7 +239,7 @@ impl AgentDriver for OpenCode {
         if let Some(model) = call.model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
-        if let Some(level) = call.effort.and_then(crate::routine::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::Effort::level) {
             args.extend(["--variant".to_string(), level.as_str().to_string()]);
         }
         args.extend(call.extra.iter().cloned());

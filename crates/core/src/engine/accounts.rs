@@ -76,10 +76,12 @@ pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Ve
 /// account's dir signed in as `email` (that account), or Claude's own `~/.claude` (an account of
 /// its own, in that dir). Claude's login says its identity; other agents' logins do not.
 fn signed_in_as(core: &Core, agent: crate::words::Agent, configured: &[Account], email: &str) -> Option<Account> {
+    // Only Claude Code's login says whom it is signed in as (and its own dir is `~/.claude`).
     if agent != crate::words::Agent::Claude {
         return None;
     }
-    let signed_in = |dir: &std::path::Path| accounts::claude_login::read(dir).email.is_some_and(|e| e.eq_ignore_ascii_case(email));
+    let d = crate::agents::driver(agent);
+    let signed_in = |dir: &std::path::Path| d.login(dir).email.is_some_and(|e| e.eq_ignore_ascii_case(email));
     if let Some(a) = configured.iter().find(|a| signed_in(&a.config_dir)) {
         return Some(a.clone());
     }
@@ -333,10 +335,8 @@ pub(crate) fn notice_new_logins(core: &Arc<Core>) {
         let file = account.config_dir.join(account.auth().login_file);
         let Ok(changed) = std::fs::metadata(&file).and_then(|m| m.modified()) else { continue };
         let changed: DateTime<Utc> = changed.into();
-        let present = match account.agent {
-            crate::words::Agent::Claude => crate::accounts::claude_login::read(&account.config_dir).present,
-            _ => true,
-        };
+        // The file changed; an agent whose login says more (Claude's: a token) must say it is there.
+        let present = crate::agents::driver(account.agent).login(&account.config_dir).present;
         if changed > h.at && present {
             tracing::info!(account = %account.email, "a new agent login was found; the account may work again");
             set_health(core, &HealthRecord {

@@ -8,7 +8,6 @@ use crate::routine::prompt::{render, PromptContext};
 use crate::routine::{Action, Routine};
 use crate::run::{Started, WorkspaceKind as Kind};
 use crate::runner::{env, process};
-use crate::words::Agent;
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,9 +45,9 @@ pub(crate) fn spawn_attempt(
 }
 
 /// What one run of `routine` may spend: the smaller of its `budget.run` and `[budget] run` — for
-/// Claude Code, the only agent that reports its cost (the loader refuses `budget.run` for others).
+/// an agent whose CLI stops a run at a cost itself (the loader refuses `budget.run` for others).
 pub(crate) fn run_cap(routine: &Routine, settings: &crate::settings::Settings) -> Option<f64> {
-    (routine.agent() == Agent::Claude).then(|| crate::budget::Budget::run_cap(routine.budget.as_ref(), Some(&settings.budget))).flatten()
+    crate::agents::driver(routine.agent()).caps_run_cost().then(|| crate::budget::Budget::run_cap(routine.budget.as_ref(), Some(&settings.budget))).flatten()
 }
 
 /// Render the prompt, build the command line and environment (with the account's config dir and
@@ -69,7 +68,7 @@ fn prepare(
     }
     let event = core.store.get_run(id).ok().and_then(|r| r.event);
     let prompt = render_prompt(core, routine, now, workspace, event.as_ref());
-    let agents::Invocation { driver, args, env: agent_env, run_file } = agents::invocation(&routine.action, &prompt, run_cap(routine, &core.settings()), Some(run_dir));
+    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation(&prompt, run_cap(routine, &core.settings()), Some(run_dir));
     if let Some((name, text)) = run_file {
         let path = run_dir.join(name);
         crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| format!("not started: cannot write {}: {e}", path.display()))?;
@@ -89,8 +88,8 @@ fn prepare(
         if let Err(e) = std::fs::create_dir_all(&account.config_dir) {
             return Err(format!("cannot create the config dir {} of account {}: {e}", account.config_dir.display(), account.email));
         }
-        if cred.token.is_some() && account.agent == Agent::Gemini {
-            select_gemini_api_key(&account.config_dir)?;
+        if cred.token.is_some() {
+            crate::agents::driver(account.agent).prepare_config_dir(&account.config_dir)?;
         }
     }
     let credentials = credentials_env(core, routine, creds, Where::Here);
@@ -157,25 +156,4 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
         }
     }
     crate::fsutil::find_on_path(name, path_var).ok_or_else(|| format!("`{name}` was not found on PATH; {}", driver.install_hint()))
-}
-
-/// Gemini CLI uses a `GEMINI_API_KEY` only when its settings select API-key auth (otherwise it
-/// stops with "Invalid auth method selected"). For an account with a stored key, make the
-/// account's own settings say so — leaving every other setting, and an explicit choice, as is.
-fn select_gemini_api_key(config_dir: &std::path::Path) -> Result<(), String> {
-    let path = config_dir.join(".gemini").join("settings.json");
-    let mut settings: serde_json::Value = match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text).map_err(|e| format!("{} is not valid JSON ({e}); fix or remove it", path.display()))?,
-        Err(_) => serde_json::json!({}),
-    };
-    if settings.pointer("/security/auth/selectedType").is_some() {
-        return Ok(());
-    }
-    let Some(obj) = settings.as_object_mut() else { return Err(format!("{} is not a JSON object", path.display())) };
-    let security = obj.entry("security").or_insert_with(|| serde_json::json!({}));
-    let auth = security.as_object_mut().map(|s| s.entry("auth").or_insert_with(|| serde_json::json!({})));
-    if let Some(serde_json::Value::Object(a)) = auth {
-        a.insert("selectedType".into(), "gemini-api-key".into());
-    }
-    crate::fsutil::write_atomic(&path, serde_json::to_string_pretty(&settings).unwrap_or_default().as_bytes()).map_err(|e| e.message)
 }

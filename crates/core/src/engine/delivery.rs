@@ -198,7 +198,7 @@ pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                     let key = (a.email.clone(), crate::words::fmt_time(&h.at));
                     (h.verdict == crate::words::Verdict::Revoked && told.insert(key)).then(|| Notice {
                         summary: format!("✗ {} needs login", a.email),
-                        body: crate::agents::first_line(&h.evidence, 140),
+                        body: crate::words::first_line(&h.evidence, 140),
                         run_id: h.run_id.clone(),
                         critical: true,
                     })

@@ -232,7 +232,7 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
     // What the agent was refused, masked and cut; with `on_denial: fail` a run that had tool calls
     // refused is a failure, however it ended its turn.
     for d in &mut outcome.denials {
-        d.input = crate::agents::first_line(&core.redactor.redact(&d.input), 200);
+        d.input = crate::words::first_line(&core.redactor.redact(&d.input), 200);
     }
     if run.fail_on_denial && outcome.status() == RunStatus::Completed && !outcome.denials.is_empty() {
         outcome.status = Some(RunStatus::Failed);

@@ -136,7 +136,7 @@ pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &Routine
 fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: super::accounts::RunCreds<'_>) -> RemoteCommand {
     let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
     let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None, event.as_ref());
-    let crate::agents::Invocation { args, env: agent_env, .. } = crate::agents::invocation(&routine.action, &prompt, super::attempt::run_cap(routine, &core.settings()), None);
+    let crate::agents::Invocation { args, env: agent_env, .. } = routine.action.invocation(&prompt, super::attempt::run_cap(routine, &core.settings()), None);
     let mut extra = agent_env;
     extra.extend(super::attempt::run_variables(routine, &live.id));
     let credentials = super::accounts::credentials_env(core, routine, creds, super::accounts::Where::OnAHost);

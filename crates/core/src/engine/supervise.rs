@@ -56,7 +56,7 @@ fn stalled_words(dir: &RunDir, stall: Duration) -> String {
     logs.sort_by_key(|p| std::cmp::Reverse(written(p)));
     let last = logs
         .iter()
-        .filter_map(|p| crate::agents::LogTail::read(p, 4096).last_line().map(|l| crate::agents::first_line(l, 200)))
+        .filter_map(|p| crate::agents::LogTail::read(p, 4096).last_line().map(|l| crate::words::first_line(l, 200)))
         .find(|l| !l.is_empty());
     let waited = humantime::format_duration(Duration::from_secs(stall.as_secs().max(1)));
     match last {

@@ -12,7 +12,6 @@
 use super::Core;
 use crate::events::EngineEvent;
 use crate::run::LimitWindow;
-use crate::words::Agent;
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Arc;
 
@@ -40,7 +39,7 @@ pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
     let settings = core.settings();
     let now = core.clock.now();
     let mut probed = Vec::new();
-    for wanted in settings.accounts.iter().filter(|a| a.usage_probe && a.agent == Agent::Claude) {
+    for wanted in settings.accounts.iter().filter(|a| a.usage_probe && crate::agents::driver(a.agent).has_usage_endpoint()) {
         let was_failing = {
             let mut last = core.probed_at.lock().unwrap_or_else(|e| e.into_inner());
             let before = last.get(&wanted.email).copied();
@@ -51,7 +50,7 @@ pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
             last.insert(wanted.email.clone(), (now, failing));
             failing
         };
-        let Some(account) = core.accounts().into_iter().find(|a| a.email == wanted.email && a.agent == Agent::Claude) else { continue };
+        let Some(account) = core.accounts().into_iter().find(|a| a.email == wanted.email && a.agent == wanted.agent) else { continue };
         probed.push(account.email.clone());
         let result = probe(core, http, &settings.usage_probe_url, &account, now);
         if let Some(entry) = core.probed_at.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&account.email) {

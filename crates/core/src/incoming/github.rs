@@ -61,7 +61,7 @@ pub fn read_at(name: &str, delivery: &str, body: &Value, when: Option<chrono::Da
         "push" => {
             // `refs/heads/main` is a branch; a tag push has none.
             e.branch = body["ref"].as_str().and_then(|r| r.strip_prefix("refs/heads/")).map(str::to_string);
-            e.title = text(&body["head_commit"]["message"]).map(|m| crate::agents::first_line(&m, 200));
+            e.title = text(&body["head_commit"]["message"]).map(|m| crate::words::first_line(&m, 200));
             e.url = text(&body["compare"]).or_else(|| text(&body["head_commit"]["url"]));
             e.sender = e.sender.or_else(|| text(&body["pusher"]["name"]));
             e.action = None;

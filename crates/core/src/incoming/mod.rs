@@ -122,7 +122,7 @@ impl Event {
             _ => {}
         }
         if let Some(t) = &self.title {
-            w += &format!(" “{}”", crate::agents::first_line(t, 80));
+            w += &format!(" “{}”", crate::words::first_line(t, 80));
         }
         w
     }

@@ -3,14 +3,11 @@
 //! Loading never stops at the first problem: every file is parsed, every problem is collected
 //! with its `file:line:col`, and one bad file never keeps the others from loading.
 
-pub mod agent_args;
-pub mod agent_config;
 pub mod agents_cli;
 pub mod author;
 mod load;
 mod parse;
 pub mod prompt;
-pub mod tool_rules;
 pub mod trigger;
 pub mod yaml;
 
@@ -22,6 +19,8 @@ pub fn nearest_name<'a>(name: &str, names: &[&'a str]) -> Option<&'a str> {
     parse::nearest(name, names)
 }
 
+use crate::agents;
+pub use crate::agents::{Effort, Guard, Mode};
 use crate::schedule::Schedule;
 use crate::words::{string_enum, Agent};
 use chrono::{DateTime, Utc};
@@ -43,66 +42,6 @@ string_enum!(
         Replace = "replace",
     }
 );
-
-string_enum!(
-    /// `effort:` — agents-cli's words for how hard the agent thinks; each agent module passes its
-    /// own setting (an agent without one is a warning).
-    Effort as "effort" {
-        Low = "low",
-        Medium = "medium",
-        High = "high",
-        Xhigh = "xhigh",
-        Max = "max",
-        /// The agent's own default: nothing is passed.
-        Auto = "auto",
-        /// agents-cli's older words: `fast` is low, `default` the agent's default, `detailed` high.
-        Fast = "fast",
-        Default = "default",
-        Detailed = "detailed",
-    }
-);
-
-impl Effort {
-    /// The level in the current words (`fast` → low, `detailed` → high); `None` for the agent's
-    /// own default (`auto`, `default`), where nothing is passed.
-    pub fn level(self) -> Option<Effort> {
-        match self {
-            Effort::Auto | Effort::Default => None,
-            Effort::Fast => Some(Effort::Low),
-            Effort::Detailed => Some(Effort::High),
-            other => Some(other),
-        }
-    }
-}
-
-string_enum!(
-    /// agents-cli permission modes; each agent module maps them to its own flags.
-    Mode as "mode" {
-        /// Read-only: plan, do not change files.
-        Plan = "plan",
-        /// May edit files in the working directory.
-        Edit = "edit",
-        /// The agent decides (default).
-        Auto = "auto",
-        /// Skip all permission checks.
-        Skip = "skip",
-    }
-);
-
-impl Mode {
-    /// The order a form offers them in: the default first.
-    pub const CHOICES: &'static [Mode] = &[Mode::Auto, Mode::Plan, Mode::Edit, Mode::Skip];
-
-    /// What it lets the agent do, in a few words (the window's mode list).
-    pub fn meaning(self) -> &'static str {
-        match self {
-            Mode::Auto => "the agent decides (default)",
-            Mode::Plan => "read only",
-            Mode::Edit => "may edit files in the folder",
-            Mode::Skip => "no permission checks",
-        }
-    }
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -180,50 +119,15 @@ pub enum Action {
         /// `effort:`, passed as the agent's own setting.
         effort: Option<Effort>,
         /// `args:` — more arguments for the agent CLI, where it takes its options (never one
-        /// Nightshift sets itself: [`agent_args`]).
+        /// Nightshift sets itself: [`crate::agents::rules::refused_arg`]).
         args: Vec<String>,
         /// `allow:`, `deny:`, `on_denial:` — what the agent may use and touch.
         guard: Guard,
         /// `config.<key>` other than `model`: the agent's own settings, passed in the form its
-        /// CLI takes them ([`agent_config`]).
+        /// CLI takes them ([`crate::agents::AgentDriver::config_args`]).
         config: Vec<(String, serde_json::Value)>,
     },
     Command { command: String },
-}
-
-/// What an unattended agent may use and touch, decided before it starts (`allow:`, `deny:`,
-/// `on_denial:`). Each agent gets the strongest form its CLI has; a rule an agent cannot express
-/// is a validation error, never a rule dropped.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Guard {
-    /// `allow.tools`: the only tools the agent has — names (`Read`) or Claude's rules
-    /// (`Bash(git status)`); `None`: the agent's own set.
-    pub allow_tools: Option<Vec<String>>,
-    /// `allow.dirs`: folders it may work in besides `cwd`.
-    pub allow_dirs: Vec<PathBuf>,
-    /// `deny.tools`: tools (or rules) that never run, whatever the mode.
-    pub deny_tools: Vec<String>,
-    /// `on_denial: fail`: a run that had tool calls refused is `failed · permission_denied`.
-    pub fail_on_denial: bool,
-}
-
-impl Guard {
-    /// Whether it says anything about tools (`allow.tools` or `deny.tools`).
-    pub fn has_tool_rules(&self) -> bool {
-        self.allow_tools.is_some() || !self.deny_tools.is_empty()
-    }
-
-    /// The tool names `allow.tools` makes available (`Bash(git *)` → `Bash`), each once.
-    pub fn allowed_tool_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for t in self.allow_tools.iter().flatten() {
-            let name = tool_rules::split(t).0.to_string();
-            if !names.contains(&name) {
-                names.push(name);
-            }
-        }
-        names
-    }
 }
 
 impl Action {
@@ -232,6 +136,21 @@ impl Action {
         match self {
             Action::Agent { agent, .. } => *agent,
             Action::Command { .. } => Agent::Command,
+        }
+    }
+
+    /// What this action runs (the prompt already rendered): the routine's fields handed to its
+    /// agent's driver, which alone knows its CLI's form. `run_dir` as in [`agents::Call::run_dir`].
+    pub fn invocation(&self, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>) -> agents::Invocation {
+        match self {
+            Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
+                let d = agents::driver(*agent);
+                // `config.<key>` in the CLI's own form, then the routine's `args:`.
+                let extra: Vec<String> = d.config_args(config).into_iter().chain(args.iter().cloned()).collect();
+                let call = agents::Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir, config };
+                agents::Invocation { driver: d, args: d.args(&call), env: d.env(&call), run_file: run_dir.and_then(|_| d.run_file(&call)) }
+            }
+            Action::Command { command } => agents::Invocation { driver: agents::driver(Agent::Command), args: vec!["-c".into(), command.clone()], env: Vec::new(), run_file: None },
         }
     }
 }

@@ -5,7 +5,9 @@
 use super::agents_cli;
 use super::yaml::{self, Node, Pos};
 use super::{check_name, AccountChoice, Action, Agent, Diagnostic, Effort, Guard, InvalidRoutine, Mode, NotifyPolicy, Overlap, Placement, RetryPolicy, Routine, Workspace};
+use crate::agents::rules;
 use crate::schedule::{local_tz, parse_tz, Schedule};
+pub use crate::words::MAX_DURATION;
 use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use std::collections::BTreeMap;
@@ -162,7 +164,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                     } else if key.is_empty() {
                         cx.err(k.pos(), "keys must be plain words");
                     } else {
-                        settings.push((key.to_string(), super::agent_config::to_json(v), k.pos()));
+                        settings.push((key.to_string(), super::yaml::to_json(v), k.pos()));
                     }
                 }
             }
@@ -210,8 +212,9 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 }
             });
             if let Some(agent) = agent {
-                // A rule the agent's CLI cannot express is refused, never dropped.
-                if let Some(why) = super::tool_rules::cannot(agent) {
+                // What the agent's CLI cannot take is refused, never dropped: the agent answers.
+                let d = crate::agents::driver(agent);
+                if let Some(why) = d.no_tool_rules() {
                     if guard.allow_tools.is_some() {
                         cx.err(guard_pos.allow_tools, format!("{} cannot be limited to `allow.tools`: {why}", agent.as_str()));
                     }
@@ -221,26 +224,26 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 } else {
                     let rules = guard.allow_tools.iter().flatten().map(|e| ("allow.tools", e, guard_pos.allow_tools)).chain(guard.deny_tools.iter().map(|e| ("deny.tools", e, guard_pos.deny_tools)));
                     for (field, entry, pos) in rules {
-                        if let Some(why) = super::tool_rules::refused(agent, entry) {
+                        if let Some(why) = d.refused_tool_rule(entry) {
                             cx.err(pos, format!("`{field}`: {why}"));
                         }
                     }
                 }
                 for (key, _, pos) in &settings {
-                    if let Some(why) = super::agent_config::refused(agent, key) {
+                    if let Some(why) = rules::refused_config(agent, key) {
                         cx.err(*pos, why);
-                    } else if let Some(why) = super::agent_config::ignored_by(agent) {
+                    } else if let Some(why) = d.config_ignored() {
                         cx.warn(*pos, format!("`config.{key}` is ignored: {why}"));
                     }
                 }
                 for (arg, pos) in &args {
-                    if let Some(why) = super::agent_args::refused(agent, arg) {
+                    if let Some(why) = rules::refused_arg(agent, arg) {
                         cx.err(*pos, format!("`args`: {why}"));
                     }
                 }
                 // An agent without an effort setting of its own: said, and run at its default.
-                if agent == Agent::Gemini && effort.and_then(Effort::level).is_some() {
-                    cx.warn(key_pos("effort"), format!("`effort: {}` is ignored: Gemini CLI has no effort setting", effort.map(Effort::as_str).unwrap_or_default()));
+                if let (Some(why), Some(word)) = (d.no_effort(), effort.filter(|e| e.level().is_some())) {
+                    cx.warn(key_pos("effort"), format!("`effort: {}` is ignored: {why}", word.as_str()));
                 }
             }
             match prompt.clone().filter(|p| !p.trim().is_empty()) {
@@ -252,7 +255,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                     effort,
                     args: args.iter().map(|(a, _)| a.clone()).collect(),
                     guard: guard.clone(),
-                    config: match super::agent_config::ignored_by(agent) {
+                    config: match crate::agents::driver(agent).config_ignored() {
                         Some(_) => Vec::new(),
                         None => settings.iter().map(|(k, v, _)| (k.clone(), v.clone())).collect(),
                     },
@@ -268,7 +271,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 cx.err(key_pos("command"), "`command` is empty");
             }
             for (key, _, pos) in &settings {
-                cx.warn(*pos, format!("`config.{key}` is ignored: {}", super::agent_config::ignored_by(Agent::Command).unwrap_or_default()));
+                cx.warn(*pos, format!("`config.{key}` is ignored: {}", crate::agents::driver(Agent::Command).config_ignored().unwrap_or_default()));
             }
             let guarded = [("allow", get("allow").is_some()), ("deny", get("deny").is_some()), ("on_denial", get("on_denial").is_some())];
             for (key, given) in [("prompt", prompt.is_some()), ("mode", mode.is_some()), ("model", model.is_some()), ("effort", effort.is_some()), ("args", !args.is_empty())].into_iter().chain(guarded) {
@@ -324,7 +327,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     }
     if let Some(Action::Agent { agent, .. }) = &action {
         for k in env.keys() {
-            if let Some(why) = super::agent_args::refused_env(*agent, k) {
+            if let Some(why) = rules::refused_env(*agent, k) {
                 cx.err(key_pos("env"), why);
             }
         }
@@ -398,11 +401,12 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         if workspace != Workspace::Cwd {
             cx.err(key_pos("workspace"), "`workspace: worktree` makes a worktree on this machine; it cannot be used with `host:`");
         }
-        // Gemini CLI reads its tool rules from a policy file beside the run, which is on this machine.
-        let gemini = matches!(&action, Some(Action::Agent { agent: Agent::Gemini, .. }));
-        if gemini && guard.has_tool_rules() {
+        // An agent that reads its tool rules from a file beside the run (Gemini CLI's policy)
+        // has them only on this machine.
+        let only_here = action.as_ref().and_then(|a| crate::agents::driver(a.agent()).tool_rules_only_here());
+        if let Some(why) = only_here.filter(|_| guard.has_tool_rules()) {
             let pos = if guard.allow_tools.is_some() { guard_pos.allow_tools } else { guard_pos.deny_tools };
-            cx.err(pos, "gemini's tool rules are a policy file beside the run, on this machine; a run on a host (`host:`) cannot have them yet");
+            cx.err(pos, why);
         }
     }
 
@@ -628,9 +632,6 @@ struct Cx<'a> {
     more: usize,
 }
 
-/// The longest `timeout` a routine may have.
-pub const MAX_DURATION: std::time::Duration = std::time::Duration::from_secs(7 * 24 * 3600);
-
 /// At most this many problems are listed per file; the rest are counted ("… and 1203 more").
 pub const MAX_PROBLEMS: usize = 50;
 /// Keys longer than this are shown cut, with no "did you mean" (no key is longer than 20).
@@ -805,8 +806,8 @@ fn budget(cx: &mut Cx<'_>, node: &Node, agent: Option<Agent>) -> crate::budget::
     // (An agent the file gets wrong is reported already: no second word about it here.)
     // Claude Code caps a run itself (`--max-budget-usd`); OpenCode reports each step's cost, which
     // counts toward a day or month, but has no cap of its own.
-    let reports_cost = matches!(agent, Some(Agent::Claude | Agent::OpenCode) | None);
-    let caps_a_run = matches!(agent, Some(Agent::Claude) | None);
+    let reports_cost = agent.is_none_or(|a| crate::agents::driver(a).reports_cost());
+    let caps_a_run = agent.is_none_or(|a| crate::agents::driver(a).caps_run_cost());
     let who = match agent {
         Some(Agent::Command) | None => "a command".to_string(),
         Some(a) => a.as_str().to_string(),

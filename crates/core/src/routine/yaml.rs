@@ -62,7 +62,7 @@ pub const MAX_DEPTH: usize = 32;
 pub fn parse(src: &str) -> Result<Option<Node>, (Pos, String)> {
     let src = src.strip_prefix('\u{feff}').unwrap_or(src);
     if let Some(i) = src.find('\0') {
-        let (line, col) = crate::settings::line_col(src, i);
+        let (line, col) = crate::words::line_col(src, i);
         return Err((Pos { line, col }, "the file contains a NUL byte; routine files are text".into()));
     }
     let mut builder = Builder::default();
@@ -151,6 +151,33 @@ impl MarkedEventReceiver for Builder {
             }
             _ => {}
         }
+    }
+}
+
+/// A YAML value as JSON: `true`/`false`, numbers and `null` unquoted as themselves, other
+/// scalars as strings, lists and mappings as arrays and objects.
+pub fn to_json(node: &Node) -> serde_json::Value {
+    match node {
+        Node::Scalar { .. } if node.is_null() => serde_json::Value::Null,
+        Node::Scalar { value, quoted: false, .. } => match value.as_str() {
+            "true" | "True" | "TRUE" => serde_json::Value::Bool(true),
+            "false" | "False" | "FALSE" => serde_json::Value::Bool(false),
+            v => v.parse::<i64>().map(serde_json::Value::from).ok().or_else(|| v.parse::<f64>().ok().filter(|f| f.is_finite()).map(serde_json::Value::from)).unwrap_or_else(|| serde_json::Value::String(v.to_string())),
+        },
+        Node::Scalar { value, .. } => serde_json::Value::String(value.clone()),
+        Node::Seq { items, .. } => serde_json::Value::Array(items.iter().map(to_json).collect()),
+        Node::Map { entries, .. } => serde_json::Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Node::Scalar { value, .. } => value.clone(),
+                        other => to_json(other).to_string(),
+                    };
+                    (key, to_json(v))
+                })
+                .collect(),
+        ),
     }
 }
 

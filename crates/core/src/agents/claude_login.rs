@@ -6,21 +6,9 @@
 //! `CLAUDE_CONFIG_DIR` is set), account = the OS user. JSON:
 //! `{"claudeAiOauth": {accessToken, refreshToken, expiresAt (ms), refreshTokenExpiresAt?, scopes, subscriptionType}}`.
 
-use chrono::{DateTime, Utc};
-use serde::Serialize;
+use super::auth::LoginFacts;
+use chrono::DateTime;
 use std::path::Path;
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Default)]
-pub struct LoginFacts {
-    pub present: bool,
-    pub expires_at: Option<DateTime<Utc>>,
-    pub refresh_expires_at: Option<DateTime<Utc>>,
-    pub has_refresh_token: bool,
-    pub scopes: Vec<String>,
-    pub subscription: Option<String>,
-    /// `oauthAccount.emailAddress` from `<config dir>/.claude.json`.
-    pub email: Option<String>,
-}
 
 /// Parse the credentials JSON (no secret leaves this function).
 pub fn parse(json: &str) -> LoginFacts {
