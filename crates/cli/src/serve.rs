@@ -119,6 +119,7 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
             engine.recover(nightshift_core::RecoveryMode::Adopt).await?;
             served.scheduling.store(true, Ordering::SeqCst);
             let sched = Scheduler::new(engine.clone());
+            nightshift_core::receiver::listen_as_configured(&engine).await;
             tokio::spawn(async move { sched.run(Arc::new(tokio::sync::Notify::new())).await });
             Some(lock)
         }

@@ -15,7 +15,7 @@ pub const EXPIRING_HOURS: i64 = 72;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub enum CredentialSource {
     /// A setup token in the OS keychain.
     Keychain,
@@ -77,7 +77,7 @@ pub fn credential(account: &Account, keychain_service: &str, env: &[(String, Str
 
 /// An account's health as the UI and CLI show it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct AccountHealth {
     pub account: String,
     pub agent: Agent,

@@ -1,42 +1,29 @@
-//! `nightshift-core`: the Nightshift engine — routines, schedules, runs, agents, store.
+//! `nightshift-core`: the Nightshift engine — the scheduler, the queue, a run's life, the outbox,
+//! the views and the API both faces call — over `nightshift-model` and `nightshift-store`.
 //!
 //! No GUI dependency: this crate builds and tests on a bare server. The tray app (`nightshift`)
 //! and the CLI (`nightshiftctl`) are two thin faces over [`engine::Engine`].
 
-pub mod accounts;
-pub mod allocator;
+// The floors below the engine are crates of their own (Cargo refuses an import that runs back up
+// to the engine): the model — routines, runs, agents, accounts, settings — and the store. Their
+// modules are re-exported here under the names every face and test has always used
+// (`nightshift_core::routine`, …), so the engine is still the one crate a face depends on.
+pub use nightshift_model::{accounts, agents, allocator, bounded, budget, clock, error, events, fsutil, git, home, incoming, notify, routine, run, run_dir, schedule, settings, settings_edit, words};
+
 pub mod api;
-pub mod agents;
-pub mod bounded;
-pub mod budget;
-pub mod clock;
 pub mod engine;
-pub mod error;
-pub mod events;
-pub mod fsutil;
-pub mod git;
 pub mod health;
-pub mod home;
-pub mod incoming;
-pub mod notify;
-pub mod routine;
 pub mod receiver;
-pub mod run;
-pub mod run_dir;
 pub mod runner;
-pub mod schedule;
-pub mod settings;
-pub mod settings_edit;
 /// The database is the engine's: a normal build cannot reach the store at all (the faces read
-/// through [`Engine`] and [`records`]); test builds may, to lay out the rows an engine would have
-/// left (feature `test-support`).
+/// through [`Engine`] and [`records`], and no face's manifest lists `nightshift-store`); test
+/// builds may, to lay out the rows an engine would have left (feature `test-support`).
 #[cfg(any(test, feature = "test-support"))]
-pub mod store;
+pub use nightshift_store as store;
 #[cfg(not(any(test, feature = "test-support")))]
-pub(crate) mod store;
+pub(crate) use nightshift_store as store;
 pub mod view;
 pub mod webhook;
-pub mod words;
 pub mod workspace;
 
 pub use clock::{Clock, ManualClock, SystemClock};

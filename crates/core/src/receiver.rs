@@ -50,6 +50,18 @@ pub async fn listen(engine: Engine, addr: std::net::SocketAddr) -> std::io::Resu
     Ok(bound)
 }
 
+/// `[hooks] listen`: take GitHub's and Linear's deliveries where the settings say, for as long as
+/// the process lives — started by the face that schedules the home (the app, `nightshiftctl
+/// daemon`, `serve`), beside its scheduler. The address is read now: a changed one takes a
+/// restart. One that cannot be bound is told atop the window and in `problems`.
+pub async fn listen_as_configured(engine: &Engine) {
+    let Some(addr) = engine.settings().hooks.listen else { return };
+    match listen(engine.clone(), addr).await {
+        Ok(bound) => tracing::info!(%bound, "taking GitHub and Linear deliveries at /hooks/github and /hooks/linear"),
+        Err(e) => engine.tell_problem("hooks", format!("cannot take deliveries on {addr} (`[hooks] listen`): {e}")),
+    }
+}
+
 async fn take(State(r): State<Arc<Receiver>>, source: Source, headers: HeaderMap, body: Body) -> Response {
     if let Some(wait) = too_many(&r, source) {
         return answer(StatusCode::TOO_MANY_REQUESTS, &format!("more than {PER_MINUTE} {} deliveries in a minute; this one was not taken — nothing was fired", source.as_str()), &[], Some(wait));

@@ -10,7 +10,7 @@ use crate::store::{HealthRecord, UsageRow};
 
 /// An account for the Accounts view: its health and the verdicts behind it.
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct AccountView {
     pub health: AccountHealth,
     pub history: Vec<HealthRecord>,
@@ -68,7 +68,7 @@ pub async fn set_token(engine: &Engine, email: &str, token: &str) -> Result<()> 
 }
 
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Relogin {
     /// A terminal was opened running the login.
     pub opened: Option<String>,
@@ -111,12 +111,12 @@ pub async fn list_hosts(engine: &Engine) -> Result<Vec<crate::engine::HostView>>
 /// A routine secret for the Accounts view: its name and where it is kept — never its value — and
 /// the routines that name it.
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct SecretView {
     pub name: String,
     /// `keychain` (`nightshiftctl secrets set`), `environment` (`NIGHTSHIFT_SECRET_<NAME>`), or
     /// `missing` (a routine names it and nothing holds it: its runs are blocked).
-    #[cfg_attr(test, ts(type = "\"keychain\" | \"environment\" | \"missing\""))]
+    #[cfg_attr(feature = "typescript", ts(type = "\"keychain\" | \"environment\" | \"missing\""))]
     pub source: &'static str,
     /// RFC 3339: when it was stored (keychain secrets).
     pub set_at: Option<String>,

@@ -54,7 +54,7 @@ async fn blocking<T: Send + 'static>(engine: &Engine, f: impl FnOnce(Engine) -> 
 
 /// What the header shows.
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct EngineStateView {
     /// Another process (a `nightshiftctl daemon`) schedules this home; this window views and controls.
     pub scheduled_elsewhere: Option<String>,
@@ -152,7 +152,7 @@ macro_rules! commands {
             use super::*;
             $(
                 #[derive(Deserialize)]
-                #[cfg_attr(test, derive(ts_rs::TS), ts(optional_fields))]
+                #[cfg_attr(feature = "typescript", derive(ts_rs::TS), ts(optional_fields))]
                 #[serde(rename_all = "camelCase")]
                 pub struct $name { $(pub $arg: $ty),* }
             )*

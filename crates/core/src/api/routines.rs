@@ -32,7 +32,7 @@ pub fn set_paused(engine: &Engine, paused: bool) -> Result<()> {
 /// What the New routine form offers: each agent with the accounts that can run it, the zones, the
 /// webhooks defined, where the file goes.
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RoutineForm {
     pub agents: Vec<AgentChoice>,
     /// This machine's zone (the default).
@@ -48,7 +48,7 @@ pub struct RoutineForm {
 }
 
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct AgentChoice {
     pub agent: crate::words::Agent,
     pub accounts: Vec<String>,
@@ -80,7 +80,7 @@ pub async fn check_routine_draft(engine: &Engine, draft: Draft) -> Result<DraftC
 
 /// What creating a routine did: the file, and the run started when asked to try it at once.
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Created {
     #[serde(flatten)]
     pub written: Written,
@@ -130,7 +130,7 @@ pub async fn restore_routine(engine: &Engine, id: String) -> Result<Written> {
 /// A folder and the folders in it, for the form's folder picker (one that works the same in the
 /// app and in a browser on `serve`, where the folders are the server's).
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Folders {
     pub path: String,
     pub parent: Option<String>,

@@ -44,7 +44,7 @@ pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<
 
 /// A run for the detail view: the record, what it means, and its report as sanitized HTML.
 #[derive(Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RunDetail {
     pub run: RunRecord,
     pub explanation: Explanation,

@@ -77,7 +77,7 @@ fn prepare(
     extra.extend(run_variables(routine, id));
     extra.push(("NIGHTSHIFT_RUN_DIR", run_dir.display().to_string()));
     // The payload of the event that fired it, as GitHub Actions' GITHUB_EVENT_PATH.
-    let event_file = run_dir.join(super::incoming::EVENT_FILE);
+    let event_file = run_dir.join(crate::run_dir::EVENT_FILE);
     if event.is_some() && event_file.is_file() {
         extra.push(("NIGHTSHIFT_EVENT_PATH", event_file.display().to_string()));
     }

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// A routine file's text as the editor opens it.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RoutineSource {
     pub name: String,
     /// As the user sees it (relative to the home when inside it).
@@ -34,7 +34,7 @@ pub struct RoutineSource {
 
 /// A routine file written (created, duplicated, renamed, restored).
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Written {
     pub name: String,
     pub file: String,
@@ -42,7 +42,7 @@ pub struct Written {
 
 /// A routine file in the trash.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Removed {
     /// Its name in `routines/.trash/` (what restore takes).
     pub id: String,

@@ -89,11 +89,11 @@ pub(crate) fn crossed(core: &Core, routine: &Routine, run: &RunRecord) -> Option
 
 /// Where one budget stands (`usage`, the Usage view).
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct BudgetState {
     /// "all runs", "routine nightly", "account work@acme.dev".
     pub scope: String,
-    #[cfg_attr(test, ts(type = "\"day\" | \"month\""))]
+    #[cfg_attr(feature = "typescript", ts(type = "\"day\" | \"month\""))]
     pub period: &'static str,
     /// What runs reported spending in the period so far (USD).
     pub spent: f64,

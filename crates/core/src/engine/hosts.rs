@@ -8,7 +8,7 @@ use serde::Serialize;
 
 /// A host and what is known of it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct HostView {
     pub host: String,
     /// The routines placed on it (valid files only), by name.
@@ -25,7 +25,7 @@ pub struct HostView {
 
 /// What a fresh check of a host found.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct HostCheck {
     pub host: String,
     pub reachable: bool,

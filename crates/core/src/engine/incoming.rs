@@ -282,7 +282,7 @@ fn claim(core: &Core, r: &Routine, event: &Event, raw: &[u8]) -> Result<Claimed>
     // The payload beside the run's logs, for `NIGHTSHIFT_EVENT_PATH` (as GitHub Actions'
     // `GITHUB_EVENT_PATH`).
     let dir = core.home.run_dir(&r.name, &id);
-    let kept = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|()| crate::fsutil::write_atomic(&dir.join(EVENT_FILE), raw).map_err(|e| e.to_string()));
+    let kept = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|()| crate::fsutil::write_atomic(&dir.join(crate::run_dir::EVENT_FILE), raw).map_err(|e| e.to_string()));
     if let Err(e) = kept {
         tracing::warn!(run = %id, error = %e, "could not keep the event's payload beside the run");
     }
@@ -294,6 +294,3 @@ fn claim(core: &Core, r: &Routine, event: &Event, raw: &[u8]) -> Result<Claimed>
 async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
     tokio::task::spawn_blocking(f).await.ok()
 }
-
-/// The payload's file in an event run's directory.
-pub const EVENT_FILE: &str = "event.json";

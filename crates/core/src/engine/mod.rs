@@ -576,6 +576,14 @@ impl Engine {
         out
     }
 
+    /// Says `said` atop the window and in `problems` until the process ends (a part of the home
+    /// that could not start, such as the receiver of `[hooks] listen`), keyed by `part`.
+    pub fn tell_problem(&self, part: &str, said: String) {
+        tracing::error!("{said}");
+        self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(part.into(), said);
+        self.core.emit_state();
+    }
+
     /// The storage problem behind a failed command, if any ("the disk holding … is full"), for
     /// faces to print beside a database error (which cannot name the path itself).
     pub fn storage_trouble(&self) -> Option<String> {

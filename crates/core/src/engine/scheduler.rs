@@ -178,19 +178,6 @@ impl Scheduler {
         let _usage_probe = super::usage_probe::start(self.core());
         // `[github] poll`: the events triggers name, asked of GitHub (as the settings say now).
         let _github_poll = super::github_poll::start(&self.engine);
-        // `[hooks] listen`: GitHub's and Linear's deliveries, taken where the settings say (read
-        // at start: a changed address takes a restart).
-        if let Some(addr) = self.core().settings().hooks.listen {
-            match crate::receiver::listen(self.engine.clone(), addr).await {
-                Ok(bound) => tracing::info!(%bound, "taking GitHub and Linear deliveries at /hooks/github and /hooks/linear"),
-                Err(e) => {
-                    let said = format!("cannot take deliveries on {addr} (`[hooks] listen`): {e}");
-                    tracing::error!("{said}");
-                    self.core().problems.lock().unwrap_or_else(|e| e.into_inner()).insert("hooks".into(), said);
-                    self.core().emit_state();
-                }
-            }
-        }
         self.core().emit_state();
         loop {
             if let Err(e) = self.tick().await {

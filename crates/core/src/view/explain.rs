@@ -5,7 +5,7 @@ use crate::run::{Reason, RunRecord, RunStatus};
 use serde::Serialize;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Explanation {
     /// One sentence a user understands without knowing the reason codes.
     pub summary: String,

@@ -4,14 +4,13 @@
 use crate::engine::Engine;
 use crate::error::Result;
 pub use crate::routine::RoutineState;
-use crate::routine::Routine;
 use crate::run::{Reason, RunStatus};
 use crate::words::{fmt_time, Agent};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct LastRun {
     pub id: String,
     pub status: RunStatus,
@@ -21,7 +20,7 @@ pub struct LastRun {
 }
 
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RoutineOverview {
     pub name: String,
     /// The file, relative to the home when inside it.
@@ -59,24 +58,6 @@ pub struct RoutineOverview {
     pub warnings: Vec<String>,
 }
 
-/// "At 09:00 on Monday through Friday, Europe/Berlin", "Once at 2026-12-01 09:00 Europe/Berlin",
-/// "On github:pull_request (acme/app@main)" (and both: "…, Europe/Berlin; and on github:…"), or
-/// "Only when run by hand".
-pub fn schedule_words(r: &Routine) -> String {
-    let zone = r.timezone.name();
-    let on = r.trigger.as_ref().map(|t| t.words());
-    let clock = match (&r.schedule, r.at) {
-        (Some(s), _) => Some(format!("{}, {zone}", s.words())),
-        (None, Some(at)) => Some(format!("Once at {} {zone}", at.with_timezone(&r.timezone).format("%Y-%m-%d %H:%M"))),
-        _ => None,
-    };
-    match (clock, on) {
-        (Some(c), Some(on)) => format!("{c}; and on {on}"),
-        (Some(c), None) => c,
-        (None, Some(on)) => format!("On {on}"),
-        (None, None) => "Only when run by hand".into(),
-    }
-}
 
 /// Every routine (valid ones first, by name) and every invalid file.
 pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOverview>> {
@@ -102,7 +83,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             kind: Some(r.agent()),
             hosts: r.placement.as_ref().map(|p| p.hosts.clone()).unwrap_or_default(),
             schedule: r.schedule.as_ref().map(|s| s.expr.clone()).or_else(|| r.at.map(|t| format!("at {}", fmt_time(&t)))),
-            schedule_words: Some(schedule_words(r)),
+            schedule_words: Some(r.schedule_words()),
             trigger: r.trigger.as_ref().map(|t| t.words()),
             timezone: Some(r.timezone.name().to_string()),
             enabled: Some(r.enabled),

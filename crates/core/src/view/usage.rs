@@ -13,19 +13,19 @@ use std::path::Path;
 
 /// One group's values, one per day of the report (oldest first).
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Series {
     pub key: String,
     pub values: Vec<Option<f64>>,
 }
 
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct UsageReport {
     /// The local days, oldest first (every day, also those without runs).
     pub days: Vec<String>,
     /// What cost and tokens are stacked by: `routine` or `account`.
-    #[cfg_attr(test, ts(type = "\"routine\" | \"account\""))]
+    #[cfg_attr(feature = "typescript", ts(type = "\"routine\" | \"account\""))]
     pub by: &'static str,
     pub cost: Vec<Series>,
     /// Input + output tokens (cache reads and writes are in the tables of `top`).
@@ -133,7 +133,7 @@ fn add(a: UsageRow, b: UsageRow) -> UsageRow {
 
 /// What one routine's run directories take on disk.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct DiskUse {
     pub routine: String,
     /// Allocated on disk (what `du` says), not the files' apparent length.

@@ -28,7 +28,7 @@ use evidence::Evidence;
 /// What became of a slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub enum Fate {
     /// It ran at its time (or is running, or waits for a lane).
     Ran,
@@ -54,7 +54,7 @@ pub enum Fate {
 /// How a fate looks: the UI's colour and the order in which a bucket of several shows its worst.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "snake_case")]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub enum Tone {
     Muted,
     Ok,
@@ -65,7 +65,7 @@ pub enum Tone {
 
 /// One slot — or several neighbouring slots with the same fate and no run — in words.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct SlotLine {
     /// The slot (the newest, for several).
     #[serde(serialize_with = "ser_time")]
@@ -88,7 +88,7 @@ pub struct SlotLine {
 
 /// A routine's slots explained.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Why {
     pub routine: String,
     pub timezone: String,
@@ -113,7 +113,7 @@ pub struct Why {
 
 /// One delivery a routine's trigger named, and what became of it for the routine.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct EventLine {
     #[serde(serialize_with = "ser_time")]
     pub received_at: DateTime<Utc>,
@@ -129,7 +129,7 @@ pub struct EventLine {
 
 /// A mark of the Routines view's strip: one slot, or a stretch of time when there are too many.
 #[derive(Debug, Clone, Serialize)]
-#[cfg_attr(test, derive(ts_rs::TS))]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Mark {
     #[serde(serialize_with = "ser_time")]
     pub from: DateTime<Utc>,
@@ -262,7 +262,7 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
     Ok(Why {
         routine: name.to_string(),
         timezone: r.timezone.name().to_string(),
-        schedule_words: Some(super::routines::schedule_words(r)),
+        schedule_words: Some(r.schedule_words()),
         from,
         until: now,
         lines,
