@@ -74,14 +74,8 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
                 .ok_or_else(|| Error::new(ErrorCode::Usage, format!("unknown agent \"{agent}\" for an account (expected {})", Agent::cli_words())))?;
             engine.add_account(kind, &email, provider.as_deref())?;
             println!("added {email} ({agent}); its config dir is under {}", engine.home().accounts_dir().display());
-            if kind == Agent::OpenCode {
-                let var = nightshift_core::accounts::provider_key_var(provider.as_deref().unwrap_or("anthropic"));
-                println!("its key reaches OpenCode as {var}; its own opencode.json goes in the config dir's config/opencode/");
-            }
-            match provider.as_deref().filter(|p| kind == Agent::Copilot && *p != "github") {
-                Some(p) => println!("its key reaches Copilot as COPILOT_PROVIDER_API_KEY with COPILOT_PROVIDER_TYPE={p}; its routines name the endpoint (`env: COPILOT_PROVIDER_BASE_URL`) and `model:`"),
-                None if kind == Agent::Copilot => println!("its GitHub token reaches Copilot as COPILOT_GITHUB_TOKEN; the dir is its COPILOT_HOME"),
-                None => {}
+            if let Some(note) = nightshift_core::agents::driver(kind).secret_note(provider.as_deref()) {
+                println!("{note}");
             }
             if let Some(auth) = nightshift_core::accounts::AgentAuth::of(kind) {
                 // A bring-your-own-key account is asked for its provider's key.

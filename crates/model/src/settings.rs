@@ -228,6 +228,7 @@ pub fn provider_problem(agent: Agent, email: &str, p: &str) -> Option<String> {
     crate::agents::driver(agent).provider_problem(email, p)
 }
 
+/// An account that names no agent is Claude Code's (the file's first accounts were all Claude's).
 fn default_agent() -> Agent {
     Agent::Claude
 }

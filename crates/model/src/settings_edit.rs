@@ -76,6 +76,7 @@ pub fn set_account_options(home: &Home, email: &str, reserve: Option<u8>, usage_
         .and_then(Item::as_array_of_tables_mut)
         .and_then(|arr| arr.iter_mut().find(|t| t.get("email").and_then(|v| v.as_str()) == Some(email)))
         .ok_or_else(|| Error::new(ErrorCode::Usage, format!("no account {email}")))?;
+    // An account without `agent` is Claude Code's, as the settings read it (`default_agent`).
     let agent = table.get("agent").and_then(|v| v.as_str()).and_then(Agent::parse).unwrap_or(Agent::Claude);
     if let Some(problem) = crate::settings::options_problem(agent, email, reserve, usage_probe) {
         return Err(Error::new(ErrorCode::Usage, problem));

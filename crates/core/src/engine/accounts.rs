@@ -76,17 +76,14 @@ pub(crate) fn account_env(account: &Account, cred: &Credential, at: Where) -> Ve
 /// account's dir signed in as `email` (that account), or Claude's own `~/.claude` (an account of
 /// its own, in that dir). Claude's login says its identity; other agents' logins do not.
 fn signed_in_as(core: &Core, agent: crate::words::Agent, configured: &[Account], email: &str) -> Option<Account> {
-    // Only Claude Code's login says whom it is signed in as (and its own dir is `~/.claude`).
-    if agent != crate::words::Agent::Claude {
-        return None;
-    }
+    // Only an agent whose login says whom it is signed in as has a dir of its own to look in.
     let d = crate::agents::driver(agent);
+    let own = d.own_config_dir()?;
     let signed_in = |dir: &std::path::Path| d.login(dir).email.is_some_and(|e| e.eq_ignore_ascii_case(email));
     if let Some(a) = configured.iter().find(|a| signed_in(&a.config_dir)) {
         return Some(a.clone());
     }
-    let home = core.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v))?;
-    let own = home.join(".claude");
+    let own = core.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v).join(own))?;
     signed_in(&own).then(|| Account { agent, email: email.to_string(), config_dir: own, provider: None })
 }
 

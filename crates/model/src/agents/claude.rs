@@ -98,6 +98,11 @@ impl AgentDriver for Claude {
         super::claude_login::read(config_dir)
     }
 
+    /// Its login says whom it is signed in as; without `CLAUDE_CONFIG_DIR` it lives in `~/.claude`.
+    fn own_config_dir(&self) -> Option<&'static str> {
+        Some(".claude")
+    }
+
     /// Anthropic's OAuth usage endpoint (`engine::usage_probe`).
     fn has_usage_endpoint(&self) -> bool {
         true

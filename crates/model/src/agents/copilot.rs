@@ -176,6 +176,13 @@ impl AgentDriver for Copilot {
         (!PROVIDERS.contains(&p)).then(|| format!("`provider` of {email} must be github (a GitHub token, the default) or a bring-your-own-key type: openai, azure or anthropic (found \"{p}\")"))
     }
 
+    fn secret_note(&self, provider: Option<&str>) -> Option<String> {
+        Some(match provider.and_then(|p| self.byok(p)) {
+            Some(p) => format!("its key reaches Copilot as COPILOT_PROVIDER_API_KEY with COPILOT_PROVIDER_TYPE={p}; its routines name the endpoint (`env: COPILOT_PROVIDER_BASE_URL`) and `model:`"),
+            None => "its GitHub token reaches Copilot as COPILOT_GITHUB_TOKEN; the dir is its COPILOT_HOME".to_string(),
+        })
+    }
+
     /// A bring-your-own-key account's key goes in `COPILOT_PROVIDER_API_KEY`.
     fn provider_secret_var(&self, provider: &str) -> Option<String> {
         self.byok(provider).map(|_| "COPILOT_PROVIDER_API_KEY".to_string())

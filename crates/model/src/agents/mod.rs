@@ -206,6 +206,17 @@ pub trait AgentDriver: Send + Sync {
     fn prepare_config_dir(&self, _config_dir: &std::path::Path) -> Result<(), String> {
         Ok(())
     }
+    /// Where the CLI keeps its own login when no config dir is set, under the home folder
+    /// (Claude Code's `.claude`), for an account pinned by the identity that login is signed in
+    /// as; only an agent whose login says whom it is signed in as ([`LoginFacts::email`]) has one.
+    fn own_config_dir(&self) -> Option<&'static str> {
+        None
+    }
+    /// How an account's secret reaches the CLI, said after `accounts add` (`provider`: the
+    /// account's, if it names one).
+    fn secret_note(&self, _provider: Option<&str>) -> Option<String> {
+        None
+    }
     /// Whether the vendor has a usage endpoint an account may opt in to probe (`usage_probe`).
     fn has_usage_endpoint(&self) -> bool {
         false

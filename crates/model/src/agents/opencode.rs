@@ -217,6 +217,11 @@ impl AgentDriver for OpenCode {
         (p.is_empty() || !p.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')).then(|| format!("`provider` of {email} must be OpenCode's provider id, such as anthropic, openai or openrouter (found \"{p}\")"))
     }
 
+    fn secret_note(&self, provider: Option<&str>) -> Option<String> {
+        let var = provider_key_var(provider.unwrap_or("anthropic"));
+        Some(format!("its key reaches OpenCode as {var}; its own opencode.json goes in the config dir's config/opencode/"))
+    }
+
     /// `<PROVIDER>_API_KEY`, the variable OpenCode's built-in providers read (a custom provider in
     /// the account's opencode.json names it as `{env:<PROVIDER>_API_KEY}`).
     fn provider_secret_var(&self, provider: &str) -> Option<String> {
