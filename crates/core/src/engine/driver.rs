@@ -8,6 +8,7 @@
 use super::accounts::{self, AccountPlan};
 use super::attempt::{archive_attempt_logs, spawn_attempt};
 use super::finalize::{self, Ended};
+use super::followed::Following;
 use super::remote_run;
 use super::judge::classify;
 use super::retry::{self, Next, RunFacts};
@@ -43,6 +44,9 @@ struct Driver {
     /// The routine as it was when the run started (every try runs it so).
     routine: Routine,
     live: LiveRun,
+    /// This engine follows the run while the driver holds this: handed to settling at the end,
+    /// let go when the run goes back to the queue to wait.
+    following: Option<Following>,
     cancel: Arc<Notify>,
     /// Why the run exists and what it was asked (retry and limit-wait decisions need it).
     facts: RunFacts,
@@ -64,8 +68,8 @@ struct Driver {
 /// its process is spawned (or the run could not start); the rest of its life goes on in a task —
 /// so a CLI that returns right after "run now" has really started the run.
 pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, reserved: Option<String>) {
-    let cancel = Arc::new(Notify::new());
-    core.follow(&rec.id, Arc::clone(&cancel));
+    let following = core.follow(&rec.id);
+    let cancel = following.signal();
     core.emit(EngineEvent::RunStarted { run: Box::new(rec.clone()) });
     let now = core.clock.now();
     // `ping:` — the run started (once, whatever tries follow); sent like webhooks, never waited for.
@@ -84,7 +88,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         ignore_budget: rec.ignore_budget,
     };
     let mut driver =
-        Driver { core: Arc::clone(core), routine, live, cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, secrets: Vec::new() };
+        Driver { core: Arc::clone(core), routine, live, following: Some(following), cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, secrets: Vec::new() };
     let state = driver.preflight(reserved).await;
     tokio::spawn(driver.run(state));
 }
@@ -102,7 +106,7 @@ impl Driver {
                             _ => {}
                         }
                     }
-                    finalize::settle(&self.core, &self.live, ended).await;
+                    finalize::settle(&self.core, &self.live, ended, self.following.take()).await;
                     return;
                 }
                 State::Later { at, note } => match self.requeue(at, &note).await {
@@ -278,7 +282,7 @@ impl Driver {
         }
         let mut outcome = classify(&self.core, &self.live, &ending).await;
         if ending == Ending::Cancelled {
-            if let Some(why) = self.core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).remove(&self.live.id) {
+            if let Some(why) = self.following.as_ref().and_then(Following::take_note) {
                 outcome.message = Some(why);
             }
         }
@@ -382,7 +386,8 @@ impl Driver {
                 return Err(ended);
             }
         }
-        self.core.unfollow(&self.live.id);
+        // It waits in the queue now: this engine no longer follows it.
+        self.following = None;
         if let Ok(run) = self.core.store.get_run(&self.live.id) {
             self.core.emit(EngineEvent::RunQueued { run: Box::new(run) });
         }

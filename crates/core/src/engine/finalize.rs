@@ -8,6 +8,7 @@
 
 use super::signal::Wake;
 use super::judge::classify;
+use super::followed::Following;
 use super::live::{Ending, LiveRun};
 use super::Core;
 use crate::agents::Outcome;
@@ -58,22 +59,20 @@ pub(crate) struct Settled {
 
 /// Classify (unless already done), write the report, finalize the row and its outbox entry once,
 /// then tell everyone. Whoever waits gets the final record, also when another engine finalized
-/// it first.
-pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled {
-    // A cancel of a queued run is not its driver: if a driver started the run meanwhile, its
-    // registration (the cancel signal) stays.
-    let drives_it = !ended.only_if_queued;
-    let settled = settle_inner(core, run, ended).await;
-    if drives_it {
-        core.unfollow(&run.id);
-    }
+/// it first. `following`: this engine's hold on the run (its driver's, or recovery's), let go
+/// once the row is final — a cancel of a queued run has none (a driver that started the run
+/// meanwhile keeps its own).
+pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended, following: Option<Following>) -> Settled {
+    let mut following = following;
+    let settled = settle_inner(core, run, ended, &mut following).await;
+    drop(following);
     if let Some(r) = &settled.record {
-        super::signal::resolve_waiters(core, r);
+        core.runs.resolve(r);
     }
     settled
 }
 
-async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled {
+async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended, following: &mut Option<Following>) -> Settled {
     let unrecorded = Settled { record: None, made_final: false };
     let outcome = match ended.outcome.clone() {
         Some(o) => o,
@@ -119,13 +118,14 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended) -> Settled 
         let err = unrecorded_error(core, run, &settlement, last_error);
         core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(format!("unrecorded:{}", run.id), err.message.clone());
         // Said once: to whoever waits (the CLI prints it), else in the log.
-        if super::signal::fail_waiters(core, &run.id, &err) {
+        if core.runs.fail(&run.id, &err) {
             tracing::warn!(run = %run.id, "{}", err.message);
         } else {
             tracing::error!(run = %run.id, "{}", err.message);
         }
         core.emit_state();
-        tokio::spawn(keep_trying(Arc::clone(core), run.id.clone(), settlement, outbox));
+        // The run stays followed (the machine awake) until its row is written.
+        tokio::spawn(keep_trying(Arc::clone(core), run.id.clone(), settlement, outbox, following.take()));
         return unrecorded;
     }
     let record = match core.store.get_run(&run.id) {
@@ -187,13 +187,13 @@ fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crat
 
 /// Long after the quick retries: keep offering the final row every 10 s while this process
 /// lives; once written, the run is announced as any other.
-async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: Vec<Channel>) {
+async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: Vec<Channel>, following: Option<Following>) {
     loop {
         tokio::time::sleep(Duration::from_secs(10)).await;
         match write_final(&core, &id, &settlement, &outbox).await {
             Ok(changed) => {
                 core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("unrecorded:{id}"));
-                core.unfollow(&id);
+                drop(following);
                 if let Ok(record) = core.store.get_run(&id) {
                     super::signal::wake(&core);
                     if changed {

@@ -27,6 +27,7 @@ mod testing;
 mod delivery;
 mod driver;
 mod finalize;
+mod followed;
 pub mod github_poll;
 mod held;
 mod hosts;
@@ -75,7 +76,6 @@ use crate::settings::Settings;
 use crate::store::Store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-use tokio::sync::Notify;
 
 /// Runs going and waiting (counted from the store, so every process's and never under-reported)
 /// and whether scheduling is paused on this machine.
@@ -152,18 +152,11 @@ pub(crate) struct Core {
     pub env: Vec<(String, String)>,
     pub events: EventSender,
     pub hooks: RwLock<Vec<Arc<dyn SettleHook>>>,
-    /// Runs this engine supervises: id → cancel signal. Changed through [`Core::follow`] and
-    /// [`Core::unfollow`] (the machine is kept awake while it is not empty).
-    pub active: Mutex<HashMap<String, Arc<Notify>>>,
-    /// The sleep inhibitor held while runs go (`keep_awake`).
-    awake: awake::Awake,
-    /// Why a run was cancelled, when it was not a person's Cancel (`overlap: replace`): its
-    /// final message. Taken by its driver when the cancel ends the try.
-    pub cancel_notes: Mutex<HashMap<String, String>>,
+    /// The runs this engine follows and who waits for them: each run's cancel signal, the note
+    /// its cancel carries and its waiters, in one registry ([`followed`]).
+    pub(crate) runs: Arc<followed::Followed>,
     /// This process, as the owner recorded on the runs it supervises.
     pub identity: (u32, String),
-    /// Callers waiting for a run's final record (`RunHandle::wait`).
-    pub waiters: Mutex<HashMap<String, Vec<tokio::sync::oneshot::Sender<Result<crate::run::RunRecord>>>>>,
     pub dispatcher_started: std::sync::atomic::AtomicBool,
     /// Set when this (short-lived) process hands its waiting runs to others: it starts no more.
     pub handed_off: std::sync::atomic::AtomicBool,
@@ -206,21 +199,10 @@ impl Core {
         self.emit(EngineEvent::EngineState { running, queued, paused });
     }
 
-    /// This engine follows run `id` now (its driver, or recovery adopting it): `signal` stops it.
-    pub(crate) fn follow(&self, id: &str, signal: Arc<Notify>) {
-        let keep_awake = self.settings().keep_awake;
-        let mut active = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        active.insert(id.to_string(), signal);
-        // Said while the set is held, so wishes reach the worker in the order the set changed.
-        self.awake.want(keep_awake);
-    }
-
-    /// This engine no longer follows run `id` (it ended, or went back to the queue to wait).
-    pub(crate) fn unfollow(&self, id: &str) {
-        let mut active = self.active.lock().unwrap_or_else(|e| e.into_inner());
-        if active.remove(id).is_some() && active.is_empty() {
-            self.awake.want(false);
-        }
+    /// This engine follows run `id` from now on (its driver, or recovery adopting it), for as
+    /// long as the guard lives.
+    pub(crate) fn follow(&self, id: &str) -> followed::Following {
+        self.runs.follow(id, self.settings().keep_awake)
     }
 
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
@@ -294,13 +276,10 @@ impl Engine {
                 env: opts.env,
                 events,
                 hooks: RwLock::new(Vec::new()),
-                active: Mutex::new(HashMap::new()),
-                awake: awake::Awake::new(opts.logind_bus),
-                cancel_notes: Mutex::new(HashMap::new()),
+                runs: followed::Followed::new(awake::Awake::new(opts.logind_bus)),
                 probed_at: Mutex::new(HashMap::new()),
                 hook_secrets: Mutex::new(HashMap::new()),
                 identity: opts.identity,
-                waiters: Mutex::new(HashMap::new()),
                 dispatcher_started: Default::default(),
                 handed_off: Default::default(),
                 problems: Default::default(),

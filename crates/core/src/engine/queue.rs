@@ -28,6 +28,9 @@ use tokio::sync::oneshot;
 
 /// How often an engine with waiting runs looks again without being woken.
 const WAITING_POLL: Duration = Duration::from_secs(1);
+/// How long a wait for a run's end goes without looking at its row when nothing woke it (only
+/// where the wake file cannot be watched does that matter).
+const SAFETY_LOOK: Duration = Duration::from_secs(30);
 /// The longest a dispatcher sleeps toward a waiting run's due time before it looks at the wall
 /// clock again.
 const DUE_RECHECK: Duration = Duration::from_secs(30);
@@ -45,22 +48,29 @@ pub struct RunHandle {
 
 impl RunHandle {
     /// Wait until the run is final (and, when this engine settled it, its settle hooks ran).
-    /// A run finalized by another process (cancelled from the window, say) ends the wait too.
+    /// A run finalized by another process (cancelled from the window, say) ends the wait too: its
+    /// settling touched the home's wake file, which wakes this wait to read the row — the store is
+    /// not polled (a slow look every [`SAFETY_LOOK`] only in case the file cannot be watched).
     pub async fn wait(self) -> Result<RunRecord> {
         let RunHandle { id, mut done, core, .. } = self;
+        let woken = Arc::new(tokio::sync::Notify::new());
+        let _watch = signal::watch_wake_file(&core, Vec::new(), {
+            let woken = Arc::clone(&woken);
+            move || woken.notify_one()
+        });
         loop {
             tokio::select! {
                 rec = &mut done => {
                     return rec.map_err(|_| Error::new(ErrorCode::StoreUnavailable, format!("run {id} could not be settled; see the log"))).and_then(|r| r);
                 }
-                _ = tokio::time::sleep(WAITING_POLL) => {
-                    let (core2, id2) = (Arc::clone(&core), id.clone());
-                    if let Ok(Ok(rec)) = tokio::task::spawn_blocking(move || core2.store.get_run(&id2)).await {
-                        // Final elsewhere, and no driver of ours is about to announce it.
-                        if rec.status.is_final() && !core.active.lock().unwrap_or_else(|e| e.into_inner()).contains_key(&id) {
-                            return Ok(rec);
-                        }
-                    }
+                _ = woken.notified() => {}
+                _ = tokio::time::sleep(SAFETY_LOOK) => {}
+            }
+            let (core2, id2) = (Arc::clone(&core), id.clone());
+            if let Ok(Ok(rec)) = tokio::task::spawn_blocking(move || core2.store.get_run(&id2)).await {
+                // Final elsewhere, and no driver of ours is about to announce it.
+                if rec.status.is_final() && !core.runs.is_followed(&id) {
+                    return Ok(rec);
                 }
             }
         }
@@ -89,7 +99,7 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
             id
         }
     };
-    let done = signal::waiter(core, &id);
+    let done = core.runs.wait_for(&id);
     if let Ok(run) = core.store.get_run(&id) {
         core.emit(EngineEvent::RunQueued { run: Box::new(run) });
     }
@@ -124,9 +134,9 @@ pub(crate) async fn run_now(core: &Arc<Core>, routine: &Routine, trigger: Trigge
 /// stop when this engine follows it (or has just claimed it); a run another process follows ends
 /// there, and the new run starts when it has (one run per routine).
 pub(crate) async fn replace(core: &Arc<Core>, id: &str, why: String) {
-    core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).entry(id.to_string()).or_insert(why);
+    core.runs.note_cancel(id, why);
     if !stop(core, id, false).await {
-        core.cancel_notes.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        core.runs.forget_note(id);
         tracing::warn!(run = %id, "overlap: replace — the running run is followed by another process; the new run waits for it to end");
     }
 }
@@ -220,14 +230,12 @@ fn dispatch_failed(core: &Arc<Core>, e: &crate::error::Error) {
         core.emit_state();
     }
     let Some(trouble) = trouble else { return };
-    let waiting: Vec<String> = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect();
-    let active = core.active.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect::<std::collections::HashSet<_>>();
-    for id in waiting.into_iter().filter(|id| !active.contains(id)) {
+    for id in core.runs.waited_for_in_queue() {
         let err = Error::new(
             ErrorCode::StoreUnavailable,
             format!("run {id} could not start: {trouble}. It stays queued and starts once space is freed (by the app, the daemon or the next Nightshift command)."),
         );
-        signal::fail_waiters(core, &id, &err);
+        core.runs.fail(&id, &err);
     }
 }
 
@@ -274,7 +282,7 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
                 let message = format!("the routine {} no longer exists or is invalid; the queued run was not started", rec.routine);
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
-                    finalize::settle(&core, &live, finalize::Ended::new(Ending::SpawnFailed(message))).await;
+                    finalize::settle(&core, &live, finalize::Ended::new(Ending::SpawnFailed(message)), None).await;
                 });
             }
         }
@@ -372,7 +380,7 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
         message: Some("cancelled while queued".into()),
         ..Default::default()
     });
-    finalize::settle(core, &live, ended).await.made_final
+    finalize::settle(core, &live, ended, None).await.made_final
 }
 
 /// Stop a run: signal it when this engine follows it (SIGTERM to its group, then SIGKILL after
@@ -382,9 +390,7 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
 /// False when there is no such run to stop here.
 pub(crate) async fn stop(core: &Arc<Core>, run_id: &str, or_queued: bool) -> bool {
     for _ in 0..100 {
-        let signal = core.active.lock().unwrap_or_else(|e| e.into_inner()).get(run_id).cloned();
-        if let Some(signal) = signal {
-            signal.notify_one();
+        if core.runs.stop(run_id) {
             return true;
         }
         if or_queued && cancel_queued(core, run_id).await {
@@ -425,7 +431,7 @@ pub(crate) async fn supersede_waiting(core: &Arc<Core>, id: &str, why: &str) {
     ended.outcome = Some(super::retry::ending_of(last, why));
     ended.attempts = rec.attempts.clone();
     tracing::info!(run = %id, routine = %rec.routine, %why, "a waiting run is superseded by a new slot");
-    finalize::settle(core, &live, ended).await;
+    finalize::settle(core, &live, ended, None).await;
 }
 
 /// Say, on this engine's runs that still wait, who will start them once this process is gone

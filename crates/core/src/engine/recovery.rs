@@ -59,33 +59,31 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
             Found::Requeued(id) => handled.push(id),
             Found::Alive { live, pid, start, account } => {
                 tracing::info!(run = %live.id, pid, "re-adopting a run left by a previous engine");
-                let cancel = Arc::new(Notify::new());
-                core.follow(&live.id, Arc::clone(&cancel));
+                let following = core.follow(&live.id);
                 handled.push(live.id.clone());
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
-                    let ending = watch_orphan(&core, &live, pid, start, cancel).await;
+                    let ending = watch_orphan(&core, &live, pid, start, following.signal()).await;
                     let mut ended = Ended::new(ending);
                     ended.account = account;
                     ended.finished_at = Some(process::ended_at(&live.run_dir).unwrap_or_else(|| core.clock.now()));
-                    finalize::settle(&core, &live, ended).await;
+                    finalize::settle(&core, &live, ended, Some(following)).await;
                 });
             }
             Found::Remote { live, proc, account } => {
                 tracing::info!(run = %live.id, host = %proc.target.host, "re-attaching to a run on its host left by a previous engine");
-                let cancel = Arc::new(Notify::new());
-                core.follow(&live.id, Arc::clone(&cancel));
+                let following = core.follow(&live.id);
                 handled.push(live.id.clone());
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
                     let mut running = Proc::Remote(proc.clone());
-                    let ending = supervise(&core, &live, &mut running, cancel).await;
+                    let ending = supervise(&core, &live, &mut running, following.signal()).await;
                     if remote_run::keep_locally(&live.run_dir, &ending) {
                         remote_run::forget(&live.id, &proc).await;
                     }
                     let mut ended = Ended::new(ending);
                     ended.account = account;
-                    finalize::settle(&core, &live, ended).await;
+                    finalize::settle(&core, &live, ended, Some(following)).await;
                 });
             }
             Found::Ended { live, ending, account, leftover } => {
@@ -94,7 +92,8 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                 ended.account = account;
                 // The run ended when its process did, not now (it may have been hours ago).
                 ended.finished_at = process::ended_at(&live.run_dir);
-                finalize::settle(core, &live, ended).await;
+                // Its process is gone and nothing follows it: settled from its files.
+                finalize::settle(core, &live, ended, None).await;
                 handled.push(live.id.clone());
                 if let Some(proc) = leftover {
                     // Over SSH, in the background: recovery never waits on a host.

@@ -1,12 +1,10 @@
 //! Signals between the steps of a run's life, so no step imports the one that calls it: a lane
-//! freed (this process's dispatcher and, through the home's wake file, other processes), and
-//! callers waiting for a run's final record.
+//! freed (this process's dispatcher and, through the home's wake file, other processes). Callers
+//! waiting for a run's final record wait on the registry of followed runs (`followed`).
 
 use super::Core;
-use crate::run::RunRecord;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
-use tokio::sync::oneshot;
 
 /// Whose loop a wake-up is for: each long-lived loop of an engine waits on its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,29 +65,6 @@ pub(crate) fn wake(core: &Core) {
     if let Err(e) = touched {
         tracing::debug!(error = %e, "could not touch the wake file");
     }
-}
-
-/// Register interest in a run's final record.
-pub(crate) fn waiter(core: &Core, id: &str) -> oneshot::Receiver<crate::error::Result<RunRecord>> {
-    let (tx, rx) = oneshot::channel();
-    core.waiters.lock().unwrap_or_else(|e| e.into_inner()).entry(id.to_string()).or_default().push(tx);
-    rx
-}
-
-/// Hand the final record to whoever waits for it in this process.
-pub(crate) fn resolve_waiters(core: &Core, record: &RunRecord) {
-    let waiting = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(&record.id);
-    for tx in waiting.into_iter().flatten() {
-        let _ = tx.send(Ok(record.clone()));
-    }
-}
-
-/// Tell whoever waits for a run in this process that it ended but could not be recorded.
-/// Returns whether anyone was told.
-pub(crate) fn fail_waiters(core: &Core, id: &str, err: &crate::error::Error) -> bool {
-    let waiting = core.waiters.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
-    // Every waiter is told (no short-circuit).
-    waiting.into_iter().flatten().map(|tx| tx.send(Err(err.clone())).is_ok()).filter(|told| *told).count() > 0
 }
 
 /// How long a wake-up from the wake file waits for the ones right behind it before the work it
