@@ -8,16 +8,14 @@
 
 use super::signal::Wake;
 use super::judge::classify;
+use super::closing::Closed;
 use super::followed::Following;
 use super::live::{Ending, LiveRun};
 use super::Core;
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
-use crate::fsutil::write_atomic;
 use crate::run::{Attempt, RunRecord, RunStatus};
 use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
-use crate::run_dir::RunDir;
-use crate::runner::process;
 use crate::run::Channel;
 use crate::store::Settlement;
 use chrono::{DateTime, Utc};
@@ -78,13 +76,21 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended, following: 
         Some(o) => o,
         None => classify(core, run, &ended.ending).await,
     };
-    let settlement = {
+    // One pass down: the verdict (judge), the run's files closed (closing), then the row.
+    let (outcome, closed) = {
         let (core, run) = (Arc::clone(core), run.clone());
-        match tokio::task::spawn_blocking(move || settlement(&core, &run, ended, outcome)).await {
-            Ok(s) => s,
+        match tokio::task::spawn_blocking(move || {
+            let outcome = super::judge::verdict(&core, &run, outcome);
+            let closed = super::closing::close(&core, &run, &outcome);
+            (outcome, closed)
+        })
+        .await
+        {
+            Ok(done) => done,
             Err(_) => return unrecorded,
         }
     };
+    let settlement = row(core.clock.now(), run, ended, outcome, closed);
     // A database hiccup (locked, disk full) must not lose the run: retry; if it still fails, say
     // so in words to whoever waits and keep trying in the background (the row stays open; if this
     // process ends first, recovery settles it from the run's files — its exit code is kept there).
@@ -225,45 +231,9 @@ pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
     run_hooks(&hooks, record, HOOK_TIMEOUT).await;
 }
 
-/// The final facts: secrets masked (message, report, logs on disk), the report written, the last
-/// attempt appended, the end time the process's own.
-fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) -> Settlement {
-    let now = core.clock.now();
-    // What the agent was refused, masked and cut; with `on_denial: fail` a run that had tool calls
-    // refused is a failure, however it ended its turn.
-    for d in &mut outcome.denials {
-        d.input = crate::words::first_line(&core.redactor.redact(&d.input), 200);
-    }
-    if run.fail_on_denial && outcome.status() == RunStatus::Completed && !outcome.denials.is_empty() {
-        outcome.status = Some(RunStatus::Failed);
-        outcome.reason = Some(crate::run::Reason::PermissionDenied);
-        outcome.message = Some(format!("{} (`on_denial: fail`)", crate::run::denials_words(&outcome.denials)));
-        outcome.report = None;
-    }
-    // Nothing secret leaves the engine: not in the record, the report, or the logs on disk.
-    outcome.message = outcome.message.map(|m| core.redactor.redact(&m));
-    outcome.report = outcome.report.map(|r| core.redactor.redact(&r));
-    // A run that failed on a full (or read-only) disk says so: its own error is often just
-    // "exit code 1", and its output may be cut short.
-    if matches!(outcome.status(), RunStatus::Failed | RunStatus::TimedOut) && outcome.reason != Some(crate::run::Reason::SpawnFailed) {
-        if let Some(trouble) = crate::fsutil::storage_trouble(&run.run_dir) {
-            let said = outcome.message.take().map(|m| format!("{m} — ")).unwrap_or_default();
-            outcome.message = Some(format!("{said}{trouble}; the run's output may be cut short"));
-        }
-    }
-    // What the live scrubber has not covered yet (for a run settled from its files: all of it).
-    super::judge::scrub_logs(core, run, true);
-    // Its workspace: what a worktree run left uncommitted is committed on its branch, whatever
-    // its status; the summary is part of the final row (once: a second settler finds nothing
-    // left to commit and the same summary).
-    let changes = crate::workspace::started(&run.run_dir).map(|started| {
-        let mut c = crate::workspace::finish(&started, &run.routine, &run.id, outcome.status(), &run.run_dir);
-        for commit in &mut c.commits {
-            commit.subject = core.redactor.redact(&commit.subject);
-        }
-        c.error = c.error.map(|e| core.redactor.redact(&e));
-        c
-    });
+/// The final row from how the run ended, the verdict and what closing its files gave: the last
+/// attempt appended, the end time the process's own. Pure: nothing is read or written here.
+fn row(now: DateTime<Utc>, run: &LiveRun, ended: Ended, outcome: Outcome, closed: Closed) -> Settlement {
     let Ended { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
     // The last try joins the list once there is a list (failover, a retry, a wait) or an account.
     if (account.is_some() || !attempts.is_empty()) && !matches!(ending, Ending::Blocked { .. }) && !only_if_queued {
@@ -278,26 +248,13 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
             next_at: None,
         });
     }
-    let report_path = match (&outcome.status(), &outcome.report) {
-        (RunStatus::Completed, Some(report)) => {
-            let path = RunDir::at(&run.run_dir).report();
-            match write_atomic(&path, report.as_bytes()) {
-                Ok(()) => Some(path.display().to_string()),
-                Err(e) => {
-                    tracing::error!(run = %run.id, error = %e, "could not write report");
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
     let exit_code = match &ending {
         Ending::Exited(code) => *code,
-        _ => process::recorded_exit_code(&run.run_dir),
+        _ => closed.recorded_exit_code,
     };
     // Never before the start, never after now (clocks of different processes disagree a little).
     let finished_at = finished_at.map(|t| t.clamp(run.started_at, now.max(run.started_at))).unwrap_or(now);
-    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !RunDir::at(&run.run_dir).stdout().exists();
+    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !closed.has_output;
     Settlement {
         status: outcome.status(),
         reason: outcome.reason,
@@ -311,8 +268,8 @@ fn settlement(core: &Core, run: &LiveRun, ended: Ended, mut outcome: Outcome) ->
         cost_usd: outcome.cost_usd,
         usage: outcome.usage.clone(),
         session_id: outcome.session_id.clone(),
-        report_path,
-        changes,
+        report_path: closed.report_path,
+        changes: closed.changes,
         denials: outcome.denials,
         only_if_queued,
     }

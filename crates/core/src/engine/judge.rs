@@ -1,7 +1,8 @@
 //! Judging how a run ended — the agent's own classification of its output, overridden by what the
-//! engine itself knows (it timed the run out, cancelled it, could not start it, lost it) — and
-//! scrubbing secrets from its logs. The one place a run is classified: the driver, settling and
-//! recovery all come here.
+//! engine itself knows (it timed the run out, cancelled it, could not start it, lost it), and the
+//! final word settling adds (`on_denial`, secrets masked, a disk in trouble) — and scrubbing
+//! secrets from its logs. The one place a run is judged: the driver, settling and recovery all
+//! come here.
 
 use super::live::{Ending, LiveRun};
 use super::Core;
@@ -21,6 +22,32 @@ pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
     if let Err(e) = scrub::scrub_run_logs(&core.redactor, &run.run_dir, finished) {
         tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
     }
+}
+
+/// The final word on how a run ended, once it is settled: what the agent was refused, masked
+/// and cut — with `on_denial: fail` a run that had tool calls refused is a failure, however it
+/// ended its turn —; nothing secret in the message or the report; and a run that failed on a full
+/// (or read-only) disk says so (its own error is often just "exit code 1", its output may be cut
+/// short). Reads nothing but whether the run's disk is in trouble.
+pub(crate) fn verdict(core: &Core, run: &LiveRun, mut outcome: Outcome) -> Outcome {
+    for d in &mut outcome.denials {
+        d.input = crate::words::first_line(&core.redactor.redact(&d.input), 200);
+    }
+    if run.fail_on_denial && outcome.status() == RunStatus::Completed && !outcome.denials.is_empty() {
+        outcome.status = Some(RunStatus::Failed);
+        outcome.reason = Some(Reason::PermissionDenied);
+        outcome.message = Some(format!("{} (`on_denial: fail`)", crate::run::denials_words(&outcome.denials)));
+        outcome.report = None;
+    }
+    outcome.message = outcome.message.map(|m| core.redactor.redact(&m));
+    outcome.report = outcome.report.map(|r| core.redactor.redact(&r));
+    if matches!(outcome.status(), RunStatus::Failed | RunStatus::TimedOut) && outcome.reason != Some(Reason::SpawnFailed) {
+        if let Some(trouble) = crate::fsutil::storage_trouble(&run.run_dir) {
+            let said = outcome.message.take().map(|m| format!("{m} — ")).unwrap_or_default();
+            outcome.message = Some(format!("{said}{trouble}; the run's output may be cut short"));
+        }
+    }
+    outcome
 }
 
 /// How the run ended, from its output and what the engine itself knows.

@@ -22,6 +22,7 @@ mod budgets;
 pub use budgets::BudgetState;
 mod authoring;
 mod catalog;
+mod closing;
 #[cfg(any(test, feature = "test-support"))]
 mod testing;
 mod delivery;

@@ -1,0 +1,51 @@
+//! Closing a run's files as it is settled, after the verdict and before its row: what the live
+//! scrubber has not covered yet is masked in its logs, what a worktree run left uncommitted is
+//! committed on its branch (the change summary goes into the row), and a completed run's report
+//! is written. Blocking (call off the async workers); done again by a second settler, it finds
+//! nothing left to do and the same summary.
+
+use super::judge::scrub_logs;
+use super::live::LiveRun;
+use super::Core;
+use crate::agents::Outcome;
+use crate::run::{Changes, RunStatus};
+use crate::run_dir::RunDir;
+
+/// What closing the run's files left for its row.
+pub(crate) struct Closed {
+    /// The report, when the run completed with one and it could be written.
+    pub report_path: Option<String>,
+    /// What the run changed in its git workspace.
+    pub changes: Option<Changes>,
+    /// The exit code its wrapper wrote, for an ending that did not carry one.
+    pub recorded_exit_code: Option<i32>,
+    /// Whether the run ever wrote output (a run blocked or cancelled before it started did not).
+    pub has_output: bool,
+}
+
+pub(crate) fn close(core: &Core, run: &LiveRun, outcome: &Outcome) -> Closed {
+    // What the live scrubber has not covered yet (for a run settled from its files: all of it).
+    scrub_logs(core, run, true);
+    // Its workspace: what a worktree run left uncommitted is committed on its branch, whatever
+    // its status; the summary is part of the final row.
+    let changes = crate::workspace::started(&run.run_dir).map(|started| {
+        let mut c = crate::workspace::finish(&started, &run.routine, &run.id, outcome.status(), &run.run_dir);
+        for commit in &mut c.commits {
+            commit.subject = core.redactor.redact(&commit.subject);
+        }
+        c.error = c.error.map(|e| core.redactor.redact(&e));
+        c
+    });
+    let dir = RunDir::at(&run.run_dir);
+    let report_path = match (outcome.status(), &outcome.report) {
+        (RunStatus::Completed, Some(report)) => match crate::fsutil::write_atomic(&dir.report(), report.as_bytes()) {
+            Ok(()) => Some(dir.report().display().to_string()),
+            Err(e) => {
+                tracing::error!(run = %run.id, error = %e, "could not write report");
+                None
+            }
+        },
+        _ => None,
+    };
+    Closed { report_path, changes, recorded_exit_code: crate::runner::process::recorded_exit_code(&run.run_dir), has_output: dir.stdout().exists() }
+}
