@@ -58,7 +58,7 @@ pub async fn listen_as_configured(engine: &Engine) {
     let Some(addr) = engine.settings().hooks.listen else { return };
     match listen(engine.clone(), addr).await {
         Ok(bound) => tracing::info!(%bound, "taking GitHub and Linear deliveries at /hooks/github and /hooks/linear"),
-        Err(e) => engine.tell_problem("hooks", format!("cannot take deliveries on {addr} (`[hooks] listen`): {e}")),
+        Err(e) => engine.tell_hooks_problem(format!("cannot take deliveries on {addr} (`[hooks] listen`): {e}")),
     }
 }
 

@@ -415,12 +415,12 @@ fn opencode_sleeping_out_a_long_limit_is_rate_limited_until_it_would_retry() {
     let status = text.lines().find(|l| l.contains("nightshift_status")).expect("the plugin's line");
     let v: serde_json::Value = serde_json::from_str(status).unwrap();
     assert_eq!(o.resets_at.unwrap().timestamp(), v["status"]["next"].as_i64().unwrap() / 1000);
-    assert!(driver(Agent::OpenCode).settles(status), "an hour's wait ends the run");
+    assert!(driver(Agent::OpenCode).ends_run_at(status), "an hour's wait ends the run");
     let (short, _, _) = fixture("opencode-1.18.33", "short-limit-success");
     let short = String::from_utf8(short).unwrap();
     let retry = short.lines().find(|l| l.contains("nightshift_status")).expect("the short retry's line");
-    assert!(!driver(Agent::OpenCode).settles(retry), "a 2 s retry is left to OpenCode");
-    assert!(text.lines().filter(|l| !l.contains("nightshift_status")).all(|l| !driver(Agent::OpenCode).settles(l)));
+    assert!(!driver(Agent::OpenCode).ends_run_at(retry), "a 2 s retry is left to OpenCode");
+    assert!(text.lines().filter(|l| !l.contains("nightshift_status")).all(|l| !driver(Agent::OpenCode).ends_run_at(l)));
 }
 
 #[test]
@@ -497,12 +497,12 @@ fn copilot_reporting_a_limit_is_settled_and_rate_limited_until_its_reset() {
         assert_eq!(exit, Some(143), "{name}: ended by Nightshift, not by Copilot");
         let text = String::from_utf8(out).unwrap();
         let error = text.lines().find(|l| l.contains("\"session.error\"")).expect("Copilot's rate_limit line");
-        assert!(driver(Agent::Copilot).settles(error), "{name}: the line ends the run");
+        assert!(driver(Agent::Copilot).ends_run_at(error), "{name}: the line ends the run");
         let said_at: chrono::DateTime<Utc> = serde_json::from_str::<serde_json::Value>(error).unwrap()["timestamp"].as_str().unwrap().parse().unwrap();
         assert_eq!(o.resets_at, Some(said_at + after), "{name}: {o:?}");
         // Its own retries before giving up are no reason to end it.
         for retry in text.lines().filter(|l| l.contains("assistant.turn_retry")) {
-            assert!(!driver(Agent::Copilot).settles(retry));
+            assert!(!driver(Agent::Copilot).ends_run_at(retry));
         }
     }
 }

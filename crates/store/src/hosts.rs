@@ -31,7 +31,7 @@ impl Store {
         Ok(())
     }
 
-    /// Where the run's process is on its host (JSON: the engine's `runner::remote::Started`).
+    /// Where the run's process is on its host (JSON: the engine's `runner::remote::OnHost`).
     pub fn set_remote(&self, id: &str, remote: &str) -> Result<()> {
         self.conn().prepare_cached("UPDATE runs SET remote = ?2 WHERE id = ?1")?.execute(params![id, remote])?;
         Ok(())

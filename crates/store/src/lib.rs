@@ -29,7 +29,7 @@ pub use crate::run::Delivery;
 pub use outbox::{DeliveryRow, OutboxEntry};
 pub use queue::{Claims, QueuedRow};
 pub use received::{Claim, Received, Verdict};
-pub use runs::{NewRun, Page, RunQuery, Settlement};
+pub use runs::{NewRun, Page, RunQuery, FinalRow};
 pub use accounts::HealthRecord;
 pub use hosts::HostRecord;
 pub use scheduling::RoutineRow;

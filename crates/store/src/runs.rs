@@ -33,7 +33,7 @@ pub struct NewRun {
 
 /// The final facts of a run, written once.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Settlement {
+pub struct FinalRow {
     pub status: RunStatus,
     pub reason: Option<Reason>,
     pub message: Option<String>,
@@ -178,7 +178,7 @@ impl Store {
     /// conditional update is what makes settling happen exactly once, across processes too.
     /// `outbox` lists the delivery channels (e.g. `notify`) queued in the same transaction, so a
     /// final run and what it owes the user are written together or not at all.
-    pub fn finalize(&self, id: &str, s: &Settlement, outbox: &[Channel]) -> Result<bool> {
+    pub fn finalize(&self, id: &str, s: &FinalRow, outbox: &[Channel]) -> Result<bool> {
         let attempts = serde_json::to_string(&s.attempts).unwrap_or_else(|_| "[]".into());
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -570,8 +570,8 @@ mod tests {
         assert_eq!(message("s19"), "queued (position 19): waiting for a free lane");
     }
 
-    fn settlement(status: RunStatus) -> Settlement {
-        Settlement {
+    fn settlement(status: RunStatus) -> FinalRow {
+        FinalRow {
             status,
             reason: None,
             message: Some("done".into()),

@@ -6,7 +6,7 @@ use super::Core;
 use crate::agents::{self, AgentDriver};
 use crate::routine::prompt::{render, PromptContext};
 use crate::routine::{Action, Routine};
-use crate::run::{Started, WorkspaceKind as Kind};
+use crate::run::{RunWorkspace, WorkspaceKind as Kind};
 use crate::runner::{env, process};
 use chrono::{DateTime, Utc};
 use std::path::PathBuf;
@@ -31,7 +31,7 @@ pub(crate) fn spawn_attempt(
     run_dir: &std::path::Path,
     now: DateTime<Utc>,
     creds: RunCreds<'_>,
-    workspace: Option<&Started>,
+    workspace: Option<&RunWorkspace>,
 ) -> Result<process::RunProcess, String> {
     let spec = prepare(core, routine, id, run_dir, now, creds, workspace)?;
     let proc = process::spawn(&spec).map_err(|e| {
@@ -59,7 +59,7 @@ fn prepare(
     run_dir: &std::path::Path,
     now: DateTime<Utc>,
     creds: RunCreds<'_>,
-    workspace: Option<&Started>,
+    workspace: Option<&RunWorkspace>,
 ) -> Result<process::SpawnSpec, String> {
     // The run directory exists: the driver made it before the run's workspace.
     // A run on a full disk would die writing its first lines and leave no exit code: say why now.
@@ -114,7 +114,7 @@ fn prepare(
 
 /// The routine's prompt with its variables filled in (`{last_report}`, `{branch}`, …), or its
 /// command.
-pub(crate) fn render_prompt(core: &Core, routine: &Routine, now: DateTime<Utc>, workspace: Option<&Started>, event: Option<&crate::incoming::Event>) -> String {
+pub(crate) fn render_prompt(core: &Core, routine: &Routine, now: DateTime<Utc>, workspace: Option<&RunWorkspace>, event: Option<&crate::incoming::Event>) -> String {
     match &routine.action {
         Action::Agent { prompt, .. } => {
             let last = core.store.last_completed_report(&routine.name).ok().flatten();

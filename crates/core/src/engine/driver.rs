@@ -7,7 +7,7 @@
 
 use super::accounts::{self, AccountPlan};
 use super::attempt::{archive_attempt_logs, spawn_attempt};
-use super::finalize::{self, Ended};
+use super::finalize::{self, RunEnd};
 use super::followed::Following;
 use super::remote_run;
 use super::judge::classify;
@@ -21,7 +21,7 @@ use crate::agents::Outcome;
 use crate::events::EngineEvent;
 use crate::health::Credential;
 use crate::routine::{AccountChoice, Routine};
-use crate::run::Started;
+use crate::run::RunWorkspace;
 use crate::run::{Attempt, Reason, RunRecord, RunStatus};
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
@@ -33,7 +33,7 @@ enum State {
     /// Try number `n` (1-based) is running on `account` (here or on a host).
     Attempt { n: usize, proc: Proc, account: Option<(Account, Credential)> },
     /// The process ended (or never started); the row is about to become final.
-    Settling(Ended),
+    Settling(RunEnd),
     /// The try did not get the work done and the run will try again at `at` (a retry after its
     /// backoff, a limit's reset): back to the queue, as the same run.
     Later { at: DateTime<Utc>, note: String },
@@ -57,7 +57,7 @@ struct Driver {
     /// Accounts failover must not choose again.
     tried: Vec<String>,
     /// The run's git workspace, set up once before the first try (every try works in it).
-    workspace: Option<Started>,
+    workspace: Option<RunWorkspace>,
     /// Why the run is not tried again, for its final message ("failed after 3 tries").
     settle_note: Option<String>,
     /// The routine's secrets (`secrets:`), read once before the first try.
@@ -183,7 +183,7 @@ impl Driver {
     /// The run settles `blocked · reason` before anything started, with the tries it had.
     fn blocked(&mut self, reason: Reason, message: String, resets_at: Option<chrono::DateTime<chrono::Utc>>, account: Option<String>) -> State {
         tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run blocked before start");
-        let mut ended = Ended::new(Ending::Blocked { reason, message, resets_at });
+        let mut ended = RunEnd::new(Ending::Blocked { reason, message, resets_at });
         ended.account = account;
         ended.attempts = std::mem::take(&mut self.attempts);
         State::Settling(ended)
@@ -225,7 +225,7 @@ impl Driver {
             }
             Err(message) => {
                 tracing::warn!(run = %self.live.id, routine = %self.live.routine, %message, "run could not start");
-                let mut ended = Ended::new(Ending::SpawnFailed(message));
+                let mut ended = RunEnd::new(Ending::SpawnFailed(message));
                 ended.account = account.map(|(a, _)| a.email);
                 State::Settling(ended)
             }
@@ -261,7 +261,7 @@ impl Driver {
                         return later;
                     }
                 }
-                let mut ended = Ended::new(ending);
+                let mut ended = RunEnd::new(ending);
                 ended.attempts = std::mem::take(&mut self.attempts);
                 ended.account = account.map(|(a, _)| a.email);
                 State::Settling(ended)
@@ -317,7 +317,7 @@ impl Driver {
         if let Some(later) = self.later(&outcome, ending == Ending::TimedOut, email.clone(), n) {
             return later;
         }
-        let mut ended = Ended::new(ending);
+        let mut ended = RunEnd::new(ending);
         ended.outcome = Some(outcome);
         ended.attempts = std::mem::take(&mut self.attempts);
         ended.account = email;
@@ -347,7 +347,7 @@ impl Driver {
         }
         let now = self.core.clock.now();
         let jitter = (ulid::Ulid::new().random() % 1_000_000) as f64 / 1_000_000.0;
-        match retry::after_try(&self.routine, &self.facts, &retry::Ended { outcome, timed_out, earlier: &self.attempts, account: account.as_deref() }, now, jitter) {
+        match retry::after_try(&self.routine, &self.facts, &retry::TryEnd { outcome, timed_out, earlier: &self.attempts, account: account.as_deref() }, now, jitter) {
             Next::Settle { note: None } => None,
             Next::Settle { note: Some(note) } => {
                 self.settle_note = Some(note);
@@ -368,7 +368,7 @@ impl Driver {
     /// Put the run back in the queue until `at` (it holds no lane meanwhile, and survives any
     /// restart: the wait is its row). If the row cannot be written, the run settles instead —
     /// nothing is lost, it just is not tried again.
-    async fn requeue(&mut self, at: DateTime<Utc>, note: &str) -> Result<(), Ended> {
+    async fn requeue(&mut self, at: DateTime<Utc>, note: &str) -> Result<(), RunEnd> {
         let (core, id, attempts, note2) = (Arc::clone(&self.core), self.live.id.clone(), self.attempts.clone(), note.to_string());
         let written = tokio::task::spawn_blocking(move || {
             let me = (core.identity.0, core.identity.1.as_str());
@@ -380,7 +380,7 @@ impl Driver {
             other => {
                 tracing::error!(run = %self.live.id, result = ?other.map(|r| r.map_err(|e| e.message)), "could not put the run back in the queue; settling it as it ended");
                 let last = self.attempts.pop();
-                let mut ended = Ended::new(Ending::Exited(None));
+                let mut ended = RunEnd::new(Ending::Exited(None));
                 ended.outcome = Some(retry::ending_of(last.as_ref(), "not tried again: the run could not be put back in the queue"));
                 ended.attempts = std::mem::take(&mut self.attempts);
                 return Err(ended);

@@ -11,20 +11,21 @@ use super::judge::classify;
 use super::closing::Closed;
 use super::followed::Following;
 use super::live::{Ending, LiveRun};
+use super::problems::About;
 use super::Core;
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
 use crate::run::{Attempt, RunRecord, RunStatus};
 use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
 use crate::run::Channel;
-use crate::store::Settlement;
+use crate::store::FinalRow;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
 
 /// How a run ended, everything the final row needs. Built by the run's driver (or recovery,
 /// or cancel) — nothing is read back from the row.
-pub(crate) struct Ended {
+pub(crate) struct RunEnd {
     pub ending: Ending,
     /// The classification, when the driver already made it (failover decisions need it).
     pub outcome: Option<Outcome>,
@@ -39,9 +40,9 @@ pub(crate) struct Ended {
     pub only_if_queued: bool,
 }
 
-impl Ended {
-    pub fn new(ending: Ending) -> Ended {
-        Ended { ending, outcome: None, attempts: Vec::new(), account: None, finished_at: None, only_if_queued: false }
+impl RunEnd {
+    pub fn new(ending: Ending) -> RunEnd {
+        RunEnd { ending, outcome: None, attempts: Vec::new(), account: None, finished_at: None, only_if_queued: false }
     }
 }
 
@@ -60,7 +61,7 @@ pub(crate) struct Settled {
 /// it first. `following`: this engine's hold on the run (its driver's, or recovery's), let go
 /// once the row is final — a cancel of a queued run has none (a driver that started the run
 /// meanwhile keeps its own).
-pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended, following: Option<Following>) -> Settled {
+pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following: Option<Following>) -> Settled {
     let mut following = following;
     let settled = settle_inner(core, run, ended, &mut following).await;
     drop(following);
@@ -70,7 +71,7 @@ pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: Ended, follow
     settled
 }
 
-async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended, following: &mut Option<Following>) -> Settled {
+async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following: &mut Option<Following>) -> Settled {
     let unrecorded = Settled { record: None, made_final: false };
     let outcome = match ended.outcome.clone() {
         Some(o) => o,
@@ -122,7 +123,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended, following: 
     }
     if finalized.is_none() {
         let err = unrecorded_error(core, run, &settlement, last_error);
-        core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(format!("unrecorded:{}", run.id), err.message.clone());
+        core.problems.tell(About::Unrecorded(run.id.clone()), err.message.clone());
         // Said once: to whoever waits (the CLI prints it), else in the log.
         if core.runs.fail(&run.id, &err) {
             tracing::warn!(run = %run.id, "{}", err.message);
@@ -153,7 +154,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: Ended, following: 
 }
 
 /// One attempt at the final write, off the async workers.
-async fn write_final(core: &Arc<Core>, id: &str, settlement: &Settlement, outbox: &[Channel]) -> crate::error::Result<bool> {
+async fn write_final(core: &Arc<Core>, id: &str, settlement: &FinalRow, outbox: &[Channel]) -> crate::error::Result<bool> {
     let (core, id, s, outbox) = (Arc::clone(core), id.to_string(), settlement.clone(), outbox.to_vec());
     tokio::task::spawn_blocking(move || core.store.finalize(&id, &s, &outbox))
         .await
@@ -162,7 +163,7 @@ async fn write_final(core: &Arc<Core>, id: &str, settlement: &Settlement, outbox
 
 /// "Run X ended (exit code 1) but could not be recorded: <why>" — one sentence for the user,
 /// naming the storage problem and its path when there is one, and where the result is kept.
-fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crate::error::Error>) -> crate::error::Error {
+fn unrecorded_error(core: &Core, run: &LiveRun, s: &FinalRow, err: Option<crate::error::Error>) -> crate::error::Error {
     let mut how = match (s.status, s.exit_code) {
         (RunStatus::Completed | RunStatus::Failed, Some(code)) => format!("ended {} (exit code {code})", s.status),
         (status, _) => format!("ended {status}"),
@@ -193,12 +194,12 @@ fn unrecorded_error(core: &Core, run: &LiveRun, s: &Settlement, err: Option<crat
 
 /// Long after the quick retries: keep offering the final row every 10 s while this process
 /// lives; once written, the run is announced as any other.
-async fn keep_trying(core: Arc<Core>, id: String, settlement: Settlement, outbox: Vec<Channel>, following: Option<Following>) {
+async fn keep_trying(core: Arc<Core>, id: String, settlement: FinalRow, outbox: Vec<Channel>, following: Option<Following>) {
     loop {
         tokio::time::sleep(Duration::from_secs(10)).await;
         match write_final(&core, &id, &settlement, &outbox).await {
             Ok(changed) => {
-                core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&format!("unrecorded:{id}"));
+                core.problems.clear(&About::Unrecorded(id.clone()));
                 drop(following);
                 if let Ok(record) = core.store.get_run(&id) {
                     super::signal::wake(&core);
@@ -233,8 +234,8 @@ pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
 
 /// The final row from how the run ended, the verdict and what closing its files gave: the last
 /// attempt appended, the end time the process's own. Pure: nothing is read or written here.
-fn row(now: DateTime<Utc>, run: &LiveRun, ended: Ended, outcome: Outcome, closed: Closed) -> Settlement {
-    let Ended { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
+fn row(now: DateTime<Utc>, run: &LiveRun, ended: RunEnd, outcome: Outcome, closed: Closed) -> FinalRow {
+    let RunEnd { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
     // The last try joins the list once there is a list (failover, a retry, a wait) or an account.
     if (account.is_some() || !attempts.is_empty()) && !matches!(ending, Ending::Blocked { .. }) && !only_if_queued {
         attempts.push(Attempt {
@@ -255,7 +256,7 @@ fn row(now: DateTime<Utc>, run: &LiveRun, ended: Ended, outcome: Outcome, closed
     // Never before the start, never after now (clocks of different processes disagree a little).
     let finished_at = finished_at.map(|t| t.clamp(run.started_at, now.max(run.started_at))).unwrap_or(now);
     let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !closed.has_output;
-    Settlement {
+    FinalRow {
         status: outcome.status(),
         reason: outcome.reason,
         message: outcome.message.clone(),

@@ -26,8 +26,6 @@ pub const TOKEN_USER: &str = "github:token";
 const MAX_PAGES: usize = 3;
 /// How long to wait, with polling off, before looking at the settings again.
 const IDLE: Duration = Duration::from_secs(30);
-/// Where `Engine::problems` keeps what stops polling.
-const PROBLEM: &str = "github";
 
 /// Poll for as long as the returned handle lives (polling follows the settings as they change:
 /// `[github] poll` set later starts it, unset stops it).
@@ -198,7 +196,7 @@ impl Poller {
             self.said.insert("*".into(), words.clone());
         }
         let said = format!("not polling GitHub (`[github] poll`): {words}");
-        let before = core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(PROBLEM.into(), said.clone());
+        let before = core.problems.tell(super::problems::About::Polling, said.clone());
         if before.as_ref() != Some(&said) {
             core.emit_state(); // atop the window
         }
@@ -235,7 +233,7 @@ fn polled_repos(core: &Core) -> BTreeSet<String> {
 }
 
 fn clear_problem(core: &Core) {
-    if core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(PROBLEM).is_some() {
+    if core.problems.clear(&super::problems::About::Polling) {
         core.emit_state();
     }
 }

@@ -87,7 +87,7 @@ pub(crate) enum Ending {
     Stalled(String),
     Cancelled,
     /// Ended by the engine on a line after which the agent would not end by itself in useful
-    /// time (`AgentDriver::settles`: OpenCode sleeping out a long rate limit); judged from its
+    /// time (`AgentDriver::ends_run_at`: OpenCode sleeping out a long rate limit); judged from its
     /// output like an exit.
     Settled,
     /// Never started; the message says why.

@@ -8,7 +8,7 @@
 
 use crate::error::Result;
 use crate::settings::Settings;
-use std::collections::BTreeMap;
+use super::problems::{About, Problems};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
@@ -16,8 +16,6 @@ use std::time::{Duration, Instant, SystemTime};
 /// The file's identity when it was read: (modified, length), or `None` when there was no file.
 type Fingerprint = Option<(Option<SystemTime>, u64)>;
 
-/// The problem key in [`super::Core::problems`].
-const PROBLEM: &str = "settings";
 /// How old a look is trusted.
 const RECENT: Duration = Duration::from_secs(1);
 
@@ -47,7 +45,7 @@ impl LiveSettings {
 
     /// The settings now. `problems` gets (or loses) the sentence about an invalid file; returns
     /// whether the settings changed with this look.
-    pub(crate) fn get(&self, problems: &Mutex<BTreeMap<String, String>>) -> (Arc<Settings>, bool) {
+    pub(crate) fn get(&self, problems: &Problems) -> (Arc<Settings>, bool) {
         {
             let mut checked = self.checked.lock().unwrap_or_else(|e| e.into_inner());
             if checked.is_some_and(|t| t.elapsed() < RECENT) {
@@ -63,7 +61,7 @@ impl LiveSettings {
         current.0 = seen;
         match Settings::load(&self.path) {
             Ok(settings) => {
-                problems.lock().unwrap_or_else(|e| e.into_inner()).remove(PROBLEM);
+                problems.clear(&About::Settings);
                 tracing::info!(file = %self.path.display(), "settings changed: read again");
                 current.1 = Arc::new(settings);
                 (Arc::clone(&current.1), true)
@@ -71,7 +69,7 @@ impl LiveSettings {
             Err(e) => {
                 tracing::warn!("{}", e.message);
                 let sentence = format!("{} — the previous settings stay in effect until it is fixed", e.message);
-                problems.lock().unwrap_or_else(|e| e.into_inner()).insert(PROBLEM.into(), sentence);
+                problems.tell(About::Settings, sentence);
                 (Arc::clone(&current.1), false)
             }
         }

@@ -40,6 +40,7 @@ mod live;
 mod live_settings;
 mod lock;
 mod owed;
+mod problems;
 pub(crate) mod presence;
 mod queue;
 mod recovery;
@@ -162,8 +163,8 @@ pub(crate) struct Core {
     /// Set when this (short-lived) process hands its waiting runs to others: it starts no more.
     pub handed_off: std::sync::atomic::AtomicBool,
     /// What this engine found wrong and the user must hear about (a damaged database, a run that
-    /// could not be recorded), keyed so each is said once; see [`Engine::problems`].
-    pub problems: Mutex<std::collections::BTreeMap<String, String>>,
+    /// could not be recorded), each said once under what it is about; see [`Engine::problems`].
+    pub(crate) problems: problems::Problems,
     /// Wakes the dispatcher, the scheduler loop and the deliverers ([`signal::Wake`]).
     pub(crate) wakes: signal::Wakes,
     /// The process's one watch on the wake file (see [`signal::WakeHub`]).
@@ -538,7 +539,7 @@ impl Engine {
     pub fn check_database(&self) -> Result<()> {
         let checked = self.core.store.check_integrity();
         if let Err(e) = &checked {
-            self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert("database".into(), e.message.clone());
+            self.core.problems.tell(problems::About::Database, e.message.clone());
             self.core.emit_state();
         }
         checked
@@ -552,15 +553,15 @@ impl Engine {
         // A look at nightshift.toml first: a broken edit is one of the problems.
         let _ = self.core.settings();
         let mut out: Vec<String> = crate::fsutil::storage_trouble(self.core.home.data_dir()).into_iter().collect();
-        out.extend(self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).values().cloned());
+        out.extend(self.core.problems.sentences());
         out
     }
 
-    /// Says `said` atop the window and in `problems` until the process ends (a part of the home
-    /// that could not start, such as the receiver of `[hooks] listen`), keyed by `part`.
-    pub fn tell_problem(&self, part: &str, said: String) {
+    /// Says that the receiver of `[hooks] listen` could not start, atop the window and in
+    /// `problems`, until the process ends.
+    pub fn tell_hooks_problem(&self, said: String) {
         tracing::error!("{said}");
-        self.core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert(part.into(), said);
+        self.core.problems.tell(problems::About::Hooks, said);
         self.core.emit_state();
     }
 

@@ -224,7 +224,7 @@ pub(crate) async fn dispatch(core: &Arc<Core>) {
 fn dispatch_failed(core: &Arc<Core>, e: &crate::error::Error) {
     let trouble = crate::fsutil::storage_trouble(core.home.data_dir());
     let said = format!("queued runs cannot start: {}", trouble.as_deref().unwrap_or(&e.message));
-    let repeated = core.problems.lock().unwrap_or_else(|e| e.into_inner()).insert("dispatch".into(), said.clone()).as_ref() == Some(&said);
+    let repeated = core.problems.tell(super::problems::About::Dispatch, said.clone()).as_ref() == Some(&said);
     if !repeated {
         tracing::error!(error = %e, "dispatch pass failed; trying again shortly");
         core.emit_state();
@@ -249,7 +249,7 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
     let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
     let (claimed, set, waiting, next_due) = match result {
         Ok(Ok(r)) => {
-            if core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove("dispatch").is_some() {
+            if core.problems.clear(&super::problems::About::Dispatch) {
                 core.emit_state();
             }
             r
@@ -282,7 +282,7 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
                 let message = format!("the routine {} no longer exists or is invalid; the queued run was not started", rec.routine);
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
-                    finalize::settle(&core, &live, finalize::Ended::new(Ending::SpawnFailed(message)), None).await;
+                    finalize::settle(&core, &live, finalize::RunEnd::new(Ending::SpawnFailed(message)), None).await;
                 });
             }
         }
@@ -371,7 +371,7 @@ fn claim(core: &Core) -> Result<Claimed> {
 /// Cancel a queued run (of any process on this home). `true` if it was still queued.
 pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
     let Some((live, rec)) = queued_run(core, id).await else { return false };
-    let mut ended = finalize::Ended::new(Ending::Cancelled);
+    let mut ended = finalize::RunEnd::new(Ending::Cancelled);
     ended.only_if_queued = true;
     // A run that waited for a retry or a limit keeps the tries it made.
     ended.attempts = rec.attempts;
@@ -425,7 +425,7 @@ async fn queued_run(core: &Arc<Core>, id: &str) -> Option<(LiveRun, RunRecord)> 
 pub(crate) async fn supersede_waiting(core: &Arc<Core>, id: &str, why: &str) {
     let Some((live, rec)) = queued_run(core, id).await.filter(|(_, rec)| rec.due_at.is_some()) else { return };
     let last = rec.attempts.last();
-    let mut ended = finalize::Ended::new(Ending::Exited(None));
+    let mut ended = finalize::RunEnd::new(Ending::Exited(None));
     ended.only_if_queued = true;
     ended.account = last.and_then(|a| a.account.clone());
     ended.outcome = Some(super::retry::ending_of(last, why));

@@ -11,7 +11,7 @@
 //! engine (and started by its queue); a row claimed by an engine that died before spawning goes
 //! back to the queue.
 
-use super::finalize::{self, Ended};
+use super::finalize::{self, RunEnd};
 use super::remote_run::{self, RemoteProc};
 use super::live::{Ending, LiveRun};
 use super::supervise::{supervise, Proc};
@@ -38,7 +38,7 @@ enum Found {
     /// Its process still runs: watch it to the end.
     Alive { live: LiveRun, pid: u32, start: Option<String>, account: Option<String> },
     /// Its process is gone: settle it from its files (and remove what it left on its host).
-    Ended { live: LiveRun, ending: Ending, account: Option<String>, leftover: Option<RemoteProc> },
+    Gone { live: LiveRun, ending: Ending, account: Option<String>, leftover: Option<RemoteProc> },
     /// It runs (or ran) on a host: re-attach, bring the rest of its output home, settle it.
     Remote { live: LiveRun, proc: RemoteProc, account: Option<String> },
     /// Claimed but never spawned: back in the queue.
@@ -64,7 +64,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                 let core = Arc::clone(core);
                 tokio::spawn(async move {
                     let ending = watch_orphan(&core, &live, pid, start, following.signal()).await;
-                    let mut ended = Ended::new(ending);
+                    let mut ended = RunEnd::new(ending);
                     ended.account = account;
                     ended.finished_at = Some(process::ended_at(&live.run_dir).unwrap_or_else(|| core.clock.now()));
                     finalize::settle(&core, &live, ended, Some(following)).await;
@@ -81,14 +81,14 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                     if remote_run::keep_locally(&live.run_dir, &ending) {
                         remote_run::forget(&live.id, &proc).await;
                     }
-                    let mut ended = Ended::new(ending);
+                    let mut ended = RunEnd::new(ending);
                     ended.account = account;
                     finalize::settle(&core, &live, ended, Some(following)).await;
                 });
             }
-            Found::Ended { live, ending, account, leftover } => {
+            Found::Gone { live, ending, account, leftover } => {
                 tracing::info!(run = %live.id, ?ending, "settling a run left by a previous engine");
-                let mut ended = Ended::new(ending);
+                let mut ended = RunEnd::new(ending);
                 ended.account = account;
                 // The run ended when its process did, not now (it may have been hours ago).
                 ended.finished_at = process::ended_at(&live.run_dir);
@@ -128,7 +128,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             if process::recorded_exit_code(&live.run_dir).is_some() || process::timed_out_by_wrapper(&live.run_dir) {
                 // (Its files there may still be on the host: its engine died before removing them.)
                 let leftover = (mode == RecoveryMode::Adopt).then(|| remote_run::recorded(core, open.record.host.as_deref(), remote)).flatten();
-                found.push(Found::Ended { ending: ending_from_files(&live.run_dir), live, account, leftover });
+                found.push(Found::Gone { ending: ending_from_files(&live.run_dir), live, account, leftover });
                 continue;
             }
             // Reaching the host takes a long-running engine (a short command leaves it be).
@@ -136,7 +136,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
                 core.store.set_owner(&open.record.id, me)?;
                 match remote_run::recorded(core, open.record.host.as_deref(), remote) {
                     Some(proc) => found.push(Found::Remote { live, proc, account }),
-                    None => found.push(Found::Ended { live, ending: Ending::Unreachable("its record does not say where on its host it runs".into()), account, leftover: None }),
+                    None => found.push(Found::Gone { live, ending: Ending::Unreachable("its record does not say where on its host it runs".into()), account, leftover: None }),
                 }
             }
             continue;
@@ -159,7 +159,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
                 let long_past = age > chrono::Duration::from_std(live.timeout).unwrap_or_default() + chrono::Duration::minutes(5);
                 if ended || (going && long_past) {
                     let account = open.record.account.clone();
-                    found.push(Found::Ended { ending: ending_from_files(&live.run_dir), live, account, leftover: None });
+                    found.push(Found::Gone { ending: ending_from_files(&live.run_dir), live, account, leftover: None });
                     continue;
                 }
                 if going || age < chrono::Duration::seconds(10) {
@@ -190,7 +190,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             continue;
         }
         let ending = ending_from_files(&live.run_dir);
-        found.push(Found::Ended { live, ending, account, leftover: None });
+        found.push(Found::Gone { live, ending, account, leftover: None });
     }
     Ok(found)
 }

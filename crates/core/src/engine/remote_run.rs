@@ -13,7 +13,7 @@ use crate::routine::Routine;
 use super::Core;
 use crate::run::Reason;
 use crate::run_dir::RunDir;
-use crate::runner::remote::{self, Failure, RemoteCommand, Started, Target};
+use crate::runner::remote::{self, Failure, RemoteCommand, OnHost, Target};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -22,7 +22,7 @@ use tokio::sync::Notify;
 #[derive(Debug, Clone)]
 pub(crate) struct RemoteProc {
     pub target: Target,
-    pub started: Started,
+    pub started: OnHost,
 }
 
 /// How long after its limit (and grace) a run whose host cannot be reached is given up: by then
@@ -220,7 +220,7 @@ async fn cancel_there(core: &Core, run: &LiveRun, proc: &RemoteProc) {
 }
 
 /// Whether the host has been out of reach for so long after the run's limit that it is given up.
-fn past_giving_up(started: &Started, grace: Duration) -> bool {
+fn past_giving_up(started: &OnHost, grace: Duration) -> bool {
     if started.deadline == 0 {
         return false;
     }
@@ -256,7 +256,7 @@ pub(crate) fn keep_locally(run_dir: &std::path::Path, ending: &Ending) -> bool {
 
 /// Where a recorded run's process is on its host (recovery re-attaches to it).
 pub(crate) fn recorded(core: &Core, host: Option<&str>, remote: &str) -> Option<RemoteProc> {
-    let started: Started = serde_json::from_str(remote).ok()?;
+    let started: OnHost = serde_json::from_str(remote).ok()?;
     Some(RemoteProc { target: core.ssh_target(host?), started })
 }
 

@@ -37,7 +37,7 @@ pub(crate) struct RunFacts {
 
 /// The try that just ended, and the ones before it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Ended<'a> {
+pub(crate) struct TryEnd<'a> {
     pub outcome: &'a Outcome,
     /// Nightshift's own timeout ended it.
     pub timed_out: bool,
@@ -58,8 +58,8 @@ pub(crate) enum Next {
 
 /// Decide after the try that `ended`; `jitter`: a number in [0, 1) for the backoff's spread
 /// (random in the engine, fixed in tests).
-pub(crate) fn after_try(routine: &Routine, run: &RunFacts, ended: &Ended<'_>, now: DateTime<Utc>, jitter: f64) -> Next {
-    let Ended { outcome, timed_out, earlier, .. } = *ended;
+pub(crate) fn after_try(routine: &Routine, run: &RunFacts, ended: &TryEnd<'_>, now: DateTime<Utc>, jitter: f64) -> Next {
+    let TryEnd { outcome, timed_out, earlier, .. } = *ended;
     let settle = Next::Settle { note: None };
     let policy = &routine.retry;
     let next_slot = routine.next_slot(run.scheduled_for.unwrap_or(now).max(now));
@@ -104,8 +104,8 @@ pub(crate) fn after_try(routine: &Routine, run: &RunFacts, ended: &Ended<'_>, no
 
 /// A rate limit with no other account to go to: wait for its reset when the run may (scheduled
 /// and catch-up runs; a manual one asked to), within `max_wait` and before the next slot.
-fn after_limit(policy: &RetryPolicy, run: &RunFacts, ended: &Ended<'_>, now: DateTime<Utc>, next_slot: Option<DateTime<Utc>>, local: &dyn Fn(DateTime<Utc>) -> String) -> Next {
-    let Ended { outcome, earlier, account, .. } = *ended;
+fn after_limit(policy: &RetryPolicy, run: &RunFacts, ended: &TryEnd<'_>, now: DateTime<Utc>, next_slot: Option<DateTime<Utc>>, local: &dyn Fn(DateTime<Utc>) -> String) -> Next {
+    let TryEnd { outcome, earlier, account, .. } = *ended;
     let may_wait = run.wait_for_limit || !run.trigger.by_hand();
     let Some(reset) = outcome.resets_at else {
         return Next::Settle { note: None };
@@ -188,48 +188,48 @@ mod tests {
     #[test]
     fn a_transient_failure_of_a_scheduled_run_is_tried_twice_more_with_doubling_backoff() {
         let r = agent();
-        let first = after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let first = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5);
         let Next::Later { at, note, .. } = first else { panic!("{first:?}") };
         assert_eq!(at, now() + Duration::seconds(60));
         assert_eq!(note, "api unavailable on try 1; try 2 of 3 at 02:06:00 UTC");
-        let second = after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &failed(Reason::Killed), timed_out: false, earlier: &[retried(Reason::ApiUnavailable)], account: None }, now(), 0.5);
+        let second = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::Killed), timed_out: false, earlier: &[retried(Reason::ApiUnavailable)], account: None }, now(), 0.5);
         assert!(matches!(second, Next::Later { at, .. } if at == now() + Duration::seconds(120)), "{second:?}");
-        let third = after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[retried(Reason::ApiUnavailable), retried(Reason::ApiUnavailable)], account: None }, now(), 0.5);
+        let third = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[retried(Reason::ApiUnavailable), retried(Reason::ApiUnavailable)], account: None }, now(), 0.5);
         assert_eq!(third, Next::Settle { note: Some("failed after 3 tries".into()) });
         // A run that could not be started (its agent's binary missing for a moment) too.
-        assert!(matches!(after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Later { .. }));
-        assert_eq!(after_try(&r, &facts(Trigger::Manual), &Ended { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None }, "a manual run says so at once");
+        assert!(matches!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Later { .. }));
+        assert_eq!(after_try(&r, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None }, "a manual run says so at once");
     }
 
     #[test]
     fn what_says_something_about_the_work_is_never_retried() {
         let r = agent();
         for reason in [Reason::AuthFailed, Reason::AgentError, Reason::ExitNonzero] {
-            assert_eq!(after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &failed(reason), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None }, "{reason}");
+            assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(reason), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None }, "{reason}");
         }
         let timed_out = Outcome { status: Some(RunStatus::TimedOut), ..Outcome::default() };
-        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &timed_out, timed_out: true, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &timed_out, timed_out: true, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
         let cancelled = Outcome { status: Some(RunStatus::Cancelled), ..Outcome::default() };
-        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &cancelled, timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &cancelled, timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
     }
 
     #[test]
     fn manual_runs_are_not_retried_unless_the_routine_asks_and_then_a_command_exit_counts_too() {
         let r = agent();
-        assert_eq!(after_try(&r, &facts(Trigger::Manual), &Ended { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
         let cmd = routine("command: exit 3\n");
-        assert_eq!(after_try(&cmd, &facts(Trigger::Schedule), &Ended { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&cmd, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
         let asks = routine("command: exit 3\nretries: 1\nretry_backoff: 5s\n");
-        let next = after_try(&asks, &facts(Trigger::Manual), &Ended { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None }, now(), 0.0);
+        let next = after_try(&asks, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None }, now(), 0.0);
         assert!(matches!(next, Next::Later { at, .. } if at == now() + Duration::seconds(4)), "{next:?}");
         let timed_out = Outcome { status: Some(RunStatus::TimedOut), ..Outcome::default() };
-        assert!(matches!(after_try(&asks, &facts(Trigger::Manual), &Ended { outcome: &timed_out, timed_out: true, earlier: &[], account: None }, now(), 0.0), Next::Later { .. }));
+        assert!(matches!(after_try(&asks, &facts(Trigger::Manual), &TryEnd { outcome: &timed_out, timed_out: true, earlier: &[], account: None }, now(), 0.0), Next::Later { .. }));
     }
 
     #[test]
     fn a_retry_that_would_come_after_the_next_slot_is_left_to_that_slot() {
         let r = routine("agent: claude\nprompt: hi\nschedule: \"*/10 * * * *\"\nretry_backoff: 1h\n");
-        let next = after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5);
         let Next::Settle { note: Some(note) } = next else { panic!("{next:?}") };
         assert!(note.starts_with("not retried: the next try (03:05:00 UTC) would come after the next slot (02:10:00 UTC)"), "{note}");
     }
@@ -248,24 +248,24 @@ mod tests {
         let r = agent();
         let reset = now() + Duration::minutes(30);
         let limited = Outcome { resets_at: Some(reset), ..failed(Reason::RateLimited) };
-        let next = after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &limited, timed_out: false, earlier: &[], account: Some("work@acme.dev") }, now(), 0.5);
+        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: Some("work@acme.dev") }, now(), 0.5);
         assert_eq!(next, Next::Later { at: reset + Duration::milliseconds(RESET_MARGIN_MS), note: "waiting for the rate limit on work@acme.dev to reset at 02:35:00 UTC".into(), waits_for_limit: true });
-        let manual = after_try(&r, &facts(Trigger::Cli), &Ended { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let manual = after_try(&r, &facts(Trigger::Cli), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
         assert_eq!(manual, Next::Settle { note: Some("the limit resets at 02:35:00 UTC; `--wait-for-limit` waits for it".into()) });
         let asked = RunFacts { wait_for_limit: true, ..facts(Trigger::Cli) };
-        assert!(matches!(after_try(&r, &asked, &Ended { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Later { .. }));
+        assert!(matches!(after_try(&r, &asked, &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Later { .. }));
         // No reset time known: nothing to wait for.
-        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &failed(Reason::RateLimited), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::RateLimited), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
     }
 
     #[test]
     fn a_limit_past_max_wait_or_the_next_slot_is_not_waited_for() {
         let r = routine("agent: claude\nprompt: hi\nmax_wait: 1h\n");
         let limited = Outcome { resets_at: Some(now() + Duration::hours(2)), ..failed(Reason::RateLimited) };
-        let next = after_try(&r, &facts(Trigger::Schedule), &Ended { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
         assert!(matches!(&next, Next::Settle { note: Some(n) } if n.contains("later than `max_wait` (1h) allows")), "{next:?}");
         let hourly = routine("agent: claude\nprompt: hi\nschedule: \"0 * * * *\"\n");
-        let next = after_try(&hourly, &facts(Trigger::Schedule), &Ended { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let next = after_try(&hourly, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
         assert!(matches!(&next, Next::Settle { note: Some(n) } if n.contains("after the next slot (03:00:00 UTC)")), "{next:?}");
     }
 }

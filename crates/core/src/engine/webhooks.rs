@@ -207,10 +207,10 @@ fn deliver_ping(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry, event: Pi
 /// (`name`: the webhook's, or `ping start` / `ping end`; `who` says it in a sentence.)
 fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Result<(), Failure>) -> crate::error::Result<()> {
     let now = Utc::now();
-    let problem_key = entry.channel.to_string();
+    let problem_key = super::problems::About::Delivery(entry.channel.clone());
     match outcome {
         Ok(()) => {
-            core.problems.lock().unwrap_or_else(|e| e.into_inner()).remove(&problem_key);
+            core.problems.clear(&problem_key);
             tracing::info!(run = %entry.run_id, webhook = name, "{who} delivered");
             core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::Delivered, None, now)
         }
@@ -233,9 +233,7 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Resu
                     tracing::warn!("{said}");
                     let first = core
                         .problems
-                        .lock()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .insert(problem_key, format!("{said} (`nightshiftctl deliveries --failed`; retry with `nightshiftctl deliveries retry RUN`)"))
+                        .tell(problem_key, format!("{said} (`nightshiftctl deliveries --failed`; retry with `nightshiftctl deliveries retry RUN`)"))
                         .is_none();
                     if first && entry.channel.webhook().is_some() {
                         // Once per webhook until it works again: the desktop notification, the tray.

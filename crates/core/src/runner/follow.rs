@@ -1,5 +1,5 @@
 //! Follow a growing stdout log: turn new lines into progress messages, and notice the line after
-//! which the agent will not end by itself ([`AgentDriver::settles`]).
+//! which the agent will not end by itself ([`AgentDriver::ends_run_at`]).
 
 use crate::agents::AgentDriver;
 use std::path::PathBuf;
@@ -33,7 +33,7 @@ pub async fn follow(path: PathBuf, driver: &'static dyn AgentDriver, emit: impl 
                     if let Some(msg) = driver.progress(line.trim_end()) {
                         emit(msg);
                     }
-                    if driver.settles(line.trim_end()) {
+                    if driver.ends_run_at(line.trim_end()) {
                         settled.notify_one();
                     }
                 }

@@ -142,7 +142,7 @@ pub struct RemoteCommand {
 /// A started remote run: where its files are and which process group is it (kept with the run's
 /// record, so the next engine can re-attach).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Started {
+pub struct OnHost {
     /// The run's directory on the remote side (absolute).
     pub dir: String,
     /// The wrapper's pid (it lives exactly as long as the run) and its process group.
@@ -180,7 +180,7 @@ fn remote_path(path: &str) -> String {
 }
 
 /// Start `cmd` on `target` and return once it runs there (the run itself goes on alone).
-pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, Failure> {
+pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<OnHost, Failure> {
     use super::process::whole_secs;
     let timeout = cmd.timeout.map(whole_secs).unwrap_or(0);
     let program = cmd.argv.first().map(|p| quote(p)).unwrap_or_default();
@@ -245,7 +245,7 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, Fail
         t => std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) + t,
     };
     match (parts.next(), parts.next().and_then(|p| p.parse().ok()), parts.next().and_then(|g| g.parse().ok())) {
-        (Some(dir), Some(pid), Some(pgid)) => Ok(Started { dir: dir.to_string(), pid, pgid, deadline }),
+        (Some(dir), Some(pid), Some(pgid)) => Ok(OnHost { dir: dir.to_string(), pid, pgid, deadline }),
         _ => Err(Failure::Refused(format!("{}: the run started but did not say where (got {:?})", target.host, line.trim()))),
     }
 }
@@ -253,7 +253,7 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<Started, Fail
 /// Bring the run's output home: append what the remote logs have past the local files' ends,
 /// following until the run ends there; then how it ended. Call again after a drop: it continues
 /// from the last byte the local files have.
-pub async fn follow(target: &Target, run: &Started, local_stdout: &Path, local_stderr: &Path) -> Result<RemoteEnd, Failure> {
+pub async fn follow(target: &Target, run: &OnHost, local_stdout: &Path, local_stderr: &Path) -> Result<RemoteEnd, Failure> {
     let (a, b) = tokio::join!(follow_one(target, run, STDOUT_LOG, local_stdout), follow_one(target, run, STDERR_LOG, local_stderr));
     a?;
     b?;
@@ -262,7 +262,7 @@ pub async fn follow(target: &Target, run: &Started, local_stdout: &Path, local_s
     Ok(RemoteEnd { code: said.lines().next().and_then(|l| l.trim().parse().ok()), timed_out: said.lines().any(|l| l == TIMED_OUT_FILE) })
 }
 
-async fn follow_one(target: &Target, run: &Started, name: &str, local: &Path) -> Result<(), Failure> {
+async fn follow_one(target: &Target, run: &OnHost, name: &str, local: &Path) -> Result<(), Failure> {
     use std::io::Write;
     use tokio::io::AsyncReadExt;
     let have = std::fs::metadata(local).map(|m| m.len()).unwrap_or(0);
@@ -294,7 +294,7 @@ async fn follow_one(target: &Target, run: &Started, name: &str, local: &Path) ->
 }
 
 /// End the run on the remote side: SIGTERM to its process group, SIGKILL after the grace.
-pub async fn cancel(target: &Target, run: &Started, grace: Duration) -> Result<(), Failure> {
+pub async fn cancel(target: &Target, run: &OnHost, grace: Duration) -> Result<(), Failure> {
     let g = run.pgid;
     let script = format!(
         "kill -TERM -{g} 2>/dev/null || exit 0\n\
@@ -306,7 +306,7 @@ pub async fn cancel(target: &Target, run: &Started, grace: Duration) -> Result<(
 }
 
 /// Remove the run's remote directory (once its output is home and it is settled).
-pub async fn remove(target: &Target, run: &Started) -> Result<(), Failure> {
+pub async fn remove(target: &Target, run: &OnHost) -> Result<(), Failure> {
     // Only ever a directory under the runs folder: never an arbitrary path from a record.
     if !run.dir.contains(&format!("/{REMOTE_RUNS}/")) {
         return Err(Failure::Refused(format!("refusing to remove {} on {}: not a run directory", run.dir, target.host)));

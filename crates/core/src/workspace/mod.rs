@@ -14,7 +14,7 @@
 
 use crate::git::{self, Git};
 use crate::run::{
-    Changes, Commit, CommitBy, FileChange, Push, PushState, RunStatus, Started, WorkspaceKind,
+    Changes, Commit, CommitBy, FileChange, Push, PushState, RunStatus, RunWorkspace, WorkspaceKind,
 };
 use std::path::{Path, PathBuf};
 
@@ -46,7 +46,7 @@ pub fn branch_name(routine: &str, run_id: &str) -> String {
 /// Set up the run's workspace. `Ok(None)`: nothing to track (no `cwd`, or a `cwd` run outside git
 /// — and a cwd run whose photograph fails only loses its summary, never its start). `Err`: a
 /// worktree could not be made; nothing of it is left behind.
-pub fn start(routine: &crate::routine::Routine, run_id: &str, run_dir: &Path, worktrees_dir: &Path) -> Result<Option<Started>, String> {
+pub fn start(routine: &crate::routine::Routine, run_id: &str, run_dir: &Path, worktrees_dir: &Path) -> Result<Option<RunWorkspace>, String> {
     use crate::routine::Workspace;
     let Some(cwd) = routine.cwd.as_deref() else {
         return match routine.workspace {
@@ -84,7 +84,7 @@ pub fn start(routine: &crate::routine::Routine, run_id: &str, run_dir: &Path, wo
 }
 
 /// The workspace a run started with, from its run directory.
-pub fn started(run_dir: &Path) -> Option<Started> {
+pub fn started(run_dir: &Path) -> Option<RunWorkspace> {
     let text = std::fs::read(run_dir.join(STATE_FILE)).ok()?;
     serde_json::from_slice(&text).ok()
 }
@@ -103,14 +103,14 @@ fn top_and_base(cwd: &Path, rev: &str) -> Result<(PathBuf, String, Option<String
     Ok((PathBuf::from(top), prefix, base))
 }
 
-fn start_cwd(cwd: &Path, run_dir: &Path) -> Result<Started, String> {
+fn start_cwd(cwd: &Path, run_dir: &Path) -> Result<RunWorkspace, String> {
     let (repo, _, base) = top_and_base(cwd, "HEAD")?;
     let branch = Git::new(&repo, &["symbolic-ref", "--quiet", "--short", "HEAD"]).run().ok();
     let start_tree = Some(photograph(&repo, run_dir, base.as_deref())?);
-    Ok(Started { kind: WorkspaceKind::Cwd, repo, dir: cwd.to_path_buf(), worktree: None, branch, base, base_ref: None, start_tree, push: None })
+    Ok(RunWorkspace { kind: WorkspaceKind::Cwd, repo, dir: cwd.to_path_buf(), worktree: None, branch, base, base_ref: None, start_tree, push: None })
 }
 
-fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str>, worktrees_dir: &Path) -> Result<Started, String> {
+fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str>, worktrees_dir: &Path) -> Result<RunWorkspace, String> {
     let (repo, prefix, base) = top_and_base(cwd, base_ref.unwrap_or("HEAD"))?;
     let Some(base) = base else {
         return Err(match base_ref {
@@ -139,7 +139,7 @@ fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str
         return Err(format!("could not create a worktree of {}: {e}{why}", repo.display()));
     }
     let dir = if prefix.is_empty() { path.clone() } else { path.join(&prefix) };
-    Ok(Started {
+    Ok(RunWorkspace {
         kind: WorkspaceKind::Worktree,
         repo,
         dir,
@@ -229,7 +229,7 @@ fn photograph_pathspec(repo: &Path) -> Result<Vec<u8>, String> {
 
 /// Finish the run's workspace: commit what a worktree run left (whatever its status), then
 /// summarise. Never fails: a problem is written into the summary's `error`.
-pub fn finish(started: &Started, routine: &str, run_id: &str, status: RunStatus, run_dir: &Path) -> Changes {
+pub fn finish(started: &RunWorkspace, routine: &str, run_id: &str, status: RunStatus, run_dir: &Path) -> Changes {
     let mut changes = Changes {
         workspace: started.kind,
         repo: started.repo.display().to_string(),
@@ -261,7 +261,7 @@ pub fn finish(started: &Started, routine: &str, run_id: &str, status: RunStatus,
     changes
 }
 
-fn finish_worktree(started: &Started, routine: &str, run_id: &str, status: RunStatus, changes: &mut Changes) -> Result<(), String> {
+fn finish_worktree(started: &RunWorkspace, routine: &str, run_id: &str, status: RunStatus, changes: &mut Changes) -> Result<(), String> {
     let wt = started.worktree.as_deref().ok_or("the run has no worktree")?;
     let base = started.base.as_deref().ok_or("the run has no base commit")?;
     if !wt.is_dir() {
@@ -282,7 +282,7 @@ fn finish_worktree(started: &Started, routine: &str, run_id: &str, status: RunSt
     summarise(wt, base, &head, Some(&head), ours.as_deref(), changes)
 }
 
-fn finish_cwd(started: &Started, run_dir: &Path, changes: &mut Changes) -> Result<(), String> {
+fn finish_cwd(started: &RunWorkspace, run_dir: &Path, changes: &mut Changes) -> Result<(), String> {
     let start_tree = started.start_tree.as_deref().ok_or("no picture of the checkout at the start")?;
     let head = Git::new(&started.repo, &["rev-parse", "--verify", "--quiet", "HEAD^{commit}"]).output()?;
     let head = head.ok().then(|| head.text());

@@ -233,7 +233,7 @@ impl AgentDriver for Copilot {
         }
     }
 
-    fn settles(&self, line: &str) -> bool {
+    fn ends_run_at(&self, line: &str) -> bool {
         json_if(line, "session.error").is_some_and(|v| v["type"] == "session.error" && v["data"]["errorType"] == "rate_limit")
     }
 

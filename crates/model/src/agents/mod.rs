@@ -94,7 +94,7 @@ pub trait AgentDriver: Send + Sync {
     /// Whether this line of live output means the CLI will not end by itself in useful time — it
     /// sleeps out a long rate limit, or hangs after reporting one — so the run is ended now and
     /// judged from its output ([`AgentDriver::classify`] must know the line). Never by default.
-    fn settles(&self, _line: &str) -> bool {
+    fn ends_run_at(&self, _line: &str) -> bool {
         false
     }
     /// How to install the CLI, for the "not found" message.

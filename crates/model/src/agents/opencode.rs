@@ -280,7 +280,7 @@ impl AgentDriver for OpenCode {
         }
     }
 
-    fn settles(&self, line: &str) -> bool {
+    fn ends_run_at(&self, line: &str) -> bool {
         json_if(line, "nightshift_status").is_some_and(|v| long_wait(&v))
     }
 

@@ -16,7 +16,7 @@ pub enum WorkspaceKind {
 
 /// What was set up when the run started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Started {
+pub struct RunWorkspace {
     pub kind: WorkspaceKind,
     /// The top of the user's working tree.
     pub repo: PathBuf,

@@ -3,7 +3,7 @@
 mod changes;
 mod usage;
 
-pub use changes::{Changes, Commit, CommitBy, FileChange, Push, PushState, Started, WorkspaceKind};
+pub use changes::{Changes, Commit, CommitBy, FileChange, Push, PushState, RunWorkspace, WorkspaceKind};
 pub use usage::Usage;
 
 use crate::words::{ser_opt_time, string_enum, Agent};
