@@ -6,8 +6,9 @@
 //! A run's life, and the module for each part (no module imports one that imports it back):
 //! `queue` (a queued row; dispatch passes decided by `lanes`) → `driver` (preflight with
 //! `accounts`, each try prepared by `attempt` and watched by `supervise`; the run as they all see
-//! it is `live`) → `judge` (how it ended) → `finalize` (the final row and its outbox entry, in one
-//! transaction) → `delivery` (the notification). `recovery` takes over what a dead engine left;
+//! it is `live`; this engine holds it through `followed`) → `judge` (how it ended, and the
+//! verdict) → `closing` (its files closed) → `finalize` (the final row and its outbox entry, in
+//! one transaction, then its announcement) → `delivery` (the notification). `recovery` takes over what a dead engine left;
 //! `scheduler` fires slots and makes up `held` work; `signal` carries wake-ups and final records
 //! back without a step importing its caller.
 //!
