@@ -1,0 +1,151 @@
+//! Where a routine's runs work: `workspace` (`cwd` or a `worktree`, with `base` and `push`) and
+//! `host`/`hosts`/`remote_cwd`/`hostStrategy` (another machine over SSH), each checked against the
+//! other and against the action.
+
+use super::action::GuardPos;
+use super::cx::Cx;
+use super::Fields;
+use super::super::yaml::{Node, Pos};
+use super::super::{Action, Guard, Placement, Workspace};
+use std::path::Path;
+
+pub(super) fn place(cx: &mut Cx<'_>, f: &Fields<'_>, cwd: Option<&Path>, action: Option<&Action>, guard: &Guard, guard_pos: &GuardPos) -> (Workspace, Option<Placement>) {
+    let workspace = workspace(cx, &|k| f.get(k), &|k| f.pos(k), cwd, f.get("cwd").map(Node::pos));
+    let placement = placement(cx, &|k| f.get(k), &|k| f.pos(k));
+    if placement.is_some() && f.get("devices").is_none() {
+        // A routines folder synced between machines (agents-cli's way) fires it on each of them.
+        let key = ["host", "hosts", "hostStrategy"].into_iter().find(|k| f.has(k)).unwrap_or("host");
+        cx.warn(f.pos(key), "no `devices:`: every machine that reads this file fires it (and sends the run over SSH); list the machine that should, e.g. `devices: [laptop]`");
+    }
+    if placement.is_some() {
+        if f.get("cwd").is_some() {
+            cx.err(f.pos("cwd"), "`cwd` is a directory on this machine; a run on a host works in `remote_cwd:` (a path there, `~` is its home)");
+        }
+        if workspace != Workspace::Cwd {
+            cx.err(f.pos("workspace"), "`workspace: worktree` makes a worktree on this machine; it cannot be used with `host:`");
+        }
+        // An agent that reads its tool rules from a file beside the run (Gemini CLI's policy)
+        // has them only on this machine.
+        let only_here = action.and_then(|a| crate::agents::driver(a.agent()).tool_rules_only_here());
+        if let Some(why) = only_here.filter(|_| guard.has_tool_rules()) {
+            let pos = if guard.allow_tools.is_some() { guard_pos.allow_tools } else { guard_pos.deny_tools };
+            cx.err(pos, why);
+        }
+    }
+
+    (workspace, placement)
+}
+
+/// `workspace:` (`cwd` or `worktree`) with its `base:` and `push:`; a worktree needs `cwd` in a
+/// git repository (looked for as a `.git` in it or above — no process is started to validate).
+pub(super) fn workspace<'n>(
+    cx: &mut Cx<'_>,
+    get: &dyn Fn(&str) -> Option<&'n Node>,
+    key_pos: &dyn Fn(&str) -> Pos,
+    cwd: Option<&Path>,
+    cwd_pos: Option<Pos>,
+) -> Workspace {
+    let kind = get("workspace").and_then(|n| {
+        let s = cx.string(n, "workspace")?;
+        match s.as_str() {
+            "cwd" => Some(false),
+            "worktree" => Some(true),
+            other => {
+                cx.err(n.pos(), format!("unknown workspace \"{other}\" (expected cwd — run in `cwd` itself — or worktree — a git worktree of its own per run)"));
+                None
+            }
+        }
+    });
+    let base = get("base").and_then(|n| cx.string(n, "base"));
+    let push = get("push").and_then(|n| cx.string(n, "push"));
+    for (key, value) in [("base", &base), ("push", &push)] {
+        let Some(value) = value else { continue };
+        if kind != Some(true) {
+            cx.err(key_pos(key), format!("`{key}` only applies to `workspace: worktree`"));
+        } else if value.is_empty() || value.starts_with('-') || value.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            let pos = get(key).map(Node::pos).unwrap_or(key_pos(key));
+            cx.err(pos, format!("`{key}` must be a {} name (no spaces, not starting with '-')", if key == "base" { "branch" } else { "remote" }));
+        }
+    }
+    if kind != Some(true) {
+        return Workspace::Cwd;
+    }
+    let at = get("workspace").map(Node::pos).unwrap_or(key_pos("workspace"));
+    match cwd {
+        None => cx.err(at, "`workspace: worktree` needs `cwd:` — a directory in the git repository to make worktrees of"),
+        Some(dir) if !dir.is_dir() => cx.err(cwd_pos.unwrap_or(at), format!("`workspace: worktree` needs `cwd` in a git repository; {} does not exist", dir.display())),
+        Some(dir) if crate::git::find_repo_root(dir).is_none() => cx.err(
+            cwd_pos.unwrap_or(at),
+            format!("`workspace: worktree` needs `cwd` in a git repository; {} is not in one (no .git in it or above)", dir.display()),
+        ),
+        Some(_) => {}
+    }
+    Workspace::Worktree { base, push }
+}
+
+/// `host:` or `hosts:`, `remote_cwd:` (agents-cli's `remoteCwd:` too) and `hostStrategy:`
+/// (`local` or `host`; agents-cli's `fleet` and `cloud` are refused with what to use instead).
+pub(super) fn placement<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>, key_pos: &dyn Fn(&str) -> Pos) -> Option<Placement> {
+    let hosts = match (get("host"), get("hosts")) {
+        (Some(_), Some(_)) => {
+            cx.err(key_pos("hosts"), "give either `host` (one machine) or `hosts` (the first reachable of several), not both");
+            Vec::new()
+        }
+        (Some(n), None) => cx.string(n, "host").into_iter().map(|h| (h, n.pos())).collect(),
+        (None, Some(n)) => {
+            let list: Vec<(String, Pos)> = match n {
+                Node::Seq { items, .. } => items.iter().filter_map(|i| cx.string(i, "hosts").map(|h| (h, i.pos()))).collect(),
+                other => cx.string(other, "hosts").into_iter().map(|h| (h, other.pos())).collect(),
+            };
+            if list.is_empty() {
+                cx.err(n.pos(), "`hosts` is an empty list");
+            }
+            list
+        }
+        (None, None) => Vec::new(),
+    };
+    for (host, pos) in &hosts {
+        // A word ssh takes as a destination, never as an option.
+        if host.is_empty() || host.starts_with('-') || host.chars().any(|c| c.is_whitespace() || c.is_control()) {
+            cx.err(*pos, format!("\"{host}\" is not an SSH host: give a name or alias from your ssh config, or user@host (no spaces, not starting with '-')"));
+        }
+    }
+    let remote_cwd = match (get("remote_cwd"), get("remoteCwd")) {
+        (Some(_), Some(_)) => {
+            cx.err(key_pos("remoteCwd"), "`remote_cwd` is given twice (as `remote_cwd` and `remoteCwd`)");
+            None
+        }
+        (Some(n), None) => cx.string(n, "remote_cwd"),
+        (None, Some(n)) => cx.string(n, "remoteCwd"),
+        (None, None) => None,
+    };
+    if let Some(strategy) = get("hostStrategy") {
+        match cx.string(strategy, "hostStrategy").as_deref() {
+            Some("host") if hosts.is_empty() => cx.err(strategy.pos(), "`hostStrategy: host` needs `host:` (an SSH host or alias) or `hosts:` (several)"),
+            // agents-cli runs such a routine here: so does Nightshift, saying so.
+            Some("local") if !hosts.is_empty() => {
+                let named: Vec<&str> = hosts.iter().map(|(h, _)| h.as_str()).collect();
+                cx.warn(strategy.pos(), format!("`hostStrategy: local` runs it on this machine: `host: {}` is not used (as agents-cli does); remove one of them to say which you mean", named.join(", ")));
+                return None;
+            }
+            Some("host" | "local") | None => {}
+            // Any of the machines nightshift.toml lists (`[hosts.<name>]`, filled in with the
+            // settings): the one with the fewest runs going, else the next that answers.
+            Some("fleet") if !hosts.is_empty() => {
+                cx.err(strategy.pos(), "`hostStrategy: fleet` chooses among the machines in nightshift.toml's `[hosts.<name>]`; remove `host:`/`hosts:`, or use `hostStrategy: host` to keep to these")
+            }
+            Some("fleet") => return Some(Placement { hosts: Vec::new(), remote_cwd, fleet: true }),
+            Some("cloud") => cx.err(strategy.pos(), "`hostStrategy: cloud` is not supported: Nightshift runs on your own machines — use `host:` to place the run on one of them over SSH"),
+            Some(other) => cx.err(strategy.pos(), format!("unknown hostStrategy \"{other}\" (expected local, host or fleet)")),
+        }
+    }
+    if hosts.is_empty() {
+        if remote_cwd.is_some() {
+            let key = if get("remote_cwd").is_some() { "remote_cwd" } else { "remoteCwd" };
+            cx.err(key_pos(key), format!("`{key}` only applies to a routine placed on another machine with `host:`"));
+        }
+        return None;
+    }
+    Some(Placement { hosts: hosts.into_iter().map(|(h, _)| h).collect(), remote_cwd, fleet: false })
+}
+
