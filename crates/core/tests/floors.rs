@@ -1,13 +1,14 @@
 //! The floors of every crate, kept by a test rather than by a document: no import circle between
-//! the modules of one crate, at either level where one has come back before — between a crate's
-//! top-level modules (`routine` ↔ `agents`), and between the files of one folder
-//! (`engine/queue.rs` → `driver.rs` → `attempt.rs` → `incoming.rs` → `queue.rs`). Between crates,
+//! sibling modules of one crate, at any level — between a crate's top-level modules (`routine` ↔
+//! `agents` came back after every wave), between the files of one folder (`engine/queue.rs` →
+//! `driver.rs` → `attempt.rs` → `incoming.rs` → `queue.rs` did), and between the folders of one
+//! folder (`engine/run/` and `engine/resident/`). Between crates,
 //! Cargo itself refuses a circle: `nightshift-model` cannot name the store or the engine, and the
 //! store cannot name the engine.
 //!
 //! Read from the source text: `crate::a::b` and `super::b` paths, `use` trees included; comments
 //! and each file's `#[cfg(test)] mod tests` are left out (a test may reach anywhere). A folder's
-//! `mod.rs` is the folder's shared vocabulary: its files may use it, and it may name them.
+//! `mod.rs` is the folder itself: its files may use it, and it may name them.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -148,8 +149,8 @@ fn modules(root: &Path) -> BTreeMap<Vec<String>, PathBuf> {
     out
 }
 
-/// The arrows of one crate at both levels: `(from, to)` between top-level modules, and between
-/// files of one folder; each with the file that draws it.
+/// The arrows of one crate between sibling modules, at every level — top-level modules, the files
+/// of one folder, the folders inside a folder — each with the files that draw it.
 fn arrows(mods: &BTreeMap<Vec<String>, PathBuf>) -> BTreeMap<(Vec<String>, Vec<String>), BTreeSet<String>> {
     let is_module = |p: &[String]| mods.contains_key(p);
     let mut out: BTreeMap<(Vec<String>, Vec<String>), BTreeSet<String>> = BTreeMap::new();
@@ -174,13 +175,13 @@ fn arrows(mods: &BTreeMap<Vec<String>, PathBuf>) -> BTreeMap<(Vec<String>, Vec<S
             // The deepest module the path names.
             let Some(target) = (1..=absolute.len()).rev().map(|n| absolute[..n].to_vec()).find(|p| is_module(p)) else { continue };
             let label = format!("{} ({})", file.display(), path.join("::"));
-            // Between top-level modules.
-            if !me.is_empty() && !target.is_empty() && me[0] != target[0] {
-                out.entry((me[..1].to_vec(), target[..1].to_vec())).or_default().insert(label.clone());
-            }
-            // Between the files of one folder (its mod.rs is shared by them, not one of them).
-            if !is_folder_face && target.len() == me.len() && target[..me.len() - 1] == me[..me.len() - 1] && target != *me && !mods.get(&target).is_some_and(|f| f.ends_with("mod.rs")) {
-                out.entry((me.clone(), target)).or_default().insert(label);
+            // Between siblings: the two modules under the deepest folder both are in (two
+            // top-level modules, two files of a folder, or the folders that hold them). A module
+            // naming one of its own ancestors (a file using its folder's mod.rs) or descendants
+            // (a mod.rs naming its files) draws no arrow.
+            let common = me.iter().zip(&target).take_while(|(a, b)| a == b).count();
+            if common < me.len() && common < target.len() {
+                out.entry((me[..=common].to_vec(), target[..=common].to_vec())).or_default().insert(label);
             }
         }
     }
@@ -264,6 +265,15 @@ fn the_check_finds_a_circle_at_each_level() {
     assert_eq!(found.len(), 2, "{found:?}");
     assert!(found.iter().any(|c| c.contains(": a, c") && c.contains("a -> c")), "{found:?}");
     assert!(found.iter().any(|c| c.contains(": b::one, b::two")), "{found:?}");
+    // Folders inside a folder: d/x/ and d/y/ tie each other through their files.
+    write("lib.rs", "pub mod a;\npub mod b;\npub mod c;\npub mod d;\n");
+    write("d/mod.rs", "mod x;\nmod y;\n");
+    write("d/x/mod.rs", "mod p;\n");
+    write("d/x/p.rs", "pub fn p() { crate::d::y::q::q(); }\n");
+    write("d/y/mod.rs", "pub mod q;\n");
+    write("d/y/q.rs", "use crate::d::x::p;\npub fn q() {}\n");
+    let found = circles_in(dir.path());
+    assert!(found.iter().any(|c| c.contains(": d::x, d::y") && c.contains("d::x -> d::y") && c.contains("d::y -> d::x")), "{found:?}");
 }
 
 /// The engine's crates and the CLI build on a bare server: nothing they depend on (for a build, not

@@ -59,7 +59,7 @@ impl Engine {
         let settings = self.core.settings();
         let mut programs: Vec<String> = Vec::new();
         for r in set.routines.iter().filter(|r| r.placement.as_ref().is_some_and(|p| p.hosts.iter().any(|h| h == host))) {
-            let program = super::remote_run::program_on(&settings, r, host);
+            let program = super::run::remote_run::program_on(&settings, r, host);
             if !programs.contains(&program) {
                 programs.push(program);
             }

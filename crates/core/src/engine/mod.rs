@@ -17,55 +17,39 @@
 //! than the rest for that reason.
 
 mod accounts;
-mod attempt;
+mod inbound;
+mod outbox;
+mod lock;
+pub(crate) mod presence;
+mod resident;
+mod run;
+mod upkeep;
+// The engine's modules the faces, the views and the API name, at the paths they always had.
+pub use accounts::secrets;
+pub use inbound::{github_poll, incoming};
+pub use resident::scheduler;
+pub use run::lanes;
 mod awake;
-mod budgets;
-pub use budgets::BudgetState;
+pub use accounts::budgets::BudgetState;
 mod authoring;
 mod catalog;
-mod closing;
 #[cfg(any(test, feature = "test-support"))]
 mod testing;
-mod delivery;
-mod driver;
-mod finalize;
-mod followed;
-pub mod github_poll;
-mod held;
 mod hosts;
-mod housekeeping;
-pub mod incoming;
-mod judge;
-pub mod lanes;
-mod live;
 mod live_settings;
-mod lock;
-mod owed;
 mod problems;
-pub(crate) mod presence;
-mod queue;
-mod recovery;
-mod remote_run;
-mod retention;
-mod retry;
-pub mod scheduler;
-pub mod secrets;
 mod signal;
-mod supervise;
-mod usage_probe;
 mod watch;
-mod webhooks;
-mod windows;
 
 pub use authoring::{Removed, RoutineSource, Written};
-pub use delivery::DEFAULT_BACKOFF;
-pub use queue::RunHandle;
+pub use outbox::delivery::DEFAULT_BACKOFF;
+pub use run::queue::RunHandle;
 pub use hosts::{HostCheck, HostView};
 pub use lock::{NotTaken, SchedulerLock};
-pub use recovery::RecoveryMode;
-pub use housekeeping::Pruned;
-pub use retention::PrunedRun;
-pub use scheduler::{Scheduler, TickReport};
+pub use run::recovery::RecoveryMode;
+pub use upkeep::housekeeping::Pruned;
+pub use upkeep::retention::PrunedRun;
+pub use resident::scheduler::{Scheduler, TickReport};
 pub use presence::SLEEP_GAP_SECS;
 
 use crate::clock::{Clock, SystemClock};
@@ -132,8 +116,8 @@ impl EngineOptions {
             env: std::env::vars().collect(),
             identity: crate::runner::process::self_identity(),
             delivery_backoff: DEFAULT_BACKOFF.to_vec(),
-            webhook_backoff: webhooks::BACKOFF.to_vec(),
-            push_backoff: housekeeping::BACKOFF.to_vec(),
+            webhook_backoff: outbox::webhooks::BACKOFF.to_vec(),
+            push_backoff: upkeep::housekeeping::BACKOFF.to_vec(),
             scrubber: None,
             logind_bus: None,
         }
@@ -157,7 +141,7 @@ pub(crate) struct Core {
     pub hooks: RwLock<Vec<Arc<dyn SettleHook>>>,
     /// The runs this engine follows and who waits for them: each run's cancel signal, the note
     /// its cancel carries and its waiters, in one registry ([`followed`]).
-    pub(crate) runs: Arc<followed::Followed>,
+    pub(crate) runs: Arc<run::followed::Followed>,
     /// This process, as the owner recorded on the runs it supervises.
     pub identity: (u32, String),
     pub dispatcher_started: std::sync::atomic::AtomicBool,
@@ -204,7 +188,7 @@ impl Core {
 
     /// This engine follows run `id` from now on (its driver, or recovery adopting it), for as
     /// long as the guard lives.
-    pub(crate) fn follow(&self, id: &str) -> followed::Following {
+    pub(crate) fn follow(&self, id: &str) -> run::followed::Following {
         self.runs.follow(id, self.settings().keep_awake)
     }
 
@@ -279,7 +263,7 @@ impl Engine {
                 env: opts.env,
                 events,
                 hooks: RwLock::new(Vec::new()),
-                runs: followed::Followed::new(awake::Awake::new(opts.logind_bus)),
+                runs: run::followed::Followed::new(awake::Awake::new(opts.logind_bus)),
                 probed_at: Mutex::new(HashMap::new()),
                 hook_secrets: Mutex::new(HashMap::new()),
                 identity: opts.identity,
@@ -347,7 +331,7 @@ impl Engine {
     /// Every day's and month's budget (`[budget]`, the accounts', the routines') and where each
     /// stands: what runs reported spending in the period so far, of how much, until when.
     pub fn budgets(&self) -> Result<Vec<BudgetState>> {
-        budgets::states(&self.core)
+        accounts::budgets::states(&self.core)
     }
 
     /// The engine clock's now (what schedules and views are computed at).
@@ -368,8 +352,8 @@ impl Engine {
     /// called inside a tokio runtime.
     pub fn enable_notifications(&self, notifier: Arc<dyn crate::notify::Notifier>) {
         let sender = Arc::new(crate::notify::BoundedSender::new(notifier));
-        delivery::start(&self.core, Arc::clone(&sender));
-        delivery::start_notices(&self.core, self.subscribe(), sender);
+        outbox::delivery::start(&self.core, Arc::clone(&sender));
+        outbox::delivery::start_notices(&self.core, self.subscribe(), sender);
     }
 
     /// The notices that are news while a short-lived process waits (`run --wait --notify`): a
@@ -377,38 +361,38 @@ impl Engine {
     /// routine auto-paused — for as long as the runtime lives. Finish notifications stay with
     /// [`Engine::deliver_notifications_now`].
     pub fn enable_live_notices(&self, notifier: Arc<dyn crate::notify::Notifier>) {
-        delivery::start_notices(&self.core, self.subscribe(), Arc::new(crate::notify::BoundedSender::new(notifier)));
+        outbox::delivery::start_notices(&self.core, self.subscribe(), Arc::new(crate::notify::BoundedSender::new(notifier)));
     }
 
     /// Deliver the notifications that are due now through `notifier`, once, and return (for a
     /// short-lived process such as `run --wait --notify`; long-running ones use
     /// [`Engine::enable_notifications`]). What cannot be shown stays owed to the next notifier.
     pub async fn deliver_notifications_now(&self, notifier: Arc<dyn crate::notify::Notifier>) {
-        delivery::once(&self.core, Arc::new(crate::notify::BoundedSender::new(notifier))).await;
+        outbox::delivery::once(&self.core, Arc::new(crate::notify::BoundedSender::new(notifier))).await;
     }
 
     /// Probe the usage of every account with `usage_probe = true` that was not asked about in
     /// the last 10 minutes, now (blocking: one HTTP request per account); returns the accounts
     /// asked about. The scheduler loop does this every minute for as long as it runs.
     pub fn probe_usage_now(&self) -> Vec<String> {
-        usage_probe::probe_due(&self.core, &crate::webhook::agent())
+        accounts::usage_probe::probe_due(&self.core, &crate::webhook::agent())
     }
 
     /// Deliver this home's webhooks from now on (the app and the daemon; call once, in a runtime).
     pub fn enable_webhooks(&self) {
-        webhooks::start(&self.core);
+        outbox::webhooks::start(&self.core);
     }
 
     /// Deliver what webhooks are due, for at most `limit` (a `run --wait` before it exits; what is
     /// left stays owed to the app or the daemon).
     pub async fn deliver_webhooks_now(&self, limit: std::time::Duration) {
-        webhooks::once(&self.core, limit).await;
+        outbox::webhooks::once(&self.core, limit).await;
     }
 
     /// Push the worktree branches that are due now, once (a `run --wait` before it exits; what
     /// fails stays owed to the app or the daemon, which retry with backoff).
     pub async fn push_branches_now(&self) {
-        housekeeping::push_due(&self.core).await;
+        upkeep::housekeeping::push_due(&self.core).await;
     }
 
     /// Push a run's branch again, now (after it gave up, or instead of waiting for the next
@@ -426,16 +410,16 @@ impl Engine {
         if !self.core.store.reset_push(&run.id)? {
             return Err(Error::new(ErrorCode::Usage, format!("run {} owes no push right now", run.id)));
         }
-        housekeeping::push_due(&self.core).await;
+        upkeep::housekeeping::push_due(&self.core).await;
         signal::wake(&self.core);
         self.run(&run.id)
     }
 
     /// Remove the worktrees of settled runs older than `keep_worktrees_days` (what the app and the
     /// daemon do every hour); `dry_run` only says which.
-    pub async fn prune_worktrees(&self, dry_run: bool) -> Vec<housekeeping::Pruned> {
+    pub async fn prune_worktrees(&self, dry_run: bool) -> Vec<upkeep::housekeeping::Pruned> {
         let core = Arc::clone(&self.core);
-        tokio::task::spawn_blocking(move || housekeeping::prune(&core, dry_run)).await.unwrap_or_default()
+        tokio::task::spawn_blocking(move || upkeep::housekeeping::prune(&core, dry_run)).await.unwrap_or_default()
     }
 
     /// What runs used since `since`, grouped by routine, account or day.
@@ -447,7 +431,7 @@ impl Engine {
     /// them); their records stay. The app and the daemon do this every hour.
     pub async fn prune_runs(&self, dry_run: bool) -> Vec<PrunedRun> {
         let core = Arc::clone(&self.core);
-        tokio::task::spawn_blocking(move || retention::prune(&core, dry_run)).await.unwrap_or_default()
+        tokio::task::spawn_blocking(move || upkeep::retention::prune(&core, dry_run)).await.unwrap_or_default()
     }
 
     /// Every delivery of a run (its notification, its webhooks).
@@ -476,7 +460,7 @@ impl Engine {
         if settings.webhook(name).is_none() {
             return Err(Error::new(ErrorCode::Usage, format!("no webhook named \"{name}\" in {}", self.core.home.settings_path().display())));
         }
-        crate::accounts::keychain::set_secret(&settings.keychain_service, &crate::webhook::secret_key(name), secret, &format!("or set {}", webhooks::secret_env_var(name)))
+        crate::accounts::keychain::set_secret(&settings.keychain_service, &crate::webhook::secret_key(name), secret, &format!("or set {}", outbox::webhooks::secret_env_var(name)))
             .map_err(|e| Error::new(ErrorCode::Io, e.0))
     }
 
@@ -525,14 +509,14 @@ impl Engine {
     /// the routine that already waits for a time is started now instead of a new one.
     pub async fn run_now_with(&self, name: &str, trigger: Trigger, asks: crate::run::RunAsks) -> Result<RunHandle> {
         let routine = self.routine(name)?;
-        queue::run_now(&self.core, &routine, trigger, asks).await
+        run::queue::run_now(&self.core, &routine, trigger, asks).await
     }
 
     /// Ask a run this engine supervises to stop (SIGTERM to its group, then SIGKILL after the
     /// grace period), or drop it from the queue (whichever process queued it). Returns false when
     /// there is no such run to stop here.
     pub async fn cancel(&self, run_id: &str) -> bool {
-        queue::stop(&self.core, run_id, true).await
+        run::queue::stop(&self.core, run_id, true).await
     }
 
     /// Check the database file for damage before scheduling on it (reads every page; the daemon
@@ -574,7 +558,7 @@ impl Engine {
 
     /// Before a short-lived process exits: its runs that still wait say who will start them.
     pub fn hand_off_queued(&self) -> Result<usize> {
-        queue::hand_off(&self.core)
+        run::queue::hand_off(&self.core)
     }
 
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
@@ -609,6 +593,6 @@ impl Engine {
     /// Settle (or, with [`RecoveryMode::Adopt`], re-adopt) runs left `running` by an engine that
     /// is gone. Returns the ids it settled or adopted.
     pub async fn recover(&self, mode: RecoveryMode) -> Result<Vec<String>> {
-        recovery::recover(&self.core, mode).await
+        run::recovery::recover(&self.core, mode).await
     }
 }

@@ -174,3 +174,18 @@ where
         }
     }
 }
+
+/// A task that ends when this handle is dropped (the scheduler loop holds them).
+pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    pub(crate) fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
+        AbortOnDrop(tokio::spawn(task))
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}

@@ -2,7 +2,11 @@
 //! way to open an engine on a throwaway home, the store itself to arrange rows a crashed engine
 //! would have left, and a wait for every run to settle.
 
-use super::{Clock, Engine, EngineOptions, Home, Store};
+use super::Clock;
+use super::Engine;
+use super::EngineOptions;
+use super::Home;
+use super::Store;
 use std::sync::Arc;
 
 /// The one way tests open an engine (feature `test-support`): a throwaway home, the system's own

@@ -8,8 +8,8 @@
 //! A crash between the final row and the send loses nothing: the entry is still pending (or its
 //! lease runs out) and the next deliverer sends it.
 
-use super::signal::Wake;
-use super::Core;
+use crate::engine::signal::Wake;
+use crate::engine::Core;
 use crate::notify::{notice_for, summary_for, BoundedSender};
 use crate::run::RunRecord;
 use crate::run::Channel;
@@ -32,9 +32,9 @@ pub(crate) fn start(core: &Arc<Core>, sender: Arc<BoundedSender>) {
     tokio::spawn(async move {
         // Runs settled by other processes (a CLI, a daemon without --notify) are heard of here.
         let kick = Arc::clone(&core);
-        let _watcher = super::signal::watch_wake_file(&core, Vec::new(), move || kick.wakes.kick(Wake::Notifier));
+        let _watcher = crate::engine::signal::watch_wake_file(&core, Vec::new(), move || kick.wakes.kick(Wake::Notifier));
         // Kicked by a run settled here, or by the wake file touched by another process.
-        super::signal::deliver_forever(core.wakes.of(Wake::Notifier), || pass(&core, &sender)).await;
+        crate::engine::signal::deliver_forever(core.wakes.of(Wake::Notifier), || pass(&core, &sender)).await;
     });
 }
 
@@ -83,7 +83,7 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
             // A run that carried a budget past 80 %, or one of its account's usage windows past
             // 80 % or 95 %, is told whatever `notify:` says (but `never`), with where it stands.
             let tz = set.get(&run.routine).map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
-            let passed: Vec<String> = set.get(&run.routine).and_then(|r| super::budgets::crossed(core, r, &run)).into_iter().chain(super::windows::marks_passed(core, &run, tz)).collect();
+            let passed: Vec<String> = set.get(&run.routine).and_then(|r| crate::engine::accounts::budgets::crossed(core, r, &run)).into_iter().chain(crate::engine::accounts::windows::marks_passed(core, &run, tz)).collect();
             let told_anyway = !passed.is_empty() && policy != crate::routine::NotifyPolicy::Never;
             let notice = match (run.status.is_quiet_slot(run.reason), told_anyway) {
                 (true, _) => Some(quiet_notice_of(core, &set, &run)?),
@@ -113,7 +113,7 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
 
 /// A slot that ended with nothing done, in a stretch an earlier slot's notice already tells of:
 /// settled as not needed, saying which run told it. (A stretch is told once, by its first slot.)
-pub(super) fn told_already(core: &Core, run: &RunRecord, channel: &Channel, now: chrono::DateTime<Utc>) -> crate::error::Result<bool> {
+pub(crate) fn told_already(core: &Core, run: &RunRecord, channel: &Channel, now: chrono::DateTime<Utc>) -> crate::error::Result<bool> {
     if !run.status.is_quiet_slot(run.reason) {
         return Ok(false);
     }
@@ -130,7 +130,7 @@ fn quiet_notice_of(core: &Core, set: &crate::routine::RoutineSet, run: &RunRecor
     let absence = match run.scheduled_for {
         Some(slot) => {
             let presence = core.store.presence_since(&core.device_name(), slot - Span::days(1))?;
-            super::presence::absence_at(&presence, slot, tz)
+            crate::engine::presence::absence_at(&presence, slot, tz)
         }
         None => None,
     };
@@ -160,7 +160,7 @@ fn record(core: &Core, entry: &OutboxEntry, result: Result<(), String>, success:
 /// happen: a routine auto-paused, a run that waits for a limit, held work starting after its
 /// window reset (once per account and reset), a webhook that stopped accepting (once until it
 /// works again), an account that turned `revoked` (once per verdict).
-pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventReceiver, sender: Arc<BoundedSender>) {
+pub(crate) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventReceiver, sender: Arc<BoundedSender>) {
     use crate::events::EngineEvent;
     use crate::notify::Notice;
     let core = Arc::clone(core);
@@ -184,7 +184,7 @@ pub(super) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                     let routine = set.get(&run.routine);
                     let tz = routine.map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
                     let wants = routine.is_none_or(|r| r.notify != crate::routine::NotifyPolicy::Never);
-                    super::windows::reset_notice(&run, core.clock.now(), tz, &mut resets_told).filter(|_| wants)
+                    crate::engine::accounts::windows::reset_notice(&run, core.clock.now(), tz, &mut resets_told).filter(|_| wants)
                 }
                 Ok(EngineEvent::AccountNotice { summary, body, .. }) => Some(Notice { summary, body, run_id: None, critical: false }),
                 Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(Notice {

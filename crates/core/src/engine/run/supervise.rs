@@ -3,7 +3,7 @@
 
 use super::judge::scrub_logs;
 use super::live::{Ending, LiveRun};
-use super::Core;
+use crate::engine::Core;
 use crate::events::EngineEvent;
 use crate::run_dir::RunDir;
 use crate::runner::follow::follow;

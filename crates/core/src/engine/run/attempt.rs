@@ -1,8 +1,8 @@
 //! Preparing one attempt of a run: the prompt rendered, the command line and environment built
 //! (with the account's config dir and credential), the executable found, the process spawned.
 
-use super::accounts::{credentials_env, RunCreds, Where};
-use super::Core;
+use crate::engine::accounts::{credentials_env, RunCreds, Where};
+use crate::engine::Core;
 use crate::agents::{self, AgentDriver};
 use crate::routine::prompt::{render, PromptContext};
 use crate::routine::{Action, Routine};

@@ -6,7 +6,7 @@
 //! marked, the directory deleted — so a prune killed at any point leaves each run either whole or
 //! marked, never half-deleted; the next prune marks what was renamed and deletes what is left.
 
-use super::Core;
+use crate::engine::Core;
 use std::path::{Path, PathBuf};
 
 /// Runs looked at per prune (the hourly pass continues where it stopped).
@@ -36,7 +36,7 @@ pub(crate) fn prune(core: &Core, dry_run: bool) -> Vec<PrunedRun> {
     let before = if settings.keep_runs_days == 0 { chrono::DateTime::<chrono::Utc>::MIN_UTC } else { now - chrono::Duration::days(settings.keep_runs_days as i64) };
     // After a day a notification owed is only summarised and a webhook given up: neither needs
     // the run's files any more.
-    let owed_until = now - chrono::Duration::hours(super::delivery::STALE_AFTER_HOURS);
+    let owed_until = now - chrono::Duration::hours(crate::engine::outbox::delivery::STALE_AFTER_HOURS);
     let candidates = match core.store.prunable_runs(before, settings.keep_runs_per_routine as usize, owed_until, BATCH) {
         Ok(c) => c,
         Err(e) => {

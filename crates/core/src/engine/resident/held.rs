@@ -6,8 +6,9 @@
 //! Everything here is read from the store, so it works across processes and restarts: whichever
 //! scheduler looks next makes the run up, exactly once (a conditional update on the held row).
 
-use super::queue::queued_row;
-use super::{accounts, Core};
+use crate::engine::run::queue::queued_row;
+use crate::engine::accounts;
+use crate::engine::Core;
 use crate::routine::RoutineSet;
 use crate::run::{new_run_id, Trigger};
 use chrono::Duration;

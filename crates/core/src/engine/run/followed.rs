@@ -10,7 +10,7 @@
 //! hand. The first run followed asks to keep the machine awake (`keep_awake`), and the last one let
 //! go lets it sleep.
 
-use super::awake::Awake;
+use crate::engine::awake::Awake;
 use crate::error::Result;
 use crate::run::RunRecord;
 use std::collections::HashMap;

@@ -9,7 +9,7 @@
 //! (`.credentials.json` in its config dir), else its stored setup token. Nothing is refreshed:
 //! an expired login is reported and waits for Claude Code's next run to refresh it.
 
-use super::Core;
+use crate::engine::Core;
 use crate::events::EngineEvent;
 use crate::run::LimitWindow;
 use chrono::{DateTime, Duration, Utc};
@@ -21,9 +21,9 @@ pub const PROBE_EVERY: Duration = Duration::minutes(10);
 const BETA: &str = "oauth-2025-04-20";
 
 /// Probe every opted-in account that is due, for as long as the returned handle lives.
-pub(crate) fn start(core: &Arc<Core>) -> super::housekeeping::AbortOnDrop {
+pub(crate) fn start(core: &Arc<Core>) -> crate::engine::signal::AbortOnDrop {
     let core = Arc::clone(core);
-    super::housekeeping::AbortOnDrop::spawn(async move {
+    crate::engine::signal::AbortOnDrop::spawn(async move {
         let http = crate::webhook::agent();
         loop {
             let (c, h) = (Arc::clone(&core), http.clone());

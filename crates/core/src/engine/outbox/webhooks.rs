@@ -9,8 +9,8 @@
 //! and the engine's problems say so (tray, window) until a delivery of that webhook succeeds.
 //! Settling never waits for any of this: it only writes the outbox entry.
 
-use super::signal::Wake;
-use super::Core;
+use crate::engine::signal::Wake;
+use crate::engine::Core;
 use crate::run::RunRecord;
 use crate::store::{Delivery, OutboxEntry};
 use crate::run::{Channel, PingEvent};
@@ -42,7 +42,7 @@ const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(3600);
 pub(crate) fn start(core: &Arc<Core>) {
     {
         let k = Arc::clone(core);
-        let watcher = super::signal::watch_wake_file(core, Vec::new(), move || k.wakes.kick(Wake::Webhooks));
+        let watcher = crate::engine::signal::watch_wake_file(core, Vec::new(), move || k.wakes.kick(Wake::Webhooks));
         let mut held = core.webhook_watch.lock().unwrap_or_else(|e| e.into_inner());
         *held = Some(watcher);
     }
@@ -73,7 +73,7 @@ fn deliverer(core: &Arc<Core>, channel: Channel) {
     let core = Arc::clone(core);
     tokio::spawn(async move {
         let agent = webhook::agent();
-        super::signal::deliver_forever(core.wakes.of(Wake::Webhooks), || pass(&core, &agent, &channel)).await;
+        crate::engine::signal::deliver_forever(core.wakes.of(Wake::Webhooks), || pass(&core, &agent, &channel)).await;
     });
 }
 
@@ -141,7 +141,7 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Optio
         let kicked = core.wakes.of(Wake::Webhooks).notified();
         let (core2, ch) = (Arc::clone(core), channel.clone());
         let next = tokio::task::spawn_blocking(move || core2.store.next_delivery_due(&ch)).await.ok().and_then(Result::ok).flatten();
-        let wait = next.map_or(super::signal::LONGEST_WAIT, |n| (n - Utc::now()).to_std().unwrap_or_default()).min(super::signal::LONGEST_WAIT);
+        let wait = next.map_or(crate::engine::signal::LONGEST_WAIT, |n| (n - Utc::now()).to_std().unwrap_or_default()).min(crate::engine::signal::LONGEST_WAIT);
         tokio::select! {
             _ = sends.join_next() => {}
             _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
@@ -207,7 +207,7 @@ fn deliver_ping(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry, event: Pi
 /// (`name`: the webhook's, or `ping start` / `ping end`; `who` says it in a sentence.)
 fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Result<(), Failure>) -> crate::error::Result<()> {
     let now = Utc::now();
-    let problem_key = super::problems::About::Delivery(entry.channel.clone());
+    let problem_key = crate::engine::problems::About::Delivery(entry.channel.clone());
     match outcome {
         Ok(()) => {
             core.problems.clear(&problem_key);

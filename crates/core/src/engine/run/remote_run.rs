@@ -10,7 +10,7 @@
 
 use super::live::{Ending, LiveRun};
 use crate::routine::Routine;
-use super::Core;
+use crate::engine::Core;
 use crate::run::Reason;
 use crate::run_dir::RunDir;
 use crate::runner::remote::{self, Failure, RemoteCommand, OnHost, Target};
@@ -62,7 +62,7 @@ impl Core {
 /// this routine going. An unreachable host is skipped (and remembered); when none answers the run
 /// is `blocked · host_unreachable`; a host without the agent blocks it (`blocked · spawn_failed`);
 /// a host that answers but cannot start it otherwise fails it (`failed · spawn_failed`).
-pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, creds: super::accounts::RunCreds<'_>) -> Result<RemoteProc, Ending> {
+pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>) -> Result<RemoteProc, Ending> {
     let Some(placement) = routine.placement.as_ref() else { return Err(Ending::SpawnFailed("the routine has no host".into())) };
     let mut cmd = command(core, live, routine, creds);
     let mut unreachable = Vec::new();
@@ -133,13 +133,13 @@ pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &Routine
 /// host): the routine's `env:` over the run's own variables and the account's secret, as for a
 /// run here ([`crate::runner::env::overlay`]) — never the local environment (its PATH means
 /// nothing there).
-fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: super::accounts::RunCreds<'_>) -> RemoteCommand {
+fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>) -> RemoteCommand {
     let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
     let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None, event.as_ref());
     let crate::agents::Invocation { args, env: agent_env, .. } = routine.action.invocation(&prompt, super::attempt::run_cap(routine, &core.settings()), None);
     let mut extra = agent_env;
     extra.extend(super::attempt::run_variables(routine, &live.id));
-    let credentials = super::accounts::credentials_env(core, routine, creds, super::accounts::Where::OnAHost);
+    let credentials = crate::engine::accounts::credentials_env(core, routine, creds, crate::engine::accounts::Where::OnAHost);
     extra.extend(credentials.iter().map(|(k, v)| (k.as_str(), v.clone())));
     let mut env = std::collections::BTreeMap::new();
     crate::runner::env::overlay(&mut env, &routine.env, &extra);

@@ -1,7 +1,12 @@
 //! Accounts in the engine: choosing the account for a run (preflight and failover), updating
 //! health from outcomes and new logins. Making up held work is the scheduler's job (`held`).
 
-use super::{Core, Engine};
+pub(crate) mod budgets;
+pub mod secrets;
+pub(crate) mod usage_probe;
+pub(crate) mod windows;
+use super::Core;
+use super::Engine;
 use crate::accounts::{self, keychain, Account};
 use crate::agents::Outcome;
 use crate::error::{Error, ErrorCode, Result};

@@ -20,8 +20,11 @@
 //! * **Held work**: each pass also makes up runs a sign-in failure held (see `held`).
 //! * **No blocking**: a pass's store work runs on a blocking thread, never on the async workers.
 
-use super::queue::{self, queued_row};
-use super::{finalize, held, Core, Engine};
+use crate::engine::run::queue::{self, queued_row};
+use crate::engine::run::finalize;
+use super::held;
+use crate::engine::Core;
+use crate::engine::Engine;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{self, Routine, RoutineSet};
@@ -64,13 +67,13 @@ pub struct Scheduler {
     /// slot is still ahead, so an idle pass costs nothing per routine; a reload forgets all.
     next_slots: Mutex<HashMap<String, Option<DateTime<Utc>>>>,
     /// When this scheduler was alive and awake, as recorded for `why`.
-    presence: Mutex<super::presence::Presence>,
+    presence: Mutex<crate::engine::presence::Presence>,
 }
 
 impl Scheduler {
     pub fn new(engine: Engine) -> Arc<Scheduler> {
         let routines = engine.core.routines();
-        super::presence::record_file_states(&engine.core, &routines);
+        crate::engine::presence::record_file_states(&engine.core, &routines);
         Arc::new(Scheduler { engine, routines: Mutex::new(routines), next_slots: Mutex::new(HashMap::new()), presence: Default::default() })
     }
 
@@ -96,7 +99,7 @@ impl Scheduler {
                 tracing::warn!(routine = %bad.name, "{e}");
             }
         }
-        super::presence::record_file_states(self.core(), &set);
+        crate::engine::presence::record_file_states(self.core(), &set);
         *self.routines.lock().unwrap_or_else(|e| e.into_inner()) = set;
         self.next_slots.lock().unwrap_or_else(|e| e.into_inner()).clear();
         self.core().emit(EngineEvent::RoutinesChanged);
@@ -121,7 +124,7 @@ impl Scheduler {
             finalize::announce(&core, &run).await;
         }
         for (id, why) in superseded {
-            super::queue::supersede_waiting(&core, &id, &why).await;
+            crate::engine::run::queue::supersede_waiting(&core, &id, &why).await;
         }
         for (id, why) in replaced {
             queue::replace(&core, &id, why).await;
@@ -167,17 +170,17 @@ impl Scheduler {
         let watch_wakes = || {
             let (engine, tx) = (&self.engine, wake_tx.clone());
             let logins = engine.accounts().iter().map(|a| a.config_dir.join(a.auth().login_file)).collect();
-            super::signal::watch_wake_file(self.core(), logins, move || {
+            crate::engine::signal::watch_wake_file(self.core(), logins, move || {
                 let _ = tx.try_send(());
             })
         };
         let mut _wake_watcher = watch_wakes();
         // Worktree runs' pushes, worktree cleanup and retention, for as long as this scheduler runs.
-        let _housekeeping = super::housekeeping::start(self.core());
+        let _housekeeping = crate::engine::upkeep::housekeeping::start(self.core());
         // The opt-in usage probe (`usage_probe = true` accounts), likewise.
-        let _usage_probe = super::usage_probe::start(self.core());
+        let _usage_probe = crate::engine::accounts::usage_probe::start(self.core());
         // `[github] poll`: the events triggers name, asked of GitHub (as the settings say now).
-        let _github_poll = super::github_poll::start(&self.engine);
+        let _github_poll = crate::engine::inbound::github_poll::start(&self.engine);
         self.core().emit_state();
         loop {
             if let Err(e) = self.tick().await {
@@ -185,7 +188,7 @@ impl Scheduler {
             }
             // Runs (and queued runs) whose engine is gone — e.g. `nightshiftctl run` without
             // --wait, or a CLI that was killed — are adopted here, so they end up recorded.
-            if let Err(e) = self.engine.recover(super::RecoveryMode::Adopt).await {
+            if let Err(e) = self.engine.recover(crate::engine::RecoveryMode::Adopt).await {
                 tracing::warn!(error = %e, "could not adopt orphaned runs");
             }
             let now = self.core().clock.now();
@@ -218,10 +221,10 @@ impl Scheduler {
                 Some(()) = wakes.recv() => {
                     // A burst of settles (this process's own included: it touches the file too)
                     // is one pass, not one per run.
-                    tokio::time::sleep(super::signal::WAKE_GATHER).await;
+                    tokio::time::sleep(crate::engine::signal::WAKE_GATHER).await;
                     while wakes.try_recv().is_ok() {}
                 }
-                _ = self.core().wakes.of(super::signal::Wake::Scheduler).notified() => {}
+                _ = self.core().wakes.of(crate::engine::signal::Wake::Scheduler).notified() => {}
                 _ = shutdown.notified() => {
                     self.presence.lock().unwrap_or_else(|e| e.into_inner()).stop(self.core());
                     return;
@@ -250,7 +253,7 @@ impl Scheduler {
             if next >= deadline {
                 return;
             }
-            if let Err(e) = self.engine.recover(super::RecoveryMode::Adopt).await {
+            if let Err(e) = self.engine.recover(crate::engine::RecoveryMode::Adopt).await {
                 tracing::warn!(error = %e, "could not adopt orphaned runs");
             }
         }
@@ -453,8 +456,8 @@ impl Pass<'_> {
         };
         // Nothing done for the slot (not made up by a later one): told if the routine wants it —
         // by the rule every final row's outbox entries are written with.
-        let facts = super::owed::Final { status, reason, webhooks: &r.webhooks, notify_missed: r.notify_missed, pings: false, push_pending: false };
-        let owed = super::owed::owed(&facts, &self.core.settings());
+        let facts = crate::engine::outbox::owed::Final { status, reason, webhooks: &r.webhooks, notify_missed: r.notify_missed, pings: false, push_pending: false };
+        let owed = crate::engine::outbox::owed::owed(&facts, &self.core.settings());
         if !owed.is_empty() {
             self.owes.insert(row.id.clone(), owed);
         }
@@ -471,7 +474,7 @@ fn local(r: &Routine, t: DateTime<Utc>) -> String {
 /// folder that does not exist yet is not watched (a scheduler pass still reads it within 30 s).
 fn watch_routines(dirs: &[std::path::PathBuf], tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     let dirs: Vec<std::path::PathBuf> = dirs.iter().filter(|d| d.is_dir()).cloned().collect();
-    super::watch::watch(&dirs, "routine files; changes need a restart", routine::is_routine_path, move |_| {
+    crate::engine::watch::watch(&dirs, "routine files; changes need a restart", routine::is_routine_path, move |_| {
         let _ = tx.try_send(());
     })
 }
@@ -483,7 +486,7 @@ fn watch_routines(dirs: &[std::path::PathBuf], tx: tokio::sync::mpsc::Sender<()>
 fn watch_settings(file: &std::path::Path, tx: tokio::sync::mpsc::Sender<()>) -> Option<notify::RecommendedWatcher> {
     let name = file.file_name()?.to_owned();
     let target = if file.is_file() { file } else { file.parent()? };
-    super::watch::watch(&[target.to_path_buf()], "nightshift.toml; changes need a restart", move |p| p.file_name() == Some(name.as_os_str()), move |_| {
+    crate::engine::watch::watch(&[target.to_path_buf()], "nightshift.toml; changes need a restart", move |p| p.file_name() == Some(name.as_os_str()), move |_| {
         let _ = tx.try_send(());
     })
 }

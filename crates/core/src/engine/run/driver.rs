@@ -5,7 +5,7 @@
 //! and the accounts excluded from failover (tried ones, and those busy with other runs at the
 //! moment of choosing). It never reads its own row back to learn them.
 
-use super::accounts::{self, AccountPlan};
+use crate::engine::accounts::{self, AccountPlan};
 use super::attempt::{archive_attempt_logs, spawn_attempt};
 use super::finalize::{self, RunEnd};
 use super::followed::Following;
@@ -14,7 +14,7 @@ use super::judge::classify;
 use super::retry::{self, Next, RunFacts};
 use super::live::{Ending, LiveRun};
 use super::supervise::{supervise, Proc};
-use super::Core;
+use crate::engine::Core;
 use crate::accounts::Account;
 use crate::run_dir::RunDir;
 use crate::agents::Outcome;
@@ -75,7 +75,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
     // `ping:` — the run started (once, whatever tries follow); sent like webhooks, never waited for.
     if routine.ping.is_some() {
         match core.store.owe(&rec.id, &crate::run::Channel::Ping(crate::run::PingEvent::Start), now) {
-            Ok(()) => core.wakes.kick(super::signal::Wake::Webhooks),
+            Ok(()) => core.wakes.kick(crate::engine::signal::Wake::Webhooks),
             Err(e) => tracing::warn!(run = %rec.id, error = %e, "could not queue the start ping"),
         }
     }
@@ -124,7 +124,7 @@ impl Driver {
         // Its secrets, before anything starts: a missing one blocks the run, saying how to set it.
         if !self.routine.secrets.is_empty() {
             let (core, routine) = (Arc::clone(&self.core), self.routine.clone());
-            match tokio::task::spawn_blocking(move || super::secrets::for_run(&core, &routine)).await {
+            match tokio::task::spawn_blocking(move || crate::engine::accounts::secrets::for_run(&core, &routine)).await {
                 Ok(Ok(values)) => self.secrets = values,
                 outcome => {
                     let message = match outcome {
@@ -175,7 +175,7 @@ impl Driver {
         if self.facts.ignore_budget {
             return None;
         }
-        let (reached, tz) = super::budgets::reached(&self.core, &self.routine, account)?;
+        let (reached, tz) = crate::engine::accounts::budgets::reached(&self.core, &self.routine, account)?;
         let message = format!("not started: {}; `nightshiftctl run {} --ignore-budget` starts it anyway", reached.words(tz), self.routine.name);
         Some(self.blocked(Reason::Budget, message, Some(reached.frees_at), account.map(str::to_string)))
     }
@@ -205,7 +205,7 @@ impl Driver {
                 return Ok(Some(started));
             }
             if matches!(routine.workspace, crate::routine::Workspace::Worktree { .. }) {
-                super::housekeeping::make_room(&core, &id);
+                crate::engine::upkeep::housekeeping::make_room(&core, &id);
             }
             let started = crate::workspace::start(&routine, &id, &run_dir, &worktrees)?;
             // Counted among the worktrees that exist from now on (`max_worktrees`).
@@ -237,7 +237,7 @@ impl Driver {
     async fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let now = self.core.clock.now();
         self.try_started = now;
-        let creds = super::accounts::RunCreds { account: account.as_ref().map(|(a, c)| (a, c)), secrets: &self.secrets };
+        let creds = crate::engine::accounts::RunCreds { account: account.as_ref().map(|(a, c)| (a, c)), secrets: &self.secrets };
         let spawned = match self.routine.placement {
             Some(_) => remote_run::start(&self.core, &self.live, &self.routine, creds).await.map(Proc::Remote),
             None => spawn_attempt(&self.core, &self.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref())
@@ -394,7 +394,7 @@ impl Driver {
         self.core.emit(EngineEvent::RunProgress { run_id: self.live.id.clone(), routine: self.live.routine.clone(), message: note.to_string() });
         self.core.emit_state();
         // The dispatchers (here and in other processes) look again: one of them starts it at `at`.
-        super::signal::wake(&self.core);
+        crate::engine::signal::wake(&self.core);
         Ok(())
     }
 

@@ -7,7 +7,8 @@
 //! stays, and `nightshiftctl push RUN` (or the window) tries again. The state the user sees lives
 //! in the run's change summary (`changes.push`).
 
-use super::Core;
+use crate::engine::signal::AbortOnDrop;
+use crate::engine::Core;
 use crate::run::PushState;
 use crate::run::Channel;
 use crate::store::{Delivery, KeptWorktree};
@@ -27,11 +28,11 @@ const CLEANUP_EVERY: Duration = Duration::from_secs(3600);
 /// ends when the returned handle is dropped.
 pub(crate) fn start(core: &Arc<Core>) -> AbortOnDrop {
     let core = Arc::clone(core);
-    AbortOnDrop(tokio::spawn(async move {
+    AbortOnDrop::spawn(async move {
         let kick = Arc::new(tokio::sync::Notify::new());
         let k = Arc::clone(&kick);
         // A run settled here or in another process may owe a push.
-        let _watcher = super::signal::watch_wake_file(&core, Vec::new(), move || k.notify_one());
+        let _watcher = crate::engine::signal::watch_wake_file(&core, Vec::new(), move || k.notify_one());
         let mut next_cleanup = tokio::time::Instant::now();
         loop {
             let next_push = push_due(&core).await;
@@ -44,29 +45,14 @@ pub(crate) fn start(core: &Arc<Core>) -> AbortOnDrop {
                 .await;
                 next_cleanup = tokio::time::Instant::now() + CLEANUP_EVERY;
             }
-            let until_push = next_push.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(super::signal::LONGEST_WAIT);
+            let until_push = next_push.map(|t| (t - Utc::now()).to_std().unwrap_or_default()).unwrap_or(crate::engine::signal::LONGEST_WAIT);
             let until_cleanup = next_cleanup.saturating_duration_since(tokio::time::Instant::now());
             tokio::select! {
-                _ = kick.notified() => tokio::time::sleep(super::signal::WAKE_GATHER).await,
-                _ = tokio::time::sleep(until_push.min(until_cleanup).min(super::signal::LONGEST_WAIT)) => {}
+                _ = kick.notified() => tokio::time::sleep(crate::engine::signal::WAKE_GATHER).await,
+                _ = tokio::time::sleep(until_push.min(until_cleanup).min(crate::engine::signal::LONGEST_WAIT)) => {}
             }
         }
-    }))
-}
-
-/// A task that ends when this handle is dropped (the scheduler loop holds them).
-pub(crate) struct AbortOnDrop(tokio::task::JoinHandle<()>);
-
-impl AbortOnDrop {
-    pub(crate) fn spawn(task: impl std::future::Future<Output = ()> + Send + 'static) -> Self {
-        AbortOnDrop(tokio::spawn(task))
-    }
-}
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
+    })
 }
 
 /// Push every branch that is due now; returns when the next retry is due.
@@ -134,7 +120,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
             if let Ok(run) = core.store.get_run(&id) {
                 core.emit(crate::events::EngineEvent::RunUpdated { run: Box::new(run) });
             }
-            super::signal::wake(core);
+            crate::engine::signal::wake(core);
         }
     }
 }

@@ -11,8 +11,9 @@
 //! rate limit (`X-RateLimit-Remaining: 0`, or a 403/429 with `Retry-After`) holds polling until
 //! `X-RateLimit-Reset`.
 
-use super::housekeeping::AbortOnDrop;
-use super::{Core, Engine};
+use crate::engine::signal::AbortOnDrop;
+use crate::engine::Core;
+use crate::engine::Engine;
 use crate::incoming::polled::{self, Entry};
 use crate::incoming::Source;
 use chrono::{DateTime, Utc};
@@ -196,7 +197,7 @@ impl Poller {
             self.said.insert("*".into(), words.clone());
         }
         let said = format!("not polling GitHub (`[github] poll`): {words}");
-        let before = core.problems.tell(super::problems::About::Polling, said.clone());
+        let before = core.problems.tell(crate::engine::problems::About::Polling, said.clone());
         if before.as_ref() != Some(&said) {
             core.emit_state(); // atop the window
         }
@@ -233,7 +234,7 @@ fn polled_repos(core: &Core) -> BTreeSet<String> {
 }
 
 fn clear_problem(core: &Core) {
-    if core.problems.clear(&super::problems::About::Polling) {
+    if core.problems.clear(&crate::engine::problems::About::Polling) {
         core.emit_state();
     }
 }
@@ -251,12 +252,12 @@ async fn move_cursor(core: &Arc<Core>, repo: &str, last_id: u64, etag: Option<&s
 /// `GITHUB_TOKEN` in the engine's environment, else what `gh auth token` prints (the GitHub CLI's
 /// own login). Registered for masking.
 pub(crate) fn token(core: &Core) -> Result<String, String> {
-    let keychain = match super::secrets::kept_or_env(core, TOKEN_USER, "GH_TOKEN") {
+    let keychain = match crate::engine::accounts::secrets::kept_or_env(core, TOKEN_USER, "GH_TOKEN") {
         Ok(Some(token)) => return Ok(token),
         Ok(None) => None,
         Err(unavailable) => Some(unavailable.0),
     };
-    if let Some(token) = super::secrets::from_env(core, "GITHUB_TOKEN") {
+    if let Some(token) = crate::engine::accounts::secrets::from_env(core, "GITHUB_TOKEN") {
         return Ok(token);
     }
     if let Some(token) = gh_auth_token(core) {

@@ -4,7 +4,9 @@
 //! however often it came (`Store::claim_event_run`) — then queued under the routine's `overlap`
 //! rule like a scheduled run. What became of it is kept for `hooks list`.
 
-use super::{queue, Core, Engine};
+use crate::engine::run::queue;
+use crate::engine::Core;
+use crate::engine::Engine;
 use crate::accounts::keychain;
 use crate::error::{Error, ErrorCode, Result};
 use crate::incoming::{github, linear, signature, Event, Source};
@@ -67,7 +69,7 @@ async fn hook_secret(core: &Arc<Core>, source: Source, fresh: bool) -> std::resu
         }
     }
     let c = Arc::clone(core);
-    let secret = off_thread(move || super::secrets::kept_or_env(&c, &secret_user(source), &secret_var(source)))
+    let secret = off_thread(move || crate::engine::accounts::secrets::kept_or_env(&c, &secret_user(source), &secret_var(source)))
         .await
         .ok_or_else(|| "the keychain read did not finish".to_string())?
         .map_err(|unavailable| unavailable.0)?;

@@ -11,10 +11,13 @@
 //! the home's wake file (it settled or queued something), and once a second while this engine
 //! has runs waiting (a lane can free up in a process that cannot tell us).
 
-use super::signal::Wake;
+use crate::engine::signal::Wake;
 use super::lanes::{self, Busy, Waiting};
 use super::live::{Ending, LiveRun};
-use super::{driver, finalize, signal, Core};
+use super::driver;
+use super::finalize;
+use crate::engine::signal;
+use crate::engine::Core;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{AccountChoice, Routine, RoutineSet};
@@ -175,9 +178,9 @@ pub(crate) fn candidate_accounts(core: &Core, routine: &Routine, room: &std::col
     order
 }
 
-/// Every configured account's headroom ([`super::accounts::headroom`]) as its windows stand now.
+/// Every configured account's headroom ([`crate::engine::accounts::headroom`]) as its windows stand now.
 pub(crate) fn headroom_by_account(core: &Core) -> std::collections::HashMap<String, f64> {
-    core.accounts().into_iter().map(|a| (a.email.clone(), super::accounts::headroom(&core.windows(&a.email)))).collect()
+    core.accounts().into_iter().map(|a| (a.email.clone(), crate::engine::accounts::headroom(&core.windows(&a.email)))).collect()
 }
 
 /// Make sure this engine's dispatcher runs a pass soon (starting it on first use).
@@ -224,7 +227,7 @@ pub(crate) async fn dispatch(core: &Arc<Core>) {
 fn dispatch_failed(core: &Arc<Core>, e: &crate::error::Error) {
     let trouble = crate::fsutil::storage_trouble(core.home.data_dir());
     let said = format!("queued runs cannot start: {}", trouble.as_deref().unwrap_or(&e.message));
-    let repeated = core.problems.tell(super::problems::About::Dispatch, said.clone()).as_ref() == Some(&said);
+    let repeated = core.problems.tell(crate::engine::problems::About::Dispatch, said.clone()).as_ref() == Some(&said);
     if !repeated {
         tracing::error!(error = %e, "dispatch pass failed; trying again shortly");
         core.emit_state();
@@ -249,7 +252,7 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
     let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
     let (claimed, set, waiting, next_due) = match result {
         Ok(Ok(r)) => {
-            if core.problems.clear(&super::problems::About::Dispatch) {
+            if core.problems.clear(&crate::engine::problems::About::Dispatch) {
                 core.emit_state();
             }
             r

@@ -6,7 +6,7 @@
 
 use super::judge::scrub_logs;
 use super::live::LiveRun;
-use super::Core;
+use crate::engine::Core;
 use crate::agents::Outcome;
 use crate::run::{Changes, RunStatus};
 use crate::run_dir::RunDir;

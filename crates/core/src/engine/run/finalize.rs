@@ -6,13 +6,13 @@
 //! in-process settle hooks run (bounded), waiting callers get the record, and the queue and the
 //! outbox deliverer are woken — here and, through the wake file, in other processes.
 
-use super::signal::Wake;
+use crate::engine::signal::Wake;
 use super::judge::classify;
 use super::closing::Closed;
 use super::followed::Following;
 use super::live::{Ending, LiveRun};
-use super::problems::About;
-use super::Core;
+use crate::engine::problems::About;
+use crate::engine::Core;
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
 use crate::run::{Attempt, RunRecord, RunStatus};
@@ -97,7 +97,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following:
     // process ends first, recovery settles it from the run's files — its exit code is kept there).
     // What the run owes (its finish notification, webhooks, end ping, a pending push), by the
     // rule a missed or skipped slot's row is written with too.
-    let row = super::owed::Final {
+    let row = crate::engine::outbox::owed::Final {
         status: settlement.status,
         reason: settlement.reason,
         webhooks: &run.webhooks,
@@ -105,7 +105,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following:
         pings: run.pings,
         push_pending: settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending),
     };
-    let outbox: Vec<Channel> = super::owed::owed(&row, &core.settings());
+    let outbox: Vec<Channel> = crate::engine::outbox::owed::owed(&row, &core.settings());
     let mut finalized = None;
     let mut last_error = None;
     for attempt in 0..5u32 {
@@ -143,7 +143,7 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following:
         }
     };
     // A lane is free: whatever waits may start, here and in other processes.
-    super::signal::wake(core);
+    crate::engine::signal::wake(core);
     if finalized == Some(true) {
         tracing::info!(run = %run.id, routine = %run.routine, status = %record.status, "run settled");
         announce(core, &record).await;
@@ -202,7 +202,7 @@ async fn keep_trying(core: Arc<Core>, id: String, settlement: FinalRow, outbox: 
                 core.problems.clear(&About::Unrecorded(id.clone()));
                 drop(following);
                 if let Ok(record) = core.store.get_run(&id) {
-                    super::signal::wake(&core);
+                    crate::engine::signal::wake(&core);
                     if changed {
                         tracing::info!(run = %id, status = %record.status, "run recorded after the database became writable again");
                         announce(&core, &record).await;

@@ -5,7 +5,7 @@
 //! come here.
 
 use super::live::{Ending, LiveRun};
-use super::Core;
+use crate::engine::Core;
 use crate::agents::{Outcome, RunOutput};
 use crate::words::Agent;
 use crate::run::{Reason, RunStatus};
