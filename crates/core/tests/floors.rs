@@ -1,6 +1,6 @@
 //! The floors of every crate, kept by a test rather than by a document: no import circle between
 //! sibling modules of one crate, at any level — between a crate's top-level modules (`routine` ↔
-//! `agents` came back after every wave), between the files of one folder (`engine/queue.rs` →
+//! `agents` came back after every wave), between the files of one folder (`engine/run/queue.rs` →
 //! `driver.rs` → `attempt.rs` → `incoming.rs` → `queue.rs` did), and between the folders of one
 //! folder (`engine/run/` and `engine/resident/`). Between crates,
 //! Cargo itself refuses a circle: `nightshift-model` cannot name the store or the engine, and the
@@ -120,7 +120,7 @@ fn without_comments(text: &str) -> String {
     out
 }
 
-/// One crate's modules: each file as its module path (`engine/queue.rs` → `["engine", "queue"]`,
+/// One crate's modules: each file as its module path (`engine/run/queue.rs` → `["engine", "queue"]`,
 /// `engine/mod.rs` → `["engine"]`).
 fn modules(root: &Path) -> BTreeMap<Vec<String>, PathBuf> {
     let mut out = BTreeMap::new();
