@@ -34,8 +34,7 @@ pub async fn run(shell: Arc<Shell>) {
                 tracing::warn!(error = %e, "the first scheduler pass failed; the loop retries");
             }
             nightshift_core::allocator::release_freed();
-            nightshift_core::receiver::listen_as_configured(&engine).await;
-            scheduler.run(Arc::new(tokio::sync::Notify::new())).await;
+            nightshift_core::daemon::run(&engine, scheduler, Arc::new(tokio::sync::Notify::new())).await;
             shell.set_scheduling(false);
             drop(lock);
         }

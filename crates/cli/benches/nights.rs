@@ -148,7 +148,9 @@ fn lateness(n: usize, delay: Option<Duration>, face: Face) -> Vec<i64> {
             let engine = nightshift_core::Engine::open(nightshift_core::EngineOptions::new(Home::at(home.path()))).unwrap();
             let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
             let sched = nightshift_core::Scheduler::new(engine.clone());
-            rt.spawn(sched.run(shutdown.clone()));
+            let (e, stop) = (engine.clone(), shutdown.clone());
+            // What the daemon keeps running, in this process.
+            rt.spawn(async move { nightshift_core::daemon::run(&e, sched, stop).await });
             std::thread::sleep(Duration::from_millis(500));
             (Some(engine), Some(shutdown), None)
         }

@@ -66,10 +66,9 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
         tracing::warn!(error = %e, "the first scheduler pass failed; the loop retries");
     }
     nightshift_core::allocator::release_freed();
-    // The home's long-lived parts beside the scheduler's loop: the receiver of `[hooks] listen`
-    // (the loop itself keeps the poller, the housekeeper and the usage probe).
-    nightshift_core::receiver::listen_as_configured(&engine).await;
-    sched.run(shutdown).await;
+    // The home's long-lived parts: the receiver, the housekeeper, the usage probe, the GitHub
+    // poller and the scheduler's loop.
+    nightshift_core::daemon::run(&engine, sched, shutdown).await;
     printer.abort();
     let running = engine.running_count().unwrap_or(0);
     if !json {

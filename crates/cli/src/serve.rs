@@ -119,8 +119,8 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
             engine.recover(nightshift_core::RecoveryMode::Adopt).await?;
             served.scheduling.store(true, Ordering::SeqCst);
             let sched = Scheduler::new(engine.clone());
-            nightshift_core::receiver::listen_as_configured(&engine).await;
-            tokio::spawn(async move { sched.run(Arc::new(tokio::sync::Notify::new())).await });
+            let scheduling = engine.clone();
+            tokio::spawn(async move { nightshift_core::daemon::run(&scheduling, sched, Arc::new(tokio::sync::Notify::new())).await });
             Some(lock)
         }
         Err(nightshift_core::engine::NotTaken::Held { holder }) => {

@@ -11,6 +11,7 @@
 pub use nightshift_model::{accounts, agents, allocator, bounded, budget, clock, error, events, fsutil, git, home, incoming, notify, routine, run, run_dir, schedule, settings, settings_edit, words};
 
 pub mod api;
+pub mod daemon;
 pub mod engine;
 pub mod health;
 pub mod receiver;

@@ -28,6 +28,7 @@ mod upkeep;
 pub use accounts::secrets;
 pub use inbound::{github_poll, incoming};
 pub use resident::scheduler;
+pub use resident::Parts as ResidentParts;
 pub use run::lanes;
 mod awake;
 pub use accounts::budgets::BudgetState;
@@ -376,6 +377,12 @@ impl Engine {
     /// asked about. The scheduler loop does this every minute for as long as it runs.
     pub fn probe_usage_now(&self) -> Vec<String> {
         accounts::usage_probe::probe_due(&self.core, &crate::webhook::agent())
+    }
+
+    /// Start this home's long-lived parts besides the scheduler's loop (the housekeeper, the usage
+    /// probe, the GitHub poller), for as long as the returned value lives; see [`crate::daemon`].
+    pub fn start_resident_parts(&self) -> ResidentParts {
+        resident::Parts::start(self)
     }
 
     /// Deliver this home's webhooks from now on (the app and the daemon; call once, in a runtime).

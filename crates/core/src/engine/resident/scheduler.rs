@@ -175,12 +175,6 @@ impl Scheduler {
             })
         };
         let mut _wake_watcher = watch_wakes();
-        // Worktree runs' pushes, worktree cleanup and retention, for as long as this scheduler runs.
-        let _housekeeping = crate::engine::upkeep::housekeeping::start(self.core());
-        // The opt-in usage probe (`usage_probe = true` accounts), likewise.
-        let _usage_probe = crate::engine::accounts::usage_probe::start(self.core());
-        // `[github] poll`: the events triggers name, asked of GitHub (as the settings say now).
-        let _github_poll = crate::engine::inbound::github_poll::start(&self.engine);
         self.core().emit_state();
         loop {
             if let Err(e) = self.tick().await {
