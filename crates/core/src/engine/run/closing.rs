@@ -4,12 +4,12 @@
 //! is written. Blocking (call off the async workers); done again by a second settler, it finds
 //! nothing left to do and the same summary.
 
-use super::judge::scrub_logs;
 use super::live::LiveRun;
 use crate::engine::Core;
 use crate::agents::Outcome;
 use crate::run::{Changes, RunStatus};
 use crate::run_dir::RunDir;
+use crate::runner::scrub;
 
 /// What closing the run's files left for its row.
 pub(crate) struct Closed {
@@ -48,4 +48,13 @@ pub(crate) fn close(core: &Core, run: &LiveRun, outcome: &Outcome) -> Closed {
         _ => None,
     };
     Closed { report_path, changes, recorded_exit_code: crate::runner::process::recorded_exit_code(&run.run_dir), has_output: dir.stdout().exists() }
+}
+
+/// Mask secrets in the run's logs from where the last scrub stopped (blocking: call off the
+/// async workers). While an engine follows a run this happens every few seconds, so settling
+/// only has the rest to do; see [`crate::runner::scrub`] for who else scrubs and when.
+pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
+    if let Err(e) = scrub::scrub_run_logs(&core.redactor, &run.run_dir, finished) {
+        tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
+    }
 }

@@ -1,8 +1,7 @@
 //! Judging how a run ended — the agent's own classification of its output, overridden by what the
 //! engine itself knows (it timed the run out, cancelled it, could not start it, lost it), and the
-//! final word settling adds (`on_denial`, secrets masked, a disk in trouble) — and scrubbing
-//! secrets from its logs. The one place a run is judged: the driver, settling and recovery all
-//! come here.
+//! final word settling adds (`on_denial`, secrets masked, a disk in trouble). The one place a run is
+//! judged: the driver, settling and recovery all come here.
 
 use super::live::{Ending, LiveRun};
 use crate::engine::Core;
@@ -10,19 +9,9 @@ use crate::agents::{Outcome, RunOutput};
 use crate::words::Agent;
 use crate::run::{Reason, RunStatus};
 use crate::runner::process;
-use crate::runner::scrub;
 use chrono::{DateTime, Utc};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// Mask secrets in the run's logs from where the last scrub stopped (blocking: call off the
-/// async workers). While an engine follows a run this happens every few seconds, so settling
-/// only has the rest to do; see [`crate::runner::scrub`] for who else scrubs and when.
-pub(crate) fn scrub_logs(core: &Core, run: &LiveRun, finished: bool) {
-    if let Err(e) = scrub::scrub_run_logs(&core.redactor, &run.run_dir, finished) {
-        tracing::warn!(run = %run.id, error = %e, "could not scrub secrets from a log");
-    }
-}
 
 /// The final word on how a run ended, once it is settled: what the agent was refused, masked
 /// and cut — with `on_denial: fail` a run that had tool calls refused is a failure, however it

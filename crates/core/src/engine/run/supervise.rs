@@ -1,7 +1,7 @@
 //! Watching one attempt's process to its end — timeout, cancel, live progress, secrets scrubbed
 //! from its logs as they grow — here or on a host. How it ended is judged in [`super::judge`].
 
-use super::judge::scrub_logs;
+use super::closing::scrub_logs;
 use super::live::{Ending, LiveRun};
 use crate::engine::Core;
 use crate::events::EngineEvent;
