@@ -6,7 +6,7 @@
 //! Every write is atomic and never blind: a new file never replaces one (`write_new_atomic`), an
 //! edit names the version of the text it started from and is refused if the file changed since.
 
-use super::Engine;
+use super::state::Engine;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::fsutil::{write_atomic, write_new_atomic};

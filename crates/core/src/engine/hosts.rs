@@ -1,7 +1,7 @@
 //! The machines routines are placed on (`host:`), with their health as connecting to them showed:
 //! the read model of `nightshiftctl hosts list`, the window's Hosts list, and a fresh check.
 
-use super::Engine;
+use super::state::Engine;
 use crate::runner::remote::Failure;
 use chrono::{DateTime, Utc};
 use serde::Serialize;

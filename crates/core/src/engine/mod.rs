@@ -31,6 +31,7 @@ pub use resident::scheduler;
 pub use resident::Parts as ResidentParts;
 pub use run::lanes;
 mod awake;
+mod followed;
 pub use accounts::budgets::BudgetState;
 mod authoring;
 mod catalog;
@@ -39,6 +40,7 @@ mod testing;
 mod hosts;
 mod live_settings;
 mod problems;
+mod state;
 mod signal;
 mod watch;
 
@@ -53,9 +55,12 @@ pub use upkeep::retention::PrunedRun;
 pub use resident::scheduler::{Scheduler, TickReport};
 pub use presence::SLEEP_GAP_SECS;
 
+pub use state::{Activity, Engine};
+pub(crate) use state::Core;
+use state::activity;
 use crate::clock::{Clock, SystemClock};
 use crate::error::{Error, ErrorCode, Result};
-use crate::events::{EngineEvent, EventReceiver, EventSender};
+use crate::events::{EngineEvent, EventReceiver};
 use crate::home::Home;
 use crate::routine::{Routine, RoutineSet};
 use crate::run::Trigger;
@@ -64,20 +69,6 @@ use crate::settings::Settings;
 use crate::store::Store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
-
-/// Runs going and waiting (counted from the store, so every process's and never under-reported)
-/// and whether scheduling is paused on this machine.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Activity {
-    pub running: usize,
-    pub queued: usize,
-    pub paused: bool,
-}
-
-fn activity(core: &Core) -> Result<Activity> {
-    let (running, queued) = core.store.open_counts()?;
-    Ok(Activity { running, queued, paused: core.store.global_paused()? })
-}
 
 /// How to build an [`Engine`]; everything has a default except the home.
 pub struct EngineOptions {
@@ -125,117 +116,6 @@ impl EngineOptions {
     }
 }
 
-#[derive(Clone)]
-pub struct Engine {
-    core: Arc<Core>,
-}
-
-/// Shared state of one engine.
-pub(crate) struct Core {
-    pub home: Home,
-    /// `nightshift.toml`, re-read when it changes: use [`Core::settings`].
-    pub live_settings: live_settings::LiveSettings,
-    pub store: Arc<Store>,
-    pub clock: Arc<dyn Clock>,
-    pub env: Vec<(String, String)>,
-    pub events: EventSender,
-    pub hooks: RwLock<Vec<Arc<dyn SettleHook>>>,
-    /// The runs this engine follows and who waits for them: each run's cancel signal, the note
-    /// its cancel carries and its waiters, in one registry ([`followed`]).
-    pub(crate) runs: Arc<run::followed::Followed>,
-    /// This process, as the owner recorded on the runs it supervises.
-    pub identity: (u32, String),
-    pub dispatcher_started: std::sync::atomic::AtomicBool,
-    /// Set when this (short-lived) process hands its waiting runs to others: it starts no more.
-    pub handed_off: std::sync::atomic::AtomicBool,
-    /// What this engine found wrong and the user must hear about (a damaged database, a run that
-    /// could not be recorded), each said once under what it is about; see [`Engine::problems`].
-    pub(crate) problems: problems::Problems,
-    /// Wakes the dispatcher, the scheduler loop and the deliverers ([`signal::Wake`]).
-    pub(crate) wakes: signal::Wakes,
-    /// The process's one watch on the wake file (see [`signal::WakeHub`]).
-    pub(crate) wake_hub: signal::WakeHub,
-    /// Keeps the webhook deliverers listening to the wake file.
-    pub(crate) webhook_watch: Mutex<Option<signal::WakeWatch>>,
-    pub delivery_backoff: Vec<std::time::Duration>,
-    /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
-    pub webhook_backoff: Vec<std::time::Duration>,
-    pub push_backoff: Vec<std::time::Duration>,
-    /// See [`EngineOptions::scrubber`].
-    pub scrubber: Option<std::path::PathBuf>,
-    /// Masks every secret the engine has handled in anything it writes or returns.
-    pub redactor: crate::accounts::redact::Redactor,
-    /// The routine files as last read.
-    pub catalog: catalog::Catalog,
-    /// When the usage probe last asked about each account (by email) — at most every 10 minutes —
-    /// and whether that failed (a failure is told once until the probe works again).
-    pub probed_at: Mutex<HashMap<String, (chrono::DateTime<chrono::Utc>, bool)>>,
-    /// The signing secrets of GitHub's and Linear's deliveries, once read (`incoming`).
-    pub hook_secrets: Mutex<HashMap<crate::incoming::Source, String>>,
-}
-
-impl Core {
-    /// Tell every face (the window, the tray, a waiting CLI) what happened.
-    pub(crate) fn emit(&self, event: EngineEvent) {
-        let _ = self.events.send(event);
-    }
-
-    /// Tell the faces how many runs are going and waiting (read from the store, so it counts
-    /// every process and never under-reports).
-    pub(crate) fn emit_state(&self) {
-        let Ok(Activity { running, queued, paused }) = activity(self) else { return };
-        self.emit(EngineEvent::EngineState { running, queued, paused });
-    }
-
-    /// This engine follows run `id` from now on (its driver, or recovery adopting it), for as
-    /// long as the guard lives.
-    pub(crate) fn follow(&self, id: &str) -> run::followed::Following {
-        self.runs.follow(id, self.settings().keep_awake)
-    }
-
-    /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
-    pub(crate) fn device_name(&self) -> String {
-        self.settings().device_name.clone().unwrap_or_else(hostname)
-    }
-
-    /// Is the engine recorded as a run's owner still there? "Me" is; my pid with another start
-    /// time is an earlier process that had my pid, which is gone; anyone else is there while the
-    /// same process (pid and start time) lives.
-    pub(crate) fn owner_alive(&self, pid: Option<u32>, start: Option<&str>) -> bool {
-        if pid == Some(self.identity.0) {
-            return start == Some(self.identity.1.as_str());
-        }
-        pid.is_some_and(|p| crate::runner::process::same_process_alive(p, start))
-    }
-
-    /// The routines now (files are the source of truth; re-read when one changed).
-    pub(crate) fn routines(&self) -> Arc<RoutineSet> {
-        self.catalog.get(&self.home, &self.settings())
-    }
-
-    /// The settings now (`nightshift.toml` is read again when it changed). A change is announced
-    /// to the faces (accounts, routines — a webhook's name decides whether a routine is valid) and
-    /// wakes the webhook deliverers (a new webhook gets one).
-    pub(crate) fn settings(&self) -> Arc<Settings> {
-        let (settings, changed) = self.live_settings.get(&self.problems);
-        if changed {
-            for event in [EngineEvent::AccountsChanged, EngineEvent::RoutinesChanged] {
-                let _ = self.events.send(event);
-            }
-            self.wakes.kick(signal::Wake::Webhooks);
-        }
-        settings
-    }
-}
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "localhost".into() }
-}
-
 impl Engine {
     /// Open the engine on a home: read settings, open (and migrate) the database.
     pub fn open(opts: EngineOptions) -> Result<Engine> {
@@ -264,7 +144,7 @@ impl Engine {
                 env: opts.env,
                 events,
                 hooks: RwLock::new(Vec::new()),
-                runs: run::followed::Followed::new(awake::Awake::new(opts.logind_bus)),
+                runs: followed::Followed::new(awake::Awake::new(opts.logind_bus)),
                 probed_at: Mutex::new(HashMap::new()),
                 hook_secrets: Mutex::new(HashMap::new()),
                 identity: opts.identity,

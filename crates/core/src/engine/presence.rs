@@ -11,7 +11,7 @@
 //!   last recorded gets an event — written when the scheduler starts and on each reload, never on
 //!   an idle pass.
 
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::routine::RoutineSet;
 use crate::store::{PresenceEnd, RoutineEvent};
 use chrono::{DateTime, Utc};
@@ -93,7 +93,7 @@ impl Presence {
             tracing::info!(slept_secs = (wall_gone - mono_gone) / 1000, "the machine slept");
             let _ = core.store.presence_end(s.id, PresenceEnd::Asleep);
         }
-        let who = crate::engine::SchedulerLock::holder(&core.home).unwrap_or_else(|| format!("Nightshift (pid {})", std::process::id()));
+        let who = crate::engine::lock::SchedulerLock::holder(&core.home).unwrap_or_else(|| format!("Nightshift (pid {})", std::process::id()));
         match core.store.presence_start(device, &who, now) {
             Ok(id) => self.stretch = Some(Stretch { id, wall: now, mono }),
             Err(e) => tracing::debug!(error = %e, "could not record the scheduler's presence"),

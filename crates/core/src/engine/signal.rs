@@ -2,7 +2,6 @@
 //! freed (this process's dispatcher and, through the home's wake file, other processes). Callers
 //! waiting for a run's final record wait on the registry of followed runs (`followed`).
 
-use super::Core;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, Weak};
 
@@ -50,11 +49,32 @@ impl Wakes {
     }
 }
 
+/// What the wake-ups of one engine are kept in (its state implements it): signals stand below the
+/// engine's state, so they name only this.
+pub(crate) trait Waking {
+    fn wakes(&self) -> &Wakes;
+    fn wake_hub(&self) -> &WakeHub;
+    /// The home's wake file, which every process touches when it queues or settles a run.
+    fn wake_path(&self) -> PathBuf;
+}
+
+impl<T: Waking> Waking for Arc<T> {
+    fn wakes(&self) -> &Wakes {
+        (**self).wakes()
+    }
+    fn wake_hub(&self) -> &WakeHub {
+        (**self).wake_hub()
+    }
+    fn wake_path(&self) -> PathBuf {
+        (**self).wake_path()
+    }
+}
+
 /// Something was queued or settled: this engine's dispatcher looks again, and long-running
 /// engines in other processes (watching the wake file) do too.
-pub(crate) fn wake(core: &Core) {
-    core.wakes.kick(Wake::Dispatcher);
-    let path = core.home.wake_path();
+pub(crate) fn wake(core: &impl Waking) {
+    core.wakes().kick(Wake::Dispatcher);
+    let path = core.wake_path();
     // Written over in place, the same length each time (touched on every settle); its folder is
     // made only when it is missing, not looked for on every settle.
     let touch = || crate::fsutil::write_in_place(&path, format!("{:>10}\n", std::process::id()).as_bytes());
@@ -114,12 +134,12 @@ impl Drop for WakeWatch {
 /// Call `on_wake` whenever a process touches the home's wake file, or one of `also` changes
 /// (the scheduler adds each account's login file). Where files cannot be watched (a warning is
 /// logged) callers only hear of their own process's runs.
-pub(crate) fn watch_wake_file(core: &Core, also: Vec<PathBuf>, on_wake: impl Fn() + Send + Sync + 'static) -> WakeWatch {
+pub(crate) fn watch_wake_file(core: &impl Waking, also: Vec<PathBuf>, on_wake: impl Fn() + Send + Sync + 'static) -> WakeWatch {
     let on_wake: Listener = Arc::new(on_wake);
-    let hub = &core.wake_hub;
+    let hub = core.wake_hub();
     let mut s = hub.state.lock().unwrap_or_else(|e| e.into_inner());
     if s.watcher.is_none() {
-        s.watcher = watch_files(vec![core.home.wake_path()], "the wake file", {
+        s.watcher = watch_files(vec![core.wake_path()], "the wake file", {
             let state = Arc::downgrade(&hub.state);
             move || {
                 let Some(state) = state.upgrade() else { return };

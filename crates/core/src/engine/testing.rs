@@ -3,7 +3,7 @@
 //! would have left, and a wait for every run to settle.
 
 use super::Clock;
-use super::Engine;
+use super::state::Engine;
 use super::EngineOptions;
 use super::Home;
 use super::Store;

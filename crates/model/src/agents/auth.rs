@@ -2,7 +2,6 @@
 //! keeps its own login, and what that login says. Each agent's table is in its own file
 //! ([`super::AgentDriver::auth`]); accounts, preflight, re-login and the window read it from there.
 
-use crate::words::Agent;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
@@ -30,12 +29,6 @@ pub struct AgentAuth {
     pub more_dirs: &'static [(&'static str, &'static str)],
 }
 
-impl AgentAuth {
-    /// How `agent` signs in; `None` for a shell command, which has no login.
-    pub fn of(agent: Agent) -> Option<&'static AgentAuth> {
-        super::driver(agent).auth()
-    }
-}
 
 /// `openai` → `OPENAI_API_KEY`, `amazon-bedrock` → `AMAZON_BEDROCK_API_KEY`.
 pub fn provider_key_var(provider: &str) -> String {

@@ -11,8 +11,13 @@ use super::patterns::{epoch_to_time, looks_like_auth_failure, looks_like_rate_li
 use super::rules::instead;
 use super::tail::json_if;
 use super::transcript::{not_json, result_text, tool_input};
-use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use super::{AgentAuth, Controlled, LoginFacts, Mode};
+use crate::words::first_line;
+use super::driver::{AgentDriver, Outcome, RunOutput};
+use super::transcript::{LogEntry, LogKind};
+use super::tail::LogTail;
+use super::auth::{AgentAuth, LoginFacts};
+use super::driver::Controlled;
+use super::call::Mode;
 use crate::run::{Reason, RunStatus};
 use crate::words::Agent;
 use chrono::{DateTime, Utc};
@@ -112,7 +117,7 @@ impl AgentDriver for Claude {
         "claude"
     }
 
-    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+    fn args(&self, call: &super::call::Call<'_>) -> Vec<String> {
         let g = call.guard;
         // With `allow.tools`, every tool the model has is pre-approved (below), so `auto` and
         // `skip` add nothing but danger: a rule narrower than a tool (`Bash(git *)`) would let the
@@ -153,7 +158,7 @@ impl AgentDriver for Claude {
             args.extend(["--model".to_string(), model.to_string()]);
         }
         // `--effort low|medium|high|xhigh|max` (Claude Code 2.1.332's own words).
-        if let Some(level) = call.effort.and_then(super::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::call::Effort::level) {
             args.extend(["--effort".to_string(), level.as_str().to_string()]);
         }
         args.extend(call.extra.iter().cloned());
@@ -454,15 +459,15 @@ fn from_result(result: &Value, facts: &Facts, now: DateTime<Utc>) -> Outcome {
 }
 
 /// Tokens and model from the `result` event (`usage`, `modelUsage`).
-fn usage(result: &Value) -> Option<super::Usage> {
+fn usage(result: &Value) -> Option<crate::run::Usage> {
     let u = &result["usage"];
-    super::Usage {
+    crate::run::Usage {
         input_tokens: u["input_tokens"].as_u64(),
         output_tokens: u["output_tokens"].as_u64(),
         cache_read_tokens: u["cache_read_input_tokens"].as_u64(),
         cache_write_tokens: u["cache_creation_input_tokens"].as_u64(),
-        model: super::Usage::models(&result["modelUsage"], "outputTokens"),
-        ..super::Usage::default()
+        model: crate::run::Usage::models(&result["modelUsage"], "outputTokens"),
+        ..crate::run::Usage::default()
     }
     .or_none()
 }

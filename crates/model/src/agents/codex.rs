@@ -15,8 +15,13 @@ use super::patterns::failure_from_text;
 use super::rules::instead;
 use super::tail::json_if;
 use super::transcript::not_json;
-use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use super::{AgentAuth, Controlled, Mode};
+use crate::words::first_line;
+use super::driver::{AgentDriver, Outcome, RunOutput};
+use super::transcript::{LogEntry, LogKind};
+use super::tail::LogTail;
+use super::auth::AgentAuth;
+use super::driver::Controlled;
+use super::call::Mode;
 use crate::words::Agent;
 
 pub struct Codex;
@@ -81,7 +86,7 @@ impl AgentDriver for Codex {
         "codex"
     }
 
-    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+    fn args(&self, call: &super::call::Call<'_>) -> Vec<String> {
         let (prompt, mode, model) = (call.prompt, call.mode, call.model);
         // `--disable shell_snapshot`: Codex would otherwise save the shell's environment — the
         // account's injected OPENAI_API_KEY included — under CODEX_HOME/shell_snapshots.
@@ -103,7 +108,7 @@ impl AgentDriver for Codex {
             args.extend(["--model".to_string(), model.to_string()]);
         }
         // Codex's `model_reasoning_effort` (0.171 takes low, medium, high, xhigh and max).
-        if let Some(level) = call.effort.and_then(super::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::call::Effort::level) {
             args.extend(["-c".to_string(), format!("model_reasoning_effort=\"{}\"", level.as_str())]);
         }
         // `allow.dirs`: writable beside the working folder (tool rules are refused by the loader:
@@ -188,13 +193,13 @@ impl AgentDriver for Codex {
                     completed = true;
                     turn_failure = None;
                     let u = &v["usage"];
-                    usage = super::Usage {
+                    usage = crate::run::Usage {
                         input_tokens: u["input_tokens"].as_u64(),
                         output_tokens: u["output_tokens"].as_u64(),
                         cache_read_tokens: u["cached_input_tokens"].as_u64(),
                         cache_write_tokens: u["cache_write_input_tokens"].as_u64(),
                         model: None,
-                        ..super::Usage::default()
+                        ..crate::run::Usage::default()
                     }
                     .or_none();
                 }

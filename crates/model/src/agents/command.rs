@@ -1,6 +1,8 @@
 //! Plain shell commands: `sh -c <command>`. The exit code decides; the report is the tail of stdout.
 
-use super::{first_line, AgentDriver, LogTail, Outcome, RunOutput};
+use crate::words::first_line;
+use super::driver::{AgentDriver, Outcome, RunOutput};
+use super::tail::LogTail;
 use crate::run::Reason;
 use crate::words::Agent;
 
@@ -21,7 +23,7 @@ impl AgentDriver for Command {
     fn program(&self) -> &'static str {
         "/bin/sh"
     }
-    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+    fn args(&self, call: &super::call::Call<'_>) -> Vec<String> {
         vec!["-c".into(), call.prompt.into()]
     }
     fn install_hint(&self) -> &'static str {

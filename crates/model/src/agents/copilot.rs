@@ -24,8 +24,14 @@ use super::patterns::failure_from_text;
 use super::rules::instead;
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
-use super::{first_line, AgentDriver, Call, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use super::{AgentAuth, Controlled, LoginFacts, Mode};
+use crate::words::first_line;
+use super::driver::{AgentDriver, Outcome, RunOutput};
+use super::call::Call;
+use super::transcript::{LogEntry, LogKind};
+use super::tail::LogTail;
+use super::auth::{AgentAuth, LoginFacts};
+use super::driver::Controlled;
+use super::call::Mode;
 use crate::run::Reason;
 use crate::words::Agent;
 use chrono::{DateTime, Duration, Utc};
@@ -206,7 +212,7 @@ impl AgentDriver for Copilot {
         if let Some(model) = call.model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
-        if let Some(level) = call.effort.and_then(super::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::call::Effort::level) {
             args.extend(["--reasoning-effort".to_string(), level.as_str().to_string()]);
         }
         if let Some(dir) = call.run_dir {
@@ -380,11 +386,11 @@ pub fn reset_after(message: &str) -> Option<Duration> {
 /// Tokens per model from the file `--usage-output-file` wrote (`modelMetrics`), the most asked
 /// model first; `None` without one (a run on a host, or one killed before Copilot wrote it). The
 /// premium requests come from the stream's `result`, which a run on a host has too.
-fn usage_file(run_dir: &Path) -> Option<super::Usage> {
+fn usage_file(run_dir: &Path) -> Option<crate::run::Usage> {
     let text = std::fs::read_to_string(run_dir.join(USAGE_FILE)).ok()?;
     let v: Value = serde_json::from_str(&text).ok()?;
     let metrics = v["modelMetrics"].as_object()?;
-    let mut u = super::Usage::default();
+    let mut u = crate::run::Usage::default();
     let add = |sum: &mut Option<u64>, n: &Value| *sum = Some(sum.unwrap_or(0) + n.as_u64().unwrap_or(0));
     let mut models: Vec<(&String, u64)> = Vec::new();
     for (name, m) in metrics {

@@ -16,8 +16,13 @@ use super::patterns::failure_from_text;
 use super::rules::{instead, ToolNames};
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
-use super::{first_line, AgentDriver, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use super::{split_tool_rule as split, AgentAuth, Controlled, Guard, Mode};
+use crate::words::first_line;
+use super::driver::{AgentDriver, Outcome, RunOutput};
+use super::transcript::{LogEntry, LogKind};
+use super::tail::LogTail;
+use super::call::{split_tool_rule as split, Guard, Mode};
+use super::auth::AgentAuth;
+use super::driver::Controlled;
 use crate::words::Agent;
 
 pub struct Gemini;
@@ -162,7 +167,7 @@ impl AgentDriver for Gemini {
         "gemini"
     }
 
-    fn args(&self, call: &super::Call<'_>) -> Vec<String> {
+    fn args(&self, call: &super::call::Call<'_>) -> Vec<String> {
         let (prompt, model) = (call.prompt, call.model);
         let approval = match call.mode {
             Mode::Plan => "plan",
@@ -198,7 +203,7 @@ impl AgentDriver for Gemini {
         args
     }
 
-    fn run_file(&self, call: &super::Call<'_>) -> Option<(&'static str, String)> {
+    fn run_file(&self, call: &super::call::Call<'_>) -> Option<(&'static str, String)> {
         policy(call.guard, call.mode).map(|text| (POLICY_FILE, text))
     }
 
@@ -302,13 +307,13 @@ impl AgentDriver for Gemini {
         outcome.from_final_event = result.is_some();
         outcome.usage = result.as_ref().and_then(|r| {
             let s = &r["stats"];
-            super::Usage {
+            crate::run::Usage {
                 input_tokens: s["input_tokens"].as_u64(),
                 output_tokens: s["output_tokens"].as_u64(),
                 cache_read_tokens: s["cached"].as_u64(),
                 cache_write_tokens: None,
-                model: super::Usage::models(&s["models"], "total_tokens"),
-                ..super::Usage::default()
+                model: crate::run::Usage::models(&s["models"], "total_tokens"),
+                ..crate::run::Usage::default()
             }
             .or_none()
         });

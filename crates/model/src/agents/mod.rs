@@ -1,5 +1,6 @@
-//! One module per agent CLI: how to invoke it, how to read its stream live (progress), and how to
-//! classify how a run ended and extract its report — from the tail of its log.
+//! One file per agent CLI — how to call it, read its stream live, judge how a run ended and
+//! extract its report, and what a routine may ask of it and how its accounts sign in — each the
+//! [`AgentDriver`] (`driver.rs`) of its word; [`driver`] is the one place a word becomes its file.
 
 pub mod auth;
 pub mod call;
@@ -8,6 +9,7 @@ pub mod claude_login;
 pub mod codex;
 pub mod command;
 pub mod copilot;
+pub mod driver;
 pub mod gemini;
 pub mod opencode;
 mod patterns;
@@ -16,215 +18,12 @@ pub mod tail;
 pub mod transcript;
 
 pub use crate::run::Usage;
-use crate::run::{Reason, RunStatus};
-use crate::words::first_line;
 use crate::words::Agent;
 pub use auth::{AgentAuth, LoginFacts};
 pub use call::{split_tool_rule, Call, Effort, Guard, Mode};
-use chrono::{DateTime, Utc};
-use std::path::Path;
+pub use driver::{AgentDriver, Controlled, Invocation, Outcome, RunOutput};
 pub use tail::LogTail;
 pub use transcript::{LogEntry, LogKind};
-
-/// How a run's process ended, as far as the agent module can tell from its output.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Outcome {
-    pub status: Option<RunStatus>,
-    pub reason: Option<Reason>,
-    pub message: Option<String>,
-    pub resets_at: Option<DateTime<Utc>>,
-    pub cost_usd: Option<f64>,
-    pub usage: Option<Usage>,
-    pub session_id: Option<String>,
-    /// Markdown to save as report.md — only ever for a completed run.
-    pub report: Option<String>,
-    /// The outcome comes from the agent's own final event (Claude's `result`, Codex's
-    /// `turn.completed`…), not from guessing; crash recovery trusts only such outcomes.
-    pub from_final_event: bool,
-    /// Tool calls the agent was refused or could not make, as it reported them.
-    pub denials: Vec<crate::run::Denial>,
-    /// The account's usage windows as the agent last reported them in this run.
-    pub windows: Vec<crate::run::LimitWindow>,
-}
-
-impl Outcome {
-    pub fn completed(report: Option<String>) -> Outcome {
-        Outcome { status: Some(RunStatus::Completed), report, ..Outcome::default() }
-    }
-    pub fn failed(reason: Reason, message: impl Into<String>) -> Outcome {
-        Outcome { status: Some(RunStatus::Failed), reason: Some(reason), message: Some(message.into()), ..Outcome::default() }
-    }
-    pub fn status(&self) -> RunStatus {
-        self.status.unwrap_or(RunStatus::Failed)
-    }
-}
-
-/// What the run left behind, for classification.
-pub struct RunOutput<'a> {
-    pub run_dir: &'a Path,
-    /// The process's exit code; `None` when unknown (killed by a signal, or lost in a crash).
-    pub exit_code: Option<i32>,
-    pub now: DateTime<Utc>,
-}
-
-impl RunOutput<'_> {
-    pub fn stdout_path(&self) -> std::path::PathBuf {
-        crate::run_dir::RunDir::at(self.run_dir).stdout()
-    }
-    /// The last lines of stderr: the best message when a CLI dies without a structured event.
-    pub fn stderr_tail(&self) -> LogTail {
-        LogTail::read(&crate::run_dir::RunDir::at(self.run_dir).stderr(), 16 * 1024)
-    }
-}
-
-pub trait AgentDriver: Send + Sync {
-    /// The executable's name on PATH (`claude`), or an absolute path for `command`.
-    fn program(&self) -> &'static str;
-    /// Arguments after the program.
-    fn args(&self, call: &Call<'_>) -> Vec<String>;
-    /// Variables the CLI reads its run settings from (none by default: most take arguments).
-    fn env(&self, _call: &Call<'_>) -> Vec<(&'static str, String)> {
-        Vec::new()
-    }
-    /// A file the agent reads from the run's directory, written there before it starts (name,
-    /// contents): Gemini CLI's policy, OpenCode's retry-status plugin. Only for a run here.
-    fn run_file(&self, _call: &Call<'_>) -> Option<(&'static str, String)> {
-        None
-    }
-    /// Whether this line of live output means the CLI will not end by itself in useful time — it
-    /// sleeps out a long rate limit, or hangs after reporting one — so the run is ended now and
-    /// judged from its output ([`AgentDriver::classify`] must know the line). Never by default.
-    fn ends_run_at(&self, _line: &str) -> bool {
-        false
-    }
-    /// How to install the CLI, for the "not found" message.
-    fn install_hint(&self) -> &'static str;
-    /// A human progress message for one line of live output, if it deserves one.
-    fn progress(&self, line: &str) -> Option<String>;
-    /// Whether following the live stream can yield progress at all.
-    fn has_progress(&self) -> bool {
-        true
-    }
-    /// How the run ended and its report.
-    fn classify(&self, out: &RunOutput<'_>) -> Outcome;
-    /// One line of the log as people read it (the window's log view). Plain lines by default.
-    fn transcript(&self, line: &str) -> Vec<LogEntry> {
-        transcript::not_json(line)
-    }
-    /// The usage windows an agent keeps beside its output rather than in it — in the account's
-    /// config dir (`config_dir`), for session `session_id`, a run that ended about `now`. None by
-    /// default: Claude Code reports them in its stream ([`Outcome::windows`]).
-    fn windows_kept_in(&self, _config_dir: &std::path::Path, _session_id: &str, _now: DateTime<Utc>) -> Vec<crate::run::LimitWindow> {
-        Vec::new()
-    }
-
-    // ── What a routine may say for this agent. The loader asks ([`rules`]); the agent answers. ──
-
-    /// Its word: what a routine's `agent:` and an account's `agent` say.
-    fn agent(&self) -> Agent;
-    /// The CLI's arguments Nightshift sets itself, each with what to use instead: `args:` may not
-    /// name one (as itself or as `argument=value`).
-    fn controlled_args(&self) -> Controlled {
-        &[]
-    }
-    /// Why `arg` may not be in `args:` although no [`AgentDriver::controlled_args`] entry names it
-    /// (a setting passed through a generic flag, as Codex's `-c model_reasoning_effort=…`).
-    fn refused_arg(&self, _arg: &str) -> Option<String> {
-        None
-    }
-    /// The variables the CLI reads its run settings from and Nightshift sets: `env:` may not name one.
-    fn controlled_env(&self) -> Controlled {
-        &[]
-    }
-    /// Why the CLI can take no tool rules (`allow.tools`, `deny.tools`) at all, if it cannot.
-    fn no_tool_rules(&self) -> Option<&'static str> {
-        None
-    }
-    /// Why this entry of `allow.tools` / `deny.tools` cannot be expressed for the CLI, if it cannot.
-    fn refused_tool_rule(&self, _entry: &str) -> Option<String> {
-        None
-    }
-    /// Why its tool rules cannot go with a run on another machine (`host:`), if they cannot.
-    fn tool_rules_only_here(&self) -> Option<&'static str> {
-        None
-    }
-    /// The settings (`config.<key>`) that a routine field decides, each with that field.
-    fn controlled_config(&self) -> Controlled {
-        &[]
-    }
-    /// Why `config.<key>` is ignored for this agent (a warning), if it is.
-    fn config_ignored(&self) -> Option<&'static str> {
-        None
-    }
-    /// The arguments that pass `config.<key>` to the CLI, in its own form (none by default).
-    fn config_args(&self, _config: &[(String, serde_json::Value)]) -> Vec<String> {
-        Vec::new()
-    }
-    /// Why `effort:` is ignored (the CLI has no effort setting), if it is.
-    fn no_effort(&self) -> Option<&'static str> {
-        None
-    }
-    /// Whether the CLI reports what a run cost (so a day or month budget counts it).
-    fn reports_cost(&self) -> bool {
-        false
-    }
-    /// Whether the CLI stops a run at a cost itself (`budget.run`).
-    fn caps_run_cost(&self) -> bool {
-        false
-    }
-
-    // ── How an account of this agent signs in ([`auth`]). ──
-
-    /// How it signs in; `None` for a shell command, which has no login.
-    fn auth(&self) -> Option<&'static AgentAuth> {
-        None
-    }
-    /// What its own login in an account's config dir says (by default: whether the login file
-    /// [`AgentAuth::login_file`] is there).
-    fn login(&self, config_dir: &std::path::Path) -> LoginFacts {
-        let present = self.auth().is_some_and(|a| config_dir.join(a.login_file).exists());
-        LoginFacts { present, ..LoginFacts::default() }
-    }
-    /// Why an account's `provider` is not one this agent's accounts may have, if it is not. By
-    /// default the agent has one provider and the field is refused.
-    fn provider_problem(&self, email: &str, provider: &str) -> Option<String> {
-        let _ = provider;
-        Some(format!("`provider` of {email} names the provider of an OpenCode or Copilot account's key; {} has one provider", self.agent().as_str()))
-    }
-    /// The variable an account's stored secret goes in when its `provider` says so, instead of
-    /// [`AgentAuth::secret_var`].
-    fn provider_secret_var(&self, _provider: &str) -> Option<String> {
-        None
-    }
-    /// The provider type of a bring-your-own-key account (a key for a model provider instead of
-    /// the agent vendor's own sign-in), if `provider` makes it one.
-    fn byok<'p>(&self, _provider: &'p str) -> Option<&'p str> {
-        None
-    }
-    /// Lays out an account's config dir before a run that is given the account's stored secret
-    /// (Gemini CLI must be told to use its API key).
-    fn prepare_config_dir(&self, _config_dir: &std::path::Path) -> Result<(), String> {
-        Ok(())
-    }
-    /// Where the CLI keeps its own login when no config dir is set, under the home folder
-    /// (Claude Code's `.claude`), for an account pinned by the identity that login is signed in
-    /// as; only an agent whose login says whom it is signed in as ([`LoginFacts::email`]) has one.
-    fn own_config_dir(&self) -> Option<&'static str> {
-        None
-    }
-    /// How an account's secret reaches the CLI, said after `accounts add` (`provider`: the
-    /// account's, if it names one).
-    fn secret_note(&self, _provider: Option<&str>) -> Option<String> {
-        None
-    }
-    /// Whether the vendor has a usage endpoint an account may opt in to probe (`usage_probe`).
-    fn has_usage_endpoint(&self) -> bool {
-        false
-    }
-}
-
-/// `(what, why or what to use instead)` pairs: what Nightshift decides for an agent.
-pub type Controlled = &'static [(&'static str, &'static str)];
 
 /// The one place an agent's word becomes its module.
 pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
@@ -238,11 +37,9 @@ pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
     }
 }
 
-/// What a routine's action runs: the driver, its arguments, the variables it reads its settings
-/// from, and the file it reads from the run's directory (see [`AgentDriver::run_file`]).
-pub struct Invocation {
-    pub driver: &'static dyn AgentDriver,
-    pub args: Vec<String>,
-    pub env: Vec<(&'static str, String)>,
-    pub run_file: Option<(&'static str, String)>,
+impl AgentAuth {
+    /// How `agent` signs in; `None` for a shell command, which has no login.
+    pub fn of(agent: Agent) -> Option<&'static AgentAuth> {
+        driver(agent).auth()
+    }
 }

@@ -21,8 +21,14 @@ use super::patterns::{epoch_to_time, failure_from_text, looks_like_rate_limit};
 use super::rules::{instead, ToolNames};
 use super::tail::json_if;
 use super::transcript::{not_json, tool_input};
-use super::{first_line, AgentDriver, Call, LogEntry, LogKind, LogTail, Outcome, RunOutput};
-use super::{split_tool_rule as split, AgentAuth, Controlled, Guard, Mode};
+use crate::words::first_line;
+use super::driver::{AgentDriver, Outcome, RunOutput};
+use super::call::Call;
+use super::transcript::{LogEntry, LogKind};
+use super::tail::LogTail;
+use super::call::{split_tool_rule as split, Guard, Mode};
+use super::auth::AgentAuth;
+use super::driver::Controlled;
 use crate::run::Reason;
 use crate::words::Agent;
 use serde_json::{json, Map, Value};
@@ -244,7 +250,7 @@ impl AgentDriver for OpenCode {
         if let Some(model) = call.model {
             args.extend(["--model".to_string(), model.to_string()]);
         }
-        if let Some(level) = call.effort.and_then(super::Effort::level) {
+        if let Some(level) = call.effort.and_then(super::call::Effort::level) {
             args.extend(["--variant".to_string(), level.as_str().to_string()]);
         }
         args.extend(call.extra.iter().cloned());
@@ -321,7 +327,7 @@ impl AgentDriver for OpenCode {
         let mut error: Option<Value> = None;
         let mut waiting: Option<Value> = None;
         let mut denials = Vec::new();
-        let (mut cost, mut usage) = (None::<f64>, None::<super::Usage>);
+        let (mut cost, mut usage) = (None::<f64>, None::<crate::run::Usage>);
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
             if session_id.is_none() {
@@ -347,7 +353,7 @@ impl AgentDriver for OpenCode {
                 Some("step_finish") => {
                     let t = &part["tokens"];
                     *cost.get_or_insert(0.0) += part["cost"].as_f64().unwrap_or(0.0);
-                    let u = usage.get_or_insert_with(super::Usage::default);
+                    let u = usage.get_or_insert_with(crate::run::Usage::default);
                     let add = |sum: &mut Option<u64>, n: &Value| *sum = Some(sum.unwrap_or(0) + n.as_u64().unwrap_or(0));
                     add(&mut u.input_tokens, &t["input"]);
                     add(&mut u.output_tokens, &t["output"]);
@@ -398,7 +404,7 @@ impl AgentDriver for OpenCode {
         };
         outcome.from_final_event = finished || error.is_some();
         outcome.cost_usd = cost;
-        outcome.usage = usage.and_then(super::Usage::or_none);
+        outcome.usage = usage.and_then(crate::run::Usage::or_none);
         outcome.session_id = session_id;
         outcome.denials = denials;
         outcome

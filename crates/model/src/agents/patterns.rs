@@ -2,7 +2,9 @@
 //! when a process failed without a structured event saying why: a completed run whose report
 //! merely *mentions* "login" must stay completed, so callers never apply these to successes.
 
-use super::{first_line, LogTail, Outcome};
+use crate::words::first_line;
+use super::tail::LogTail;
+use super::driver::Outcome;
 use crate::run::Reason;
 use chrono::{DateTime, NaiveTime, TimeZone, Utc};
 use chrono_tz::Tz;

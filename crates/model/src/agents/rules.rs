@@ -4,8 +4,7 @@
 //! messages every agent shares, so a rule is refused with the agent and the field named — never
 //! silently dropped.
 
-use super::driver;
-use crate::words::Agent;
+use super::driver::AgentDriver;
 
 /// What to use instead of an argument or setting Nightshift controls: the words every agent's
 /// table shares.
@@ -20,28 +19,27 @@ pub mod instead {
     pub const NOT_INTERACTIVE: &str = "a run nobody watches cannot be interactive";
 }
 
-/// Why `arg` may not be given in `args:` for `agent`, if it may not.
-pub fn refused_arg(agent: Agent, arg: &str) -> Option<String> {
-    let d = driver(agent);
+/// Why `arg` may not be given in `args:` for the agent `d` drives, if it may not.
+pub fn refused_arg(d: &dyn AgentDriver, arg: &str) -> Option<String> {
     if let Some(why) = d.refused_arg(arg) {
         return Some(why);
     }
     let (flag, why) = d.controlled_args().iter().find(|(flag, _)| arg == *flag || arg.strip_prefix(flag).is_some_and(|rest| rest.starts_with('=')))?;
-    Some(format!("`{flag}` is Nightshift's to set for {}: {why}", agent.as_str()))
+    Some(format!("`{flag}` is Nightshift's to set for {}: {why}", d.agent().as_str()))
 }
 
-/// Why a routine of `agent` may not set `name` in its `env:`, if it may not.
-pub fn refused_env(agent: Agent, name: &str) -> Option<String> {
-    let (_, why) = driver(agent).controlled_env().iter().find(|(var, _)| *var == name)?;
-    Some(format!("`env: {name}` is Nightshift's to set for {}: {why}", agent.as_str()))
+/// Why a routine of the agent `d` drives may not set `name` in its `env:`, if it may not.
+pub fn refused_env(d: &dyn AgentDriver, name: &str) -> Option<String> {
+    let (_, why) = d.controlled_env().iter().find(|(var, _)| *var == name)?;
+    Some(format!("`env: {name}` is Nightshift's to set for {}: {why}", d.agent().as_str()))
 }
 
-/// Why `config.<key>` may not be given for `agent`, if it may not. A dotted key
+/// Why `config.<key>` may not be given for the agent `d` drives, if it may not. A dotted key
 /// (`sandbox_workspace_write.writable_roots`) is judged by its first part.
-pub fn refused_config(agent: Agent, key: &str) -> Option<String> {
+pub fn refused_config(d: &dyn AgentDriver, key: &str) -> Option<String> {
     let head = key.split('.').next().unwrap_or(key);
-    let (_, why) = driver(agent).controlled_config().iter().find(|(k, _)| *k == head)?;
-    Some(format!("`config.{key}` is Nightshift's to set for {}: {why}", agent.as_str()))
+    let (_, why) = d.controlled_config().iter().find(|(k, _)| *k == head)?;
+    Some(format!("`config.{key}` is Nightshift's to set for {}: {why}", d.agent().as_str()))
 }
 
 /// How an agent CLI whose rules name its own tools (Gemini CLI, OpenCode) names what they limit:
@@ -60,7 +58,7 @@ pub struct ToolNames {
 impl ToolNames {
     /// Why `entry` is not a rule in this CLI's names, if it is not.
     pub fn refused(&self, entry: &str) -> Option<String> {
-        let (tool, prefix) = super::split_tool_rule(entry);
+        let (tool, prefix) = super::call::split_tool_rule(entry);
         // What was written between the parentheses, as written (for the example to write instead).
         let written = entry.split_once('(').map(|(_, rest)| rest.trim_end().trim_end_matches(')').trim());
         let (shell, cli) = (self.shell, self.calls.split(" calls").next().unwrap_or(""));
@@ -85,6 +83,8 @@ impl ToolNames {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::agents::driver;
+    use crate::words::Agent;
 
     fn refused_tool(agent: Agent, entry: &str) -> Option<String> {
         driver(agent).refused_tool_rule(entry)
@@ -130,14 +130,14 @@ mod tests {
 
     #[test]
     fn arguments_nightshift_sets_are_refused_with_what_to_use() {
-        assert_eq!(refused_arg(Agent::Claude, "--output-format").unwrap(), "`--output-format` is Nightshift's to set for claude: Nightshift reads the agent's own event stream and sets its format");
-        assert_eq!(refused_arg(Agent::Claude, "--model=opus").unwrap(), "`--model` is Nightshift's to set for claude: use `model:`");
-        assert!(refused_arg(Agent::Claude, "--append-system-prompt").is_none());
-        assert!(refused_arg(Agent::Claude, "--add-dir").is_none());
-        assert!(refused_arg(Agent::Codex, "model_reasoning_effort=high").is_some());
-        assert!(refused_arg(Agent::Codex, "-c").is_none(), "a -c with another setting is the user's");
-        assert!(refused_arg(Agent::Gemini, "--yolo").unwrap().contains("use `mode:`"));
-        assert!(refused_arg(Agent::Gemini, "--policy=/tmp/mine.toml").unwrap().contains("use `allow.tools` and `deny.tools`"), "a policy of its own could undo the routine's rules");
+        assert_eq!(refused_arg(driver(Agent::Claude), "--output-format").unwrap(), "`--output-format` is Nightshift's to set for claude: Nightshift reads the agent's own event stream and sets its format");
+        assert_eq!(refused_arg(driver(Agent::Claude), "--model=opus").unwrap(), "`--model` is Nightshift's to set for claude: use `model:`");
+        assert!(refused_arg(driver(Agent::Claude), "--append-system-prompt").is_none());
+        assert!(refused_arg(driver(Agent::Claude), "--add-dir").is_none());
+        assert!(refused_arg(driver(Agent::Codex), "model_reasoning_effort=high").is_some());
+        assert!(refused_arg(driver(Agent::Codex), "-c").is_none(), "a -c with another setting is the user's");
+        assert!(refused_arg(driver(Agent::Gemini), "--yolo").unwrap().contains("use `mode:`"));
+        assert!(refused_arg(driver(Agent::Gemini), "--policy=/tmp/mine.toml").unwrap().contains("use `allow.tools` and `deny.tools`"), "a policy of its own could undo the routine's rules");
     }
 
     #[test]
@@ -154,9 +154,9 @@ mod tests {
 
     #[test]
     fn settings_that_routine_fields_decide_are_refused_with_the_field() {
-        assert_eq!(refused_config(Agent::Claude, "permissions").unwrap(), "`config.permissions` is Nightshift's to set for claude: use `mode:`, `allow:` and `deny:`");
-        assert_eq!(refused_config(Agent::Codex, "sandbox_workspace_write.writable_roots").unwrap(), "`config.sandbox_workspace_write.writable_roots` is Nightshift's to set for codex: use `mode:` and `allow.dirs`");
-        assert!(refused_config(Agent::Codex, "reasoning_summary").is_none());
+        assert_eq!(refused_config(driver(Agent::Claude), "permissions").unwrap(), "`config.permissions` is Nightshift's to set for claude: use `mode:`, `allow:` and `deny:`");
+        assert_eq!(refused_config(driver(Agent::Codex), "sandbox_workspace_write.writable_roots").unwrap(), "`config.sandbox_workspace_write.writable_roots` is Nightshift's to set for codex: use `mode:` and `allow.dirs`");
+        assert!(refused_config(driver(Agent::Codex), "reasoning_summary").is_none());
         assert!(driver(Agent::Gemini).config_ignored().is_some() && driver(Agent::Claude).config_ignored().is_none());
     }
 

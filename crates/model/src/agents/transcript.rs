@@ -63,12 +63,12 @@ pub fn clip(text: &str) -> String {
 pub fn tool_input(input: &serde_json::Value) -> String {
     let pick = ["command", "file_path", "path", "pattern", "url", "query", "description", "prompt"];
     if let Some(s) = pick.iter().find_map(|k| input.get(*k).and_then(|v| v.as_str())) {
-        return super::first_line(s, 300);
+        return crate::words::first_line(s, 300);
     }
     match input {
         serde_json::Value::Null => String::new(),
         serde_json::Value::Object(m) if m.is_empty() => String::new(),
-        other => super::first_line(&other.to_string(), 300),
+        other => crate::words::first_line(&other.to_string(), 300),
     }
 }
 

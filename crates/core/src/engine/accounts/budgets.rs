@@ -4,7 +4,7 @@
 //! since only one run crosses). A routine's budget counts in the routine's zone; `[budget]` and
 //! an account's in this machine's zone (they are not any one routine's).
 
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::budget::{Budget, Reached};
 use crate::routine::Routine;
 use crate::run::RunRecord;

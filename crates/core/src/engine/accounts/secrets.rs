@@ -3,8 +3,8 @@
 //! the engine's own environment — and given to that routine's runs only, as the variable NAME,
 //! masked everywhere like a token. A run whose secret is missing is not started.
 
-use crate::engine::Core;
-use crate::engine::Engine;
+use crate::engine::state::Core;
+use crate::engine::state::Engine;
 use crate::accounts::keychain;
 use crate::error::{Error, ErrorCode, Result};
 use crate::routine::Routine;

@@ -9,7 +9,7 @@
 //! (`.credentials.json` in its config dir), else its stored setup token. Nothing is refreshed:
 //! an expired login is reported and waits for Claude Code's next run to refresh it.
 
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::events::EngineEvent;
 use crate::run::LimitWindow;
 use chrono::{DateTime, Duration, Utc};

@@ -4,7 +4,7 @@
 //! each run's notification once), and when a window that held work resets (a notice as that work
 //! starts, once per account and reset).
 
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::notify::Notice;
 use crate::run::{LimitWindow, Reason, RunRecord};
 use chrono::{DateTime, Utc};

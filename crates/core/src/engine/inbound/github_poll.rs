@@ -12,8 +12,8 @@
 //! `X-RateLimit-Reset`.
 
 use crate::engine::signal::AbortOnDrop;
-use crate::engine::Core;
-use crate::engine::Engine;
+use crate::engine::state::Core;
+use crate::engine::state::Engine;
 use crate::incoming::polled::{self, Entry};
 use crate::incoming::Source;
 use chrono::{DateTime, Utc};

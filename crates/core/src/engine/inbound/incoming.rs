@@ -5,8 +5,8 @@
 //! rule like a scheduled run. What became of it is kept for `hooks list`.
 
 use crate::engine::run::queue;
-use crate::engine::Core;
-use crate::engine::Engine;
+use crate::engine::state::Core;
+use crate::engine::state::Engine;
 use crate::accounts::keychain;
 use crate::error::{Error, ErrorCode, Result};
 use crate::incoming::{github, linear, signature, Event, Source};

@@ -9,7 +9,7 @@
 //! lease runs out) and the next deliverer sends it.
 
 use crate::engine::signal::Wake;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::notify::{notice_for, summary_for, BoundedSender};
 use crate::run::RunRecord;
 use crate::run::Channel;

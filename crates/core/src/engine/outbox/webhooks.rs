@@ -10,7 +10,7 @@
 //! Settling never waits for any of this: it only writes the outbox entry.
 
 use crate::engine::signal::Wake;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::run::RunRecord;
 use crate::store::{Delivery, OutboxEntry};
 use crate::run::{Channel, PingEvent};

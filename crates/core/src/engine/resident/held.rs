@@ -8,7 +8,7 @@
 
 use crate::engine::run::queue::queued_row;
 use crate::engine::accounts;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::routine::RoutineSet;
 use crate::run::{new_run_id, Trigger};
 use chrono::Duration;

@@ -5,7 +5,7 @@ pub(crate) mod held;
 pub mod scheduler;
 
 use crate::engine::signal::AbortOnDrop;
-use crate::engine::Engine;
+use crate::engine::state::Engine;
 
 /// The long-lived parts of a home's scheduling process besides the scheduler's loop, each named:
 /// the housekeeper (worktree runs' pushes, worktree cleanup, retention), the usage probe (accounts

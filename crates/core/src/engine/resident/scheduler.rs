@@ -23,8 +23,8 @@
 use crate::engine::run::queue::{self, queued_row};
 use crate::engine::run::finalize;
 use super::held;
-use crate::engine::Core;
-use crate::engine::Engine;
+use crate::engine::state::Core;
+use crate::engine::state::Engine;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{self, Routine, RoutineSet};
@@ -182,7 +182,7 @@ impl Scheduler {
             }
             // Runs (and queued runs) whose engine is gone — e.g. `nightshiftctl run` without
             // --wait, or a CLI that was killed — are adopted here, so they end up recorded.
-            if let Err(e) = self.engine.recover(crate::engine::RecoveryMode::Adopt).await {
+            if let Err(e) = self.engine.recover(crate::engine::run::recovery::RecoveryMode::Adopt).await {
                 tracing::warn!(error = %e, "could not adopt orphaned runs");
             }
             let now = self.core().clock.now();
@@ -247,7 +247,7 @@ impl Scheduler {
             if next >= deadline {
                 return;
             }
-            if let Err(e) = self.engine.recover(crate::engine::RecoveryMode::Adopt).await {
+            if let Err(e) = self.engine.recover(crate::engine::run::recovery::RecoveryMode::Adopt).await {
                 tracing::warn!(error = %e, "could not adopt orphaned runs");
             }
         }

@@ -2,7 +2,7 @@
 //! (with the account's config dir and credential), the executable found, the process spawned.
 
 use crate::engine::accounts::{credentials_env, RunCreds, Where};
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::agents::{self, AgentDriver};
 use crate::routine::prompt::{render, PromptContext};
 use crate::routine::{Action, Routine};

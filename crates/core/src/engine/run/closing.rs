@@ -5,7 +5,7 @@
 //! nothing left to do and the same summary.
 
 use super::live::LiveRun;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::agents::Outcome;
 use crate::run::{Changes, RunStatus};
 use crate::run_dir::RunDir;

@@ -8,13 +8,13 @@
 use crate::engine::accounts::{self, AccountPlan};
 use super::attempt::{archive_attempt_logs, spawn_attempt};
 use super::finalize::{self, RunEnd};
-use super::followed::Following;
+use crate::engine::followed::Following;
 use super::remote_run;
 use super::judge::classify;
 use super::retry::{self, Next, RunFacts};
 use super::live::{Ending, LiveRun};
 use super::supervise::{supervise, Proc};
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::accounts::Account;
 use crate::run_dir::RunDir;
 use crate::agents::Outcome;

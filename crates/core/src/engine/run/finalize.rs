@@ -9,10 +9,10 @@
 use crate::engine::signal::Wake;
 use super::judge::classify;
 use super::closing::Closed;
-use super::followed::Following;
+use crate::engine::followed::Following;
 use super::live::{Ending, LiveRun};
 use crate::engine::problems::About;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::agents::Outcome;
 use crate::events::EngineEvent;
 use crate::run::{Attempt, RunRecord, RunStatus};

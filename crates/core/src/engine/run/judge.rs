@@ -4,7 +4,7 @@
 //! judged: the driver, settling and recovery all come here.
 
 use super::live::{Ending, LiveRun};
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::agents::{Outcome, RunOutput};
 use crate::words::Agent;
 use crate::run::{Reason, RunStatus};

@@ -9,7 +9,6 @@ pub(crate) mod attempt;
 pub(crate) mod closing;
 pub(crate) mod driver;
 pub(crate) mod finalize;
-pub(crate) mod followed;
 pub(crate) mod judge;
 pub mod lanes;
 pub(crate) mod live;

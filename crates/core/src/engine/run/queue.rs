@@ -17,7 +17,7 @@ use super::live::{Ending, LiveRun};
 use super::driver;
 use super::finalize;
 use crate::engine::signal;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::routine::{AccountChoice, Routine, RoutineSet};

@@ -15,7 +15,7 @@ use super::finalize::{self, RunEnd};
 use super::remote_run::{self, RemoteProc};
 use super::live::{Ending, LiveRun};
 use super::supervise::{supervise, Proc};
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::error::Result;
 use crate::runner::process;
 use std::sync::Arc;

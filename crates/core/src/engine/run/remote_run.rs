@@ -10,7 +10,7 @@
 
 use super::live::{Ending, LiveRun};
 use crate::routine::Routine;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::run::Reason;
 use crate::run_dir::RunDir;
 use crate::runner::remote::{self, Failure, RemoteCommand, OnHost, Target};

@@ -3,7 +3,7 @@
 
 use super::closing::scrub_logs;
 use super::live::{Ending, LiveRun};
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::events::EngineEvent;
 use crate::run_dir::RunDir;
 use crate::runner::follow::follow;

@@ -8,7 +8,7 @@
 //! in the run's change summary (`changes.push`).
 
 use crate::engine::signal::AbortOnDrop;
-use crate::engine::Core;
+use crate::engine::state::Core;
 use crate::run::PushState;
 use crate::run::Channel;
 use crate::store::{Delivery, KeptWorktree};

@@ -6,7 +6,7 @@
 //! marked, the directory deleted — so a prune killed at any point leaves each run either whole or
 //! marked, never half-deleted; the next prune marks what was renamed and deletes what is left.
 
-use crate::engine::Core;
+use crate::engine::state::Core;
 use std::path::{Path, PathBuf};
 
 /// Runs looked at per prune (the hourly pass continues where it stopped).

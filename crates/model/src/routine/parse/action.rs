@@ -105,14 +105,14 @@ pub(super) fn action(cx: &mut Cx<'_>, f: &Fields<'_>) -> (Option<Action>, Guard,
                     }
                 }
                 for (key, _, pos) in &settings {
-                    if let Some(why) = rules::refused_config(agent, key) {
+                    if let Some(why) = rules::refused_config(d, key) {
                         cx.err(*pos, why);
                     } else if let Some(why) = d.config_ignored() {
                         cx.warn(*pos, format!("`config.{key}` is ignored: {why}"));
                     }
                 }
                 for (arg, pos) in &args {
-                    if let Some(why) = rules::refused_arg(agent, arg) {
+                    if let Some(why) = rules::refused_arg(d, arg) {
                         cx.err(*pos, format!("`args`: {why}"));
                     }
                 }

@@ -69,7 +69,7 @@ pub(super) fn setup(cx: &mut Cx<'_>, f: &Fields<'_>, action: Option<&Action>) ->
     }
     if let Some(Action::Agent { agent, .. }) = action {
         for k in env.keys() {
-            if let Some(why) = rules::refused_env(*agent, k) {
+            if let Some(why) = rules::refused_env(crate::agents::driver(*agent), k) {
                 cx.err(f.pos("env"), why);
             }
         }
