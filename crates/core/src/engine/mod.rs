@@ -3,18 +3,19 @@
 //! It owns the home, settings, store, clock, event channel and settle hooks — no globals: two
 //! engines on two homes live side by side in one process (tests do exactly that).
 //!
-//! A run's life, and the module for each part (no module imports one that imports it back):
-//! `queue` (a queued row; dispatch passes decided by `lanes`) → `driver` (preflight with
-//! `accounts`, each try prepared by `attempt` and watched by `supervise`; the run as they all see
-//! it is `live`; this engine holds it through `followed`) → `judge` (how it ended, and the
-//! verdict) → `closing` (its files closed) → `finalize` (the final row and its outbox entry, in
-//! one transaction, then its announcement) → `delivery` (the notification). `recovery` takes over what a dead engine left;
-//! `scheduler` fires slots and makes up `held` work; `signal` carries wake-ups and final records
-//! back without a step importing its caller.
+//! Its parts, by concern, each a folder that imports only folders below it (the floors test
+//! holds them): `accounts/` (which account and credential a try gets) → `outbox/` (what a final
+//! row owes, and its delivery) → `upkeep/` (pushes, worktrees, retention) → `run/` (a run's
+//! life: `queue` → `driver` → `judge` → `closing` → `finalize`; `recovery` takes over what a dead
+//! engine left) → `inbound/` (deliveries, GitHub polling) → `resident/` (the scheduler's loop and
+//! held work). Below them all: `state` (the `Core` every part shares) and the plumbing it holds —
+//! `signal` (wake-ups), `followed` (who holds a run here), `live_settings`, `catalog`, `problems`.
 //!
-//! This file is the engine's whole public surface — short methods, each a door to a module
-//! below — so it is the one module read top to bottom to learn what the engine offers, and longer
-//! than the rest for that reason.
+//! This file is the engine's door: most of what the faces call is here, short methods each a door
+//! to a part below. The `Engine` methods of one concern that are more than a door live beside it,
+//! in an `impl Engine` of their own: accounts (`accounts/mod.rs`), routines' secrets
+//! (`accounts/secrets.rs`), writing routines (`authoring.rs`), hosts (`hosts.rs`), deliveries and
+//! polling (`inbound/`), and test set-up (`testing.rs`, feature `test-support`).
 
 mod accounts;
 mod inbound;
