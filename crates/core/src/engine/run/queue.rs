@@ -31,6 +31,9 @@ use tokio::sync::oneshot;
 
 /// How often an engine with waiting runs looks again without being woken.
 const WAITING_POLL: Duration = Duration::from_secs(1);
+/// How long a wait for a run's end trusts this engine to settle it before it also watches for
+/// another process doing so (and reads the row once).
+const FIRST_LOOK: Duration = Duration::from_secs(1);
 /// How long a wait for a run's end goes without looking at its row when nothing woke it (only
 /// where the wake file cannot be watched does that matter).
 const SAFETY_LOOK: Duration = Duration::from_secs(30);
@@ -52,22 +55,26 @@ pub struct RunHandle {
 impl RunHandle {
     /// Wait until the run is final (and, when this engine settled it, its settle hooks ran).
     /// A run finalized by another process (cancelled from the window, say) ends the wait too: its
-    /// settling touched the home's wake file, which wakes this wait to read the row — the store is
-    /// not polled (a slow look every [`SAFETY_LOOK`] only in case the file cannot be watched).
+    /// settling touched the home's wake file, which wakes this wait to read the row. The store is
+    /// not polled: its row is read once after [`FIRST_LOOK`] — most runs are settled here before
+    /// that, and their wait costs no watch at all — and then whenever the wake file is touched (a
+    /// slow look every [`SAFETY_LOOK`] only in case the file cannot be watched).
     pub async fn wait(self) -> Result<RunRecord> {
         let RunHandle { id, mut done, core, .. } = self;
         let woken = Arc::new(tokio::sync::Notify::new());
-        let _watch = signal::watch_wake_file(&core, Vec::new(), {
-            let woken = Arc::clone(&woken);
-            move || woken.notify_one()
-        });
+        let mut watch = None;
         loop {
             tokio::select! {
                 rec = &mut done => {
                     return rec.map_err(|_| Error::new(ErrorCode::StoreUnavailable, format!("run {id} could not be settled; see the log"))).and_then(|r| r);
                 }
-                _ = woken.notified() => {}
-                _ = tokio::time::sleep(SAFETY_LOOK) => {}
+                _ = woken.notified(), if watch.is_some() => {}
+                _ = tokio::time::sleep(if watch.is_some() { SAFETY_LOOK } else { FIRST_LOOK }) => {}
+            }
+            // Watched before the row is read: a settle right after the read still wakes the wait.
+            if watch.is_none() {
+                let woken = Arc::clone(&woken);
+                watch = Some(signal::watch_wake_file(&core, Vec::new(), move || woken.notify_one()));
             }
             let (core2, id2) = (Arc::clone(&core), id.clone());
             if let Ok(Ok(rec)) = tokio::task::spawn_blocking(move || core2.store.get_run(&id2)).await {
