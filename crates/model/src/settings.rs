@@ -455,8 +455,8 @@ mod tests {
         let path = dir.path().join("nightshift.toml");
         std::fs::write(&path, "[[accounts]]\nagent = \"opencode\"\nemail = \"o@x.dev\"\nprovider = \"openrouter\"\n").unwrap();
         assert_eq!(Settings::load(&path).unwrap().accounts[0].provider.as_deref(), Some("openrouter"));
-        assert_eq!(crate::accounts::provider_key_var("openrouter"), "OPENROUTER_API_KEY");
-        assert_eq!(crate::accounts::provider_key_var("amazon-bedrock"), "AMAZON_BEDROCK_API_KEY");
+        assert_eq!(crate::agents::auth::provider_key_var("openrouter"), "OPENROUTER_API_KEY");
+        assert_eq!(crate::agents::auth::provider_key_var("amazon-bedrock"), "AMAZON_BEDROCK_API_KEY");
         std::fs::write(&path, "[[accounts]]\nagent = \"codex\"\nemail = \"c@x.dev\"\nprovider = \"openai\"\n").unwrap();
         assert!(Settings::load(&path).unwrap_err().to_string().contains("`provider` of c@x.dev names the provider of an OpenCode or Copilot account's key; codex has one provider"));
         std::fs::write(&path, "[[accounts]]\nagent = \"opencode\"\nemail = \"o@x.dev\"\nprovider = \"Open AI\"\n").unwrap();

@@ -10,7 +10,6 @@
 pub mod keychain;
 pub mod redact;
 
-pub use crate::agents::auth::provider_key_var;
 use crate::agents::driver;
 pub use crate::agents::AgentAuth;
 use crate::home::Home;

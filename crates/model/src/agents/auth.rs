@@ -29,7 +29,6 @@ pub struct AgentAuth {
     pub more_dirs: &'static [(&'static str, &'static str)],
 }
 
-
 /// `openai` → `OPENAI_API_KEY`, `amazon-bedrock` → `AMAZON_BEDROCK_API_KEY`.
 pub fn provider_key_var(provider: &str) -> String {
     let word: String = provider.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();

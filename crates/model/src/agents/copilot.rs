@@ -173,7 +173,7 @@ impl AgentDriver for Copilot {
 
     /// Copilot writes config.json on first start; it names a user only after `copilot login`.
     fn login(&self, config_dir: &Path) -> LoginFacts {
-        let file = config_dir.join("config.json");
+        let file = self.auth().map(|a| config_dir.join(a.login_file)).unwrap_or_default();
         LoginFacts { present: std::fs::read_to_string(file).is_ok_and(|t| t.contains("\"lastLoggedInUser\"")), ..LoginFacts::default() }
     }
 

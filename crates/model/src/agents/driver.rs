@@ -172,8 +172,7 @@ pub trait AgentDriver: Send + Sync {
     }
     /// Why an account's `provider` is not one this agent's accounts may have, if it is not. By
     /// default the agent has one provider and the field is refused.
-    fn provider_problem(&self, email: &str, provider: &str) -> Option<String> {
-        let _ = provider;
+    fn provider_problem(&self, email: &str, _provider: &str) -> Option<String> {
         Some(format!("`provider` of {email} names the provider of an OpenCode or Copilot account's key; {} has one provider", self.agent().as_str()))
     }
     /// The variable an account's stored secret goes in when its `provider` says so, instead of

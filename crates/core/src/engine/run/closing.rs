@@ -4,7 +4,7 @@
 //! is written. Blocking (call off the async workers); done again by a second settler, it finds
 //! nothing left to do and the same summary.
 
-use super::live::LiveRun;
+use super::live::{Ending, LiveRun};
 use crate::engine::state::Core;
 use crate::agents::Outcome;
 use crate::run::{Changes, RunStatus};
@@ -17,13 +17,13 @@ pub(crate) struct Closed {
     pub report_path: Option<String>,
     /// What the run changed in its git workspace.
     pub changes: Option<Changes>,
-    /// The exit code its wrapper wrote, for an ending that did not carry one.
-    pub recorded_exit_code: Option<i32>,
-    /// Whether the run ever wrote output (a run blocked or cancelled before it started did not).
-    pub has_output: bool,
+    /// Its exit code: the ending's own, else what its wrapper wrote (read only then).
+    pub exit_code: Option<i32>,
+    /// Blocked or cancelled before it wrote any output (looked at only for those endings).
+    pub never_started: bool,
 }
 
-pub(crate) fn close(core: &Core, run: &LiveRun, outcome: &Outcome) -> Closed {
+pub(crate) fn close(core: &Core, run: &LiveRun, ending: &Ending, outcome: &Outcome) -> Closed {
     // What the live scrubber has not covered yet (for a run settled from its files: all of it).
     scrub_logs(core, run, true);
     // Its workspace: what a worktree run left uncommitted is committed on its branch, whatever
@@ -47,7 +47,12 @@ pub(crate) fn close(core: &Core, run: &LiveRun, outcome: &Outcome) -> Closed {
         },
         _ => None,
     };
-    Closed { report_path, changes, recorded_exit_code: crate::runner::process::recorded_exit_code(&run.run_dir), has_output: dir.stdout().exists() }
+    let exit_code = match ending {
+        Ending::Exited(code) => *code,
+        _ => crate::runner::process::recorded_exit_code(&run.run_dir),
+    };
+    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !dir.stdout().exists();
+    Closed { report_path, changes, exit_code, never_started }
 }
 
 /// Mask secrets in the run's logs from where the last scrub stopped (blocking: call off the

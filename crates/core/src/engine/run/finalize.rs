@@ -79,10 +79,10 @@ async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following:
     };
     // One pass down: the verdict (judge), the run's files closed (closing), then the row.
     let (outcome, closed) = {
-        let (core, run) = (Arc::clone(core), run.clone());
+        let (core, run, ending) = (Arc::clone(core), run.clone(), ended.ending.clone());
         match tokio::task::spawn_blocking(move || {
             let outcome = super::judge::verdict(&core, &run, outcome);
-            let closed = super::closing::close(&core, &run, &outcome);
+            let closed = super::closing::close(&core, &run, &ending, &outcome);
             (outcome, closed)
         })
         .await
@@ -249,23 +249,18 @@ fn row(now: DateTime<Utc>, run: &LiveRun, ended: RunEnd, outcome: Outcome, close
             next_at: None,
         });
     }
-    let exit_code = match &ending {
-        Ending::Exited(code) => *code,
-        _ => closed.recorded_exit_code,
-    };
     // Never before the start, never after now (clocks of different processes disagree a little).
     let finished_at = finished_at.map(|t| t.clamp(run.started_at, now.max(run.started_at))).unwrap_or(now);
-    let never_started = matches!(ending, Ending::Blocked { .. } | Ending::Cancelled) && !closed.has_output;
     FinalRow {
         status: outcome.status(),
         reason: outcome.reason,
         message: outcome.message.clone(),
-        exit_code,
+        exit_code: closed.exit_code,
         account,
         resets_at: outcome.resets_at,
         attempts,
         finished_at,
-        duration_ms: (!never_started).then(|| (finished_at - run.started_at).num_milliseconds().max(0) as u64),
+        duration_ms: (!closed.never_started).then(|| (finished_at - run.started_at).num_milliseconds().max(0) as u64),
         cost_usd: outcome.cost_usd,
         usage: outcome.usage.clone(),
         session_id: outcome.session_id.clone(),
