@@ -214,7 +214,7 @@ pub struct AccountSettings {
 pub fn options_problem(agent: Agent, email: &str, reserve: Option<u8>, usage_probe: bool) -> Option<String> {
     if reserve.is_some_and(|r| r > 100) {
         Some(format!("`reserve` of {email} is a percent of its windows: 0 to 100"))
-    } else if usage_probe && !crate::agents::driver(agent).has_usage_endpoint() {
+    } else if usage_probe && crate::agents::driver(agent).usage_endpoint().is_none() {
         Some(format!("`usage_probe` of {email} reads Claude's OAuth usage endpoint; {} has none (its windows come from its runs)", agent.as_str()))
     } else {
         None

@@ -18,6 +18,8 @@ use super::tail::LogTail;
 use super::auth::{AgentAuth, LoginFacts};
 use super::driver::Controlled;
 use super::call::Mode;
+use super::usage_endpoint::{LoginToken, UsageEndpoint};
+use crate::run::LimitWindow;
 use crate::run::{Reason, RunStatus};
 use crate::words::Agent;
 use chrono::{DateTime, Utc};
@@ -108,9 +110,9 @@ impl AgentDriver for Claude {
         Some(".claude")
     }
 
-    /// Anthropic's OAuth usage endpoint (`engine::usage_probe`).
-    fn has_usage_endpoint(&self) -> bool {
-        true
+    /// Anthropic's OAuth usage endpoint (see [`UsageEndpoint for Claude`](#impl-UsageEndpoint-for-Claude)).
+    fn usage_endpoint(&self) -> Option<&'static dyn UsageEndpoint> {
+        Some(&Claude)
     }
 
     fn program(&self) -> &'static str {
@@ -527,4 +529,96 @@ fn without_result(facts: &Facts, lines: &[String], exit_code: Option<i32>, stder
         o.message = Some(format!("{} (last API error: {retry})", o.message.unwrap_or_default()));
     }
     o
+}
+
+/// Anthropic's OAuth usage endpoint (`GET /api/oauth/usage` with `anthropic-beta:
+/// oauth-2025-04-20`, the request CodexBar makes), asked with the access token of the account's
+/// Claude login, else its stored setup token.
+impl UsageEndpoint for Claude {
+    fn headers(&self) -> &'static [(&'static str, &'static str)] {
+        &[("anthropic-beta", "oauth-2025-04-20")]
+    }
+
+    fn login_token(&self, login: &Value, now: DateTime<Utc>) -> Option<LoginToken> {
+        let oauth = &login["claudeAiOauth"];
+        let token = oauth["accessToken"].as_str().filter(|t| !t.is_empty())?;
+        let expired = oauth["expiresAt"].as_i64().and_then(DateTime::from_timestamp_millis).is_some_and(|t| t <= now);
+        Some(LoginToken { token: token.to_string(), expired })
+    }
+
+    /// `five_hour`, `seven_day` and each model's weekly one (`seven_day_opus`, …) that is not
+    /// null; `utilization` is a percent, `resets_at` a time.
+    fn windows(&self, answer: &Value, now: DateTime<Utc>) -> Vec<LimitWindow> {
+        let Some(all) = answer.as_object() else { return Vec::new() };
+        let mut out: Vec<LimitWindow> = all
+            .iter()
+            .filter(|(k, _)| *k == "five_hour" || k.starts_with("seven_day"))
+            .filter_map(|(k, w)| {
+                let used = w["utilization"].as_f64()?.clamp(0.0, 100.0);
+                Some(LimitWindow {
+                    window: k.clone(),
+                    used_percent: used,
+                    resets_at: w["resets_at"].as_str().and_then(crate::words::parse_time),
+                    // The endpoint gives no status word: the share says it.
+                    status: LimitWindow::status_for_share(used).into(),
+                    seen_at: now,
+                    run_id: None,
+                })
+            })
+            .collect();
+        out.sort_by_key(|w| (w.window != "five_hour", w.window != "seven_day", w.window.clone()));
+        out
+    }
+
+    fn refusal_hint(&self, status: u16) -> &'static str {
+        match status {
+            401 => " — the sign-in was refused; sign in again (`claude /login` in the account's config dir)",
+            403 => " — the token may not read usage (a `claude setup-token` token cannot: it lacks the user:profile scope; sign in with `claude /login` in the account's config dir)",
+            _ => "",
+        }
+    }
+
+    fn no_token(&self, email: &str, config_dir: &std::path::Path, expired: bool) -> String {
+        if expired {
+            format!("the Claude login in {} has expired (Claude Code refreshes it on its next run; Nightshift refreshes nothing)", config_dir.display())
+        } else {
+            format!("{email} has no sign-in to ask with: sign in with `claude /login` in {}", config_dir.display())
+        }
+    }
+}
+
+#[cfg(test)]
+mod usage_endpoint_tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoints_windows_are_read_as_percent_with_their_resets() {
+        let v = serde_json::json!({
+            "five_hour": {"utilization": 61.0, "resets_at": "2026-12-03T23:59:59.571404+00:00"},
+            "seven_day": {"utilization": 22.0, "resets_at": "2026-12-08T09:59:59.571468+00:00"},
+            "seven_day_opus": null,
+            "seven_day_sonnet": {"utilization": 101.0, "resets_at": null},
+            "extra_usage": {"is_enabled": false, "utilization": null}
+        });
+        let got: Vec<(String, f64, Option<String>, String)> = Claude.windows(&v, Utc::now()).into_iter().map(|w| (w.window, w.used_percent, w.resets_at.map(|t| crate::words::fmt_time(&t)), w.status)).collect();
+        assert_eq!(
+            got,
+            [
+                ("five_hour".to_string(), 61.0, Some("2026-12-03T23:59:59.571Z".to_string()), "allowed".to_string()),
+                ("seven_day".to_string(), 22.0, Some("2026-12-08T09:59:59.571Z".to_string()), "allowed".to_string()),
+                ("seven_day_sonnet".to_string(), 100.0, None, "rejected".to_string()),
+            ]
+        );
+        assert!(Claude.windows(&serde_json::json!({"error": "x"}), Utc::now()).is_empty());
+    }
+
+    #[test]
+    fn the_login_token_says_when_it_has_expired() {
+        let now = Utc::now();
+        let login = |ms: i64| serde_json::json!({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "expiresAt": ms}});
+        let fresh = Claude.login_token(&login(now.timestamp_millis() + 60_000), now).unwrap();
+        assert!(!fresh.expired && fresh.token == "sk-ant-oat01-x");
+        assert!(Claude.login_token(&login(now.timestamp_millis() - 1), now).unwrap().expired);
+        assert!(Claude.login_token(&serde_json::json!({"claudeAiOauth": {"accessToken": ""}}), now).is_none());
+    }
 }

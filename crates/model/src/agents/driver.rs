@@ -201,9 +201,10 @@ pub trait AgentDriver: Send + Sync {
     fn secret_note(&self, _provider: Option<&str>) -> Option<String> {
         None
     }
-    /// Whether the vendor has a usage endpoint an account may opt in to probe (`usage_probe`).
-    fn has_usage_endpoint(&self) -> bool {
-        false
+    /// The vendor's usage endpoint, when it has one an account may opt in to probe
+    /// (`usage_probe`).
+    fn usage_endpoint(&self) -> Option<&'static dyn super::usage_endpoint::UsageEndpoint> {
+        None
     }
 }
 

@@ -16,6 +16,7 @@ mod patterns;
 pub mod rules;
 pub mod tail;
 pub mod transcript;
+pub mod usage_endpoint;
 
 pub use crate::run::Usage;
 use crate::words::Agent;
@@ -24,6 +25,7 @@ pub use call::{split_tool_rule, Call, Effort, Guard, Mode};
 pub use driver::{AgentDriver, Controlled, Invocation, Outcome, RunOutput};
 pub use tail::LogTail;
 pub use transcript::{LogEntry, LogKind};
+pub use usage_endpoint::{LoginToken, UsageEndpoint};
 
 /// The one place an agent's word becomes its module.
 pub fn driver(agent: Agent) -> &'static dyn AgentDriver {

@@ -1,24 +1,22 @@
-//! The opt-in usage probe: `[[accounts]] usage_probe = true` on a Claude account reads its
-//! windows from Claude's OAuth usage endpoint (`GET /api/oauth/usage`, `anthropic-beta:
-//! oauth-2025-04-20`, the request CodexBar makes) — at most every [`PROBE_EVERY`] per account, and
-//! only while a scheduler runs (the app, `nightshiftctl daemon`, `serve`). Off by default: it is a
-//! request the user did not otherwise make. What it reads is stored like a run's report of the
-//! windows (no run named), and a mark it is the first to pass is told as a notice.
+//! The opt-in usage probe: `[[accounts]] usage_probe = true` on an account whose agent has a
+//! usage endpoint ([`crate::agents::UsageEndpoint`], said in the agent's own file — today
+//! Claude's) reads its windows from it — at most every [`PROBE_EVERY`] per account, and only while
+//! a scheduler runs (the app, `nightshiftctl daemon`, `serve`). Off by default: it is a request the
+//! user did not otherwise make. What it reads is stored like a run's report of the windows (no run
+//! named), and a mark it is the first to pass is told as a notice.
 //!
-//! The token is the account's own sign-in: the access token of its Claude login
-//! (`.credentials.json` in its config dir), else its stored setup token. Nothing is refreshed:
-//! an expired login is reported and waits for Claude Code's next run to refresh it.
+//! The token is the account's own sign-in: the access token of its login file, else its stored
+//! token. Nothing is refreshed: an expired login is reported and waits for the agent's next run.
 
 use crate::engine::state::Core;
 use crate::events::EngineEvent;
+use crate::agents::UsageEndpoint;
 use crate::run::LimitWindow;
 use chrono::{DateTime, Duration, Utc};
 use std::sync::Arc;
 
 /// The least time between two probes of one account.
 pub const PROBE_EVERY: Duration = Duration::minutes(10);
-/// Claude's usage endpoint wants this beta flag with an OAuth token.
-const BETA: &str = "oauth-2025-04-20";
 
 /// Probe every opted-in account that is due, for as long as the returned handle lives.
 pub(crate) fn start(core: &Arc<Core>) -> crate::engine::signal::AbortOnDrop {
@@ -33,13 +31,14 @@ pub(crate) fn start(core: &Arc<Core>) -> crate::engine::signal::AbortOnDrop {
     })
 }
 
-/// Probe each opted-in Claude account not probed in the last [`PROBE_EVERY`]; returns the
+/// Probe each opted-in account not probed in the last [`PROBE_EVERY`]; returns the
 /// accounts probed.
 pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
     let settings = core.settings();
     let now = core.clock.now();
     let mut probed = Vec::new();
-    for wanted in settings.accounts.iter().filter(|a| a.usage_probe && crate::agents::driver(a.agent).has_usage_endpoint()) {
+    for wanted in settings.accounts.iter().filter(|a| a.usage_probe) {
+        let Some(endpoint) = crate::agents::driver(wanted.agent).usage_endpoint() else { continue };
         let was_failing = {
             let mut last = core.probed_at.lock().unwrap_or_else(|e| e.into_inner());
             let before = last.get(&wanted.email).copied();
@@ -52,7 +51,7 @@ pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
         };
         let Some(account) = core.accounts().into_iter().find(|a| a.email == wanted.email && a.agent == wanted.agent) else { continue };
         probed.push(account.email.clone());
-        let result = probe(core, http, &settings.usage_probe_url, &account, now);
+        let result = probe(core, http, endpoint, &settings.usage_probe_url, &account, now);
         if let Some(entry) = core.probed_at.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&account.email) {
             entry.1 = result.is_err();
         }
@@ -88,94 +87,39 @@ fn record(core: &Core, account: &str, windows: &[LimitWindow]) {
 }
 
 /// One request: the account's windows now, or why not in words (never the token).
-fn probe(core: &Core, http: &ureq::Agent, url: &str, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<Vec<LimitWindow>, String> {
-    let token = token_of(core, account, now)?;
+fn probe(core: &Core, http: &ureq::Agent, endpoint: &dyn UsageEndpoint, url: &str, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<Vec<LimitWindow>, String> {
+    let token = token_of(core, endpoint, account, now)?;
     core.redactor.register(&token);
-    let response = http.get(url).set("Authorization", &format!("Bearer {token}")).set("anthropic-beta", BETA).set("Accept", "application/json").call();
-    let body = match response {
+    let mut request = http.get(url).set("Authorization", &format!("Bearer {token}")).set("Accept", "application/json");
+    for (name, value) in endpoint.headers() {
+        request = request.set(name, value);
+    }
+    let body = match request.call() {
         Ok(r) => r.into_string().map_err(|e| format!("could not read the usage endpoint's answer: {e}"))?,
         Err(ureq::Error::Status(code, r)) => {
             let said: String = r.into_string().unwrap_or_default().chars().take(200).collect();
-            let hint = match code {
-                401 => " — the sign-in was refused; sign in again (`claude /login` in the account's config dir)",
-                403 => " — the token may not read usage (a `claude setup-token` token cannot: it lacks the user:profile scope; sign in with `claude /login` in the account's config dir)",
-                _ => "",
-            };
-            return Err(core.redactor.redact(&format!("the usage endpoint answered HTTP {code}: {}{hint}", said.trim())));
+            return Err(core.redactor.redact(&format!("the usage endpoint answered HTTP {code}: {}{}", said.trim(), endpoint.refusal_hint(code))));
         }
         Err(ureq::Error::Transport(t)) => return Err(format!("could not reach the usage endpoint {url}: {t}")),
     };
     let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| format!("the usage endpoint's answer is not JSON: {e}"))?;
-    let windows = windows_of(&v, now);
+    let windows = endpoint.windows(&v, now);
     if windows.is_empty() {
         return Err("the usage endpoint's answer holds no five-hour or seven-day window".into());
     }
     Ok(windows)
 }
 
-/// The account's OAuth access token: its Claude login's (unless expired), else its stored token.
-fn token_of(core: &Core, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<String, String> {
+/// The account's access token: its login's (unless expired), else its stored token.
+fn token_of(core: &Core, endpoint: &dyn UsageEndpoint, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<String, String> {
     let login = std::fs::read_to_string(account.config_dir.join(account.auth().login_file)).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    let oauth = login.as_ref().map(|l| &l["claudeAiOauth"]);
-    let login_token = oauth.and_then(|o| o["accessToken"].as_str()).filter(|t| !t.is_empty());
-    let expired = oauth.and_then(|o| o["expiresAt"].as_i64()).and_then(DateTime::from_timestamp_millis).is_some_and(|t| t <= now);
-    if let Some(token) = login_token.filter(|_| !expired) {
-        return Ok(token.to_string());
+    let from_login = login.as_ref().and_then(|l| endpoint.login_token(l, now));
+    if let Some(login) = from_login.as_ref().filter(|l| !l.expired) {
+        return Ok(login.token.clone());
     }
     // The stored token (a keychain read), only when the login cannot serve.
-    match (core.credential(account).token, login_token) {
-        (Some(stored), _) => Ok(stored),
-        (None, Some(_)) => Err(format!("the Claude login in {} has expired (Claude Code refreshes it on its next run; Nightshift refreshes nothing)", account.config_dir.display())),
-        (None, None) => Err(format!("{} has no sign-in to ask with: sign in with `claude /login` in {}", account.email, account.config_dir.display())),
-    }
-}
-
-/// The endpoint's windows: `five_hour`, `seven_day` and each model's weekly one
-/// (`seven_day_opus`, …) that is not null; `utilization` is a percent, `resets_at` a time.
-fn windows_of(v: &serde_json::Value, now: DateTime<Utc>) -> Vec<LimitWindow> {
-    let Some(all) = v.as_object() else { return Vec::new() };
-    let mut out: Vec<LimitWindow> = all
-        .iter()
-        .filter(|(k, _)| *k == "five_hour" || k.starts_with("seven_day"))
-        .filter_map(|(k, w)| {
-            let used = w["utilization"].as_f64()?.clamp(0.0, 100.0);
-            Some(LimitWindow {
-                window: k.clone(),
-                used_percent: used,
-                resets_at: w["resets_at"].as_str().and_then(crate::words::parse_time),
-                // The endpoint gives no status word: the share says it.
-                status: LimitWindow::status_for_share(used).into(),
-                seen_at: now,
-                run_id: None,
-            })
-        })
-        .collect();
-    out.sort_by_key(|w| (w.window != "five_hour", w.window != "seven_day", w.window.clone()));
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_endpoints_windows_are_read_as_percent_with_their_resets() {
-        let v = serde_json::json!({
-            "five_hour": {"utilization": 61.0, "resets_at": "2026-12-03T23:59:59.571404+00:00"},
-            "seven_day": {"utilization": 22.0, "resets_at": "2026-12-08T09:59:59.571468+00:00"},
-            "seven_day_opus": null,
-            "seven_day_sonnet": {"utilization": 101.0, "resets_at": null},
-            "extra_usage": {"is_enabled": false, "utilization": null}
-        });
-        let got: Vec<(String, f64, Option<String>, String)> = windows_of(&v, Utc::now()).into_iter().map(|w| (w.window, w.used_percent, w.resets_at.map(|t| crate::words::fmt_time(&t)), w.status)).collect();
-        assert_eq!(
-            got,
-            [
-                ("five_hour".to_string(), 61.0, Some("2026-12-03T23:59:59.571Z".to_string()), "allowed".to_string()),
-                ("seven_day".to_string(), 22.0, Some("2026-12-08T09:59:59.571Z".to_string()), "allowed".to_string()),
-                ("seven_day_sonnet".to_string(), 100.0, None, "rejected".to_string()),
-            ]
-        );
-        assert!(windows_of(&serde_json::json!({"error": "x"}), Utc::now()).is_empty());
+    match core.credential(account).token {
+        Some(stored) => Ok(stored),
+        None => Err(endpoint.no_token(&account.email, &account.config_dir, from_login.is_some())),
     }
 }
