@@ -1,9 +1,10 @@
 //! `nightshift.toml` edited while an engine runs: an account added, a webhook added, a broken edit.
 //! Each takes effect without a restart (within a second — the settings file is looked at at most
-//! once a second), and a broken file keeps the last good settings in force, said as a problem.
+//! once a second), and a broken file keeps the last good settings in force, said as a problem. The
+//! faces are told by the scheduler's file watch (reading the settings never announces).
 
 use nightshift_core::run::{RunStatus, Trigger};
-use nightshift_core::{Engine, EngineOptions};
+use nightshift_core::{Engine, EngineOptions, Scheduler};
 use nightshift_testkit::{secs, wait_until_async, Answer, TestHome, WebhookReceiver};
 use std::time::Duration;
 
@@ -21,12 +22,26 @@ async fn an_account_added_while_running_is_seen_and_a_broken_edit_keeps_the_last
     let engine = engine(&th);
     assert!(engine.accounts().is_empty());
     let mut events = engine.subscribe();
+    // The scheduler's loop, as the app and the daemon run it: it watches the file.
+    let shutdown = std::sync::Arc::new(tokio::sync::Notify::new());
+    let scheduling = {
+        let (engine, shutdown) = (engine.clone(), shutdown.clone());
+        tokio::spawn(async move { nightshift_core::daemon::run(&engine, Scheduler::new(engine.clone()), shutdown).await })
+    };
+    // It says the engine's state once its watches are set up.
+    let watching = tokio::time::timeout(secs(10), async {
+        while !matches!(events.recv().await, Ok(nightshift_core::EngineEvent::EngineState { .. })) {}
+    });
+    watching.await.expect("the scheduler's loop started");
 
     std::fs::write(&settings, "max_parallel = 2\n\n[[accounts]]\nemail = \"new@acme.dev\"\n").unwrap();
     wait_until_async("the new account", secs(5), || engine.accounts().iter().any(|a| a.email == "new@acme.dev")).await;
     let mut told = false;
-    while let Ok(ev) = events.try_recv() {
-        told |= matches!(ev, nightshift_core::EngineEvent::AccountsChanged);
+    let deadline = tokio::time::Instant::now() + secs(5);
+    while !told && tokio::time::Instant::now() < deadline {
+        if let Ok(Ok(ev)) = tokio::time::timeout(Duration::from_millis(200), events.recv()).await {
+            told |= matches!(ev, nightshift_core::EngineEvent::AccountsChanged);
+        }
     }
     assert!(told, "the faces are told the accounts changed");
 
@@ -41,6 +56,8 @@ async fn an_account_added_while_running_is_seen_and_a_broken_edit_keeps_the_last
     std::fs::write(&settings, "max_parallel = 3\n").unwrap();
     wait_until_async("the fix", secs(5), || engine.problems().is_empty() && engine.settings().max_parallel == 3).await;
     assert!(engine.accounts().is_empty(), "the account was removed from the file");
+    shutdown.notify_one();
+    scheduling.await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

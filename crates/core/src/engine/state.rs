@@ -128,18 +128,23 @@ impl Core {
         self.catalog.get(&self.home, &self.settings())
     }
 
-    /// The settings now (`nightshift.toml` is read again when it changed). A change is announced
-    /// to the faces (accounts, routines — a webhook's name decides whether a routine is valid) and
-    /// wakes the webhook deliverers (a new webhook gets one).
+    /// The settings now (`nightshift.toml` is read again when it changed). Only reads: a change
+    /// is announced where the file watch fires ([`Core::settings_file_changed`]).
     pub(crate) fn settings(&self) -> Arc<Settings> {
-        let (settings, changed) = self.live_settings.get(&self.problems);
-        if changed {
+        self.live_settings.get(&self.problems)
+    }
+
+    /// `nightshift.toml` changed on disk (the scheduler's file watch fired): read it now and, if
+    /// the settings changed since the faces were last told, tell them (accounts and routines may
+    /// have changed: a webhook's name decides whether a routine is valid) and wake the webhook
+    /// deliverer (a new webhook may be owed deliveries).
+    pub(crate) fn settings_file_changed(&self) {
+        if self.live_settings.reread(&self.problems) {
             for event in [EngineEvent::AccountsChanged, EngineEvent::RoutinesChanged] {
                 let _ = self.events.send(event);
             }
             self.wakes.kick(signal::Wake::Webhooks);
         }
-        settings
     }
 }
 

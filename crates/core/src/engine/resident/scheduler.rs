@@ -21,7 +21,6 @@
 //! * **No blocking**: a pass's store work runs on a blocking thread, never on the async workers.
 
 use crate::engine::run::queue::{self, queued_row};
-use crate::engine::run::finalize;
 use super::held;
 use crate::engine::state::Core;
 use crate::engine::state::Engine;
@@ -121,7 +120,7 @@ impl Scheduler {
         };
         *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()) = next_slots;
         for run in finals {
-            finalize::announce(&core, &run).await;
+            crate::engine::run::announce::announce(&core, &run).await;
         }
         for (id, why) in superseded {
             crate::engine::run::queue::supersede_waiting(&core, &id, &why).await;
@@ -205,8 +204,7 @@ impl Scheduler {
                     while settings_changes.try_recv().is_ok() {}
                     // Watched again before it is read: a change from now on is not missed.
                     _settings_watcher = watch_settings(&settings_path, settings_tx.clone());
-                    self.core().live_settings.forget();
-                    let _ = self.core().settings();
+                    self.core().settings_file_changed();
                     self.reload();
                     _wake_watcher = watch_wakes();
                     _watcher = watch_folders();

@@ -10,6 +10,7 @@ use crate::agents::Outcome;
 use crate::run::{Changes, RunStatus};
 use crate::run_dir::RunDir;
 use crate::runner::scrub;
+use std::sync::Arc;
 
 /// What closing the run's files left for its row.
 pub(crate) struct Closed {
@@ -23,7 +24,14 @@ pub(crate) struct Closed {
     pub never_started: bool,
 }
 
-pub(crate) fn close(core: &Core, run: &LiveRun, ending: &Ending, outcome: &Outcome) -> Closed {
+/// Close the run's files, off the async workers; `None` only when closing them failed outright
+/// (the row is then not written: recovery settles the run from its files).
+pub(crate) async fn close(core: &Arc<Core>, run: &LiveRun, ending: &Ending, outcome: &Outcome) -> Option<Closed> {
+    let (core, run, ending, outcome) = (Arc::clone(core), run.clone(), ending.clone(), outcome.clone());
+    tokio::task::spawn_blocking(move || close_files(&core, &run, &ending, &outcome)).await.ok()
+}
+
+fn close_files(core: &Core, run: &LiveRun, ending: &Ending, outcome: &Outcome) -> Closed {
     // What the live scrubber has not covered yet (for a run settled from its files: all of it).
     scrub_logs(core, run, true);
     // Its workspace: what a worktree run left uncommitted is committed on its branch, whatever

@@ -1,300 +1,34 @@
 //! The one way a run becomes final: settled after its process ended, blocked at preflight,
-//! cancelled while queued, interrupted — all go through [`settle`], which writes the row, the
-//! report and the outbox entry (what the run owes the user) in one transaction, exactly once.
-//!
-//! After the row is final: the faces are told (`run_finished`), the routine may be auto-paused,
-//! in-process settle hooks run (bounded), waiting callers get the record, and the queue and the
-//! outbox deliverer are woken — here and, through the wake file, in other processes.
+//! cancelled while queued, interrupted — the driver, the remote follower, recovery and cancel all
+//! enter through [`settle`], which goes down once: **judge** (how it ended, the verdict) → **close
+//! its files** (logs scrubbed, worktree committed, report written) → **record** (the final row and
+//! what it owes, in one transaction, exactly once) → **announce** (faces, auto-pause, hooks,
+//! waiters woken) — and lets go of the run.
 
-use crate::engine::signal::Wake;
-use super::judge::classify;
-use super::closing::Closed;
+use super::live::LiveRun;
+use super::{announce, closing, judge, record};
+pub(crate) use record::{RunEnd, Settled};
 use crate::engine::followed::Following;
-use super::live::{Ending, LiveRun};
-use crate::engine::problems::About;
 use crate::engine::state::Core;
-use crate::agents::Outcome;
-use crate::events::EngineEvent;
-use crate::run::{Attempt, RunRecord, RunStatus};
-use crate::runner::hooks::{run_hooks, HOOK_TIMEOUT};
-use crate::run::Channel;
-use crate::store::FinalRow;
-use chrono::{DateTime, Utc};
 use std::sync::Arc;
-use std::time::Duration;
 
-/// How a run ended, everything the final row needs. Built by the run's driver (or recovery,
-/// or cancel) — nothing is read back from the row.
-pub(crate) struct RunEnd {
-    pub ending: Ending,
-    /// The classification, when the driver already made it (failover decisions need it).
-    pub outcome: Option<Outcome>,
-    /// Earlier tries on other accounts (failover), oldest first.
-    pub attempts: Vec<Attempt>,
-    /// The account of the last try (or the one that blocked it).
-    pub account: Option<String>,
-    /// When the process ended, if not now (a run settled long after it ended).
-    pub finished_at: Option<DateTime<Utc>>,
-    /// Only a run still waiting may end this way (cancel while queued: a run that a dispatcher
-    /// started meanwhile is cancelled as a running run instead).
-    pub only_if_queued: bool,
-}
-
-impl RunEnd {
-    pub fn new(ending: Ending) -> RunEnd {
-        RunEnd { ending, outcome: None, attempts: Vec::new(), account: None, finished_at: None, only_if_queued: false }
-    }
-}
-
-/// What settling did.
-pub(crate) struct Settled {
-    /// The row as it stands now (`None` when it could not be written or read: settling goes on
-    /// trying in the background, and whoever waits has been told why).
-    pub record: Option<RunRecord>,
-    /// This call made the row final — not another engine first, nor (for a cancel while queued)
-    /// a start that won the race.
-    pub made_final: bool,
-}
-
-/// Classify (unless already done), write the report, finalize the row and its outbox entry once,
-/// then tell everyone. Whoever waits gets the final record, also when another engine finalized
-/// it first. `following`: this engine's hold on the run (its driver's, or recovery's), let go
-/// once the row is final — a cancel of a queued run has none (a driver that started the run
-/// meanwhile keeps its own).
+/// Judge, close, record, announce — once. Whoever waits gets the final record, also when another
+/// engine finalized it first. `following`: this engine's hold on the run (its driver's, or
+/// recovery's), let go once the row is final — a cancel of a queued run has none (a driver that
+/// started the run meanwhile keeps its own).
 pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following: Option<Following>) -> Settled {
     let mut following = following;
-    let settled = settle_inner(core, run, ended, &mut following).await;
+    let outcome = judge::judge(core, run, &ended).await;
+    let settled = match closing::close(core, run, &ended.ending, &outcome).await {
+        Some(closed) => record::record(core, run, ended, outcome, closed, &mut following).await,
+        None => Settled { record: None, made_final: false },
+    };
+    if let Some(record) = &settled.record {
+        announce::settled(core, record, settled.made_final).await;
+    }
     drop(following);
     if let Some(r) = &settled.record {
         core.runs.resolve(r);
     }
     settled
-}
-
-async fn settle_inner(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following: &mut Option<Following>) -> Settled {
-    let unrecorded = Settled { record: None, made_final: false };
-    let outcome = match ended.outcome.clone() {
-        Some(o) => o,
-        None => classify(core, run, &ended.ending).await,
-    };
-    // One pass down: the verdict (judge), the run's files closed (closing), then the row.
-    let (outcome, closed) = {
-        let (core, run, ending) = (Arc::clone(core), run.clone(), ended.ending.clone());
-        match tokio::task::spawn_blocking(move || {
-            let outcome = super::judge::verdict(&core, &run, outcome);
-            let closed = super::closing::close(&core, &run, &ending, &outcome);
-            (outcome, closed)
-        })
-        .await
-        {
-            Ok(done) => done,
-            Err(_) => return unrecorded,
-        }
-    };
-    let settlement = row(core.clock.now(), run, ended, outcome, closed);
-    // A database hiccup (locked, disk full) must not lose the run: retry; if it still fails, say
-    // so in words to whoever waits and keep trying in the background (the row stays open; if this
-    // process ends first, recovery settles it from the run's files — its exit code is kept there).
-    // What the run owes (its finish notification, webhooks, end ping, a pending push), by the
-    // rule a missed or skipped slot's row is written with too.
-    let row = crate::engine::outbox::owed::Final {
-        status: settlement.status,
-        reason: settlement.reason,
-        webhooks: &run.webhooks,
-        notify_missed: false,
-        pings: run.pings,
-        push_pending: settlement.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Pending),
-    };
-    let outbox: Vec<Channel> = crate::engine::outbox::owed::owed(&row, &core.settings());
-    let mut finalized = None;
-    let mut last_error = None;
-    for attempt in 0..5u32 {
-        match write_final(core, &run.id, &settlement, &outbox).await {
-            Ok(changed) => {
-                finalized = Some(changed);
-                break;
-            }
-            Err(e) => {
-                tracing::warn!(run = %run.id, attempt, error = %e, "could not finalize run record; retrying");
-                last_error = Some(e);
-            }
-        }
-        tokio::time::sleep(Duration::from_millis(200 * 2u64.pow(attempt))).await;
-    }
-    if finalized.is_none() {
-        let err = unrecorded_error(core, run, &settlement, last_error);
-        core.problems.tell(About::Unrecorded(run.id.clone()), err.message.clone());
-        // Said once: to whoever waits (the CLI prints it), else in the log.
-        if core.runs.fail(&run.id, &err) {
-            tracing::warn!(run = %run.id, "{}", err.message);
-        } else {
-            tracing::error!(run = %run.id, "{}", err.message);
-        }
-        core.emit_state();
-        // The run stays followed (the machine awake) until its row is written.
-        tokio::spawn(keep_trying(Arc::clone(core), run.id.clone(), settlement, outbox, following.take()));
-        return unrecorded;
-    }
-    let record = match core.store.get_run(&run.id) {
-        Ok(r) => r,
-        Err(e) => {
-            tracing::error!(run = %run.id, error = %e, "run record unreadable after settling");
-            return Settled { record: None, made_final: finalized == Some(true) };
-        }
-    };
-    // A lane is free: whatever waits may start, here and in other processes.
-    crate::engine::signal::wake(core);
-    if finalized == Some(true) {
-        tracing::info!(run = %run.id, routine = %run.routine, status = %record.status, "run settled");
-        announce(core, &record).await;
-    }
-    // Someone else may have settled it: no second event, no second hook call, but whoever waits
-    // for it gets the record either way.
-    Settled { record: Some(record), made_final: finalized == Some(true) }
-}
-
-/// One attempt at the final write, off the async workers.
-async fn write_final(core: &Arc<Core>, id: &str, settlement: &FinalRow, outbox: &[Channel]) -> crate::error::Result<bool> {
-    let (core, id, s, outbox) = (Arc::clone(core), id.to_string(), settlement.clone(), outbox.to_vec());
-    tokio::task::spawn_blocking(move || core.store.finalize(&id, &s, &outbox))
-        .await
-        .unwrap_or_else(|e| Err(crate::error::Error::new(crate::error::ErrorCode::StoreUnavailable, format!("finalizing failed: {e}"))))
-}
-
-/// "Run X ended (exit code 1) but could not be recorded: <why>" — one sentence for the user,
-/// naming the storage problem and its path when there is one, and where the result is kept.
-fn unrecorded_error(core: &Core, run: &LiveRun, s: &FinalRow, err: Option<crate::error::Error>) -> crate::error::Error {
-    let mut how = match (s.status, s.exit_code) {
-        (RunStatus::Completed | RunStatus::Failed, Some(code)) => format!("ended {} (exit code {code})", s.status),
-        (status, _) => format!("ended {status}"),
-    };
-    if let Some(m) = s.message.as_deref().filter(|_| s.exit_code.is_none()) {
-        how = format!("{how} ({m})");
-    }
-    let why = crate::fsutil::storage_trouble(core.home.data_dir())
-        .or_else(|| err.map(|e| e.message))
-        .unwrap_or_else(|| "the database could not be written".into());
-    // Never started (no process): recovery puts it back in the queue, so it is owed, not over.
-    if s.reason == Some(crate::run::Reason::SpawnFailed) && s.exit_code.is_none() {
-        return crate::error::Error::new(
-            crate::error::ErrorCode::StoreUnavailable,
-            format!("run {} of {} could not start: {why}. It stays queued and starts once the database can be written again (by the app, the daemon or the next Nightshift command).", run.id, run.routine),
-        );
-    }
-    crate::error::Error::new(
-        crate::error::ErrorCode::StoreUnavailable,
-        format!(
-            "run {} of {} {how} but could not be recorded: {why}. Nothing is lost: its exit code and output stay in {} and the run is recorded as soon as the database can be written again (by this process, or the next Nightshift command).",
-            run.id,
-            run.routine,
-            run.run_dir.display()
-        ),
-    )
-}
-
-/// Long after the quick retries: keep offering the final row every 10 s while this process
-/// lives; once written, the run is announced as any other.
-async fn keep_trying(core: Arc<Core>, id: String, settlement: FinalRow, outbox: Vec<Channel>, following: Option<Following>) {
-    loop {
-        tokio::time::sleep(Duration::from_secs(10)).await;
-        match write_final(&core, &id, &settlement, &outbox).await {
-            Ok(changed) => {
-                core.problems.clear(&About::Unrecorded(id.clone()));
-                drop(following);
-                if let Ok(record) = core.store.get_run(&id) {
-                    crate::engine::signal::wake(&core);
-                    if changed {
-                        tracing::info!(run = %id, status = %record.status, "run recorded after the database became writable again");
-                        announce(&core, &record).await;
-                    }
-                }
-                core.emit_state();
-                return;
-            }
-            Err(e) => tracing::debug!(run = %id, error = %e, "the run still cannot be recorded"),
-        }
-    }
-}
-
-/// Tell the faces, auto-pause, run the in-process hooks: once per final row.
-pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
-    core.emit(EngineEvent::RunFinished { run: Box::new(record.clone()) });
-    core.emit_state();
-    if record.notified.is_some() {
-        core.wakes.kick(Wake::Notifier);
-    }
-    core.wakes.kick(Wake::Webhooks);
-    if matches!(record.status, RunStatus::Missed | RunStatus::Skipped) {
-        return;
-    }
-    auto_pause(core, record);
-    let hooks = core.hooks.read().unwrap_or_else(|e| e.into_inner()).clone();
-    run_hooks(&hooks, record, HOOK_TIMEOUT).await;
-}
-
-/// The final row from how the run ended, the verdict and what closing its files gave: the last
-/// attempt appended, the end time the process's own. Pure: nothing is read or written here.
-fn row(now: DateTime<Utc>, run: &LiveRun, ended: RunEnd, outcome: Outcome, closed: Closed) -> FinalRow {
-    let RunEnd { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
-    // The last try joins the list once there is a list (failover, a retry, a wait) or an account.
-    if (account.is_some() || !attempts.is_empty()) && !matches!(ending, Ending::Blocked { .. }) && !only_if_queued {
-        attempts.push(Attempt {
-            account: account.clone(),
-            status: outcome.status(),
-            reason: outcome.reason,
-            message: outcome.message.clone(),
-            resets_at: outcome.resets_at,
-            started_at: Some(run.started_at),
-            finished_at: Some(finished_at.unwrap_or(now)),
-            next_at: None,
-        });
-    }
-    // Never before the start, never after now (clocks of different processes disagree a little).
-    let finished_at = finished_at.map(|t| t.clamp(run.started_at, now.max(run.started_at))).unwrap_or(now);
-    FinalRow {
-        status: outcome.status(),
-        reason: outcome.reason,
-        message: outcome.message.clone(),
-        exit_code: closed.exit_code,
-        account,
-        resets_at: outcome.resets_at,
-        attempts,
-        finished_at,
-        duration_ms: (!closed.never_started).then(|| (finished_at - run.started_at).num_milliseconds().max(0) as u64),
-        cost_usd: outcome.cost_usd,
-        usage: outcome.usage.clone(),
-        session_id: outcome.session_id.clone(),
-        report_path: closed.report_path,
-        changes: closed.changes,
-        denials: outcome.denials,
-        only_if_queued,
-    }
-}
-
-/// After N failed runs in a row (setting `auto_pause_after`, 0 = never) pause the routine, with
-/// the reason the user will see, and tell the faces.
-fn auto_pause(core: &Arc<Core>, record: &RunRecord) {
-    let limit = core.settings().auto_pause_after;
-    if limit == 0 || !matches!(record.status, RunStatus::Failed | RunStatus::TimedOut) {
-        return;
-    }
-    let failures = core.store.consecutive_failures(&record.routine).unwrap_or(0);
-    if failures < limit {
-        return;
-    }
-    let now = core.clock.now();
-    match core.store.routine_state(&record.routine, now) {
-        Ok(state) if !state.paused => {
-            let last = record.message.clone().unwrap_or_else(|| record.status.to_string());
-            let reason = format!(
-                "auto-paused after {failures} failed runs in a row (last: {last}); resume with `nightshiftctl resume {}`",
-                record.routine
-            );
-            if core.store.set_routine_paused(&record.routine, true, Some(&reason), now).is_ok() {
-                tracing::warn!(routine = %record.routine, failures, "routine auto-paused");
-                core.emit(EngineEvent::RoutinePaused { routine: record.routine.clone(), reason });
-            }
-        }
-        _ => {}
-    }
 }

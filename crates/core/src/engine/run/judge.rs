@@ -4,6 +4,7 @@
 //! judged: the driver, settling and recovery all come here.
 
 use super::live::{Ending, LiveRun};
+use super::record::RunEnd;
 use crate::engine::state::Core;
 use crate::agents::{Outcome, RunOutput};
 use crate::words::Agent;
@@ -37,6 +38,20 @@ pub(crate) fn verdict(core: &Core, run: &LiveRun, mut outcome: Outcome) -> Outco
         }
     }
     outcome
+}
+
+/// The verdict on how a run ended: the classification the driver already made (its failover
+/// decisions needed it), else the agent's reading of its output overridden by what the engine
+/// knows — then the final word ([`verdict`]).
+pub(crate) async fn judge(core: &Arc<Core>, run: &LiveRun, ended: &RunEnd) -> Outcome {
+    let now = core.clock.now();
+    let (core, run, ending, given) = (Arc::clone(core), run.clone(), ended.ending.clone(), ended.outcome.clone());
+    tokio::task::spawn_blocking(move || {
+        let outcome = given.unwrap_or_else(|| outcome_for(run.agent, &run.run_dir, &ending, run.timeout, now));
+        verdict(&core, &run, outcome)
+    })
+    .await
+    .unwrap_or_else(|e| Outcome::failed(Reason::AgentError, format!("judging the run's output failed: {e}")))
 }
 
 /// How the run ended, from its output and what the engine itself knows.
