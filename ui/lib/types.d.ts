@@ -529,7 +529,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "permission_denied" | "budget";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "permission_denied" | "budget";
 
 export type Relogin = { 
 /**
@@ -713,6 +713,11 @@ pruned_at: string | null,
  * The machine it ran on over SSH (a routine's `host:`); `null` for a run on this machine.
  */
 host: string | null, 
+/**
+ * Where to see it on its host, when the host has a page for it: a host on GitHub Actions'
+ * workflow run (`https://github.com/acme/app/actions/runs/1234`); `null` otherwise.
+ */
+remote_url: string | null, 
 /**
  * A queued run that waits for a time — a retry after its backoff, or a rate limit's reset —
  * starts then, not before; `null` for one that starts as soon as a lane is free.

@@ -86,6 +86,7 @@ export const REASON_LABEL = {
   superseded: "superseded",
   active_run: "active run",
   host_unreachable: "host unreachable",
+  no_runner: "no runner",
   api_unavailable: "api unavailable",
   killed: "killed",
   stalled: "stalled",

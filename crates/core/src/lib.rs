@@ -10,6 +10,7 @@
 // (`nightshift_core::routine`, …), so the engine is still the one crate a face depends on.
 pub use nightshift_model::{accounts, agents, allocator, bounded, budget, clock, error, events, fsutil, git, home, incoming, notify, routine, run, run_dir, schedule, settings, settings_edit, words};
 
+pub mod actions;
 pub mod api;
 pub mod daemon;
 pub mod engine;

@@ -31,6 +31,12 @@ impl Store {
         Ok(())
     }
 
+    /// Where the run can be seen on its host (a workflow run's page on GitHub).
+    pub fn set_remote_url(&self, id: &str, url: &str) -> Result<()> {
+        self.conn().prepare_cached("UPDATE runs SET remote_url = ?2 WHERE id = ?1")?.execute(params![id, url])?;
+        Ok(())
+    }
+
     /// Where the run's process is on its host (JSON: the engine's `runner::remote::OnHost`).
     pub fn set_remote(&self, id: &str, remote: &str) -> Result<()> {
         self.conn().prepare_cached("UPDATE runs SET remote = ?2 WHERE id = ?1")?.execute(params![id, remote])?;

@@ -286,4 +286,8 @@ pub const MIGRATIONS: &[&str] = &[
         polled_at  TEXT NOT NULL
     );
     "#,
+    // 21: where a run can be seen on its host (a host on GitHub Actions: the workflow run's page).
+    r#"
+    ALTER TABLE runs ADD COLUMN remote_url TEXT;
+    "#,
 ];

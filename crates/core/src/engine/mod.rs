@@ -38,6 +38,7 @@ mod authoring;
 mod catalog;
 #[cfg(any(test, feature = "test-support"))]
 mod testing;
+mod actions_hosts;
 mod hosts;
 mod live_settings;
 mod problems;
@@ -49,6 +50,7 @@ pub use authoring::{Removed, RoutineSource, Written};
 pub use outbox::delivery::DEFAULT_BACKOFF;
 pub use run::queue::RunHandle;
 pub use hosts::{HostCheck, HostView};
+pub use actions_hosts::{ActionsCheck, CheckLine};
 pub use lock::{NotTaken, SchedulerLock};
 pub use run::recovery::RecoveryMode;
 pub use upkeep::housekeeping::Pruned;

@@ -37,6 +37,10 @@ pub fn permission_mode(mode: Mode) -> &'static str {
 }
 
 impl AgentDriver for Claude {
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@anthropic-ai/claude-code@2.1.332")
+    }
+
     fn agent(&self) -> Agent {
         Agent::Claude
     }

@@ -27,6 +27,10 @@ use crate::words::Agent;
 pub struct Codex;
 
 impl AgentDriver for Codex {
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@openai/codex@0.171.0")
+    }
+
     fn agent(&self) -> Agent {
         Agent::Codex
     }

@@ -80,6 +80,10 @@ fn permission_args(call: &Call<'_>) -> Vec<String> {
 }
 
 impl AgentDriver for Copilot {
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@github/copilot@1.0.102")
+    }
+
     fn agent(&self) -> Agent {
         Agent::Copilot
     }

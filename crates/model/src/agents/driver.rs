@@ -201,6 +201,11 @@ pub trait AgentDriver: Send + Sync {
     fn secret_note(&self, _provider: Option<&str>) -> Option<String> {
         None
     }
+    /// Its CLI's npm package, pinned to the version Nightshift is tested with
+    /// (`tests/agents-cli/package.json`): what a generated GitHub Actions workflow installs.
+    fn npm_package(&self) -> Option<&'static str> {
+        None
+    }
     /// The vendor's usage endpoint, when it has one an account may opt in to probe
     /// (`usage_probe`).
     fn usage_endpoint(&self) -> Option<&'static dyn super::usage_endpoint::UsageEndpoint> {

@@ -87,6 +87,10 @@ fn toml_string(s: &str) -> String {
 }
 
 impl AgentDriver for Gemini {
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("@google/gemini-cli@0.61.0")
+    }
+
     fn agent(&self) -> Agent {
         Agent::Gemini
     }

@@ -151,6 +151,10 @@ pub fn config_content(call: &Call<'_>) -> String {
 }
 
 impl AgentDriver for OpenCode {
+    fn npm_package(&self) -> Option<&'static str> {
+        Some("opencode-ai@1.18.33")
+    }
+
     fn agent(&self) -> Agent {
         Agent::OpenCode
     }

@@ -54,6 +54,8 @@ string_enum!(
         ActiveRun = "active_run",
         /// None of the routine's hosts could be reached over SSH (or contact was lost for good).
         HostUnreachable = "host_unreachable",
+        /// On a host on GitHub Actions, no runner picked up the job within `start_timeout`.
+        NoRunner = "no_runner",
         /// The agent's API was overloaded (529), failing (5xx) or unreachable after the agent's
         /// own retries — nothing about the work; a scheduled run tries again after a backoff.
         ApiUnavailable = "api_unavailable",
@@ -360,6 +362,9 @@ pub struct RunRecord {
     pub pruned_at: Option<DateTime<Utc>>,
     /// The machine it ran on over SSH (a routine's `host:`); `null` for a run on this machine.
     pub host: Option<String>,
+    /// Where to see it on its host, when the host has a page for it: a host on GitHub Actions'
+    /// workflow run (`https://github.com/acme/app/actions/runs/1234`); `null` otherwise.
+    pub remote_url: Option<String>,
     /// A queued run that waits for a time — a retry after its backoff, or a rate limit's reset —
     /// starts then, not before; `null` for one that starts as soon as a lane is free.
     #[serde(serialize_with = "ser_opt_time")]
@@ -427,6 +432,7 @@ impl RunRecord {
             usage: None,
             pruned_at: None,
             host: None,
+            remote_url: None,
             due_at: None,
             wait_for_limit: false,
             denials: Vec::new(),

@@ -1,11 +1,13 @@
 //! A run's life, one module per step: `queue` (a queued row; dispatch passes decided by
 //! `lanes`) → `driver` (preflight, each try prepared by `attempt` and watched by `supervise`; the
 //! run as they all see it is `live`; this engine holds it through `followed`; `retry` decides what
-//! follows a try, `remote_run` is a try on another machine) → `finalize`, the one way a run becomes
+//! follows a try, `remote_run` is a try on another machine — over SSH, or on GitHub Actions through
+//! `actions_run`) → `finalize`, the one way a run becomes
 //! final, one pass down: `judge` (how it ended, and the verdict) → `closing` (its files closed) →
 //! `record` (the final row and its outbox entries) → `announce` (everyone told). `recovery` takes
 //! over what a dead engine left.
 
+pub(crate) mod actions_run;
 pub(crate) mod announce;
 pub(crate) mod attempt;
 pub(crate) mod closing;

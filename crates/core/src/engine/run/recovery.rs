@@ -71,7 +71,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                 });
             }
             Found::Remote { live, proc, account } => {
-                tracing::info!(run = %live.id, host = %proc.target.host, "re-attaching to a run on its host left by a previous engine");
+                tracing::info!(run = %live.id, host = %proc.host(), "re-attaching to a run on its host left by a previous engine");
                 let following = core.follow(&live.id);
                 handled.push(live.id.clone());
                 let core = Arc::clone(core);
@@ -127,7 +127,7 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             // Its end was brought home before its engine died: settle from that.
             if process::recorded_exit_code(&live.run_dir).is_some() || process::timed_out_by_wrapper(&live.run_dir) {
                 // (Its files there may still be on the host: its engine died before removing them.)
-                let leftover = (mode == RecoveryMode::Adopt).then(|| remote_run::recorded(core, open.record.host.as_deref(), remote)).flatten();
+                let leftover = (mode == RecoveryMode::Adopt).then(|| remote_run::recorded(core, open.record.host.as_deref(), remote).ok()).flatten();
                 found.push(Found::Gone { ending: ending_from_files(&live.run_dir), live, account, leftover });
                 continue;
             }
@@ -135,8 +135,8 @@ fn survey(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<Found>> {
             if mode == RecoveryMode::Adopt {
                 core.store.set_owner(&open.record.id, me)?;
                 match remote_run::recorded(core, open.record.host.as_deref(), remote) {
-                    Some(proc) => found.push(Found::Remote { live, proc, account }),
-                    None => found.push(Found::Gone { live, ending: Ending::Unreachable("its record does not say where on its host it runs".into()), account, leftover: None }),
+                    Ok(proc) => found.push(Found::Remote { live, proc, account }),
+                    Err(why) => found.push(Found::Gone { live, ending: Ending::Unreachable(why), account, leftover: None }),
                 }
             }
             continue;

@@ -18,11 +18,28 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// A run going on a host.
+/// A try going on another machine: over SSH, or on a repository's GitHub Actions runners.
 #[derive(Debug, Clone)]
-pub(crate) struct RemoteProc {
+pub(crate) enum RemoteProc {
+    Ssh(SshProc),
+    Actions(super::actions_run::ActionsProc),
+}
+
+/// A try going on an SSH host.
+#[derive(Debug, Clone)]
+pub(crate) struct SshProc {
     pub target: Target,
     pub started: OnHost,
+}
+
+impl RemoteProc {
+    /// The host's name, as routines write it in `host:`.
+    pub(crate) fn host(&self) -> &str {
+        match self {
+            RemoteProc::Ssh(p) => &p.target.host,
+            RemoteProc::Actions(p) => &p.host.name,
+        }
+    }
 }
 
 /// How long after its limit (and grace) a run whose host cannot be reached is given up: by then
@@ -76,20 +93,27 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
             busy.push(host.as_str());
             continue;
         }
-        cmd.argv[0] = program_on(&core.settings(), routine, host);
         if let Err(e) = core.store.set_host(&live.id, host) {
             tracing::warn!(run = %live.id, error = %e, "could not record the run's host");
         }
-        let target = core.ssh_target(host);
-        match remote::start(&target, &cmd).await {
-            Ok(started) => {
+        let started = match core.settings().actions_host(host) {
+            Some(actions) => super::actions_run::start(core, live, routine, &actions, creds.account.map(|(a, _)| a), !creds.secrets.is_empty()).await.map(RemoteProc::Actions),
+            None => {
+                cmd.argv[0] = program_on(&core.settings(), routine, host);
+                let target = core.ssh_target(host);
+                remote::start(&target, &cmd).await.map(|started| RemoteProc::Ssh(SshProc { target, started }))
+            }
+        };
+        match started {
+            Ok(RemoteProc::Actions(proc)) => return Ok(RemoteProc::Actions(proc)),
+            Ok(RemoteProc::Ssh(SshProc { target, started })) => {
                 core.host_contact(host, None);
                 let json = serde_json::to_string(&started).unwrap_or_default();
                 if let Err(e) = core.store.set_remote(&live.id, &json) {
                     tracing::error!(run = %live.id, error = %e, "could not record where the run's process is");
                 }
                 tracing::info!(run = %live.id, %host, dir = %started.dir, "run started on its host");
-                return Ok(RemoteProc { target, started });
+                return Ok(RemoteProc::Ssh(SshProc { target, started }));
             }
             Err(failure @ Failure::Unreachable(_)) => {
                 core.host_contact(host, Some(&failure));
@@ -157,6 +181,13 @@ fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine:
 /// the local logs have); cancel it there on `cancel`. Gives up only once the host has been out of
 /// reach past the run's limit ([`GIVE_UP_AFTER_LIMIT`]).
 pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &RemoteProc, cancel: Arc<Notify>) -> Ending {
+    match proc {
+        RemoteProc::Ssh(proc) => follow_ssh(core, run, proc, cancel).await,
+        RemoteProc::Actions(proc) => super::actions_run::follow(core, run, proc, cancel).await,
+    }
+}
+
+async fn follow_ssh(core: &Arc<Core>, run: &LiveRun, proc: &SshProc, cancel: Arc<Notify>) -> Ending {
     let dir = RunDir::at(&run.run_dir);
     let (stdout, stderr) = (dir.stdout(), dir.stderr());
     let host = &proc.target.host;
@@ -210,7 +241,7 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &RemoteProc, c
 
 /// End the run on its host (its group: SIGTERM, SIGKILL after the grace); a failure is logged and
 /// remembered as the host's health — following goes on either way and tells how it ended.
-async fn cancel_there(core: &Core, run: &LiveRun, proc: &RemoteProc) {
+async fn cancel_there(core: &Core, run: &LiveRun, proc: &SshProc) {
     let host = &proc.target.host;
     tracing::info!(run = %run.id, %host, "cancelling the run on its host");
     if let Err(failure) = remote::cancel(&proc.target, &proc.started, core.settings().kill_grace()).await {
@@ -229,8 +260,10 @@ fn past_giving_up(started: &OnHost, grace: Duration) -> bool {
 }
 
 /// The run is settled: remove its files on the host (its output is home). A failure only leaves
-/// a small directory there, and is logged.
+/// a small directory there, and is logged. (A workflow run's log stays on GitHub, as GitHub keeps
+/// it.)
 pub(crate) async fn forget(run_id: &str, proc: &RemoteProc) {
+    let RemoteProc::Ssh(proc) = proc else { return };
     if let Err(failure) = remote::remove(&proc.target, &proc.started).await {
         tracing::warn!(run = %run_id, host = %proc.target.host, error = %failure.message(), "could not remove the run's files on its host");
     }
@@ -254,10 +287,14 @@ pub(crate) fn keep_locally(run_dir: &std::path::Path, ending: &Ending) -> bool {
     }
 }
 
-/// Where a recorded run's process is on its host (recovery re-attaches to it).
-pub(crate) fn recorded(core: &Core, host: Option<&str>, remote: &str) -> Option<RemoteProc> {
-    let started: OnHost = serde_json::from_str(remote).ok()?;
-    Some(RemoteProc { target: core.ssh_target(host?), started })
+/// Where a recorded run is on its host (recovery re-attaches to it), or why that is not known.
+pub(crate) fn recorded(core: &Core, host: Option<&str>, remote: &str) -> Result<RemoteProc, String> {
+    if let Some(on_actions) = super::actions_run::recorded(core, remote) {
+        return on_actions.map(RemoteProc::Actions);
+    }
+    let unknown = || "its record does not say where on its host it runs".to_string();
+    let started: OnHost = serde_json::from_str(remote).map_err(|_| unknown())?;
+    Ok(RemoteProc::Ssh(SshProc { target: core.ssh_target(host.ok_or_else(unknown)?), started }))
 }
 
 #[cfg(test)]

@@ -6,11 +6,17 @@
 //! and `/issues/{n}` give the whole objects the Events API trims. A wrong token is GitHub's 401
 //! "Bad credentials". Entries are shaped as the Events API documents them (`type`, `actor`,
 //! `repo`, `payload`, `created_at`; no `repository`/`sender` in the payload).
+//!
+//! GitHub Actions (dispatches, workflow runs run for real by `act`, job logs, secrets, runners)
+//! is in [`actions`].
+
+pub mod actions;
+pub use actions::ActionsRepo;
 
 use axum::extract::{Path, Query, State as Axum};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, post, put};
 use axum::Router;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
@@ -42,6 +48,7 @@ struct State {
     /// Pages (1-based) that are answered only after this long (a poller killed while it waits).
     slow_page: Option<(usize, std::time::Duration)>,
     asks: Vec<Ask>,
+    actions: actions::Actions,
 }
 
 pub struct FakeGithub {
@@ -64,10 +71,24 @@ impl FakeGithub {
             reset: chrono::Utc::now().timestamp() + 3600,
             slow_page: None,
             asks: Vec::new(),
+            actions: actions::Actions::default(),
         }));
         let app = Router::new()
             .route("/repos/{owner}/{repo}/events", get(events))
             .route("/repos/{owner}/{repo}/{kind}/{number}", get(object))
+            .route("/repos/{owner}/{repo}", get(actions::repository))
+            .route("/repos/{owner}/{repo}/actions/workflows/{workflow}/dispatches", post(actions::dispatch))
+            .route("/repos/{owner}/{repo}/actions/workflows/{workflow}/runs", get(actions::list_runs))
+            .route("/repos/{owner}/{repo}/actions/runs/{id}", get(actions::get_run))
+            .route("/repos/{owner}/{repo}/actions/runs/{id}/jobs", get(actions::jobs))
+            .route("/repos/{owner}/{repo}/actions/runs/{id}/cancel", post(actions::cancel))
+            .route("/repos/{owner}/{repo}/actions/jobs/{id}/logs", get(actions::job_log))
+            .route("/_blobs/jobs/{id}/log", get(actions::blob))
+            .route("/repos/{owner}/{repo}/actions/secrets/public-key", get(actions::public_key))
+            .route("/repos/{owner}/{repo}/actions/secrets/{name}", put(actions::put_secret))
+            .route("/repos/{owner}/{repo}/actions/secrets", get(actions::secrets))
+            .route("/repos/{owner}/{repo}/actions/runners", get(actions::runners))
+            .route("/repos/{owner}/{repo}/contents/{*path}", get(actions::contents))
             .with_state(Arc::clone(&state));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind the fake GitHub");
         let addr = listener.local_addr().unwrap();

@@ -1,6 +1,9 @@
 //! `nightshift.toml`: optional settings. Every key has a default, so a missing file is fine;
 //! a malformed one is an error that names file:line:col.
 
+mod hosts;
+pub use hosts::{ActionsHost, AgentPath, HostSettings, RunsOn};
+
 use crate::error::{Error, ErrorCode, Result};
 use crate::words::Agent;
 use serde::Deserialize;
@@ -84,11 +87,14 @@ pub struct GithubSettings {
     pub poll: Option<String>,
     /// The REST API's address: GitHub Enterprise Server's is `https://HOST/api/v3`.
     pub api_url: String,
+    /// How often a run on a host on GitHub Actions is looked at while it goes (default 5 s; an
+    /// unchanged answer is a 304, which costs no rate limit).
+    pub actions_poll: Option<String>,
 }
 
 impl Default for GithubSettings {
     fn default() -> Self {
-        GithubSettings { poll: None, api_url: "https://api.github.com".into() }
+        GithubSettings { poll: None, api_url: "https://api.github.com".into(), actions_poll: None }
     }
 }
 
@@ -96,6 +102,11 @@ impl GithubSettings {
     /// The poll interval, when polling is on (checked when the settings were loaded).
     pub fn poll(&self) -> Option<Duration> {
         self.poll.as_deref().and_then(|t| humantime::parse_duration(t.trim()).ok())
+    }
+
+    /// How often a run on GitHub Actions is looked at (`actions_poll`, default 5 s).
+    pub fn actions_poll(&self) -> Duration {
+        self.actions_poll.as_deref().and_then(|t| humantime::parse_duration(t.trim()).ok()).unwrap_or(Duration::from_secs(5))
     }
 }
 
@@ -124,22 +135,6 @@ impl RoutineDefaults {
     pub fn timeout(&self) -> Option<Duration> {
         self.timeout.as_deref().and_then(|t| humantime::parse_duration(t.trim()).ok())
     }
-}
-
-/// One `[hosts.<name>]` entry (the name as routines write it in `host:`).
-#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
-#[serde(deny_unknown_fields, default)]
-pub struct HostSettings {
-    /// The agent's executable on that machine when it is not on the PATH an SSH command gets
-    /// there: one path for every agent, or one per agent (`{ claude = "…", codex = "…" }`).
-    pub agent_path: Option<AgentPath>,
-}
-
-#[derive(Debug, Clone, Deserialize, PartialEq)]
-#[serde(untagged)]
-pub enum AgentPath {
-    Every(String),
-    PerAgent(BTreeMap<String, String>),
 }
 
 /// One `[[webhooks]]` entry. Its signing secret (optional) lives in the OS keychain, never here.
@@ -333,6 +328,7 @@ impl Settings {
         for (key, value, least, most, examples) in [
             ("[defaults] timeout", &settings.defaults.timeout, (Duration::from_nanos(1), "must be longer than zero"), (crate::words::MAX_DURATION, "is longer than the longest allowed, 7 days"), "90s, 30m, 2h"),
             ("[github] poll", &settings.github.poll, (Duration::from_secs(1), "is shorter than a second"), (Duration::from_secs(86_400), "is longer than a day"), "60s, 2m, 15m"),
+            ("[github] actions_poll", &settings.github.actions_poll, (Duration::from_millis(200), "is shorter than 200ms"), (Duration::from_secs(600), "is longer than 10 minutes"), "5s, 30s"),
         ] {
             let Some(value) = value else { continue };
             let bad = match humantime::parse_duration(value.trim()) {
@@ -384,6 +380,11 @@ impl Settings {
                 return Err(located(text.find(&format!("\"{}\"", a.email)).unwrap_or(0), &problem));
             }
         }
+        for (name, host) in &settings.hosts {
+            if let Some((needle, problem)) = host.problem(name) {
+                return Err(located(text.find(&needle).unwrap_or(0), &problem));
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for w in &settings.webhooks {
             let at = text.find(&format!("\"{}\"", w.name)).unwrap_or(0);
@@ -414,6 +415,11 @@ impl Settings {
 
     pub fn agent_path(&self, agent: Agent) -> Option<&Path> {
         self.agents.get(&agent).and_then(|a| a.path.as_deref())
+    }
+
+    /// `host` as a repository's GitHub Actions runners, when `[hosts.<host>]` says it is one.
+    pub fn actions_host(&self, host: &str) -> Option<ActionsHost> {
+        self.hosts.get(host)?.actions(host)
     }
 
     /// The agent's executable on `host` (`[hosts.<host>] agent_path`), if set there.
