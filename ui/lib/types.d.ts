@@ -674,7 +674,11 @@ changes_summary: string | null,
  * For a slot that did not run (missed, skipped, blocked): its fate with the evidence, as
  * `nightshiftctl why` says it ("missed — machine asleep 01:10–07:55; …").
  */
-slot_why: string | null, };
+slot_why: string | null, 
+/**
+ * Where it ran when not here, in words (`ci · run 1234 · acme/app`, `workstation (over SSH)`).
+ */
+place: string | null, };
 
 export type RunRecord = { id: string, routine: string, trigger: Trigger, scheduled_for: string | null, started_at: string | null, finished_at: string | null, status: RunStatus, reason: Reason | null, message: string | null, exit_code: number | null, account: string | null, resets_at: string | null, attempts: Array<Attempt>, duration_ms: number | null, cost_usd: number | null, session_id: string | null, report_path: string | null, 
 /**

@@ -95,8 +95,11 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     println!("duration     {}", opt(r.duration_ms.map(format::duration_ms)));
     println!("exit code    {}", opt(r.exit_code.map(|c| c.to_string())));
     println!("account      {}", opt(r.account.clone()));
-    if let Some(host) = &r.host {
-        println!("host         {host} (over SSH)");
+    if let Some(place) = r.place() {
+        println!("host         {place}");
+    }
+    if let Some(url) = &r.remote_url {
+        println!("see          {url}");
     }
     if let Some(t) = r.resets_at {
         println!("resets at    {}", format::local(&t));

@@ -136,6 +136,9 @@ async fn a_command_runs_on_the_runner_and_is_judged_like_a_run_here() {
     // An agent's `::command::` lines are its text, never a workflow command.
     assert_eq!(logs, "hello from the runner\n::warning::not a command\n", "the framing stays out of the run's log");
     assert_eq!(stdout(&ci.ctl().args(["logs", id, "--stderr"]).output().unwrap()), "oops\n");
+    // Where it ran, with the page to look at.
+    let shown = stdout(&ci.ctl().args(["show", id]).output().unwrap());
+    assert!(shown.contains(&format!("host         ci · run {} · acme/app\n", runs[0].0)) && shown.contains(&format!("see          https://github.com/acme/app/actions/runs/{}\n", runs[0].0)), "{shown}");
 }
 
 const TOKEN_A: &str = "sk-ant-oat01-actions-account-a-0000000000000000000001";
@@ -354,4 +357,30 @@ async fn an_engine_killed_while_the_job_runs_is_followed_by_the_next_and_the_run
     assert_eq!(ci.fake.workflow_runs().len(), 1, "followed again, not dispatched again");
     assert_eq!(common::runs(&ci.th).len(), 1);
     drop(daemon);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_runs_there_too_with_the_engines_own_key_written_as_the_secret() {
+    if !keychain_available() || nightshift_testkit::home::require_agent_cli("codex").is_none() {
+        return;
+    }
+    const KEY: &str = "sk-codex-actions-0000000000000000000000000001";
+    let ci = Ci::new(&[], "", &["self-hosted", "linux"]).await;
+    let api = nightshift_testkit::fake_openai::FakeOpenAi::start(None).await;
+    api.set(KEY, nightshift_testkit::fake_openai::Reply::Success { text: REPORT.into() });
+    let codex_home = ci.th.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(codex_home.join("config.toml"), api.codex_config(0)).unwrap();
+    ci.routine("triage", &format!("schedule: \"0 2 * * *\"\nhost: ci\nagent: codex\nmode: plan\nprompt: Triage new issues\ntimeout: 2m\nenv:\n  CODEX_HOME: {}\n", codex_home.display()));
+    // No account: the engine's own OPENAI_API_KEY (a headless machine set up as Codex documents).
+    let out = ci.ctl().env("OPENAI_API_KEY", KEY).args(["hosts", "setup", "ci"]).output().unwrap();
+    assert!(out.status.success() && text(&out).contains("NIGHTSHIFT_CODEX: written (codex (from the engine's environment))"), "{}", text(&out));
+    assert_eq!(ci.fake.secret("acme/app", "NIGHTSHIFT_CODEX").as_deref(), Some(KEY));
+    let out = tokio::process::Command::from(ci.ctl()).env("OPENAI_API_KEY", KEY).args(["run", "triage", "--wait", "--json"]).output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!((rec["status"].as_str(), rec["host"].as_str()), (Some("completed"), Some("ci")), "{rec:#}");
+    assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT);
+    assert_eq!(api.response_keys(), vec![KEY], "the CLI in the job used the secret");
+    let inputs = serde_json::to_string(&ci.fake.dispatched_inputs()).unwrap();
+    assert!(!inputs.contains(KEY), "{inputs}");
 }

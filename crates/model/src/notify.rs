@@ -88,8 +88,10 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     // What it changed, in git: "3 files changed, +40 −12 on nightshift/pr-review/01j…"; what it
     // was refused: "2 tool calls refused: Bash(git push), …" (unless the message says it already).
     let refused = (!run.denials.is_empty() && run.reason != Some(Reason::PermissionDenied)).then(|| crate::run::denials_words(&run.denials));
+    // On GitHub Actions: which workflow run of which repository ("on ci · run 1234 · acme/app").
+    let actions = run.remote_url.is_some().then(|| run.place().map(|p| format!("on {p}"))).flatten();
     let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed };
-    Some(run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused).fold(notice, |n, line| n.with_line(&line)))
+    Some(run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused).chain(actions).fold(notice, |n, line| n.with_line(&line)))
 }
 
 /// "⏳ nightly waits for the limit at 04:12": a run that met a rate limit (its last try's reason)
@@ -218,6 +220,17 @@ mod tests {
         assert_eq!(caught.summary, "↻ pr-review (catch-up) · 4m 12s");
         let blocked = notice_for(&record(RunStatus::Blocked, Some(Reason::AuthPreflight), Trigger::Schedule), NotifyPolicy::Failures, None, None).unwrap();
         assert_eq!(blocked.summary, "✗ pr-review · login needed for work@acme.dev");
+    }
+
+    #[test]
+    fn a_run_on_github_actions_says_which_workflow_run_of_which_repository() {
+        let run = RunRecord { host: Some("ci".into()), remote_url: Some("https://github.com/acme/app/actions/runs/1234".into()), ..record(RunStatus::Completed, None, Trigger::Schedule) };
+        assert_eq!(run.place().as_deref(), Some("ci · run 1234 · acme/app"));
+        let n = notice_for(&run, NotifyPolicy::Always, Some("## Triage"), None).unwrap();
+        assert_eq!((n.summary.as_str(), n.body.as_str()), ("✓ pr-review on ci · 4m 12s", "## Triage\non ci · run 1234 · acme/app"));
+        let ssh = RunRecord { host: Some("workstation".into()), ..record(RunStatus::Completed, None, Trigger::Schedule) };
+        assert_eq!(ssh.place().as_deref(), Some("workstation (over SSH)"));
+        assert_eq!(RunRecord::sample(RunStatus::Completed, None).place(), None);
     }
 
     #[test]

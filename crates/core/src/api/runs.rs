@@ -59,6 +59,8 @@ pub struct RunDetail {
     /// For a slot that did not run (missed, skipped, blocked): its fate with the evidence, as
     /// `nightshiftctl why` says it ("missed — machine asleep 01:10–07:55; …").
     pub slot_why: Option<String>,
+    /// Where it ran when not here, in words (`ci · run 1234 · acme/app`, `workstation (over SSH)`).
+    pub place: Option<String>,
 }
 
 pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
@@ -72,7 +74,8 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
             (RunStatus::Missed | RunStatus::Skipped | RunStatus::Blocked, Some(slot)) => crate::view::why::slot_sentence(&e, &run.routine, slot).map(|s| e.redact(&s)),
             _ => None,
         };
-        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary, slot_why })
+        let place = run.place();
+        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary, slot_why, place })
     })
     .await
 }

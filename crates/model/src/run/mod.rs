@@ -401,6 +401,20 @@ pub struct RunAsks {
     pub ignore_budget: bool,
 }
 
+impl RunRecord {
+    /// Where it ran when not on this machine, in words: `ci · run 1234 · acme/app` on a host on
+    /// GitHub Actions (from its workflow run's page), `workstation (over SSH)` on an SSH host.
+    pub fn place(&self) -> Option<String> {
+        let host = self.host.as_deref()?;
+        let on_actions = self.remote_url.as_deref().and_then(|url| {
+            let path = url.split_once("://")?.1.split_once('/')?.1;
+            let (repo, run) = path.split_once("/actions/runs/")?;
+            Some(format!("{host} · run {} · {repo}", run.trim_end_matches('/')))
+        });
+        Some(on_actions.unwrap_or_else(|| format!("{host} (over SSH)")))
+    }
+}
+
 /// For tests (this crate's, and the engine's with its `test-support` feature).
 #[cfg(any(test, feature = "test-support"))]
 impl RunRecord {

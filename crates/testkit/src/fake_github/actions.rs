@@ -69,6 +69,8 @@ pub(super) struct WorkflowRun {
     /// act's process group while the job runs.
     pgid: Option<i32>,
     cancel_asked: bool,
+    taken_at: Option<chrono::DateTime<chrono::Utc>>,
+    completed_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// Everything the Actions part of the fake keeps.
@@ -83,6 +85,10 @@ pub(super) struct Actions {
     lose_next_dispatch_answer: bool,
     /// A log download that came with an `Authorization` header (the token leaked to the blob).
     pub(super) token_sent_to_blob: bool,
+    /// Requests answered (each counts against the rate limit), and conditional ones answered 304
+    /// (which do not).
+    asked: u64,
+    not_modified: u64,
 }
 
 impl super::FakeGithub {
@@ -127,6 +133,18 @@ impl super::FakeGithub {
         self.state.lock().unwrap().actions.repos.get(repo)?.secrets.get(name).cloned()
     }
 
+    /// Actions requests so far: (answered and counted against the rate limit, answered 304).
+    pub fn actions_asks(&self) -> (u64, u64) {
+        let s = self.state.lock().unwrap();
+        (s.actions.asked, s.actions.not_modified)
+    }
+
+    /// When workflow run `id` was dispatched, taken by the runner, and completed.
+    pub fn job_times(&self, id: u64) -> Option<(chrono::DateTime<chrono::Utc>, Option<chrono::DateTime<chrono::Utc>>, Option<chrono::DateTime<chrono::Utc>>)> {
+        let s = self.state.lock().unwrap();
+        s.actions.runs.iter().find(|r| r.id == id).map(|r| (r.created_at, r.taken_at, r.completed_at))
+    }
+
     /// Whether a log download ever came with the token.
     pub fn token_sent_to_blob(&self) -> bool {
         self.state.lock().unwrap().actions.token_sent_to_blob
@@ -134,7 +152,9 @@ impl super::FakeGithub {
 }
 
 /// The answer every Actions request gets first: a bad token, a spent limit or an injected fault.
+/// Each request is counted (`FakeGithub::actions_asks`).
 fn refused(s: &mut State, headers: &HeaderMap) -> Option<Response> {
+    s.actions.asked += 1;
     if !authorized(s, headers) {
         return Some(bad_credentials());
     }
@@ -221,6 +241,8 @@ pub(super) async fn dispatch(Axum(state): Axum<Shared>, Path((owner, repo, workf
             inputs,
             pgid: None,
             cancel_asked: false,
+            taken_at: None,
+            completed_at: None,
         };
         s.actions.runs.push(run.clone());
         let lose = std::mem::take(&mut s.actions.lose_next_dispatch_answer);
@@ -256,6 +278,7 @@ pub(super) async fn get_run(Axum(state): Axum<Shared>, Path((owner, repo, id)): 
     let etag = format!("W/\"{:x}\"", Sha256::digest(body.to_string().as_bytes()));
     if headers.get("if-none-match").and_then(|v| v.to_str().ok()) == Some(etag.as_str()) {
         // Not Modified costs no rate limit.
+        s.actions.not_modified += 1;
         return (StatusCode::NOT_MODIFIED, [("etag", etag)], limit_headers(&s)).into_response();
     }
     if let Some(r) = refused(&mut s, &headers) {
@@ -323,6 +346,7 @@ pub(super) async fn cancel(Axum(state): Axum<Shared>, Path((owner, repo, id)): P
             run.status = "completed".into();
             run.job_status = "completed".into();
             run.conclusion = Some("cancelled".into());
+            run.completed_at = Some(chrono::Utc::now());
         }
     }
     (StatusCode::ACCEPTED, Json(json!({}))).into_response()
@@ -466,6 +490,7 @@ async fn run_job(state: Shared, id: u64) {
             run.status = "in_progress".into();
             run.job_status = "in_progress".into();
             run.runner_name = Some("act-runner".into());
+            run.taken_at = Some(chrono::Utc::now());
             run.started_at = Some(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true));
             run.pgid = child.id().map(|p| p as i32);
             if run.cancel_asked {
@@ -514,6 +539,7 @@ fn finish(state: &Shared, id: u64, conclusion: &str, log: String) {
         run.conclusion = Some(conclusion.into());
         run.log = log;
         run.pgid = None;
+        run.completed_at = Some(chrono::Utc::now());
     }
 }
 
