@@ -428,6 +428,11 @@ message: string, };
  */
 export type HostView = { host: string, 
 /**
+ * `owner/name` when the host is that repository's GitHub Actions runners; `null` for a
+ * machine over SSH.
+ */
+github: string | null, 
+/**
  * The routines placed on it (valid files only), by name.
  */
 routines: Array<string>, 

@@ -1,7 +1,7 @@
 // Accounts: each account's auth health with the evidence behind it, where its credential comes
 // from, expiry and rate-limit reset, its usage windows; Re-login, Set token (paste → OS keychain;
 // never shown again), Check; its reserve and (Claude) the opt-in usage probe. Below them the routines' secrets by name (never a value) and the hosts routines
-// run on over SSH (`host:`), with their health.
+// run on (`host:`: over SSH, or a repository's GitHub Actions runners), with their health.
 import { call, errorText, onEngine } from "../lib/api.js";
 import { badge, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
@@ -79,7 +79,7 @@ export function mount(root, _params, ui) {
     return h(
       "section",
       { class: "card host", dataset: { host: host.host, state } },
-      h("div", { class: "toolbar" }, h("h3", {}, host.host), badge(host.checked_at === null ? "unknown" : host.last_error === null ? "ok" : "failed", undefined, state), h("span", { class: "muted small" }, "over SSH")),
+      h("div", { class: "toolbar" }, h("h3", {}, host.host), badge(host.checked_at === null ? "unknown" : host.last_error === null ? "ok" : "failed", undefined, state), h("span", { class: "muted small" }, host.github ? `GitHub Actions · ${host.github}` : "over SSH")),
       host.last_error ? h("p", { class: "evidence" }, host.last_error) : null,
       h("p", { class: "muted small" }, "Last seen: ", host.last_seen ? h("strong", { title: full(host.last_seen) }, ago(host.last_seen)) : "never", host.checked_at ? ` · last tried ${ago(host.checked_at)}` : ""),
       h("p", { class: "muted small" }, host.routines.length ? `Routines: ${host.routines.join(", ")}` : "No routine is placed on it now."),
@@ -88,7 +88,7 @@ export function mount(root, _params, ui) {
   }
 
   async function checkHost(host) {
-    status.textContent = `Checking ${host} over SSH…`;
+    status.textContent = `Checking ${host}…`;
     try {
       status.textContent = (await call("check_host", { host })).message;
       load();

@@ -54,7 +54,13 @@ pub async fn hosts(engine: &Engine, command: HostsCommand) -> Result<Outcome, Er
                 let when = |t: Option<chrono::DateTime<chrono::Utc>>| t.map(|t| t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M").to_string()).unwrap_or_else(|| "never".into());
                 let rows: Vec<Vec<String>> = hosts
                     .iter()
-                    .map(|h| vec![h.host.clone(), when(h.last_seen), h.last_error.clone().unwrap_or_else(|| "—".into()), h.routines.join(", ")])
+                    .map(|h| {
+                        let name = match &h.github {
+                            Some(repo) => format!("{} (GitHub Actions: {repo})", h.host),
+                            None => h.host.clone(),
+                        };
+                        vec![name, when(h.last_seen), h.last_error.clone().unwrap_or_else(|| "—".into()), h.routines.join(", ")]
+                    })
                     .collect();
                 table(&["HOST", "LAST SEEN", "LAST ERROR", "ROUTINES"], &rows);
             }

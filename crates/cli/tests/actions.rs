@@ -136,6 +136,9 @@ async fn a_command_runs_on_the_runner_and_is_judged_like_a_run_here() {
     // An agent's `::command::` lines are its text, never a workflow command.
     assert_eq!(logs, "hello from the runner\n::warning::not a command\n", "the framing stays out of the run's log");
     assert_eq!(stdout(&ci.ctl().args(["logs", id, "--stderr"]).output().unwrap()), "oops\n");
+    // The host's health, as for an SSH host.
+    let listed = stdout(&ci.ctl().args(["hosts", "list"]).output().unwrap());
+    assert!(listed.contains("ci (GitHub Actions: acme/app)") && !listed.contains("never"), "{listed}");
     // Where it ran, with the page to look at.
     let shown = stdout(&ci.ctl().args(["show", id]).output().unwrap());
     assert!(shown.contains(&format!("host         ci · run {} · acme/app\n", runs[0].0)) && shown.contains(&format!("see          https://github.com/acme/app/actions/runs/{}\n", runs[0].0)), "{shown}");

@@ -11,6 +11,9 @@ use serde::Serialize;
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct HostView {
     pub host: String,
+    /// `owner/name` when the host is that repository's GitHub Actions runners; `null` for a
+    /// machine over SSH.
+    pub github: Option<String>,
     /// The routines placed on it (valid files only), by name.
     pub routines: Vec<String>,
     /// When it was last tried; `null` if never.
@@ -40,7 +43,8 @@ impl Engine {
     pub fn hosts(&self) -> crate::error::Result<Vec<HostView>> {
         let set = self.core.routines();
         let mut views: std::collections::BTreeMap<String, HostView> = std::collections::BTreeMap::new();
-        let blank = |host: &str| HostView { host: host.to_string(), routines: Vec::new(), checked_at: None, last_seen: None, last_error: None };
+        let settings = self.core.settings();
+        let blank = |host: &str| HostView { host: host.to_string(), github: settings.actions_host(host).map(|a| a.repo), routines: Vec::new(), checked_at: None, last_seen: None, last_error: None };
         for r in &set.routines {
             for host in r.placement.iter().flat_map(|p| &p.hosts) {
                 views.entry(host.clone()).or_insert_with(|| blank(host)).routines.push(r.name.clone());
@@ -53,8 +57,24 @@ impl Engine {
         Ok(views.into_values().collect())
     }
 
-    /// Try `host` now, non-interactively, and look for the agents its routines run there.
+    /// Try `host` now, non-interactively, and look for the agents its routines run there — or,
+    /// for a host on GitHub Actions, everything a run there needs ([`Engine::check_actions_host`]),
+    /// its failing lines as what is missing.
     pub async fn check_host(&self, host: &str) -> HostCheck {
+        if self.is_actions_host(host) {
+            return match self.check_actions_host(host).await {
+                Ok(check) => {
+                    let missing: Vec<String> = check.lines.iter().filter(|l| !l.ok).map(|l| l.words.clone()).collect();
+                    let reachable = !check.lines.iter().any(|l| !l.ok && matches!(l.what.as_str(), "token" | "repository"));
+                    let message = match missing.is_empty() {
+                        true => format!("{host}: on GitHub Actions ({}), everything a run there needs is in place", check.repo),
+                        false => format!("{host}: on GitHub Actions ({}), {}", check.repo, missing.join("; ")),
+                    };
+                    HostCheck { host: host.into(), reachable, missing, message }
+                }
+                Err(e) => HostCheck { host: host.into(), reachable: false, missing: Vec::new(), message: e.message },
+            };
+        }
         let set = self.core.routines();
         let settings = self.core.settings();
         let mut programs: Vec<String> = Vec::new();
