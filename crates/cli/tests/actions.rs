@@ -387,3 +387,58 @@ async fn codex_runs_there_too_with_the_engines_own_key_written_as_the_secret() {
     let inputs = serde_json::to_string(&ci.fake.dispatched_inputs()).unwrap();
     assert!(!inputs.contains(KEY), "{inputs}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_opencode_and_copilot_run_there_too() {
+    use nightshift_testkit::{CopilotReply, FakeCopilot, FakeGemini};
+    if !keychain_available() || ["gemini", "opencode", "copilot"].iter().any(|c| nightshift_testkit::home::require_agent_cli(c).is_none()) {
+        return;
+    }
+    const GEMINI_KEY: &str = "AIzaActionsGeminiKey000000000000000000001";
+    const OPENCODE_KEY: &str = "sk-ant-api03-actions-opencode-000000000000000001";
+    let copilot_token = format!("github_pat_11NIGHTSHIFTACTIONS_{}x0123456789abcdef0123456789", std::process::id());
+    let ci = Ci::new(&[], "", &["self-hosted", "linux"]).await;
+    let root = ci.th.path().to_path_buf();
+    // Gemini CLI, against the fake Gemini API.
+    let gemini = FakeGemini::start(None).await;
+    gemini.set(GEMINI_KEY, nightshift_testkit::fake_gemini::Reply::Success { text: REPORT.into() });
+    std::fs::create_dir_all(root.join("gemini-home/.gemini")).unwrap();
+    std::fs::write(root.join("gemini-home/.gemini/settings.json"), nightshift_testkit::fake_gemini::gemini_settings(1)).unwrap();
+    ci.routine("gemini-triage", &format!("schedule: \"0 2 * * *\"\nhost: ci\nagent: gemini\nmode: plan\nmodel: gemini-2.5-flash\nprompt: Triage\ntimeout: 2m\nenv:\n  GEMINI_CLI_HOME: {}\n  GOOGLE_GEMINI_BASE_URL: {}\n", root.join("gemini-home").display(), gemini.url()));
+    // OpenCode, against the fake Anthropic API.
+    let anthropic = FakeAnthropic::start(None).await;
+    anthropic.set(OPENCODE_KEY, Reply::Success { text: REPORT.into() });
+    let xdg = root.join("opencode-xdg");
+    std::fs::create_dir_all(xdg.join("config/opencode")).unwrap();
+    std::fs::write(xdg.join("config/opencode/opencode.json"), serde_json::json!({"provider": {"anthropic": {"options": {"baseURL": format!("{}/v1", anthropic.url())}}}, "model": "anthropic/claude-sonnet-4-5"}).to_string()).unwrap();
+    let dirs: String = ["CONFIG", "DATA", "STATE", "CACHE"].iter().map(|d| format!("  XDG_{d}_HOME: {}\n", xdg.join(d.to_lowercase()).display())).collect();
+    ci.routine("opencode-deps", &format!("schedule: \"0 2 * * *\"\nhost: ci\nagent: opencode\nmode: plan\nprompt: Check the dependencies\ntimeout: 3m\nenv:\n{dirs}"));
+    // Copilot CLI, against the fake Copilot API (its unpacked cache shared with its own tests).
+    let copilot = FakeCopilot::start(None).await;
+    copilot.set(&copilot_token, CopilotReply::Success { text: REPORT.into() });
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("copilot-cache");
+    ci.routine("copilot-review", &format!("schedule: \"0 2 * * *\"\nhost: ci\nagent: copilot\nmode: plan\nmodel: gpt-5-mini\nprompt: Review\ntimeout: 3m\nenv:\n  COPILOT_DEBUG_GITHUB_API_URL: {}\n  COPILOT_CACHE_HOME: {}\n  COPILOT_HOME: {}\n", copilot.url(), cache.display(), root.join("copilot-home").display()));
+    // No accounts: the engine's own keys, each written as its agent's secret.
+    let keys = [("GEMINI_API_KEY", GEMINI_KEY.to_string()), ("ANTHROPIC_API_KEY", OPENCODE_KEY.to_string()), ("COPILOT_GITHUB_TOKEN", copilot_token.clone())];
+    let with_keys = |mut c: Command| {
+        c.envs(keys.iter().map(|(k, v)| (*k, v.as_str())));
+        c
+    };
+    let out = with_keys(ci.ctl()).args(["hosts", "setup", "ci"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    for (secret, key) in [("NIGHTSHIFT_GEMINI", GEMINI_KEY), ("NIGHTSHIFT_OPENCODE", OPENCODE_KEY), ("NIGHTSHIFT_COPILOT", copilot_token.as_str())] {
+        assert_eq!(ci.fake.secret("acme/app", secret).as_deref(), Some(key), "{secret}");
+    }
+    for routine in ["gemini-triage", "opencode-deps", "copilot-review"] {
+        let out = tokio::process::Command::from(with_keys(ci.ctl())).args(["run", routine, "--wait", "--json"]).output().await.unwrap();
+        let rec = json(&out);
+        assert_eq!((rec["status"].as_str(), rec["host"].as_str()), (Some("completed"), Some("ci")), "{routine}: {rec:#}");
+        assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT, "{routine}");
+    }
+    assert_eq!(gemini.generate_keys().last().map(String::as_str), Some(GEMINI_KEY));
+    let inputs = serde_json::to_string(&ci.fake.dispatched_inputs()).unwrap();
+    for (_, key) in &keys {
+        assert!(!inputs.contains(key.as_str()), "a key in a dispatch: {inputs}");
+        assert_eq!(files_containing(ci.th.path(), key), Vec::<String>::new());
+    }
+}
