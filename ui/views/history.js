@@ -187,7 +187,13 @@ export function mount(root, params, ui) {
     const tr = h(
       "tr",
       { dataset: { id: run.id, status: run.status }, class: "clickable", onclick: (ev) => ev.target.closest("a") || ui.go(`#/run/${run.id}`) },
-      h("td", {}, h("a", { href: `#/run/${run.id}` }, run.routine)),
+      h(
+        "td",
+        {},
+        h("a", { href: `#/run/${run.id}` }, run.routine),
+        // Where it ran when not here (the run's page names the workflow run and links to it).
+        run.host ? h("span", { class: "muted small host", title: run.remote_url ?? "over SSH" }, ` on ${run.host}`) : null,
+      ),
       h("td", {}, trigger(run.trigger)),
       h(
         "td",
