@@ -296,3 +296,49 @@ async fn a_long_window_split_in_two_halves_reads_as_one() {
     assert!(missed[0].sentence.starts_with("missed — machine asleep "), "{}", missed[0].sentence);
     assert!(why.lines.windows(2).all(|w| w[0].at > w[1].at), "newest first");
 }
+
+/// A slot whose run went to a host on GitHub Actions says where: the workflow run and the
+/// repository (the fake GitHub runs the generated workflow under act).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slot_run_on_github_actions_says_which_workflow_run_of_which_repository() {
+    let act = std::env::var_os("NIGHTSHIFT_TEST_ACT").expect("NIGHTSHIFT_TEST_ACT: run the suite through scripts/test.sh, which installs act from PyPI");
+    const TOKEN: &str = "ghp_WhyActionsToken0000000000000000000001";
+    let fake = nightshift_testkit::FakeGithub::start(TOKEN).await;
+    let th = TestHome::new();
+    th.routine("build", "schedule: \"0 * * * *\"\ntimezone: UTC\nhost: ci\ntimeout: 2m\ncommand: echo built\n");
+    std::fs::write(th.path().join("nightshift.toml"), format!("[github]\napi_url = \"{}\"\nactions_poll = \"300ms\"\n[hosts.ci]\ngithub = \"acme/app\"\nruns_on = \"self-hosted\"\n", fake.url())).unwrap();
+    let clock = Arc::new(ManualClock::new(at("2026-11-02T02:59:50Z")));
+    let engine = EngineOptions::for_test(th.path()).clock(clock.clone()).env("GH_TOKEN", TOKEN).open();
+    let checkout = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(checkout.path().join(".github/workflows")).unwrap();
+    std::fs::write(checkout.path().join(".github/workflows/nightshift.yml"), engine.host_workflow("ci").unwrap()).unwrap();
+    let stub = checkout.path().join(".stub");
+    std::fs::create_dir_all(&stub).unwrap();
+    std::fs::write(stub.join("action.yml"), "name: stand-in\ndescription: stand-in\nruns:\n  using: composite\n  steps:\n    - run: \"true\"\n      shell: bash\n").unwrap();
+    for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["-c", "user.email=w@w", "-c", "user.name=w", "commit", "-qm", "w"]] {
+        assert!(std::process::Command::new("git").args(args).current_dir(checkout.path()).status().unwrap().success());
+    }
+    fake.add_actions_repo(
+        "acme/app",
+        nightshift_testkit::fake_github::ActionsRepo {
+            checkout: checkout.path().to_path_buf(),
+            default_branch: "main".into(),
+            runner_labels: vec!["self-hosted".into()],
+            runner_online: true,
+            queue_delay: std::time::Duration::ZERO,
+            act: act.into(),
+            env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
+            local_actions: vec![("actions/checkout@v4".into(), stub.clone()), ("actions/setup-node@v4".into(), stub)],
+        },
+    );
+    let sched = Scheduler::new(engine.clone());
+    sched.tick().await.unwrap();
+    clock.set(at("2026-11-02T03:00:05Z"));
+    sched.tick().await.unwrap();
+    engine.until_idle(std::time::Duration::from_secs(60)).await;
+    let runs = fake.workflow_runs();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let why = nightshift_core::view::why::why(&engine, "build", 1).unwrap();
+    let line = why.lines.iter().find(|l| l.at == at("2026-11-02T03:00:00Z")).expect("the 03:00 slot");
+    assert_eq!(line.sentence, format!("ran — succeeded on ci · run {} · acme/app", runs[0].0));
+}

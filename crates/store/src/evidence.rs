@@ -53,6 +53,9 @@ pub struct SlotRow {
     /// Its tries, when there was more than one (a retry, a wait for a limit's reset, failover);
     /// empty otherwise.
     pub attempts: Vec<crate::run::Attempt>,
+    /// The host it ran on (`host:`), and its page there, if any.
+    pub host: Option<String>,
+    pub remote_url: Option<String>,
 }
 
 impl Store {
@@ -152,6 +155,8 @@ impl Store {
                 started_at: None,
                 duration_ms: r.get(5)?,
                 attempts: Vec::new(),
+                host: r.get(6)?,
+                remote_url: None,
             });
         }
         drop(q);
@@ -169,6 +174,7 @@ impl Store {
                 row.started_at = r.get_ref(2)?.as_str_or_null().map_err(rusqlite::Error::from)?.and_then(parse_time);
                 let attempts = r.get_ref(3)?.as_str_or_null().map_err(rusqlite::Error::from)?.unwrap_or("[]");
                 row.attempts = serde_json::from_str(attempts).unwrap_or_default();
+                row.remote_url = r.get(4)?;
             }
         }
         Ok(rows)
@@ -182,14 +188,14 @@ impl Store {
 }
 
 /// A routine's slot rows in a window: a range of the covering slot index (`runs_slot_facts`).
-pub const SLOT_ROWS: &str = "SELECT scheduled_for, id, status, reason, trigger, duration_ms FROM runs
+pub const SLOT_ROWS: &str = "SELECT scheduled_for, id, status, reason, trigger, duration_ms, host FROM runs
      WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3 ORDER BY scheduled_for DESC";
 
 /// What only some rows' sentences need, read from the table for those rows alone.
 /// (Rows with more than one try are told by the index's `retried`, not by reading every row.)
-pub const SLOT_DETAILS: &str = "SELECT scheduled_for, message, started_at, attempts FROM runs INDEXED BY runs_slot_facts
+pub const SLOT_DETAILS: &str = "SELECT scheduled_for, message, started_at, attempts, remote_url FROM runs INDEXED BY runs_slot_facts
      WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3
-       AND (status IN ('skipped', 'blocked', 'queued') OR trigger = 'catchup' OR retried = 1)
+       AND (status IN ('skipped', 'blocked', 'queued') OR trigger = 'catchup' OR retried = 1 OR host IS NOT NULL)
      ORDER BY scheduled_for DESC";
 
 fn event_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {

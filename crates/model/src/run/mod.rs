@@ -401,17 +401,23 @@ pub struct RunAsks {
     pub ignore_budget: bool,
 }
 
+/// Where a run ran when not on this machine, from its `host` and `remote_url` (see
+/// [`RunRecord::place`]).
+pub fn place(host: Option<&str>, remote_url: Option<&str>) -> Option<String> {
+    let host = host?;
+    let on_actions = remote_url.and_then(|url| {
+        let path = url.split_once("://")?.1.split_once('/')?.1;
+        let (repo, run) = path.split_once("/actions/runs/")?;
+        Some(format!("{host} · run {} · {repo}", run.trim_end_matches('/')))
+    });
+    Some(on_actions.unwrap_or_else(|| format!("{host} (over SSH)")))
+}
+
 impl RunRecord {
     /// Where it ran when not on this machine, in words: `ci · run 1234 · acme/app` on a host on
     /// GitHub Actions (from its workflow run's page), `workstation (over SSH)` on an SSH host.
     pub fn place(&self) -> Option<String> {
-        let host = self.host.as_deref()?;
-        let on_actions = self.remote_url.as_deref().and_then(|url| {
-            let path = url.split_once("://")?.1.split_once('/')?.1;
-            let (repo, run) = path.split_once("/actions/runs/")?;
-            Some(format!("{host} · run {} · {repo}", run.trim_end_matches('/')))
-        });
-        Some(on_actions.unwrap_or_else(|| format!("{host} (over SSH)")))
+        place(self.host.as_deref(), self.remote_url.as_deref())
     }
 }
 

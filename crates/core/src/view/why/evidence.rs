@@ -129,6 +129,11 @@ impl Evidence<'_> {
             done if !row.attempts.is_empty() => (Fate::Ran, format!("{}{}", ran_words(done), tries_words(&row.attempts, message)).into()),
             done => (Fate::Ran, Cow::Borrowed(ran_words(done))),
         };
+        // Where it ran, when not here: "ran — succeeded on ci · run 1234 · acme/app".
+        let sentence = match crate::run::place(row.host.as_deref(), row.remote_url.as_deref()).filter(|_| !matches!(fate, Fate::Missed | Fate::Skipped)) {
+            Some(place) => format!("{sentence} on {place}").into(),
+            None => sentence,
+        };
         let tone = tone(fate, Some(row.status));
         SlotLine { at: row.slot, from: row.slot, slots: 1, fate, tone, sentence, run_id: Some(row.id), status: Some(row.status), duration_ms: row.duration_ms }
     }
