@@ -330,6 +330,18 @@ async fn a_lost_dispatch_answer_and_a_failing_github_neither_lose_the_run_nor_se
     assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
     assert_eq!(ci.fake.workflow_runs().len(), 2);
     assert!(!ci.fake.token_sent_to_blob(), "the log's download address never gets the token");
+    // The rate limit is spent while the job runs: nothing is asked until GitHub's reset, then the
+    // run is followed to its end.
+    ci.routine("slow", "schedule: \"0 3 * * *\"\nhost: ci\ntimeout: 2m\ncommand: sleep 2; echo done\n");
+    let waiting = tokio::spawn(tokio::process::Command::from(ci.ctl()).args(["run", "slow", "--wait", "--json"]).output());
+    nightshift_testkit::wait_until_async("the job to start", nightshift_testkit::secs(60), || ci.fake.workflow_runs().iter().any(|r| r.2 == "in_progress")).await;
+    let reset = chrono::Utc::now().timestamp() + 4;
+    ci.fake.set_rate_limit(0, reset);
+    let rec = json(&waiting.await.unwrap().unwrap());
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    let settled = chrono::DateTime::parse_from_rfc3339(rec["finished_at"].as_str().unwrap()).unwrap().timestamp();
+    assert!(settled >= reset, "followed again only after the reset ({settled} < {reset})");
+    assert!(ci.fake.rate_limited_asks() <= 2, "asked {} times while the limit was spent", ci.fake.rate_limited_asks());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -89,6 +89,8 @@ pub(super) struct Actions {
     /// (which do not).
     asked: u64,
     not_modified: u64,
+    /// Requests refused because the rate limit was spent.
+    limited: u64,
 }
 
 impl super::FakeGithub {
@@ -139,6 +141,11 @@ impl super::FakeGithub {
         (s.actions.asked, s.actions.not_modified)
     }
 
+    /// Actions requests refused with a spent rate limit.
+    pub fn rate_limited_asks(&self) -> u64 {
+        self.state.lock().unwrap().actions.limited
+    }
+
     /// When workflow run `id` was dispatched, taken by the runner, and completed.
     pub fn job_times(&self, id: u64) -> Option<(chrono::DateTime<chrono::Utc>, Option<chrono::DateTime<chrono::Utc>>, Option<chrono::DateTime<chrono::Utc>>)> {
         let s = self.state.lock().unwrap();
@@ -158,7 +165,13 @@ fn refused(s: &mut State, headers: &HeaderMap) -> Option<Response> {
     if !authorized(s, headers) {
         return Some(bad_credentials());
     }
+    // A spent limit is renewed at its reset, as GitHub's is.
+    if s.remaining == 0 && chrono::Utc::now().timestamp() >= s.reset {
+        s.remaining = s.limit;
+        s.reset = chrono::Utc::now().timestamp() + 3600;
+    }
     if s.remaining == 0 {
+        s.actions.limited += 1;
         let body = json!({"message": "API rate limit exceeded for user ID 1.", "documentation_url": "https://docs.github.com/rest/overview/resources-in-the-rest-api#rate-limiting"});
         return Some((StatusCode::FORBIDDEN, limit_headers(s), Json(body)).into_response());
     }
