@@ -166,6 +166,9 @@ pub fn send(agent: &ureq::Agent, req: &Request) -> Result<(), Failure> {
     }
     match call.send_string(&req.body) {
         Ok(_) => Ok(()),
+        // "Conflict: I have it already" — a receiver that keys deliveries by the run id has this
+        // one (an earlier try's answer was lost): delivered.
+        Err(ureq::Error::Status(409, _)) => Ok(()),
         Err(ureq::Error::Status(code, response)) => {
             let after = response.header("Retry-After").and_then(|v| v.trim().parse::<u64>().ok()).map(Duration::from_secs);
             let said = response.into_string().unwrap_or_default();

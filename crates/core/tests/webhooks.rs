@@ -149,3 +149,33 @@ async fn a_routine_naming_an_unknown_webhook_is_a_located_error() {
     let Err(err) = engine.run_now("job", Trigger::Manual).await else { panic!("a routine naming an unknown webhook must not run") };
     assert_eq!(err.message, "routines/job.yaml:3:18: no webhook named \"tema\" in nightshift.toml (defined: team)");
 }
+
+/// A receiver that answers 409 ("I have it already") has the delivery: delivered, no problem. One
+/// that answers 429 with `Retry-After` gets none of that webhook's other deliveries before then.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_conflict_is_a_delivery_and_a_retry_after_holds_the_webhooks_other_deliveries() {
+    let th = TestHome::new();
+    let has_it = WebhookReceiver::start(vec![Answer::Status(409)], None).await;
+    let busy = WebhookReceiver::start(vec![Answer::RetryAfter(1), Answer::Accept], None).await;
+    th.routine("report", "schedule: \"0 3 * * *\"\ncommand: echo done\nwebhooks: [has_it, busy]\n");
+    let settings = format!("[[webhooks]]\nname = \"has_it\"\nurl = \"{}\"\n[[webhooks]]\nname = \"busy\"\nurl = \"{}\"\n", has_it.url(), busy.url());
+    let engine = engine(&th, &settings, &[]);
+    let first = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    wait_until_async("the first 429", secs(10), || !busy.received().is_empty()).await;
+    // Two more runs settle while the receiver asked for a pause.
+    let mut ids = vec![first.id.clone()];
+    for _ in 0..2 {
+        ids.push(engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap().id);
+    }
+    wait_until_async("every run accepted by the busy receiver", secs(30), || busy.accepted().len() == 3).await;
+    let seen = busy.received();
+    let paused_at = seen[0].at;
+    for r in seen.iter().filter(|r| r.key != first.id) {
+        assert!(r.at.duration_since(paused_at) >= Duration::from_millis(950), "{} came {:?} after the 429 that asked for 1 s", r.key, r.at.duration_since(paused_at));
+    }
+    let rows = engine.deliveries_of(&first.id).unwrap();
+    let row = rows.iter().find(|d| d.webhook.as_deref() == Some("has_it")).expect("the has_it delivery");
+    assert_eq!(row.state, nightshift_core::store::Delivery::Delivered, "{row:?}");
+    assert!(engine.problems().is_empty(), "{:?}", engine.problems());
+    assert_eq!(has_it.received().len(), 3, "one try each, no retry: {:?}", has_it.received().len());
+}

@@ -41,6 +41,8 @@ pub struct Received {
     pub answer: Answer,
     /// Answered 2xx for a key already accepted before.
     pub duplicate: bool,
+    /// When it arrived.
+    pub at: std::time::Instant,
 }
 
 #[derive(Default)]
@@ -150,7 +152,7 @@ async fn serve_one(mut conn: tokio::net::TcpStream, st: Arc<Mutex<State>>, secre
         if (200..300).contains(&status) {
             *s.accepted.entry(key.clone()).or_default() += 1;
         }
-        s.seen.push(Received { line, key, headers, body, signature_ok, answer: answer.clone(), duplicate });
+        s.seen.push(Received { line, key, headers, body, signature_ok, answer: answer.clone(), duplicate, at: std::time::Instant::now() });
         duplicate
     };
     let _ = duplicate;

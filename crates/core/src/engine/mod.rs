@@ -156,6 +156,7 @@ impl Engine {
                 problems: Default::default(),
                 wakes: Default::default(),
                 webhook_watch: Default::default(),
+                webhook_holds: Default::default(),
                 wake_hub: Default::default(),
                 delivery_backoff: opts.delivery_backoff,
                 webhook_backoff: opts.webhook_backoff,

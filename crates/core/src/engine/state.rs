@@ -60,6 +60,9 @@ pub(crate) struct Core {
     pub(crate) wake_hub: signal::WakeHub,
     /// Keeps the webhook deliverers listening to the wake file.
     pub(crate) webhook_watch: Mutex<Option<signal::WakeWatch>>,
+    /// Webhooks whose receiver asked for a pause (`Retry-After`): none of their deliveries goes
+    /// before this time.
+    pub(crate) webhook_holds: Mutex<HashMap<String, chrono::DateTime<chrono::Utc>>>,
     pub delivery_backoff: Vec<std::time::Duration>,
     /// Waits between tries of a webhook delivery (tests shorten them); its length is the retries.
     pub webhook_backoff: Vec<std::time::Duration>,

@@ -5,7 +5,8 @@
 //! One task per webhook, so a slow or dead receiver only delays its own deliveries; within it up to
 //! [`CONCURRENT`] requests at a time, each bounded by `webhook::REQUEST_TIMEOUT`. Network errors,
 //! timeouts, 5xx and 429 are retried with exponential backoff and jitter (a `Retry-After` is
-//! honoured), other 4xx are not; after [`ATTEMPTS`] tries or a day the delivery is `not_delivered`
+//! honoured, and holds the webhook's other deliveries until then too); a 409 ("I have it already")
+//! is a delivery; other 4xx are not retried; after [`ATTEMPTS`] tries or a day the delivery is `not_delivered`
 //! and the engine's problems say so (tray, window) until a delivery of that webhook succeeds.
 //! Settling never waits for any of this: it only writes the outbox entry.
 
@@ -97,10 +98,14 @@ pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
 /// (a ping whose monitor never answers, while other routines' pings share the channel) holds up
 /// only itself.
 async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Option<chrono::DateTime<Utc>> {
+    // Its receiver asked for a pause: nothing goes before then (what is in flight ends as it may).
+    if let Some(until) = held_until(core, channel) {
+        return Some(until);
+    }
     let mut sends = tokio::task::JoinSet::new();
     let mut unreadable = false;
     loop {
-        let free = CONCURRENT - sends.len();
+        let free = if held_until(core, channel).is_some() { 0 } else { CONCURRENT - sends.len() };
         let now = Utc::now();
         let (core2, ch) = (Arc::clone(core), channel.clone());
         let due = match free {
@@ -147,6 +152,20 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Optio
             _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
             _ = kicked => {}
         }
+    }
+}
+
+/// When the pause `channel`'s receiver asked for ends, while it lasts.
+fn held_until(core: &Core, channel: &Channel) -> Option<chrono::DateTime<Utc>> {
+    let mut holds = core.webhook_holds.lock().unwrap_or_else(|e| e.into_inner());
+    let key = channel.to_string();
+    match holds.get(&key) {
+        Some(until) if *until > Utc::now() => Some(*until),
+        Some(_) => {
+            holds.remove(&key);
+            None
+        }
+        None => None,
     }
 }
 
@@ -215,6 +234,10 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Resu
             core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::Delivered, None, now)
         }
         Err(failure) => {
+            let asked_pause = match &failure {
+                Failure::Retry { after, .. } => *after,
+                Failure::Refused(_) => None,
+            };
             let (error, wait) = match failure {
                 Failure::Retry { error, after } => {
                     let too_old = now - entry.finished_at > Span::hours(MAX_AGE_HOURS);
@@ -223,6 +246,14 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Resu
                 }
                 Failure::Refused(error) => (error, None),
             };
+            // The receiver said when to come back: none of its deliveries goes before then. (Not
+            // for pings: one channel carries every routine's, to monitors of their own.)
+            if let (Some(after), Some(_), Some(_)) = (asked_pause, wait, entry.channel.webhook()) {
+                let until = now + Span::from_std(after.min(LONGEST_RETRY_AFTER)).unwrap_or_default();
+                let mut holds = core.webhook_holds.lock().unwrap_or_else(|e| e.into_inner());
+                let held = holds.entry(entry.channel.to_string()).or_insert(until);
+                *held = (*held).max(until);
+            }
             match wait {
                 Some(wait) => {
                     tracing::info!(run = %entry.run_id, webhook = name, attempt = entry.attempts + 1, %error, "{who} not delivered; trying again");
