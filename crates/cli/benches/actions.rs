@@ -41,21 +41,10 @@ fn main() {
         format!("[github]\napi_url = \"{}\"\nactions_poll = \"1s\"\n\n[hosts.ci]\ngithub = \"acme/app\"\nruns_on = [\"self-hosted\"]\n", fake.url()),
     )
     .unwrap();
-    let checkout = repository(home.path());
-    let stub = checkout.path().join(".stub");
-    fake.add_actions_repo(
-        "acme/app",
-        ActionsRepo {
-            checkout: checkout.path().to_path_buf(),
-            default_branch: "main".into(),
-            runner_labels: vec!["self-hosted".into()],
-            runner_online: true,
-            queue_delay: Duration::ZERO,
-            act: act.into(),
-            env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
-            local_actions: vec![("actions/checkout@v4".into(), stub.clone()), ("actions/setup-node@v4".into(), stub)],
-        },
-    );
+    let out = ctl(home.path()).args(["hosts", "workflow", "ci"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let checkout = nightshift_testkit::fake_github::actions::checkout(&String::from_utf8_lossy(&out.stdout));
+    fake.add_actions_repo("acme/app", ActionsRepo::new(checkout.path(), act.into(), &["self-hosted"], "/usr/local/bin:/usr/bin:/bin".into()));
 
     // Whole process.
     let mut whole = Samples::default();
@@ -106,24 +95,6 @@ fn main() {
         per_hour(after - before),
         per_hour(after_304 - before_304)
     );
-}
-
-/// The repository: a git checkout with the workflow Nightshift generates, and a stand-in for the
-/// actions it `uses:`.
-fn repository(home: &std::path::Path) -> tempfile::TempDir {
-    let checkout = tempfile::tempdir().unwrap();
-    let workflows = checkout.path().join(".github/workflows");
-    std::fs::create_dir_all(&workflows).unwrap();
-    let out = ctl(home).args(["hosts", "workflow", "ci"]).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    std::fs::write(workflows.join("nightshift.yml"), &out.stdout).unwrap();
-    let stub = checkout.path().join(".stub");
-    std::fs::create_dir_all(&stub).unwrap();
-    std::fs::write(stub.join("action.yml"), "name: stand-in\ndescription: stand-in\nruns:\n  using: composite\n  steps:\n    - run: \"true\"\n      shell: bash\n").unwrap();
-    for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["-c", "user.email=b@b", "-c", "user.name=b", "commit", "-qm", "w"]] {
-        assert!(Command::new("git").args(args).current_dir(checkout.path()).status().unwrap().success());
-    }
-    checkout
 }
 
 fn ctl(home: &std::path::Path) -> Command {

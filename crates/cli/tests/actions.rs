@@ -44,33 +44,13 @@ impl Ci {
         toml += &format!("\n[github]\napi_url = \"{}\"\nactions_poll = \"300ms\"\n\n[hosts.ci]\ngithub = \"acme/app\"\nruns_on = [\"self-hosted\", \"linux\"]\n{host_extra}\n", fake.url());
         std::fs::write(&settings, toml).unwrap();
         // The repository: a git checkout with the workflow Nightshift generates, committed.
-        let checkout = tempfile::tempdir().unwrap();
-        let workflows = checkout.path().join(".github/workflows");
-        std::fs::create_dir_all(&workflows).unwrap();
         let out = ctl(&th).args(["hosts", "workflow", "ci"]).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        std::fs::write(workflows.join("nightshift.yml"), &out.stdout).unwrap();
-        for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["-c", "user.email=ci@acme.dev", "-c", "user.name=ci", "commit", "-qm", "nightshift"]] {
-            assert!(Command::new("git").args(args).current_dir(checkout.path()).status().unwrap().success());
-        }
-        // What the workflow `uses:` needs the network for: local stand-ins.
-        let stub = checkout.path().join(".stub");
-        std::fs::create_dir_all(&stub).unwrap();
-        std::fs::write(stub.join("action.yml"), "name: stand-in\ndescription: stands in for an action the network would fetch\nruns:\n  using: composite\n  steps:\n    - run: echo \"stand-in for a marketplace action\"\n      shell: bash\n").unwrap();
+        let checkout = nightshift_testkit::fake_github::actions::checkout(&stdout(&out));
         let agents = workspace_root().join("tests/agents-cli/node_modules/.bin");
-        fake.add_actions_repo(
-            "acme/app",
-            ActionsRepo {
-                checkout: checkout.path().to_path_buf(),
-                default_branch: "main".into(),
-                runner_labels: runner_labels.iter().map(|l| l.to_string()).collect(),
-                runner_online: true,
-                queue_delay: Duration::from_millis(300),
-                act: tool("NIGHTSHIFT_TEST_ACT"),
-                env: vec![("PATH".into(), format!("{}:/usr/local/bin:/usr/bin:/bin", agents.display())), ("LANG".into(), "C.UTF-8".into())],
-                local_actions: vec![("actions/checkout@v4".into(), stub.clone()), ("actions/setup-node@v4".into(), stub)],
-            },
-        );
+        let path = format!("{}:/usr/local/bin:/usr/bin:/bin", agents.display());
+        let repo = ActionsRepo { queue_delay: Duration::from_millis(300), ..ActionsRepo::new(checkout.path(), tool("NIGHTSHIFT_TEST_ACT"), runner_labels, path) };
+        fake.add_actions_repo("acme/app", repo);
         Ci { th, fake, _checkout: checkout }
     }
 

@@ -309,28 +309,8 @@ async fn a_slot_run_on_github_actions_says_which_workflow_run_of_which_repositor
     std::fs::write(th.path().join("nightshift.toml"), format!("[github]\napi_url = \"{}\"\nactions_poll = \"300ms\"\n[hosts.ci]\ngithub = \"acme/app\"\nruns_on = \"self-hosted\"\n", fake.url())).unwrap();
     let clock = Arc::new(ManualClock::new(at("2026-11-02T02:59:50Z")));
     let engine = EngineOptions::for_test(th.path()).clock(clock.clone()).env("GH_TOKEN", TOKEN).open();
-    let checkout = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(checkout.path().join(".github/workflows")).unwrap();
-    std::fs::write(checkout.path().join(".github/workflows/nightshift.yml"), engine.host_workflow("ci").unwrap()).unwrap();
-    let stub = checkout.path().join(".stub");
-    std::fs::create_dir_all(&stub).unwrap();
-    std::fs::write(stub.join("action.yml"), "name: stand-in\ndescription: stand-in\nruns:\n  using: composite\n  steps:\n    - run: \"true\"\n      shell: bash\n").unwrap();
-    for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["-c", "user.email=w@w", "-c", "user.name=w", "commit", "-qm", "w"]] {
-        assert!(std::process::Command::new("git").args(args).current_dir(checkout.path()).status().unwrap().success());
-    }
-    fake.add_actions_repo(
-        "acme/app",
-        nightshift_testkit::fake_github::ActionsRepo {
-            checkout: checkout.path().to_path_buf(),
-            default_branch: "main".into(),
-            runner_labels: vec!["self-hosted".into()],
-            runner_online: true,
-            queue_delay: std::time::Duration::ZERO,
-            act: act.into(),
-            env: vec![("PATH".into(), "/usr/local/bin:/usr/bin:/bin".into())],
-            local_actions: vec![("actions/checkout@v4".into(), stub.clone()), ("actions/setup-node@v4".into(), stub)],
-        },
-    );
+    let checkout = nightshift_testkit::fake_github::actions::checkout(&engine.host_workflow("ci").unwrap());
+    fake.add_actions_repo("acme/app", nightshift_testkit::fake_github::ActionsRepo::new(checkout.path(), act.into(), &["self-hosted"], "/usr/local/bin:/usr/bin:/bin".into()));
     let sched = Scheduler::new(engine.clone());
     sched.tick().await.unwrap();
     clock.set(at("2026-11-02T03:00:05Z"));

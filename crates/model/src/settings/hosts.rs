@@ -112,12 +112,7 @@ impl HostSettings {
             }
         }
         if let Some(t) = &self.start_timeout {
-            let bad = match humantime::parse_duration(t.trim()) {
-                Ok(d) if d < Duration::from_secs(1) => "is shorter than a second".to_string(),
-                Ok(d) if d > Duration::from_secs(86_400) => "is longer than a day".to_string(),
-                Ok(_) => return None,
-                Err(e) => format!("is not a duration ({e}; examples: 90s, 10m, 1h)"),
-            };
+            let bad = super::duration_problem(t, (Duration::from_secs(1), "is shorter than a second"), (Duration::from_secs(86_400), "is longer than a day"), "90s, 10m, 1h")?;
             return Some((format!("\"{t}\""), format!("`{table}` start_timeout = \"{t}\" {bad}")));
         }
         None

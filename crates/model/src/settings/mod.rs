@@ -331,13 +331,9 @@ impl Settings {
             ("[github] actions_poll", &settings.github.actions_poll, (Duration::from_millis(200), "is shorter than 200ms"), (Duration::from_secs(600), "is longer than 10 minutes"), "5s, 30s"),
         ] {
             let Some(value) = value else { continue };
-            let bad = match humantime::parse_duration(value.trim()) {
-                Ok(d) if d < least.0 => least.1.to_string(),
-                Ok(d) if d > most.0 => most.1.to_string(),
-                Ok(_) => continue,
-                Err(e) => format!("is not a duration ({e}; examples: {examples})"),
-            };
-            return Err(located(text.find(value.as_str()).unwrap_or(0), &format!("`{key} = \"{value}\"` {bad}")));
+            if let Some(bad) = duration_problem(value, least, most, examples) {
+                return Err(located(text.find(value.as_str()).unwrap_or(0), &format!("`{key} = \"{value}\"` {bad}")));
+            }
         }
         if !(settings.github.api_url.starts_with("https://") || settings.github.api_url.starts_with("http://")) {
             let at = text.find(settings.github.api_url.as_str()).unwrap_or(0);
@@ -428,6 +424,17 @@ impl Settings {
             AgentPath::Every(path) => Some(path),
             AgentPath::PerAgent(paths) => paths.get(agent.as_str()).map(String::as_str),
         }
+    }
+}
+
+/// What is wrong with a duration written as `value`: not a duration (with `examples`), below
+/// `least` or above `most` (each with its words).
+fn duration_problem(value: &str, least: (Duration, &str), most: (Duration, &str), examples: &str) -> Option<String> {
+    match humantime::parse_duration(value.trim()) {
+        Ok(d) if d < least.0 => Some(least.1.to_string()),
+        Ok(d) if d > most.0 => Some(most.1.to_string()),
+        Ok(_) => None,
+        Err(e) => Some(format!("is not a duration ({e}; examples: {examples})")),
     }
 }
 

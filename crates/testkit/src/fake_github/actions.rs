@@ -43,6 +43,41 @@ pub struct ActionsRepo {
     pub local_actions: Vec<(String, PathBuf)>,
 }
 
+impl ActionsRepo {
+    /// A repository at `checkout` ([`checkout`]) whose runner has `runner_labels`, run by `act`
+    /// with `path` as its PATH: on `main`, online, no queue delay, the stand-ins as its actions.
+    pub fn new(checkout: &std::path::Path, act: PathBuf, runner_labels: &[&str], path: String) -> ActionsRepo {
+        let stub = checkout.join(".stub");
+        ActionsRepo {
+            checkout: checkout.to_path_buf(),
+            default_branch: "main".into(),
+            runner_labels: runner_labels.iter().map(|l| l.to_string()).collect(),
+            runner_online: true,
+            queue_delay: Duration::ZERO,
+            act,
+            env: vec![("PATH".into(), path), ("LANG".into(), "C.UTF-8".into())],
+            local_actions: vec![("actions/checkout@v4".into(), stub.clone()), ("actions/setup-node@v4".into(), stub)],
+        }
+    }
+}
+
+/// A repository's checkout: `workflow` committed on `main` as `.github/workflows/nightshift.yml`,
+/// and a stand-in (`.stub/action.yml`) for the actions it `uses:`, which would need the network.
+pub fn checkout(workflow: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a folder for the repository");
+    let workflows = dir.path().join(".github/workflows");
+    std::fs::create_dir_all(&workflows).unwrap();
+    std::fs::write(workflows.join("nightshift.yml"), workflow).unwrap();
+    let stub = dir.path().join(".stub");
+    std::fs::create_dir_all(&stub).unwrap();
+    std::fs::write(stub.join("action.yml"), "name: stand-in\ndescription: stands in for an action the network would fetch\nruns:\n  using: composite\n  steps:\n    - run: echo \"stand-in for a marketplace action\"\n      shell: bash\n").unwrap();
+    for args in [&["init", "-q", "-b", "main"][..], &["add", "-A"], &["-c", "user.email=ci@acme.dev", "-c", "user.name=ci", "commit", "-qm", "nightshift"]] {
+        let ok = std::process::Command::new("git").args(args).current_dir(dir.path()).status().is_ok_and(|s| s.success());
+        assert!(ok, "git {args:?} in the repository's checkout");
+    }
+    dir
+}
+
 pub(super) struct Repo {
     config: ActionsRepo,
     key: crypto_box::SecretKey,
