@@ -285,7 +285,7 @@ fn hosts_and_their_health_reach_the_window() {
         ipc(&f.main, "list_hosts", json!({})).unwrap().as_array().is_some_and(|h| h.len() == 1)
     });
     let hosts = ipc(&f.main, "list_hosts", json!({})).unwrap();
-    assert_eq!(hosts, json!([{ "host": "box", "routines": ["placed"], "checked_at": null, "last_seen": null, "last_error": null }]));
+    assert_eq!(hosts, json!([{ "host": "box", "github": null, "routines": ["placed"], "checked_at": null, "last_seen": null, "last_error": null }]), "an SSH host names no repository");
     let check = ipc(&f.main, "check_host", json!({ "host": "box" })).unwrap();
     assert_eq!(check["reachable"], false, "{check:#}");
     assert!(check["message"].as_str().unwrap().starts_with("box: unreachable — box: ssh: connect to host 127.0.0.1 port 1: Connection refused"), "{check:#}");
