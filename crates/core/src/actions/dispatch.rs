@@ -65,16 +65,18 @@ pub fn run_name(run_id: &str, dispatch: &str) -> String {
     format!("Nightshift run {run_id} ({dispatch})")
 }
 
-/// The repository secret an account's credential is kept in on GitHub:
+/// The repository secret a try reads its credential from on GitHub: for an account,
 /// `NIGHTSHIFT_<AGENT>_<EMAIL>` in GitHub's alphabet, with a short digest of the email so two
-/// emails that differ only in punctuation never share one.
-pub fn secret_name(agent: Agent, email: &str) -> String {
+/// emails that differ only in punctuation never share one; without one (the agent's credential
+/// from the engine's environment), `NIGHTSHIFT_<AGENT>`.
+pub fn secret_name(agent: Agent, email: Option<&str>) -> String {
     use sha2::Digest;
-    let shown: String = email.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).collect();
+    let agent = agent.as_str().to_uppercase();
+    let Some(email) = email else { return format!("NIGHTSHIFT_{agent}") };
+    let shown: String = email.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_uppercase() } else { '_' }).take(60).collect();
     let digest = sha2::Sha256::digest(email.to_lowercase().as_bytes());
     let short: String = digest.iter().take(3).map(|b| format!("{b:02X}")).collect();
-    let shown: String = shown.chars().take(60).collect();
-    format!("NIGHTSHIFT_{}_{shown}_{short}", agent.as_str().to_uppercase())
+    format!("NIGHTSHIFT_{agent}_{shown}_{short}")
 }
 
 #[cfg(test)]
@@ -83,11 +85,12 @@ mod tests {
 
     #[test]
     fn secret_names_are_githubs_alphabet_and_tell_emails_apart() {
-        let a = secret_name(Agent::Claude, "me.a@acme.dev");
+        let a = secret_name(Agent::Claude, Some("me.a@acme.dev"));
         assert!(a.starts_with("NIGHTSHIFT_CLAUDE_ME_A_ACME_DEV_"), "{a}");
         assert!(a.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'));
-        assert_ne!(a, secret_name(Agent::Claude, "me_a@acme.dev"));
-        assert_eq!(a, secret_name(Agent::Claude, "ME.A@acme.dev"), "an email's case is not its identity");
+        assert_ne!(a, secret_name(Agent::Claude, Some("me_a@acme.dev")));
+        assert_eq!(a, secret_name(Agent::Claude, Some("ME.A@acme.dev")), "an email's case is not its identity");
+        assert_eq!(secret_name(Agent::Codex, None), "NIGHTSHIFT_CODEX", "the engine's own credential");
     }
 
     #[test]

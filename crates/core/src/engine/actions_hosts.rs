@@ -66,15 +66,6 @@ impl Core {
         Ok(Api::new(&self.settings().github.api_url, token, &host.repo))
     }
 
-    /// The repository secret a try of `account` (or, without one, of `agent`'s inherited
-    /// credential) reads on an Actions host.
-    pub(crate) fn actions_secret_name(agent: Agent, account: Option<&Account>) -> String {
-        match account {
-            Some(a) => dispatch::secret_name(agent, &a.email),
-            None => format!("NIGHTSHIFT_{}", agent.as_str().to_uppercase()),
-        }
-    }
-
     /// Every credential the routines placed on `host` need there.
     pub(crate) fn needed_secrets(&self, host: &str) -> Vec<NeededSecret> {
         let set = self.routines();
@@ -89,7 +80,7 @@ impl Core {
                 None => vec![None],
             };
             for account in wanted {
-                let name = Core::actions_secret_name(agent, account);
+                let name = dispatch::secret_name(agent, account.map(|a| a.email.as_str()));
                 if needed.iter().any(|n| n.name == name) {
                     continue;
                 }

@@ -234,26 +234,24 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Resu
             core.store.settle_delivery(&entry.run_id, &entry.channel, Delivery::Delivered, None, now)
         }
         Err(failure) => {
-            let asked_pause = match &failure {
-                Failure::Retry { after, .. } => *after,
-                Failure::Refused(_) => None,
-            };
             let (error, wait) = match failure {
                 Failure::Retry { error, after } => {
                     let too_old = now - entry.finished_at > Span::hours(MAX_AGE_HOURS);
                     let backoff = core.webhook_backoff.get(entry.attempts as usize).filter(|_| !too_old).map(|b| jitter(*b, &entry.run_id, entry.attempts));
-                    (error, backoff.map(|b| after.map(|a| a.min(LONGEST_RETRY_AFTER)).unwrap_or(b)))
+                    let asked = after.map(|a| a.min(LONGEST_RETRY_AFTER));
+                    // The receiver said when to come back: none of its deliveries goes before
+                    // then. (Not for pings: one channel carries every routine's, to monitors of
+                    // their own.)
+                    if let (Some(asked), Some(_), Some(_)) = (asked, backoff, entry.channel.webhook()) {
+                        let until = now + Span::from_std(asked).unwrap_or_default();
+                        let mut holds = core.webhook_holds.lock().unwrap_or_else(|e| e.into_inner());
+                        let held = holds.entry(entry.channel.to_string()).or_insert(until);
+                        *held = (*held).max(until);
+                    }
+                    (error, backoff.map(|b| asked.unwrap_or(b)))
                 }
                 Failure::Refused(error) => (error, None),
             };
-            // The receiver said when to come back: none of its deliveries goes before then. (Not
-            // for pings: one channel carries every routine's, to monitors of their own.)
-            if let (Some(after), Some(_), Some(_)) = (asked_pause, wait, entry.channel.webhook()) {
-                let until = now + Span::from_std(after.min(LONGEST_RETRY_AFTER)).unwrap_or_default();
-                let mut holds = core.webhook_holds.lock().unwrap_or_else(|e| e.into_inner());
-                let held = holds.entry(entry.channel.to_string()).or_insert(until);
-                *held = (*held).max(until);
-            }
             match wait {
                 Some(wait) => {
                     tracing::info!(run = %entry.run_id, webhook = name, attempt = entry.attempts + 1, %error, "{who} not delivered; trying again");

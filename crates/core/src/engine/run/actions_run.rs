@@ -86,24 +86,21 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, h
         workflow_run: None,
         deadline_ms: (now + chrono::Duration::from_std(live.timeout).unwrap_or_default()).timestamp_millis(),
     };
-    let order = Dispatch { run_id: live.id.clone(), dispatch: key, agent: live.agent, call, secret: routine.agent().cli().map(|a| Core::actions_secret_name(a, account)), timeout: live.timeout };
+    let order = Dispatch { run_id: live.id.clone(), dispatch: key, agent: live.agent, call, secret: routine.agent().cli().map(|a| dispatch::secret_name(a, account.map(|a| a.email.as_str()))), timeout: live.timeout };
     let inputs = order.inputs().map_err(Failure::Refused)?;
     keep(core, &live.id, &on);
-    let (c, h, a, id) = (Arc::clone(core), host.clone(), Arc::clone(&api), live.id.clone());
-    let found = tokio::task::spawn_blocking(move || dispatch_and_find(&c, &a, &h, &id, &inputs, &on, now))
+    let (h, a, id) = (host.clone(), Arc::clone(&api), live.id.clone());
+    let found = tokio::task::spawn_blocking(move || dispatch_and_find(&a, &h, &id, &inputs, &on))
         .await
         .unwrap_or_else(|e| Err(Failure::Unreachable(format!("dispatching failed: {e}"))))?;
-    core.host_contact(&host.name, None);
-    if let Err(e) = core.store.set_remote_url(&live.id, &found.1.html_url) {
-        tracing::warn!(run = %live.id, error = %e, "could not record the run's page on GitHub");
-    }
-    keep(core, &live.id, &found.0);
+    let mut on = found.0;
+    now_found(core, &live.id, &mut on, &found.1);
     tracing::info!(run = %live.id, host = %host.name, workflow_run = found.1.id, "run dispatched to GitHub Actions");
-    Ok(ActionsProc { host: host.clone(), on: found.0, api })
+    Ok(ActionsProc { host: host.clone(), on, api })
 }
 
 /// Send the dispatch (on the host's ref) and find the workflow run it made.
-fn dispatch_and_find(core: &Core, api: &Api, host: &ActionsHost, run_id: &str, inputs: &serde_json::Value, on: &OnActions, now: DateTime<Utc>) -> Result<(OnActions, WorkflowRun), Failure> {
+fn dispatch_and_find(api: &Api, host: &ActionsHost, run_id: &str, inputs: &serde_json::Value, on: &OnActions) -> Result<(OnActions, WorkflowRun), Failure> {
     let failure = |t: Trouble| match t {
         Trouble::Passing { words, .. } => Failure::Unreachable(words),
         Trouble::Refused { words, .. } => Failure::Missing(format!("{words} — see `nightshiftctl hosts check {}`", host.name)),
@@ -119,39 +116,48 @@ fn dispatch_and_find(core: &Core, api: &Api, host: &ActionsHost, run_id: &str, i
         Err(Trouble::Passing { .. }) => FIND_FOR / 3,
         Err(t) => return Err(failure(t.clone())),
     };
-    let name = dispatch::run_name(run_id, &on.dispatch);
     let until = std::time::Instant::now() + wait_for;
     loop {
-        if let Ok(runs) = api.dispatched_runs(&host.workflow, now) {
-            if let Some(run) = runs.into_iter().find(|r| r.display_title == name) {
-                let mut on = on.clone();
-                on.workflow_run = Some(run.id);
-                return Ok((on, run));
-            }
+        if let Some(run) = find(api, host, run_id, on) {
+            return Ok((on.clone(), run));
         }
         if std::time::Instant::now() >= until {
-            core.host_contact(&host.name, Some(&Failure::Unreachable(String::new())));
+            // (The caller remembers an unreachable host's words as its health.)
             return Err(match sent {
                 Err(t) => failure(t),
-                Ok(()) => Failure::Unreachable(format!("GitHub took the dispatch of {} but no workflow run named \"{name}\" appeared within {}s", host.workflow, wait_for.as_secs())),
+                Ok(()) => Failure::Unreachable(format!(
+                    "GitHub took the dispatch of {} but no workflow run named \"{}\" appeared within {}s",
+                    host.workflow,
+                    dispatch::run_name(run_id, &on.dispatch),
+                    wait_for.as_secs()
+                )),
             });
         }
         std::thread::sleep(Duration::from_secs(1));
     }
 }
 
-/// What the job runs: the agent's command line and variables as for a run on an SSH host —
-/// the routine's `env:` over the run's own variables — and which variable gets the secret.
+/// The workflow run a try's dispatch made, by the name it gave it (blocking: one request).
+fn find(api: &Api, host: &ActionsHost, run_id: &str, on: &OnActions) -> Option<WorkflowRun> {
+    let since = DateTime::from_timestamp_millis(on.dispatched_ms)?;
+    let name = dispatch::run_name(run_id, &on.dispatch);
+    api.dispatched_runs(&host.workflow, since).ok()?.into_iter().find(|r| r.display_title == name)
+}
+
+/// The try's workflow run is known: kept with the run's row, with its page.
+fn now_found(core: &Core, run_id: &str, on: &mut OnActions, run: &WorkflowRun) {
+    on.workflow_run = Some(run.id);
+    keep(core, run_id, on);
+    if let Err(e) = core.store.set_remote_url(run_id, &run.html_url) {
+        tracing::warn!(run = %run_id, error = %e, "could not record the run's page on GitHub");
+    }
+}
+
+/// What the job runs: the agent's command line and variables as for a run on an SSH host
+/// ([`super::remote_run::away`]), and which variable gets the secret (never its value).
 fn call_for(core: &Core, live: &LiveRun, routine: &Routine, account: Option<&Account>) -> Call {
-    let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
-    let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None, event.as_ref());
-    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation(&prompt, super::attempt::run_cap(routine, &core.settings()), None);
-    let mut extra: Vec<(&str, String)> = agent_env;
-    extra.extend(super::attempt::run_variables(routine, &live.id));
     let provider = account.map(|a| a.provider_env()).unwrap_or_default();
-    extra.extend(provider);
-    let mut env = std::collections::BTreeMap::new();
-    crate::runner::env::overlay(&mut env, &routine.env, &extra);
+    let (driver, args, mut env) = super::remote_run::away(core, live, routine, &provider);
     let secret_vars = match (routine.agent().cli(), account) {
         (None, _) => Vec::new(),
         (Some(_), Some(a)) => vec![a.secret_var()],
@@ -197,7 +203,8 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &ActionsProc, 
     let mut etag: Option<String> = None;
     // The workflow run's status as last told (`queued` until GitHub says otherwise).
     let mut status = String::from("queued");
-    let (mut cancelled, mut timed_out, mut no_runner): (Option<std::time::Instant>, bool, bool) = (None, false, false);
+    // Why, and since when, the workflow run is being cancelled.
+    let mut stopping: Option<(Stop, std::time::Instant)> = None;
     let started = DateTime::from_timestamp_millis(proc.on.dispatched_ms).unwrap_or_else(Utc::now);
     let deadline = DateTime::from_timestamp_millis(proc.on.deadline_ms).unwrap_or_else(Utc::now);
     let Some(id) = proc.on.workflow_run else {
@@ -209,9 +216,8 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &ActionsProc, 
     };
     loop {
         let now = core.clock.now();
-        if cancelled.is_none() && now >= deadline {
-            timed_out = true;
-            cancelled = Some(std::time::Instant::now());
+        if stopping.is_none() && now >= deadline {
+            stopping = Some((Stop::TimedOut, std::time::Instant::now()));
             cancel_there(core, run, &proc, id).await;
         }
         let asked = {
@@ -226,7 +232,7 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &ActionsProc, 
                 etag = tag;
                 if workflow_run.status == "completed" {
                     let conclusion = workflow_run.conclusion.clone().unwrap_or_default();
-                    return bring_home(core, run, &proc, id, &conclusion, cancelled.is_some(), timed_out, no_runner).await;
+                    return bring_home(core, run, &proc, id, &conclusion, stopping.map(|(why, _)| why)).await;
                 }
                 status = workflow_run.status;
             }
@@ -244,19 +250,18 @@ pub(crate) async fn follow(core: &Arc<Core>, run: &LiveRun, proc: &ActionsProc, 
         }
         // Still waiting for a runner past `start_timeout` (an unchanged answer says the same).
         let queued = matches!(status.as_str(), "queued" | "waiting" | "pending" | "requested");
-        if queued && cancelled.is_none() && now - started > chrono::Duration::from_std(proc.host.start_timeout).unwrap_or_default() && !job_started(&proc, id).await {
-            no_runner = true;
-            cancelled = Some(std::time::Instant::now());
+        if queued && stopping.is_none() && now - started > chrono::Duration::from_std(proc.host.start_timeout).unwrap_or_default() && !job_started(&proc, id).await {
+            stopping = Some((Stop::NoRunner, std::time::Instant::now()));
             cancel_there(core, run, &proc, id).await;
         }
-        if cancelled.is_some_and(|at| at.elapsed() > CANCEL_FOR) {
+        if let Some((why, _)) = stopping.filter(|(_, at)| at.elapsed() > CANCEL_FOR) {
             // GitHub never ended it: what came home so far is all there is.
-            return if no_runner { no_runner_ending(&proc) } else if timed_out { Ending::TimedOut } else { Ending::Cancelled };
+            return why.ending(&proc);
         }
         tokio::select! {
             _ = tokio::time::sleep(wait) => {}
-            _ = cancel.notified(), if cancelled.is_none() => {
-                cancelled = Some(std::time::Instant::now());
+            _ = cancel.notified(), if stopping.is_none() => {
+                stopping = Some((Stop::Cancelled, std::time::Instant::now()));
                 cancel_there(core, run, &proc, id).await;
             }
         }
@@ -273,30 +278,43 @@ async fn job_started(proc: &ActionsProc, id: u64) -> bool {
     }
 }
 
-fn no_runner_ending(proc: &ActionsProc) -> Ending {
-    Ending::Blocked {
-        reason: Reason::NoRunner,
-        message: format!(
-            "no runner picked up the job within {} (start_timeout): none online on {} with [{}] — see `nightshiftctl hosts check {}`",
-            humantime::format_duration(proc.host.start_timeout),
-            proc.host.repo,
-            proc.host.runs_on.join(", "),
-            proc.host.name
-        ),
-        resets_at: None,
+/// Why Nightshift cancels a workflow run.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Stop {
+    /// Cancel (the window, Ctrl-C of `run --wait`).
+    Cancelled,
+    /// The routine's `timeout`.
+    TimedOut,
+    /// No runner took the job within `start_timeout`.
+    NoRunner,
+}
+
+impl Stop {
+    /// How a try that was stopped so ended, whatever its log says.
+    fn ending(self, proc: &ActionsProc) -> Ending {
+        match self {
+            Stop::Cancelled => Ending::Cancelled,
+            Stop::TimedOut => Ending::TimedOut,
+            Stop::NoRunner => Ending::Blocked {
+                reason: Reason::NoRunner,
+                message: format!(
+                    "no runner picked up the job within {} (start_timeout): none online on {} with [{}] — see `nightshiftctl hosts check {}`",
+                    humantime::format_duration(proc.host.start_timeout),
+                    proc.host.repo,
+                    proc.host.runs_on.join(", "),
+                    proc.host.name
+                ),
+                resets_at: None,
+            },
+        }
     }
 }
 
 /// Find a dispatched try's workflow run by its key (its engine died before it was found).
 async fn find_again(core: &Arc<Core>, run_id: &str, proc: &mut ActionsProc) -> Option<()> {
-    let (api, workflow, name) = (Arc::clone(&proc.api), proc.host.workflow.clone(), dispatch::run_name(run_id, &proc.on.dispatch));
-    let since = DateTime::from_timestamp_millis(proc.on.dispatched_ms)?;
-    let found = tokio::task::spawn_blocking(move || api.dispatched_runs(&workflow, since).ok()?.into_iter().find(|r| r.display_title == name)).await.ok()??;
-    proc.on.workflow_run = Some(found.id);
-    keep(core, run_id, &proc.on);
-    if let Err(e) = core.store.set_remote_url(run_id, &found.html_url) {
-        tracing::warn!(run = %run_id, error = %e, "could not record the run's page on GitHub");
-    }
+    let (api, host, id, on) = (Arc::clone(&proc.api), proc.host.clone(), run_id.to_string(), proc.on.clone());
+    let found = tokio::task::spawn_blocking(move || find(&api, &host, &id, &on)).await.ok()??;
+    now_found(core, run_id, &mut proc.on, &found);
     Some(())
 }
 
@@ -310,11 +328,10 @@ async fn cancel_there(core: &Core, run: &LiveRun, proc: &ActionsProc, id: u64) {
 }
 
 /// The job ended: its log's framed lines become the run's stdout and stderr here, its exit code
-/// the run's — then how it ended, as a try here would say it.
-#[allow(clippy::too_many_arguments)]
-async fn bring_home(core: &Arc<Core>, run: &LiveRun, proc: &ActionsProc, id: u64, conclusion: &str, cancelled: bool, timed_out: bool, no_runner: bool) -> Ending {
-    if no_runner {
-        return no_runner_ending(proc);
+/// the run's — then how it ended, as a try here would say it (`stopped`: Nightshift cancelled it).
+async fn bring_home(core: &Arc<Core>, run: &LiveRun, proc: &ActionsProc, id: u64, conclusion: &str, stopped: Option<Stop>) -> Ending {
+    if stopped == Some(Stop::NoRunner) {
+        return Stop::NoRunner.ending(proc);
     }
     let api = Arc::clone(&proc.api);
     let mut read = None;
@@ -359,11 +376,10 @@ async fn bring_home(core: &Arc<Core>, run: &LiveRun, proc: &ActionsProc, id: u64
             resets_at: None,
         };
     }
-    match (timed_out, cancelled, out.exit_code) {
-        (true, _, _) => Ending::TimedOut,
-        (false, true, _) => Ending::Cancelled,
-        (false, false, Some(code)) => Ending::Exited(Some(code)),
-        (false, false, None) => match conclusion {
+    match (stopped, out.exit_code) {
+        (Some(why), _) => why.ending(proc),
+        (None, Some(code)) => Ending::Exited(Some(code)),
+        (None, None) => match conclusion {
             "timed_out" => Ending::TimedOut,
             "cancelled" => Ending::Unreachable(format!("the workflow run was cancelled on GitHub before the agent ended ({})", proc.host.repo)),
             other => {

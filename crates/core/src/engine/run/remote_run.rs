@@ -81,7 +81,8 @@ impl Core {
 /// a host that answers but cannot start it otherwise fails it (`failed · spawn_failed`).
 pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>) -> Result<RemoteProc, Ending> {
     let Some(placement) = routine.placement.as_ref() else { return Err(Ending::SpawnFailed("the routine has no host".into())) };
-    let mut cmd = command(core, live, routine, creds);
+    // Made once, when the first SSH host is tried (a host on Actions builds its own call).
+    let mut ssh_command: Option<RemoteCommand> = None;
     let mut unreachable = Vec::new();
     let mut busy = Vec::new();
     let hosts = match placement.fleet {
@@ -99,13 +100,17 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
         let started = match core.settings().actions_host(host) {
             Some(actions) => super::actions_run::start(core, live, routine, &actions, creds.account.map(|(a, _)| a), !creds.secrets.is_empty()).await.map(RemoteProc::Actions),
             None => {
+                let cmd = ssh_command.get_or_insert_with(|| command(core, live, routine, creds));
                 cmd.argv[0] = program_on(&core.settings(), routine, host);
                 let target = core.ssh_target(host);
-                remote::start(&target, &cmd).await.map(|started| RemoteProc::Ssh(SshProc { target, started }))
+                remote::start(&target, cmd).await.map(|started| RemoteProc::Ssh(SshProc { target, started }))
             }
         };
         match started {
-            Ok(RemoteProc::Actions(proc)) => return Ok(RemoteProc::Actions(proc)),
+            Ok(RemoteProc::Actions(proc)) => {
+                core.host_contact(host, None);
+                return Ok(RemoteProc::Actions(proc));
+            }
             Ok(RemoteProc::Ssh(SshProc { target, started })) => {
                 core.host_contact(host, None);
                 let json = serde_json::to_string(&started).unwrap_or_default();
@@ -153,20 +158,29 @@ pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &Routine
     routine.agent().cli().and_then(|a| settings.host_agent_path(host, a)).unwrap_or(name).to_string()
 }
 
-/// The command line and environment, the same for every host but its program (`argv[0]`, set per
-/// host): the routine's `env:` over the run's own variables and the account's secret, as for a
-/// run here ([`crate::runner::env::overlay`]) — never the local environment (its PATH means
-/// nothing there).
-fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>) -> RemoteCommand {
+/// What a try on another machine runs, whatever the kind of host: the agent's program and
+/// arguments for the rendered prompt, and its environment — the routine's `env:` over the run's own
+/// variables and `extra` (the credentials an SSH host gets over the channel; an Actions host's
+/// provider), as for a run here ([`crate::runner::env::overlay`]) — never the local environment
+/// (its PATH means nothing there).
+pub(crate) fn away(core: &Core, live: &LiveRun, routine: &Routine, extra: &[(&str, String)]) -> (&'static dyn crate::agents::AgentDriver, Vec<String>, std::collections::BTreeMap<String, String>) {
     let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
     let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None, event.as_ref());
-    let crate::agents::Invocation { args, env: agent_env, .. } = routine.action.invocation(&prompt, super::attempt::run_cap(routine, &core.settings()), None);
-    let mut extra = agent_env;
-    extra.extend(super::attempt::run_variables(routine, &live.id));
-    let credentials = crate::engine::accounts::credentials_env(core, routine, creds, crate::engine::accounts::Where::OnAHost);
-    extra.extend(credentials.iter().map(|(k, v)| (k.as_str(), v.clone())));
+    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation(&prompt, super::attempt::run_cap(routine, &core.settings()), None);
+    let mut vars = agent_env;
+    vars.extend(super::attempt::run_variables(routine, &live.id));
+    vars.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
     let mut env = std::collections::BTreeMap::new();
-    crate::runner::env::overlay(&mut env, &routine.env, &extra);
+    crate::runner::env::overlay(&mut env, &routine.env, &vars);
+    (driver, args, env)
+}
+
+/// The SSH command line and environment, the same for every SSH host but its program (`argv[0]`,
+/// set per host), with the account's secret sent over the channel.
+fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>) -> RemoteCommand {
+    let credentials = crate::engine::accounts::credentials_env(core, routine, creds, crate::engine::accounts::Where::OnAHost);
+    let credentials: Vec<(&str, String)> = credentials.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
+    let (_, args, env) = away(core, live, routine, &credentials);
     RemoteCommand {
         run_id: live.id.clone(),
         argv: std::iter::once(String::new()).chain(args).collect(),
