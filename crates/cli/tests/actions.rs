@@ -281,6 +281,11 @@ async fn cancel_and_the_routines_timeout_cancel_the_workflow_run() {
     ci.routine("late", "schedule: \"0 3 * * *\"\nhost: ci\ntimeout: 3s\ncommand: sleep 60\n");
     let waiting = tokio::process::Command::from(ci.ctl()).args(["run", "slow", "--wait", "--json"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
     nightshift_testkit::wait_until_async("the job to start", nightshift_testkit::secs(60), || ci.fake.workflow_runs().iter().any(|r| r.2 == "in_progress")).await;
+    // Followed while it goes with conditional requests: an unchanged answer is a 304, which is no
+    // trouble (the host's health stays without an error).
+    nightshift_testkit::wait_until_async("two unchanged answers", nightshift_testkit::secs(30), || ci.fake.actions_asks().1 >= 2).await;
+    let hosts = json(&ci.ctl().args(["hosts", "list", "--json"]).output().unwrap());
+    assert!(hosts[0]["last_error"].is_null() && hosts[0]["last_seen"].is_string(), "{hosts:#}");
     // Ctrl-C in `run --wait` cancels the run.
     unsafe { libc::kill(waiting.id().unwrap() as i32, libc::SIGINT) };
     let out = waiting.wait_with_output().await.unwrap();

@@ -163,16 +163,14 @@ impl Api {
             request = request.set("If-None-Match", tag);
         }
         let what = format!("follow workflow run {id}");
-        match request.call() {
-            Ok(r) => {
-                let tag = r.header("ETag").map(str::to_string);
-                let run = serde_json::from_value(self.json(r, &what)?).map_err(|e| Trouble::Passing { words: format!("GitHub's answer to {what} could not be read: {e}"), retry_at: None })?;
-                Ok(Fresh::New(run, tag))
-            }
-            Err(ureq::Error::Status(304, _)) => Ok(Fresh::Unchanged),
-            Err(ureq::Error::Status(status, r)) => Err(trouble(status, r, &what, &self.repo)),
-            Err(ureq::Error::Transport(t)) => Err(Trouble::Passing { words: format!("could not reach GitHub ({}) to {what}: {t}", self.base), retry_at: None }),
+        // A 304 is an answer, not an error, to the HTTP client: nothing changed.
+        let r = self.send(request, None, &what)?;
+        if r.status() == 304 {
+            return Ok(Fresh::Unchanged);
         }
+        let tag = r.header("ETag").map(str::to_string);
+        let run = serde_json::from_value(self.json(r, &what)?).map_err(|e| Trouble::Passing { words: format!("GitHub's answer to {what} could not be read: {e}"), retry_at: None })?;
+        Ok(Fresh::New(run, tag))
     }
 
     /// The jobs of a workflow run.
