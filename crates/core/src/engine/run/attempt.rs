@@ -157,3 +157,20 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
     }
     crate::fsutil::find_on_path(name, path_var).ok_or_else(|| format!("`{name}` was not found on PATH; {}", driver.install_hint()))
 }
+
+/// What a try on another machine runs, whatever the kind of host: the agent's program and
+/// arguments for the rendered prompt, and its environment — the routine's `env:` over the run's own
+/// variables and `extra` (the credentials an SSH host gets over the channel; an Actions host's
+/// provider), as for a run here ([`crate::runner::env::overlay`]) — never the local environment
+/// (its PATH means nothing there).
+pub(crate) fn away(core: &Core, live: &super::live::LiveRun, routine: &Routine, extra: &[(&str, String)]) -> (&'static dyn crate::agents::AgentDriver, Vec<String>, std::collections::BTreeMap<String, String>) {
+    let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
+    let prompt = render_prompt(core, routine, core.clock.now(), None, event.as_ref());
+    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation(&prompt, run_cap(routine, &core.settings()), None);
+    let mut vars = agent_env;
+    vars.extend(run_variables(routine, &live.id));
+    vars.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
+    let mut env = std::collections::BTreeMap::new();
+    crate::runner::env::overlay(&mut env, &routine.env, &vars);
+    (driver, args, env)
+}

@@ -158,29 +158,12 @@ pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &Routine
     routine.agent().cli().and_then(|a| settings.host_agent_path(host, a)).unwrap_or(name).to_string()
 }
 
-/// What a try on another machine runs, whatever the kind of host: the agent's program and
-/// arguments for the rendered prompt, and its environment — the routine's `env:` over the run's own
-/// variables and `extra` (the credentials an SSH host gets over the channel; an Actions host's
-/// provider), as for a run here ([`crate::runner::env::overlay`]) — never the local environment
-/// (its PATH means nothing there).
-pub(crate) fn away(core: &Core, live: &LiveRun, routine: &Routine, extra: &[(&str, String)]) -> (&'static dyn crate::agents::AgentDriver, Vec<String>, std::collections::BTreeMap<String, String>) {
-    let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
-    let prompt = super::attempt::render_prompt(core, routine, core.clock.now(), None, event.as_ref());
-    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation(&prompt, super::attempt::run_cap(routine, &core.settings()), None);
-    let mut vars = agent_env;
-    vars.extend(super::attempt::run_variables(routine, &live.id));
-    vars.extend(extra.iter().map(|(k, v)| (*k, v.clone())));
-    let mut env = std::collections::BTreeMap::new();
-    crate::runner::env::overlay(&mut env, &routine.env, &vars);
-    (driver, args, env)
-}
-
 /// The SSH command line and environment, the same for every SSH host but its program (`argv[0]`,
 /// set per host), with the account's secret sent over the channel.
 fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>) -> RemoteCommand {
     let credentials = crate::engine::accounts::credentials_env(core, routine, creds, crate::engine::accounts::Where::OnAHost);
     let credentials: Vec<(&str, String)> = credentials.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    let (_, args, env) = away(core, live, routine, &credentials);
+    let (_, args, env) = super::attempt::away(core, live, routine, &credentials);
     RemoteCommand {
         run_id: live.id.clone(),
         argv: std::iter::once(String::new()).chain(args).collect(),
