@@ -148,6 +148,12 @@ fn start(app: &mut tauri::App, engine: Engine, runtime: tokio::runtime::Handle, 
         Arc::new(move |run_id: String| shell.show(Open::Run(run_id)))
     };
     engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open))));
+    // Other homes' finish notifications (`[[homes]]`), each told once on this machine.
+    let viewers = {
+        let _inside = runtime.enter();
+        nightshift_core::homes::viewer::start(&engine, Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), None)))
+    };
+    app.manage(viewers);
     engine.enable_webhooks();
     {
         let shell = Arc::clone(&shell);

@@ -273,6 +273,7 @@ file: string, problems: Array<FieldProblem>, preview: Preview | null, };
 /**
  * A run's record travels boxed: the channel keeps 1024 events in slots the size of the largest
  * variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
+ * (`Deserialize`: a viewer on another machine reads them from that home's `serve`.)
  */
 export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
 
@@ -508,6 +509,20 @@ export type LogStream = "stdout" | "stderr";
  */
 export type Mark = { from: string, to: string, fate: Fate, tone: Tone, sentence: string, run_id: string | null, };
 
+export type Notice = { 
+/**
+ * "✓ pr-review · 4m 12s"
+ */
+summary: string, 
+/**
+ * The report's first line or the failure's message (≤ 140 characters).
+ */
+body: string, 
+/**
+ * The run to open when the notification is clicked.
+ */
+run_id: string | null, critical: boolean, };
+
 export type Page = { runs: Array<RunRecord>, 
 /**
  * Pass back to get the next (older) page; `None` at the end.
@@ -582,6 +597,9 @@ hosts: Array<string>, routines_dir: string,
  */
 secrets: Array<string>, };
 
+/**
+ * (`Deserialize`: `routines list --home` reads another home's.)
+ */
 export type RoutineOverview = { name: string, 
 /**
  * The file, relative to the home when inside it.
@@ -685,6 +703,9 @@ slot_why: string | null,
  */
 place: string | null, };
 
+/**
+ * Read back (`Deserialize`) by a viewer of another home, from that home's `serve`.
+ */
 export type RunRecord = { id: string, routine: string, trigger: Trigger, scheduled_for: string | null, started_at: string | null, finished_at: string | null, status: RunStatus, reason: Reason | null, message: string | null, exit_code: number | null, account: string | null, resets_at: string | null, attempts: Array<Attempt>, duration_ms: number | null, cost_usd: number | null, session_id: string | null, report_path: string | null, 
 /**
  * `claude`, `codex`, `gemini` or `command`.
@@ -929,6 +950,8 @@ export interface Commands {
   set_paused: { args: { paused: boolean, }; answer: null };
   list_runs: { args: { routine?: string, status?: string, cursor?: string, limit?: number, }; answer: Page };
   get_run: { args: { id: string, }; answer: RunDetail };
+  runs_finished_since: { args: { from: string, limit?: number, }; answer: Array<RunRecord> };
+  run_notice: { args: { id: string, }; answer: Notice | null };
   read_log: { args: { id: string, stream?: LogStream, offset?: number, readable?: boolean, }; answer: LogChunk };
   cancel_run: { args: { id: string, }; answer: boolean };
   list_accounts: { args: Record<symbol, never>; answer: Array<AccountView> };

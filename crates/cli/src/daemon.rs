@@ -16,6 +16,8 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
     if notify {
         crate::enable_desktop_notifications(&engine);
     }
+    // Other homes' finishes too (`[[homes]]`), each told once here.
+    let _viewers = notify.then(|| nightshift_core::homes::viewer::start(&engine, crate::desktop_notifier()));
     // Webhooks need no desktop: the daemon always delivers them.
     engine.enable_webhooks();
     let mut events = engine.subscribe();

@@ -4,7 +4,9 @@ use crate::format::{self, json, table};
 use crate::Outcome;
 use clap::Args;
 use nightshift_core::run::RunStatus;
-use nightshift_core::records::{Delivery, RunQuery};
+use nightshift_core::homes::HomeClient;
+use nightshift_core::records::{Delivery, DeliveryRow, Page, RunQuery};
+use nightshift_core::run::RunRecord;
 use nightshift_core::{Engine, Error, ErrorCode};
 use std::io::Write;
 use std::time::Duration;
@@ -27,21 +29,37 @@ pub struct RunsArgs {
     json: bool,
 }
 
-pub fn runs(engine: &Engine, args: RunsArgs) -> Result<Outcome, Error> {
-    let status = match args.status.as_deref() {
-        None => None,
-        Some(s) => Some(RunStatus::parse(s).ok_or_else(|| {
+/// The status asked for, checked (the same words on every home).
+fn status_arg(args: &RunsArgs) -> Result<Option<RunStatus>, Error> {
+    match args.status.as_deref() {
+        None => Ok(None),
+        Some(s) => Ok(Some(RunStatus::parse(s).ok_or_else(|| {
             let all: Vec<&str> = RunStatus::ALL.iter().map(|s| s.as_str()).collect();
             Error::new(ErrorCode::Usage, format!("unknown status \"{s}\" (expected one of {})", all.join(", ")))
-        })?),
-    };
-    let page = engine.runs(&RunQuery { routine: args.routine.clone(), status, cursor: args.cursor, limit: args.limit })?;
+        })?)),
+    }
+}
+
+pub fn runs(engine: &Engine, args: RunsArgs) -> Result<Outcome, Error> {
+    let status = status_arg(&args)?;
+    let page = engine.runs(&RunQuery { routine: args.routine.clone(), status, cursor: args.cursor.clone(), limit: args.limit })?;
+    print_runs(page, &args)
+}
+
+/// `runs --home NAME`: the same page, from that home's `serve`.
+pub async fn runs_there(home: &HomeClient, args: RunsArgs) -> Result<Outcome, Error> {
+    let status = status_arg(&args)?;
+    let page: Page = home.call("list_runs", serde_json::json!({ "routine": args.routine, "status": status, "cursor": args.cursor, "limit": args.limit })).await?;
+    print_runs(page, &args)
+}
+
+fn print_runs(page: Page, args: &RunsArgs) -> Result<Outcome, Error> {
     if args.json {
         json(&page.runs);
         return Ok(Outcome::Ok);
     }
     if page.runs.is_empty() {
-        println!("No runs yet{}. Start one with `nightshiftctl run NAME --wait`.", args.routine.map(|r| format!(" of {r}")).unwrap_or_default());
+        println!("No runs yet{}. Start one with `nightshiftctl run NAME --wait`.", args.routine.as_ref().map(|r| format!(" of {r}")).unwrap_or_default());
         return Ok(Outcome::Ok);
     }
     let rows: Vec<Vec<String>> = page
@@ -74,6 +92,24 @@ pub fn runs(engine: &Engine, args: RunsArgs) -> Result<Outcome, Error> {
 
 pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> {
     let r = engine.run(id)?;
+    let deliveries = engine.deliveries_of(&r.id)?;
+    let not_delivered = match r.notified {
+        Some(Delivery::NotDelivered) => engine.notification_error(&r.id)?,
+        _ => None,
+    };
+    print_run(r, &deliveries, not_delivered, as_json)
+}
+
+/// `show --home NAME`: the same run, from that home's `serve` (its window's run detail).
+pub async fn show_there(home: &HomeClient, id: &str, as_json: bool) -> Result<Outcome, Error> {
+    let mut detail: serde_json::Value = home.call("get_run", serde_json::json!({ "id": id })).await?;
+    let unreadable = |e: serde_json::Error| Error::new(ErrorCode::Io, format!("home \"{}\" answered a run this Nightshift cannot read ({e})", home.name));
+    let r: RunRecord = serde_json::from_value(detail["run"].take()).map_err(unreadable)?;
+    let deliveries: Vec<DeliveryRow> = serde_json::from_value(detail["deliveries"].take()).map_err(unreadable)?;
+    print_run(r, &deliveries, None, as_json)
+}
+
+fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<String>, as_json: bool) -> Result<Outcome, Error> {
     if as_json {
         json(&r);
         return Ok(Outcome::Ok);
@@ -122,7 +158,7 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
     }
     if let Some(n) = &r.notified {
         let why = match n.as_str() {
-            "not_delivered" => engine.notification_error(&r.id)?.map(|e| format!(" ({e})")).unwrap_or_default(),
+            "not_delivered" => not_delivered.as_ref().map(|e| format!(" ({e})")).unwrap_or_default(),
             "pending" => " (sent by the Nightshift app or `nightshiftctl daemon --notify`)".to_string(),
             _ => String::new(),
         };
@@ -140,7 +176,7 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
         let next = a.next_at.map(|t| format!(" · next try at {}", format::local(&t))).unwrap_or_default();
         println!("attempt {}    {} {}{reason}{when}{next} · {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
     }
-    for d in engine.deliveries_of(&r.id)? {
+    for d in deliveries {
         let name = match (&d.webhook, d.ping) {
             (Some(name), _) => format!("webhook      {name}"),
             (None, Some(event)) => format!("ping         {event}"),
@@ -210,6 +246,35 @@ pub async fn logs(engine: &Engine, id: &str, follow: bool, stderr: bool) -> Resu
         // A run started without --wait has no live supervisor; settle it once its process is gone.
         let _ = engine.recover(nightshift_core::RecoveryMode::SettleFinished).await;
         tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    Ok(Outcome::Ok)
+}
+
+/// `logs --home NAME [--follow]`: the run's output there, through its window's log view.
+pub async fn logs_there(home: &HomeClient, id: &str, follow: bool, stderr: bool) -> Result<Outcome, Error> {
+    let stream = if stderr { "stderr" } else { "stdout" };
+    let run: serde_json::Value = home.call("get_run", serde_json::json!({ "id": id })).await?;
+    let id = run["run"]["id"].as_str().unwrap_or(id).to_string();
+    let mut offset = 0u64;
+    let mut out = std::io::stdout().lock();
+    loop {
+        let detail: serde_json::Value = home.call("get_run", serde_json::json!({ "id": id })).await?;
+        let ended = detail["run"]["status"].as_str().and_then(RunStatus::parse).is_none_or(|s| s.is_final());
+        loop {
+            let chunk: serde_json::Value = home.call("read_log", serde_json::json!({ "id": id, "stream": stream, "offset": offset, "readable": false })).await?;
+            let _ = out.write_all(chunk["raw"].as_str().unwrap_or("").as_bytes());
+            let _ = out.flush();
+            let (next, size) = (chunk["next_offset"].as_u64().unwrap_or(offset), chunk["size"].as_u64().unwrap_or(0));
+            let done = next == offset || next >= size;
+            offset = next;
+            if done {
+                break;
+            }
+        }
+        if !follow || ended {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
     }
     Ok(Outcome::Ok)
 }

@@ -10,6 +10,7 @@ mod docs;
 mod format;
 mod github;
 mod history;
+mod homes;
 mod hooks;
 mod hosts;
 mod routines;
@@ -31,6 +32,10 @@ use std::process::ExitCode;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// Ask another machine's Nightshift (a `[[homes]]` name; `nightshiftctl homes list`) instead
+    /// of this one's: runs, show, logs, run, cancel, pause, resume, routines list.
+    #[arg(long, global = true, value_name = "NAME")]
+    home: Option<String>,
 }
 
 #[derive(Subcommand)]
@@ -86,6 +91,12 @@ enum Command {
     /// Write the manual pages (nightshiftctl.1 and one per subcommand) into DIR.
     #[command(hide = true)]
     Manpages { dir: std::path::PathBuf },
+    /// Other machines' Nightshift this one looks at and controls (`--home NAME`), and whose
+    /// finish notifications it shows.
+    Homes {
+        #[command(subcommand)]
+        command: homes::HomesCommand,
+    },
     /// Run the scheduler in the foreground, printing what happens (one per home).
     Daemon {
         /// One JSON event per line instead of readable lines.
@@ -181,7 +192,11 @@ async fn cli_main() -> ExitCode {
     if only_prints(&cli.command) {
         quiet_on_a_closed_pipe();
     }
-    match dispatch(cli.command).await {
+    let done = match cli.home {
+        Some(name) => there(&name, cli.command).await,
+        None => dispatch(cli.command).await,
+    };
+    match done {
         Ok(Outcome::Ok) => ExitCode::SUCCESS,
         Ok(Outcome::RunNotCompleted) => ExitCode::from(1),
         Ok(Outcome::Invalid) => ExitCode::from(2),
@@ -267,6 +282,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Resume { routine } => pause(&open(home).await?, routine, false),
         Command::Accounts { command } => accounts::run(&open(home).await?, command).await,
         Command::Hosts { command } => hosts::hosts(&open(home).await?, command).await,
+        Command::Homes { command } => homes::homes(&open(home).await?, command).await,
         Command::Routines { command } => routines::run(&open(home).await?, command),
         Command::Run(args) => run::run(&open(home).await?, args).await,
         Command::Runs(args) => history::runs(&open_for_reading(home).await?, args),
@@ -285,6 +301,56 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Prune { dry_run, json } => prune::prune(&open(home).await?, dry_run, json).await,
         Command::Logs { run_id, follow, stderr } => history::logs(&open_for_reading(home).await?, &run_id, follow, stderr).await,
     }
+}
+
+/// A command answered by another home (`--home NAME`), through its `serve`.
+async fn there(name: &str, command: Command) -> Result<Outcome, Error> {
+    let engine = Engine::open(EngineOptions::new(Home::from_env()?))?;
+    let home = nightshift_core::homes::client(&engine, name)?;
+    let said = match &command {
+        Command::Runs(_) => "runs",
+        Command::Show { .. } => "show",
+        Command::Logs { .. } => "logs",
+        Command::Run(_) => "run",
+        Command::Cancel { .. } => "cancel",
+        Command::Pause { .. } => "pause",
+        Command::Resume { .. } => "resume",
+        Command::Routines { command: routines::RoutinesCommand::List { .. } } => "routines list",
+        Command::Routines { .. } => return Err(homes::not_there("routines", name)),
+        Command::Accounts { .. } => return Err(homes::not_there("accounts", name)),
+        Command::Why(_) => return Err(homes::not_there("why", name)),
+        Command::Usage(_) => return Err(homes::not_there("usage", name)),
+        Command::Report { .. } => return Err(homes::not_there("report", name)),
+        _ => return Err(Error::new(ErrorCode::Usage, format!("--home {name}: this command works on this machine only"))),
+    };
+    tracing::debug!(home = name, command = said, "asking another home");
+    homes::say_home(&home);
+    match command {
+        Command::Runs(args) => history::runs_there(&home, args).await,
+        Command::Show { run_id, json } => history::show_there(&home, &run_id, json).await,
+        Command::Logs { run_id, follow, stderr } => history::logs_there(&home, &run_id, follow, stderr).await,
+        Command::Run(args) => run::run_there(&home, args).await,
+        Command::Cancel { run_id } => run::cancel_there(&home, &run_id).await,
+        Command::Pause { routine } => pause_there(&home, routine, true).await,
+        Command::Resume { routine } => pause_there(&home, routine, false).await,
+        Command::Routines { command: routines::RoutinesCommand::List { json } } => routines::list_there(&home, json).await,
+        _ => unreachable!("refused above"),
+    }
+}
+
+async fn pause_there(home: &nightshift_core::homes::HomeClient, routine: Option<String>, paused: bool) -> Result<Outcome, Error> {
+    let verb = if paused { "paused" } else { "resumed" };
+    match routine {
+        Some(name) => {
+            home.call::<()>("set_routine_paused", serde_json::json!({ "name": name, "paused": paused })).await?;
+            println!("{verb} {name} on {}", home.name);
+        }
+        None => {
+            home.call::<()>("set_paused", serde_json::json!({ "paused": paused })).await?;
+            println!("{verb} all scheduling on {}", home.name);
+        }
+    }
+    Ok(Outcome::Ok)
 }
 
 fn pause(engine: &Engine, routine: Option<String>, paused: bool) -> Result<Outcome, Error> {

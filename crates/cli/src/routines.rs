@@ -7,7 +7,7 @@ use chrono::Utc;
 use clap::Subcommand;
 use nightshift_core::routine::author::Draft;
 use nightshift_core::routine::load_files;
-use nightshift_core::view::routines::RoutineState;
+use nightshift_core::view::routines::{RoutineOverview, RoutineState};
 use nightshift_core::{Engine, Error, ErrorCode};
 use serde::Serialize;
 use std::path::PathBuf;
@@ -295,17 +295,27 @@ fn new(engine: &Engine, args: NewArgs) -> Result<Outcome, Error> {
 }
 
 fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
+    let rows = nightshift_core::view::routines::overview(engine, Utc::now())?;
+    print_list(rows, &engine.device_name(), &engine.home().routines_dir().display().to_string(), as_json)
+}
+
+/// `routines list --home NAME`: that home's routines, as its own `routines list` shows them.
+pub async fn list_there(home: &nightshift_core::homes::HomeClient, as_json: bool) -> Result<Outcome, Error> {
+    let rows: Vec<RoutineOverview> = home.call("list_routines", serde_json::json!({})).await?;
+    let state: serde_json::Value = home.call("engine_state", serde_json::json!({})).await?;
+    print_list(rows, state["device"].as_str().unwrap_or("?"), state["routines_dir"].as_str().unwrap_or("its routines folder"), as_json)
+}
+
+fn print_list(rows: Vec<RoutineOverview>, device: &str, routines_dir: &str, as_json: bool) -> Result<Outcome, Error> {
     let now = Utc::now();
-    let rows = nightshift_core::view::routines::overview(engine, now)?;
     if as_json {
         json(&rows);
         return Ok(Outcome::Ok);
     }
     if rows.is_empty() {
-        println!("No routines yet — add a YAML file to {} (or run `nightshiftctl init` for examples).", engine.home().routines_dir().display());
+        println!("No routines yet — add a YAML file to {routines_dir} (or run `nightshiftctl init` for examples).");
         return Ok(Outcome::Ok);
     }
-    let device = engine.device_name();
     let table_rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {

@@ -7,6 +7,7 @@ use nightshift_core::words::first_line;
 use nightshift_core::events::EngineEvent;
 use nightshift_core::run::PushState;
 use nightshift_core::run::{RunStatus, Trigger};
+use nightshift_core::homes::HomeClient;
 use nightshift_core::{Engine, Error};
 use std::io::IsTerminal;
 
@@ -113,35 +114,89 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         _ => record,
     };
 
+    let report = record.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| first_line(&r, 140));
+    say_ended(&record, &args, report);
+    Ok(if record.status == RunStatus::Completed { Outcome::Ok } else { Outcome::RunNotCompleted })
+}
+
+/// How a waited-for run ended: the record as JSON, or its verdict, changes, push and report's
+/// first line in words.
+fn say_ended(record: &nightshift_core::run::RunRecord, args: &RunArgs, report: Option<String>) {
+    let id = &record.id;
     if args.json {
-        json(&record);
-    } else {
-        let took = record.duration_ms.map(format::duration_ms).unwrap_or_default();
-        let cost = record.cost_usd.filter(|c| *c > 0.0).map(|c| format!(" · ${c:.4}")).unwrap_or_default();
-        eprintln!("{} {} {} in {took}{cost}", format::symbol(record.status), args.name, format::status_text(&record));
-        if let Some(msg) = &record.message {
-            eprintln!("  {msg}");
-        }
-        if let Some(c) = &record.changes {
-            eprintln!("  {}", c.summary());
-            if let Some(p) = c.push.as_ref().filter(|p| p.state != PushState::Nothing) {
-                let how = match p.state {
-                    PushState::Pushed => "pushed".to_string(),
-                    _ => format!("not pushed yet ({}); retried by the app or the daemon, or `nightshiftctl push {id}`", p.error.as_deref().unwrap_or("pending")),
-                };
-                eprintln!("  push to {}: {how}", p.remote);
-            }
-        }
-        if let Some(path) = &record.report_path {
-            if let Ok(report) = std::fs::read_to_string(path) {
-                let line = first_line(&report, 140);
-                if !line.is_empty() {
-                    eprintln!("  report: {line}   (nightshiftctl report {id})");
-                }
-            }
+        json(record);
+        return;
+    }
+    let took = record.duration_ms.map(format::duration_ms).unwrap_or_default();
+    let cost = record.cost_usd.filter(|c| *c > 0.0).map(|c| format!(" · ${c:.4}")).unwrap_or_default();
+    eprintln!("{} {} {} in {took}{cost}", format::symbol(record.status), args.name, format::status_text(record));
+    if let Some(msg) = &record.message {
+        eprintln!("  {msg}");
+    }
+    if let Some(c) = &record.changes {
+        eprintln!("  {}", c.summary());
+        if let Some(p) = c.push.as_ref().filter(|p| p.state != PushState::Nothing) {
+            let how = match p.state {
+                PushState::Pushed => "pushed".to_string(),
+                _ => format!("not pushed yet ({}); retried by the app or the daemon, or `nightshiftctl push {id}`", p.error.as_deref().unwrap_or("pending")),
+            };
+            eprintln!("  push to {}: {how}", p.remote);
         }
     }
+    if let Some(line) = report.filter(|l| !l.is_empty()) {
+        eprintln!("  report: {line}   (nightshiftctl report {id})");
+    }
+}
+
+/// `run NAME --home HOME [--wait]`: started by that home's engine (as its window's Run now), and
+/// with `--wait` followed there to its end. Ctrl-C stops waiting; the run goes on there.
+pub async fn run_there(home: &HomeClient, args: RunArgs) -> Result<Outcome, Error> {
+    if args.wait_for_limit || args.ignore_budget || args.notify {
+        return Err(Error::new(nightshift_core::ErrorCode::Usage, "--wait-for-limit, --ignore-budget and --notify are not passed to another home yet; run it there, or without them"));
+    }
+    let id: String = home.call("run_now", serde_json::json!({ "name": args.name })).await?;
+    if !args.wait {
+        if args.json {
+            let detail: serde_json::Value = home.call("get_run", serde_json::json!({ "id": id })).await?;
+            json(&detail["run"]);
+        } else {
+            println!("{id}");
+            eprintln!("started {} on {} (run {id}); follow it with `nightshiftctl logs {id} --follow --home {}`", args.name, home.name, home.name);
+        }
+        return Ok(Outcome::Ok);
+    }
+    if std::io::stderr().is_terminal() {
+        eprintln!("▶ {} started on {} (run {id})", args.name, home.name);
+    }
+    let record = loop {
+        let mut detail: serde_json::Value = home.call("get_run", serde_json::json!({ "id": id })).await?;
+        let record: nightshift_core::run::RunRecord = serde_json::from_value(detail["run"].take())
+            .map_err(|e| Error::new(nightshift_core::ErrorCode::Io, format!("home \"{}\" answered a run this Nightshift cannot read ({e})", home.name)))?;
+        if record.status.is_final() {
+            break record;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    };
+    // (Its report is on that machine: `nightshiftctl show ID --home …` says where.)
+    say_ended(&record, &args, None);
     Ok(if record.status == RunStatus::Completed { Outcome::Ok } else { Outcome::RunNotCompleted })
+}
+
+/// `cancel RUN_ID --home HOME`: asked of that home's engine, as its window's Cancel.
+pub async fn cancel_there(home: &HomeClient, id: &str) -> Result<Outcome, Error> {
+    let mut detail: serde_json::Value = home.call("get_run", serde_json::json!({ "id": id })).await?;
+    let record: nightshift_core::run::RunRecord = serde_json::from_value(detail["run"].take())
+        .map_err(|e| Error::new(nightshift_core::ErrorCode::Io, format!("home \"{}\" answered a run this Nightshift cannot read ({e})", home.name)))?;
+    if record.status.is_final() {
+        return Err(Error::new(nightshift_core::ErrorCode::Usage, format!("run {} of {} already ended ({})", record.id, record.routine, record.status.label())));
+    }
+    let cancelled: bool = home.call("cancel_run", serde_json::json!({ "id": record.id })).await?;
+    if !cancelled {
+        return Err(Error::new(nightshift_core::ErrorCode::Usage, format!("run {} of {} ended before it could be cancelled", record.id, record.routine)));
+    }
+    eprintln!("cancelled {} on {}", record.routine, home.name);
+    println!("{}", record.id);
+    Ok(Outcome::Ok)
 }
 
 /// `nightshiftctl cancel RUN_ID`: a queued run (waiting for a lane, a retry or a limit's reset)

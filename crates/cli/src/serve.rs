@@ -4,8 +4,11 @@
 //! app already does (then it views and controls, as the app does).
 //!
 //! Secure by default: 127.0.0.1 only (another address needs `--insecure`: there is no TLS here);
-//! a random access token, written 0600 to the home and given once in the URL printed at start; the
-//! page keeps it and sends it in a header (never a cookie, so another site cannot ride on it);
+//! a random access token, written 0600 to the home and given in the URL printed at start — kept
+//! across restarts, so a viewer on another machine (`nightshiftctl homes add`) stays connected,
+//! until `--new-token` replaces it; a second, read-only token beside it, whose calls may only read
+//! (anything that would change the home is answered 403, as is every change under `--read-only`);
+//! the page keeps its token and sends it in a header (never a cookie, so another site cannot ride on it);
 //! requests without it get 401, and repeated bad tokens 429; the `Host` header must be the address
 //! served (DNS rebinding), an `Origin` must be this origin; the app's strict CSP on every page.
 //! `POST /hooks/github` and `/hooks/linear` take GitHub's and Linear's signed deliveries
@@ -42,11 +45,29 @@ pub struct ServeArgs {
     /// Allow an address other than loopback without TLS (the token then crosses the network in clear).
     #[arg(long)]
     insecure: bool,
+    /// Refuse every command that would change this home (403), whichever token is given: the
+    /// window and other homes' viewers may only look.
+    #[arg(long)]
+    read_only: bool,
+    /// Replace the access tokens (viewers that stored the old ones must be given the new).
+    #[arg(long)]
+    new_token: bool,
+}
+
+/// What a request's token lets it do.
+#[derive(Clone, Copy, PartialEq)]
+enum Access {
+    Full,
+    ReadOnly,
 }
 
 struct Served {
     engine: Engine,
     token: String,
+    /// The token whose calls may only read (`serve-token-read-only`).
+    read_only_token: String,
+    /// `--read-only`: every token only reads.
+    read_only: bool,
     /// `Host` values accepted: the address served, and `localhost:PORT` for loopback.
     hosts: Vec<String>,
     bad_tokens: Mutex<Vec<Instant>>,
@@ -96,9 +117,10 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
     engine.check_database()?;
     let listener = tokio::net::TcpListener::bind(args.addr).await.map_err(|e| Error::new(ErrorCode::Io, format!("cannot listen on {}: {e}", args.addr)))?;
     let addr = listener.local_addr().map_err(|e| Error::new(ErrorCode::Io, e.to_string()))?;
-    let token = new_token()?;
     let token_file = engine.home().data_dir().join("serve-token");
-    write_private(&token_file, &token)?;
+    let read_only_file = engine.home().data_dir().join("serve-token-read-only");
+    let token = kept_token(&token_file, args.new_token)?;
+    let read_only_token = kept_token(&read_only_file, args.new_token)?;
     let mut hosts = vec![addr.to_string()];
     if loopback {
         hosts.push(format!("localhost:{}", addr.port()));
@@ -106,6 +128,8 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
     let served = Arc::new(Served {
         engine: engine.clone(),
         token,
+        read_only_token,
+        read_only: args.read_only,
         hosts,
         bad_tokens: Mutex::new(Vec::new()),
         scheduling: AtomicBool::new(false),
@@ -137,7 +161,10 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
     // terminal) must not take the server down with it — the token is in the file too.
     use std::io::Write;
     let mut out = std::io::stdout();
-    let _ = writeln!(out, "Nightshift is at http://{addr}/?token={} (the token is also in {})", served.token, token_file.display());
+    let _ = writeln!(out, "Nightshift is at http://{addr}/?token={} (the token is also in {}; a read-only one in {})", served.token, token_file.display(), read_only_file.display());
+    if args.read_only {
+        let _ = writeln!(out, "Read-only: commands that would change this home are refused.");
+    }
     if lock.is_none() {
         let _ = writeln!(out, "{} schedules this home; this page views and controls it.", served.scheduled_elsewhere().unwrap_or_default());
     }
@@ -164,6 +191,21 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
     Ok(Outcome::Ok)
 }
 
+/// The token kept in `path` from an earlier start, or a fresh one written there (also when `renew`).
+fn kept_token(path: &std::path::Path, renew: bool) -> Result<String, Error> {
+    if !renew {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            let text = text.trim();
+            if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return Ok(text.to_string());
+            }
+        }
+    }
+    let token = new_token()?;
+    write_private(path, &token)?;
+    Ok(token)
+}
+
 /// A fresh token of 32 random bytes, hex.
 fn new_token() -> Result<String, Error> {
     let mut bytes = [0u8; 32];
@@ -180,31 +222,35 @@ fn write_private(path: &std::path::Path, text: &str) -> Result<(), Error> {
 }
 
 /// Why a request is refused, if it is: a foreign `Host`, a foreign `Origin`, too many bad tokens,
-/// a missing or wrong token (`needs_token`: API calls; pages are public code).
-fn refuse(s: &Served, headers: &HeaderMap, needs_token: bool) -> Option<Response<Body>> {
+/// a missing or wrong token (`needs_token`: API calls; pages are public code). Else what its
+/// token lets it do.
+fn refuse(s: &Served, headers: &HeaderMap, needs_token: bool) -> Result<Access, Response<Body>> {
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
     if !s.hosts.iter().any(|h| h == host) {
-        return Some(plain(StatusCode::MISDIRECTED_REQUEST, "this server answers only to the address it serves"));
+        return Err(plain(StatusCode::MISDIRECTED_REQUEST, "this server answers only to the address it serves"));
     }
     if let Some(origin) = headers.get(header::ORIGIN).and_then(|h| h.to_str().ok()) {
         if origin != format!("http://{host}") {
-            return Some(plain(StatusCode::FORBIDDEN, "cross-origin requests are refused"));
+            return Err(plain(StatusCode::FORBIDDEN, "cross-origin requests are refused"));
         }
     }
     if !needs_token {
-        return None;
+        return Ok(Access::ReadOnly);
     }
     let mut bad = s.bad_tokens.lock().unwrap_or_else(|e| e.into_inner());
     bad.retain(|t| t.elapsed() < Duration::from_secs(60));
     if bad.len() >= BAD_TOKENS_PER_MINUTE {
-        return Some(plain(StatusCode::TOO_MANY_REQUESTS, "too many wrong tokens; try again in a minute"));
+        return Err(plain(StatusCode::TOO_MANY_REQUESTS, "too many wrong tokens; try again in a minute"));
     }
     let given = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
-    if !same(given.as_bytes(), s.token.as_bytes()) {
-        bad.push(Instant::now());
-        return Some(plain(StatusCode::UNAUTHORIZED, "missing or wrong access token (open the URL `nightshiftctl serve` printed)"));
+    if same(given.as_bytes(), s.token.as_bytes()) {
+        return Ok(if s.read_only { Access::ReadOnly } else { Access::Full });
     }
-    None
+    if same(given.as_bytes(), s.read_only_token.as_bytes()) {
+        return Ok(Access::ReadOnly);
+    }
+    bad.push(Instant::now());
+    Err(plain(StatusCode::UNAUTHORIZED, "missing or wrong access token (open the URL `nightshiftctl serve` printed)"))
 }
 
 /// Constant-time comparison (the token's length is not secret).
@@ -217,8 +263,14 @@ fn plain(status: StatusCode, text: &str) -> Response<Body> {
 }
 
 async fn command(State(s): State<Arc<Served>>, Path(name): Path<String>, headers: HeaderMap, body: String) -> Response<Body> {
-    if let Some(no) = refuse(&s, &headers, true) {
-        return no;
+    let access = match refuse(&s, &headers, true) {
+        Ok(access) => access,
+        Err(no) => return no,
+    };
+    if access == Access::ReadOnly && !api::only_reads(&name) {
+        let why = if s.read_only { "this server is read-only (serve --read-only)" } else { "this token is read-only" };
+        let e = Error::new(ErrorCode::ReadOnly, format!("{why}: \"{name}\" would change the home; only looking is allowed"));
+        return json_response(StatusCode::FORBIDDEN, &serde_json::to_value(&e).unwrap_or_default());
     }
     let args: serde_json::Value = if body.trim().is_empty() { serde_json::json!({}) } else { serde_json::from_str(&body).unwrap_or(serde_json::Value::Null) };
     match api::call(&s.engine, s.as_ref(), &name, args).await {
@@ -237,7 +289,7 @@ fn json_response(status: StatusCode, v: &serde_json::Value) -> Response<Body> {
 /// Every engine event as `data: {json}` lines (the page reads them with `fetch`, which can carry
 /// the token header; `EventSource` cannot).
 async fn events(State(s): State<Arc<Served>>, headers: HeaderMap) -> Response<Body> {
-    if let Some(no) = refuse(&s, &headers, true) {
+    if let Err(no) = refuse(&s, &headers, true) {
         return no;
     }
     let rx = s.engine.subscribe();
@@ -262,7 +314,7 @@ async fn events(State(s): State<Arc<Served>>, headers: HeaderMap) -> Response<Bo
 }
 
 async fn static_file(State(s): State<Arc<Served>>, headers: HeaderMap, uri: axum::http::Uri) -> Response<Body> {
-    if let Some(no) = refuse(&s, &headers, false) {
+    if let Err(no) = refuse(&s, &headers, false) {
         return no;
     }
     let path = uri.path().trim_start_matches('/');

@@ -10,6 +10,8 @@ pub const COMMANDS: &[&str] = &[
     "set_paused",
     "list_runs",
     "get_run",
+    "runs_finished_since",
+    "run_notice",
     "read_log",
     "cancel_run",
     "list_accounts",

@@ -15,6 +15,7 @@ pub mod api;
 pub mod daemon;
 pub mod engine;
 pub mod health;
+pub mod homes;
 pub mod receiver;
 pub mod runner;
 /// The database is the engine's: a normal build cannot reach the store at all (the faces read

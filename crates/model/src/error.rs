@@ -4,10 +4,11 @@
 //! code; the tray/UI receives `{code, message}` as JSON. Messages are written for the user and say
 //! what to do. They never contain secrets (callers redact before building one).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Stable identifiers; the UI and scripts may match on these, so never rename one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// (`Deserialize`: another home's `serve` answers errors as `{code, message}`.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorCode {
     /// A routine file (or several) has problems; the message lists each as file:line:col.
@@ -31,6 +32,10 @@ pub enum ErrorCode {
     /// What the caller acted on changed under it or is taken (a routine file changed on disk since
     /// it was opened, a name already used, a routine with a run going): nothing was written.
     Conflict,
+    /// Another home (`[[homes]]`) could not be reached: no answer, SSH refused, no `serve` there.
+    HomeUnreachable,
+    /// A read-only token or `serve --read-only` refused a command that would change the home.
+    ReadOnly,
 }
 
 impl ErrorCode {
@@ -46,11 +51,13 @@ impl ErrorCode {
             ErrorCode::Usage => "usage",
             ErrorCode::AlreadyScheduled => "already_scheduled",
             ErrorCode::Conflict => "conflict",
+            ErrorCode::HomeUnreachable => "home_unreachable",
+            ErrorCode::ReadOnly => "read_only",
         }
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
 #[error("{message}")]
 pub struct Error {
     pub code: ErrorCode,

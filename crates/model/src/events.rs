@@ -2,11 +2,12 @@
 //! the tray icon, menu, notifications and UI are driven from these, never from polling.
 
 use crate::run::RunRecord;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A run's record travels boxed: the channel keeps 1024 events in slots the size of the largest
 /// variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
-#[derive(Debug, Clone, Serialize)]
+/// (`Deserialize`: a viewer on another machine reads them from that home's `serve`.)
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub enum EngineEvent {

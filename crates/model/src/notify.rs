@@ -7,14 +7,15 @@
 
 use crate::routine::NotifyPolicy;
 use crate::run::{Reason, RunRecord, RunStatus, Trigger};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long a notification server may take to accept one notification.
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(3);
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Notice {
     /// "✓ pr-review · 4m 12s"
     pub summary: String,

@@ -1,5 +1,5 @@
 //! Editing `nightshift.toml` in place for the CLI and the window — adding and removing
-//! `[[accounts]]` and `projects` — keeping the user's comments and layout.
+//! `[[accounts]]`, `[[homes]]` and `projects` — keeping the user's comments and layout.
 
 use crate::error::{Error, ErrorCode, Result};
 use crate::home::Home;
@@ -37,6 +37,32 @@ fn emails(doc: &DocumentMut) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// Append `table` to the array of tables `array` (`[[accounts]]`, `[[homes]]`), creating it.
+fn push_table(doc: &mut DocumentMut, array: &str, table: Table) {
+    match doc.get_mut(array).and_then(Item::as_array_of_tables_mut) {
+        Some(arr) => arr.push(table),
+        None => {
+            let mut arr = ArrayOfTables::new();
+            arr.push(table);
+            doc.insert(array, Item::ArrayOfTables(arr));
+        }
+    }
+}
+
+/// Remove the tables of `array` whose `key` is `value` and save; `Err(missing)` when none was.
+fn remove_tables(home: &Home, array: &str, key: &str, value: &str, missing: String) -> Result<()> {
+    let mut doc = load(home)?;
+    let Some(arr) = doc.get_mut(array).and_then(Item::as_array_of_tables_mut) else {
+        return Err(Error::new(ErrorCode::Usage, missing));
+    };
+    let before = arr.len();
+    arr.retain(|t| t.get(key).and_then(|v| v.as_str()) != Some(value));
+    if arr.len() == before {
+        return Err(Error::new(ErrorCode::Usage, missing));
+    }
+    save(home, &doc)
+}
+
 /// Append an account (an OpenCode one with the `provider` its key is for, if given). Adding one
 /// that exists is an error that says so.
 pub fn add_account(home: &Home, agent: Agent, email: &str, provider: Option<&str>) -> Result<()> {
@@ -56,14 +82,7 @@ pub fn add_account(home: &Home, agent: Agent, email: &str, provider: Option<&str
     if let Some(p) = provider {
         table.insert("provider", toml_edit::value(p));
     }
-    match doc.get_mut("accounts").and_then(Item::as_array_of_tables_mut) {
-        Some(arr) => arr.push(table),
-        None => {
-            let mut arr = ArrayOfTables::new();
-            arr.push(table);
-            doc.insert("accounts", Item::ArrayOfTables(arr));
-        }
-    }
+    push_table(&mut doc, "accounts", table);
     save(home, &doc)
 }
 
@@ -94,16 +113,7 @@ pub fn set_account_options(home: &Home, email: &str, reserve: Option<u8>, usage_
 
 /// Remove an account by email (any agent). Its keychain item is the caller's to delete.
 pub fn remove_account(home: &Home, email: &str) -> Result<()> {
-    let mut doc = load(home)?;
-    let Some(arr) = doc.get_mut("accounts").and_then(Item::as_array_of_tables_mut) else {
-        return Err(Error::new(ErrorCode::Usage, format!("no account {email}")));
-    };
-    let before = arr.len();
-    arr.retain(|t| t.get("email").and_then(|v| v.as_str()) != Some(email));
-    if arr.len() == before {
-        return Err(Error::new(ErrorCode::Usage, format!("no account {email}")));
-    }
-    save(home, &doc)
+    remove_tables(home, "accounts", "email", email, format!("no account {email}"))
 }
 
 /// The folders listed in `projects`, as written.
@@ -148,4 +158,33 @@ pub fn remove_project(home: &Home, dir: &std::path::Path) -> Result<()> {
         return Err(Error::new(ErrorCode::Usage, format!("{} is not a project (they are listed under `projects` in nightshift.toml)", dir.display())));
     }
     save(home, &doc)
+}
+
+/// The `[[homes]]` entries' names, as written.
+fn home_names(doc: &DocumentMut) -> Vec<String> {
+    doc.get("homes").and_then(Item::as_array_of_tables).map(|a| a.iter().filter_map(|t| t.get("name").and_then(|v| v.as_str()).map(str::to_string)).collect()).unwrap_or_default()
+}
+
+/// Append a home (`[[homes]] name, url`); the URL is checked first, a name in use is an error.
+/// Its token is the caller's to put in the keychain.
+pub fn add_home(home: &Home, name: &str, url: &str) -> Result<crate::settings::HomeUrl> {
+    if let Some(problem) = crate::settings::home_name_problem(name) {
+        return Err(Error::new(ErrorCode::Usage, problem));
+    }
+    let parsed = crate::settings::HomeUrl::parse(url).map_err(|p| Error::new(ErrorCode::Usage, p))?;
+    let mut doc = load(home)?;
+    if home_names(&doc).iter().any(|n| n == name) {
+        return Err(Error::new(ErrorCode::Usage, format!("a home named \"{name}\" exists already (`nightshiftctl homes remove {name}` first)")));
+    }
+    let mut table = Table::new();
+    table.insert("name", toml_edit::value(name));
+    table.insert("url", toml_edit::value(parsed.to_string()));
+    push_table(&mut doc, "homes", table);
+    save(home, &doc)?;
+    Ok(parsed)
+}
+
+/// Remove a home by name (its history stays on its machine; its token is the caller's to delete).
+pub fn remove_home(home: &Home, name: &str) -> Result<()> {
+    remove_tables(home, "homes", "name", name, format!("no home named \"{name}\""))
 }

@@ -9,6 +9,7 @@
 
 mod accounts;
 mod evidence;
+mod home_views;
 mod hosts;
 mod migrations;
 pub mod outbox;
@@ -31,6 +32,7 @@ pub use queue::{Claims, QueuedRow};
 pub use received::{Claim, Received, Verdict};
 pub use runs::{NewRun, Page, RunQuery, FinalRow};
 pub use accounts::HealthRecord;
+pub use home_views::HomeView;
 pub use hosts::HostRecord;
 pub use scheduling::RoutineRow;
 pub use routine_files::IndexedFile;

@@ -296,4 +296,19 @@ pub const MIGRATIONS: &[&str] = &[
     DROP INDEX runs_slot_facts;
     CREATE INDEX runs_slot_facts ON runs(routine, scheduled_for, status, trigger, reason, duration_ms, id, retried, host) WHERE scheduled_for IS NOT NULL;
     "#,
+    // 23: other homes this one views (`[[homes]]`): when each last answered, and the finish
+    // notifications told of its runs — each run once per viewer, across sleeps and reconnects.
+    r#"
+    CREATE TABLE home_views (
+        home       TEXT PRIMARY KEY,
+        last_seen  TEXT,
+        told_from  TEXT
+    );
+    CREATE TABLE home_told (
+        home     TEXT NOT NULL,
+        run_id   TEXT NOT NULL,
+        told_at  TEXT NOT NULL,
+        PRIMARY KEY (home, run_id)
+    );
+    "#,
 ];

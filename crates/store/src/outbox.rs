@@ -24,7 +24,7 @@ pub struct OutboxEntry {
 }
 
 /// One delivery as the faces show it (`nightshiftctl deliveries`, a run's detail).
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct DeliveryRow {
     pub run_id: String,

@@ -77,7 +77,7 @@ pub struct RunQuery {
     pub limit: usize,
 }
 
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Page {
     pub runs: Vec<RunRecord>,
@@ -266,6 +266,15 @@ impl Store {
             None
         };
         Ok(Page { runs: rows.into_iter().map(|(r, _)| r).collect(), next_cursor })
+    }
+
+    /// Runs that ended at or after `from` (by `finished_at`), oldest first, at most `limit` — what
+    /// a viewer of this home on another machine missed while it was away, told once on its return.
+    pub fn finished_since(&self, from: DateTime<Utc>, limit: usize) -> Result<Vec<RunRecord>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(&format!("SELECT {COLUMNS} FROM runs WHERE finished_at >= ?1 AND status NOT IN ('queued', 'running') ORDER BY finished_at, id LIMIT ?2"))?;
+        let rows = stmt.query_map(params![fmt_time(&from), limit.clamp(1, 1000) as i64], row_to_record)?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// The newest run of each of `routines` (the routines overview): one index lookup each, all

@@ -26,7 +26,9 @@ fn start_service(script: &str, args: &[&str], address: &str, log: &std::path::Pa
 }
 
 pub struct NotificationBus {
-    daemon: Child,
+    /// The private bus, when this started one (`None`: the notification server joined a bus
+    /// that was there, [`NotificationBus::join`]).
+    daemon: Option<Child>,
     server: Child,
     /// Pass as `DBUS_SESSION_BUS_ADDRESS` to the process under test.
     pub address: String,
@@ -36,9 +38,11 @@ pub struct NotificationBus {
 impl Drop for NotificationBus {
     fn drop(&mut self) {
         let _ = self.server.kill();
-        let _ = self.daemon.kill();
         let _ = self.server.wait();
-        let _ = self.daemon.wait();
+        if let Some(daemon) = self.daemon.as_mut() {
+            let _ = daemon.kill();
+            let _ = daemon.wait();
+        }
     }
 }
 
@@ -64,7 +68,16 @@ impl NotificationBus {
         let address = line.trim().to_string();
         let log = dir.join(format!("notifications-{tag}.jsonl"));
         let server = start_service("notification_server.py", &[mode, &log.display().to_string()], &address, &log, Stdio::inherit(), "the notification server");
-        NotificationBus { daemon, server, address, log }
+        NotificationBus { daemon: Some(daemon), server, address, log }
+    }
+
+    /// The notification server on the bus at `address` (the test's own session bus, where its
+    /// keychain is too: a process under test that needs both reaches them at one address). One
+    /// per bus: the server owns `org.freedesktop.Notifications` there.
+    pub fn join(address: &str, dir: &std::path::Path, mode: &str) -> NotificationBus {
+        let log = dir.join(format!("notifications-{}.jsonl", mode.replace(':', "-")));
+        let server = start_service("notification_server.py", &[mode, &log.display().to_string()], address, &log, Stdio::inherit(), "the notification server");
+        NotificationBus { daemon: None, server, address: address.to_string(), log }
     }
 
     /// Every Notify call so far.

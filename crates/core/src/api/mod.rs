@@ -140,12 +140,13 @@ fn arguments<T: for<'de> Deserialize<'de>>(command: &str, args: serde_json::Valu
 }
 
 /// Every window command, declared once: its name, its arguments (`Option` ones may be left out)
-/// and what it answers, then how it is answered. From this come the router ([`call`]) and, in
+/// and what it answers, then how it is answered; `read` or `act` before it says whether it only
+/// reads (a read-only token may call it) or changes something. From this come the router ([`call`]) and, in
 /// the tests, the window's TypeScript types (`ui/lib/types.d.ts`, see `api::typescript`) — so
 /// the window cannot send an argument or read an answer the engine does not have. `$engine` and
 /// `$face` name the engine and the host inside the bodies.
 macro_rules! commands {
-    ($engine:ident, $face:ident; $( $name:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty = $body:expr; )*) => {
+    ($engine:ident, $face:ident; $( $kind:ident $name:ident ( $($arg:ident : $ty:ty),* ) -> $answer:ty = $body:expr; )*) => {
         /// Each command's arguments as a type (named after the command).
         #[allow(non_camel_case_types)]
         pub(crate) mod arguments {
@@ -184,6 +185,13 @@ macro_rules! commands {
             lines
         }
 
+        /// Whether `command` only reads (`read`), so a read-only viewer may call it; anything
+        /// else (`act`, or a name no command has) changes something or is refused.
+        pub fn only_reads(command: &str) -> bool {
+            $( if command == stringify!($name) { return stringify!($kind) == "read"; } )*
+            false
+        }
+
         /// The names, in order (checked against [`COMMANDS`], the list the app's build reads).
         #[cfg(test)]
         pub(crate) const DECLARED: &[&str] = &[$(stringify!($name)),*];
@@ -191,45 +199,47 @@ macro_rules! commands {
 }
 
 commands! { engine, face;
-    engine_state() -> EngineStateView = engine_state(engine, face).await?;
-    list_routines() -> Vec<RoutineOverview> = list_routines(engine).await?;
-    run_now(name: String) -> String = run_now(engine, &name).await?;
-    set_routine_paused(name: String, paused: bool) -> () = set_routine_paused(engine, &name, paused)?;
-    set_paused(paused: bool) -> () = set_paused(engine, paused)?;
-    list_runs(routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Page = list_runs(engine, routine, status, cursor, limit).await?;
-    get_run(id: String) -> RunDetail = get_run(engine, &id).await?;
-    read_log(id: String, stream: Option<LogStream>, offset: Option<u64>, readable: Option<bool>) -> LogChunk =
+    read engine_state() -> EngineStateView = engine_state(engine, face).await?;
+    read list_routines() -> Vec<RoutineOverview> = list_routines(engine).await?;
+    act run_now(name: String) -> String = run_now(engine, &name).await?;
+    act set_routine_paused(name: String, paused: bool) -> () = set_routine_paused(engine, &name, paused)?;
+    act set_paused(paused: bool) -> () = set_paused(engine, paused)?;
+    read list_runs(routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Page = list_runs(engine, routine, status, cursor, limit).await?;
+    read get_run(id: String) -> RunDetail = get_run(engine, &id).await?;
+    read runs_finished_since(from: String, limit: Option<usize>) -> Vec<RunRecord> = runs_finished_since(engine, &from, limit).await?;
+    read run_notice(id: String) -> Option<crate::notify::Notice> = run_notice(engine, &id).await?;
+    read read_log(id: String, stream: Option<LogStream>, offset: Option<u64>, readable: Option<bool>) -> LogChunk =
         read_log(engine, &id, stream.unwrap_or(LogStream::Stdout), offset.unwrap_or(0), readable.unwrap_or(true)).await?;
-    cancel_run(id: String) -> bool = cancel_run(engine, &id).await?;
-    list_accounts() -> Vec<AccountView> = list_accounts(engine).await?;
-    list_secrets() -> Vec<SecretView> = list_secrets(engine).await?;
-    check_account(email: String) -> AccountView = check_account(engine, &email).await?;
-    set_token(email: String, token: String) -> () = set_token(engine, &email, &token).await?;
-    set_account_options(email: String, reserve: Option<u8>, usage_probe: bool) -> () = set_account_options(engine, &email, reserve, usage_probe).await?;
-    relogin(email: String) -> Relogin = relogin(engine, face, &email)?;
-    list_hosts() -> Vec<crate::engine::HostView> = list_hosts(engine).await?;
-    check_host(host: String) -> crate::engine::HostCheck = engine.check_host(&host).await;
-    open_link(url: String) -> () = open_link(face, &url)?;
-    routine_form() -> RoutineForm = routine_form(engine);
-    check_routine_draft(draft: Draft) -> DraftCheck = check_routine_draft(engine, draft).await?;
-    create_routine(draft: Draft, run_now: Option<bool>) -> Created = create_routine(engine, draft, run_now.unwrap_or(false)).await?;
-    routine_source(name: String) -> RoutineSource = routine_source(engine, name).await?;
-    check_routine_text(name: String, text: String) -> Vec<Diagnostic> = check_routine_text(engine, name, text).await?;
-    save_routine_text(name: String, text: String, version: String, overwrite: Option<bool>) -> RoutineSource =
+    act cancel_run(id: String) -> bool = cancel_run(engine, &id).await?;
+    read list_accounts() -> Vec<AccountView> = list_accounts(engine).await?;
+    read list_secrets() -> Vec<SecretView> = list_secrets(engine).await?;
+    act check_account(email: String) -> AccountView = check_account(engine, &email).await?;
+    act set_token(email: String, token: String) -> () = set_token(engine, &email, &token).await?;
+    act set_account_options(email: String, reserve: Option<u8>, usage_probe: bool) -> () = set_account_options(engine, &email, reserve, usage_probe).await?;
+    act relogin(email: String) -> Relogin = relogin(engine, face, &email)?;
+    read list_hosts() -> Vec<crate::engine::HostView> = list_hosts(engine).await?;
+    act check_host(host: String) -> crate::engine::HostCheck = engine.check_host(&host).await;
+    act open_link(url: String) -> () = open_link(face, &url)?;
+    read routine_form() -> RoutineForm = routine_form(engine);
+    read check_routine_draft(draft: Draft) -> DraftCheck = check_routine_draft(engine, draft).await?;
+    act create_routine(draft: Draft, run_now: Option<bool>) -> Created = create_routine(engine, draft, run_now.unwrap_or(false)).await?;
+    read routine_source(name: String) -> RoutineSource = routine_source(engine, name).await?;
+    read check_routine_text(name: String, text: String) -> Vec<Diagnostic> = check_routine_text(engine, name, text).await?;
+    act save_routine_text(name: String, text: String, version: String, overwrite: Option<bool>) -> RoutineSource =
         save_routine_text(engine, name, text, version, overwrite.unwrap_or(false)).await?;
-    duplicate_routine(name: String, new_name: String) -> Written = duplicate_routine(engine, name, new_name).await?;
-    rename_routine(name: String, new_name: String) -> Written = rename_routine(engine, name, new_name).await?;
-    remove_routine(name: String) -> Removed = remove_routine(engine, name).await?;
-    removed_routines() -> Vec<Removed> = removed_routines(engine).await?;
-    restore_routine(id: String) -> Written = restore_routine(engine, id).await?;
-    open_routine_file(name: String) -> () = open_routine_file(engine, face, &name)?;
-    list_folders(path: Option<String>) -> Folders = list_folders(path).await?;
-    push_branch(id: String) -> RunRecord = push_branch(engine, &id).await?;
-    open_workspace(id: String) -> () = open_workspace(engine, face, &id)?;
-    routine_why(name: String, days: Option<u32>) -> crate::view::why::Why = routine_why(engine, &name, days.unwrap_or(7)).await?;
-    routine_strips() -> std::collections::BTreeMap<String, Vec<crate::view::why::Mark>> = routine_strips(engine).await?;
-    usage_report(days: Option<u32>, by: Option<crate::store::UsageBy>) -> crate::view::usage::UsageReport = usage_report(engine, days.unwrap_or(30), by).await?;
-    disk_usage() -> Vec<crate::view::usage::DiskUse> = disk_usage(engine).await?;
+    act duplicate_routine(name: String, new_name: String) -> Written = duplicate_routine(engine, name, new_name).await?;
+    act rename_routine(name: String, new_name: String) -> Written = rename_routine(engine, name, new_name).await?;
+    act remove_routine(name: String) -> Removed = remove_routine(engine, name).await?;
+    read removed_routines() -> Vec<Removed> = removed_routines(engine).await?;
+    act restore_routine(id: String) -> Written = restore_routine(engine, id).await?;
+    act open_routine_file(name: String) -> () = open_routine_file(engine, face, &name)?;
+    read list_folders(path: Option<String>) -> Folders = list_folders(path).await?;
+    act push_branch(id: String) -> RunRecord = push_branch(engine, &id).await?;
+    act open_workspace(id: String) -> () = open_workspace(engine, face, &id)?;
+    read routine_why(name: String, days: Option<u32>) -> crate::view::why::Why = routine_why(engine, &name, days.unwrap_or(7)).await?;
+    read routine_strips() -> std::collections::BTreeMap<String, Vec<crate::view::why::Mark>> = routine_strips(engine).await?;
+    read usage_report(days: Option<u32>, by: Option<crate::store::UsageBy>) -> crate::view::usage::UsageReport = usage_report(engine, days.unwrap_or(30), by).await?;
+    read disk_usage() -> Vec<crate::view::usage::DiskUse> = disk_usage(engine).await?;
 }
 
 #[cfg(test)]

@@ -42,6 +42,21 @@ pub async fn list_runs(engine: &Engine, routine: Option<String>, status: Option<
     .await
 }
 
+/// Runs that ended at or after `from` (an RFC 3339 time), oldest first, at most `limit` (≤ 200):
+/// how a viewer of this home on another machine catches up after a sleep or a lost connection.
+pub async fn runs_finished_since(engine: &Engine, from: &str, limit: Option<usize>) -> Result<Vec<RunRecord>> {
+    let from = crate::words::parse_time(from).ok_or_else(|| Error::new(ErrorCode::Usage, format!("\"{from}\" is not a time (RFC 3339, e.g. 2026-12-06T02:00:00Z)")))?;
+    let limit = limit.unwrap_or(MAX_PAGE).clamp(1, MAX_PAGE);
+    blocking(engine, move |e| e.runs_finished_since(from, limit)).await
+}
+
+/// The finish notification a run is owed here, as this home's own notifier shows it (`None`: its
+/// `notify:` wants none): what a viewer on another machine shows.
+pub async fn run_notice(engine: &Engine, id: &str) -> Result<Option<crate::notify::Notice>> {
+    let id = id.to_string();
+    blocking(engine, move |e| e.notice_of(&id)).await
+}
+
 /// A run for the detail view: the record, what it means, and its report as sanitized HTML.
 #[derive(Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]

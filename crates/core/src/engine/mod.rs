@@ -191,6 +191,24 @@ impl Engine {
         Ok(page)
     }
 
+    /// The finish notification run `id` is owed here (its routine's `notify:`), or `None`: what a
+    /// viewer of this home on another machine shows for it.
+    pub fn notice_of(&self, id: &str) -> Result<Option<crate::notify::Notice>> {
+        let run = self.core.store.get_run(id)?;
+        let notice = outbox::delivery::notice_of(&self.core, &self.core.routines(), &run)?;
+        Ok(notice.map(|n| crate::notify::Notice { summary: self.redact(&n.summary), body: self.redact(&n.body), ..n }))
+    }
+
+    /// Runs that ended at or after `from`, oldest first (at most `limit`): what a viewer on
+    /// another machine missed, messages masked as [`Engine::runs`] masks them.
+    pub fn runs_finished_since(&self, from: chrono::DateTime<chrono::Utc>, limit: usize) -> Result<Vec<crate::run::RunRecord>> {
+        let mut runs = self.core.store.finished_since(from, limit)?;
+        for run in &mut runs {
+            run.message = run.message.as_deref().map(|m| self.redact(m));
+        }
+        Ok(runs)
+    }
+
     /// What is going on in this home now, in every process: the one reading behind the tray
     /// icon, the window's header and the engine's `EngineState` event.
     pub fn activity(&self) -> Result<Activity> {

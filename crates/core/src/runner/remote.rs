@@ -34,6 +34,8 @@ pub struct Target {
     pub config: Option<PathBuf>,
     /// Where connection-sharing sockets live (`ControlMaster`); `None`: a connection per command.
     pub control_dir: Option<PathBuf>,
+    /// The SSH port when not the config's (`ssh://host:2222`).
+    pub port: Option<u16>,
 }
 
 /// How long a shared connection stays open after its last use.
@@ -41,24 +43,44 @@ const CONTROL_PERSIST_SECS: u32 = 60;
 
 impl Target {
     pub fn new(host: impl Into<String>) -> Target {
-        Target { host: host.into(), config: None, control_dir: None }
+        Target { host: host.into(), config: None, control_dir: None, port: None }
     }
 
     /// `ssh … host -- <remote command>`: batch mode (a missing key is an error, not a password
     /// prompt nobody answers) and a connect timeout (an unreachable host fails in seconds).
     fn ssh(&self, remote: &str) -> tokio::process::Command {
+        let mut c = self.client();
+        c.arg("-T").arg(&self.host).arg("--").arg(remote);
+        c.stdin(Stdio::null()).kill_on_drop(true);
+        c
+    }
+
+    /// `ssh … -W 127.0.0.1:<port> host`: the client's stdin and stdout become one TCP connection
+    /// to that port on the host's loopback (another home's `serve`), over the shared connection —
+    /// nothing listens on either machine for it.
+    pub fn stream_to_loopback(&self, port: u16) -> tokio::process::Command {
+        let mut c = self.client();
+        c.arg("-W").arg(format!("127.0.0.1:{port}")).arg(&self.host);
+        c.kill_on_drop(true);
+        c
+    }
+
+    /// The ssh client with this target's options: batch mode, a connect timeout, the config, the
+    /// port, and the shared connection.
+    fn client(&self) -> tokio::process::Command {
         let mut c = tokio::process::Command::new("ssh");
         if let Some(config) = &self.config {
             c.arg("-F").arg(config);
         }
-        c.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10", "-T"]);
+        c.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]);
+        if let Some(port) = self.port {
+            c.arg("-p").arg(port.to_string());
+        }
         if let Some(dir) = &self.control_dir {
             // `%C`: a hash of the connection's ends, short enough for a socket path.
             c.args(["-o", "ControlMaster=auto", "-o", &format!("ControlPersist={CONTROL_PERSIST_SECS}")]);
             c.arg("-o").arg(format!("ControlPath={}/%C", dir.display()));
         }
-        c.arg(&self.host).arg("--").arg(remote);
-        c.stdin(Stdio::null()).kill_on_drop(true);
         c
     }
 
@@ -326,7 +348,7 @@ mod tests {
     }
 
     fn target(server: &nightshift_testkit::SshServer) -> Target {
-        Target { host: nightshift_testkit::SshServer::ALIAS.into(), config: Some(server.ssh_config()), control_dir: None }
+        Target { host: nightshift_testkit::SshServer::ALIAS.into(), config: Some(server.ssh_config()), control_dir: None, port: None }
     }
 
     /// Where a run's output comes home (kept while the first value lives).

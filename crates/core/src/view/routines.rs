@@ -7,9 +7,9 @@ pub use crate::routine::RoutineState;
 use crate::run::{Reason, RunStatus};
 use crate::words::{fmt_time, Agent};
 use chrono::{DateTime, Utc};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct LastRun {
     pub id: String,
@@ -19,7 +19,8 @@ pub struct LastRun {
     pub started_at: Option<DateTime<Utc>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// (`Deserialize`: `routines list --home` reads another home's.)
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RoutineOverview {
     pub name: String,

@@ -181,6 +181,13 @@ impl Serialize for Channel {
     }
 }
 
+impl<'de> Deserialize<'de> for Channel {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let word = String::deserialize(d)?;
+        Channel::parse(&word).ok_or_else(|| serde::de::Error::custom(format!("unknown outbox channel \"{word}\"")))
+    }
+}
+
 /// Stored as its word.
 impl rusqlite::types::ToSql for Channel {
     fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
@@ -317,7 +324,8 @@ pub fn denials_words(denials: &[Denial]) -> String {
     format!("{n} tool call{} refused: {}{more}", if n == 1 { "" } else { "s" }, listed.join(", "))
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Read back (`Deserialize`) by a viewer of another home, from that home's `serve`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RunRecord {
     pub id: String,

@@ -1,7 +1,9 @@
 //! `nightshift.toml`: optional settings. Every key has a default, so a missing file is fine;
 //! a malformed one is an error that names file:line:col.
 
+mod homes;
 mod hosts;
+pub use homes::{home_name_problem, HomeSettings, HomeUrl, DEFAULT_SERVE_PORT};
 pub use hosts::{ActionsHost, AgentPath, HostSettings, RunsOn};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -46,6 +48,9 @@ pub struct Settings {
     pub keep_runs_per_routine: u64,
     /// Machines routines are placed on with `host:` (`[hosts.<name>]`): what differs there.
     pub hosts: BTreeMap<String, HostSettings>,
+    /// Other machines' Nightshift this one shows and controls (`[[homes]]`; `nightshiftctl homes
+    /// add` writes them).
+    pub homes: Vec<HomeSettings>,
     /// The `ssh_config` runs on hosts use (`ssh -F`); default: your own (`~/.ssh/config`).
     pub ssh_config: Option<PathBuf>,
     /// Keep one SSH connection per host open for a minute after use (OpenSSH's
@@ -258,6 +263,7 @@ impl Default for Settings {
             keep_runs_days: 90,
             keep_runs_per_routine: 1000,
             hosts: BTreeMap::new(),
+            homes: Vec::new(),
             ssh_config: None,
             reuse_ssh_connections: true,
             min_free_memory_mb: 512,
@@ -381,6 +387,15 @@ impl Settings {
                 return Err(located(text.find(&needle).unwrap_or(0), &problem));
             }
         }
+        let mut homes = std::collections::HashSet::new();
+        for h in &settings.homes {
+            if let Some((needle, problem)) = h.problem() {
+                return Err(located(text.find(&needle).unwrap_or(0), &problem));
+            }
+            if !homes.insert(h.name.as_str()) {
+                return Err(located(nth(&format!("\"{}\"", h.name), 1), &format!("two homes are named \"{}\"; give each its own `name`", h.name)));
+            }
+        }
         let mut seen = std::collections::HashSet::new();
         for w in &settings.webhooks {
             let at = text.find(&format!("\"{}\"", w.name)).unwrap_or(0);
@@ -393,6 +408,11 @@ impl Settings {
             }
         }
         Ok(settings)
+    }
+
+    /// The home named `name` (`[[homes]]`).
+    pub fn home(&self, name: &str) -> Option<&HomeSettings> {
+        self.homes.iter().find(|h| h.name == name)
     }
 
     /// The webhook named `name`.

@@ -78,18 +78,7 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
             if told_already(core, &run, &Channel::Notify, now)? {
                 continue;
             }
-            let (policy, timeout) = set.notify_policy(&run);
-            let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
-            // A run that carried a budget past 80 %, or one of its account's usage windows past
-            // 80 % or 95 %, is told whatever `notify:` says (but `never`), with where it stands.
-            let tz = set.get(&run.routine).map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
-            let passed: Vec<String> = set.get(&run.routine).and_then(|r| crate::engine::accounts::budgets::crossed(core, r, &run)).into_iter().chain(crate::engine::accounts::windows::marks_passed(core, &run, tz)).collect();
-            let told_anyway = !passed.is_empty() && policy != crate::routine::NotifyPolicy::Never;
-            let notice = match (run.status.is_quiet_slot(run.reason), told_anyway) {
-                (true, _) => Some(quiet_notice_of(core, &set, &run)?),
-                (false, true) => notice_for(&run, crate::routine::NotifyPolicy::Always, report.as_deref(), timeout).map(|n| passed.iter().fold(n, |n, line| n.with_line(line))),
-                (false, false) => notice_for(&run, policy, report.as_deref(), timeout),
-            };
+            let notice = notice_of(core, &set, &run)?;
             let Some(notice) = notice else {
                 core.store.settle_delivery(&entry.run_id, &Channel::Notify, Delivery::NotNeeded, None, now)?;
                 continue;
@@ -109,6 +98,22 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
             }
         }
     }
+}
+
+/// The notification `run` is owed under its routine's `notify:` (with a budget or usage window it
+/// carried past a mark, told whatever `notify:` says but `never`), or `None` — what this home's
+/// notifier shows, and what a viewer on another machine is given to show (`run_notice`).
+pub(crate) fn notice_of(core: &Core, set: &crate::routine::RoutineSet, run: &RunRecord) -> crate::error::Result<Option<crate::notify::Notice>> {
+    let (policy, timeout) = set.notify_policy(run);
+    let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok());
+    let tz = set.get(&run.routine).map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
+    let passed: Vec<String> = set.get(&run.routine).and_then(|r| crate::engine::accounts::budgets::crossed(core, r, run)).into_iter().chain(crate::engine::accounts::windows::marks_passed(core, run, tz)).collect();
+    let told_anyway = !passed.is_empty() && policy != crate::routine::NotifyPolicy::Never;
+    Ok(match (run.status.is_quiet_slot(run.reason), told_anyway) {
+        (true, _) => Some(quiet_notice_of(core, set, run)?),
+        (false, true) => notice_for(run, crate::routine::NotifyPolicy::Always, report.as_deref(), timeout).map(|n| passed.iter().fold(n, |n, line| n.with_line(line))),
+        (false, false) => notice_for(run, policy, report.as_deref(), timeout),
+    })
 }
 
 /// A slot that ended with nothing done, in a stretch an earlier slot's notice already tells of:

@@ -63,7 +63,7 @@ impl Core {
             use std::os::unix::fs::DirBuilderExt;
             let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
         }
-        Target { host: host.to_string(), config: settings.ssh_config.clone(), control_dir }
+        Target { host: host.to_string(), config: settings.ssh_config.clone(), control_dir, port: None }
     }
 
     /// Remember what reaching `host` showed (its health in `hosts list` and the window).

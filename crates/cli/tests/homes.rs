@@ -1,0 +1,299 @@
+//! Homes: another machine's Nightshift, looked at and controlled from this one. Two homes on one
+//! machine — "box", a second `NIGHTSHIFT_HOME` whose real `nightshiftctl serve` schedules it on
+//! loopback, and "laptop", which adds it with `homes add` (its token through stdin into the real
+//! keychain) — reached straight on loopback and through the real `sshd` the host tests use
+//! (`ssh -W` to the box's loopback). Finish notifications of the box's runs reach the laptop's
+//! real D-Bus notification server exactly once, also across a restart of the laptop's daemon.
+
+mod common;
+
+use common::{ctl, ctl_bus, files_containing, json, keychain_available, start_daemon_with, stderr, stdout, ArgvWatch};
+use nightshift_testkit::dbus::NotificationBus;
+use nightshift_testkit::{SshServer, TestHome};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The box's `serve`, killed when dropped.
+struct Box_ {
+    child: Child,
+    port: u16,
+    token: String,
+}
+
+impl Drop for Box_ {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn serve(th: &TestHome, addr: &str, extra: &[&str]) -> Box_ {
+    let mut child = ctl(th).args(["serve", "--addr", addr]).args(extra).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
+    let (base, token) = url.split_once("/?token=").unwrap();
+    let port = base.rsplit(':').next().unwrap().parse().unwrap();
+    Box_ { child, port, token: token.to_string() }
+}
+
+/// A box home with routines to run, served on loopback.
+fn a_box() -> (TestHome, Box_) {
+    let th = TestHome::new();
+    th.routine("nightly", "schedule: \"0 3 * * *\"\nnotify: always\ncommand: echo hello from the box\n");
+    th.routine("long", "schedule: \"0 3 * * *\"\ncommand: sleep 60\n");
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\ndevice_name = \"the-box\"\n").unwrap();
+    let served = serve(&th, "127.0.0.1:0", &[]);
+    (th, served)
+}
+
+/// A laptop home with its own keychain service (and `extra` settings).
+fn a_laptop(extra: &str) -> TestHome {
+    let th = TestHome::new();
+    let service = format!("nightshift-test-{}", th.path().file_name().unwrap().to_string_lossy());
+    std::fs::write(th.path().join("nightshift.toml"), format!("keychain_service = \"{service}\"\nkill_grace_secs = 1\n{extra}")).unwrap();
+    th
+}
+
+/// `homes add NAME URL` with the token on stdin, as a person pastes it.
+fn add_home(laptop: &TestHome, name: &str, url: &str, token: &str, replace: bool) -> Output {
+    let mut c = ctl_bus(laptop);
+    c.args(["homes", "add", name, url]);
+    if replace {
+        c.arg("--replace");
+    }
+    let mut child = c.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    child.stdin.take().unwrap().write_all(format!("{token}\n").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The laptop's `daemon --notify`: its notifications and keychain on the test's session bus.
+fn viewer(laptop: &TestHome) -> common::Daemon {
+    let env = common::bus_env();
+    let daemon = start_daemon_with(laptop, &["--notify"], &env.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>());
+    daemon.wait_scheduling();
+    daemon
+}
+
+fn on(laptop: &TestHome, home: &str, args: &[&str]) -> Output {
+    ctl_bus(laptop).args(args).args(["--home", home]).output().unwrap()
+}
+
+#[test]
+fn another_home_answers_the_cli_and_a_read_only_token_only_looks() {
+    if !keychain_available() {
+        return;
+    }
+    let (boxed, served) = a_box();
+    let laptop = a_laptop("");
+    let url = format!("http://127.0.0.1:{}", served.port);
+
+    // Nothing in argv ever carries the token (`ps` shows every user's argv).
+    let watch = ArgvWatch::start(&served.token);
+    let added = add_home(&laptop, "box", &url, &served.token, false);
+    assert!(added.status.success(), "{}", stderr(&added));
+    assert!(stdout(&added).contains("added box (http://127.0.0.1:") && stdout(&added).contains("reachable, the-box there"), "{}", stdout(&added));
+    assert!(std::fs::read_to_string(laptop.path().join("nightshift.toml")).unwrap().contains("[[homes]]\nname = \"box\"\nurl = \"http://127.0.0.1:"));
+
+    // What it schedules, and that it answers.
+    let listed = json(&ctl_bus(&laptop).args(["homes", "list", "--json"]).output().unwrap());
+    assert_eq!(listed[0]["name"], "box");
+    assert_eq!(listed[0]["reachable"], true, "{listed:#}");
+    assert_eq!(listed[0]["device"], "the-box");
+    assert_eq!(listed[0]["scheduling"], true, "the box's serve schedules it");
+    let routines: Vec<&str> = listed[0]["routines"].as_array().unwrap().iter().filter_map(|r| r.as_str()).collect();
+    assert!(routines.contains(&"nightly") && routines.contains(&"long"), "{listed:#}");
+
+    // Run there and wait: the box's engine runs it; the output says which home answered.
+    let ran = on(&laptop, "box", &["run", "nightly", "--wait", "--json"]);
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
+    assert!(stderr(&ran).starts_with("(home box)"), "{}", stderr(&ran));
+    let run = json(&ran);
+    assert_eq!(run["status"], "completed");
+    let id = run["id"].as_str().unwrap().to_string();
+    // It is the box's run: its own CLI lists it; the laptop has none.
+    let there = json(&ctl(&boxed).args(["runs", "--json"]).output().unwrap());
+    assert!(there.as_array().unwrap().iter().any(|r| r["id"] == id.as_str()), "{there:#}");
+    assert_eq!(json(&ctl(&laptop).args(["runs", "--json"]).output().unwrap()).as_array().unwrap().len(), 0);
+
+    // History, one run and its log, from the laptop.
+    let runs = on(&laptop, "box", &["runs"]);
+    assert!(stdout(&runs).contains(&id) && stdout(&runs).contains("nightly"), "{}", stdout(&runs));
+    let shown = on(&laptop, "box", &["show", &id[..10]]);
+    assert!(stdout(&shown).contains("✓ nightly · completed") && stdout(&shown).contains(&format!("id           {id}")), "{}\n{}", stdout(&shown), stderr(&shown));
+    let logs = on(&laptop, "box", &["logs", &id]);
+    assert_eq!(stdout(&logs), "hello from the box\n", "{}", stderr(&logs));
+    let listed = on(&laptop, "box", &["routines", "list"]);
+    assert!(stdout(&listed).contains("nightly") && stdout(&listed).contains("long"), "{}", stdout(&listed));
+
+    // Pause there (its own CLI sees it), resume.
+    assert!(on(&laptop, "box", &["pause", "nightly"]).status.success());
+    let theirs = json(&ctl(&boxed).args(["routines", "list", "--json"]).output().unwrap());
+    let nightly = theirs.as_array().unwrap().iter().find(|r| r["name"] == "nightly").unwrap().clone();
+    assert_eq!(nightly["paused"], true, "{nightly:#}");
+    assert!(on(&laptop, "box", &["resume", "nightly"]).status.success());
+
+    // Start one there, follow it, cancel it.
+    let started = on(&laptop, "box", &["run", "long"]);
+    assert!(started.status.success(), "{}", stderr(&started));
+    let long_id = stdout(&started).trim().to_string();
+    let cancelled = on(&laptop, "box", &["cancel", &long_id]);
+    assert!(cancelled.status.success(), "{}", stderr(&cancelled));
+    let start = Instant::now();
+    while json(&on(&laptop, "box", &["show", &long_id, "--json"]))["status"] != "cancelled" {
+        assert!(start.elapsed() < Duration::from_secs(20), "the run there was not cancelled");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // A command that does not reach another home yet says so, and what to do.
+    let why = on(&laptop, "box", &["why", "nightly"]);
+    assert_eq!(why.status.code(), Some(2));
+    assert!(stderr(&why).contains("`why` does not take --home yet"), "{}", stderr(&why));
+
+    // The read-only token: looks, never changes.
+    let read_only = std::fs::read_to_string(boxed.path().join("serve-token-read-only")).unwrap();
+    let added = add_home(&laptop, "box-ro", &url, read_only.trim(), false);
+    assert!(added.status.success(), "{}", stderr(&added));
+    assert!(on(&laptop, "box-ro", &["runs"]).status.success());
+    let refused = on(&laptop, "box-ro", &["run", "nightly"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("this token is read-only: \"run_now\" would change the home"), "{}", stderr(&refused));
+
+    // The token is in no file of the laptop's home (it is in the keychain) and was in no argv.
+    assert!(!watch.seen(), "the token appeared in a process's argv");
+    assert_eq!(files_containing(laptop.path(), &served.token), Vec::<String>::new());
+
+    // The box's serve restarts: its token stays, the laptop still reaches it.
+    drop(served);
+    let again = serve(&boxed, &format!("127.0.0.1:{}", url.rsplit(':').next().unwrap()), &[]);
+    let runs = on(&laptop, "box", &["runs", "--json"]);
+    assert!(runs.status.success(), "{}", stderr(&runs));
+    drop(again);
+
+    // Stopped: one clear error, no hang.
+    let gone = on(&laptop, "box", &["runs"]);
+    assert_eq!(gone.status.code(), Some(2));
+    assert!(stderr(&gone).contains("home \"box\" cannot be reached: nothing answers on 127.0.0.1:"), "{}", stderr(&gone));
+    let listed = json(&ctl_bus(&laptop).args(["homes", "list", "--json"]).output().unwrap());
+    assert_eq!(listed[0]["reachable"], false);
+    assert!(listed[0]["last_seen"].is_string(), "it was seen before: {listed:#}");
+
+    // Removed: its entry and token go.
+    assert!(ctl_bus(&laptop).args(["homes", "remove", "box"]).output().unwrap().status.success());
+    let unknown = on(&laptop, "box", &["runs"]);
+    assert!(stderr(&unknown).contains("no home named \"box\" (listed: box-ro)"), "{}", stderr(&unknown));
+}
+
+#[test]
+fn a_server_started_read_only_refuses_every_change() {
+    if !keychain_available() {
+        return;
+    }
+    let boxed = TestHome::new();
+    boxed.routine("nightly", "schedule: \"0 3 * * *\"\ncommand: echo hi\n");
+    let served = serve(&boxed, "127.0.0.1:0", &["--read-only"]);
+    let laptop = a_laptop("");
+    assert!(add_home(&laptop, "box", &format!("http://127.0.0.1:{}", served.port), &served.token, false).status.success());
+    assert!(on(&laptop, "box", &["routines", "list"]).status.success());
+    let refused = on(&laptop, "box", &["pause"]);
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("this server is read-only (serve --read-only): \"set_paused\" would change the home"), "{}", stderr(&refused));
+}
+
+#[test]
+fn a_home_through_ssh_answers_and_a_stopped_sshd_is_one_clear_error() {
+    if !keychain_available() {
+        return;
+    }
+    let Some(mut sshd) = SshServer::start() else { return };
+    let (_boxed, served) = a_box();
+    let laptop = a_laptop(&format!("ssh_config = \"{}\"\n", sshd.ssh_config().display()));
+    let url = format!("ssh://{}/{}", SshServer::ALIAS, served.port);
+    let added = add_home(&laptop, "box", &url, &served.token, false);
+    assert!(added.status.success(), "{}", stderr(&added));
+    assert!(stdout(&added).contains("reachable, the-box there"), "{}\n{}", stdout(&added), stderr(&added));
+
+    let ran = on(&laptop, "box", &["run", "nightly", "--wait", "--json"]);
+    assert_eq!(ran.status.code(), Some(0), "{}", stderr(&ran));
+    let id = json(&ran)["id"].as_str().unwrap().to_string();
+    let logs = on(&laptop, "box", &["logs", &id]);
+    assert_eq!(stdout(&logs), "hello from the box\n", "{}", stderr(&logs));
+
+    // The ssh client ran with -W and no token in its argv; the token is in no laptop file.
+    assert_eq!(files_containing(laptop.path(), &served.token), Vec::<String>::new());
+
+    // With sshd's listener gone, the shared connection still carries calls (the first one
+    // opened it; later ones ride on it); once it is cut too, the home is one clear error.
+    sshd.stop();
+    assert!(on(&laptop, "box", &["runs"]).status.success(), "the shared connection carries the call");
+    let cut = std::process::Command::new("ssh")
+        .arg("-F")
+        .arg(sshd.ssh_config())
+        .arg("-o")
+        .arg(format!("ControlPath={}/ssh/%C", laptop.path().display()))
+        .args(["-O", "exit", SshServer::ALIAS])
+        .output()
+        .unwrap();
+    assert!(cut.status.success(), "no shared connection to cut: {}", stderr(&cut));
+    let started = Instant::now();
+    let gone = on(&laptop, "box", &["runs"]);
+    assert!(started.elapsed() < Duration::from_secs(20), "an unreachable home must not hang the CLI");
+    assert_eq!(gone.status.code(), Some(2));
+    assert!(stderr(&gone).contains("home \"box\" cannot be reached"), "{}", stderr(&gone));
+    sshd.resume();
+    assert!(on(&laptop, "box", &["runs"]).status.success());
+}
+
+#[test]
+fn the_boxs_finishes_are_told_on_the_laptop_once_also_across_a_restart_and_a_storm_is_one() {
+    if !keychain_available() {
+        return;
+    }
+    let (_boxed, served) = a_box();
+    let laptop = a_laptop("");
+    assert!(add_home(&laptop, "box", &format!("http://127.0.0.1:{}", served.port), &served.token, false).status.success());
+    let address = std::env::var("DBUS_SESSION_BUS_ADDRESS").unwrap();
+    let bus = NotificationBus::join(&address, laptop.path(), "record");
+    let from_box = |bus: &NotificationBus, n: usize| -> Vec<serde_json::Value> {
+        let start = Instant::now();
+        loop {
+            let got: Vec<serde_json::Value> = bus.notifications().into_iter().filter(|v| v["summary"].as_str().is_some_and(|s| s.starts_with("box · "))).collect();
+            if got.len() >= n || start.elapsed() > Duration::from_secs(20) {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
+    let viewer = viewer(&laptop);
+    // Give the viewer its first connection (its place starts there: the past is not news).
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(on(&laptop, "box", &["run", "nightly", "--wait"]).status.success());
+    let told = from_box(&bus, 1);
+    assert_eq!(told.len(), 1, "{told:#?}");
+    assert!(told[0]["summary"].as_str().unwrap().starts_with("box · ✓ nightly · "), "{told:#?}");
+    assert_eq!(told[0]["body"], "hello from the box");
+
+    // The viewer is stopped while a run ends there; started again, it tells that run once.
+    viewer.kill9();
+    assert!(on(&laptop, "box", &["run", "nightly", "--wait"]).status.success());
+    let viewer = viewer(&laptop);
+    let told = from_box(&bus, 2);
+    assert_eq!(told.len(), 2, "{told:#?}");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(from_box(&bus, 3).len(), 2, "told twice");
+
+    // A night of runs while it was away: one summary.
+    viewer.kill9();
+    for _ in 0..5 {
+        assert!(on(&laptop, "box", &["run", "nightly", "--wait"]).status.success());
+    }
+    let viewer = viewer(&laptop);
+    let told = from_box(&bus, 3);
+    assert_eq!(told.len(), 3, "{told:#?}");
+    assert_eq!(told[2]["summary"], "box · Nightshift · 5 runs finished while you were away", "{told:#?}");
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(from_box(&bus, 4).len(), 3, "told twice");
+    drop(viewer);
+}
