@@ -1,7 +1,7 @@
 // The window: a header with the engine's state, four views (Routines, History, Usage, Accounts),
 // a routine's detail (why each slot did or did not run), a run's detail and a routine's form and editor, routed by the URL hash. Agent output is never inserted as HTML except a report
 // the engine rendered and sanitized (see lib/dom.js).
-import { call, errorText, listen, onEngine } from "./lib/api.js";
+import { call, currentHome, errorText, listen, onEngine, setHome } from "./lib/api.js";
 import { h, replace } from "./lib/dom.js";
 import * as accounts from "./views/accounts.js";
 import * as edit from "./views/edit.js";
@@ -39,9 +39,11 @@ function parseHash() {
 function route() {
   // #/relogin/<account> (where the tray's Re-login opens a new window): the Accounts view with the
   // panel (the engine gives the command again; no terminal could be opened, or one is now).
-  const reloginAt = location.hash.match(/^#\/relogin\/(.+)$/);
+  // `?home=NAME`: an account of another home (the tray's Re-login ▸ on mac-mini).
+  const reloginAt = location.hash.match(/^#\/relogin\/([^?]+)(?:\?home=(.+))?$/);
   if (reloginAt) {
     window.history.replaceState(null, "", "#/accounts"); // (`history` here is the History view)
+    if (reloginAt[2]) showHome(decodeURIComponent(reloginAt[2]));
     relogin(decodeURIComponent(reloginAt[1]));
   }
   const [name, params] = parseHash();
@@ -54,6 +56,35 @@ function route() {
   unmount = VIEWS[name].mount(view, params, ui) ?? null;
   view.dataset.view = name;
 }
+
+// The home switcher: this machine's home, or another one's (`[[homes]]`); hidden with none.
+const homeSwitch = /** @type {HTMLSelectElement} */ (document.getElementById("home-switch"));
+async function refreshHomes() {
+  try {
+    const homes = await call("list_homes");
+    const options = [h("option", { value: "" }, "This machine"), ...homes.map((x) => h("option", { value: x.name }, x.reachable ? x.name : `${x.name} — unreachable`))];
+    replace(homeSwitch, ...options);
+    homeSwitch.value = currentHome() ?? "";
+    /** @type {HTMLElement} */ (document.getElementById("home-switch-label")).hidden = homes.length === 0 && !currentHome();
+  } catch (e) {
+    console.warn(errorText(e));
+  }
+}
+/** @param {string | null} name */
+function showHome(name) {
+  setHome(name);
+  homeSwitch.value = name ?? "";
+  refreshState();
+  // A run, routine or form of one home means nothing on another: back to the list of its kind.
+  const [view] = parseHash();
+  const lists = ["routines", "history", "usage", "accounts"];
+  if (lists.includes(view)) route();
+  else go(`#/${lists.includes(UNDER[view]) ? UNDER[view] : "routines"}`);
+}
+homeSwitch.addEventListener("change", () => showHome(homeSwitch.value || null));
+onEngine((ev) => {
+  if (ev.type === "home_state") refreshHomes();
+});
 
 // Header: who schedules this home, how many runs are going, pause all.
 const stateLine = document.getElementById("engine-state");
@@ -71,12 +102,13 @@ async function refreshState() {
     ui.state = s;
     const going = [s.running && `${s.running} running`, s.queued && `${s.queued} queued`].filter(Boolean).join(" · ");
     let text;
+    const where = currentHome() ? `${currentHome()} (${s.device}) · ` : "";
     if (s.scheduled_elsewhere) text = `${s.scheduled_elsewhere} schedules this home; this window views and controls it`;
     else if (s.paused) text = "Paused — no scheduled runs start";
     else if (s.scheduling) text = "Scheduling";
     else if (s.problems.length) text = "Not scheduling — see the problem above";
     else text = "Starting…";
-    replace(stateLine, h("span", { class: `dot ${s.paused ? "paused" : s.running ? "running" : "idle"}` }), text, going ? ` · ${going}` : "");
+    replace(stateLine, h("span", { class: `dot ${s.paused ? "paused" : s.running ? "running" : "idle"}` }), where, text, going ? ` · ${going}` : "");
     // A full disk, a damaged database, a run that could not be recorded: said in full, atop every view.
     replace(problemsBox, ...s.problems.map((p) => h("p", {}, p)));
     problemsBox.hidden = s.problems.length === 0;
@@ -85,7 +117,7 @@ async function refreshState() {
     pauseButton.dataset.paused = s.paused ? "1" : "";
     pauseButton.hidden = false;
   } catch (e) {
-    if (asked === stateAsked) stateLine.textContent = `Engine unavailable: ${errorText(e)}`;
+    if (asked === stateAsked) stateLine.textContent = currentHome() ? `${currentHome()}: ${errorText(e)} — retrying` : `Engine unavailable: ${errorText(e)}`;
   }
 }
 pauseButton.addEventListener("click", async () => {
@@ -152,11 +184,18 @@ document.addEventListener("keydown", (ev) => {
 });
 
 listen("open-run", (id) => go(`#/run/${id}`));
-listen("relogin", (p) => showRelogin(p));
+listen("relogin", (p) => {
+  // Another home's account: show that home, and ask it for the login command.
+  if (p.home) {
+    showHome(p.home);
+    relogin(p.account);
+  } else showRelogin(p);
+});
 window.addEventListener("hashchange", route);
 
+refreshHomes();
 refreshState();
 route();
 
 // The page's entry points, also used by the end-to-end test through WebDriver.
-window.nightshiftUi = { openRun: (id) => go(`#/run/${id}`), relogin: showRelogin, go };
+window.nightshiftUi = { openRun: (id) => go(`#/run/${id}`), relogin: showRelogin, go, showHome };

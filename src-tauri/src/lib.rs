@@ -16,6 +16,7 @@
 
 mod desk;
 mod engine_loop;
+mod homes_view;
 #[cfg(target_os = "linux")]
 pub mod first_paint;
 #[cfg(all(test, unix))]
@@ -148,11 +149,13 @@ fn start(app: &mut tauri::App, engine: Engine, runtime: tokio::runtime::Handle, 
         Arc::new(move |run_id: String| shell.show(Open::Run(run_id)))
     };
     engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open))));
-    // Other homes' finish notifications (`[[homes]]`), each told once on this machine.
+    // Other homes (`[[homes]]`): their finish notifications, each told once on this machine; their
+    // routines and troubles in the tray; their events to the window showing them.
     let viewers = {
         let _inside = runtime.enter();
         nightshift_core::homes::viewer::start(&engine, Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), None)))
     };
+    homes_view::follow(&shell, viewers.subscribe());
     app.manage(viewers);
     engine.enable_webhooks();
     {

@@ -10,8 +10,9 @@ pub enum Open {
     Front,
     /// A run's detail.
     Run(String),
-    /// The re-login panel for an account, with the command to run by hand.
-    Relogin { account: String, command: String },
+    /// The re-login panel for an account, with the command to run by hand; `home`: an account
+    /// of another home (the window shows that home and asks it for the command).
+    Relogin { account: String, command: String, home: Option<String> },
 }
 
 impl Open {
@@ -21,7 +22,8 @@ impl Open {
         match self {
             Open::Front => "index.html".into(),
             Open::Run(id) => format!("index.html#/run/{}", encode(id)),
-            Open::Relogin { account, .. } => format!("index.html#/relogin/{}", encode(account)),
+            Open::Relogin { account, home: None, .. } => format!("index.html#/relogin/{}", encode(account)),
+            Open::Relogin { account, home: Some(home), .. } => format!("index.html#/relogin/{}?home={}", encode(account), encode(home)),
         }
     }
 
@@ -30,7 +32,7 @@ impl Open {
         match self {
             Open::Front => None,
             Open::Run(id) => Some(("open-run", Value::String(id.clone()))),
-            Open::Relogin { account, command } => Some(("relogin", serde_json::json!({ "account": account, "command": command }))),
+            Open::Relogin { account, command, home } => Some(("relogin", serde_json::json!({ "account": account, "command": command, "home": home }))),
         }
     }
 }
@@ -53,9 +55,12 @@ mod tests {
     fn start_urls_and_events() {
         assert_eq!(Open::Front.start_url(), "index.html");
         assert_eq!(Open::Run("01ABC".into()).start_url(), "index.html#/run/01ABC");
-        let relogin = Open::Relogin { account: "me+x@acme.dev".into(), command: "claude /login".into() };
+        let relogin = Open::Relogin { account: "me+x@acme.dev".into(), command: "claude /login".into(), home: None };
         assert_eq!(relogin.start_url(), "index.html#/relogin/me%2Bx%40acme.dev");
         assert_eq!(relogin.event().unwrap().1["command"], "claude /login");
+        let there = Open::Relogin { account: "me@box.dev".into(), command: String::new(), home: Some("mac-mini".into()) };
+        assert_eq!(there.start_url(), "index.html#/relogin/me%40box.dev?home=mac-mini");
+        assert_eq!(there.event().unwrap().1["home"], "mac-mini");
         assert!(Open::Front.event().is_none());
     }
 }

@@ -41,11 +41,13 @@ pub struct Shell {
     scheduling: AtomicBool,
     runtime: tokio::runtime::Handle,
     desk: Arc<dyn Desk>,
+    /// Other homes as the tray shows them, by name (kept from their events: [`crate::homes_view`]).
+    homes: Mutex<std::collections::BTreeMap<String, tray::HomeLine>>,
 }
 
 impl Shell {
     pub fn new(engine: Engine, runtime: tokio::runtime::Handle, desk: Arc<dyn Desk>) -> Arc<Shell> {
-        Arc::new(Shell { engine, scheduled_elsewhere: Mutex::new(None), scheduling: AtomicBool::new(false), runtime, desk })
+        Arc::new(Shell { engine, scheduled_elsewhere: Mutex::new(None), scheduling: AtomicBool::new(false), runtime, desk, homes: Mutex::default() })
     }
 
     pub fn scheduled_elsewhere(&self) -> Option<String> {
@@ -62,6 +64,25 @@ impl Shell {
 
     pub(crate) fn set_scheduling(&self, on: bool) {
         self.scheduling.store(on, Ordering::SeqCst);
+    }
+
+    /// Set what the tray shows of another home (`None`: it is no longer listed).
+    pub(crate) fn set_home_line(&self, name: &str, line: Option<tray::HomeLine>) {
+        let mut homes = self.homes.lock().unwrap_or_else(|e| e.into_inner());
+        match line {
+            Some(line) => homes.insert(name.to_string(), line),
+            None => homes.remove(name),
+        };
+    }
+
+    /// The other homes the tray shows.
+    pub(crate) fn home_names(&self) -> Vec<String> {
+        self.homes.lock().unwrap_or_else(|e| e.into_inner()).keys().cloned().collect()
+    }
+
+    /// What the tray shows of another home now.
+    pub(crate) fn home_line(&self, name: &str) -> Option<tray::HomeLine> {
+        self.homes.lock().unwrap_or_else(|e| e.into_inner()).get(name).cloned()
     }
 
     pub(crate) fn desk(&self) -> &Arc<dyn Desk> {
@@ -88,6 +109,22 @@ impl Shell {
         self.runtime.spawn(async move {
             if let Err(e) = engine.run_now(&name, Trigger::Manual).await {
                 tracing::error!(routine = %name, "Run now failed: {}", e.message);
+            }
+        });
+    }
+
+    /// Start a routine of another home now, there (its engine runs it; its finish is told here
+    /// by the homes' viewer).
+    pub fn run_there(&self, home: String, name: String) {
+        let engine = self.engine.clone();
+        self.runtime.spawn(async move {
+            let started = async {
+                let client = nightshift_core::homes::client(&engine, &home)?;
+                client.call::<String>("run_now", serde_json::json!({ "name": name })).await
+            };
+            match started.await {
+                Ok(id) => tracing::info!(home = %home, routine = %name, run = %id, "started on another home"),
+                Err(e) => tracing::error!(home = %home, routine = %name, "Run now there failed: {}", e.message),
             }
         });
     }
@@ -124,6 +161,7 @@ impl Shell {
             accounts: glance.accounts,
             autostart,
             problems: state.problems,
+            homes: self.homes.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect(),
         }
     }
 
@@ -145,11 +183,19 @@ impl Shell {
         if let Some(name) = id.strip_prefix(tray::RUN_PREFIX) {
             return self.run_now(name.to_string());
         }
+        if let Some((home, name)) = id.strip_prefix(tray::HOME_RUN_PREFIX).and_then(|rest| rest.split_once(':')) {
+            return self.run_there(home.to_string(), name.to_string());
+        }
+        if let Some((home, email)) = id.strip_prefix(tray::HOME_RELOGIN_PREFIX).and_then(|rest| rest.split_once(':')) {
+            // The window shows that home and asks it for the login command (its own machine's
+            // terminal cannot be opened from here: the command is said, to run there).
+            return self.show(Open::Relogin { account: email.to_string(), command: String::new(), home: Some(home.to_string()) });
+        }
         if let Some(email) = id.strip_prefix(tray::RELOGIN_PREFIX) {
             let Ok(account) = self.engine.account(email) else { return };
             if let Err(command) = relogin::open_terminal(&account) {
                 // No terminal here: the window shows the exact command (and a field for a setup token).
-                self.show(Open::Relogin { account: email.to_string(), command });
+                self.show(Open::Relogin { account: email.to_string(), command, home: None });
             }
             return;
         }

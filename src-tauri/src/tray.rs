@@ -35,6 +35,21 @@ pub struct RoutineLine {
     pub quiet: Option<String>,
 }
 
+/// Another home (`[[homes]]`) as the menu shows it: its routines to run there, its accounts that
+/// need a login there, and whether it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HomeLine {
+    pub name: String,
+    /// Its event stream is open.
+    pub reachable: bool,
+    /// When it stopped answering (`None` while connecting for the first time).
+    pub down_since: Option<DateTime<Utc>>,
+    pub routines: Vec<RoutineLine>,
+    /// Its accounts that need a login there: (account, verdict).
+    pub logins: Vec<(String, String)>,
+    pub running: usize,
+}
+
 /// Everything the tray shows, gathered from the engine.
 #[derive(Debug, Clone, Default)]
 pub struct TrayFacts {
@@ -49,6 +64,8 @@ pub struct TrayFacts {
     /// What the engine says the user must hear about (a full disk, a damaged database, a run that
     /// could not be recorded), one sentence each.
     pub problems: Vec<String>,
+    /// Other homes this app views (`[[homes]]`), by name.
+    pub homes: Vec<HomeLine>,
 }
 
 /// One menu entry; ids are what click handlers match on.
@@ -108,6 +125,10 @@ fn same_entries(a: &[MenuEntry], b: &[MenuEntry]) -> bool {
 
 pub const RUN_PREFIX: &str = "run:";
 pub const RELOGIN_PREFIX: &str = "relogin:";
+/// `home-run:<home>:<routine>` (home names have no `:`).
+pub const HOME_RUN_PREFIX: &str = "home-run:";
+/// `home-relogin:<home>:<account>`.
+pub const HOME_RELOGIN_PREFIX: &str = "home-relogin:";
 
 fn needs_login(h: &AccountHealth) -> bool {
     h.verdict.needs_login()
@@ -142,12 +163,15 @@ pub fn view(f: &TrayFacts) -> TrayView {
     let logins: Vec<&AccountHealth> = f.accounts.iter().filter(|h| needs_login(h)).collect();
     let failing = f.routines.iter().filter(|r| failed(r.last) || !r.valid).count();
     let quiet: Vec<&RoutineLine> = f.routines.iter().filter(|r| r.quiet.is_some()).collect();
+    // Another home's failure or login is attention too, named with its home; one that cannot be
+    // reached is a calm state (said, retried), not a failure.
+    let home_trouble: Vec<String> = f.homes.iter().filter(|h| h.reachable).filter_map(home_trouble).collect();
     // A problem with the home itself outranks everything: runs cannot be recorded while it lasts.
     let icon = if !f.problems.is_empty() {
         IconState::Attention
     } else if f.running > 0 {
         IconState::Running
-    } else if !logins.is_empty() || failing > 0 || !quiet.is_empty() {
+    } else if !logins.is_empty() || failing > 0 || !quiet.is_empty() || !home_trouble.is_empty() {
         IconState::Attention
     } else {
         IconState::Idle
@@ -180,6 +204,10 @@ pub fn view(f: &TrayFacts) -> TrayView {
     if let Some(who) = &f.scheduled_elsewhere {
         parts.push(format!("scheduled by {who}"));
     }
+    parts.extend(home_trouble);
+    for h in f.homes.iter().filter(|h| !h.reachable) {
+        parts.push(unreachable_words(h));
+    }
     let tooltip = if parts.is_empty() { "Nightshift · idle".to_string() } else { format!("Nightshift · {}", parts.join(" · ")) };
 
     let mut menu = Vec::new();
@@ -205,13 +233,27 @@ pub fn view(f: &TrayFacts) -> TrayView {
             })
             .collect()
     };
+    let mut runs = runs;
+    // Run now ▸ mac-mini ▸ nightly: each other home's routines, run there.
+    if !f.homes.is_empty() {
+        runs.push(MenuEntry::Separator);
+        runs.extend(f.homes.iter().map(|h| MenuEntry::Submenu { text: h.name.clone(), items: home_runs(h) }));
+    }
     menu.push(MenuEntry::Submenu { text: "Run now".into(), items: runs });
-    if !logins.is_empty() {
+    let home_logins: Vec<MenuEntry> = f
+        .homes
+        .iter()
+        .flat_map(|h| {
+            h.logins.iter().map(move |(account, verdict)| MenuEntry::Item { id: format!("{HOME_RELOGIN_PREFIX}{}:{account}", h.name), text: format!("{account} on {} ({verdict})", h.name), enabled: true })
+        })
+        .collect();
+    if !logins.is_empty() || !home_logins.is_empty() {
         menu.push(MenuEntry::Submenu {
             text: "Re-login".into(),
             items: logins
                 .iter()
                 .map(|h| MenuEntry::Item { id: format!("{RELOGIN_PREFIX}{}", h.account), text: format!("{} ({})", h.account, h.verdict.as_str()), enabled: true })
+                .chain(home_logins)
                 .collect(),
         });
     }
@@ -244,6 +286,46 @@ pub fn view(f: &TrayFacts) -> TrayView {
     menu.push(MenuEntry::Separator);
     menu.push(MenuEntry::Item { id: "quit".into(), text: "Quit".into(), enabled: true });
     TrayView { icon, tooltip, menu }
+}
+
+/// What needs the user on another home, named with it ("mac-mini: 1 routine failing"), if anything.
+fn home_trouble(h: &HomeLine) -> Option<String> {
+    let failing = h.routines.iter().filter(|r| failed(r.last) || !r.valid).count();
+    let mut said = Vec::new();
+    if failing > 0 {
+        said.push(format!("{failing} routine{} failing", if failing == 1 { "" } else { "s" }));
+    }
+    if !h.logins.is_empty() {
+        let n = h.logins.len();
+        said.push(format!("{n} account{} need{} login", if n == 1 { "" } else { "s" }, if n == 1 { "s" } else { "" }));
+    }
+    (!said.is_empty()).then(|| format!("{}: {}", h.name, said.join(", ")))
+}
+
+/// "mac-mini unreachable since 02:14 — retrying" (or "connecting…" before it ever answered).
+fn unreachable_words(h: &HomeLine) -> String {
+    match h.down_since {
+        Some(t) => format!("{} unreachable since {} — retrying", h.name, t.with_timezone(&Local).format("%H:%M")),
+        None => format!("{} connecting…", h.name),
+    }
+}
+
+/// One other home's Run now submenu: its routines, or why there are none to offer.
+fn home_runs(h: &HomeLine) -> Vec<MenuEntry> {
+    if !h.reachable {
+        return vec![MenuEntry::Item { id: format!("home-state:{}", h.name), text: unreachable_words(h), enabled: false }];
+    }
+    if h.routines.is_empty() {
+        return vec![MenuEntry::Item { id: format!("home-none:{}", h.name), text: "No routines there".into(), enabled: false }];
+    }
+    h.routines
+        .iter()
+        .map(|r| MenuEntry::Item {
+            id: format!("{HOME_RUN_PREFIX}{}:{}", h.name, r.name),
+            text: if r.valid { format!("{}{}", status_mark(r.last), r.name) } else { format!("{} (invalid)", r.name) },
+            enabled: r.valid,
+        })
+        .collect()
 }
 
 /// A menu line is one line: long sentences end in "…" (the window shows them whole).
@@ -295,10 +377,47 @@ mod tests {
             resets_at: None,
             config_dir: "/x".into(),
             fix: None,
-            secret: "setup token",
-            secret_how: "`claude setup-token`",
+            secret: "setup token".into(),
+            secret_how: "`claude setup-token`".into(),
             windows: Vec::new(),
         }
+    }
+
+    fn home(name: &str, reachable: bool, routines: Vec<RoutineLine>) -> HomeLine {
+        HomeLine { name: name.into(), reachable, down_since: None, routines, logins: Vec::new(), running: 0 }
+    }
+
+    #[test]
+    fn other_homes_run_from_their_submenu_and_their_failures_are_attention_named_with_the_home() {
+        let box_ = home("mac-mini", true, vec![routine("nightly", Some(RunStatus::Completed))]);
+        let v = view(&TrayFacts { routines: vec![routine("here", None)], homes: vec![box_.clone()], ..Default::default() });
+        assert_eq!(v.icon, IconState::Idle);
+        let MenuEntry::Submenu { items, .. } = &v.menu[0] else { panic!("{:?}", v.menu) };
+        assert_eq!(items[0].id(), "run:here");
+        assert_eq!(items[1], MenuEntry::Separator);
+        let MenuEntry::Submenu { text, items: there } = &items[2] else { panic!("{items:?}") };
+        assert_eq!(text, "mac-mini");
+        assert_eq!(there[0], MenuEntry::Item { id: "home-run:mac-mini:nightly".into(), text: "✓ nightly".into(), enabled: true });
+
+        // A failure there: attention, and the tooltip names the home; a login there: Re-login ▸.
+        let failing = HomeLine { routines: vec![routine("nightly", Some(RunStatus::Failed))], logins: vec![("me@box.dev".into(), "revoked".into())], ..box_ };
+        let v = view(&TrayFacts { homes: vec![failing], ..Default::default() });
+        assert_eq!(v.icon, IconState::Attention);
+        assert!(v.tooltip.contains("mac-mini: 1 routine failing, 1 account needs login"), "{}", v.tooltip);
+        let relogin = v.menu.iter().find_map(|m| match m {
+            MenuEntry::Submenu { text, items } if text == "Re-login" => Some(items.clone()),
+            _ => None,
+        });
+        assert_eq!(relogin.unwrap()[0], MenuEntry::Item { id: "home-relogin:mac-mini:me@box.dev".into(), text: "me@box.dev on mac-mini (revoked)".into(), enabled: true });
+
+        // Unreachable: one calm line, no attention.
+        let down = HomeLine { down_since: Some(chrono::Utc::now()), ..home("mac-mini", false, Vec::new()) };
+        let v = view(&TrayFacts { homes: vec![down], ..Default::default() });
+        assert_eq!(v.icon, IconState::Idle);
+        assert!(v.tooltip.contains("mac-mini unreachable since ") && v.tooltip.contains(" — retrying"), "{}", v.tooltip);
+        let MenuEntry::Submenu { items, .. } = &v.menu[0] else { panic!() };
+        let MenuEntry::Submenu { items: there, .. } = &items[2] else { panic!("{items:?}") };
+        assert!(matches!(&there[0], MenuEntry::Item { enabled: false, text, .. } if text.contains("unreachable since")));
     }
 
     #[test]

@@ -4,7 +4,33 @@
 // - in a browser (`nightshiftctl serve`): POST /api/<command> with the access token in a header,
 //   and the events as a stream from /api/events. The token arrives once in the URL (?token=…),
 //   is kept for this tab only (sessionStorage) and removed from the address bar.
+// The window shows one home at a time: this machine's, or another machine's (`[[homes]]`, the
+// header's switcher). Another home's calls go through `home_call` — the same commands, answered
+// there — and only its events (relayed, tagged with `home`) reach the views.
 const tauri = window.__TAURI__;
+
+/** @type {string | null} */
+let home = sessionStorage.getItem("nightshift-home") || null;
+
+/** Commands always answered here: they are about this machine or its homes. */
+const HERE = new Set(["open_link", "list_homes", "home_call"]);
+
+/** The home the window shows (`null`: this machine's). */
+export function currentHome() {
+  return home;
+}
+
+/**
+ * Show another home (`null`: this machine's): every view reads it from now on.
+ * @param {string | null} name
+ */
+export function setHome(name) {
+  home = name || null;
+  if (home) sessionStorage.setItem("nightshift-home", home);
+  else sessionStorage.removeItem("nightshift-home");
+  if (!tauri) restartEvents();
+  dispatch({ type: "resync" });
+}
 
 const token = tauri ? null : takeToken();
 
@@ -31,6 +57,21 @@ function takeToken() {
  */
 export async function call(command, args) {
   args ??= /** @type {Commands[C]["args"]} */ ({});
+  if (home && !HERE.has(command)) {
+    const there = await callHere("home_call", { home, command, args: /** @type {any} */ (args) });
+    return /** @type {Commands[C]["answer"]} */ (there);
+  }
+  return callHere(command, args);
+}
+
+/**
+ * A command answered by this machine's engine.
+ * @template {keyof Commands} C
+ * @param {C} command
+ * @param {Commands[C]["args"]} args
+ * @returns {Promise<Commands[C]["answer"]>}
+ */
+async function callHere(command, args) {
   if (tauri) return tauri.core.invoke(command, args);
   const res = await fetch(`/api/${command}`, {
     method: "POST",
@@ -64,6 +105,8 @@ export function onEngine(fn) {
 }
 
 function dispatch(payload) {
+  // Only the shown home's events (the app relays every home's, each tagged with its name).
+  if ((payload.home ?? null) !== home && payload.type !== "home_state") return;
   for (const fn of [...handlers]) {
     try {
       fn(payload);
@@ -79,11 +122,22 @@ if (tauri) {
   followEvents();
 }
 
+/** @type {AbortController | null} */
+let following = null;
+
+/** Follow the shown home's stream instead (the switcher changed it). */
+function restartEvents() {
+  following?.abort();
+}
+
 /** Read the server's event stream; after a drop, reconnect and tell the views to resync. */
 async function followEvents() {
   for (let wait = 500; ; wait = Math.min(wait * 2, 10000)) {
+    const shown = home;
+    following = new AbortController();
     try {
-      const res = await fetch("/api/events", { headers: { Authorization: `Bearer ${token ?? ""}` } });
+      const path = shown ? `/api/events?home=${encodeURIComponent(shown)}` : "/api/events";
+      const res = await fetch(path, { headers: { Authorization: `Bearer ${token ?? ""}` }, signal: following.signal });
       if (res.ok && res.body) {
         wait = 500;
         dispatch({ type: "resync" });
@@ -98,15 +152,16 @@ async function followEvents() {
             const block = buf.slice(0, end);
             buf = buf.slice(end + 2);
             for (const line of block.split("\n")) {
-              if (line.startsWith("data: ")) dispatch(JSON.parse(line.slice(6)));
+              if (line.startsWith("data: ")) dispatch({ ...JSON.parse(line.slice(6)), ...(shown ? { home: shown } : {}) });
             }
           }
         }
       }
     } catch (err) {
-      console.warn("event stream:", err);
+      if (!following.signal.aborted) console.warn("event stream:", err);
     }
-    await new Promise((r) => setTimeout(r, wait));
+    // Switched to another home: its stream at once; else wait a little longer each time.
+    if (!following.signal.aborted) await new Promise((r) => setTimeout(r, wait));
   }
 }
 

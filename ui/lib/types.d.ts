@@ -3,6 +3,7 @@
 
 /**
  * An account's health as the UI and CLI show it.
+ * (`Deserialize`: `accounts list --home` reads another home's.)
  */
 export type AccountHealth = { account: string, agent: Agent, verdict: Verdict, 
 /**
@@ -407,9 +408,46 @@ folders: Array<string>,
 more: number, };
 
 /**
+ * Everything a status icon shows at a glance — the engine's state, every routine, every
+ * account's health — in one read (the tray asks after every engine event; another machine's
+ * tray asks it of this home after each of its events).
+ */
+export type Glance = { state: EngineStateView, 
+/**
+ * As `list_routines` gives them; a routines folder that cannot be read gives none (and is
+ * one of `state.problems`).
+ */
+routines: Array<RoutineOverview>, accounts: Array<AccountHealth>, };
+
+/**
  * The latest run-derived verdict on an account (`live`, `revoked`, `rate_limited`, `ok`).
  */
 export type HealthRecord = { account: string, verdict: Verdict, evidence: string, at: string, resets_at: string | null, run_id: string | null, };
+
+/**
+ * One home as `homes list` and the tray show it.
+ */
+export type HomeStatus = { name: string, url: string, reachable: boolean, 
+/**
+ * Why it could not be reached now.
+ */
+error: string | null, 
+/**
+ * When it last answered this machine.
+ */
+last_seen: string | null, 
+/**
+ * Its machine's name (`device_name`), when it answered.
+ */
+device: string | null, 
+/**
+ * Its scheduler runs there (its `serve`, daemon or app schedules it).
+ */
+scheduling: boolean, 
+/**
+ * The routines it schedules (enabled ones), when it answered.
+ */
+routines: Array<string>, };
 
 /**
  * What a fresh check of a host found.
@@ -449,6 +487,8 @@ last_seen: string | null,
  * Why the last try failed, in ssh's words; `null` when it answered.
  */
 last_error: string | null, };
+
+export type JsonValue = number | string | boolean | Array<JsonValue> | { [key in string]: JsonValue } | null;
 
 export type LastRun = { id: string, status: RunStatus, reason: Reason | null, started_at: string | null, };
 
@@ -508,6 +548,23 @@ export type LogStream = "stdout" | "stderr";
  * A mark of the Routines view's strip: one slot, or a stretch of time when there are too many.
  */
 export type Mark = { from: string, to: string, fate: Fate, tone: Tone, sentence: string, run_id: string | null, };
+
+/**
+ * A routine moved: where its file is now, and where its old file went here.
+ */
+export type Moved = { routine: string, 
+/**
+ * The home it runs on now.
+ */
+to: string, 
+/**
+ * Its file there (as that home shows it).
+ */
+file_there: string, 
+/**
+ * Its old file in this home's trash (what `routines restore` takes).
+ */
+trash_id: string, };
 
 export type Notice = { 
 /**
@@ -944,6 +1001,9 @@ export type Written = { name: string, file: string, };
 /** Every window command: the arguments it takes and what it answers (`call` in lib/api.js). */
 export interface Commands {
   engine_state: { args: Record<symbol, never>; answer: EngineStateView };
+  glance: { args: Record<symbol, never>; answer: Glance };
+  list_homes: { args: Record<symbol, never>; answer: Array<HomeStatus> };
+  home_call: { args: { home: string, command: string, args?: JsonValue, }; answer: JsonValue };
   list_routines: { args: Record<symbol, never>; answer: Array<RoutineOverview> };
   run_now: { args: { name: string, }; answer: string };
   set_routine_paused: { args: { name: string, paused: boolean, }; answer: null };
@@ -952,6 +1012,7 @@ export interface Commands {
   get_run: { args: { id: string, }; answer: RunDetail };
   runs_finished_since: { args: { from: string, limit?: number, }; answer: Array<RunRecord> };
   run_notice: { args: { id: string, }; answer: Notice | null };
+  run_report: { args: { id: string, }; answer: string };
   read_log: { args: { id: string, stream?: LogStream, offset?: number, readable?: boolean, }; answer: LogChunk };
   cancel_run: { args: { id: string, }; answer: boolean };
   list_accounts: { args: Record<symbol, never>; answer: Array<AccountView> };
@@ -972,6 +1033,9 @@ export interface Commands {
   duplicate_routine: { args: { name: string, newName: string, }; answer: Written };
   rename_routine: { args: { name: string, newName: string, }; answer: Written };
   remove_routine: { args: { name: string, }; answer: Removed };
+  check_new_routine_text: { args: { name: string, text: string, }; answer: Array<Diagnostic> };
+  create_routine_text: { args: { name: string, text: string, }; answer: Written };
+  move_routine: { args: { name: string, to: string, }; answer: Moved };
   removed_routines: { args: Record<symbol, never>; answer: Array<Removed> };
   restore_routine: { args: { id: string, }; answer: Written };
   open_routine_file: { args: { name: string, }; answer: null };
@@ -985,5 +1049,6 @@ export interface Commands {
 }
 
 /** What the window hears on its one event channel: the engine's events, and the app's own two —
- * `engine_state` (read the engine's state again) and `resync` (events were lost: read everything again). */
-export type WindowEvent = EngineEvent | { type: "engine_state" } | { type: "resync" };
+ * `engine_state` (read the engine's state again) and `resync` (events were lost: read everything again);
+ * with `home`, another home's (`[[homes]]`), relayed — and `home_state` when one comes or goes. */
+export type WindowEvent = (EngineEvent | { type: "engine_state" } | { type: "resync" } | { type: "home_state", reachable: boolean }) & { home?: string };

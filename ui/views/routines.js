@@ -1,6 +1,7 @@
 // Routines: schedule in words, next fire, last run, state; Run now and pause/resume; New routine,
-// Edit, Duplicate, Rename (the history follows), Remove (to routines/.trash, restorable below).
-import { call, errorText, onEngine } from "../lib/api.js";
+// Edit, Duplicate, Rename (the history follows), Remove (to routines/.trash, restorable below),
+// Move to another home (`[[homes]]`: written there first, then disabled here).
+import { call, currentHome, errorText, onEngine } from "../lib/api.js";
 import { badge, reasonText, empty, h, replace } from "../lib/dom.js";
 import { ago, full } from "../lib/format.js";
 import { strip } from "./strip.js";
@@ -25,11 +26,15 @@ export function mount(root, params, ui) {
     }
   }
 
+  /** Other homes a routine of this machine can move to (none while the window shows another). @type {string[] | null} */
+  let homes = null;
+
   async function load() {
     if (busy()) {
       held = true;
       return;
     }
+    if (homes === null) homes = currentHome() ? [] : (await call("list_homes").catch(() => [])).map((x) => x.name);
     try {
       const rows = await call("list_routines");
       if (busy()) {
@@ -88,33 +93,40 @@ export function mount(root, params, ui) {
     load();
   }
 
-  /** An inline form under a routine's row: a new name (Duplicate, Rename) or a confirmation (Remove). */
+  /** An inline form under a routine's row: a new name (Duplicate, Rename) or a confirmation (Remove, Move). */
   function inlineForm(tr, r, action) {
     document.querySelector("#routines tr.inline-form")?.remove();
     const cells = tr.children.length;
+    const to = action.startsWith("move:") ? action.slice(5) : null;
+    const named = action === "duplicate" || action === "rename";
     const input = h("input", { type: "text", value: action === "duplicate" ? `${r.name}-copy` : r.name, spellcheck: "false", "aria-label": "New name", id: "new-name" });
-    const what = { duplicate: "Duplicate as", rename: "Rename to", remove: `Remove ${r.name}? Its file moves to routines/.trash and its history stays.` }[action];
+    const what = to
+      ? `Move ${r.name} to ${to}? It is written and checked there first, then disabled here (its file goes to routines/.trash); its history here stays.`
+      : { duplicate: "Duplicate as", rename: "Rename to", remove: `Remove ${r.name}? Its file moves to routines/.trash and its history stays.` }[action];
     const submit = () => confirm(action, r.name, input.value.trim(), form);
     // A plain button (Enter in the field submits too): nothing here is a page submission.
-    const go = h("button", { class: action === "remove" ? "danger" : "primary", type: "button", id: "inline-confirm", onclick: submit }, { duplicate: "Duplicate", rename: "Rename", remove: "Remove" }[action]);
+    const go = h("button", { class: action === "remove" ? "danger" : "primary", type: "button", id: "inline-confirm", onclick: submit }, to ? "Move" : { duplicate: "Duplicate", rename: "Rename", remove: "Remove" }[action]);
     const form = h(
       "form",
       { class: "row", onsubmit: (ev) => (ev.preventDefault(), submit()) },
       h("span", {}, what),
-      action === "remove" ? null : input,
+      named ? input : null,
       go,
       h("button", { type: "button", onclick: () => (row.remove(), reloadIfHeld()) }, "Cancel"),
       h("span", { class: "muted small", role: "alert" }),
     );
     const row = h("tr", { class: "inline-form" }, h("td", { colspan: cells }, form));
     tr.after(row);
-    (action === "remove" ? go : input).focus();
-    if (action !== "remove") input.select();
+    (named ? input : go).focus();
+    if (named) input.select();
   }
 
   async function confirm(action, name, newName, form) {
     try {
-      if (action === "remove") {
+      if (action.startsWith("move:")) {
+        const moved = await call("move_routine", { name, to: action.slice(5) });
+        status.textContent = `Moved ${name} to ${moved.to}: it runs there now (${moved.file_there}). Its history here stays; its old file is in Removed routines below.`;
+      } else if (action === "remove") {
         await call("remove_routine", { name });
         status.textContent = `Removed ${name}. Restore it from Removed routines below.`;
       } else {
@@ -180,7 +192,7 @@ export function mount(root, params, ui) {
       h("td", {}, next),
       h("td", {}, last, quiet),
       h("td", {}, stateBadge, r.paused_reason ? h("div", { class: "muted small" }, r.paused_reason) : null),
-      h("td", { class: "actions" }, runNow, toggle, edit, more(["duplicate", "Duplicate…"], ["rename", "Rename…"], ["remove", "Remove…"])),
+      h("td", { class: "actions" }, runNow, toggle, edit, more(["duplicate", "Duplicate…"], ["rename", "Rename…"], ["remove", "Remove…"], ...(homes ?? []).map((x) => [`move:${x}`, `Move to ${x}…`]))),
     );
     return tr;
   }

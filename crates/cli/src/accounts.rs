@@ -117,24 +117,65 @@ pub async fn run(engine: &Engine, cmd: AccountsCommand) -> Result<Outcome, Error
         }
         AccountsCommand::Check { email, json: as_json } => {
             let all = health(engine, email.as_deref()).await?;
-            if as_json {
-                json(&all);
-            } else {
-                for h in &all {
-                    println!("{} · {}", h.account, h.verdict.as_str());
-                    println!("  {}", h.evidence);
-                    if let Some(fix) = &h.fix {
-                        println!("  fix: {fix}");
-                    }
-                    for past in engine.account_history(&h.account, 5)? {
-                        println!("  {}  {:<12} {}", format::local(&past.at), past.verdict.as_str(), past.evidence);
-                    }
-                }
+            let mut checked = Vec::with_capacity(all.len());
+            for h in all {
+                let history = engine.account_history(&h.account, 5)?;
+                checked.push((h, history));
             }
-            let attention = all.iter().any(|h| h.verdict.blocks() || h.verdict == Verdict::Expired);
-            Ok(if attention { Outcome::RunNotCompleted } else { Outcome::Ok })
+            print_checked(checked, as_json)
         }
     }
+}
+
+/// An account as another home's window lists it (`list_accounts`, `check_account`): the parts
+/// `accounts list|check --home` show.
+#[derive(serde::Deserialize)]
+struct ThereAccount {
+    health: AccountHealth,
+    history: Vec<nightshift_core::records::HealthRecord>,
+    reserve: Option<u8>,
+    usage_probe: bool,
+}
+
+/// `accounts list|check --home NAME`: that home's accounts and their health, read there.
+pub async fn there(home: &nightshift_core::homes::HomeClient, cmd: AccountsCommand) -> Result<Outcome, Error> {
+    match cmd {
+        AccountsCommand::List { json: as_json } => {
+            let all: Vec<ThereAccount> = home.call("list_accounts", serde_json::json!({})).await?;
+            let listed: Vec<Listed> = all.into_iter().map(|a| Listed { health: a.health, reserve: a.reserve, usage_probe: a.usage_probe }).collect();
+            print_list(&listed, &[], as_json);
+            Ok(Outcome::Ok)
+        }
+        AccountsCommand::Check { email, json: as_json } => {
+            let all: Vec<ThereAccount> = match email {
+                Some(email) => vec![home.call("check_account", serde_json::json!({ "email": email })).await?],
+                None => home.call("list_accounts", serde_json::json!({})).await?,
+            };
+            print_checked(all.into_iter().map(|a| (a.health, a.history)).collect(), as_json)
+        }
+        _ => Err(crate::homes::not_there("accounts add|remove|set|set-token", &home.name)),
+    }
+}
+
+/// `accounts check`: each account's verdict, evidence, fix and recent verdicts; exit 1 when one
+/// needs attention.
+fn print_checked(all: Vec<(AccountHealth, Vec<nightshift_core::records::HealthRecord>)>, as_json: bool) -> Result<Outcome, Error> {
+    if as_json {
+        json(&all.iter().map(|(h, _)| h).collect::<Vec<_>>());
+    } else {
+        for (h, history) in &all {
+            println!("{} · {}", h.account, h.verdict.as_str());
+            println!("  {}", h.evidence);
+            if let Some(fix) = &h.fix {
+                println!("  fix: {fix}");
+            }
+            for past in history {
+                println!("  {}  {:<12} {}", format::local(&past.at), past.verdict.as_str(), past.evidence);
+            }
+        }
+    }
+    let attention = all.iter().any(|(h, _)| h.verdict.blocks() || h.verdict == Verdict::Expired);
+    Ok(if attention { Outcome::RunNotCompleted } else { Outcome::Ok })
 }
 
 /// Health off the async workers (the keychain is asked on a thread of its own, with a limit).

@@ -194,29 +194,20 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<Str
 }
 
 pub fn report(engine: &Engine, id: &str) -> Result<Outcome, Error> {
-    let r = engine.run(id)?;
-    match &r.report_path {
-        Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", std::path::Path::new(path), &e))?;
-            print!("{text}");
-            if !text.ends_with('\n') {
-                println!();
-            }
-            Ok(Outcome::Ok)
-        }
-        None => {
-            if let Some(t) = r.pruned_at {
-                return Err(Error::new(ErrorCode::Usage, format!("run {} has no report any more: its files were removed {} by retention", r.id, format::local(&t))));
-            }
-            let why = match (&r.status, &r.message) {
-                (RunStatus::Completed, _) => "it completed without output".to_string(),
-                (RunStatus::Running | RunStatus::Queued, _) => format!("it is still {}", r.status),
-                (s, Some(m)) => format!("it ended {s}: {m}"),
-                (s, None) => format!("it ended {s}"),
-            };
-            Err(Error::new(ErrorCode::Usage, format!("run {} has no report: {why}", r.id)))
-        }
+    print_report(&engine.report_text(id)?)
+}
+
+/// `report --home NAME`: the run's report there (secrets masked, as its window shows it).
+pub async fn report_there(home: &HomeClient, id: &str) -> Result<Outcome, Error> {
+    print_report(&home.call::<String>("run_report", serde_json::json!({ "id": id })).await?)
+}
+
+fn print_report(text: &str) -> Result<Outcome, Error> {
+    print!("{text}");
+    if !text.ends_with('\n') {
+        println!();
     }
+    Ok(Outcome::Ok)
 }
 
 /// The run's output through the same log view as the window (secrets masked, a chunk at a time),

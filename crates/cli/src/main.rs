@@ -33,7 +33,8 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Ask another machine's Nightshift (a `[[homes]]` name; `nightshiftctl homes list`) instead
-    /// of this one's: runs, show, logs, run, cancel, pause, resume, routines list.
+    /// of this one's: runs, show, report, logs, why, run, cancel, pause, resume, routines
+    /// list|new|edit|validate|remove, accounts list|check.
     #[arg(long, global = true, value_name = "NAME")]
     home: Option<String>,
 }
@@ -283,7 +284,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Accounts { command } => accounts::run(&open(home).await?, command).await,
         Command::Hosts { command } => hosts::hosts(&open(home).await?, command).await,
         Command::Homes { command } => homes::homes(&open(home).await?, command).await,
-        Command::Routines { command } => routines::run(&open(home).await?, command),
+        Command::Routines { command } => routines::run(&open(home).await?, command).await,
         Command::Run(args) => run::run(&open(home).await?, args).await,
         Command::Runs(args) => history::runs(&open_for_reading(home).await?, args),
         Command::Show { run_id, json } => history::show(&open_for_reading(home).await?, &run_id, json),
@@ -315,12 +316,11 @@ async fn there(name: &str, command: Command) -> Result<Outcome, Error> {
         Command::Cancel { .. } => "cancel",
         Command::Pause { .. } => "pause",
         Command::Resume { .. } => "resume",
-        Command::Routines { command: routines::RoutinesCommand::List { .. } } => "routines list",
-        Command::Routines { .. } => return Err(homes::not_there("routines", name)),
-        Command::Accounts { .. } => return Err(homes::not_there("accounts", name)),
-        Command::Why(_) => return Err(homes::not_there("why", name)),
+        Command::Routines { .. } => "routines",
+        Command::Accounts { command: accounts::AccountsCommand::List { .. } | accounts::AccountsCommand::Check { .. } } => "accounts",
+        Command::Why(_) => "why",
+        Command::Report { .. } => "report",
         Command::Usage(_) => return Err(homes::not_there("usage", name)),
-        Command::Report { .. } => return Err(homes::not_there("report", name)),
         _ => return Err(Error::new(ErrorCode::Usage, format!("--home {name}: this command works on this machine only"))),
     };
     tracing::debug!(home = name, command = said, "asking another home");
@@ -333,7 +333,10 @@ async fn there(name: &str, command: Command) -> Result<Outcome, Error> {
         Command::Cancel { run_id } => run::cancel_there(&home, &run_id).await,
         Command::Pause { routine } => pause_there(&home, routine, true).await,
         Command::Resume { routine } => pause_there(&home, routine, false).await,
-        Command::Routines { command: routines::RoutinesCommand::List { json } } => routines::list_there(&home, json).await,
+        Command::Routines { command } => routines::there(&home, command).await,
+        Command::Accounts { command } => accounts::there(&home, command).await,
+        Command::Why(args) => why::why_there(&home, args).await,
+        Command::Report { run_id } => history::report_there(&home, &run_id).await,
         _ => unreachable!("refused above"),
     }
 }

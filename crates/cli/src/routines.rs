@@ -13,6 +13,9 @@ use serde::Serialize;
 use std::path::PathBuf;
 
 mod edit;
+mod files;
+
+use files::Files;
 
 #[derive(Subcommand)]
 pub enum RoutinesCommand {
@@ -41,6 +44,14 @@ pub enum RoutinesCommand {
     Duplicate { name: String, new_name: String },
     /// Move a routine's file to routines/.trash/ (its history stays; `restore` brings it back).
     Remove { name: String },
+    /// Move a routine to another home (`[[homes]]`) that should own it: written and checked
+    /// there first, then disabled here (into routines/.trash/ with a note). Its history stays.
+    Move {
+        name: String,
+        /// The home to move it to.
+        #[arg(long)]
+        to: String,
+    },
     /// Routine files in the trash, newest first.
     Removed {
         #[arg(long)]
@@ -206,13 +217,19 @@ impl NewArgs {
     }
 }
 
-pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
+pub async fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
     match cmd {
         RoutinesCommand::List { json } => list(engine, json),
         RoutinesCommand::Validate { files } => validate(engine, files),
         RoutinesCommand::Next { json, count } => next(engine, json, count),
-        RoutinesCommand::New(args) => new(engine, *args),
-        RoutinesCommand::Edit { name } => edit::edit(engine, &name),
+        RoutinesCommand::New(args) => new(Files::Here(engine), *args).await,
+        RoutinesCommand::Edit { name } => edit::edit(Files::Here(engine), &name).await,
+        RoutinesCommand::Move { name, to } => {
+            let there = nightshift_core::homes::client(engine, &to)?;
+            let moved = nightshift_core::homes::moving::move_routine(engine, &there, &name).await?;
+            println!("✓ moved {name} to {to}: it runs there now ({} on {to}); here it is in routines/.trash/{} — its history here stays", moved.file_there, moved.trash_id);
+            Ok(Outcome::Ok)
+        }
         RoutinesCommand::Rename { name, new_name } => {
             let w = engine.rename_routine(&name, &new_name)?;
             println!("✓ renamed {name} to {} ({}); its run history follows it", w.name, w.file);
@@ -223,11 +240,7 @@ pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
             println!("✓ copied {name} to {} ({})", w.name, w.file);
             Ok(Outcome::Ok)
         }
-        RoutinesCommand::Remove { name } => {
-            let r = engine.remove_routine(&name)?;
-            println!("✓ moved {name} to routines/.trash/{} — its history stays; `nightshiftctl routines restore {}` brings it back", r.id, r.id);
-            Ok(Outcome::Ok)
-        }
+        RoutinesCommand::Remove { name } => remove(Files::Here(engine), &name).await,
         RoutinesCommand::Removed { json: as_json } => {
             let removed = engine.removed_routines()?;
             if as_json {
@@ -264,10 +277,68 @@ pub fn run(engine: &Engine, cmd: RoutinesCommand) -> Result<Outcome, Error> {
 }
 
 /// `routines new`: the draft checked as the window's form checks it; problems per field, exit 2.
-fn new(engine: &Engine, args: NewArgs) -> Result<Outcome, Error> {
+/// `routines new|edit|remove|validate --home NAME`: the same, on that home's files.
+pub async fn there(home: &nightshift_core::homes::HomeClient, cmd: RoutinesCommand) -> Result<Outcome, Error> {
+    match cmd {
+        RoutinesCommand::List { json } => list_there(home, json).await,
+        RoutinesCommand::New(args) => new(Files::There(home), *args).await,
+        RoutinesCommand::Edit { name } => edit::edit(Files::There(home), &name).await,
+        RoutinesCommand::Remove { name } => remove(Files::There(home), &name).await,
+        RoutinesCommand::Validate { files } => validate_there(home, files).await,
+        _ => Err(crate::homes::not_there("routines next|rename|duplicate|removed|restore|move|add-project|remove-project", &home.name)),
+    }
+}
+
+async fn remove(files: Files<'_>, name: &str) -> Result<Outcome, Error> {
+    let r = files.remove(name).await?;
+    println!("✓ moved {name} to routines/.trash/{} — its history stays; `nightshiftctl routines restore {}` brings it back", r.id, r.id);
+    Ok(Outcome::Ok)
+}
+
+/// `routines validate --home NAME [FILE…]`: files of this machine checked as that home would read
+/// them (its settings, accounts, hosts) — or, without files, that home's own routines.
+async fn validate_there(home: &nightshift_core::homes::HomeClient, files: Vec<PathBuf>) -> Result<Outcome, Error> {
+    let mut said = Vec::new();
+    let mut ok = 0;
+    if files.is_empty() {
+        let rows: Vec<RoutineOverview> = home.call("list_routines", serde_json::json!({})).await?;
+        for r in &rows {
+            said.extend(r.errors.iter().map(|e| format!("error: {e}")));
+            said.extend(r.warnings.iter().cloned());
+            ok += usize::from(r.valid);
+        }
+    } else {
+        for f in &files {
+            let text = std::fs::read_to_string(f).map_err(|e| Error::io("read", f, &e))?;
+            let name = f.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+            let problems: Vec<nightshift_core::routine::Diagnostic> = home.call("check_new_routine_text", serde_json::json!({ "name": name, "text": text })).await?;
+            let errors = problems.iter().filter(|p| p.severity == nightshift_core::routine::Severity::Error).count();
+            ok += usize::from(errors == 0);
+            for p in problems {
+                let at = format!("{}:{}:{}", f.display(), p.line, p.col);
+                said.push(match p.severity {
+                    nightshift_core::routine::Severity::Error => format!("error: {at}: {}", p.message),
+                    nightshift_core::routine::Severity::Warning => format!("{at}: warning: {}", p.message),
+                });
+            }
+        }
+    }
+    for line in &said {
+        eprintln!("{line}");
+    }
+    let bad = said.iter().filter(|l| l.starts_with("error: ")).count();
+    if bad > 0 {
+        eprintln!("{ok} valid on {}, {bad} problem{}", home.name, if bad == 1 { "" } else { "s" });
+        return Ok(Outcome::Invalid);
+    }
+    println!("✓ {ok} routine{} valid on {}", if ok == 1 { "" } else { "s" }, home.name);
+    Ok(Outcome::Ok)
+}
+
+async fn new(files: Files<'_>, args: NewArgs) -> Result<Outcome, Error> {
     let dry_run = args.dry_run;
     let draft = args.draft();
-    let check = engine.check_draft(&draft);
+    let check = files.check_draft(&draft).await?;
     if dry_run {
         print!("{}", check.yaml);
     }
@@ -281,7 +352,7 @@ fn new(engine: &Engine, args: NewArgs) -> Result<Outcome, Error> {
         return Ok(Outcome::Invalid);
     }
     if !dry_run {
-        let written = engine.create_routine(&draft)?;
+        let written = files.create(&draft).await?;
         println!("✓ created {}", written.file);
     }
     if let Some(preview) = check.preview.filter(|p| !p.words.is_empty()) {

@@ -267,7 +267,7 @@ async fn command(State(s): State<Arc<Served>>, Path(name): Path<String>, headers
         Ok(access) => access,
         Err(no) => return no,
     };
-    if access == Access::ReadOnly && !api::only_reads(&name) {
+    if access == Access::ReadOnly && !api::call_only_reads(&name, &serde_json::from_str(&body).unwrap_or_default()) {
         let why = if s.read_only { "this server is read-only (serve --read-only)" } else { "this token is read-only" };
         let e = Error::new(ErrorCode::ReadOnly, format!("{why}: \"{name}\" would change the home; only looking is allowed"));
         return json_response(StatusCode::FORBIDDEN, &serde_json::to_value(&e).unwrap_or_default());
@@ -288,9 +288,12 @@ fn json_response(status: StatusCode, v: &serde_json::Value) -> Response<Body> {
 
 /// Every engine event as `data: {json}` lines (the page reads them with `fetch`, which can carry
 /// the token header; `EventSource` cannot).
-async fn events(State(s): State<Arc<Served>>, headers: HeaderMap) -> Response<Body> {
+async fn events(State(s): State<Arc<Served>>, headers: HeaderMap, axum::extract::Query(q): axum::extract::Query<std::collections::HashMap<String, String>>) -> Response<Body> {
     if let Err(no) = refuse(&s, &headers, true) {
         return no;
+    }
+    if let Some(home) = q.get("home") {
+        return home_events(&s, home);
     }
     let rx = s.engine.subscribe();
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
@@ -305,6 +308,49 @@ async fn events(State(s): State<Arc<Served>>, headers: HeaderMap) -> Response<Bo
             if let Some(line) = line {
                 return Some((Ok::<_, std::convert::Infallible>(line), rx));
             }
+        }
+    });
+    let mut r = Response::new(Body::from_stream(stream));
+    r.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+    r.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+/// `/api/events?home=NAME`: another home's events, relayed (the page shows that home). A stream
+/// that breaks ends; the page reconnects and reads again, as for this home's own.
+fn home_events(s: &Served, home: &str) -> Response<Body> {
+    let client = match nightshift_core::homes::client(&s.engine, home) {
+        Ok(c) => c,
+        Err(e) => return json_response(status_of(e.code), &serde_json::to_value(&e).unwrap_or_default()),
+    };
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let relay_task = tokio::spawn(async move {
+        let relay = tx.clone();
+        let _ = client
+            .follow(move |ev| {
+                let line = match ev {
+                    Some(ev) => serde_json::to_string(&ev).ok(),
+                    None => Some("{\"type\":\"resync\"}".to_string()),
+                };
+                if let Some(line) = line {
+                    let _ = relay.send(format!("data: {line}\n\n"));
+                }
+            })
+            .await;
+        drop(tx);
+    });
+    // The relay ends with the page's stream (the task is aborted when the stream is dropped).
+    struct Relay(tokio::task::JoinHandle<()>);
+    impl Drop for Relay {
+        fn drop(&mut self) {
+            self.0.abort();
+        }
+    }
+    let stream = futures_util::stream::unfold((rx, Relay(relay_task)), |(mut rx, relay)| async move {
+        match tokio::time::timeout(Duration::from_secs(15), rx.recv()).await {
+            Ok(Some(line)) => Some((Ok::<_, std::convert::Infallible>(line), (rx, relay))),
+            Ok(None) => None,
+            Err(_) => Some((Ok(": keep-alive\n\n".to_string()), (rx, relay))),
         }
     });
     let mut r = Response::new(Body::from_stream(stream));

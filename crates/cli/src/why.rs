@@ -19,11 +19,20 @@ pub struct WhyArgs {
 }
 
 pub fn why(engine: &Engine, args: WhyArgs) -> Result<Outcome, Error> {
-    let why = nightshift_core::view::why::why(engine, &args.routine, args.days)?;
+    print_why(&nightshift_core::view::why::why(engine, &args.routine, args.days)?, &args)
+}
+
+/// `why ROUTINE --home NAME`: the routine's slots as that home saw them (its presence, its runs).
+pub async fn why_there(home: &nightshift_core::homes::HomeClient, args: WhyArgs) -> Result<Outcome, Error> {
+    let why: Why = home.call("routine_why", serde_json::json!({ "name": args.routine, "days": args.days })).await?;
+    print_why(&why, &args)
+}
+
+fn print_why(why: &Why, args: &WhyArgs) -> Result<Outcome, Error> {
     if args.json {
-        format::json(&why);
+        format::json(why);
     } else {
-        print!("{}", text(&why, args.days));
+        print!("{}", text(why, args.days));
     }
     Ok(Outcome::Ok)
 }

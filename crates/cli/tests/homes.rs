@@ -43,7 +43,7 @@ fn a_box() -> (TestHome, Box_) {
     let th = TestHome::new();
     th.routine("nightly", "schedule: \"0 3 * * *\"\nnotify: always\ncommand: echo hello from the box\n");
     th.routine("long", "schedule: \"0 3 * * *\"\ncommand: sleep 60\n");
-    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\ndevice_name = \"the-box\"\n").unwrap();
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\ndevice_name = \"the-box\"\n[[accounts]]\nemail = \"box@home.dev\"\n").unwrap();
     let served = serve(&th, "127.0.0.1:0", &[]);
     (th, served)
 }
@@ -69,7 +69,7 @@ fn add_home(laptop: &TestHome, name: &str, url: &str, token: &str, replace: bool
 }
 
 /// The laptop's `daemon --notify`: its notifications and keychain on the test's session bus.
-fn viewer(laptop: &TestHome) -> common::Daemon {
+fn start_viewer(laptop: &TestHome) -> common::Daemon {
     let env = common::bus_env();
     let daemon = start_daemon_with(laptop, &["--notify"], &env.iter().map(|(k, v)| (*k, v.as_str())).collect::<Vec<_>>());
     daemon.wait_scheduling();
@@ -146,10 +146,36 @@ fn another_home_answers_the_cli_and_a_read_only_token_only_looks() {
         std::thread::sleep(Duration::from_millis(200));
     }
 
+    // Its report and `why`, as the box's own CLI says them.
+    let report = on(&laptop, "box", &["report", &id]);
+    assert_eq!(stdout(&report), stdout(&ctl(&boxed).args(["report", &id]).output().unwrap()), "{}", stderr(&report));
+    let why = json(&on(&laptop, "box", &["why", "nightly", "--json"]));
+    let why_there = json(&ctl(&boxed).args(["why", "nightly", "--json"]).output().unwrap());
+    assert_eq!((why["routine"].clone(), why["lines"].clone()), (why_there["routine"].clone(), why_there["lines"].clone()));
+    // Its accounts, read there (the box's, not the laptop's).
+    let accounts = json(&on(&laptop, "box", &["accounts", "list", "--json"]));
+    assert_eq!(accounts[0]["account"], "box@home.dev", "{accounts:#}");
+
+    // Routines written there: made, checked by the box's own settings, edited, removed.
+    let made = on(&laptop, "box", &["routines", "new", "tidy", "--command", "echo tidy", "--schedule", "0 4 * * *"]);
+    assert!(made.status.success(), "{}", stderr(&made));
+    assert!(boxed.path().join("routines/tidy.yaml").is_file(), "written on the box");
+    assert!(!laptop.path().join("routines/tidy.yaml").exists());
+    let draft = laptop.path().join("draft.yaml");
+    std::fs::write(&draft, "schedule: \"0 4 * * *\"\nagent: claude\nprompt: hi\nwebhooks: [nope]\n").unwrap();
+    let checked = on(&laptop, "box", &["routines", "validate", draft.to_str().unwrap()]);
+    assert_eq!(checked.status.code(), Some(2), "{}", stderr(&checked));
+    assert!(stderr(&checked).contains(&format!("error: {}:4:12: no webhook named \"nope\"", draft.display())), "{}", stderr(&checked));
+    let edited = ctl_bus(&laptop).args(["routines", "edit", "tidy", "--home", "box"]).env("EDITOR", "sed -i '/^command/s/tidy/tidier/'").output().unwrap();
+    assert!(edited.status.success(), "{}", stderr(&edited));
+    assert!(std::fs::read_to_string(boxed.path().join("routines/tidy.yaml")).unwrap().contains("echo tidier"));
+    assert!(on(&laptop, "box", &["routines", "remove", "tidy"]).status.success());
+    assert!(!boxed.path().join("routines/tidy.yaml").exists());
+
     // A command that does not reach another home yet says so, and what to do.
-    let why = on(&laptop, "box", &["why", "nightly"]);
-    assert_eq!(why.status.code(), Some(2));
-    assert!(stderr(&why).contains("`why` does not take --home yet"), "{}", stderr(&why));
+    let usage = on(&laptop, "box", &["usage"]);
+    assert_eq!(usage.status.code(), Some(2));
+    assert!(stderr(&usage).contains("`usage` does not take --home yet"), "{}", stderr(&usage));
 
     // The read-only token: looks, never changes.
     let read_only = std::fs::read_to_string(boxed.path().join("serve-token-read-only")).unwrap();
@@ -266,7 +292,7 @@ fn the_boxs_finishes_are_told_on_the_laptop_once_also_across_a_restart_and_a_sto
         }
     };
 
-    let viewer = viewer(&laptop);
+    let viewer = start_viewer(&laptop);
     // Give the viewer its first connection (its place starts there: the past is not news).
     std::thread::sleep(Duration::from_millis(1500));
     assert!(on(&laptop, "box", &["run", "nightly", "--wait"]).status.success());
@@ -278,7 +304,7 @@ fn the_boxs_finishes_are_told_on_the_laptop_once_also_across_a_restart_and_a_sto
     // The viewer is stopped while a run ends there; started again, it tells that run once.
     viewer.kill9();
     assert!(on(&laptop, "box", &["run", "nightly", "--wait"]).status.success());
-    let viewer = viewer(&laptop);
+    let viewer = start_viewer(&laptop);
     let told = from_box(&bus, 2);
     assert_eq!(told.len(), 2, "{told:#?}");
     std::thread::sleep(Duration::from_secs(2));
@@ -289,11 +315,51 @@ fn the_boxs_finishes_are_told_on_the_laptop_once_also_across_a_restart_and_a_sto
     for _ in 0..5 {
         assert!(on(&laptop, "box", &["run", "nightly", "--wait"]).status.success());
     }
-    let viewer = viewer(&laptop);
+    let viewer = start_viewer(&laptop);
     let told = from_box(&bus, 3);
     assert_eq!(told.len(), 3, "{told:#?}");
     assert_eq!(told[2]["summary"], "box · Nightshift · 5 runs finished while you were away", "{told:#?}");
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(from_box(&bus, 4).len(), 3, "told twice");
     drop(viewer);
+}
+
+#[test]
+fn a_routine_moves_to_the_box_and_a_move_that_cannot_reach_it_leaves_it_here() {
+    if !keychain_available() {
+        return;
+    }
+    let (boxed, served) = a_box();
+    let laptop = a_laptop("");
+    laptop.routine("backup", "schedule: \"30 2 * * *\"\ncommand: echo backing up\n");
+    assert!(ctl(&laptop).args(["run", "backup", "--wait"]).output().unwrap().status.success());
+    // A home that is down: nothing is written anywhere, the routine stays enabled here.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    assert!(add_home(&laptop, "asleep", &format!("http://127.0.0.1:{dead}"), &served.token, false).status.success());
+    let failed = ctl_bus(&laptop).args(["routines", "move", "backup", "--to", "asleep"]).output().unwrap();
+    assert_eq!(failed.status.code(), Some(2));
+    assert!(stderr(&failed).contains("backup was not moved: \"asleep\" did not take it — it stays enabled here, on this machine only."), "{}", stderr(&failed));
+    assert!(laptop.path().join("routines/backup.yaml").is_file());
+
+    // To the box: written there, then retired here with a note; the history stays here.
+    assert!(add_home(&laptop, "box", &format!("http://127.0.0.1:{}", served.port), &served.token, false).status.success());
+    let moved = ctl_bus(&laptop).args(["routines", "move", "backup", "--to", "box"]).output().unwrap();
+    assert!(moved.status.success(), "{}", stderr(&moved));
+    assert!(stdout(&moved).contains("✓ moved backup to box"), "{}", stdout(&moved));
+    assert_eq!(std::fs::read_to_string(boxed.path().join("routines/backup.yaml")).unwrap(), "schedule: \"30 2 * * *\"\ncommand: echo backing up\n");
+    assert!(!laptop.path().join("routines/backup.yaml").exists());
+    let trashed: Vec<_> = std::fs::read_dir(laptop.path().join("routines/.trash")).unwrap().flatten().collect();
+    assert_eq!(trashed.len(), 1);
+    assert!(std::fs::read_to_string(trashed[0].path()).unwrap().starts_with("# Moved to home \"box\" at "));
+    let here = json(&ctl(&laptop).args(["runs", "--json"]).output().unwrap());
+    assert_eq!(here[0]["routine"], "backup", "its history stays where it was made");
+    let there = json(&ctl(&boxed).args(["routines", "list", "--json"]).output().unwrap());
+    assert!(there.as_array().unwrap().iter().any(|r| r["name"] == "backup" && r["valid"] == true), "{there:#}");
+
+    // Moving it again: the box has one of that name — refused, nothing changes.
+    laptop.routine("backup", "schedule: \"30 2 * * *\"\ncommand: echo again\n");
+    let twice = ctl_bus(&laptop).args(["routines", "move", "backup", "--to", "box"]).output().unwrap();
+    assert_eq!(twice.status.code(), Some(2));
+    assert!(stderr(&twice).contains("it stays enabled here") && stderr(&twice).contains("already exists"), "{}", stderr(&twice));
+    assert!(laptop.path().join("routines/backup.yaml").is_file());
 }

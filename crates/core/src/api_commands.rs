@@ -4,6 +4,9 @@
 // on the crate and so includes this file.
 pub const COMMANDS: &[&str] = &[
     "engine_state",
+    "glance",
+    "list_homes",
+    "home_call",
     "list_routines",
     "run_now",
     "set_routine_paused",
@@ -12,6 +15,7 @@ pub const COMMANDS: &[&str] = &[
     "get_run",
     "runs_finished_since",
     "run_notice",
+    "run_report",
     "read_log",
     "cancel_run",
     "list_accounts",
@@ -32,6 +36,9 @@ pub const COMMANDS: &[&str] = &[
     "duplicate_routine",
     "rename_routine",
     "remove_routine",
+    "check_new_routine_text",
+    "create_routine_text",
+    "move_routine",
     "removed_routines",
     "restore_routine",
     "open_routine_file",

@@ -13,7 +13,7 @@ use serde::Serialize;
 /// A credential "expiring" this close to its expiry.
 pub const EXPIRING_HOURS: i64 = 72;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub enum CredentialSource {
@@ -76,7 +76,8 @@ pub fn credential(account: &Account, keychain_service: &str, env: &[(String, Str
 }
 
 /// An account's health as the UI and CLI show it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// (`Deserialize`: `accounts list --home` reads another home's.)
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct AccountHealth {
     pub account: String,
@@ -97,8 +98,8 @@ pub struct AccountHealth {
     pub fix: Option<String>,
     /// What this agent's stored secret is ("setup token", "OpenAI API key", "Gemini API key")
     /// and where a user gets one — so every face words Set token the same way.
-    pub secret: &'static str,
-    pub secret_how: &'static str,
+    pub secret: String,
+    pub secret_how: String,
     /// Its usage windows as its runs' agents last reported them (five_hour, seven_day, …); a
     /// window past its reset shows as reset. Empty until a run reports one.
     pub windows: Vec<crate::run::LimitWindow>,
@@ -130,8 +131,8 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
         resets_at: None,
         config_dir: account.config_dir.display().to_string(),
         fix: None,
-        secret: account.secret_words().0,
-        secret_how: account.secret_words().1,
+        secret: account.secret_words().0.to_string(),
+        secret_how: account.secret_words().1.to_string(),
         windows: Vec::new(),
     };
     // A run refused this account: revoked, until a new credential appears.

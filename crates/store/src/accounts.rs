@@ -8,7 +8,7 @@ use rusqlite::{params, OptionalExtension};
 use serde::Serialize;
 
 /// The latest run-derived verdict on an account (`live`, `revoked`, `rate_limited`, `ok`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct HealthRecord {
     pub account: String,

@@ -200,11 +200,24 @@ impl TrayHost {
     /// engine events (new item ids): a click that lands on an id just replaced is tried again on
     /// the menu as the host now has it, as a panel would show it.
     pub fn click(&self, bus_address: &str, label: &str) {
+        self.click_path(bus_address, &[label]);
+    }
+
+    /// Click the entry at `path` of labels through submenus (`["Run now", "mac-mini", "nightly"]`),
+    /// as [`TrayHost::click`] clicks a top-level one.
+    pub fn click_path(&self, bus_address: &str, path: &[&str]) {
         let start = Instant::now();
         loop {
             let item = self.last().expect("the tray item registered");
             let menu: Vec<MenuEntry> = serde_json::from_value(item["menu"].clone()).unwrap();
-            let entry = menu.iter().find(|e| e.label == label).unwrap_or_else(|| panic!("no {label:?} in the tray menu: {menu:?}"));
+            let mut level = &menu;
+            let mut found = None;
+            for label in path {
+                let entry = level.iter().find(|e| e.label == *label).unwrap_or_else(|| panic!("no {label:?} in the tray menu at {path:?}: {menu:?}"));
+                level = &entry.children;
+                found = Some(entry);
+            }
+            let (entry, label) = (found.expect("a path of at least one label"), path.join(" ▸ "));
             let out = Command::new("gdbus")
                 .args(["call", "--session", "--dest", item["service"].as_str().unwrap(), "--object-path", item["menu_path"].as_str().unwrap()])
                 .args(["--method", "com.canonical.dbusmenu.Event", &entry.id.to_string(), "clicked", "<int32 0>", "0"])

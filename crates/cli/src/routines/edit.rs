@@ -1,17 +1,19 @@
 //! `routines edit NAME`: the routine's file in the user's editor, checked before it replaces the
-//! file. The editor works on a copy, so a half-typed routine is never live; on problems the user
+//! file — this home's, or another's (`--home`: the copy is edited here, checked and saved there).
+//! The editor works on a copy, so a half-typed routine is never live; on problems the user
 //! is offered to edit again (the copy keeps their work), and a file changed meanwhile by someone
 //! else (a sync, another editor) is never overwritten.
 
+use super::files::Files;
 use crate::Outcome;
 use nightshift_core::routine::Severity;
-use nightshift_core::{Engine, Error, ErrorCode};
+use nightshift_core::{Error, ErrorCode};
 use std::io::{BufRead, IsTerminal, Write};
 use std::path::Path;
 use std::process::Command;
 
-pub fn edit(engine: &Engine, name: &str) -> Result<Outcome, Error> {
-    let source = engine.routine_source(name)?;
+pub async fn edit(files: Files<'_>, name: &str) -> Result<Outcome, Error> {
+    let source = files.source(name).await?;
     let scratch = tempfile::Builder::new()
         .prefix(&format!("nightshift-{name}-"))
         .suffix(".yaml")
@@ -25,13 +27,13 @@ pub fn edit(engine: &Engine, name: &str) -> Result<Outcome, Error> {
             println!("No changes to {}.", source.file);
             return Ok(Outcome::Ok);
         }
-        let (problems, warnings): (Vec<_>, Vec<_>) = engine.check_routine_text(name, &text)?.into_iter().partition(|p| p.severity == Severity::Error);
+        let (problems, warnings): (Vec<_>, Vec<_>) = files.check_text(name, &text).await?.into_iter().partition(|p| p.severity == Severity::Error);
         // Positions refer to the file the user edits; warnings are said and never block.
         for p in &warnings {
             eprintln!("{}:{}:{}: warning: {}", source.file, p.line, p.col, p.message);
         }
         if problems.is_empty() {
-            return match engine.save_routine_text(name, &text, &source.version, false) {
+            return match files.save_text(name, &text, &source.version).await {
                 Ok(saved) => {
                     println!("✓ saved {}", saved.file);
                     Ok(Outcome::Ok)

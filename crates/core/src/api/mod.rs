@@ -53,7 +53,7 @@ async fn blocking<T: Send + 'static>(engine: &Engine, f: impl FnOnce(Engine) -> 
 }
 
 /// What the header shows.
-#[derive(Serialize)]
+#[derive(Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct EngineStateView {
     /// Another process (a `nightshiftctl daemon`) schedules this home; this window views and controls.
@@ -99,8 +99,10 @@ fn state_view(e: &Engine, scheduled_elsewhere: Option<String>, scheduling: bool)
 }
 
 /// Everything a status icon shows at a glance — the engine's state, every routine, every
-/// account's health — in one read (the tray asks after every engine event).
-#[derive(Serialize)]
+/// account's health — in one read (the tray asks after every engine event; another machine's
+/// tray asks it of this home after each of its events).
+#[derive(Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Glance {
     pub state: EngineStateView,
     /// As `list_routines` gives them; a routines folder that cannot be read gives none (and is
@@ -123,6 +125,21 @@ pub async fn glance(engine: &Engine, face: &dyn Face) -> Result<Glance> {
         Ok(Glance { state, routines, accounts: e.accounts_health() })
     })
     .await
+}
+
+/// Call `command` of another home (`[[homes]]`) with `args`: what the window does when it shows
+/// that home — the same commands, answered there.
+pub async fn home_call(engine: &Engine, home: &str, command: &str, args: Option<serde_json::Value>) -> Result<serde_json::Value> {
+    let client = crate::homes::client(engine, home)?;
+    client.call(command, args.unwrap_or_else(|| serde_json::json!({}))).await
+}
+
+/// Whether a call only reads: `command` itself, or for [`home_call`] the command it carries.
+pub fn call_only_reads(command: &str, args: &serde_json::Value) -> bool {
+    match command {
+        "home_call" => args.get("command").and_then(|c| c.as_str()).is_some_and(|inner| inner != "home_call" && only_reads(inner)),
+        _ => only_reads(command),
+    }
 }
 
 // `COMMANDS`: every command's name (the list `src-tauri/build.rs` includes too).
@@ -200,6 +217,9 @@ macro_rules! commands {
 
 commands! { engine, face;
     read engine_state() -> EngineStateView = engine_state(engine, face).await?;
+    read glance() -> Glance = glance(engine, face).await?;
+    read list_homes() -> Vec<crate::homes::HomeStatus> = crate::homes::statuses(engine).await;
+    act home_call(home: String, command: String, args: Option<serde_json::Value>) -> serde_json::Value = home_call(engine, &home, &command, args).await?;
     read list_routines() -> Vec<RoutineOverview> = list_routines(engine).await?;
     act run_now(name: String) -> String = run_now(engine, &name).await?;
     act set_routine_paused(name: String, paused: bool) -> () = set_routine_paused(engine, &name, paused)?;
@@ -208,6 +228,7 @@ commands! { engine, face;
     read get_run(id: String) -> RunDetail = get_run(engine, &id).await?;
     read runs_finished_since(from: String, limit: Option<usize>) -> Vec<RunRecord> = runs_finished_since(engine, &from, limit).await?;
     read run_notice(id: String) -> Option<crate::notify::Notice> = run_notice(engine, &id).await?;
+    read run_report(id: String) -> String = run_report(engine, &id).await?;
     read read_log(id: String, stream: Option<LogStream>, offset: Option<u64>, readable: Option<bool>) -> LogChunk =
         read_log(engine, &id, stream.unwrap_or(LogStream::Stdout), offset.unwrap_or(0), readable.unwrap_or(true)).await?;
     act cancel_run(id: String) -> bool = cancel_run(engine, &id).await?;
@@ -230,6 +251,9 @@ commands! { engine, face;
     act duplicate_routine(name: String, new_name: String) -> Written = duplicate_routine(engine, name, new_name).await?;
     act rename_routine(name: String, new_name: String) -> Written = rename_routine(engine, name, new_name).await?;
     act remove_routine(name: String) -> Removed = remove_routine(engine, name).await?;
+    read check_new_routine_text(name: String, text: String) -> Vec<Diagnostic> = check_new_routine_text(engine, name, text).await?;
+    act create_routine_text(name: String, text: String) -> Written = create_routine_text(engine, name, text).await?;
+    act move_routine(name: String, to: String) -> crate::homes::moving::Moved = move_routine(engine, &name, &to).await?;
     read removed_routines() -> Vec<Removed> = removed_routines(engine).await?;
     act restore_routine(id: String) -> Written = restore_routine(engine, id).await?;
     act open_routine_file(name: String) -> () = open_routine_file(engine, face, &name)?;

@@ -20,6 +20,24 @@ pub async fn run_now(engine: &Engine, name: &str) -> Result<String> {
     Ok(engine.run_now(name, Trigger::Manual).await?.id)
 }
 
+/// Problems in `text` as a new routine file of this home (a file checked against it from
+/// another machine: `routines validate FILE --home NAME`).
+pub async fn check_new_routine_text(engine: &Engine, name: String, text: String) -> Result<Vec<Diagnostic>> {
+    blocking(engine, move |e| e.check_new_routine_text(&name, &text)).await
+}
+
+/// Write a new routine file from its text (a routine moved here from another home).
+pub async fn create_routine_text(engine: &Engine, name: String, text: String) -> Result<Written> {
+    blocking(engine, move |e| e.create_routine_text(&name, &text)).await
+}
+
+/// Move a routine of this home to another (`[[homes]]`): written there first, disabled here only
+/// once that home confirmed (see [`crate::homes::moving`]).
+pub async fn move_routine(engine: &Engine, name: &str, to: &str) -> Result<crate::homes::moving::Moved> {
+    let client = crate::homes::client(engine, to)?;
+    crate::homes::moving::move_routine(engine, &client, name).await
+}
+
 pub fn set_routine_paused(engine: &Engine, name: &str, paused: bool) -> Result<()> {
     engine.routine(name)?;
     engine.set_routine_paused(name, paused)

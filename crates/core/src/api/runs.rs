@@ -57,6 +57,12 @@ pub async fn run_notice(engine: &Engine, id: &str) -> Result<Option<crate::notif
     blocking(engine, move |e| e.notice_of(&id)).await
 }
 
+/// A run's report as Markdown (secrets masked), or why it has none (`nightshiftctl report`).
+pub async fn run_report(engine: &Engine, id: &str) -> Result<String> {
+    let id = id.to_string();
+    blocking(engine, move |e| e.report_text(&id)).await
+}
+
 /// A run for the detail view: the record, what it means, and its report as sanitized HTML.
 #[derive(Serialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]

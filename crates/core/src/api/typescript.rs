@@ -72,8 +72,9 @@ pub(crate) fn declarations() -> String {
     out.push_str(&commands.join("\n"));
     out.push_str(
         "\n}\n\n/** What the window hears on its one event channel: the engine's events, and the app's own two —\n \
-         * `engine_state` (read the engine's state again) and `resync` (events were lost: read everything again). */\n\
-         export type WindowEvent = EngineEvent | { type: \"engine_state\" } | { type: \"resync\" };\n",
+         * `engine_state` (read the engine's state again) and `resync` (events were lost: read everything again);\n \
+         * with `home`, another home's (`[[homes]]`), relayed — and `home_state` when one comes or goes. */\n\
+         export type WindowEvent = (EngineEvent | { type: \"engine_state\" } | { type: \"resync\" } | { type: \"home_state\", reachable: boolean }) & { home?: string };\n",
     );
     out
 }

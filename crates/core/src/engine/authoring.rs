@@ -16,7 +16,7 @@ use serde::Serialize;
 use std::path::{Path, PathBuf};
 
 /// A routine file's text as the editor opens it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct RoutineSource {
     pub name: String,
@@ -33,7 +33,7 @@ pub struct RoutineSource {
 }
 
 /// A routine file written (created, duplicated, renamed, restored).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Written {
     pub name: String,
@@ -41,7 +41,7 @@ pub struct Written {
 }
 
 /// A routine file in the trash.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Removed {
     /// Its name in `routines/.trash/` (what restore takes).
@@ -86,6 +86,41 @@ impl Engine {
         self.routines_written();
         tracing::info!(routine = %name, file = %file.display(), "routine created");
         Ok(Written { name, file: self.core.home.display_path(&file) })
+    }
+
+    /// Problems in `text` as a routine file `routines/<name>.yaml` of this home would have them (a
+    /// file of another machine checked against this home's settings, accounts and hosts).
+    pub fn check_new_routine_text(&self, name: &str, text: &str) -> Result<Vec<Diagnostic>> {
+        check_name(name).map_err(|m| Error::new(ErrorCode::Usage, m))?;
+        let file = author::new_file(&self.core.home, name);
+        Ok(self.with_author_context(|cx| author::check_text(cx, &file, text, Some(name))))
+    }
+
+    /// Write a new routine file `routines/<name>.yaml` from its text (a routine moved here from
+    /// another home): refused when the name is taken or the text has errors, each located.
+    pub fn create_routine_text(&self, name: &str, text: &str) -> Result<Written> {
+        let file = self.free_file_for(name)?;
+        let problems: Vec<Diagnostic> = self.with_author_context(|cx| author::check_text(cx, &file, text, Some(name))).into_iter().filter(|p| p.severity == crate::routine::Severity::Error).collect();
+        if !problems.is_empty() {
+            let lines: Vec<String> = problems.iter().map(ToString::to_string).collect();
+            return Err(Error::new(ErrorCode::RoutineInvalid, format!("not written; it has problems here:\n{}", lines.join("\n"))));
+        }
+        write_new_atomic(&file, text.as_bytes())?;
+        self.routines_written();
+        tracing::info!(routine = %name, file = %file.display(), "routine written from its text");
+        Ok(Written { name: name.to_string(), file: self.core.home.display_path(&file) })
+    }
+
+    /// Disable routine `name` here because it now lives on home `to`: its file goes to the trash
+    /// (as [`Engine::remove_routine`]) with a first line that says where it went and when.
+    pub fn retire_moved_routine(&self, name: &str, to: &str) -> Result<Removed> {
+        let removed = self.remove_routine(name)?;
+        let path = self.core.home.routines_dir().join(TRASH).join(&removed.id);
+        if let Ok(text) = std::fs::read_to_string(&path) {
+            let note = format!("# Moved to home \"{to}\" at {} (nightshiftctl routines move); it runs there now. `routines restore {}` brings it back here.\n", removed.removed_at, removed.id);
+            let _ = write_atomic(&path, format!("{note}{text}").as_bytes());
+        }
+        Ok(removed)
     }
 
     /// The file behind routine `name` (valid or not: a broken file is opened to be fixed).

@@ -66,7 +66,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::{EngineEvent, EventReceiver};
 use crate::home::Home;
 use crate::routine::{Routine, RoutineSet};
-use crate::run::Trigger;
+use crate::run::{RunStatus, Trigger};
 use crate::runner::SettleHook;
 use crate::settings::Settings;
 use crate::store::Store;
@@ -189,6 +189,26 @@ impl Engine {
             run.message = run.message.as_deref().map(|m| self.redact(m));
         }
         Ok(page)
+    }
+
+    /// A run's report (Markdown, secrets masked), or an error that says why it has none: still
+    /// going, ended without output, removed by retention.
+    pub fn report_text(&self, id: &str) -> Result<String> {
+        let r = self.run(id)?;
+        if let Some(path) = &r.report_path {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", std::path::Path::new(path), &e))?;
+            return Ok(self.redact(&text));
+        }
+        if let Some(t) = r.pruned_at {
+            return Err(Error::new(ErrorCode::Usage, format!("run {} has no report any more: its files were removed {} by retention", r.id, t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S"))));
+        }
+        let why = match (&r.status, &r.message) {
+            (RunStatus::Completed, _) => "it completed without output".to_string(),
+            (RunStatus::Running | RunStatus::Queued, _) => format!("it is still {}", r.status),
+            (s, Some(m)) => format!("it ended {s}: {m}"),
+            (s, None) => format!("it ended {s}"),
+        };
+        Err(Error::new(ErrorCode::Usage, format!("run {} has no report: {why}", r.id)))
     }
 
     /// The finish notification run `id` is owed here (its routine's `notify:`), or `None`: what a

@@ -6,10 +6,12 @@
 //! machine's keychain.
 //!
 //! [`client`] speaks to one home; [`link`] carries the bytes (loopback TCP or `ssh -W`);
-//! [`viewer`] follows every home's events and tells each finish once.
+//! [`viewer`] follows every home's events and tells each finish once; [`moving`] moves a routine
+//! to the home that should own it.
 
 pub mod client;
 pub mod link;
+pub mod moving;
 pub mod viewer;
 
 pub use client::HomeClient;

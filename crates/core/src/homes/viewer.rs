@@ -30,9 +30,28 @@ const SKEW: i64 = 5;
 /// Told runs are remembered this long.
 const REMEMBER_DAYS: i64 = 14;
 
+/// What a viewer hears of another home, for the faces on this machine (the app's tray and
+/// window): the home's own events, and whether it can be reached.
+#[derive(Debug, Clone)]
+pub enum HomeNews {
+    /// Its event stream is open (first, or again after it was down).
+    Up { home: String },
+    /// It cannot be reached since `since` (said once per outage; retried quietly).
+    Down { home: String, since: chrono::DateTime<Utc>, why: String },
+    Event { home: String, event: EngineEvent },
+}
+
 /// The followers of every listed home, for as long as this lives (the app, `daemon --notify`).
 pub struct Viewers {
     task: tokio::task::JoinHandle<()>,
+    news: tokio::sync::broadcast::Sender<HomeNews>,
+}
+
+impl Viewers {
+    /// Hear what the followers hear (each home's events, and its comings and goings).
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<HomeNews> {
+        self.news.subscribe()
+    }
 }
 
 impl Drop for Viewers {
@@ -46,7 +65,10 @@ impl Drop for Viewers {
 pub fn start(engine: &Engine, notifier: Arc<dyn Notifier>) -> Viewers {
     let engine = engine.clone();
     let sender = Arc::new(BoundedSender::new(notifier));
+    let (news, _) = tokio::sync::broadcast::channel(256);
+    let told = news.clone();
     let task = tokio::spawn(async move {
+        let news = told;
         let mut events = engine.subscribe();
         let mut followers: BTreeMap<String, (String, tokio::task::JoinHandle<()>)> = BTreeMap::new();
         loop {
@@ -62,26 +84,26 @@ pub fn start(engine: &Engine, notifier: Arc<dyn Notifier>) -> Viewers {
             });
             for home in listed {
                 followers.entry(home.name.clone()).or_insert_with(|| {
-                    let (engine, sender, name) = (engine.clone(), Arc::clone(&sender), home.name.clone());
-                    (home.url.clone(), tokio::spawn(async move { follow(engine, sender, name).await }))
+                    let (engine, sender, name, news) = (engine.clone(), Arc::clone(&sender), home.name.clone(), news.clone());
+                    (home.url.clone(), tokio::spawn(async move { follow(engine, sender, name, news).await }))
                 });
             }
             // A settings change is announced as an event; look again then, or in a minute.
             let _ = tokio::time::timeout(Duration::from_secs(60), events.recv()).await;
         }
     });
-    Viewers { task }
+    Viewers { task, news }
 }
 
 /// Follow one home for as long as it is listed.
-async fn follow(engine: Engine, sender: Arc<BoundedSender>, name: String) {
+async fn follow(engine: Engine, sender: Arc<BoundedSender>, name: String, news: tokio::sync::broadcast::Sender<HomeNews>) {
     let mut misses = 0usize;
     let mut down_since: Option<chrono::DateTime<Utc>> = None;
     loop {
         let client = match super::client(&engine, &name) {
             Ok(c) => Arc::new(c),
             Err(e) => {
-                unreachable(&name, &mut down_since, &e.message, &engine);
+                unreachable(&name, &mut down_since, &e.message, &engine, &news);
                 tokio::time::sleep(RETRY[RETRY.len() - 1]).await;
                 continue;
             }
@@ -102,32 +124,38 @@ async fn follow(engine: Engine, sender: Arc<BoundedSender>, name: String) {
                         if let Some(since) = down_since.take() {
                             tracing::info!(home = %name, "home reachable again (unreachable since {since})");
                         }
+                        let _ = news.send(HomeNews::Up { home: name.clone() });
                     }
                     if let Err(e) = catch_up(&engine, &client, &sender).await {
                         tracing::debug!(home = %name, error = %e, "could not catch up; the stream goes on");
                     }
                 }
                 Some(EngineEvent::RunFinished { run }) => {
+                    let _ = news.send(HomeNews::Event { home: name.clone(), event: EngineEvent::RunFinished { run: run.clone() } });
                     let _ = tell(&engine, &client, &sender, vec![*run]).await;
                 }
-                Some(_) => {}
+                Some(event) => {
+                    let _ = news.send(HomeNews::Event { home: name.clone(), event });
+                }
             }
         }
         let why = match stream.await {
             Ok(Err(e)) => e.message,
             _ => format!("home \"{name}\" closed its event stream"),
         };
-        unreachable(&name, &mut down_since, &why, &engine);
+        unreachable(&name, &mut down_since, &why, &engine, &news);
         tokio::time::sleep(RETRY[misses.min(RETRY.len() - 1)]).await;
         misses += 1;
     }
 }
 
 /// Say once that a home went away (and when); the next tries are quiet.
-fn unreachable(name: &str, down_since: &mut Option<chrono::DateTime<Utc>>, why: &str, engine: &Engine) {
+fn unreachable(name: &str, down_since: &mut Option<chrono::DateTime<Utc>>, why: &str, engine: &Engine, news: &tokio::sync::broadcast::Sender<HomeNews>) {
     if down_since.is_none() {
-        *down_since = Some(engine.core.clock.now());
+        let since = engine.core.clock.now();
+        *down_since = Some(since);
         tracing::warn!(home = %name, "{why} — retrying");
+        let _ = news.send(HomeNews::Down { home: name.to_string(), since, why: why.to_string() });
     }
 }
 

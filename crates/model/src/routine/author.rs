@@ -242,7 +242,7 @@ fn reads_back(text: &str, value: &str) -> bool {
 }
 
 /// One problem with a draft, on the field it belongs to (`None`: the routine as a whole).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct FieldProblem {
     pub field: Option<String>,
@@ -250,7 +250,7 @@ pub struct FieldProblem {
 }
 
 /// When a routine would fire: its schedule in words and the next fire times.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Preview {
     pub words: String,
@@ -258,7 +258,7 @@ pub struct Preview {
     pub fires: Vec<Fire>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Fire {
     /// RFC 3339, UTC.
@@ -270,7 +270,7 @@ pub struct Fire {
 }
 
 /// A draft checked: the file it would write, every problem on its field, when it would fire.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct DraftCheck {
     pub yaml: String,

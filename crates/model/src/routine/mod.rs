@@ -423,7 +423,7 @@ string_enum!(
 );
 
 /// One problem in one routine file, at a position.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Diagnostic {
     /// The file as the user should see it (relative to the home when inside it).

@@ -26,7 +26,7 @@ mod evidence;
 use evidence::Evidence;
 
 /// What became of a slot.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub enum Fate {
@@ -52,7 +52,7 @@ pub enum Fate {
 }
 
 /// How a fate looks: the UI's colour and the order in which a bucket of several shows its worst.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub enum Tone {
@@ -64,7 +64,7 @@ pub enum Tone {
 }
 
 /// One slot — or several neighbouring slots with the same fate and no run — in words.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct SlotLine {
     /// The slot (the newest, for several).
@@ -87,7 +87,7 @@ pub struct SlotLine {
 }
 
 /// A routine's slots explained.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Why {
     pub routine: String,
@@ -112,7 +112,7 @@ pub struct Why {
 }
 
 /// One delivery a routine's trigger named, and what became of it for the routine.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct EventLine {
     #[serde(serialize_with = "ser_time")]
@@ -128,7 +128,7 @@ pub struct EventLine {
 }
 
 /// A mark of the Routines view's strip: one slot, or a stretch of time when there are too many.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Mark {
     #[serde(serialize_with = "ser_time")]
