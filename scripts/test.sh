@@ -147,6 +147,8 @@ if [ $FULL = 1 ]; then
   done
   bench cargo bench -p nightshiftctl --bench hostile
   bench NIGHTSHIFT_BENCH_RUNS=3 cargo bench -p nightshiftctl --bench remote
+  # Another home's token lives in the keychain: this one runs in a D-Bus session with its own.
+  bench "$ROOT/scripts/with-keyring.sh" env NIGHTSHIFT_BENCH_RUNS=3 cargo bench -p nightshiftctl --bench homes
 else
   if grep -q '"target": "package"' "$PLAN" && [ -z "${NIGHTSHIFT_PACKAGES:-}" ]; then packages || true; fi
   $TESTRUN run "$PLAN" "$RESULTS" --repeat "$REPEAT" -- $FILTER

@@ -16,6 +16,7 @@ It writes {"ready": true} as its first line once it owns the name. Needs Debian'
 python3-gi (/usr/bin/python3, not a pyenv python).
 """
 import json
+import time
 import sys
 
 import dbus
@@ -61,7 +62,7 @@ class Server(dbus.service.Object):
             err(dbus.exceptions.DBusException("refused for the test", name="org.freedesktop.Notifications.Error.Refused"))
             return
         self.count += 1
-        write({"app_name": str(app_name), "summary": str(summary), "body": str(body), "icon": str(app_icon),
+        write({"t": time.time(), "app_name": str(app_name), "summary": str(summary), "body": str(body), "icon": str(app_icon),
                "actions": plain(actions), "hints": {k: plain(v) for k, v in hints.items() if k != "image-data"},
                "timeout": int(timeout)})
         if MODE != "hang":

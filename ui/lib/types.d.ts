@@ -1046,6 +1046,8 @@ export interface Commands {
   routine_strips: { args: Record<symbol, never>; answer: { [key in string]: Array<Mark> } };
   usage_report: { args: { days?: number, by?: UsageBy, }; answer: UsageReport };
   disk_usage: { args: Record<symbol, never>; answer: Array<DiskUse> };
+  usage_rows: { args: { by: UsageBy, since: string, }; answer: Array<UsageRow> };
+  budgets: { args: Record<symbol, never>; answer: Array<BudgetState> };
 }
 
 /** What the window hears on its one event channel: the engine's events, and the app's own two —

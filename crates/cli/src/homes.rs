@@ -129,6 +129,6 @@ pub fn say_home(home: &HomeClient) {
 pub fn not_there(command: &str, home: &str) -> Error {
     Error::new(
         ErrorCode::Usage,
-        format!("`{command}` does not take --home yet; run it on that machine (ssh there and `nightshiftctl {command}`), or leave --home out for this one. `--home {home}` works with runs, show, report, logs, why, run, cancel, pause, resume, routines list|new|edit|validate|remove and accounts list|check"),
+        format!("`{command}` does not take --home yet; run it on that machine (ssh there and `nightshiftctl {command}`), or leave --home out for this one. `--home {home}` works with runs, show, report, logs, why, usage, run, cancel, pause, resume, routines list|new|edit|validate|remove and accounts list|check"),
     )
 }

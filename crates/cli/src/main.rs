@@ -33,8 +33,8 @@ struct Cli {
     #[command(subcommand)]
     command: Command,
     /// Ask another machine's Nightshift (a `[[homes]]` name; `nightshiftctl homes list`) instead
-    /// of this one's: runs, show, report, logs, why, run, cancel, pause, resume, routines
-    /// list|new|edit|validate|remove, accounts list|check.
+    /// of this one's: runs, show, report, logs, why, usage, run, cancel, pause, resume,
+    /// routines list|new|edit|validate|remove, accounts list|check.
     #[arg(long, global = true, value_name = "NAME")]
     home: Option<String>,
 }
@@ -296,7 +296,7 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Github { command } => github::github(&open(home).await?, command).await,
         Command::Webhooks { command } => webhooks::webhooks(&open(home).await?, command),
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
-        Command::Usage(args) => usage::usage(&open(home).await?, args),
+        Command::Usage(args) => usage::usage(&open(home).await?, args).await,
         Command::Why(args) => why::why(&open_for_reading(home).await?, args),
         Command::Push { run_id } => workspaces::push(&open(home).await?, &run_id).await,
         Command::Prune { dry_run, json } => prune::prune(&open(home).await?, dry_run, json).await,
@@ -306,8 +306,10 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
 
 /// A command answered by another home (`--home NAME`), through its `serve`.
 async fn there(name: &str, command: Command) -> Result<Outcome, Error> {
-    let engine = Engine::open(EngineOptions::new(Home::from_env()?))?;
-    let home = nightshift_core::homes::client(&engine, name)?;
+    // Only this home's settings and the keychain: its database is not opened.
+    let here = Home::from_env()?;
+    let settings = nightshift_core::settings::Settings::load(&here.settings_path())?;
+    let home = nightshift_core::homes::client_of(&here, &settings, name)?;
     let said = match &command {
         Command::Runs(_) => "runs",
         Command::Show { .. } => "show",
@@ -320,7 +322,7 @@ async fn there(name: &str, command: Command) -> Result<Outcome, Error> {
         Command::Accounts { command: accounts::AccountsCommand::List { .. } | accounts::AccountsCommand::Check { .. } } => "accounts",
         Command::Why(_) => "why",
         Command::Report { .. } => "report",
-        Command::Usage(_) => return Err(homes::not_there("usage", name)),
+        Command::Usage(_) => "usage",
         _ => return Err(Error::new(ErrorCode::Usage, format!("--home {name}: this command works on this machine only"))),
     };
     tracing::debug!(home = name, command = said, "asking another home");
@@ -337,6 +339,7 @@ async fn there(name: &str, command: Command) -> Result<Outcome, Error> {
         Command::Accounts { command } => accounts::there(&home, command).await,
         Command::Why(args) => why::why_there(&home, args).await,
         Command::Report { run_id } => history::report_there(&home, &run_id).await,
+        Command::Usage(args) => usage::usage_there(&home, args).await,
         _ => unreachable!("refused above"),
     }
 }

@@ -25,7 +25,38 @@ pub struct UsageArgs {
     pub budgets: bool,
 }
 
-pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
+/// Where the sums come from: this home's engine, or another home's (`--home`).
+enum Source<'a> {
+    Here(&'a Engine),
+    There(&'a nightshift_core::homes::HomeClient),
+}
+
+impl Source<'_> {
+    async fn rows(&self, by: UsageBy, since: DateTime<Utc>) -> Result<Vec<UsageRow>, Error> {
+        match self {
+            Source::Here(e) => e.usage(by, since),
+            Source::There(h) => h.call("usage_rows", serde_json::json!({ "by": by, "since": nightshift_core::words::fmt_time(&since) })).await,
+        }
+    }
+
+    async fn budgets(&self) -> Result<Vec<nightshift_core::engine::BudgetState>, Error> {
+        match self {
+            Source::Here(e) => e.budgets(),
+            Source::There(h) => h.call("budgets", serde_json::json!({})).await,
+        }
+    }
+}
+
+pub async fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
+    print_usage(Source::Here(engine), args).await
+}
+
+/// `usage --home NAME`: that home's sums and budgets.
+pub async fn usage_there(home: &nightshift_core::homes::HomeClient, args: UsageArgs) -> Result<Outcome, Error> {
+    print_usage(Source::There(home), args).await
+}
+
+async fn print_usage(source: Source<'_>, args: UsageArgs) -> Result<Outcome, Error> {
     let by = match args.by.as_str() {
         "account" => UsageBy::Account,
         "day" => UsageBy::Day,
@@ -34,7 +65,7 @@ pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
     };
     let since = since(&args.since, Utc::now())?;
     if args.budgets {
-        let budgets = engine.budgets()?;
+        let budgets = source.budgets().await?;
         match args.json {
             true => format::json(&budgets),
             false if budgets.is_empty() => println!("no budgets: set `budget:` on a routine, `[budget]` or an account's `budget` in nightshift.toml"),
@@ -42,7 +73,7 @@ pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
         }
         return Ok(Outcome::Ok);
     }
-    let rows = engine.usage(by, since)?;
+    let rows = source.rows(by, since).await?;
     if args.json {
         format::json(&rows);
     } else if args.csv {
@@ -53,7 +84,7 @@ pub fn usage(engine: &Engine, args: UsageArgs) -> Result<Outcome, Error> {
         }
     } else {
         print_table(&args.by, &rows, since);
-        let budgets = engine.budgets()?;
+        let budgets = source.budgets().await?;
         if !budgets.is_empty() {
             println!();
             print_budgets(&budgets);

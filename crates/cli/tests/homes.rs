@@ -172,10 +172,13 @@ fn another_home_answers_the_cli_and_a_read_only_token_only_looks() {
     assert!(on(&laptop, "box", &["routines", "remove", "tidy"]).status.success());
     assert!(!boxed.path().join("routines/tidy.yaml").exists());
 
-    // A command that does not reach another home yet says so, and what to do.
-    let usage = on(&laptop, "box", &["usage"]);
-    assert_eq!(usage.status.code(), Some(2));
-    assert!(stderr(&usage).contains("`usage` does not take --home yet"), "{}", stderr(&usage));
+    // Its usage, as its own CLI sums it.
+    let usage = on(&laptop, "box", &["usage", "--json"]);
+    assert_eq!(json(&usage), json(&ctl(&boxed).args(["usage", "--json"]).output().unwrap()), "{}", stderr(&usage));
+    // A command of this machine only says so.
+    let prune = on(&laptop, "box", &["prune"]);
+    assert_eq!(prune.status.code(), Some(2));
+    assert!(stderr(&prune).contains("--home box: this command works on this machine only"), "{}", stderr(&prune));
 
     // The read-only token: looks, never changes.
     let read_only = std::fs::read_to_string(boxed.path().join("serve-token-read-only")).unwrap();

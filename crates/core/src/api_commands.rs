@@ -49,4 +49,6 @@ pub const COMMANDS: &[&str] = &[
     "routine_strips",
     "usage_report",
     "disk_usage",
+    "usage_rows",
+    "budgets",
 ];

@@ -22,7 +22,7 @@ string_enum!(
 );
 
 /// One group's sums. A sum is `None` when no run in the group reported that figure.
-#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct UsageRow {
     /// The routine, the account (`-` for runs without one), the day (`YYYY-MM-DD`) or the status.

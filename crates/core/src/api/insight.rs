@@ -5,6 +5,17 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::store::UsageBy;
 use crate::Engine;
 
+/// Tokens and cost since `since` (RFC 3339) grouped `by`, as `nightshiftctl usage` sums them.
+pub async fn usage_rows(engine: &Engine, by: UsageBy, since: &str) -> Result<Vec<crate::store::UsageRow>> {
+    let since = crate::words::parse_time(since).ok_or_else(|| Error::new(ErrorCode::Usage, format!("\"{since}\" is not a time (RFC 3339)")))?;
+    blocking(engine, move |e| e.usage(by, since)).await
+}
+
+/// Where each budget stands (spent of its cap in its day or month, when it frees).
+pub async fn budgets(engine: &Engine) -> Result<Vec<crate::engine::BudgetState>> {
+    blocking(engine, |e| e.budgets()).await
+}
+
 /// Every slot of a routine in the last `days` days explained, newest first, and its next fire.
 pub async fn routine_why(engine: &Engine, name: &str, days: u32) -> Result<crate::view::why::Why> {
     let name = name.to_string();

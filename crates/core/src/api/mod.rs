@@ -264,6 +264,8 @@ commands! { engine, face;
     read routine_strips() -> std::collections::BTreeMap<String, Vec<crate::view::why::Mark>> = routine_strips(engine).await?;
     read usage_report(days: Option<u32>, by: Option<crate::store::UsageBy>) -> crate::view::usage::UsageReport = usage_report(engine, days.unwrap_or(30), by).await?;
     read disk_usage() -> Vec<crate::view::usage::DiskUse> = disk_usage(engine).await?;
+    read usage_rows(by: crate::store::UsageBy, since: String) -> Vec<crate::store::UsageRow> = usage_rows(engine, by, &since).await?;
+    read budgets() -> Vec<crate::engine::BudgetState> = budgets(engine).await?;
 }
 
 #[cfg(test)]

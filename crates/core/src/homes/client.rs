@@ -22,8 +22,16 @@ const CALL_LIMIT: Duration = Duration::from_secs(30);
 pub struct HomeClient {
     pub name: String,
     route: Route,
-    token: String,
+    token: Token,
     sender: tokio::sync::Mutex<Option<SendRequest<Full<Bytes>>>>,
+}
+
+/// The access token: read from the keychain when first needed — while the connection opens, so a
+/// one-shot command pays for the slower of the two, not both — then kept for this client's life.
+struct Token {
+    /// (keychain service, item).
+    keychain: (String, String),
+    read: tokio::sync::OnceCell<String>,
 }
 
 impl std::fmt::Debug for HomeClient {
@@ -33,8 +41,27 @@ impl std::fmt::Debug for HomeClient {
 }
 
 impl HomeClient {
-    pub fn new(name: &str, route: Route, token: String) -> HomeClient {
+    /// A client whose token is the keychain's item `key` of `service`.
+    pub fn new(name: &str, route: Route, service: &str, key: &str) -> HomeClient {
+        let token = Token { keychain: (service.to_string(), key.to_string()), read: tokio::sync::OnceCell::new() };
         HomeClient { name: name.to_string(), route, token, sender: tokio::sync::Mutex::new(None) }
+    }
+
+    /// The token, from the keychain the first time (bounded: the keychain module's limit).
+    async fn token(&self) -> Result<&str> {
+        let read = self
+            .token
+            .read
+            .get_or_try_init(|| async {
+                let (service, key, name) = (self.token.keychain.0.clone(), self.token.keychain.1.clone(), self.name.clone());
+                let found = tokio::task::spawn_blocking(move || crate::accounts::keychain::get_secret(&service, &key, "or add the home again on a machine with a keychain"))
+                    .await
+                    .map_err(|e| Error::new(ErrorCode::Io, e.to_string()))?
+                    .map_err(|e| Error::new(ErrorCode::Io, e.0))?;
+                found.ok_or_else(|| Error::new(ErrorCode::Usage, format!("home \"{name}\" has no access token in the keychain: `nightshiftctl homes add {name} URL --replace` and paste the token its `serve` printed")))
+            })
+            .await?;
+        Ok(read.as_str())
     }
 
     fn unreachable(&self, why: impl std::fmt::Display) -> Error {
@@ -79,16 +106,17 @@ impl HomeClient {
             Some(s) => s.ready().await.is_ok(),
             None => false,
         };
-        let mut sender = match kept.take().filter(|_| reusable) {
-            Some(s) => (s, None),
+        let (sender, token) = match kept.take().filter(|_| reusable) {
+            Some(s) => (Ok((s, None)), self.token().await),
             None => {
-                let (s, said) = self.connect().await?;
-                (s, Some(said))
+                let (connected, token) = tokio::join!(self.connect(), self.token());
+                (connected.map(|(s, said)| (s, Some(said))), token)
             }
         };
+        let (mut sender, token) = (sender?, token?);
         let request = hyper::Request::post(format!("/api/{command}"))
             .header(hyper::header::HOST, self.route.host_header())
-            .header(hyper::header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(hyper::header::AUTHORIZATION, format!("Bearer {token}"))
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .body(Full::new(Bytes::from(args.to_string())))
             .map_err(|e| Error::new(ErrorCode::Usage, e.to_string()))?;
@@ -108,10 +136,11 @@ impl HomeClient {
     /// Follow the home's engine events until the stream ends (`Ok`) or cannot be opened (`Err`);
     /// `on_event` gets each one (`None`: the stream lost events — catch up by reading).
     pub async fn follow(&self, mut on_event: impl FnMut(Option<EngineEvent>)) -> Result<()> {
-        let (mut sender, said) = self.connect().await?;
+        let (connected, token) = tokio::join!(self.connect(), self.token());
+        let ((mut sender, said), token) = (connected?, token?);
         let request = hyper::Request::get("/api/events")
             .header(hyper::header::HOST, self.route.host_header())
-            .header(hyper::header::AUTHORIZATION, format!("Bearer {}", self.token))
+            .header(hyper::header::AUTHORIZATION, format!("Bearer {token}"))
             .body(Full::new(Bytes::new()))
             .map_err(|e| Error::new(ErrorCode::Usage, e.to_string()))?;
         let response = match sender.send_request(request).await {

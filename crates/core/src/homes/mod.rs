@@ -17,7 +17,8 @@ pub mod viewer;
 pub use client::HomeClient;
 
 use crate::error::{Error, ErrorCode, Result};
-use crate::settings::{HomeSettings, HomeUrl};
+use crate::home::Home;
+use crate::settings::{HomeSettings, HomeUrl, Settings};
 use crate::Engine;
 use link::Route;
 use serde::Serialize;
@@ -27,13 +28,13 @@ fn token_key(name: &str) -> String {
     format!("home:{name}")
 }
 
-/// How to reach `home` from this engine: its URL, with the SSH options runs on hosts use (the
-/// user's config or `ssh_config`, one shared connection per machine).
-fn route(engine: &Engine, url: &HomeUrl) -> Route {
+/// How to reach a home's URL from this one: with the SSH options runs on hosts use (the user's
+/// config or `ssh_config`, one shared connection per machine).
+fn route(home: &Home, settings: &Settings, url: &HomeUrl) -> Route {
     match url {
         HomeUrl::Loopback { port } => Route::Loopback { port: *port },
         HomeUrl::Ssh { destination, ssh_port, serve_port } => {
-            let mut target = engine.core.ssh_target(destination);
+            let mut target = crate::runner::remote::Target::of_home(destination, settings, home.data_dir());
             target.port = *ssh_port;
             Route::Ssh { target, serve_port: *serve_port }
         }
@@ -47,17 +48,19 @@ pub fn listed(engine: &Engine) -> Vec<HomeSettings> {
 
 /// A client for the home named `name`, its token read from the keychain.
 pub fn client(engine: &Engine, name: &str) -> Result<HomeClient> {
-    let settings = engine.settings();
+    client_of(engine.home(), &engine.settings(), name)
+}
+
+/// [`client`] without an engine: what a one-shot `--home` command needs of this home is its
+/// settings and the folder its shared SSH connections live in — its database is never opened.
+pub fn client_of(this: &Home, settings: &Settings, name: &str) -> Result<HomeClient> {
     let Some(home) = settings.home(name) else {
         let names: Vec<&str> = settings.homes.iter().map(|h| h.name.as_str()).collect();
         let known = if names.is_empty() { "none is listed; add one with `nightshiftctl homes add NAME URL`".to_string() } else { format!("listed: {}", names.join(", ")) };
         return Err(Error::new(ErrorCode::Usage, format!("no home named \"{name}\" ({known})")));
     };
     let url = HomeUrl::parse(&home.url).map_err(|p| Error::new(ErrorCode::SettingsInvalid, p))?;
-    let token = crate::accounts::keychain::get_secret(&settings.keychain_service, &token_key(name), "or add the home again on a machine with a keychain")
-        .map_err(|e| Error::new(ErrorCode::Io, e.0))?
-        .ok_or_else(|| Error::new(ErrorCode::Usage, format!("home \"{name}\" has no access token in the keychain: `nightshiftctl homes add {name} {url} --replace` and paste the token its `serve` printed")))?;
-    Ok(HomeClient::new(name, route(engine, &url), token))
+    Ok(HomeClient::new(name, route(this, settings, &url), &settings.keychain_service, &token_key(name)))
 }
 
 /// Add a home: its token into the keychain (first, so a listed home always has one), then its

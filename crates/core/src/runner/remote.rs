@@ -46,6 +46,19 @@ impl Target {
         Target { host: host.into(), config: None, control_dir: None, port: None }
     }
 
+    /// How a home with `settings` and its data in `data_dir` reaches `host`: the user's ssh config
+    /// (or `ssh_config`), sharing one connection per host under `data_dir/ssh` unless
+    /// `reuse_ssh_connections = false`.
+    pub fn of_home(host: &str, settings: &crate::settings::Settings, data_dir: &Path) -> Target {
+        let control_dir = settings.reuse_ssh_connections.then(|| data_dir.join("ssh"));
+        if let Some(dir) = &control_dir {
+            // Sockets of the user's connections: only the user may reach them.
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
+        }
+        Target { host: host.to_string(), config: settings.ssh_config.clone(), control_dir, port: None }
+    }
+
     /// `ssh … host -- <remote command>`: batch mode (a missing key is an error, not a password
     /// prompt nobody answers) and a connect timeout (an unreachable host fails in seconds).
     fn ssh(&self, remote: &str) -> tokio::process::Command {

@@ -88,13 +88,13 @@ pub(crate) fn crossed(core: &Core, routine: &Routine, run: &RunRecord) -> Option
 }
 
 /// Where one budget stands (`usage`, the Usage view).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct BudgetState {
     /// "all runs", "routine nightly", "account work@acme.dev".
     pub scope: String,
     #[cfg_attr(feature = "typescript", ts(type = "\"day\" | \"month\""))]
-    pub period: &'static str,
+    pub period: String,
     /// What runs reported spending in the period so far (USD).
     pub spent: f64,
     pub cap: f64,
@@ -117,7 +117,7 @@ pub(crate) fn states(core: &Core) -> crate::error::Result<Vec<BudgetState>> {
             let Some(cap) = cap else { continue };
             out.push(BudgetState {
                 scope: a.scope.clone(),
-                period: period.as_str(),
+                period: period.as_str().to_string(),
                 spent: core.store.spent(a.by, period.start(now, a.tz))?,
                 cap,
                 frees_at: period.end(now, a.tz),

@@ -56,14 +56,7 @@ impl Core {
     /// How this engine reaches `host`: the user's ssh config (or `ssh_config`), sharing one
     /// connection per host unless `reuse_ssh_connections = false`.
     pub(crate) fn ssh_target(&self, host: &str) -> Target {
-        let settings = self.settings();
-        let control_dir = settings.reuse_ssh_connections.then(|| self.home.data_dir().join("ssh"));
-        if let Some(dir) = &control_dir {
-            // Sockets of the user's connections: only the user may reach them.
-            use std::os::unix::fs::DirBuilderExt;
-            let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir);
-        }
-        Target { host: host.to_string(), config: settings.ssh_config.clone(), control_dir, port: None }
+        Target::of_home(host, &self.settings(), self.home.data_dir())
     }
 
     /// Remember what reaching `host` showed (its health in `hosts list` and the window).
