@@ -12,7 +12,7 @@
 //!    --notify` as a whole process, then its viewer in-process; each the worst of the runs (p99 of
 //!    fewer than 100 runs is their maximum).
 
-use nightshift_testkit::bench::{fmt, measure};
+use nightshift_testkit::bench::{fmt, measure, median};
 use nightshift_testkit::dbus::NotificationBus;
 use nightshift_testkit::SshServer;
 use std::io::{BufRead, BufReader, Write};
@@ -176,17 +176,4 @@ fn in_process_listing(n: usize, laptop: &Path, box_home: &Path) -> (Duration, Du
         local.sort();
         (through[n / 2], local[n / 2])
     })
-}
-
-/// The median wall time of `n` runs of the command `make` builds (each must succeed).
-fn median(n: usize, make: impl Fn() -> Command) -> Duration {
-    let mut times: Vec<Duration> = (0..n)
-        .map(|_| {
-            let m = measure(&mut make());
-            assert_eq!(m.code, Some(0), "the measured command failed");
-            m.time
-        })
-        .collect();
-    times.sort();
-    times[n / 2]
 }

@@ -7,7 +7,7 @@
 //! and settling the record. Median of `NIGHTSHIFT_BENCH_RUNS` (default 9) runs each; then the same
 //! run in-process (one engine, `run_now` to the final record).
 
-use nightshift_testkit::bench::{fmt, measure};
+use nightshift_testkit::bench::{fmt, median};
 use nightshift_testkit::SshServer;
 use std::process::Command;
 use std::time::Duration;
@@ -65,17 +65,4 @@ fn in_process_median(n: usize, home: &std::path::Path) -> Duration {
         times.sort();
         times[n / 2]
     })
-}
-
-/// The median wall time of `n` runs of the command `make` builds (each must succeed).
-fn median(n: usize, make: impl Fn() -> Command) -> Duration {
-    let mut times: Vec<Duration> = (0..n)
-        .map(|_| {
-            let m = measure(&mut make());
-            assert_eq!(m.code, Some(0), "the measured command failed");
-            m.time
-        })
-        .collect();
-    times.sort();
-    times[n / 2]
 }

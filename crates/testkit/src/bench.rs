@@ -29,6 +29,19 @@ pub fn measure(cmd: &mut Command) -> Measured {
     Measured { time: start.elapsed(), peak_kib: usage.ru_maxrss as u64, code }
 }
 
+/// The median wall time of `n` runs of the command `make` builds (each must succeed).
+pub fn median(n: usize, make: impl Fn() -> Command) -> Duration {
+    let mut times: Vec<Duration> = (0..n)
+        .map(|_| {
+            let m = measure(&mut make());
+            assert_eq!(m.code, Some(0), "the measured command failed");
+            m.time
+        })
+        .collect();
+    times.sort();
+    times[n / 2]
+}
+
 /// The burst benchmarks' baseline: `n` processes of `sh -c true`, `lanes` at a time, no engine —
 /// what spawning the runs costs by itself. Returns the wall time.
 pub fn spawn_in_lanes(n: usize, lanes: usize) -> Duration {
