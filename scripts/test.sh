@@ -149,6 +149,8 @@ if [ $FULL = 1 ]; then
   bench NIGHTSHIFT_BENCH_RUNS=3 cargo bench -p nightshiftctl --bench remote
   # Another home's token lives in the keychain: this one runs in a D-Bus session with its own.
   bench "$ROOT/scripts/with-keyring.sh" env NIGHTSHIFT_BENCH_RUNS=3 cargo bench -p nightshiftctl --bench homes
+  # (The app's bench in the test profile: the smoke run reuses the debug app the window tests built.)
+  bench "$ROOT/scripts/with-keyring.sh" env NIGHTSHIFT_BENCH_QUICK=1 xvfb-run -a -s "-screen 0 1280x800x24" cargo test -p nightshift --bench homes_idle
 else
   if grep -q '"target": "package"' "$PLAN" && [ -z "${NIGHTSHIFT_PACKAGES:-}" ]; then packages || true; fi
   $TESTRUN run "$PLAN" "$RESULTS" --repeat "$REPEAT" -- $FILTER

@@ -64,7 +64,8 @@ async fn the_app_shows_another_homes_routines_and_runs_them_there_from_the_windo
     let box_home = tmp.path().join("box");
     std::fs::create_dir_all(box_home.join("routines")).unwrap();
     std::fs::write(box_home.join("routines/nightly.yaml"), "schedule: \"0 3 * * *\"\nnotify: always\ncommand: echo hello from the box\n").unwrap();
-    std::fs::write(box_home.join("nightshift.toml"), "device_name = \"the-box\"\n").unwrap();
+    // An account there that has never signed in: the tray offers its re-login, on the box.
+    std::fs::write(box_home.join("nightshift.toml"), format!("device_name = \"the-box\"\nkeychain_service = \"nightshift-test-ui-box-{}\"\n[[accounts]]\nemail = \"box@home.dev\"\n", std::process::id())).unwrap();
     let mut served = ctl(&box_home).args(["serve", "--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(served.stdout.take().unwrap()).read_line(&mut line).unwrap();
@@ -118,6 +119,18 @@ async fn the_app_shows_another_homes_routines_and_runs_them_there_from_the_windo
     assert_eq!(count(), 2, "each finish told once");
     // Nothing of the box was run here.
     assert_eq!(nightshift_core::Engine::open(nightshift_core::EngineOptions::new(nightshift_core::Home::at(&home))).unwrap().runs(&nightshift_core::records::RunQuery { routine: Some("nightly".into()), status: None, cursor: None, limit: 10 }).unwrap().runs.len(), 0);
+
+    // Re-login ▸ box@home.dev on box: the window shows the box, and the command to run there.
+    tray.wait_for("the box's account under Re-login", Duration::from_secs(20), |m| {
+        m.iter().any(|e| e.label == "Re-login" && e.children.iter().any(|c| c.label.starts_with("box@home.dev on box (")))
+    });
+    let label = tray.menu().unwrap().into_iter().find(|e| e.label == "Re-login").unwrap().children.into_iter().find(|c| c.label.starts_with("box@home.dev on box (")).unwrap().label;
+    tray.click_path(&session, &["Re-login", &label]);
+    let shown = until(&c, "the re-login panel for the box's account", "const p = document.getElementById('relogin'); return !p.hidden && document.getElementById('relogin-command').textContent.includes('claude') && [document.getElementById('relogin-account').textContent, document.getElementById('home-switch').value, document.getElementById('relogin-opened').textContent]", 20).await;
+    assert_eq!(shown[0], "box@home.dev");
+    assert_eq!(shown[1], "box", "the window shows the box");
+    assert!(shown[2].as_str().unwrap().starts_with("No terminal could be opened"), "{shown}");
+    js(&c, "document.getElementById('relogin-close').click(); return true").await;
 
     // Back to this machine: its routine menu moves `hello` to the box (written there first, then
     // disabled here).
