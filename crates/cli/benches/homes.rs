@@ -92,7 +92,16 @@ fn main() {
     // 2. A run's end there → the finish notification here.
     let bus = NotificationBus::join(&session, laptop.path(), "record");
     let mut daemon = ctl(laptop.path()).args(["daemon", "--notify"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    std::thread::sleep(Duration::from_secs(2)); // its viewer connects
+    // Its viewer's first connection sets its place in the box's history.
+    let start = Instant::now();
+    let placed = || {
+        let db = rusqlite::Connection::open(laptop.path().join("nightshift.db")).ok()?;
+        db.query_row("SELECT told_from FROM home_views WHERE home = 'box'", [], |r| r.get::<_, Option<String>>(0)).ok().flatten()
+    };
+    while placed().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(30), "the daemon's viewer never reached the box");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let whole = end_to_notice(runs, laptop.path(), box_home.path(), || bus.notifications().iter().filter(|n| n["summary"].as_str().is_some_and(|s| s.starts_with("box · "))).filter_map(|n| n["t"].as_f64()).collect());
     let _ = daemon.kill();
     let _ = daemon.wait();
@@ -100,11 +109,19 @@ fn main() {
     let in_process = {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let engine = nightshift_core::Engine::open(nightshift_core::EngineOptions::new(nightshift_core::Home::at(laptop.path()))).unwrap();
-        let _viewers = {
+        let viewers = {
             let _inside = runtime.enter();
             nightshift_core::homes::viewer::start(&engine, Arc::new(Recorder(Arc::clone(&seen))))
         };
-        std::thread::sleep(Duration::from_secs(2));
+        // (Its place is the daemon's, in the same database: it only has to connect.)
+        let mut news = viewers.subscribe();
+        runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(30), async {
+                while !matches!(news.recv().await, Ok(nightshift_core::homes::viewer::HomeNews::Up { .. })) {}
+            })
+            .await
+            .expect("the viewer never reached the box")
+        });
         end_to_notice(runs, laptop.path(), box_home.path(), || seen.lock().unwrap().clone())
     };
     println!();

@@ -76,6 +76,19 @@ fn start_viewer(laptop: &TestHome) -> common::Daemon {
     daemon
 }
 
+/// Wait until the laptop's viewer has reached `home` once (its place there is set).
+fn connected(laptop: &TestHome, home: &str) {
+    let start = Instant::now();
+    let placed = || {
+        let db = rusqlite::Connection::open(laptop.path().join("nightshift.db")).ok()?;
+        db.query_row("SELECT told_from FROM home_views WHERE home = ?1", [home], |r| r.get::<_, Option<String>>(0)).ok().flatten()
+    };
+    while placed().is_none() {
+        assert!(start.elapsed() < Duration::from_secs(20), "the viewer never reached {home}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn on(laptop: &TestHome, home: &str, args: &[&str]) -> Output {
     ctl_bus(laptop).args(args).args(["--home", home]).output().unwrap()
 }
@@ -296,8 +309,8 @@ fn the_boxs_finishes_are_told_on_the_laptop_once_also_across_a_restart_and_a_sto
     };
 
     let viewer = start_viewer(&laptop);
-    // Give the viewer its first connection (its place starts there: the past is not news).
-    std::thread::sleep(Duration::from_millis(1500));
+    // Its first connection sets its place in the box's history (the past is not news).
+    connected(&laptop, "box");
     assert!(on(&laptop, "box", &["run", "nightly", "--wait"]).status.success());
     let told = from_box(&bus, 1);
     assert_eq!(told.len(), 1, "{told:#?}");
