@@ -138,6 +138,9 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
 
     // Schedule this home unless someone else does; deliver its webhooks either way.
     engine.enable_webhooks();
+    // Runs a daemon or a CLI queues and settles here reach this page and other homes' viewers
+    // (as a state event: they read what changed).
+    let _others = engine.hear_other_processes();
     let lock = match SchedulerLock::take(engine.home(), "nightshiftctl serve") {
         Ok(lock) => {
             engine.recover(nightshift_core::RecoveryMode::Adopt).await?;

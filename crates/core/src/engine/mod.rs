@@ -73,6 +73,11 @@ use crate::store::Store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
+/// What [`Engine::hear_other_processes`] keeps alive.
+pub struct OtherProcesses {
+    _watch: signal::WakeWatch,
+}
+
 /// How to build an [`Engine`]; everything has a default except the home.
 pub struct EngineOptions {
     pub home: Home,
@@ -267,6 +272,16 @@ impl Engine {
     }
     pub fn subscribe(&self) -> EventReceiver {
         self.core.events.subscribe()
+    }
+
+    /// Hear of what other processes do on this home — a run queued or settled by a daemon or a
+    /// CLI (they touch its wake file) — as this engine's own `EngineState` event (the counts, read
+    /// from the store), for as long as the returned value lives. A face that views a home another
+    /// process schedules (`serve` beside a daemon) passes it on to its viewers, which then read
+    /// what changed (other homes' viewers catch up on the finishes they owe).
+    pub fn hear_other_processes(&self) -> OtherProcesses {
+        let core = Arc::clone(&self.core);
+        OtherProcesses { _watch: signal::watch_wake_file(&self.core, Vec::new(), move || core.emit_state()) }
     }
 
     /// Send desktop notifications through `notifier`: a finish notification per run (per the

@@ -135,7 +135,15 @@ async fn follow(engine: Engine, sender: Arc<BoundedSender>, name: String, news: 
                     let _ = tell(&engine, &client, &sender, vec![*run]).await;
                 }
                 Some(event) => {
+                    // Its counts changed: a run there may have ended in a process whose events
+                    // its stream does not carry (its daemon, a CLI) — read what ended.
+                    let state = matches!(event, EngineEvent::EngineState { .. });
                     let _ = news.send(HomeNews::Event { home: name.clone(), event });
+                    if state {
+                        if let Err(e) = catch_up(&engine, &client, &sender).await {
+                            tracing::debug!(home = %name, error = %e, "could not catch up; the stream goes on");
+                        }
+                    }
                 }
             }
         }
