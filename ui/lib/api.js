@@ -116,14 +116,16 @@ function dispatch(payload) {
   }
 }
 
+/** The browser's event stream now (aborted to follow another home's). Declared before the
+ * stream starts below: a `let` read before its line throws.
+ * @type {AbortController | null} */
+let following = null;
+
 if (tauri) {
   tauri.event.listen("engine", (e) => dispatch(e.payload));
 } else {
   followEvents();
 }
-
-/** @type {AbortController | null} */
-let following = null;
 
 /** Follow the shown home's stream instead (the switcher changed it). */
 function restartEvents() {

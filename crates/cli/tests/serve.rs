@@ -1,11 +1,12 @@
 //! `nightshiftctl serve`: the window in a real browser (Debian's Chromium through chromedriver,
-//! headless) — the views load, Run now works and the run turns completed live — and the server's
+//! headless) — the views load, Run now works and the run turns completed live, and the home switcher
+//! shows another home through this server (a run there turning completed live) — and the server's
 //! refusals, over raw HTTP so every header is ours: no token, a wrong token, a foreign `Host`, a
 //! foreign `Origin`, too many bad tokens, a non-loopback address without `--insecure`.
 
 mod common;
 
-use common::ctl;
+use common::{ctl, ctl_bus};
 use nightshift_testkit::TestHome;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Stdio};
@@ -26,7 +27,8 @@ impl Drop for Server {
 }
 
 fn serve(th: &TestHome) -> Server {
-    let mut child = ctl(th).args(["serve", "--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    // On the test's session bus: its keychain holds the tokens of the homes it lists.
+    let mut child = ctl_bus(th).args(["serve", "--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
     let mut line = String::new();
     BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
     let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
@@ -191,6 +193,32 @@ async fn the_window_works_in_a_real_browser() {
         // History shows it without a reload.
         c.execute("window.nightshiftUi.go('#/history')", vec![]).await.unwrap();
         until("the history row", "return document.querySelector('#history tbody tr')?.textContent.includes('hello')", 10).await;
+
+        // Another home this one lists: the switcher shows its routines through this server, a
+        // Run now there turns completed live from its relayed event stream.
+        let boxed = TestHome::new();
+        boxed.routine("boxjob", "schedule: \"0 3 * * *\"\ncommand: \"sleep 1; echo '## Hello from the box'\"\nnotify: never\n");
+        let b = serve(&boxed);
+        let mut add = ctl_bus(&th).args(["homes", "add", "box", &b.base]).stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+        add.stdin.take().unwrap().write_all(format!("{}\n", b.token).as_bytes()).unwrap();
+        let added = add.wait_with_output().unwrap();
+        assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+        // (A running engine reads its settings again within a second of their change.)
+        let start = Instant::now();
+        while call(&s, "list_homes", serde_json::json!({})).1.as_array().is_none_or(|h| h.is_empty()) {
+            assert!(start.elapsed() < Duration::from_secs(10), "the server never listed the box");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        c.refresh().await.unwrap();
+        until("the switcher offering the box", "return !document.getElementById('home-switch-label').hidden && [...document.querySelectorAll('#home-switch option')].some(o => o.value === 'box')", 20).await;
+        c.execute("const s = document.getElementById('home-switch'); s.value = 'box'; s.dispatchEvent(new Event('change'))", vec![]).await.unwrap();
+        c.execute("window.nightshiftUi.go('#/routines')", vec![]).await.unwrap();
+        until("the box's routine", "return document.querySelector(\"#routines tr[data-routine='boxjob']\") && !document.querySelector(\"#routines tr[data-routine='hello']\")", 20).await;
+        c.execute("document.querySelector(\"#routines tr[data-routine='boxjob'] button.primary\").click()", vec![]).await.unwrap();
+        until("the box's run detail", "return location.hash.startsWith('#/run/')", 10).await;
+        until("the box's run completed, live", "const b = document.querySelector('#run-title .badge'); return b && b.classList.contains('badge-completed')", 20).await;
+        until("its report", "return document.getElementById('run-report')?.textContent.includes('Hello from the box')", 10).await;
+        drop(b);
     }
     .await;
     let _ = c.close().await;
