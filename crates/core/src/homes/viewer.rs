@@ -175,17 +175,25 @@ async fn catch_up(engine: &Engine, client: &HomeClient, sender: &Arc<BoundedSend
         let (store, name) = (Arc::clone(&store), name.clone());
         tokio::task::spawn_blocking(move || -> crate::error::Result<_> {
             store.home_seen(&name, now)?;
-            let view = store.home_view(&name)?;
-            if view.told_from.is_none() {
-                // First seen: its past is history, not news.
-                store.set_home_told_from(&name, now)?;
-            }
-            Ok(view)
+            store.home_view(&name)
         })
         .await
         .map_err(|e| crate::error::Error::new(crate::error::ErrorCode::Io, e.to_string()))??
     };
-    let Some(mut from) = view.told_from else { return Ok(()) };
+    let Some(mut from) = view.told_from else {
+        // First seen: its past is history, not news — also what ended within the clock skew
+        // before now, which a later catch-up reaches back over: marked told, not told.
+        let past: Vec<RunRecord> = client.call("runs_finished_since", serde_json::json!({ "from": crate::words::fmt_time(&(now - Span::minutes(SKEW))), "limit": 200 })).await?;
+        let (store, name) = (Arc::clone(&store), name.clone());
+        return tokio::task::spawn_blocking(move || -> crate::error::Result<()> {
+            for run in past {
+                store.claim_home_told(&name, &run.id, now)?;
+            }
+            store.set_home_told_from(&name, now)
+        })
+        .await
+        .map_err(|e| crate::error::Error::new(crate::error::ErrorCode::Io, e.to_string()))?;
+    };
     from -= Span::minutes(SKEW);
     loop {
         let runs: Vec<RunRecord> = client.call("runs_finished_since", serde_json::json!({ "from": crate::words::fmt_time(&from), "limit": 200 })).await?;
