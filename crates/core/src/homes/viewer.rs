@@ -71,10 +71,16 @@ pub fn start(engine: &Engine, notifier: Arc<dyn Notifier>) -> Viewers {
         let news = told;
         let mut events = engine.subscribe();
         let mut followers: BTreeMap<String, (String, tokio::task::JoinHandle<()>)> = BTreeMap::new();
+        // The homes whose places were last pruned, and when (again when the list changes, or daily).
+        let mut pruned: Option<(Vec<String>, std::time::Instant)> = None;
         loop {
             let listed = super::listed(&engine);
-            let (store, names, before) = (Arc::clone(&engine.core.store), listed.iter().map(|h| h.name.clone()).collect::<Vec<_>>(), engine.core.clock.now() - Span::days(REMEMBER_DAYS));
-            let _ = tokio::task::spawn_blocking(move || store.prune_home_views(before, &names.iter().map(String::as_str).collect::<Vec<_>>())).await;
+            let names: Vec<String> = listed.iter().map(|h| h.name.clone()).collect();
+            if pruned.as_ref().is_none_or(|(was, at)| *was != names || at.elapsed() > Duration::from_secs(86_400)) {
+                let (store, kept, before) = (Arc::clone(&engine.core.store), names.clone(), engine.core.clock.now() - Span::days(REMEMBER_DAYS));
+                let _ = tokio::task::spawn_blocking(move || store.prune_home_views(before, &kept.iter().map(String::as_str).collect::<Vec<_>>())).await;
+                pruned = Some((names, std::time::Instant::now()));
+            }
             followers.retain(|name, (url, task)| {
                 let keep = listed.iter().any(|h| &h.name == name && &h.url == url);
                 if !keep {
@@ -88,8 +94,17 @@ pub fn start(engine: &Engine, notifier: Arc<dyn Notifier>) -> Viewers {
                     (home.url.clone(), tokio::spawn(async move { follow(engine, sender, name, news).await }))
                 });
             }
-            // A settings change is announced as an event; look again then, or in a minute.
-            let _ = tokio::time::timeout(Duration::from_secs(60), events.recv()).await;
+            // A settings change is announced (`AccountsChanged`); look again then, or in a minute —
+            // not on every run event of this home.
+            let _ = tokio::time::timeout(Duration::from_secs(60), async {
+                loop {
+                    match events.recv().await {
+                        Ok(EngineEvent::AccountsChanged) | Err(_) => return,
+                        Ok(_) => {}
+                    }
+                }
+            })
+            .await;
         }
     });
     Viewers { task, news }
