@@ -233,3 +233,35 @@ pub fn allow_a_folder(th: &TestHome, name: &str) -> std::path::PathBuf {
     std::fs::write(&file, format!("{text}allow: {{dirs: [{}]}}\n", docs.display())).unwrap();
     docs
 }
+
+/// A running `nightshiftctl serve` of a test home (on the test's session bus: its keychain holds
+/// the tokens of the homes it lists), killed when dropped.
+pub struct Served {
+    pub child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub base: String,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    pub port: u16,
+    pub token: String,
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `serve --addr ADDR EXTRA…` on `th`, once it has printed its URL with the token.
+pub fn serve(th: &TestHome, addr: &str, extra: &[&str]) -> Served {
+    use std::io::BufRead;
+    let mut child = ctl_bus(th).args(["serve", "--addr", addr]).args(extra).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
+    let (base, token) = url.split_once("/?token=").unwrap();
+    let addr = base.trim_start_matches("http://").to_string();
+    let port = addr.rsplit(':').next().unwrap().parse().unwrap();
+    Served { child, base: base.to_string(), addr, port, token: token.to_string() }
+}

@@ -7,39 +7,15 @@
 
 mod common;
 
-use common::{ctl, ctl_bus, files_containing, json, keychain_available, start_daemon_with, stderr, stdout, ArgvWatch};
+use common::{ctl, ctl_bus, files_containing, json, keychain_available, serve, start_daemon_with, stderr, stdout, ArgvWatch, Served};
 use nightshift_testkit::dbus::NotificationBus;
 use nightshift_testkit::{SshServer, TestHome};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Output, Stdio};
+use std::io::Write;
+use std::process::{Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// The box's `serve`, killed when dropped.
-struct Box_ {
-    child: Child,
-    port: u16,
-    token: String,
-}
-
-impl Drop for Box_ {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(th: &TestHome, addr: &str, extra: &[&str]) -> Box_ {
-    let mut child = ctl(th).args(["serve", "--addr", addr]).args(extra).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
-    let (base, token) = url.split_once("/?token=").unwrap();
-    let port = base.rsplit(':').next().unwrap().parse().unwrap();
-    Box_ { child, port, token: token.to_string() }
-}
-
 /// A box home with routines to run, served on loopback.
-fn a_box() -> (TestHome, Box_) {
+fn a_box() -> (TestHome, Served) {
     let th = TestHome::new();
     th.routine("nightly", "schedule: \"0 3 * * *\"\nnotify: always\ncommand: echo hello from the box\n");
     th.routine("long", "schedule: \"0 3 * * *\"\ncommand: sleep 60\n");

@@ -6,35 +6,14 @@
 
 mod common;
 
-use common::{ctl, ctl_bus};
+use common::{ctl, ctl_bus, Served};
 use nightshift_testkit::TestHome;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Stdio};
+use std::io::{Read, Write};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-struct Server {
-    child: Child,
-    base: String,
-    token: String,
-    addr: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn serve(th: &TestHome) -> Server {
-    // On the test's session bus: its keychain holds the tokens of the homes it lists.
-    let mut child = ctl_bus(th).args(["serve", "--addr", "127.0.0.1:0"]).stdout(Stdio::piped()).stderr(Stdio::null()).spawn().unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-    let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).to_string();
-    let (base, token) = url.split_once("/?token=").unwrap();
-    let addr = base.trim_start_matches("http://").to_string();
-    Server { child, base: base.to_string(), token: token.to_string(), addr }
+fn serve(th: &TestHome) -> Served {
+    common::serve(th, "127.0.0.1:0", &[])
 }
 
 /// One raw HTTP/1.1 request with an empty JSON body; (status, body).
@@ -43,7 +22,7 @@ fn http(addr: &str, method: &str, path: &str, headers: &[(&str, &str)]) -> (u16,
 }
 
 /// A command with arguments, as the page calls it.
-fn call(s: &Server, command: &str, args: serde_json::Value) -> (u16, serde_json::Value) {
+fn call(s: &Served, command: &str, args: serde_json::Value) -> (u16, serde_json::Value) {
     let bearer = format!("Bearer {}", s.token);
     let (code, body) = http_body(&s.addr, "POST", &format!("/api/{command}"), &[("Authorization", &bearer), ("Content-Type", "application/json")], &args.to_string());
     (code, serde_json::from_str(&body).unwrap_or(serde_json::Value::Null))
