@@ -27,7 +27,7 @@ ensure_apt_packages() {
 # What building the Tauri app needs on Linux.
 BUILD_PACKAGES="libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev build-essential pkg-config file"
 # What the test suite's real services need: X server, D-Bus, keyring, WebDriver, screenshots.
-TEST_PACKAGES="xvfb xauth webkit2gtk-driver x11-utils imagemagick dbus dbus-x11 gnome-keyring libsecret-tools python3-dbus python3-gi python3-xlib chromium chromium-driver libglib2.0-bin openssh-server openssh-client gdb man-db python3-venv"
+TEST_PACKAGES="xvfb xauth webkit2gtk-driver x11-utils imagemagick dbus dbus-x11 gnome-keyring libsecret-tools python3-dbus python3-gi python3-xlib chromium chromium-driver libglib2.0-bin openssh-server openssh-client nginx-light openssl gdb man-db python3-venv"
 
 # What checking the packages needs (scripts/package.sh builds them without these): the Debian and
 # RPM linters, and rpm to read an .rpm's contents.

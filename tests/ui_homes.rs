@@ -44,6 +44,19 @@ fn wait_until(what: &str, limit: Duration, ok: impl Fn() -> bool) {
     }
 }
 
+/// The test session's bus (its keychain and notification server), when a display and the
+/// keychain are here (`scripts/test.sh` provides both).
+fn session_with_keychain() -> Option<String> {
+    if !gui_available() {
+        return None;
+    }
+    let Ok(session) = std::env::var("DBUS_SESSION_BUS_ADDRESS") else {
+        assert_eq!(std::env::var("NIGHTSHIFT_SKIP_KEYCHAIN").as_deref(), Ok("1"), "no D-Bus session (the keychain): run through scripts/test.sh");
+        return None;
+    };
+    Some(session)
+}
+
 /// The box's entries under the tray's Run now.
 fn box_entries(menu: &[MenuEntry]) -> Vec<String> {
     let run_now = menu.iter().find(|e| e.label == "Run now").map(|e| e.children.clone()).unwrap_or_default();
@@ -52,13 +65,7 @@ fn box_entries(menu: &[MenuEntry]) -> Vec<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_shows_another_homes_routines_and_runs_them_there_from_the_window_and_the_tray() {
-    if !gui_available() {
-        return;
-    }
-    let Ok(session) = std::env::var("DBUS_SESSION_BUS_ADDRESS") else {
-        assert_eq!(std::env::var("NIGHTSHIFT_SKIP_KEYCHAIN").as_deref(), Ok("1"), "no D-Bus session (the keychain): run through scripts/test.sh");
-        return;
-    };
+    let Some(session) = session_with_keychain() else { return };
     let _one = ONE_APP_AT_A_TIME.lock().await;
     let tmp = tempfile::tempdir().unwrap();
     let box_home = tmp.path().join("box");
@@ -150,4 +157,45 @@ async fn the_app_shows_another_homes_routines_and_runs_them_there_from_the_windo
     drop(driver);
     let _ = served.kill();
     let _ = served.wait();
+}
+
+/// The app itself as another machine's home (`[serve] listen`): a laptop's CLI adds it with the
+/// token the app kept, and runs one of the app's routines there — the app's engine runs it, and
+/// its window shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_with_serve_listen_is_a_home_another_machine_reaches() {
+    let Some(session) = session_with_keychain() else { return };
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    nightshift_core::Home::at(&home).bootstrap().unwrap();
+    std::fs::write(home.join("routines/nightly.yaml"), "schedule: \"0 3 * * *\"\ncommand: echo run by the app\n").unwrap();
+    let port = free_port();
+    std::fs::write(home.join("nightshift.toml"), format!("device_name = \"the-app\"\n[serve]\nlisten = \"127.0.0.1:{port}\"\n")).unwrap();
+    let Some((driver, c)) = launch(&home, &session).await else { return };
+    wait_until("the app's server", Duration::from_secs(30), || home.join("serve-token").is_file() && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok());
+    let token = std::fs::read_to_string(home.join("serve-token")).unwrap();
+
+    let laptop = tmp.path().join("laptop");
+    std::fs::create_dir_all(&laptop).unwrap();
+    std::fs::write(laptop.join("nightshift.toml"), format!("keychain_service = \"nightshift-test-ui-serve-{}\"\n", std::process::id())).unwrap();
+    let mut add = ctl(&laptop).args(["homes", "add", "app", &format!("http://127.0.0.1:{port}")]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    add.stdin.take().unwrap().write_all(format!("{}\n", token.trim()).as_bytes()).unwrap();
+    let added = add.wait_with_output().unwrap();
+    assert!(String::from_utf8_lossy(&added.stdout).contains("reachable, the-app there"), "{}{}", String::from_utf8_lossy(&added.stderr), app_log_tail());
+
+    // Run there: the app's engine runs it (the app schedules its home), the window shows it.
+    let ran = ctl(&laptop).args(["run", "nightly", "--wait", "--json", "--home", "app"]).output().unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&ran.stdout).unwrap_or_default();
+    assert_eq!(run["status"], "completed", "{}{}", String::from_utf8_lossy(&ran.stderr), app_log_tail());
+    let listed = ctl(&laptop).args(["homes", "list", "--json"]).output().unwrap();
+    let listed: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["scheduling"], true, "{listed:#}");
+    assert_eq!(latest_run_id(&home), run["id"].as_str().unwrap(), "the run is the app's");
+    go(&c, "#/history").await;
+    let row = until(&c, "the run in the app's history", &format!("return !!document.querySelector(\"#history-rows tr[data-id='{}']\")", run["id"].as_str().unwrap()), 20).await;
+    assert_eq!(row, true);
+
+    close(c).await;
+    drop(driver);
 }

@@ -16,6 +16,8 @@ pub async fn run(shell: Arc<Shell>) {
     }
     forward_events_to_window(&shell, &engine);
     follow_in_tray(&shell, &engine);
+    // `[serve] listen`: this home to a browser and to other machines' viewers, whoever schedules.
+    nightshift_core::serve::serve_as_configured(&engine, shell.clone()).await;
     // Never schedule on a damaged database: the app stays a viewer and says why — in its log,
     // the tray (attention, the sentence atop the menu) and the window's header.
     if let Err(e) = engine.check_database() {

@@ -257,6 +257,16 @@ impl nightshift_core::api::Face for Shell {
     }
 }
 
+/// Who schedules, for the callers of `[serve] listen` (`nightshift_core::serve`).
+impl nightshift_core::serve::Scheduling for Shell {
+    fn scheduled_elsewhere(&self) -> Option<String> {
+        Shell::scheduled_elsewhere(self)
+    }
+    fn scheduling(&self) -> bool {
+        Shell::scheduling(self)
+    }
+}
+
 /// The question Quit asks while runs are going.
 pub const QUIT_TITLE: &str = "Quit Nightshift?";
 

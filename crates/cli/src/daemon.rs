@@ -22,6 +22,8 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
     engine.enable_webhooks();
     let mut events = engine.subscribe();
     let adopted = engine.recover(RecoveryMode::Adopt).await?;
+    // `[serve] listen`: the window and other homes' viewers, beside the scheduler.
+    nightshift_core::serve::serve_as_configured(&engine, Arc::new(nightshift_core::serve::SchedulesHere)).await;
     let sched = Scheduler::new(engine.clone());
     if !json {
         // Only for the banner: dropped at once (a copy of every routine held for the daemon's

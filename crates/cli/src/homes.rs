@@ -11,9 +11,10 @@ use std::io::{IsTerminal, Read};
 #[derive(Subcommand)]
 pub enum HomesCommand {
     /// Look at another machine's Nightshift from here. URL: `ssh://[user@]host[/serve-port]`
-    /// (through SSH to its `serve` on loopback; default port 7878) or `http://127.0.0.1:PORT`.
-    /// Its access token (what its `serve` printed after `?token=`) is read from stdin into the OS
-    /// keychain — never an argument, never a file.
+    /// (through SSH to its `serve` on loopback; default port 7878), `https://host[:port]` (a TLS
+    /// proxy in front of it: its certificate verified, or pinned now with its fingerprint shown)
+    /// or `http://127.0.0.1:PORT`. Its access token (what its `serve` printed after `?token=`) is
+    /// read from stdin into the OS keychain — never an argument, never a file.
     Add {
         name: String,
         url: String,
@@ -34,7 +35,13 @@ pub async fn homes(engine: &Engine, cmd: HomesCommand) -> Result<Outcome, Error>
     match cmd {
         HomesCommand::Add { name, url, replace } => {
             let token = read_token(&name)?;
-            let parsed = homes::add(engine, &name, &url, &token, replace)?;
+            let added = homes::add(engine, &name, &url, &token, replace).await?;
+            let parsed = &added.url;
+            if let Some((fingerprint, why)) = &added.pinned {
+                println!("pinned the certificate of {parsed} on first use — no authority this machine trusts vouches for it ({why}).");
+                println!("  SHA-256 {fingerprint}");
+                println!("  Compare it with the server's (`openssl x509 -noout -fingerprint -sha256 -in CERT` there); only this certificate is accepted from now on.");
+            }
             // Say at once whether it answers (the entry stays either way: the box may be asleep).
             let there = homes::client(engine, &name)?;
             match there.call::<serde_json::Value>("engine_state", serde_json::json!({})).await {

@@ -9,6 +9,7 @@ mod common;
 
 use common::{ctl, ctl_bus, files_containing, json, keychain_available, serve, start_daemon_with, stderr, stdout, ArgvWatch, Served};
 use nightshift_testkit::dbus::NotificationBus;
+use nightshift_testkit::tls_proxy::{self, TlsProxy};
 use nightshift_testkit::{SshServer, TestHome};
 use std::io::Write;
 use std::process::{Output, Stdio};
@@ -363,4 +364,122 @@ fn a_routine_moves_to_the_box_and_a_move_that_cannot_reach_it_leaves_it_here() {
     assert_eq!(twice.status.code(), Some(2));
     assert!(stderr(&twice).contains("it stays enabled here") && stderr(&twice).contains("already exists"), "{}", stderr(&twice));
     assert!(laptop.path().join("routines/backup.yaml").is_file());
+}
+
+/// A box behind a real TLS proxy (nginx on `port`, with `cert`), its `serve` told the proxy's
+/// public address.
+fn a_box_behind_tls(port: u16, cert: &nightshift_testkit::tls_proxy::Cert) -> (TestHome, Served, TlsProxy) {
+    let th = TestHome::new();
+    th.routine("nightly", "schedule: \"0 3 * * *\"\ncommand: echo hello over tls\n");
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\ndevice_name = \"the-box\"\n").unwrap();
+    let served = serve(&th, "127.0.0.1:0", &["--public-url", &format!("https://localhost:{port}")]);
+    let proxy = TlsProxy::start(port, cert, served.port);
+    (th, served, proxy)
+}
+
+#[test]
+fn an_https_home_with_its_own_certificate_is_pinned_on_first_use_and_a_changed_one_is_refused() {
+    if !keychain_available() {
+        return;
+    }
+    let certs = tempfile::tempdir().unwrap();
+    let (first, second) = (tls_proxy::self_signed(certs.path(), "first"), tls_proxy::self_signed(certs.path(), "second"));
+    let port = tls_proxy::free_port();
+    let (boxed, served, proxy) = a_box_behind_tls(port, &first);
+    let laptop = a_laptop("");
+    let url = format!("https://localhost:{port}");
+
+    // Added: no authority vouches for it, so its certificate is pinned, its fingerprint shown —
+    // the one OpenSSL prints for the file on the box.
+    let added = add_home(&laptop, "box", &url, &served.token, false);
+    assert!(added.status.success(), "{}\n{}", stderr(&added), proxy.log());
+    let said = stdout(&added);
+    assert!(said.contains(&format!("pinned the certificate of {url} on first use — no authority this machine trusts vouches for it (it is signed by itself)")), "{said}");
+    assert!(said.contains(&format!("SHA-256 {}", first.fingerprint())), "{said}");
+    assert!(said.contains("reachable, the-box there"), "{said}");
+    let settings = std::fs::read_to_string(laptop.path().join("nightshift.toml")).unwrap();
+    assert!(settings.contains(&format!("pin = \"sha256:{}\"", first.fingerprint().replace(':', "").to_lowercase())), "{settings}");
+
+    // Through the proxy, as on loopback: a run there, its history and log.
+    let ran = on(&laptop, "box", &["run", "nightly", "--wait", "--json"]);
+    assert_eq!(ran.status.code(), Some(0), "{}\n{}", stderr(&ran), proxy.log());
+    let id = json(&ran)["id"].as_str().unwrap().to_string();
+    assert_eq!(stdout(&on(&laptop, "box", &["logs", &id])), "hello over tls\n");
+    assert!(stdout(&on(&laptop, "box", &["runs"])).contains(&id));
+    assert_eq!(files_containing(laptop.path(), &served.token), Vec::<String>::new());
+
+    // The proxy now shows another certificate: refused before the token is sent, saying both
+    // fingerprints and what to do.
+    drop(proxy);
+    let _proxy = TlsProxy::start(port, &second, served.port);
+    let refused = on(&laptop, "box", &["runs"]);
+    assert_eq!(refused.status.code(), Some(2));
+    let why = stderr(&refused);
+    assert!(why.contains("home \"box\" cannot be reached: the certificate of localhost is not the one pinned"), "{why}");
+    assert!(why.contains(&first.fingerprint()) && why.contains(&second.fingerprint()) && why.contains("--replace"), "{why}");
+    // Pinned again on purpose, it answers.
+    let again = add_home(&laptop, "box", &url, &served.token, true);
+    assert!(stdout(&again).contains(&format!("SHA-256 {}", second.fingerprint())), "{}", stdout(&again));
+    assert!(on(&laptop, "box", &["runs"]).status.success());
+    drop(boxed);
+}
+
+#[test]
+fn an_https_home_an_authority_vouches_for_is_verified_not_pinned() {
+    if !keychain_available() {
+        return;
+    }
+    let certs = tempfile::tempdir().unwrap();
+    let (authority, cert) = tls_proxy::authority_signed(certs.path(), "box");
+    let port = tls_proxy::free_port();
+    let (_boxed, served, proxy) = a_box_behind_tls(port, &cert);
+    let laptop = a_laptop("");
+    let url = format!("https://localhost:{port}");
+    // The authority is one this machine trusts (as OpenSSL reads it: `SSL_CERT_FILE`).
+    let trusting = |args: &[&str]| ctl_bus(&laptop).args(args).env("SSL_CERT_FILE", &authority).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut adding = trusting(&["homes", "add", "box", &url]);
+    adding.stdin.take().unwrap().write_all(format!("{}\n", served.token).as_bytes()).unwrap();
+    let added = adding.wait_with_output().unwrap();
+    assert!(added.status.success(), "{}\n{}", stderr(&added), proxy.log());
+    assert!(!stdout(&added).contains("pinned") && stdout(&added).contains("reachable, the-box there"), "{}", stdout(&added));
+    assert!(!std::fs::read_to_string(laptop.path().join("nightshift.toml")).unwrap().contains("pin ="));
+    let runs = trusting(&["runs", "--home", "box"]).wait_with_output().unwrap();
+    assert!(runs.status.success(), "{}", stderr(&runs));
+
+    // Without that authority, the same certificate is not trusted: one clear error, its
+    // fingerprint and the way to pin it.
+    let untrusted = on(&laptop, "box", &["runs"]);
+    assert_eq!(untrusted.status.code(), Some(2));
+    let why = stderr(&untrusted);
+    assert!(why.contains("the certificate of localhost is not one this machine trusts (no authority this machine trusts signed it)") && why.contains(&cert.fingerprint()) && why.contains("pins it"), "{why}");
+}
+
+#[test]
+fn a_daemon_with_serve_listen_is_a_home_as_serve_is() {
+    if !keychain_available() {
+        return;
+    }
+    let boxed = TestHome::new();
+    boxed.routine("nightly", "schedule: \"0 3 * * *\"\ncommand: echo served by the daemon\n");
+    let port = tls_proxy::free_port();
+    std::fs::write(boxed.path().join("nightshift.toml"), format!("device_name = \"the-box\"\n[serve]\nlisten = \"127.0.0.1:{port}\"\n")).unwrap();
+    let daemon = start_daemon_with(&boxed, &[], &[]);
+    daemon.wait_scheduling();
+    let token = std::fs::read_to_string(boxed.path().join("serve-token")).unwrap();
+    let laptop = a_laptop("");
+    let added = add_home(&laptop, "box", &format!("http://127.0.0.1:{port}"), token.trim(), false);
+    assert!(added.status.success(), "{}\n{}", stderr(&added), daemon.output());
+    let listed = json(&ctl_bus(&laptop).args(["homes", "list", "--json"]).output().unwrap());
+    assert_eq!((listed[0]["reachable"].clone(), listed[0]["scheduling"].clone()), (serde_json::json!(true), serde_json::json!(true)), "{listed:#}");
+    let ran = on(&laptop, "box", &["run", "nightly", "--wait", "--json"]);
+    assert_eq!(json(&ran)["status"], "completed", "{}", stderr(&ran));
+    let id = json(&ran)["id"].as_str().unwrap().to_string();
+    assert_eq!(stdout(&on(&laptop, "box", &["logs", &id])), "served by the daemon\n");
+    common::stop(daemon);
+
+    // Beyond loopback it is refused where it is written, with the way to do it.
+    std::fs::write(boxed.path().join("nightshift.toml"), "[serve]\nlisten = \"0.0.0.0:7878\"\n").unwrap();
+    let refused = ctl(&boxed).args(["routines", "list"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", stderr(&refused));
+    assert!(stderr(&refused).contains("nightshift.toml:2:11: `[serve] listen = \"0.0.0.0:7878\"` is not a loopback address"), "{}", stderr(&refused));
 }

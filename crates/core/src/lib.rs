@@ -18,6 +18,7 @@ pub mod health;
 pub mod homes;
 pub mod receiver;
 pub mod runner;
+pub mod serve;
 /// The database is the engine's: a normal build cannot reach the store at all (the faces read
 /// through [`Engine`] and [`records`], and no face's manifest lists `nightshift-store`); test
 /// builds may, to lay out the rows an engine would have left (feature `test-support`).

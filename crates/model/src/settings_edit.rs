@@ -167,7 +167,7 @@ fn home_names(doc: &DocumentMut) -> Vec<String> {
 
 /// Append a home (`[[homes]] name, url`); the URL is checked first, a name in use is an error.
 /// Its token is the caller's to put in the keychain.
-pub fn add_home(home: &Home, name: &str, url: &str) -> Result<crate::settings::HomeUrl> {
+pub fn add_home(home: &Home, name: &str, url: &str, pin: Option<&str>) -> Result<crate::settings::HomeUrl> {
     if let Some(problem) = crate::settings::home_name_problem(name) {
         return Err(Error::new(ErrorCode::Usage, problem));
     }
@@ -179,6 +179,9 @@ pub fn add_home(home: &Home, name: &str, url: &str) -> Result<crate::settings::H
     let mut table = Table::new();
     table.insert("name", toml_edit::value(name));
     table.insert("url", toml_edit::value(parsed.to_string()));
+    if let Some(pin) = pin {
+        table.insert("pin", toml_edit::value(pin));
+    }
     push_table(&mut doc, "homes", table);
     save(home, &doc)?;
     Ok(parsed)

@@ -18,6 +18,7 @@ pub mod home;
 pub mod process;
 pub mod ssh;
 pub mod streams;
+pub mod tls_proxy;
 pub mod tmpfs;
 pub mod wait;
 pub mod webhook_receiver;

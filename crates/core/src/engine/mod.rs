@@ -494,6 +494,13 @@ impl Engine {
         self.core.emit_state();
     }
 
+    /// Says that the window's server of `[serve] listen` could not start, as for the hooks.
+    pub fn tell_serve_problem(&self, said: String) {
+        tracing::error!("{said}");
+        self.core.problems.tell(problems::About::Serve, said);
+        self.core.emit_state();
+    }
+
     /// The storage problem behind a failed command, if any ("the disk holding … is full"), for
     /// faces to print beside a database error (which cannot name the path itself).
     pub fn storage_trouble(&self) -> Option<String> {

@@ -18,6 +18,8 @@ pub(crate) enum About {
     Dispatch,
     /// `[hooks] listen` cannot be bound.
     Hooks,
+    /// `[serve] listen` cannot be bound.
+    Serve,
     /// `[github] poll` cannot ask GitHub.
     Polling,
     /// A run ended but its final row cannot be written yet (its id).

@@ -1,6 +1,7 @@
-//! A byte stream to another home's `serve`: a TCP connection on this machine's loopback, or the
+//! A byte stream to another home's `serve`: a TCP connection on this machine's loopback, the
 //! stdin/stdout of `ssh -W 127.0.0.1:PORT host` — one TCP connection to that machine's loopback
-//! carried over the user's OpenSSH, sharing one connection per machine (`ControlMaster`).
+//! carried over the user's OpenSSH, sharing one connection per machine (`ControlMaster`) — or TLS
+//! to a proxy in front of it ([`super::tls`]).
 
 use crate::runner::remote::Target;
 use std::pin::Pin;
@@ -14,6 +15,7 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 pub enum Route {
     Loopback { port: u16 },
     Ssh { target: Target, serve_port: u16 },
+    Tls { host: String, port: u16, pin: Option<[u8; 32]> },
 }
 
 impl Route {
@@ -22,6 +24,7 @@ impl Route {
         match self {
             Route::Loopback { port } => format!("127.0.0.1:{port}"),
             Route::Ssh { serve_port, .. } => format!("127.0.0.1:{serve_port}"),
+            Route::Tls { host, port, .. } => crate::settings::HomeUrl::Https { host: host.clone(), port: *port }.authority(),
         }
     }
 
@@ -30,7 +33,12 @@ impl Route {
         match self {
             Route::Loopback { port } => {
                 let tcp = tokio::net::TcpStream::connect(("127.0.0.1", *port)).await.map_err(|e| format!("nothing answers on 127.0.0.1:{port} ({e}) — is `nightshiftctl serve` running there?"))?;
+                let _ = tcp.set_nodelay(true);
                 Ok(Link { io: Io::Tcp(tcp), said: Arc::default() })
+            }
+            Route::Tls { host, port, pin } => {
+                let tls = super::tls::connect(host, *port, *pin).await?;
+                Ok(Link { io: Io::Tls(Box::new(tls)), said: Arc::default() })
             }
             Route::Ssh { target, serve_port } => {
                 let mut child = target
@@ -67,6 +75,7 @@ pub struct Link {
 
 enum Io {
     Tcp(tokio::net::TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
     Ssh { io: tokio::io::Join<tokio::process::ChildStdout, tokio::process::ChildStdin>, _child: tokio::process::Child },
 }
 
@@ -81,6 +90,7 @@ impl AsyncRead for Link {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<std::io::Result<()>> {
         match &mut self.get_mut().io {
             Io::Tcp(t) => Pin::new(t).poll_read(cx, buf),
+            Io::Tls(t) => Pin::new(t.as_mut()).poll_read(cx, buf),
             Io::Ssh { io, .. } => Pin::new(io).poll_read(cx, buf),
         }
     }
@@ -90,18 +100,21 @@ impl AsyncWrite for Link {
     fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<std::io::Result<usize>> {
         match &mut self.get_mut().io {
             Io::Tcp(t) => Pin::new(t).poll_write(cx, buf),
+            Io::Tls(t) => Pin::new(t.as_mut()).poll_write(cx, buf),
             Io::Ssh { io, .. } => Pin::new(io).poll_write(cx, buf),
         }
     }
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match &mut self.get_mut().io {
             Io::Tcp(t) => Pin::new(t).poll_flush(cx),
+            Io::Tls(t) => Pin::new(t.as_mut()).poll_flush(cx),
             Io::Ssh { io, .. } => Pin::new(io).poll_flush(cx),
         }
     }
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
         match &mut self.get_mut().io {
             Io::Tcp(t) => Pin::new(t).poll_shutdown(cx),
+            Io::Tls(t) => Pin::new(t.as_mut()).poll_shutdown(cx),
             Io::Ssh { io, .. } => Pin::new(io).poll_shutdown(cx),
         }
     }

@@ -5,13 +5,15 @@
 //! and runs stay where they are; the only credential is the home's access token, kept in this
 //! machine's keychain.
 //!
-//! [`client`] speaks to one home; [`link`] carries the bytes (loopback TCP or `ssh -W`);
+//! [`client`] speaks to one home; [`link`] carries the bytes (loopback TCP, `ssh -W`, or TLS to
+//! a proxy in front — [`tls`]);
 //! [`viewer`] follows every home's events and tells each finish once; [`moving`] moves a routine
 //! to the home that should own it.
 
 pub mod client;
 pub mod link;
 pub mod moving;
+pub mod tls;
 pub mod viewer;
 
 pub use client::HomeClient;
@@ -29,9 +31,10 @@ fn token_key(name: &str) -> String {
 }
 
 /// How to reach a home's URL from this one: with the SSH options runs on hosts use (the user's
-/// config or `ssh_config`, one shared connection per machine).
-fn route(home: &Home, settings: &Settings, url: &HomeUrl) -> Route {
+/// config or `ssh_config`, one shared connection per machine); an https:// one with its pin.
+fn route(home: &Home, settings: &Settings, url: &HomeUrl, pin: Option<&str>) -> Route {
     match url {
+        HomeUrl::Https { host, port } => Route::Tls { host: host.clone(), port: *port, pin: pin.and_then(crate::settings::read_pin) },
         HomeUrl::Loopback { port } => Route::Loopback { port: *port },
         HomeUrl::Ssh { destination, ssh_port, serve_port } => {
             let mut target = crate::runner::remote::Target::of_home(destination, settings, home.data_dir());
@@ -60,30 +63,58 @@ pub fn client_of(this: &Home, settings: &Settings, name: &str) -> Result<HomeCli
         return Err(Error::new(ErrorCode::Usage, format!("no home named \"{name}\" ({known})")));
     };
     let url = HomeUrl::parse(&home.url).map_err(|p| Error::new(ErrorCode::SettingsInvalid, p))?;
-    Ok(HomeClient::new(name, route(this, settings, &url), &settings.keychain_service, &token_key(name)))
+    Ok(HomeClient::new(name, route(this, settings, &url, home.pin.as_deref()), &settings.keychain_service, &token_key(name)))
+}
+
+/// A home as added.
+#[derive(Debug, Clone)]
+pub struct Added {
+    pub url: HomeUrl,
+    /// An https:// home's certificate that no authority here vouches for, pinned now: its
+    /// fingerprint (to compare with the server's) and why it was not trusted.
+    pub pinned: Option<(String, String)>,
 }
 
 /// Add a home: its token into the keychain (first, so a listed home always has one), then its
-/// `[[homes]]` entry. `replace`: a home of that name is replaced (a new token or address).
-pub fn add(engine: &Engine, name: &str, url: &str, token: &str, replace: bool) -> Result<HomeUrl> {
+/// `[[homes]]` entry. `replace`: a home of that name is replaced (a new token or address). An
+/// https:// home is looked at first: a certificate this machine's roots do not vouch for is
+/// pinned (trust on first use — the caller shows its fingerprint).
+pub async fn add(engine: &Engine, name: &str, url: &str, token: &str, replace: bool) -> Result<Added> {
     let token = token.trim();
     if token.is_empty() || token.chars().any(char::is_whitespace) {
         return Err(Error::new(ErrorCode::Usage, "no token given: paste the token the home's `nightshiftctl serve` printed (after `?token=`, or from its serve-token file)"));
     }
     let parsed = HomeUrl::parse(url).map_err(|p| Error::new(ErrorCode::Usage, p))?;
+    let pinned = match &parsed {
+        HomeUrl::Https { host, port } => {
+            let seen = tls::look(host, *port).await.map_err(|e| Error::new(ErrorCode::HomeUnreachable, format!("cannot see the certificate of {parsed} to add it: {e}")))?;
+            seen.untrusted.map(|why| (crate::settings::write_pin(&seen.digest), crate::settings::show_pin(&seen.digest), why))
+        }
+        _ => None,
+    };
+    let engine = engine.clone();
+    let (name, url, token) = (name.to_string(), url.to_string(), token.to_string());
+    let pin = pinned.as_ref().map(|p| p.0.clone());
+    tokio::task::spawn_blocking(move || keep(&engine, &name, &url, &token, pin.as_deref(), replace)).await.map_err(|e| Error::new(ErrorCode::Io, e.to_string()))??;
+    Ok(Added { url: parsed, pinned: pinned.map(|(_, shown, why)| (shown, why)) })
+}
+
+/// The token into the keychain, then the entry into nightshift.toml (blocking: both are files
+/// and D-Bus).
+fn keep(engine: &Engine, name: &str, url: &str, token: &str, pin: Option<&str>, replace: bool) -> Result<()> {
     if replace && engine.settings().home(name).is_some() {
         crate::settings_edit::remove_home(engine.home(), name)?;
     }
     let service = engine.settings().keychain_service.clone();
     crate::accounts::keychain::set_secret(&service, &token_key(name), token, "— a home's token is kept only there").map_err(|e| Error::new(ErrorCode::Io, e.0))?;
-    if let Err(e) = crate::settings_edit::add_home(engine.home(), name, url) {
+    if let Err(e) = crate::settings_edit::add_home(engine.home(), name, url, pin) {
         if !replace {
             let _ = crate::accounts::keychain::delete_secret(&service, &token_key(name), "");
         }
         return Err(e);
     }
     engine.core.settings_file_changed();
-    Ok(parsed)
+    Ok(())
 }
 
 /// Remove a home: its entry and its token (its runs and history stay on its machine).

@@ -3,7 +3,9 @@
 
 mod homes;
 mod hosts;
-pub use homes::{home_name_problem, HomeSettings, HomeUrl, DEFAULT_SERVE_PORT};
+mod serve;
+pub use serve::{public_host, ServeSettings};
+pub use homes::{home_name_problem, read_pin, show_pin, write_pin, HomeSettings, HomeUrl, DEFAULT_SERVE_PORT};
 pub use hosts::{ActionsHost, AgentPath, HostSettings, RunsOn};
 
 use crate::error::{Error, ErrorCode, Result};
@@ -80,6 +82,8 @@ pub struct Settings {
     pub hooks: HooksSettings,
     /// `[github]`: polling GitHub for the events `trigger:`s name, on a machine nothing reaches.
     pub github: GithubSettings,
+    /// `[serve]`: the app and the daemon serve the window and other homes' viewers.
+    pub serve: ServeSettings,
 }
 
 /// `[github]` in nightshift.toml.
@@ -274,6 +278,7 @@ impl Default for Settings {
             budget: crate::budget::Budget::default(),
             usage_probe_url: "https://api.anthropic.com/api/oauth/usage".into(),
             hooks: HooksSettings::default(),
+            serve: ServeSettings::default(),
             github: GithubSettings::default(),
         }
     }
@@ -386,6 +391,9 @@ impl Settings {
             if let Some((needle, problem)) = host.problem(name) {
                 return Err(located(text.find(&needle).unwrap_or(0), &problem));
             }
+        }
+        if let Some((needle, problem)) = settings.serve.problem() {
+            return Err(located(text.find(&needle).unwrap_or(0), &problem));
         }
         let mut homes = std::collections::HashSet::new();
         for h in &settings.homes {
