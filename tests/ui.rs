@@ -575,3 +575,25 @@ async fn a_run_waiting_for_its_retry_shows_its_tries_and_is_cancelled_from_the_w
     drop(driver);
 }
 
+
+/// A run another process of this home starts and settles — the CLI's `run --wait` beside the
+/// running app — reaches the window live: the app hears the home's wake file, as its tray does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_the_cli_settles_beside_the_app_shows_in_history_live() {
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
+    let home = &scene.home;
+    std::fs::write(home.join("routines/beside.yaml"), "schedule: \"0 3 * * *\"\nnotify: never\ncommand: echo from the cli\n").unwrap();
+    let Some((driver, c)) = scene.open(&[]).await else { return };
+    text(&c, "#routines tr[data-routine='beside']").await;
+    go(&c, "#/history").await;
+    until(&c, "History", "return !!document.getElementById('history-rows')", 10).await;
+    let ctl = Path::new(env!("CARGO_BIN_EXE_nightshift")).with_file_name("nightshiftctl");
+    let ran = std::process::Command::new(&ctl).env("NIGHTSHIFT_HOME", home).args(["run", "beside", "--wait", "--json"]).output().unwrap();
+    let run: Value = serde_json::from_slice(&ran.stdout).unwrap_or_default();
+    assert_eq!(run["status"], "completed", "{}", String::from_utf8_lossy(&ran.stderr));
+    let row = format!("#history-rows tr[data-id='{}']", run["id"].as_str().unwrap());
+    let shown = until(&c, "the CLI's run in History, without a reload", &format!("const r = document.querySelector(\"{row}\"); return !!r && r.textContent.includes('completed')"), 15).await;
+    assert_eq!(shown, json!(true));
+    close(c).await;
+    drop(driver);
+}

@@ -101,16 +101,33 @@ fn follow_in_tray(shell: &Arc<Shell>, engine: &Engine) {
     });
 }
 
+/// The engine's events on to the window — and a `resync` (the window reads again what it shows)
+/// when a process of this home queues or settles a run (a daemon that schedules it, a CLI's
+/// `run`), whose events this engine never sees: its runs show as they happen, not at the
+/// window's next reload. The tray hears of them as a state event.
 fn forward_events_to_window(shell: &Arc<Shell>, engine: &Engine) {
     let mut events = engine.subscribe();
     let shell = Arc::clone(shell);
+    let woken = Arc::new(tokio::sync::Notify::new());
+    let others = {
+        let woken = Arc::clone(&woken);
+        (engine.on_other_processes(move || woken.notify_one()), engine.hear_other_processes())
+    };
     tokio::spawn(async move {
+        let _others = others;
         loop {
-            match events.recv().await {
-                Ok(event) => shell.desk().emit(&|| serde_json::to_value(&event).ok()),
-                // The window missed some: it reloads what it shows.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => shell.desk().emit(&|| Some(serde_json::json!({ "type": "resync" }))),
-                Err(_) => return,
+            tokio::select! {
+                event = events.recv() => match event {
+                    Ok(event) => shell.desk().emit(&|| serde_json::to_value(&event).ok()),
+                    // The window missed some: it reloads what it shows.
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => shell.desk().emit(&|| Some(serde_json::json!({ "type": "resync" }))),
+                    Err(_) => return,
+                },
+                _ = woken.notified() => {
+                    // A burst of settles (a night's catch-up) is one reading.
+                    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+                    shell.desk().emit(&|| Some(serde_json::json!({ "type": "resync" })));
+                }
             }
         }
     });

@@ -172,6 +172,11 @@ async fn the_window_works_in_a_real_browser() {
         // History shows it without a reload.
         c.execute("window.nightshiftUi.go('#/history')", vec![]).await.unwrap();
         until("the history row", "return document.querySelector('#history tbody tr')?.textContent.includes('hello')", 10).await;
+        // A run the home's own CLI starts and settles (a process whose events serve never sees)
+        // shows too, without a reload.
+        let ran = ctl(&th).args(["run", "hello", "--wait"]).output().unwrap();
+        assert!(ran.status.success(), "{}", String::from_utf8_lossy(&ran.stderr));
+        until("the CLI's run in History, live", "return document.querySelectorAll('#history tbody tr').length === 2", 10).await;
 
         // Another home this one lists: the switcher shows its routines through this server, a
         // Run now there turns completed live from its relayed event stream.

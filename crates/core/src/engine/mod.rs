@@ -281,7 +281,15 @@ impl Engine {
     /// what changed (other homes' viewers catch up on the finishes they owe).
     pub fn hear_other_processes(&self) -> OtherProcesses {
         let core = Arc::clone(&self.core);
-        OtherProcesses { _watch: signal::watch_wake_file(&self.core, Vec::new(), move || core.emit_state()) }
+        self.on_other_processes(move || core.emit_state())
+    }
+
+    /// Call `then` whenever a process queues or settles a run of this home (this one included:
+    /// every process touches the wake file), for as long as the returned value lives — for a
+    /// face whose views must read again what others changed (the window's `resync`). Calls come
+    /// from a watcher thread, one per touch: gather a burst before reading.
+    pub fn on_other_processes(&self, then: impl Fn() + Send + Sync + 'static) -> OtherProcesses {
+        OtherProcesses { _watch: signal::watch_wake_file(&self.core, Vec::new(), then) }
     }
 
     /// Send desktop notifications through `notifier`: a finish notification per run (per the

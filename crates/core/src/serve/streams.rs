@@ -6,24 +6,41 @@ use super::{error_response, no_store};
 use crate::Engine;
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Response};
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A comment line this often keeps proxies from closing an idle stream.
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 
-/// This home's events; a reader that fell behind is told to read again (`resync`).
+const RESYNC: &str = "data: {\"type\":\"resync\"}\n\n";
+
+/// This home's events. A reader that fell behind is told to read again (`resync`), as is one
+/// when another process of this home (a daemon, a CLI's `run`) queued or settled a run — events
+/// this engine never sees.
 pub(super) fn own(engine: &Engine) -> Response<Body> {
     let rx = engine.subscribe();
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+    let woken = Arc::new(tokio::sync::Notify::new());
+    let others = {
+        let woken = Arc::clone(&woken);
+        engine.on_other_processes(move || woken.notify_one())
+    };
+    let stream = futures_util::stream::unfold((rx, woken, others), |(mut rx, woken, others)| async move {
         loop {
-            let line = match tokio::time::timeout(KEEP_ALIVE, rx.recv()).await {
-                Ok(Ok(ev)) => serde_json::to_string(&ev).ok().map(|j| format!("data: {j}\n\n")),
-                Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => Some("data: {\"type\":\"resync\"}\n\n".to_string()),
-                Ok(Err(_)) => return None,
-                Err(_) => Some(": keep-alive\n\n".to_string()),
+            let line = tokio::select! {
+                got = tokio::time::timeout(KEEP_ALIVE, rx.recv()) => match got {
+                    Ok(Ok(ev)) => serde_json::to_string(&ev).ok().map(|j| format!("data: {j}\n\n")),
+                    Ok(Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => Some(RESYNC.to_string()),
+                    Ok(Err(_)) => return None,
+                    Err(_) => Some(": keep-alive\n\n".to_string()),
+                },
+                _ = woken.notified() => {
+                    // A burst of settles is one reading.
+                    tokio::time::sleep(Duration::from_millis(150)).await;
+                    Some(RESYNC.to_string())
+                }
             };
             if let Some(line) = line {
-                return Some((Ok::<_, std::convert::Infallible>(line), rx));
+                return Some((Ok::<_, std::convert::Infallible>(line), (rx, woken, others)));
             }
         }
     });
