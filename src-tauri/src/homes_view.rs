@@ -1,6 +1,6 @@
 //! Other homes (`[[homes]]`) in the app: what the homes' viewer hears of each — its events, its
 //! comings and goings — kept as the tray's line for that home (its `glance` read again after its
-//! events, never by polling) and relayed to the window tagged with the home's name (the window
+//! events — once for a burst of them — never by polling) and relayed to the window tagged with the home's name (the window
 //! shows the events of the home it shows).
 
 use crate::shell::Shell;
@@ -20,8 +20,23 @@ pub fn follow(shell: &Arc<Shell>, mut news: tokio::sync::broadcast::Receiver<Hom
             shell.set_home_line(&h.name, Some(HomeLine { name: h.name.clone(), reachable: false, down_since: None, routines: Vec::new(), logins: Vec::new(), running: 0 }));
         }
         shell.refresh_tray().await;
+        // Homes whose events since the last reading call for another, and when the first came.
+        let mut stale: std::collections::BTreeSet<String> = Default::default();
+        let mut gathering_until: Option<tokio::time::Instant> = None;
         loop {
-            let heard = news.recv().await;
+            let heard = match gathering_until {
+                None => news.recv().await,
+                Some(until) => match tokio::time::timeout_at(until, news.recv()).await {
+                    Ok(heard) => heard,
+                    Err(_) => {
+                        gathering_until = None;
+                        for home in std::mem::take(&mut stale) {
+                            reread(&shell, &home).await;
+                        }
+                        continue;
+                    }
+                },
+            };
             forget_unlisted(&shell);
             match heard {
                 Ok(HomeNews::Up { home }) => {
@@ -44,7 +59,8 @@ pub fn follow(shell: &Arc<Shell>, mut news: tokio::sync::broadcast::Receiver<Hom
                         Some(v)
                     });
                     if !progress {
-                        reread(&shell, &home).await;
+                        stale.insert(home);
+                        gathering_until.get_or_insert_with(|| tokio::time::Instant::now() + GATHER);
                     }
                 }
                 Err(RecvError::Lagged(_)) => {
@@ -57,6 +73,10 @@ pub fn follow(shell: &Arc<Shell>, mut news: tokio::sync::broadcast::Receiver<Hom
         }
     });
 }
+
+/// How long the events of a burst (a night's runs settling there at once) are gathered before
+/// their home is read again: one reading for them all.
+const GATHER: std::time::Duration = std::time::Duration::from_millis(150);
 
 /// Read what the tray shows of `home` again, from that home (`glance`: one call).
 async fn reread(shell: &Arc<Shell>, home: &str) {
