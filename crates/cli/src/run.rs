@@ -71,14 +71,23 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         // What is news while it waits: the run starting to wait for a limit.
         engine.enable_live_notices(crate::desktop_notifier());
     }
-    // Live progress (API retries, rate limits…) while we wait, on a terminal.
+    // Live progress (API retries, rate limits…) while we wait, on a terminal; and, wherever
+    // stderr goes, a try that failed and waits for its next: the wait is never silent.
     let progress_id = id.clone();
     let progress = tokio::spawn(async move {
+        let mut said = String::new();
         while let Ok(ev) = events.recv().await {
-            if let EngineEvent::RunProgress { run_id, message, .. } = ev {
-                if live && run_id == progress_id {
+            match ev {
+                EngineEvent::RunQueued { run } if run.id == progress_id => {
+                    if let Some(note) = run.message.filter(|m| *m != said) {
+                        eprintln!("  … {note} — this command waits and starts it then (Ctrl-C cancels the run)");
+                        said = note;
+                    }
+                }
+                EngineEvent::RunProgress { run_id, message, .. } if live && run_id == progress_id && message != said => {
                     eprintln!("  … {message}");
                 }
+                _ => {}
             }
         }
     });

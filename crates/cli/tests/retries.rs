@@ -112,6 +112,10 @@ async fn a_commands_own_exit_is_tried_again_only_when_the_routine_asks() {
     let out = tokio_ctl(&th).args(["run", "flaky", "--wait", "--json"]).output().await.unwrap();
     let rec = json(&out);
     assert_eq!(rec["status"], "completed", "{rec:#}");
+    // The wait for the second try is said (also when stderr is not a terminal), once.
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(said.matches("exit nonzero on try 1; try 2 of 2 at ").count(), 1, "{said}");
+    assert!(said.contains("— this command waits and starts it then (Ctrl-C cancels the run)"), "{said}");
     let attempts = rec["attempts"].as_array().unwrap();
     assert_eq!((attempts.len(), attempts[0]["reason"].as_str()), (2, Some("exit_nonzero")), "{rec:#}");
     assert_eq!(std::fs::read_to_string(&counter).unwrap().trim(), "2");
