@@ -295,18 +295,51 @@ fn a_damaged_database_is_named_and_never_scheduled_on() {
         assert!(ctl(&th).args(["run", "hello", "--wait"]).output().unwrap().status.success());
     }
     let db = th.path().join("nightshift.db");
-    // Checkpoint the WAL into the file, then damage a page in the middle (the header stays).
+    // Checkpoint the WAL into the file, then damage its last page (the header stays, and the
+    // first page of each table, which every open reads, too): only the whole check finds it.
     let _ = rusqlite::Connection::open(&db).unwrap().pragma_update(None, "wal_checkpoint", "TRUNCATE");
     let len = std::fs::metadata(&db).unwrap().len();
     assert!(len > 3 * 4096, "{len}");
     use std::os::unix::fs::FileExt;
-    std::fs::OpenOptions::new().write(true).open(&db).unwrap().write_all_at(&[0xAB; 4096], 4096).unwrap();
+    std::fs::OpenOptions::new().write(true).open(&db).unwrap().write_all_at(&[0xAB; 4096], len - 4096).unwrap();
     let out = ctl(&th).args(["daemon"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains(&format!("the database {} is damaged", db.display())), "{err}");
     assert!(err.contains("Nightshift will not schedule on it") && err.contains(".damaged") && err.contains("never deletes it"), "{err}");
     assert!(db.exists(), "never deleted");
+}
+
+/// A Nightshift database damaged where SQLite looks first — its header overwritten, or the page
+/// after its schema garbage — is called Nightshift's, damaged, in the same words by every command
+/// (never "another program's", never an exit 0 that the next command contradicts), and left as
+/// it was.
+#[test]
+fn a_damaged_nightshift_database_is_called_damaged_by_every_command() {
+    let th = TestHome::new();
+    th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: echo hi\n");
+    for _ in 0..5 {
+        assert!(ctl(&th).args(["run", "hello", "--wait"]).output().unwrap().status.success());
+    }
+    let db = th.path().join("nightshift.db");
+    let _ = rusqlite::Connection::open(&db).unwrap().pragma_update(None, "wal_checkpoint", "TRUNCATE");
+    let healthy = std::fs::read(&db).unwrap();
+    use std::os::unix::fs::FileExt;
+    let commands: [&[&str]; 7] = [&["runs"], &["pause"], &["resume"], &["accounts", "list"], &["routines", "next"], &["routines", "validate"], &["daemon"]];
+    for (damage, at, what) in [(&[0x5Au8; 100][..], 0u64, "its first bytes, the SQLite header, were overwritten"), (&[0xAB; 4096][..], 4096, "malformed")] {
+        std::fs::write(&db, &healthy).unwrap();
+        std::fs::OpenOptions::new().write(true).open(&db).unwrap().write_all_at(damage, at).unwrap();
+        let before = std::fs::read(&db).unwrap();
+        for args in commands {
+            let out = ctl(&th).args(args).output().unwrap();
+            let err = stderr(&out);
+            assert_eq!(out.status.code(), Some(2), "{args:?} after damage at {at}: {err}");
+            assert_eq!(err.matches(&format!("the database {} is damaged (", db.display())).count(), 1, "{args:?}: said once: {err}");
+            assert!(err.contains(what) && err.contains(".damaged`), or restore it from a backup — Nightshift never deletes it"), "{args:?}: {err}");
+            assert!(!err.contains("not Nightshift's") && !err.contains("NIGHTSHIFT_HOME"), "{args:?}: {err}");
+            assert_eq!(std::fs::read(&db).unwrap(), before, "{args:?} changed the damaged file");
+        }
+    }
 }
 
 /// Another program's database where Nightshift's belongs (another runner keeps its own at the

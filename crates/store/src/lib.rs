@@ -130,7 +130,7 @@ impl Store {
         if id != ownership::APPLICATION_ID {
             conn.pragma_update(None, "application_id", ownership::APPLICATION_ID)?;
         }
-        Ok(())
+        probe_tables(&conn)
     }
 
     /// A second connection to the same database, for reading on another thread while this one
@@ -151,14 +151,7 @@ impl Store {
             Ok(problem) => problem,
             Err(e) => e.to_string(),
         };
-        Err(Error::new(
-            ErrorCode::StoreUnavailable,
-            format!(
-                "the database {} is damaged ({problem}); Nightshift will not schedule on it. Move it aside to start a fresh history (`mv {p} {p}.damaged`), or restore it from a backup — Nightshift never deletes it",
-                self.path.display(),
-                p = self.path.display()
-            ),
-        ))
+        Err(damaged(&self.path, &problem, "; Nightshift will not schedule on it"))
     }
 
     pub fn conn(&self) -> MutexGuard<'_, Connection> {
@@ -172,13 +165,36 @@ fn is_busy(e: &rusqlite::Error) -> bool {
     matches!(e.sqlite_error_code(), Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
 
+/// Nightshift's own database, damaged — said in the same words wherever it is found (opening it,
+/// the engines' check before they schedule, a file whose header was overwritten): which file,
+/// what is wrong, what to do; it is never deleted or repaired here.
+pub fn damaged(path: &Path, problem: &str, consequence: &str) -> Error {
+    Error::new(
+        ErrorCode::StoreUnavailable,
+        format!(
+            "the database {p} is damaged ({problem}){consequence}. Move it aside to start a fresh history (`mv {p} {p}.damaged`), or restore it from a backup — Nightshift never deletes it",
+            p = path.display()
+        ),
+    )
+}
+
+/// Every table's first page read once at open (a few hundred microseconds): a database whose
+/// pages past the schema are garbage is said to be damaged by every command that opens it, not
+/// only by the one that happens to read the broken page.
+fn probe_tables(conn: &Connection) -> rusqlite::Result<()> {
+    let tables: Vec<String> = conn.prepare("SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")?.query_map([], |r| r.get(0))?.collect::<rusqlite::Result<_>>()?;
+    for table in tables {
+        conn.query_row(&format!("SELECT count(*) FROM (SELECT * FROM \"{}\" NOT INDEXED LIMIT 1)", table.replace('"', "\"\"")), [], |_| Ok(()))?;
+    }
+    Ok(())
+}
+
 /// Turn SQLite's terse errors into something a user can act on.
 fn open_error(path: &Path, err: &rusqlite::Error) -> Error {
     let detail = err.to_string();
     let hint = match err.sqlite_error_code() {
-        Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt) => {
-            " — the file is damaged or not a Nightshift database; move it aside to start a fresh history"
-        }
+        // The file passed the ownership check (Nightshift's mark or its tables): it is ours, damaged.
+        Some(rusqlite::ErrorCode::NotADatabase) | Some(rusqlite::ErrorCode::DatabaseCorrupt) => return damaged(path, &detail, ""),
         Some(rusqlite::ErrorCode::ReadOnly) | Some(rusqlite::ErrorCode::PermissionDenied) | Some(rusqlite::ErrorCode::CannotOpen) => {
             " — check that the directory exists and is writable by this user"
         }

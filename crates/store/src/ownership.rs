@@ -26,6 +26,24 @@ pub enum Found {
     Ours,
     /// Not Nightshift's: what it seems to be, in words.
     Foreign(String),
+    /// Nightshift's, but its header is not a database's any more (what is wrong, in words).
+    Damaged(String),
+}
+
+/// How far into a file with a broken header Nightshift's schema is looked for (its first page
+/// holds the schema's text).
+const SCHEMA_LOOK: u64 = 256 * 1024;
+
+/// Whether a file without a SQLite header still holds Nightshift's own schema — the statement
+/// that made its `runs` table, with columns only Nightshift's has.
+fn holds_our_schema(file: &mut std::fs::File) -> bool {
+    use std::io::Seek;
+    let mut text = Vec::new();
+    if file.rewind().is_err() || file.take(SCHEMA_LOOK).read_to_end(&mut text).is_err() {
+        return false;
+    }
+    let has = |needle: &[u8]| text.windows(needle.len()).any(|w| w == needle);
+    has(b"CREATE TABLE runs") && has(b"scheduled_for") && has(b"run_dir")
 }
 
 /// Look at the file at `path` without changing it.
@@ -41,6 +59,9 @@ pub fn inspect(path: &Path) -> Result<Found> {
         return Ok(Found::Nothing);
     }
     if !head.starts_with(b"SQLite format 3\0") {
+        if holds_our_schema(&mut file) {
+            return Ok(Found::Damaged("its first bytes, the SQLite header, were overwritten".into()));
+        }
         let text = head.iter().take(16).all(|b| b.is_ascii_graphic() || b.is_ascii_whitespace());
         return Ok(Found::Foreign(if text { "a text file, not a SQLite database".into() } else { "not a SQLite database".into() }));
     }
@@ -104,6 +125,7 @@ pub fn open_unchanged(path: &Path) -> Result<(Connection, bool)> {
 pub fn ensure_ours(path: &Path) -> Result<()> {
     match inspect(path)? {
         Found::Nothing | Found::Ours => Ok(()),
+        Found::Damaged(what) => Err(crate::damaged(path, &what, ", so Nightshift leaves it untouched")),
         Found::Foreign(what) => Err(Error::new(
             ErrorCode::StoreUnavailable,
             format!(
