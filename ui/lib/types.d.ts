@@ -825,6 +825,11 @@ denials: Array<Denial>,
  */
 ignore_budget: boolean, 
 /**
+ * A person started it on this machine although its routine's `devices:` does not list it
+ * (`run --here`).
+ */
+here: boolean, 
+/**
  * The GitHub or Linear event that fired it (trigger `event`): `{source, name, action, repo,
  * number, title, url, branch, sender, delivery}`.
  */

@@ -134,6 +134,9 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<Str
     if let Some(place) = r.place() {
         println!("host         {place}");
     }
+    if r.here {
+        println!("devices      run here by hand (`--here`) although its `devices:` does not list this machine");
+    }
     if let Some(url) = &r.remote_url {
         println!("see          {url}");
     }

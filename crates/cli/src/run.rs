@@ -33,6 +33,9 @@ pub struct RunArgs {
     /// spent — for a person at the keyboard. The run's own cap (`budget.run`) still holds.
     #[arg(long)]
     ignore_budget: bool,
+    /// Run it on this machine although its `devices:` does not list it (recorded on the run).
+    #[arg(long)]
+    here: bool,
 }
 
 pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
@@ -44,7 +47,7 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         true => Some(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| Error::new(nightshift_core::ErrorCode::Io, format!("cannot listen for Ctrl-C: {e}")))?),
         false => None,
     };
-    let handle = engine.run_now_with(&args.name, Trigger::Cli, nightshift_core::run::RunAsks { wait_for_limit: args.wait_for_limit, ignore_budget: args.ignore_budget }).await?;
+    let handle = engine.run_now_with(&args.name, Trigger::Cli, nightshift_core::run::RunAsks { wait_for_limit: args.wait_for_limit, ignore_budget: args.ignore_budget, here: args.here }).await?;
     let id = handle.id.clone();
 
     if !args.wait {
@@ -160,8 +163,8 @@ fn say_ended(record: &nightshift_core::run::RunRecord, args: &RunArgs, report: O
 /// `run NAME --home HOME [--wait]`: started by that home's engine (as its window's Run now), and
 /// with `--wait` followed there to its end. Ctrl-C stops waiting; the run goes on there.
 pub async fn run_there(home: &HomeClient, args: RunArgs) -> Result<Outcome, Error> {
-    if args.wait_for_limit || args.ignore_budget || args.notify {
-        return Err(Error::new(nightshift_core::ErrorCode::Usage, "--wait-for-limit, --ignore-budget and --notify are not passed to another home yet; run it there, or without them"));
+    if args.wait_for_limit || args.ignore_budget || args.notify || args.here {
+        return Err(Error::new(nightshift_core::ErrorCode::Usage, "--wait-for-limit, --ignore-budget, --here and --notify are not passed to another home yet; run it there, or without them"));
     }
     let id: String = home.call("run_now", serde_json::json!({ "name": args.name })).await?;
     if !args.wait {

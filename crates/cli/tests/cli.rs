@@ -473,3 +473,27 @@ fn a_closed_pipe_ends_a_listing_quietly() {
         assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{args:?}: ended by SIGPIPE, as a Unix filter is: {:?}", out.status);
     }
 }
+
+/// A manual run on a machine its routine's `devices:` does not list is refused, saying where it
+/// runs (the window's Run now too, through the same engine call); `--here` runs it anyway,
+/// recorded on the run.
+#[test]
+fn a_manual_run_respects_devices_unless_asked_to_run_here() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "device_name = \"laptop\"\n").unwrap();
+    th.routine("studio", "schedule: \"0 3 * * *\"\ndevices: [studio, desk]\ncommand: echo made here\n");
+    let refused = ctl(&th).args(["run", "studio", "--wait"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    assert!(stderr(&refused).contains("studio runs on studio, desk (its `devices:`), not on this machine (laptop): run it there, or here anyway with `nightshiftctl run studio --here`"), "{}", stderr(&refused));
+    assert!(json(&ctl(&th).args(["runs", "--json"]).output().unwrap()).as_array().unwrap().is_empty(), "nothing recorded for a refusal");
+
+    let ran = ctl(&th).args(["run", "studio", "--here", "--wait", "--json"]).output().unwrap();
+    let run = json(&ran);
+    assert_eq!((run["status"].as_str(), run["here"].as_bool()), (Some("completed"), Some(true)), "{run:#}");
+    let shown = stdout(&ctl(&th).args(["show", run["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains("devices      run here by hand (`--here`) although its `devices:` does not list this machine"), "{shown}");
+    // A routine for this machine needs nothing and records nothing.
+    th.routine("mine", "schedule: \"0 3 * * *\"\ndevices: [laptop]\ncommand: echo mine\n");
+    let mine = json(&ctl(&th).args(["run", "mine", "--wait", "--json"]).output().unwrap());
+    assert_eq!((mine["status"].as_str(), mine["here"].as_bool()), (Some("completed"), Some(false)), "{mine:#}");
+}

@@ -311,4 +311,9 @@ pub const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (home, run_id)
     );
     "#,
+    // 24: a manual run a person started on a machine its routine's `devices:` does not list
+    // (`run --here`), recorded.
+    r#"
+    ALTER TABLE runs ADD COLUMN here INTEGER NOT NULL DEFAULT 0;
+    "#,
 ];

@@ -157,7 +157,7 @@ impl Store {
 
     /// Keep what a person asked of a manual run (`run --wait-for-limit`, `--ignore-budget`).
     pub fn set_asks(&self, id: &str, asks: crate::run::RunAsks) -> Result<()> {
-        self.conn().prepare_cached("UPDATE runs SET wait_for_limit = ?2, ignore_budget = ?3 WHERE id = ?1")?.execute(rusqlite::params![id, asks.wait_for_limit, asks.ignore_budget])?;
+        self.conn().prepare_cached("UPDATE runs SET wait_for_limit = ?2, ignore_budget = ?3, here = ?4 WHERE id = ?1")?.execute(rusqlite::params![id, asks.wait_for_limit, asks.ignore_budget, asks.here])?;
         Ok(())
     }
 

@@ -459,8 +459,20 @@ impl Engine {
     /// rate limit with no other account free, it waits for the reset (and runs then) instead of
     /// failing; `ignore_budget` — it starts although a day's or month's budget is spent. A run of
     /// the routine that already waits for a time is started now instead of a new one.
+    /// A routine whose `devices:` does not list this machine is refused, with where it runs,
+    /// unless `here` (recorded on the run).
     pub async fn run_now_with(&self, name: &str, trigger: Trigger, asks: crate::run::RunAsks) -> Result<RunHandle> {
         let routine = self.routine(name)?;
+        let device = self.core.device_name();
+        if !asks.here && !routine.runs_on(&device) {
+            return Err(Error::new(
+                ErrorCode::Usage,
+                format!(
+                    "{name} runs on {} (its `devices:`), not on this machine ({device}): run it there, or here anyway with `nightshiftctl run {name} --here`",
+                    routine.devices.join(", ")
+                ),
+            ));
+        }
         run::queue::run_now(&self.core, &routine, trigger, asks).await
     }
 

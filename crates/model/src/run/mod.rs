@@ -385,6 +385,9 @@ pub struct RunRecord {
     pub denials: Vec<Denial>,
     /// A person started it past a spent day's or month's budget (`run --ignore-budget`).
     pub ignore_budget: bool,
+    /// A person started it on this machine although its routine's `devices:` does not list it
+    /// (`run --here`).
+    pub here: bool,
     /// The GitHub or Linear event that fired it (trigger `event`): `{source, name, action, repo,
     /// number, title, url, branch, sender, delivery}`.
     pub event: Option<crate::incoming::Event>,
@@ -407,6 +410,8 @@ pub struct RunAsks {
     pub wait_for_limit: bool,
     /// `run --ignore-budget`: start although a day's or month's budget is spent.
     pub ignore_budget: bool,
+    /// `run --here`: run on this machine although the routine's `devices:` does not list it.
+    pub here: bool,
 }
 
 /// Where a run ran when not on this machine, from its `host` and `remote_url` (see
@@ -465,6 +470,7 @@ impl RunRecord {
             wait_for_limit: false,
             denials: Vec::new(),
             ignore_budget: false,
+            here: false,
             event: None,
         }
     }
