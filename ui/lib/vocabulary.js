@@ -91,6 +91,7 @@ export const REASON_LABEL = {
   killed: "killed",
   stalled: "stalled",
   missing_secret: "missing secret",
+  no_cwd: "no folder",
   permission_denied: "permission denied",
   budget: "budget",
 };

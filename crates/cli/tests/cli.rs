@@ -497,3 +497,31 @@ fn a_manual_run_respects_devices_unless_asked_to_run_here() {
     let mine = json(&ctl(&th).args(["run", "mine", "--wait", "--json"]).output().unwrap());
     assert_eq!((mine["status"].as_str(), mine["here"].as_bool()), (Some("completed"), Some(false)), "{mine:#}");
 }
+
+/// A folder a routine names that is not there (yet: a mount that appears later) is a located
+/// warning at load, for `cwd` and `allow.dirs` alike; a run started while it is missing is
+/// `blocked · no_cwd`, naming it, and not tried again — once there, the routine runs.
+#[test]
+fn a_missing_folder_warns_at_load_and_blocks_at_start_without_retries() {
+    let th = TestHome::new();
+    let folder = th.path().join("mnt/disk");
+    th.routine("backup", &format!("schedule: \"0 3 * * *\"\ncwd: {}\nretries: 2\nretry_backoff: 1s\ncommand: pwd\n", folder.display()));
+    th.routine("docs", &format!("schedule: \"0 3 * * *\"\nagent: claude\nprompt: tidy\nallow: {{dirs: [{}]}}\n", folder.display()));
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let said = stderr(&out);
+    assert!(said.contains(&format!("routines/backup.yaml:2:6: warning: `cwd`: {} does not exist (yet); a run started while it is missing is blocked (no_cwd)", folder.display())), "{said}");
+    assert!(said.contains(&format!("routines/docs.yaml:4:15: warning: `allow.dirs`: {} is not a folder (yet)", folder.display())), "{said}");
+
+    for name in ["backup", "docs"] {
+        let run = json(&ctl(&th).args(["run", name, "--wait", "--json"]).output().unwrap());
+        assert_eq!((run["status"].as_str(), run["reason"].as_str()), (Some("blocked"), Some("no_cwd")), "{run:#}");
+        let key = if name == "backup" { "`cwd:`" } else { "`allow.dirs`" };
+        assert!(run["message"].as_str().unwrap().contains(&format!("not started: {}", if name == "backup" { format!("its folder {} ({key})", folder.display()) } else { format!("{} ({key})", folder.display()) })), "{run:#}");
+        assert_eq!(run["attempts"].as_array().map_or(0, Vec::len), 0, "never tried: {run:#}");
+    }
+    assert_eq!(json(&ctl(&th).args(["runs", "--json"]).output().unwrap()).as_array().unwrap().len(), 2, "one record each, no retry");
+    std::fs::create_dir_all(&folder).unwrap();
+    let run = json(&ctl(&th).args(["run", "backup", "--wait", "--json"]).output().unwrap());
+    assert_eq!(run["status"], "completed", "{run:#}");
+}

@@ -440,12 +440,13 @@ fn guardrails_are_checked_per_agent_where_they_are_written() {
         "routines/gemhost.yaml:6:9: gemini's tool rules are a policy file beside the run, on this machine; a run on a host (`host:`) cannot have them yet",
         "routines/cmd.yaml:3:1: `allow` only applies to agent routines",
         "routines/bad.yaml:4:24: unknown key `allow.folders` (expected `allow.tools` or `allow.dirs`)",
-        "routines/bad.yaml:4:44: `allow.dirs`: /no/such/folder is not a folder",
         "routines/bad.yaml:5:12: unknown on_denial \"explode\" (expected fail",
     ] {
         assert!(msgs.iter().any(|m| m.starts_with(expected)), "missing {expected:?} in {msgs:#?}");
     }
     assert!(!msgs.iter().any(|m| m.starts_with("routines/gemok.yaml")), "Gemini's own tool names are taken: {msgs:#?}");
+    // A folder that is not there (yet) is a warning, not an error (`blocked · no_cwd` at start).
+    assert!(!msgs.iter().any(|m| m.contains("/no/such/folder")), "{msgs:#?}");
     let set = load_dir(&Home::at(th.path()), &[]);
     let g = set.get("ok").unwrap().guard().unwrap().clone();
     assert_eq!(g.allow_tools.as_deref(), Some(&["Read".to_string(), "Bash(git status)".to_string()][..]));

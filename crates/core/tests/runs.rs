@@ -184,12 +184,12 @@ async fn a_missing_agent_binary_is_recorded_with_how_to_install_it() {
 }
 
 #[tokio::test]
-async fn a_missing_working_directory_is_a_clear_spawn_failure() {
+async fn a_missing_working_directory_blocks_the_run_saying_which() {
     let th = TestHome::new();
     th.routine("r", "schedule: \"0 9 * * *\"\ncommand: ls\ncwd: /nonexistent/nightshift-test\n");
     let rec = run(&engine(&th), "r").await;
-    assert_eq!(rec.reason, Some(Reason::SpawnFailed));
-    assert!(rec.message.unwrap().contains("/nonexistent/nightshift-test does not exist"));
+    assert_eq!((rec.status, rec.reason), (RunStatus::Blocked, Some(Reason::NoCwd)));
+    assert!(rec.message.unwrap().contains("its folder /nonexistent/nightshift-test (`cwd:`) does not exist"));
 }
 
 #[tokio::test]

@@ -67,6 +67,9 @@ string_enum!(
         Stalled = "stalled",
         /// A secret the routine names (`secrets:`) is not set: nothing was started.
         MissingSecret = "missing_secret",
+        /// Its folder (`cwd:`) or one of its `allow.dirs` does not exist at start: nothing was
+        /// started, and it is not tried again (a folder does not come back by waiting a minute).
+        NoCwd = "no_cwd",
         /// Tool calls of the agent were refused and the routine says `on_denial: fail`.
         PermissionDenied = "permission_denied",
         /// A budget is spent: blocked before starting (a day's or month's), or stopped at the

@@ -121,6 +121,11 @@ impl Driver {
     /// one the lane decision set aside), then spawn the first try.
     async fn preflight(&mut self, reserved: Option<String>) -> State {
         let n = self.attempts.len() + 1;
+        // Its folders, before anything starts: one that is missing (an unmounted disk, a moved
+        // repository) blocks the run, naming it — waiting would not bring it back.
+        if let Some(message) = missing_folder(&self.routine) {
+            return self.blocked(Reason::NoCwd, message, None, None);
+        }
         // Its secrets, before anything starts: a missing one blocks the run, saying how to set it.
         if !self.routine.secrets.is_empty() {
             let (core, routine) = (Arc::clone(&self.core), self.routine.clone());
@@ -437,4 +442,17 @@ impl Driver {
         }
         AccountPlan::Blocked { reason: Reason::NoAccount, message: "every account was taken by another run while choosing".into(), account: None, resets_at: None }
     }
+}
+
+/// Why a routine that runs here cannot start in its folders: its `cwd` or one of its `allow.dirs`
+/// is missing (a run on a host works in `remote_cwd` there).
+fn missing_folder(routine: &Routine) -> Option<String> {
+    if routine.placement.is_some() {
+        return None;
+    }
+    if let Some(cwd) = routine.cwd.as_ref().filter(|d| !d.is_dir()) {
+        return Some(format!("not started: its folder {} (`cwd:`) does not exist — mount or create it, or change `cwd:`", cwd.display()));
+    }
+    let dirs = routine.guard().map(|g| g.allow_dirs.as_slice()).unwrap_or_default();
+    dirs.iter().find(|d| !d.is_dir()).map(|d| format!("not started: {} (`allow.dirs`) does not exist — mount or create it, or take it out of `allow.dirs`", d.display()))
 }

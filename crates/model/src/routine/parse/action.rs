@@ -169,7 +169,8 @@ pub(super) struct GuardPos {
 }
 
 /// `allow: {tools: [...], dirs: [...]}`, `deny: {tools: [...]}`, `on_denial: fail | record`.
-/// A folder must exist (`~` is the home; a relative one is under the home folder too).
+/// A folder that does not exist (yet: it may be a mount) is a warning; a run started while it is
+/// missing is `blocked · no_cwd` (`~` is the home; a relative one is under the home folder too).
 pub(super) fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> (Guard, GuardPos) {
     let mut guard = Guard::default();
     let mut pos = GuardPos::default();
@@ -183,7 +184,7 @@ pub(super) fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>)
             for dir in list {
                 let path = folder_path(&dir);
                 if !path.is_dir() {
-                    cx.err(node.pos(), format!("`allow.dirs`: {} is not a folder", path.display()));
+                    cx.warn(node.pos(), format!("`allow.dirs`: {} is not a folder (yet); a run started while it is missing is blocked (no_cwd)", path.display()));
                 }
                 guard.allow_dirs.push(path);
             }

@@ -67,13 +67,19 @@ pub(super) fn workspace<'n>(
             cx.err(pos, format!("`{key}` must be a {} name (no spaces, not starting with '-')", if key == "base" { "branch" } else { "remote" }));
         }
     }
+    // A folder that is not there yet may be a mount that appears later: said now, and a run
+    // started while it is missing is blocked (`no_cwd`), never retried.
+    let missing = cwd.filter(|dir| !dir.is_dir());
+    if let (Some(dir), Some(pos)) = (missing, cwd_pos) {
+        cx.warn(pos, format!("`cwd`: {} does not exist (yet); a run started while it is missing is blocked (no_cwd)", dir.display()));
+    }
     if kind != Some(true) {
         return Workspace::Cwd;
     }
     let at = get("workspace").map(Node::pos).unwrap_or(key_pos("workspace"));
     match cwd {
         None => cx.err(at, "`workspace: worktree` needs `cwd:` — a directory in the git repository to make worktrees of"),
-        Some(dir) if !dir.is_dir() => cx.err(cwd_pos.unwrap_or(at), format!("`workspace: worktree` needs `cwd` in a git repository; {} does not exist", dir.display())),
+        Some(dir) if !dir.is_dir() => {}
         Some(dir) if crate::git::find_repo_root(dir).is_none() => cx.err(
             cwd_pos.unwrap_or(at),
             format!("`workspace: worktree` needs `cwd` in a git repository; {} is not in one (no .git in it or above)", dir.display()),
