@@ -606,7 +606,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "permission_denied" | "budget";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "no_hosts" | "permission_denied" | "budget";
 
 export type Relogin = { 
 /**

@@ -92,6 +92,7 @@ export const REASON_LABEL = {
   stalled: "stalled",
   missing_secret: "missing secret",
   no_cwd: "no folder",
+  no_hosts: "no hosts",
   permission_denied: "permission denied",
   budget: "budget",
 };

@@ -375,18 +375,26 @@ async fn a_pinned_version_runs_the_binary_the_settings_map_it_to() {
     }
 }
 
-/// `hostStrategy: fleet` (agents-cli): the machines nightshift.toml lists; with none listed, the
-/// file is invalid saying what to add; with `host:` too, which to remove.
-#[test]
-fn a_fleet_routine_runs_on_the_machines_the_settings_list() {
+/// `hostStrategy: fleet` (agents-cli): the machines nightshift.toml lists; with none listed (a
+/// user moving over has not listed them yet) the file loads with a warning saying what to add,
+/// and a run started so is `blocked · no_hosts` in the same words; with `host:` too, the file is
+/// invalid saying which to remove.
+#[tokio::test]
+async fn a_fleet_routine_runs_on_the_machines_the_settings_list() {
     let th = TestHome::new();
     th.routine("fleet", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: fleet\ndevices: [laptop]\n");
     th.routine("both", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: fleet\nhost: box\n");
+    std::fs::write(th.path().join("nightshift.toml"), "device_name = \"laptop\"\n").unwrap();
     let engine = EngineOptions::for_test(th.path()).open();
     let set = engine.routines();
-    let e = set.get_invalid("fleet").unwrap().errors[0].to_string();
-    assert!(e.starts_with("routines/fleet.yaml:3:15: `hostStrategy: fleet` runs on one of the machines nightshift.toml lists as `[hosts.<name>]`, and it lists none"), "{e}");
+    let said = "`hostStrategy: fleet` runs on one of the machines nightshift.toml lists as `[hosts.<name>]`, and it lists none";
+    let w = set.get("fleet").unwrap().warnings.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n");
+    assert!(w.contains(&format!("routines/fleet.yaml:3:15: warning: {said}")), "{w}");
     assert!(set.get_invalid("both").unwrap().errors[0].to_string().contains("remove `host:`/`hosts:`"));
+    let rec = engine.run_now("fleet", nightshift_core::Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((rec.status, rec.reason), (nightshift_core::RunStatus::Blocked, Some(nightshift_core::Reason::NoHosts)), "{rec:?}");
+    assert!(rec.message.as_deref().unwrap_or_default().contains(said), "{rec:?}");
+    assert!(rec.attempts.is_empty(), "{rec:?}");
     drop(engine);
     std::fs::write(th.path().join("nightshift.toml"), "[hosts.buildbox]\n[hosts.spare]\n").unwrap();
     let engine = EngineOptions::for_test(th.path()).open();

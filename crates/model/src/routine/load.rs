@@ -147,15 +147,12 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
             p.hosts = settings.hosts.keys().cloned().collect();
         }
     }
-    let (ok, no_fleet): (Vec<Routine>, Vec<Routine>) =
-        std::mem::take(&mut set.routines).into_iter().partition(|r| r.placement.as_ref().is_none_or(|p| !p.hosts.is_empty()));
-    set.routines = ok;
-    for r in no_fleet {
+    // A fleet with no machines listed yet (agents-cli keeps its fleet elsewhere): loaded, with a
+    // warning that says what to add; a run started so is `blocked · no_hosts` in the same words.
+    for r in set.routines.iter_mut().filter(|r| r.placement.as_ref().is_some_and(|p| p.fleet && p.hosts.is_empty())) {
         let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
         let (line, col) = text.lines().enumerate().find_map(|(i, l)| l.starts_with("hostStrategy:").then(|| (i + 1, l.find("fleet").map_or(1, |c| c + 1)))).unwrap_or((1, 1));
-        let message = "`hostStrategy: fleet` runs on one of the machines nightshift.toml lists as `[hosts.<name>]`, and it lists none; add them (e.g. `[hosts.buildbox]`), or place the routine with `host:`";
-        let errors = vec![Diagnostic::error(home.display_path(&r.file), line, col, message)];
-        set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors, warnings: r.warnings });
+        r.warnings.push(Diagnostic::warning(home.display_path(&r.file), line, col, NO_FLEET));
     }
     let (ok, bad): (Vec<Routine>, Vec<Routine>) =
         std::mem::take(&mut set.routines).into_iter().partition(|r| r.webhooks.iter().all(|w| settings.webhook(w).is_some()));
@@ -169,6 +166,9 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
     set
 }
+
+/// What a fleet routine whose settings list no machines is told, at load and at start.
+pub const NO_FLEET: &str = "`hostStrategy: fleet` runs on one of the machines nightshift.toml lists as `[hosts.<name>]`, and it lists none; add them (e.g. `[hosts.buildbox]`), or place the routine with `host:`";
 
 /// `version:` — the executable `[agents.<agent>.versions]` maps the pinned version to; without
 /// a mapping (or with one to a file that is not there) the routine runs the agent it finds as

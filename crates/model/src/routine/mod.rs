@@ -11,7 +11,7 @@ pub mod prompt;
 pub mod trigger;
 pub mod yaml;
 
-pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, project_routines_dir, routine_files, with_settings, RoutineSet};
+pub use load::{home_dirs, is_routine_path, load_dir, load_files, load_home, project_routines_dir, NO_FLEET, routine_files, with_settings, RoutineSet};
 pub use parse::{parse_routine, MAX_DURATION, MAX_PROBLEMS};
 
 /// The name closest to `name` among `names`, if close enough to be a typo.
@@ -438,6 +438,11 @@ impl Diagnostic {
     /// An error at `line`:`col` of `file`.
     pub fn error(file: impl Into<String>, line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
         Diagnostic { file: file.into(), line, col, message: message.into(), severity: Severity::Error }
+    }
+
+    /// A warning at `line`:`col` of `file`.
+    pub fn warning(file: impl Into<String>, line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
+        Diagnostic { severity: Severity::Warning, ..Diagnostic::error(file, line, col, message) }
     }
 }
 

@@ -70,6 +70,8 @@ string_enum!(
         /// Its folder (`cwd:`) or one of its `allow.dirs` does not exist at start: nothing was
         /// started, and it is not tried again (a folder does not come back by waiting a minute).
         NoCwd = "no_cwd",
+        /// `hostStrategy: fleet` with no `[hosts.<name>]` in nightshift.toml: nowhere to run it.
+        NoHosts = "no_hosts",
         /// Tool calls of the agent were refused and the routine says `on_denial: fail`.
         PermissionDenied = "permission_denied",
         /// A budget is spent: blocked before starting (a day's or month's), or stopped at the

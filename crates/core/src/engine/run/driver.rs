@@ -126,6 +126,9 @@ impl Driver {
         if let Some(message) = missing_folder(&self.routine) {
             return self.blocked(Reason::NoCwd, message, None, None);
         }
+        if self.routine.placement.as_ref().is_some_and(|p| p.fleet && p.hosts.is_empty()) {
+            return self.blocked(Reason::NoHosts, format!("not started: {}", crate::routine::NO_FLEET), None, None);
+        }
         // Its secrets, before anything starts: a missing one blocks the run, saying how to set it.
         if !self.routine.secrets.is_empty() {
             let (core, routine) = (Arc::clone(&self.core), self.routine.clone());
