@@ -41,12 +41,12 @@ fn warnings_are_located_listed_and_never_block() {
     let listed = json(&ctl(&th).args(["routines", "list", "--json"]).output().unwrap());
     let row = &listed.as_array().unwrap()[0];
     assert_eq!((row["valid"].as_bool(), row["errors"].as_array().unwrap().len(), row["warnings"].as_array().unwrap().len()), (Some(true), 0, 2), "{row:#}");
-    th.routine("broken", "schedule: \"0 8 * * 1\"\ncommand: echo hi\nworkflow: [a]\ncreatedAt: today\n");
+    th.routine("broken", "schedule: \"0 8 * * 1\"\ncommand: echo hi\nhostStrategy: cloud\ncreatedAt: today\n");
     let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let said = stderr(&out);
     let lines: Vec<&str> = said.lines().collect();
-    assert!(lines[0].starts_with("error: routines/broken.yaml:3:1: `workflow` (several steps in one routine) is not supported"), "{lines:#?}");
+    assert!(lines[0].starts_with("error: routines/broken.yaml:3:15: `hostStrategy: cloud` is not supported"), "{lines:#?}");
     assert!(lines[1].starts_with("routines/broken.yaml:4:1: warning: `createdAt` is ignored"), "{lines:#?}");
     assert_eq!(*lines.last().unwrap(), "1 valid, 1 invalid (1 problem, 3 warnings)");
 }

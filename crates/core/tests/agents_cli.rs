@@ -136,9 +136,11 @@ fn assert_corpus(set: &RoutineSet, user_home: &Path) {
     assert_eq!(set.get("bare-timeout").unwrap().timeout, std::time::Duration::from_secs(45));
     assert_eq!(warnings(set, "bare-timeout"), ["bare-timeout.yml:5:10: warning: `timeout: 45` has no unit: taken as 45 seconds; write 45s (or 10m, 1h) to say so"]);
 
+    // agents-cli's `workflow:` and `loop:`: the file loads and runs its own prompt, each slot; what
+    // is not run is said where it is written.
+    assert!(warnings(set, "workflow")[0].starts_with("workflow.yml:5:1: warning: `workflow` is ignored: agents-cli's `workflow` (several steps in one routine) is not run"), "{:?}", warnings(set, "workflow"));
+    assert!(warnings(set, "loop")[0].starts_with("loop.yml:5:1: warning: `loop` is ignored: agents-cli's `loop` (running again until a condition holds) is not run"), "{:?}", warnings(set, "loop"));
     // Refused where running it would not be what its author meant, saying what to use.
-    assert!(errors(set, "workflow")[0].starts_with("workflow.yml:5:1: `workflow` (several steps in one routine) is not supported"), "{:?}", errors(set, "workflow"));
-    assert!(errors(set, "loop")[0].starts_with("loop.yml:5:1: `loop` (running again until a condition holds) is not supported"));
     assert!(errors(set, "cloud")[0].starts_with("cloud.yml:5:15: `hostStrategy: cloud` is not supported"));
     // `allow:` as agents-cli writes it: the agent's tool set, and a folder under the home.
     let guard = set.get("allow").unwrap().guard().unwrap().clone();
@@ -150,5 +152,5 @@ fn assert_corpus(set: &RoutineSet, user_home: &Path) {
 
     // Everything else loaded.
     let loaded: Vec<&str> = set.routines.iter().map(|r| r.name.as_str()).collect();
-    assert_eq!(loaded, ["allow", "at-once", "bare-timeout", "linear-pickup", "local-wins", "on-a-host", "pr-review", "release-train", "synced"]);
+    assert_eq!(loaded, ["allow", "at-once", "bare-timeout", "linear-pickup", "local-wins", "loop", "on-a-host", "pr-review", "release-train", "synced", "workflow"]);
 }

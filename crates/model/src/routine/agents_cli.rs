@@ -35,9 +35,9 @@ pub const KEYS: &[(&str, Treatment)] = &[
     ("tags", Treatment::Ignored("agents-cli's tags are not used")),
     (
         "workflow",
-        Treatment::Refused("`workflow` (several steps in one routine) is not supported: Nightshift runs one agent or command per routine — make a routine of each step, or a `command` that runs them in order"),
+        Treatment::Ignored("agents-cli's `workflow` (several steps in one routine) is not run: Nightshift runs the routine's own `prompt` or `command` once per slot — make a routine of each step, or a `command` that runs them in order"),
     ),
-    ("loop", Treatment::Refused("`loop` (running again until a condition holds) is not supported: give the routine a `schedule` (it runs each slot), or a `command` that loops")),
+    ("loop", Treatment::Ignored("agents-cli's `loop` (running again until a condition holds) is not run: the routine runs once per slot of its `schedule` (`retries:` tries a failed run again) — a `command` that loops repeats it within a run")),
 ];
 
 /// The treatment of `key`, if it is one of agents-cli's.
