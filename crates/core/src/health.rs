@@ -63,10 +63,12 @@ pub fn credential(account: &Account, keychain_service: &str, env: &[(String, Str
         Ok(None) => {}
         Err(problem) => cred.keychain_problem = Some(problem.0),
     }
+    // A token set from a file or a secrets manager often ends in a newline: trimmed, as the
+    // keychain's are when stored, so the agent is never handed "tok\n".
     let var = account.env_token_var();
-    if let Some((_, token)) = env.iter().find(|(k, v)| *k == var && !v.is_empty()) {
+    if let Some((_, token)) = env.iter().find(|(k, v)| *k == var && !v.trim().is_empty()) {
         cred.source = CredentialSource::Env;
-        cred.token = Some(token.clone());
+        cred.token = Some(token.trim().to_string());
         return cred;
     }
     if cred.login.present {
@@ -207,4 +209,22 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
         h.since = Some(r.at);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A token from the environment is taken without the whitespace and newline a file or a
+    /// secrets manager leaves around it; one that is only whitespace is no token.
+    #[test]
+    fn an_environment_token_is_trimmed() {
+        let dir = tempfile::tempdir().unwrap();
+        let account = Account { agent: crate::words::Agent::Claude, email: "me@home.dev".into(), config_dir: dir.path().join("claude"), provider: None };
+        let var = account.env_token_var();
+        let cred = credential(&account, "nightshift-test-no-such-service", &[(var.clone(), "  sk-token-1\n".to_string())]);
+        assert_eq!((cred.source, cred.token.as_deref()), (CredentialSource::Env, Some("sk-token-1")));
+        let blank = credential(&account, "nightshift-test-no-such-service", &[(var, " \n".to_string())]);
+        assert_eq!(blank.token, None);
+    }
 }
