@@ -204,3 +204,28 @@ fn a_notifier_killed_while_sending_leaves_the_notification_to_the_next_one() {
     wait_until("the notification", Duration::from_secs(30), || show(&th)["notified"] == "delivered");
     assert_eq!(ok.notifications().len(), 1);
 }
+
+/// A run that timed out has no report — not a half-written one of its own, not the last
+/// completed run's — and says why in `report`; its folder holds no report.md, and the completed
+/// run keeps its own. (The routine's latest report skips it: `last_report_comes_only_from_completed_runs`.)
+#[test]
+fn a_timed_out_run_has_no_stale_report() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "kill_grace_secs = 1\n").unwrap();
+    th.routine("nightly", "schedule: \"0 3 * * *\"\ntimeout: 2s\ncommand: echo '## Done on time'\n");
+    let done = json(&ctl(&th).args(["run", "nightly", "--wait", "--json"]).output().unwrap());
+    assert_eq!(done["status"], "completed", "{done:#}");
+    th.routine("nightly", "schedule: \"0 3 * * *\"\ntimeout: 2s\ncommand: echo '## Half a report'; exec sleep 60\n");
+    let late = json(&ctl(&th).args(["run", "nightly", "--wait", "--json"]).output().unwrap());
+    assert_eq!((late["status"].as_str(), late["report_path"].as_str()), (Some("timed_out"), None), "{late:#}");
+    let id = late["id"].as_str().unwrap();
+    let report = ctl(&th).args(["report", id]).output().unwrap();
+    assert_eq!(report.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&report.stderr);
+    assert!(said.contains(&format!("run {id} has no report: it ended timed_out: timed out after 2s")), "{said}");
+    assert!(report.stdout.is_empty(), "nothing printed: {}", String::from_utf8_lossy(&report.stdout));
+    assert!(!std::path::Path::new(late["run_dir"].as_str().unwrap()).join("report.md").exists());
+    // The completed run keeps its own.
+    let first = ctl(&th).args(["report", done["id"].as_str().unwrap()]).output().unwrap();
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "## Done on time\n");
+}
