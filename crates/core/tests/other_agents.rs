@@ -376,6 +376,8 @@ fn a_limit_beside_an_auth_error_is_a_rate_limit_for_every_agent() {
     assert_eq!((gemini.status(), gemini.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{gemini:?}");
     let opencode = both(Agent::OpenCode, "opencode-1.18.33", "long-limit", "401");
     assert_eq!((opencode.status(), opencode.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{opencode:?}");
+    let copilot = both(Agent::Copilot, "copilot-1.0.102", "long-limit", "bad-token");
+    assert_eq!((copilot.status(), copilot.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{copilot:?}");
 }
 
 fn opencode(name: &str) -> Outcome {
