@@ -63,6 +63,36 @@ async fn failover_skips_an_account_busy_with_another_run() {
     assert_eq!(hold.wait().await.unwrap().status, RunStatus::Cancelled);
 }
 
+/// A routine pinned to one account (`account:`) that meets a rate limit while the rest of the pool
+/// is free stays with its account — it never fails over to another (the pin is the user's
+/// choice of whose quota and history it uses) — and says when that account's limit resets.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pinned_account_meeting_a_limit_beside_a_free_pool_is_not_failed_over() {
+    let th = TestHome::new();
+    let calls = th.path().join("calls");
+    th.script(
+        "claude",
+        &format!(
+            "echo \"$CLAUDE_CODE_OAUTH_TOKEN\" >> {c}\ncase \"$CLAUDE_CODE_OAUTH_TOKEN\" in\n tok-a) cat {f}/unified.jsonl; exit 1;;\n *) cat {f}/success.jsonl;;\nesac\n",
+            c = calls.display(),
+            f = FIXTURES
+        ),
+    );
+    let accounts = "[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\n[[accounts]]\nemail = \"c@x.dev\"\n";
+    let env = [
+        ("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"),
+        ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b"),
+        ("CLAUDE_CODE_OAUTH_TOKEN_C_AT_X_DOT_DEV", "tok-c"),
+    ];
+    th.routine("pinned", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: go\naccount: a@x.dev\n");
+    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), &format!("max_parallel = 4\n{accounts}"), &env);
+    let rec = engine.run_now("pinned", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((rec.status, rec.reason, rec.account.as_deref()), (RunStatus::Failed, Some(Reason::RateLimited), Some("a@x.dev")), "{rec:#?}");
+    assert!(rec.attempts.iter().all(|a| a.account.as_deref() == Some("a@x.dev")), "never another account: {rec:#?}");
+    assert_eq!(std::fs::read_to_string(&calls).unwrap().lines().collect::<Vec<_>>(), ["tok-a"], "only its own account was started");
+    assert!(rec.resets_at.is_some() && rec.message.as_deref().is_some_and(|m| m.contains("resets")), "says when it resets: {rec:#?}");
+}
+
 /// Every numeric setting and routine limit at its documented maximum: nothing overflows — a rate
 /// limit without a reset time cools down for the longest allowed time, a 7-day timeout arms, a
 /// cancel with an hour of grace ends as soon as the run's processes are gone.
