@@ -456,6 +456,35 @@ async fn a_run_whose_agent_is_missing_for_a_moment_is_tried_again() {
     assert_eq!(e.store().list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.len(), 1);
 }
 
+/// A scheduled run whose host cannot be reached (the box rebooting at 3 a.m.) waits in the queue
+/// and is tried again — not failed at once, not run twice — and completes there once the host is
+/// back: one record, two tries, the first `host_unreachable`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_scheduled_run_is_tried_again_across_an_unreachable_host() {
+    let Some(mut server) = nightshift_testkit::SshServer::start() else { return };
+    let th = TestHome::new();
+    th.routine("nightly", "schedule: \"0 3 * * *\"\nhost: box\ndevices: [laptop]\nretry_backoff: 1s\ncommand: echo made it there\n");
+    let settings = format!("device_name = \"laptop\"\nssh_config = \"{}\"\nreuse_ssh_connections = false\n", server.ssh_config().display());
+    let e = EngineOptions::for_test(th.path()).settings(&settings).open();
+    server.stop();
+    let handle = e.run_now("nightly", Trigger::Schedule).await.unwrap();
+    let id = handle.id.clone();
+    nightshift_testkit::wait_until_async("the run to wait for its next try", nightshift_testkit::secs(20), || {
+        let r = e.store().get_run(&id).unwrap();
+        r.status == RunStatus::Queued && r.due_at.is_some()
+    })
+    .await;
+    let waiting = e.store().get_run(&id).unwrap();
+    assert_eq!(waiting.attempts[0].reason, Some(Reason::HostUnreachable), "{waiting:?}");
+    server.resume();
+    let done = tokio::time::timeout(Duration::from_secs(30), handle.wait()).await.expect("tried again").unwrap();
+    assert_eq!((done.status, done.host.as_deref()), (RunStatus::Completed, Some("box")), "{done:?}");
+    assert_eq!(done.attempts.len(), 2, "{done:?}");
+    assert_eq!(e.store().list_runs(&nightshift_core::store::RunQuery { limit: 10, ..Default::default() }).unwrap().runs.len(), 1, "one record");
+    let log = std::fs::read_to_string(std::path::Path::new(&done.run_dir).join("stdout.log")).unwrap_or_default();
+    assert_eq!(log, "made it there\n", "run once, there");
+}
+
 /// An agent whose output stops while it still runs — waiting on a question nobody will answer —
 /// ends `timed_out · stalled` after its `stall_timeout`, with the last thing it printed; a quiet
 /// command is not stalled unless it asks to be watched.
