@@ -327,6 +327,20 @@ async fn claude_runs_get_the_stream_flags_and_a_clean_environment() {
     assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::AgentError)));
 }
 
+/// `[agents.<agent>] model`: the model of that agent's routines that name none; a routine's own
+/// `model:` wins.
+#[tokio::test]
+async fn an_agents_default_model_is_used_where_a_routine_names_none() {
+    let th = TestHome::new();
+    th.script("claude", "printf '%s\\n' \"$@\" > \"$NIGHTSHIFT_RUN_DIR/args\"; exit 0");
+    th.routine("plain", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: hi\n");
+    th.routine("own", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: hi\nmodel: opus\n");
+    let engine = EngineOptions::for_test(th.path()).settings("[agents.claude]\nmodel = \"sonnet\"\n").path_first(&th.bin_dir()).env("CLAUDE_CODE_OAUTH_TOKEN", "tok").open();
+    let args = |rec: RunRecord| std::fs::read_to_string(format!("{}/args", rec.run_dir)).unwrap();
+    assert!(args(run(&engine, "plain").await).ends_with("--model\nsonnet\n"));
+    assert!(args(run(&engine, "own").await).ends_with("--model\nopus\n"));
+}
+
 #[tokio::test]
 async fn a_long_stream_settles_from_its_tail() {
     // ~30 MB of agent output before the real result event, written by a fake `claude`.

@@ -142,6 +142,10 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
     }
     for r in set.routines.iter_mut() {
         pin_version(r, settings, home);
+        // `[agents.<agent>] model`: the model of its routines that name none.
+        if let crate::routine::Action::Agent { agent, model: model @ None, .. } = &mut r.action {
+            *model = settings.agents.get(agent).and_then(|a| a.model.clone()).filter(|m| !m.trim().is_empty());
+        }
         // `hostStrategy: fleet`: the machines nightshift.toml lists.
         if let Some(p) = r.placement.as_mut().filter(|p| p.fleet) {
             p.hosts = settings.hosts.keys().cloned().collect();

@@ -244,6 +244,8 @@ pub struct AgentSettings {
     pub path: Option<PathBuf>,
     /// At most this many runs of this agent at once (beside `max_parallel`).
     pub max_running: Option<usize>,
+    /// `model = "sonnet"`: the model of this agent's routines that name none (`model:`).
+    pub model: Option<String>,
     /// `[agents.<agent>.versions]`: the executable of each version a routine may pin with
     /// `version:` (agents-cli's key), e.g. `"2.1.332" = "/opt/claude-2.1.332/bin/claude"`.
     pub versions: BTreeMap<String, PathBuf>,
