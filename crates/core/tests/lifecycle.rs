@@ -31,6 +31,17 @@ fn rows(engine: &Engine, routine: &str) -> Vec<RunRecord> {
     engine.store().list_runs(&RunQuery { routine: Some(routine.into()), limit: 100, ..Default::default() }).unwrap().runs
 }
 
+/// An engine with three Claude accounts, a@, b@ and c@x.dev, whose tokens are tok-a, tok-b, tok-c.
+fn with_three_accounts(th: &TestHome) -> Engine {
+    let accounts = "[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\n[[accounts]]\nemail = \"c@x.dev\"\n";
+    let env = [
+        ("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"),
+        ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b"),
+        ("CLAUDE_CODE_OAUTH_TOKEN_C_AT_X_DOT_DEV", "tok-c"),
+    ];
+    engine(th, Arc::new(ManualClock::new(Utc::now())), &format!("max_parallel = 4\n{accounts}"), &env)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failover_skips_an_account_busy_with_another_run() {
     let th = TestHome::new();
@@ -41,15 +52,9 @@ async fn failover_skips_an_account_busy_with_another_run() {
             f = FIXTURES
         ),
     );
-    let accounts = "[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\n[[accounts]]\nemail = \"c@x.dev\"\n";
-    let env = [
-        ("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"),
-        ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b"),
-        ("CLAUDE_CODE_OAUTH_TOKEN_C_AT_X_DOT_DEV", "tok-c"),
-    ];
     th.routine("hold", "schedule: \"0 1 * * *\"\nagent: claude\nprompt: hold\naccount: b@x.dev\n");
     th.routine("pool", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: go\naccounts: [a@x.dev, b@x.dev, c@x.dev]\n");
-    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), &format!("max_parallel = 4\n{accounts}"), &env);
+    let engine = with_three_accounts(&th);
 
     let hold = engine.run_now("hold", Trigger::Manual).await.unwrap();
     assert_eq!(engine.store().get_run(&hold.id).unwrap().account.as_deref(), Some("b@x.dev"));
@@ -78,14 +83,8 @@ async fn a_pinned_account_meeting_a_limit_beside_a_free_pool_is_not_failed_over(
             f = FIXTURES
         ),
     );
-    let accounts = "[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\n[[accounts]]\nemail = \"c@x.dev\"\n";
-    let env = [
-        ("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"),
-        ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b"),
-        ("CLAUDE_CODE_OAUTH_TOKEN_C_AT_X_DOT_DEV", "tok-c"),
-    ];
     th.routine("pinned", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: go\naccount: a@x.dev\n");
-    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), &format!("max_parallel = 4\n{accounts}"), &env);
+    let engine = with_three_accounts(&th);
     let rec = engine.run_now("pinned", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert_eq!((rec.status, rec.reason, rec.account.as_deref()), (RunStatus::Failed, Some(Reason::RateLimited), Some("a@x.dev")), "{rec:#?}");
     assert!(rec.attempts.iter().all(|a| a.account.as_deref() == Some("a@x.dev")), "never another account: {rec:#?}");
