@@ -92,6 +92,23 @@ async fn a_pinned_account_meeting_a_limit_beside_a_free_pool_is_not_failed_over(
     assert!(rec.resets_at.is_some() && rec.message.as_deref().is_some_and(|m| m.contains("resets")), "says when it resets: {rec:#?}");
 }
 
+/// `[agents.claude] account`: a routine that names no account uses that one (as if it said
+/// `account:`); one that names its own keeps it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agents_default_account_is_used_where_a_routine_names_none() {
+    let th = TestHome::new();
+    th.script("claude", &format!("cat {f}/success.jsonl", f = FIXTURES));
+    th.routine("any", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: go\n");
+    th.routine("own", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: go\naccount: a@x.dev\n");
+    let accounts = "[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\n[agents.claude]\naccount = \"b@x.dev\"\n";
+    let env = [("CLAUDE_CODE_OAUTH_TOKEN_A_AT_X_DOT_DEV", "tok-a"), ("CLAUDE_CODE_OAUTH_TOKEN_B_AT_X_DOT_DEV", "tok-b")];
+    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), accounts, &env);
+    let any = engine.run_now("any", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((any.status, any.account.as_deref()), (RunStatus::Completed, Some("b@x.dev")), "{any:#?}");
+    let own = engine.run_now("own", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((own.status, own.account.as_deref()), (RunStatus::Completed, Some("a@x.dev")), "{own:#?}");
+}
+
 /// Every numeric setting and routine limit at its documented maximum: nothing overflows — a rate
 /// limit without a reset time cools down for the longest allowed time, a 7-day timeout arms, a
 /// cancel with an hour of grace ends as soon as the run's processes are gone.

@@ -146,6 +146,12 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
         if let crate::routine::Action::Agent { agent, model: model @ None, .. } = &mut r.action {
             *model = settings.agents.get(agent).and_then(|a| a.model.clone()).filter(|m| !m.trim().is_empty());
         }
+        // `[agents.<agent>] account`: the account of its routines that name none.
+        if r.account == crate::routine::AccountChoice::Any {
+            if let Some(email) = settings.agents.get(&r.agent()).and_then(|a| a.account.clone()) {
+                r.account = crate::routine::AccountChoice::Pinned(email);
+            }
+        }
         // `hostStrategy: fleet`: the machines nightshift.toml lists.
         if let Some(p) = r.placement.as_mut().filter(|p| p.fleet) {
             p.hosts = settings.hosts.keys().cloned().collect();

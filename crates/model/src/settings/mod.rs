@@ -246,6 +246,9 @@ pub struct AgentSettings {
     pub max_running: Option<usize>,
     /// `model = "sonnet"`: the model of this agent's routines that name none (`model:`).
     pub model: Option<String>,
+    /// `account = "me@home.dev"`: the account this agent's routines that name none (`account:`,
+    /// `accounts:`) use — as if they said `account:` (one of this agent's `[[accounts]]`).
+    pub account: Option<String>,
     /// `[agents.<agent>.versions]`: the executable of each version a routine may pin with
     /// `version:` (agents-cli's key), e.g. `"2.1.332" = "/opt/claude-2.1.332/bin/claude"`.
     pub versions: BTreeMap<String, PathBuf>,
@@ -356,6 +359,15 @@ impl Settings {
         if settings.accounts.iter().any(|a| a.agent == Agent::Command) || settings.agents.contains_key(&Agent::Command) {
             let at = text.find("command").unwrap_or(0);
             return Err(located(at, &format!("`command` is not an agent CLI here: accounts and `[agents.<name>]` name {}", Agent::cli_words())));
+        }
+        // A default account is one of that agent's own.
+        for (agent, a) in &settings.agents {
+            let Some(email) = a.account.as_deref() else { continue };
+            if !settings.accounts.iter().any(|acc| acc.agent == *agent && acc.email == email) {
+                let known: Vec<&str> = settings.accounts.iter().filter(|acc| acc.agent == *agent).map(|acc| acc.email.as_str()).collect();
+                let listed = if known.is_empty() { format!("none is configured; add it with `nightshiftctl accounts add {email} --agent {agent}`") } else { format!("configured: {}", known.join(", ")) };
+                return Err(located(text.find(&format!("\"{email}\"")).unwrap_or(0), &format!("`[agents.{agent}] account = \"{email}\"` is not one of its {agent} accounts ({listed})")));
+            }
         }
         // One login per account (agents-cli refuses shared homes too): the same email twice for
         // one agent, or two accounts in one config dir, would sign one in as the other.
@@ -508,6 +520,18 @@ mod tests {
         assert_eq!(Settings::load(&path).unwrap().accounts[0].provider.as_deref(), Some("azure"));
         std::fs::write(&path, "[[accounts]]\nagent = \"copilot\"\nemail = \"g@x.dev\"\nprovider = \"openrouter\"\n").unwrap();
         assert!(Settings::load(&path).unwrap_err().to_string().contains("must be github (a GitHub token, the default) or a bring-your-own-key type"));
+    }
+
+    #[test]
+    fn an_agents_default_account_is_one_of_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("nightshift.toml");
+        std::fs::write(&path, "[[accounts]]\nemail = \"a@x.dev\"\n[agents.claude]\naccount = \"b@x.dev\"\n").unwrap();
+        let e = Settings::load(&path).unwrap_err();
+        assert_eq!(e.message, format!("{}:4:11: `[agents.claude] account = \"b@x.dev\"` is not one of its claude accounts (configured: a@x.dev)", path.display()));
+        std::fs::write(&path, "[[accounts]]\nemail = \"a@x.dev\"\n[agents.claude]\naccount = \"a@x.dev\"\nmodel = \"sonnet\"\n").unwrap();
+        let ok = Settings::load(&path).unwrap();
+        assert_eq!((ok.agents[&Agent::Claude].account.as_deref(), ok.agents[&Agent::Claude].model.as_deref()), (Some("a@x.dev"), Some("sonnet")));
     }
 
     #[test]
