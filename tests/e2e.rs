@@ -49,10 +49,12 @@ async fn the_real_app_in_webkit_runs_a_routine_and_notifies() {
     // "Open" on the notification shows that run in the window: its report as inert text.
     let id = latest_run_id(home);
     client.execute("window.nightshiftUi.openRun(arguments[0])", vec![serde_json::json!(id)]).await.unwrap();
-    let title = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("[data-view='run'] #run-title")).await.unwrap();
-    assert_eq!(title.text().await.unwrap(), "hello completed");
-    let report = client.wait().at_most(Duration::from_secs(10)).for_element(Locator::Css("#run-report p")).await.unwrap().text().await.unwrap();
-    assert!(report.starts_with("Hello from Nightshift on "), "{report}");
+    // (Read in one step each: the view is drawn again on its run's events, and an element found
+    // before a redraw is gone after it.)
+    let title = until(&client, "the run's title", "return document.querySelector(\"[data-view='run'] #run-title\")?.textContent", 10).await;
+    assert_eq!(title, "hello completed");
+    let report = until(&client, "the run's report", "return document.querySelector('#run-report p')?.textContent", 10).await;
+    assert!(report.as_str().unwrap().starts_with("Hello from Nightshift on "), "{report}");
 
     // Re-login without a terminal: the exact command, and a token field that says what went wrong
     // (this private bus has no Secret Service) and never keeps the token on screen.

@@ -284,12 +284,23 @@ impl Engine {
         self.on_other_processes(move || core.emit_state())
     }
 
-    /// Call `then` whenever a process queues or settles a run of this home (this one included:
-    /// every process touches the wake file), for as long as the returned value lives — for a
-    /// face whose views must read again what others changed (the window's `resync`). Calls come
-    /// from a watcher thread, one per touch: gather a burst before reading.
+    /// Call `then` whenever another process queues or settles a run of this home, for as long as
+    /// the returned value lives — for a face whose views must read again what others changed
+    /// (the window's `resync`). Every process touches the wake file, this one too: a touch whose
+    /// file names this process (it holds the toucher's pid) is its own, already told by its own
+    /// events, and skipped — so a view is not redrawn after each of its own runs. (Two touches in
+    /// the same instant, another's and then this one's, read as this one's: the other's runs then
+    /// show at the next touch.) Calls come from a watcher thread, one per touch: gather a burst
+    /// before reading.
     pub fn on_other_processes(&self, then: impl Fn() + Send + Sync + 'static) -> OtherProcesses {
-        OtherProcesses { _watch: signal::watch_wake_file(&self.core, Vec::new(), then) }
+        let (wake_file, me) = (self.core.home.wake_path(), self.core.identity.0);
+        let others = move || {
+            let toucher = std::fs::read_to_string(&wake_file).ok().and_then(|t| t.trim().parse::<u32>().ok());
+            if toucher != Some(me) {
+                then();
+            }
+        };
+        OtherProcesses { _watch: signal::watch_wake_file(&self.core, Vec::new(), others) }
     }
 
     /// Send desktop notifications through `notifier`: a finish notification per run (per the
