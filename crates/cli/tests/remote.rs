@@ -227,7 +227,7 @@ async fn a_fleet_run_goes_to_the_machine_with_the_fewest_runs_that_answers() {
     let th = TestHome::new();
     let config = th.path().join("ssh_config");
     std::fs::write(&config, format!("Include {}\nHost dead\n  HostName 127.0.0.1\n  Port 1\n", server.ssh_config().display())).unwrap();
-    std::fs::write(th.path().join("nightshift.toml"), format!("ssh_config = \"{}\"\nkill_grace_secs = 1\nmax_parallel = 4\n[hosts.box]\n[hosts.dead]\n", config.display())).unwrap();
+    std::fs::write(th.path().join("nightshift.toml"), format!("ssh_config = \"{}\"\nkill_grace_secs = 1\nmax_parallel = 4\ndevice_name = \"laptop\"\n[hosts.box]\n[hosts.dead]\n", config.display())).unwrap();
     let sleep = format!("sleep {}", 12001 + std::process::id() % 4000);
     th.routine("long", &format!("schedule: \"0 2 * * *\"\nhosts: [box]\ntimeout: 5m\ncommand: '{sleep}'\n"));
     th.routine("fleet", "schedule: \"0 2 * * *\"\nhostStrategy: fleet\ndevices: [laptop]\ncommand: echo from the fleet\n");
@@ -251,7 +251,7 @@ async fn a_fleet_run_goes_to_the_machine_with_the_fewest_runs_that_answers() {
 async fn a_routine_secret_reaches_its_run_on_a_host() {
     let Some(server) = SshServer::start() else { return };
     let th = TestHome::new();
-    use_server(&th, &server, "keychain_service = \"nightshift-test-remote-secret-none\"\n");
+    use_server(&th, &server, "keychain_service = \"nightshift-test-remote-secret-none\"\ndevice_name = \"laptop\"\n");
     th.routine("deploy", "schedule: \"0 2 * * *\"\nhost: box\ndevices: [laptop]\nsecrets: [DEPLOY_KEY]\ncommand: 'echo \"length=${#DEPLOY_KEY}\"'\n");
     let value = "remote-deploy-key-0123456789";
     let out = tokio_ctl(&th).args(["run", "deploy", "--wait", "--json"]).env("NIGHTSHIFT_SECRET_DEPLOY_KEY", value).output().await.unwrap();
