@@ -91,7 +91,7 @@ export const REASON_LABEL = {
   killed: "killed",
   stalled: "stalled",
   missing_secret: "missing secret",
-  no_cwd: "no folder",
+  no_cwd: "no cwd",
   no_hosts: "no hosts",
   permission_denied: "permission denied",
   budget: "budget",
