@@ -70,16 +70,7 @@ impl HomeUrl {
             return Ok(HomeUrl::Loopback { port });
         }
         if let Some(rest) = url.strip_prefix("https://") {
-            let authority = rest.trim_end_matches('/');
-            let (host, port) = match authority.rsplit_once(':').filter(|(h, _)| !h.ends_with(':') && (!h.starts_with('[') || h.ends_with(']'))) {
-                Some((h, p)) => (h, p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("\"{url}\": \"{p}\" is not a port"))?),
-                None => (authority, 443),
-            };
-            let plain = host.trim_matches(['[', ']']);
-            if plain.is_empty() || authority.contains(['/', '?', '#', '@']) || !plain.chars().all(|c| c.is_ascii_alphanumeric() || ".-:".contains(c)) {
-                return Err(format!("\"{url}\": name the TLS proxy in front of the home's `serve` as https://HOST[:PORT] (no path)"));
-            }
-            return Ok(HomeUrl::Https { host: host.to_ascii_lowercase(), port });
+            return HomeUrl::https(url, rest);
         }
         Err(format!("\"{url}\": a home is ssh://[user@]host[/serve-port], https://host[:port] or http://127.0.0.1:PORT"))
     }
@@ -105,6 +96,22 @@ impl std::fmt::Display for HomeUrl {
 }
 
 impl HomeUrl {
+    /// `https://HOST[:PORT]`, `rest` what follows the scheme: an address only (no path, query or
+    /// user), the host lowercased, the port 443 unless given. Also what `[serve] public_url` is
+    /// read with ([`super::public_host`]).
+    pub(super) fn https(url: &str, rest: &str) -> Result<HomeUrl, String> {
+        let authority = rest.trim_end_matches('/');
+        let (host, port) = match authority.rsplit_once(':').filter(|(h, _)| !h.ends_with(':') && (!h.starts_with('[') || h.ends_with(']'))) {
+            Some((h, p)) => (h, p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("\"{url}\": \"{p}\" is not a port"))?),
+            None => (authority, 443),
+        };
+        let plain = host.trim_matches(['[', ']']);
+        if plain.is_empty() || authority.contains(['/', '?', '#', '@']) || !plain.chars().all(|c| c.is_ascii_alphanumeric() || ".-:".contains(c)) {
+            return Err(format!("\"{url}\": name the address only, https://HOST[:PORT] (no path)"));
+        }
+        Ok(HomeUrl::Https { host: host.to_ascii_lowercase(), port })
+    }
+
     /// `host[:port]` as a client writes it in `Host` (the port only when it is not the scheme's).
     pub fn authority(&self) -> String {
         match self {

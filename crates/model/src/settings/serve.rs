@@ -31,22 +31,10 @@ impl ServeSettings {
 }
 
 /// The `Host` a TLS proxy's requests carry for `https://NAME[:PORT]` (the port only when it is
-/// not 443, as browsers and clients write it).
+/// not 443, as browsers and clients write it) — read as an `https://` home's URL is.
 pub fn public_host(url: &str) -> Result<String, String> {
     let rest = url.trim().strip_prefix("https://").ok_or_else(|| format!("\"{url}\" is not an https:// address (the TLS proxy in front: https://box.example.net)"))?;
-    let authority = rest.trim_end_matches('/');
-    let (name, port) = match authority.rsplit_once(':') {
-        Some((n, p)) => (n, Some(p.parse::<u16>().ok().filter(|p| *p > 0).ok_or_else(|| format!("\"{url}\": \"{p}\" is not a port"))?)),
-        None => (authority, None),
-    };
-    if name.is_empty() || authority.contains(['/', '?', '#', '@']) || !name.chars().all(|c| c.is_ascii_alphanumeric() || ".-[]:".contains(c)) {
-        return Err(format!("\"{url}\": name the proxy's address only, https://NAME[:PORT] (no path)"));
-    }
-    let name = name.to_ascii_lowercase();
-    Ok(match port {
-        Some(p) if p != 443 => format!("{name}:{p}"),
-        _ => name,
-    })
+    super::HomeUrl::https(url, rest).map(|address| address.authority())
 }
 
 #[cfg(test)]
@@ -60,6 +48,7 @@ mod tests {
         assert_eq!(public_host("https://box.example.net:8443").unwrap(), "box.example.net:8443");
         assert!(public_host("http://box").unwrap_err().contains("not an https://"));
         assert!(public_host("https://box/nightshift").unwrap_err().contains("no path"));
+        assert_eq!(public_host("https://[::1]:8443").unwrap(), "[::1]:8443");
     }
 
     #[test]
