@@ -108,13 +108,9 @@ fn follow_in_tray(shell: &Arc<Shell>, engine: &Engine) {
 fn forward_events_to_window(shell: &Arc<Shell>, engine: &Engine) {
     let mut events = engine.subscribe();
     let shell = Arc::clone(shell);
-    let woken = Arc::new(tokio::sync::Notify::new());
-    let others = {
-        let woken = Arc::clone(&woken);
-        (engine.on_other_processes(move || woken.notify_one()), engine.hear_other_processes())
-    };
+    let (others, heard) = (engine.watch_other_processes(), engine.hear_other_processes());
     tokio::spawn(async move {
-        let _others = others;
+        let _heard = heard;
         loop {
             tokio::select! {
                 event = events.recv() => match event {
@@ -123,9 +119,8 @@ fn forward_events_to_window(shell: &Arc<Shell>, engine: &Engine) {
                     Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => shell.desk().emit(&|| Some(serde_json::json!({ "type": "resync" }))),
                     Err(_) => return,
                 },
-                _ = woken.notified() => {
-                    // A burst of settles (a night's catch-up) is one reading.
-                    tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+                _ = others.changed() => {
+                    tokio::time::sleep(nightshift_core::engine::OTHERS_GATHER).await;
                     shell.desk().emit(&|| Some(serde_json::json!({ "type": "resync" })));
                 }
             }

@@ -73,9 +73,29 @@ use crate::store::Store;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-/// What [`Engine::hear_other_processes`] keeps alive.
+/// What [`Engine::hear_other_processes`] keeps alive (one listener per engine, however many
+/// faces hold it).
 pub struct OtherProcesses {
+    _watch: Arc<signal::WakeWatch>,
+}
+
+/// How long a face that reads again after another process's change
+/// ([`Engine::watch_other_processes`]) waits for the changes right behind it: a burst of settles
+/// (a night's catch-up) is one reading.
+pub const OTHERS_GATHER: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// [`Engine::watch_other_processes`]: another process of this home queued or settled a run.
+pub struct OthersChanged {
     _watch: signal::WakeWatch,
+    woken: Arc<tokio::sync::Notify>,
+}
+
+impl OthersChanged {
+    /// Until the next change by another process (cancel-safe: a change heard while nobody waits
+    /// is kept for the next call). Wait [`OTHERS_GATHER`] after it before reading.
+    pub async fn changed(&self) {
+        self.woken.notified().await;
+    }
 }
 
 /// How to build an [`Engine`]; everything has a default except the home.
@@ -161,6 +181,7 @@ impl Engine {
                 problems: Default::default(),
                 wakes: Default::default(),
                 webhook_watch: Default::default(),
+                others_heard: Default::default(),
                 webhook_holds: Default::default(),
                 wake_hub: Default::default(),
                 delivery_backoff: opts.delivery_backoff,
@@ -279,20 +300,35 @@ impl Engine {
     /// from the store), for as long as the returned value lives. A face that views a home another
     /// process schedules (`serve` beside a daemon) passes it on to its viewers, which then read
     /// what changed (other homes' viewers catch up on the finishes they owe).
+    /// Faces that hold it at once (the app and its `[serve] listen`) share one listener, so each
+    /// change is one state event.
     pub fn hear_other_processes(&self) -> OtherProcesses {
+        let mut heard = self.core.others_heard.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(watch) = heard.upgrade() {
+            return OtherProcesses { _watch: watch };
+        }
         let core = Arc::clone(&self.core);
-        self.on_other_processes(move || core.emit_state())
+        let watch = Arc::new(self.on_other_processes(move || core.emit_state()));
+        *heard = Arc::downgrade(&watch);
+        OtherProcesses { _watch: watch }
     }
 
-    /// Call `then` whenever another process queues or settles a run of this home, for as long as
-    /// the returned value lives — for a face whose views must read again what others changed
-    /// (the window's `resync`). Every process touches the wake file, this one too: a touch whose
-    /// file names this process (it holds the toucher's pid) is its own, already told by its own
-    /// events, and skipped — so a view is not redrawn after each of its own runs. (Two touches in
-    /// the same instant, another's and then this one's, read as this one's: the other's runs then
-    /// show at the next touch.) Calls come from a watcher thread, one per touch: gather a burst
-    /// before reading.
-    pub fn on_other_processes(&self, then: impl Fn() + Send + Sync + 'static) -> OtherProcesses {
+    /// Hear, for as long as the returned value lives, each time another process queues or
+    /// settles a run of this home — for a face whose views must then read again what others
+    /// changed (the window's `resync`).
+    pub fn watch_other_processes(&self) -> OthersChanged {
+        let woken = Arc::new(tokio::sync::Notify::new());
+        let notify = Arc::clone(&woken);
+        OthersChanged { _watch: self.on_other_processes(move || notify.notify_one()), woken }
+    }
+
+    /// Call `then` whenever another process queues or settles a run of this home. Every process
+    /// touches the wake file, this one too: a touch whose file names this process (it holds the
+    /// toucher's pid) is its own, already told by its own events, and skipped — so a view is not
+    /// redrawn after each of its own runs. (Two touches in the same instant, another's and then
+    /// this one's, read as this one's: the other's runs then show at the next touch.) Calls come
+    /// from a watcher thread, one per touch.
+    fn on_other_processes(&self, then: impl Fn() + Send + Sync + 'static) -> signal::WakeWatch {
         let (wake_file, me) = (self.core.home.wake_path(), self.core.identity.0);
         let others = move || {
             let toucher = std::fs::read_to_string(&wake_file).ok().and_then(|t| t.trim().parse::<u32>().ok());
@@ -300,7 +336,7 @@ impl Engine {
                 then();
             }
         };
-        OtherProcesses { _watch: signal::watch_wake_file(&self.core, Vec::new(), others) }
+        signal::watch_wake_file(&self.core, Vec::new(), others)
     }
 
     /// Send desktop notifications through `notifier`: a finish notification per run (per the

@@ -60,6 +60,9 @@ pub(crate) struct Core {
     pub(crate) wake_hub: signal::WakeHub,
     /// Keeps the webhook deliverers listening to the wake file.
     pub(crate) webhook_watch: Mutex<Option<signal::WakeWatch>>,
+    /// The one listener that tells other processes' runs as a state event, while some face
+    /// holds it ([`super::Engine::hear_other_processes`]): shared, so the event is said once.
+    pub(crate) others_heard: Mutex<std::sync::Weak<signal::WakeWatch>>,
     /// Webhooks whose receiver asked for a pause (`Retry-After`): none of their deliveries goes
     /// before this time.
     pub(crate) webhook_holds: Mutex<HashMap<String, chrono::DateTime<chrono::Utc>>>,

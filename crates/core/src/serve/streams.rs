@@ -6,7 +6,6 @@ use super::{error_response, no_store};
 use crate::Engine;
 use axum::body::Body;
 use axum::http::{header, HeaderValue, Response};
-use std::sync::Arc;
 use std::time::Duration;
 
 /// A comment line this often keeps proxies from closing an idle stream.
@@ -19,12 +18,8 @@ const RESYNC: &str = "data: {\"type\":\"resync\"}\n\n";
 /// this engine never sees.
 pub(super) fn own(engine: &Engine) -> Response<Body> {
     let rx = engine.subscribe();
-    let woken = Arc::new(tokio::sync::Notify::new());
-    let others = {
-        let woken = Arc::clone(&woken);
-        engine.on_other_processes(move || woken.notify_one())
-    };
-    let stream = futures_util::stream::unfold((rx, woken, others), |(mut rx, woken, others)| async move {
+    let others = engine.watch_other_processes();
+    let stream = futures_util::stream::unfold((rx, others), |(mut rx, others)| async move {
         loop {
             let line = tokio::select! {
                 got = tokio::time::timeout(KEEP_ALIVE, rx.recv()) => match got {
@@ -33,14 +28,13 @@ pub(super) fn own(engine: &Engine) -> Response<Body> {
                     Ok(Err(_)) => return None,
                     Err(_) => Some(": keep-alive\n\n".to_string()),
                 },
-                _ = woken.notified() => {
-                    // A burst of settles is one reading.
-                    tokio::time::sleep(Duration::from_millis(150)).await;
+                _ = others.changed() => {
+                    tokio::time::sleep(crate::engine::OTHERS_GATHER).await;
                     Some(RESYNC.to_string())
                 }
             };
             if let Some(line) = line {
-                return Some((Ok::<_, std::convert::Infallible>(line), (rx, woken, others)));
+                return Some((Ok::<_, std::convert::Infallible>(line), (rx, others)));
             }
         }
     });
