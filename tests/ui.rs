@@ -37,7 +37,7 @@ fn write_home(home: &Path) {
     }
     // A routine placed on a host nobody answers for (port 1 on loopback refuses at once).
     std::fs::write(home.join("ssh_config"), "Host box\n  HostName 127.0.0.1\n  Port 1\n").unwrap();
-    std::fs::write(routines.join("placed.yaml"), "name: placed\nschedule: \"0 3 1 1 *\"\nhost: box\ncommand: make\nnotify: never\n").unwrap();
+    std::fs::write(routines.join("placed.yaml"), format!("name: placed\nschedule: \"0 3 1 1 *\"\nhost: box\ndevices: [{}]\ncommand: make\nnotify: never\n", nightshift_testkit::this_machine())).unwrap();
     let ssh_config = home.join("ssh_config");
     std::fs::write(home.join("nightshift.toml"), format!("ssh_config = \"{}\"\n[[accounts]]\nemail = \"work@acme.dev\"\n", ssh_config.display())).unwrap();
     seed_history(&home.join("nightshift.db"));

@@ -204,6 +204,11 @@ account: string, mode: string, model: string, cwd: string,
  */
 remote_cwd: string, 
 /**
+ * `hostStrategy:` — `local`, `host` or `fleet` (any machine nightshift.toml lists); empty
+ * for none (a `host` places it there).
+ */
+placement: string, 
+/**
  * `worktree` for a git worktree of its own per run; empty for `cwd` itself.
  */
 workspace: string, 
@@ -606,7 +611,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "no_hosts" | "permission_denied" | "budget";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "queue_full" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "no_hosts" | "permission_denied" | "budget";
 
 export type Relogin = { 
 /**

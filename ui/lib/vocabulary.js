@@ -85,6 +85,7 @@ export const REASON_LABEL = {
   no_account: "no account",
   superseded: "superseded",
   active_run: "active run",
+  queue_full: "queue full",
   host_unreachable: "host unreachable",
   no_runner: "no runner",
   api_unavailable: "api unavailable",

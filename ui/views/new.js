@@ -282,6 +282,7 @@ export function mount(root, _params, ui) {
       host: there,
       cwd: there ? "" : cwd.value,
       remote_cwd: there ? remoteCwd.value : "",
+      placement: "",
       workspace: workspace.value,
       base: workspace.value === "worktree" ? base.value : "",
       push: workspace.value === "worktree" ? push.value : "",

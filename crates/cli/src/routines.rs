@@ -94,6 +94,11 @@ pub struct NewArgs {
     /// With `--host`: the folder it works in there.
     #[arg(long)]
     pub remote_cwd: Option<String>,
+    /// Where its runs go (`hostStrategy:`): local, host (with --host) or fleet (any machine
+    /// nightshift.toml lists). A routine placed elsewhere gets `devices:` naming this machine
+    /// unless --device names others.
+    #[arg(long)]
+    pub placement: Option<String>,
     /// `worktree`: each run in a git worktree of its own (on branch nightshift/NAME/RUN-ID).
     #[arg(long)]
     pub workspace: Option<String>,
@@ -189,6 +194,7 @@ impl NewArgs {
             cwd: text(self.cwd),
             host: text(self.host),
             remote_cwd: text(self.remote_cwd),
+            placement: text(self.placement),
             workspace: text(self.workspace),
             base: text(self.base),
             push: text(self.push),

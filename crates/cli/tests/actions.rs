@@ -54,8 +54,9 @@ impl Ci {
         Ci { th, fake, _checkout: checkout }
     }
 
+    /// A routine of this machine run on the `ci` host (each test's routines are).
     fn routine(&self, name: &str, yaml: &str) {
-        self.th.routine(name, yaml);
+        self.th.routine_sent_from_here(name, yaml);
     }
 
     fn ctl(&self) -> Command {

@@ -56,7 +56,23 @@ fn new_places_a_routine_on_another_machine() {
     let th = TestHome::new();
     let out = ctl(&th).args(["routines", "new", "there", "--command", "uptime", "--schedule", "@daily", "--host", "buildbox", "--remote-cwd", "/srv/app", "--dry-run"]).output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
-    assert_eq!(stdout(&out), "name: there\ncommand: uptime\nhost: buildbox\nremote_cwd: /srv/app\nschedule: \"@daily\"\n");
+    // This machine sends its runs: `devices:` names it (a synced routines folder fires it nowhere else).
+    let here = nightshift_testkit::this_machine();
+    assert_eq!(stdout(&out), format!("name: there\ncommand: uptime\nhost: buildbox\nremote_cwd: /srv/app\nschedule: \"@daily\"\ndevices: [\"{here}\"]\n"));
+    let out = ctl(&th).args(["routines", "new", "desk", "--command", "uptime", "--schedule", "@daily", "--host", "buildbox", "--device", "desk", "--dry-run"]).output().unwrap();
+    assert_eq!(stdout(&out), "name: desk\ncommand: uptime\nhost: buildbox\nschedule: \"@daily\"\ndevices: [\"desk\"]\n");
+    // agents-cli's placement, written as `hostStrategy`: the fleet nightshift.toml lists.
+    std::fs::write(th.path().join("nightshift.toml"), "[hosts.buildbox]\n").unwrap();
+    let out = ctl(&th).args(["routines", "new", "anywhere", "--command", "uptime", "--schedule", "@daily", "--placement", "fleet"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(th.path().join("routines/anywhere.yaml")).unwrap(), format!("name: anywhere\ncommand: uptime\nhostStrategy: fleet\nschedule: \"@daily\"\ndevices: [\"{here}\"]\n"));
+    let out = ctl(&th).args(["routines", "new", "nowhere", "--command", "uptime", "--schedule", "@daily", "--placement", "host"]).output().unwrap();
+    assert_eq!((out.status.code(), stderr(&out)), (Some(2), "error: hostStrategy: `hostStrategy: host` needs `host:` (an SSH host or alias) or `hosts:` (several)\n".to_string()));
+    // A routine file on a host without `devices:` is refused, the fix naming this machine.
+    th.routine("synced", "schedule: \"@daily\"\ncommand: uptime\nhost: buildbox\n");
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains(&format!("routines/synced.yaml:3:1: a routine on a host needs `devices:`: without it every machine that reads this file fires it and sends the run over SSH (a routines folder synced between two machines runs it twice); add the machine that sends it, `devices: [{here}]`")), "{}", stderr(&out));
     // A folder there without a machine: the loader's words, on the field.
     let out = ctl(&th).args(["routines", "new", "here", "--command", "true", "--schedule", "@daily", "--remote-cwd", "/srv/app"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

@@ -176,6 +176,29 @@ async fn effort_and_args_reach_claude_and_controlled_args_are_refused() {
     assert!(stderr(&out).contains("`args`: `--output-format` is Nightshift's to set for claude: Nightshift reads the agent's own event stream and sets its format"), "{}", stderr(&out));
 }
 
+/// agents-cli's `[agents.claude] auto_compact_tokens` and `fast_mode_models` reach the real CLI as
+/// its own settings (`--settings`), which it takes: the run completes with the model asked for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_cli_compaction_and_fast_mode_settings_are_taken_by_the_real_cli() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-fast", Reply::Success { text: REPORT.into() });
+    let th = TestHome::new();
+    routine(&th, Some(&fake), Some("tok-fast"));
+    let file = th.path().join("routines/triage.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}model: claude-opus-4-6\n")).unwrap();
+    std::fs::write(th.path().join("nightshift.toml"), "[agents.claude]\nauto_compact_tokens = 120000\nfast_mode_models = [\"claude-opus-4-6\"]\n").unwrap();
+    let out = common::ctl(&th).args(["routines", "validate"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let (rec, code) = run(&th).await;
+    assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "{rec:#}");
+    let calls: Vec<_> = fake.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && !r.path.contains("count_tokens")).collect();
+    assert!(calls.iter().any(|c| c.body["model"].as_str().is_some_and(|m| m.starts_with("claude-opus-4-6"))), "{:#?}", calls.iter().map(|c| &c.body["model"]).collect::<Vec<_>>());
+}
+
 /// Guardrails with the real CLI: the fake API's model asks for a Bash call. With `allow.tools:
 /// [Read, Grep]` Bash does not exist for it — the command never runs, in every mode, as root too
 /// (`skip` with `allow.tools` runs as Claude Code's `dontAsk`, which it starts as root) — and the

@@ -33,7 +33,7 @@ async fn a_run_on_a_host_is_a_run_here_with_its_output_and_no_remote_leftovers()
     let th = TestHome::new();
     use_server(&th, &server, "");
     std::fs::create_dir_all(server.remote_home().join("src/app")).unwrap();
-    th.routine(
+    th.routine_sent_from_here(
         "nightly",
         "schedule: \"0 2 * * *\"\nhostStrategy: host\nhost: box\nremoteCwd: ~/src/app\nenv: { GREETING: hello }\n\
          command: 'echo \"$GREETING from $(pwd) as $NIGHTSHIFT_ROUTINE\"; echo warn >&2; exit 0'\n",
@@ -57,12 +57,12 @@ async fn the_limit_and_cancel_end_the_whole_remote_process_group() {
     use_server(&th, &server, "");
     // Sleeps this test alone runs (so no other process can be mistaken for them).
     let (first, second) = (format!("sleep {}", 4000 + std::process::id() % 4000), format!("sleep {}", 8001 + std::process::id() % 4000));
-    th.routine("slow", &format!("schedule: \"0 2 * * *\"\nhost: box\ntimeout: 2s\ncommand: '{first} & {first}; wait'\n"));
+    th.routine_sent_from_here("slow", &format!("schedule: \"0 2 * * *\"\nhost: box\ntimeout: 2s\ncommand: '{first} & {first}; wait'\n"));
     let (rec, _) = common::run_wait(&th, "slow").await;
     assert_eq!(rec["status"], "timed_out", "{rec:#}");
     nightshift_testkit::wait_until("the remote group to be gone after its limit", Duration::from_secs(10), || processes_holding(&first).is_empty());
 
-    th.routine("long", &format!("schedule: \"0 2 * * *\"\nhost: box\ntimeout: 5m\ncommand: 'echo started; {second} & {second}; wait'\n"));
+    th.routine_sent_from_here("long", &format!("schedule: \"0 2 * * *\"\nhost: box\ntimeout: 5m\ncommand: 'echo started; {second} & {second}; wait'\n"));
     let waiting = tokio_ctl(&th).args(["run", "long", "--wait", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     nightshift_testkit::wait_until("the run to be going on the host", Duration::from_secs(20), || processes_holding(&format!("{second} ")).len() >= 2);
     // Ctrl-C, as a user at the terminal cancels it.
@@ -81,7 +81,7 @@ async fn a_cut_connection_and_a_killed_engine_lose_nothing_and_settle_the_run_on
     let th = TestHome::new();
     use_server(&th, &server, "");
     // 40 lines over ~4 s: long enough to cut its connection and kill its engine mid-run.
-    th.routine("lines", "schedule: \"0 2 * * *\"\nhost: box\ncommand: 'i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i + 1)); sleep 0.1; done'\n");
+    th.routine_sent_from_here("lines", "schedule: \"0 2 * * *\"\nhost: box\ncommand: 'i=0; while [ $i -lt 40 ]; do echo line $i; i=$((i + 1)); sleep 0.1; done'\n");
     let daemon = start_daemon(&th);
     let out = ctl(&th).args(["run", "lines"]).output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -116,7 +116,7 @@ async fn an_unreachable_host_blocks_the_run_in_words_and_the_next_run_goes_once_
     let Some(mut server) = SshServer::start() else { return };
     let th = TestHome::new();
     use_server(&th, &server, "");
-    th.routine("nightly", "schedule: \"0 2 * * *\"\nhosts: [box]\ncommand: echo back\n");
+    th.routine_sent_from_here("nightly", "schedule: \"0 2 * * *\"\nhosts: [box]\ncommand: echo back\n");
     server.stop();
     let (rec, code) = common::run_wait(&th, "nightly").await;
     assert_ne!(code, 0);
@@ -141,7 +141,7 @@ async fn a_missing_agent_on_the_host_fails_the_run_with_the_fix() {
     let Some(server) = SshServer::start() else { return };
     let th = TestHome::new();
     use_server(&th, &server, "[hosts.box]\nagent_path = \"/nowhere/claude\"\n");
-    th.routine("triage", "schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nprompt: Triage\n");
+    th.routine_sent_from_here("triage", "schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nprompt: Triage\n");
     let (rec, _) = common::run_wait(&th, "triage").await;
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("spawn_failed")), "{rec:#}");
     assert_eq!(rec["message"], "not started: `/nowhere/claude` was not found on box's PATH for SSH commands");
@@ -169,7 +169,7 @@ async fn the_real_claude_cli_runs_on_the_host_with_the_token_only_in_its_environ
     use_server(&th, &server, &format!("[hosts.box]\nagent_path = \"{}\"\n", claude.display()));
     let stored = set_token(&th, "me@home.dev", token);
     assert!(stored.status.success(), "{}", stderr(&stored));
-    th.routine(
+    th.routine_sent_from_here(
         "triage",
         &format!("schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nmode: plan\naccount: me@home.dev\nprompt: Triage\ntimeout: 2m\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n", fake.url()),
     );
@@ -204,7 +204,7 @@ async fn with_several_hosts_an_unreachable_one_is_skipped_and_remembered() {
     let config = th.path().join("ssh_config");
     std::fs::write(&config, format!("Include {}\nHost dead\n  HostName 127.0.0.1\n  Port 1\n", server.ssh_config().display())).unwrap();
     std::fs::write(th.path().join("nightshift.toml"), format!("ssh_config = \"{}\"\n", config.display())).unwrap();
-    th.routine("nightly", "schedule: \"0 2 * * *\"\nhosts: [dead, box]\ncommand: echo from box\n");
+    th.routine_sent_from_here("nightly", "schedule: \"0 2 * * *\"\nhosts: [dead, box]\ncommand: echo from box\n");
     let (rec, code) = common::run_wait(&th, "nightly").await;
     assert_eq!((code, rec["status"].as_str(), rec["host"].as_str()), (0, Some("completed"), Some("box")), "{rec:#}");
     assert_eq!(log_of(&rec), "from box\n");
@@ -229,7 +229,7 @@ async fn a_fleet_run_goes_to_the_machine_with_the_fewest_runs_that_answers() {
     std::fs::write(&config, format!("Include {}\nHost dead\n  HostName 127.0.0.1\n  Port 1\n", server.ssh_config().display())).unwrap();
     std::fs::write(th.path().join("nightshift.toml"), format!("ssh_config = \"{}\"\nkill_grace_secs = 1\nmax_parallel = 4\ndevice_name = \"laptop\"\n[hosts.box]\n[hosts.dead]\n", config.display())).unwrap();
     let sleep = format!("sleep {}", 12001 + std::process::id() % 4000);
-    th.routine("long", &format!("schedule: \"0 2 * * *\"\nhosts: [box]\ntimeout: 5m\ncommand: '{sleep}'\n"));
+    th.routine("long", &format!("schedule: \"0 2 * * *\"\nhosts: [box]\ndevices: [laptop]\ntimeout: 5m\ncommand: '{sleep}'\n"));
     th.routine("fleet", "schedule: \"0 2 * * *\"\nhostStrategy: fleet\ndevices: [laptop]\ncommand: echo from the fleet\n");
     // Nobody tried `dead` yet: listed in name order, `box` would come first.
     let waiting = tokio_ctl(&th).args(["run", "long", "--wait", "--json"]).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();

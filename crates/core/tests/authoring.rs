@@ -324,15 +324,32 @@ async fn a_routine_placed_on_another_machine_from_the_form() {
     let th = TestHome::new();
     let engine = EngineOptions::for_test(th.path()).settings("[hosts.buildbox]\nagent_path = \"/opt/bin/claude\"\n").open();
     // The form suggests the machines nightshift.toml and the routines name.
-    std::fs::write(th.path().join("routines/elsewhere.yaml"), "schedule: \"@daily\"\ncommand: true\nhost: \"me@ci.example\"\n").unwrap();
+    std::fs::write(th.path().join("routines/elsewhere.yaml"), "schedule: \"@daily\"\ncommand: true\nhost: \"me@ci.example\"\ndevices: [laptop]\n").unwrap();
     assert_eq!(nightshift_core::api::routine_form(&engine).hosts, vec!["buildbox".to_string(), "me@ci.example".to_string()]);
 
     let placed = Draft { host: "buildbox".into(), remote_cwd: "/srv/app".into(), ..command_draft("there") };
     assert_eq!(field_problems(&engine, &placed), vec![]);
     assert!(placed.to_yaml().contains("host: buildbox\nremote_cwd: /srv/app\n"), "{}", placed.to_yaml());
+    // This machine sends its runs: the file names it in `devices:`, so a routines folder synced to
+    // another machine does not fire it there too.
+    let here = nightshift_testkit::this_machine();
+    assert!(engine.check_draft(&placed).yaml.ends_with(&format!("devices: [\"{here}\"]\n")), "{}", engine.check_draft(&placed).yaml);
     engine.create_routine(&placed).unwrap();
-    let placement = engine.routine("there").unwrap().placement.unwrap();
+    let there = engine.routine("there").unwrap();
+    assert_eq!(there.devices, vec![here.clone()]);
+    let placement = there.placement.unwrap();
     assert_eq!((placement.hosts, placement.remote_cwd.as_deref()), (vec!["buildbox".to_string()], Some("/srv/app")));
+    // Devices named in the form are kept.
+    let named = Draft { host: "buildbox".into(), devices: vec!["desk".into()], ..command_draft("named") };
+    assert!(engine.check_draft(&named).yaml.ends_with("devices: [\"desk\"]\n"), "{}", engine.check_draft(&named).yaml);
+    // `hostStrategy` as agents-cli's placement: the fleet nightshift.toml lists, sent from here.
+    let fleet = Draft { placement: "fleet".into(), ..command_draft("fleet") };
+    assert_eq!(field_problems(&engine, &fleet), vec![]);
+    engine.create_routine(&fleet).unwrap();
+    let fleet = engine.routine("fleet").unwrap();
+    assert_eq!((fleet.placement.unwrap().hosts, fleet.devices), (vec!["buildbox".to_string()], vec![here]));
+    let unknown = Draft { placement: "cloud".into(), ..command_draft("cloudy") };
+    assert!(field_problems(&engine, &unknown).iter().any(|(f, m)| f == "hostStrategy" && m.starts_with("`hostStrategy: cloud` is not supported")), "{:?}", field_problems(&engine, &unknown));
 
     // The loader's words, on the fields.
     let stray = Draft { remote_cwd: "/srv/app".into(), ..command_draft("here") };

@@ -255,7 +255,7 @@ async fn runs_of_an_earlier_process_with_this_pid_are_recovered() {
 async fn a_remote_run_whose_end_is_home_is_settled_and_its_host_files_removed() {
     let Some(server) = nightshift_testkit::SshServer::start() else { return };
     let th = TestHome::new();
-    th.routine("job", "schedule: \"0 * * * *\"\nhost: box\ncommand: echo\n");
+    th.routine_sent_from_here("job", "schedule: \"0 * * * *\"\nhost: box\ncommand: echo\n");
     let engine = EngineOptions::for_test(th.path()).settings(&format!("ssh_config = \"{}\"\nreuse_ssh_connections = false\n", server.ssh_config().display())).open();
     let run_dir = orphan_row(&engine, &th, "r1", "command", None);
     std::fs::write(run_dir.join("stdout.log"), "done there\n").unwrap();

@@ -255,8 +255,8 @@ fn schedules_that_can_never_run_are_refused() {
 #[test]
 fn a_routine_placed_on_a_host_parses_with_agents_cli_field_names() {
     let th = TestHome::new();
-    th.routine("one", "schedule: \"0 2 * * *\"\ncommand: make nightly\nhostStrategy: host\nhost: workstation\nremoteCwd: ~/src/app\n");
-    th.routine("several", "schedule: \"0 2 * * *\"\ncommand: make\nhosts: [box, me@server.lan]\nremote_cwd: /srv/app\n");
+    th.routine_sent_from_here("one", "schedule: \"0 2 * * *\"\ncommand: make nightly\nhostStrategy: host\nhost: workstation\nremoteCwd: ~/src/app\n");
+    th.routine_sent_from_here("several", "schedule: \"0 2 * * *\"\ncommand: make\nhosts: [box, me@server.lan]\nremote_cwd: /srv/app\n");
     th.routine("here", "schedule: \"0 2 * * *\"\ncommand: make\nhostStrategy: local\n");
     let set = load_dir(&Home::at(th.path()), &[]);
     assert!(set.invalid.is_empty(), "{:?}", set.invalid);
@@ -486,6 +486,41 @@ fn config_keys_are_passed_to_the_agent_or_said_why_not() {
     );
     let gem = set.get("gem").unwrap();
     assert_eq!(gem.warnings[0].to_string(), "routines/gem.yaml:5:3: warning: `config.theme` is ignored: Gemini CLI takes no settings on its command line (put it in ~/.gemini/settings.json)");
+}
+
+/// agents-cli's `[agents.<agent>] auto_compact_tokens` and `fast_mode_models` reach the CLI as its
+/// own setting (Claude Code's `autoCompactWindow` and `fastMode`, Codex's
+/// `model_auto_compact_token_limit`); a routine's own `config.` key wins; an agent without such a
+/// setting is warned at its `agent:`.
+#[test]
+fn agents_cli_compaction_and_fast_mode_settings_pass_through_or_are_said_ignored() {
+    let th = TestHome::new();
+    th.routine("fast", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nmodel: opus\n");
+    th.routine("slow", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: hi\nmodel: sonnet\nconfig: {autoCompactWindow: 90000}\n");
+    th.routine("codex", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: hi\n");
+    th.routine("gem", "schedule: \"0 2 * * *\"\nagent: gemini\nprompt: hi\nmodel: gemini-2.5-pro\n");
+    std::fs::write(
+        th.path().join("nightshift.toml"),
+        "[agents.claude]\nauto_compact_tokens = 120000\nfast_mode_models = [\"opus\"]\n[agents.codex]\nauto_compact_tokens = 200000\n[agents.gemini]\nauto_compact_tokens = 100000\nfast_mode_models = [\"gemini-2.5-pro\"]\n",
+    )
+    .unwrap();
+    let engine = EngineOptions::for_test(th.path()).open();
+    let set = engine.routines();
+    let settings_of = |name: &str| {
+        let args = set.get(name).unwrap().action.invocation("hi", None, None).args;
+        let at = args.iter().position(|a| a == "--settings").expect("--settings");
+        serde_json::from_str::<serde_json::Value>(&args[at + 1]).unwrap()
+    };
+    assert_eq!(settings_of("fast"), serde_json::json!({"autoCompactWindow": 120000, "fastMode": true}));
+    assert_eq!(settings_of("slow"), serde_json::json!({"autoCompactWindow": 90000}), "the routine's own key wins; sonnet is not listed fast");
+    let codex = set.get("codex").unwrap().action.invocation("hi", None, None).args;
+    assert!(codex.windows(2).any(|w| w == ["-c", "model_auto_compact_token_limit=200000"]), "{codex:?}");
+    assert!(set.get("codex").unwrap().warnings.is_empty());
+    let gem = set.get("gem").unwrap();
+    assert_eq!(
+        gem.warnings.iter().map(ToString::to_string).collect::<Vec<_>>(),
+        ["routines/gem.yaml:2:1: warning: `[agents.gemini] auto_compact_tokens` and `[agents.gemini] fast_mode_models` (for gemini-2.5-pro) are ignored: the gemini CLI has no such setting Nightshift can pass"]
+    );
 }
 
 /// OpenCode's settings travel in OPENCODE_CONFIG_CONTENT: `config.` keys join it, one a field

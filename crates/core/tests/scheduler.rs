@@ -301,6 +301,38 @@ async fn run_now_starts_at_once_while_scheduled_runs_wait_visibly() {
     r.settle().await;
 }
 
+/// `[agents.<agent>] max_queued`: past as many waiting runs of an agent, a scheduled one is
+/// `skipped · queue_full` (said, told, never started later); a person's run still waits.
+#[tokio::test]
+async fn past_an_agents_max_queued_a_scheduled_run_is_skipped_and_run_now_still_waits() {
+    let th = TestHome::new();
+    th.script("claude", "sleep 30");
+    for name in ["a", "b", "c", "manual"] {
+        th.routine(name, "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\naccount: work@acme.dev\n");
+    }
+    std::fs::write(th.path().join("routines/manual.yaml"), "schedule: \"0 0 1 1 *\"\nagent: claude\nprompt: hi\naccount: work@acme.dev\n").unwrap();
+    let settings = "max_parallel = 4\nkeychain_service = \"nightshift-test-lanes\"\n[[accounts]]\nemail = \"work@acme.dev\"\n[agents.claude]\nmax_running = 1\nmax_queued = 1\n";
+    let r = rig_with(th, at("2026-11-30T09:59:00Z"), settings);
+    r.tick_at(at("2026-11-30T09:59:00Z")).await;
+    assert_eq!(r.tick_at(at("2026-11-30T10:00:00Z")).await.fired.len(), 3, "the three slots claimed");
+    // One runs (one claude run at a time), one waits; the third would be a second one waiting.
+    let with = |status| r.engine.store().list_runs(&RunQuery { status: Some(status), limit: 10, ..Default::default() }).unwrap().runs;
+    let skipped = with(RunStatus::Skipped);
+    assert_eq!(skipped.iter().map(|s| (s.routine.as_str(), s.reason)).collect::<Vec<_>>(), [("c", Some(Reason::QueueFull))]);
+    assert_eq!(skipped[0].message.as_deref(), Some("skipped: 1 claude run was already waiting for a lane (`[agents.claude] max_queued = 1`)"));
+    assert_eq!((with(RunStatus::Running).len(), with(RunStatus::Queued).len()), (1, 1));
+    // A person's run waits past the bound all the same.
+    let manual = r.engine.run_now("manual", Trigger::Manual).await.unwrap();
+    assert_eq!(r.engine.store().get_run(&manual.id).unwrap().status, RunStatus::Queued);
+    assert!(with(RunStatus::Skipped).len() == 1, "nothing else skipped");
+    for run in with(RunStatus::Queued).into_iter().chain(with(RunStatus::Running)) {
+        assert!(r.engine.cancel(&run.id).await);
+    }
+    r.settle().await;
+    assert_eq!(r.rows("c").len(), 1, "the skipped slot never ran later");
+    assert_eq!(r.engine.store().get_run(&skipped[0].id).unwrap().status, RunStatus::Skipped);
+}
+
 #[tokio::test]
 async fn reload_picks_up_added_changed_broken_and_removed_files() {
     let r = rig(&[("a", "schedule: \"0 * * * *\"\ncommand: \"true\"\n")], at("2026-11-30T10:00:00Z"));

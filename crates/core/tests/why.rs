@@ -305,7 +305,7 @@ async fn a_slot_run_on_github_actions_says_which_workflow_run_of_which_repositor
     const TOKEN: &str = "ghp_WhyActionsToken0000000000000000000001";
     let fake = nightshift_testkit::FakeGithub::start(TOKEN).await;
     let th = TestHome::new();
-    th.routine("build", "schedule: \"0 * * * *\"\ntimezone: UTC\nhost: ci\ntimeout: 2m\ncommand: echo built\n");
+    th.routine_sent_from_here("build", "schedule: \"0 * * * *\"\ntimezone: UTC\nhost: ci\ntimeout: 2m\ncommand: echo built\n");
     std::fs::write(th.path().join("nightshift.toml"), format!("[github]\napi_url = \"{}\"\nactions_poll = \"300ms\"\n[hosts.ci]\ngithub = \"acme/app\"\nruns_on = \"self-hosted\"\n", fake.url())).unwrap();
     let clock = Arc::new(ManualClock::new(at("2026-11-02T02:59:50Z")));
     let engine = EngineOptions::for_test(th.path()).clock(clock.clone()).env("GH_TOKEN", TOKEN).open();

@@ -25,6 +25,13 @@ impl TestHome {
         path
     }
 
+    /// Write `routines/<name>.yaml` for a routine placed on another machine (`host:`, `hosts:`,
+    /// the fleet), with `devices:` naming this machine (its hostname) as the one that sends its
+    /// runs — a placed routine without `devices:` is refused.
+    pub fn routine_sent_from_here(&self, name: &str, yaml: &str) -> PathBuf {
+        self.routine(name, &format!("{yaml}{}devices: [{}]\n", if yaml.ends_with('\n') { "" } else { "\n" }, this_machine()))
+    }
+
     /// An isolated HOME for agent CLIs (their config, caches) inside this test home.
     pub fn user_home(&self) -> PathBuf {
         let p = self.path().join("user-home");
@@ -97,4 +104,13 @@ pub fn claude_cli() -> Option<PathBuf> {
 /// The real Claude Code CLI, or a loud failure (see [`require_agent_cli`]).
 pub fn require_claude_cli() -> Option<PathBuf> {
     require_agent_cli("claude")
+}
+
+/// This machine's hostname: the engine's name for it in `devices:` unless `device_name` is set.
+pub fn this_machine() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "localhost".into() }
 }

@@ -29,7 +29,7 @@ pub use fake_copilot::{CopilotReply, FakeCopilot};
 pub use fake_gemini::FakeGemini;
 pub use fake_github::FakeGithub;
 pub use fake_openai::FakeOpenAi;
-pub use home::TestHome;
+pub use home::{this_machine, TestHome};
 pub use process::{command_line, processes_holding};
 pub use ssh::SshServer;
 pub use tmpfs::Tmpfs;

@@ -116,7 +116,7 @@ impl Core {
 
     /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
     pub(crate) fn device_name(&self) -> String {
-        self.settings().device_name.clone().unwrap_or_else(hostname)
+        self.settings().device_name()
     }
 
     /// Is the engine recorded as a run's owner still there? "Me" is; my pid with another start
@@ -153,12 +153,3 @@ impl Core {
         }
     }
 }
-
-fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
-    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
-    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
-    if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "localhost".into() }
-}
-

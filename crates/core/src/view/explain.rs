@@ -76,6 +76,10 @@ pub fn explain(run: &RunRecord) -> Explanation {
             Some("With `catchup: true` (the default) one catch-up run is made after waking; the other missed slots are only recorded."),
         ),
         (RunStatus::Skipped, Some(Reason::ActiveRun)) => plain("Skipped: the routine's previous run was still going.".into(), None),
+        (RunStatus::Skipped, Some(Reason::QueueFull)) => plain(
+            format!("Skipped: {}.", said.map(|m| m.trim_start_matches("skipped: ")).unwrap_or("as many runs of its agent as may wait were already waiting for a lane")),
+            Some("The next slot runs as usual. To let more wait, raise `max_queued` (or let more go at once with `max_running`) under `[agents.<agent>]` in nightshift.toml."),
+        ),
         (RunStatus::Skipped, _) => plain(format!("Skipped{}", said.map(|m| format!(": {m}")).unwrap_or_else(|| ".".into())), None),
         (status, _) => plain(format!("{}{}", capitalise(status.as_str()), said.map(|m| format!(": {m}")).unwrap_or_else(|| ".".into())), None),
     }

@@ -73,6 +73,16 @@ impl AgentDriver for Claude {
         &[("permissions", "use `mode:`, `allow:` and `deny:`"), ("env", "use `env:`"), ("apiKeyHelper", "the account's credential is Nightshift's to pass: use `account:`"), ("effortLevel", "use `effort:`")]
     }
 
+    /// Claude Code's settings.json `autoCompactWindow` (tokens).
+    fn auto_compact_setting(&self) -> Option<&'static str> {
+        Some("autoCompactWindow")
+    }
+
+    /// Claude Code's settings.json `fastMode`.
+    fn fast_mode_setting(&self) -> Option<&'static str> {
+        Some("fastMode")
+    }
+
     /// `config.<key>` as `--settings '{json}'`: any key of Claude Code's settings.json.
     fn config_args(&self, config: &[(String, Value)]) -> Vec<String> {
         if config.is_empty() {

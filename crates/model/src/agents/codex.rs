@@ -69,6 +69,11 @@ impl AgentDriver for Codex {
     }
 
     /// `config.<key>` as `-c key=value`: any key of its config.toml.
+    /// Codex's `model_auto_compact_token_limit` (config.toml), as `-c`.
+    fn auto_compact_setting(&self) -> Option<&'static str> {
+        Some("model_auto_compact_token_limit")
+    }
+
     fn config_args(&self, config: &[(String, serde_json::Value)]) -> Vec<String> {
         config.iter().flat_map(|(k, v)| ["-c".to_string(), format!("{k}={}", toml_value(v))]).collect()
     }

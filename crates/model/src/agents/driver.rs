@@ -137,6 +137,16 @@ pub trait AgentDriver: Send + Sync {
     fn controlled_config(&self) -> Controlled {
         &[]
     }
+    /// The setting (`config.<key>`) that carries `[agents.<agent>] auto_compact_tokens` — the
+    /// context size at which the CLI compacts its conversation — if the CLI has one.
+    fn auto_compact_setting(&self) -> Option<&'static str> {
+        None
+    }
+    /// The setting (`config.<key>`) set to `true` for a model `[agents.<agent>] fast_mode_models`
+    /// lists, if the CLI has a fast mode it takes so.
+    fn fast_mode_setting(&self) -> Option<&'static str> {
+        None
+    }
     /// Why `config.<key>` is ignored for this agent (a warning), if it is.
     fn config_ignored(&self) -> Option<&'static str> {
         None

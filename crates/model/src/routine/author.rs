@@ -37,6 +37,9 @@ pub struct Draft {
     pub cwd: String,
     /// With `host`: the folder it works in there (`cwd` is this machine's).
     pub remote_cwd: String,
+    /// `hostStrategy:` — `local`, `host` or `fleet` (any machine nightshift.toml lists); empty
+    /// for none (a `host` places it there).
+    pub placement: String,
     /// `worktree` for a git worktree of its own per run; empty for `cwd` itself.
     pub workspace: String,
     /// With `worktree`: the branch it starts from, the remote its branch is pushed to.
@@ -84,7 +87,7 @@ const TRIGGER_KEYS: [&str; 9] = ["type", "event", "repo", "branch", "action", "l
 
 /// The draft's fields in the order they are written.
 pub const DRAFT_FIELDS: &[&str] = &[
-    "name", "description", "agent", "account", "prompt", "mode", "model", "command", "host", "cwd", "remote_cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
+    "name", "description", "agent", "account", "prompt", "mode", "model", "command", "host", "hostStrategy", "cwd", "remote_cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
     "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env", "effort", "allow_tools", "allow_dirs", "deny_tools", "on_denial", "budget", "secrets", "trigger",
 ];
 
@@ -107,7 +110,7 @@ impl Draft {
             out.text.push_str(&body);
             out.lines.push((field, first, out.text.lines().count()));
         };
-        let scalars: [(&'static str, &str); 20] = [
+        let scalars: [(&'static str, &str); 21] = [
             ("name", &self.name),
             ("description", &self.description),
             ("agent", &self.agent),
@@ -117,6 +120,7 @@ impl Draft {
             ("model", &self.model),
             ("command", &self.command),
             ("host", &self.host),
+            ("hostStrategy", &self.placement),
             ("cwd", &self.cwd),
             ("remote_cwd", &self.remote_cwd),
             ("workspace", &self.workspace),
@@ -300,6 +304,8 @@ pub fn new_file(home: &Home, name: &str) -> PathBuf {
 /// Check a draft as the loader would check the file it makes, plus what only a new routine needs
 /// (a free name, an existing folder, an account the agent has).
 pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
+    let placed_here = placed_from_here(cx.settings, draft);
+    let draft = placed_here.as_ref().unwrap_or(draft);
     // A draft without a name yet is checked as if it had one: the loader would otherwise name it
     // after a file called ".yaml" — the one problem is that the name is missing.
     let unnamed = draft.name.trim().is_empty();
@@ -366,6 +372,14 @@ pub fn check_draft(cx: &Context<'_>, draft: &Draft) -> DraftCheck {
     DraftCheck { yaml, file: display, problems, preview }
 }
 
+/// A draft placed on another machine (`host`, or the fleet) that names no `devices:`, with this
+/// machine as its one device: the machine it is written on sends its runs, and a routines folder
+/// synced to another machine does not fire it there too.
+fn placed_from_here(settings: &Settings, draft: &Draft) -> Option<Draft> {
+    let placed = !draft.host.trim().is_empty() || draft.placement.trim() == "fleet";
+    (placed && draft.devices.iter().all(|d| d.trim().is_empty())).then(|| Draft { devices: vec![settings.device_name()], ..draft.clone() })
+}
+
 /// The first draft field a whole-routine message names in backticks ("missing `schedule` …").
 fn field_named_in(message: &str) -> Option<String> {
     let start = message.find('`')? + 1;
@@ -414,7 +428,12 @@ pub fn check_text(cx: &Context<'_>, file: &Path, text: &str, expected: Option<&s
     }
     let routine = match parse_routine(text, file, &display) {
         Ok(r) => r,
-        Err(bad) => return bad.errors.into_iter().chain(bad.warnings).collect(),
+        Err(bad) => {
+            let device = cx.settings.device_name();
+            let mut errors = bad.errors;
+            errors.iter_mut().for_each(|d| super::parse::name_this_machine(d, &device));
+            return errors.into_iter().chain(bad.warnings).collect();
+        }
     };
     let mut problems = super::load::unknown_webhooks(&routine, text, cx.settings, &display);
     problems.extend(routine.warnings.iter().cloned());

@@ -135,6 +135,10 @@ pub fn load_files(home: &Home, files: &[PathBuf]) -> RoutineSet {
 /// settings do not define become invalid, located at the name in the file (a typo would
 /// otherwise drop every post silently).
 pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, home: &Home) -> RoutineSet {
+    let device = settings.device_name();
+    for d in set.invalid.iter_mut().flat_map(|r| r.errors.iter_mut()) {
+        super::parse::name_this_machine(d, &device);
+    }
     if let Some(timeout) = settings.defaults.timeout() {
         for r in set.routines.iter_mut().filter(|r| !r.timeout_given) {
             r.timeout = timeout;
@@ -146,6 +150,7 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
         if let crate::routine::Action::Agent { agent, model: model @ None, .. } = &mut r.action {
             *model = settings.agents.get(agent).and_then(|a| a.model.clone()).filter(|m| !m.trim().is_empty());
         }
+        pass_through(r, settings, home);
         // `[agents.<agent>] account`: the account of its routines that name none.
         if r.account == crate::routine::AccountChoice::Any {
             if let Some(email) = settings.agents.get(&r.agent()).and_then(|a| a.account.clone()) {
@@ -175,6 +180,36 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
     }
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
     set
+}
+
+/// agents-cli's `[agents.<agent>] auto_compact_tokens` and `fast_mode_models`, passed to an agent
+/// routine as its CLI's own setting (`config.<key>`; a key the routine sets itself wins), or — the
+/// CLI has no such setting — a warning at its `agent:` naming what is ignored.
+fn pass_through(r: &mut Routine, settings: &crate::settings::Settings, home: &Home) {
+    let crate::routine::Action::Agent { agent, model, config, .. } = &mut r.action else { return };
+    let Some(own) = settings.agents.get(agent) else { return };
+    let driver = crate::agents::driver(*agent);
+    let fast = model.as_deref().filter(|m| own.fast_mode_models.iter().any(|f| f == m));
+    let mut ignored = Vec::new();
+    let mut set = |key: Option<&'static str>, value: serde_json::Value, what: String| match key {
+        Some(key) if !config.iter().any(|(k, _)| k == key) => config.push((key.to_string(), value)),
+        Some(_) => {}
+        None => ignored.push(what),
+    };
+    if let Some(tokens) = own.auto_compact_tokens {
+        set(driver.auto_compact_setting(), serde_json::json!(tokens), format!("`[agents.{agent}] auto_compact_tokens`"));
+    }
+    if let Some(model) = fast {
+        set(driver.fast_mode_setting(), serde_json::json!(true), format!("`[agents.{agent}] fast_mode_models` (for {model})"));
+    }
+    if ignored.is_empty() {
+        return;
+    }
+    let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
+    let line = text.lines().position(|l| l.starts_with("agent:")).map_or(1, |i| i + 1);
+    let verb = if ignored.len() > 1 { "are" } else { "is" };
+    let message = format!("{} {verb} ignored: the {agent} CLI has no such setting Nightshift can pass", ignored.join(" and "));
+    r.warnings.push(Diagnostic::warning(home.display_path(&r.file), line, 1, message));
 }
 
 /// What a fleet routine whose settings list no machines is told, at load and at start.

@@ -52,6 +52,8 @@ string_enum!(
         NoAccount = "no_account",
         Superseded = "superseded",
         ActiveRun = "active_run",
+        /// Its agent already had `[agents.<agent>] max_queued` runs waiting for a lane.
+        QueueFull = "queue_full",
         /// None of the routine's hosts could be reached over SSH (or contact was lost for good).
         HostUnreachable = "host_unreachable",
         /// On a host on GitHub Actions, no runner picked up the job within `start_timeout`.

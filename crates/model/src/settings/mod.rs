@@ -244,11 +244,20 @@ pub struct AgentSettings {
     pub path: Option<PathBuf>,
     /// At most this many runs of this agent at once (beside `max_parallel`).
     pub max_running: Option<usize>,
+    /// At most this many runs of this agent wait for a lane; a scheduled or event run past it is
+    /// `skipped · queue_full` (a person's run always waits).
+    pub max_queued: Option<usize>,
     /// `model = "sonnet"`: the model of this agent's routines that name none (`model:`).
     pub model: Option<String>,
     /// `account = "me@home.dev"`: the account this agent's routines that name none (`account:`,
     /// `accounts:`) use — as if they said `account:` (one of this agent's `[[accounts]]`).
     pub account: Option<String>,
+    /// `auto_compact_tokens = 120000` (agents-cli's): the context size at which the agent
+    /// compacts its conversation, passed as the CLI's own setting where it has one.
+    pub auto_compact_tokens: Option<u64>,
+    /// `fast_mode_models = ["opus"]` (agents-cli's): the models run in the CLI's fast mode, where
+    /// it has one.
+    pub fast_mode_models: Vec<String>,
     /// `[agents.<agent>.versions]`: the executable of each version a routine may pin with
     /// `version:` (agents-cli's key), e.g. `"2.1.332" = "/opt/claude-2.1.332/bin/claude"`.
     pub versions: BTreeMap<String, PathBuf>,
@@ -300,13 +309,28 @@ pub struct Ranges {
     pub keep_runs_per_routine: (u64, u64),
     pub min_free_memory_mb: (u64, u64),
     pub max_running: (u64, u64),
+    pub max_queued: (u64, u64),
     pub max_worktrees: (u64, u64),
 }
 
+/// The machine's hostname, as `gethostname(2)` gives it ("localhost" if it cannot).
+fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: gethostname writes at most buf.len() bytes into our buffer.
+    let ok = unsafe { libc::gethostname(buf.as_mut_ptr() as *mut libc::c_char, buf.len()) } == 0;
+    let end = buf.iter().position(|b| *b == 0).unwrap_or(buf.len());
+    if ok { String::from_utf8_lossy(&buf[..end]).into_owned() } else { "localhost".into() }
+}
+
 pub const RANGES: Ranges =
-    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080), keep_worktrees_days: (0, 3650), keep_runs_days: (0, 36_500), keep_runs_per_routine: (0, 1_000_000), min_free_memory_mb: (0, 1_048_576), max_running: (1, 64), max_worktrees: (1, 1000) };
+    Ranges { max_parallel: (1, 64), kill_grace_secs: (0, 3600), auto_pause_after: (0, 10_000), rate_limit_cooldown_mins: (1, 10_080), keep_worktrees_days: (0, 3650), keep_runs_days: (0, 36_500), keep_runs_per_routine: (0, 1_000_000), min_free_memory_mb: (0, 1_048_576), max_running: (1, 64), max_queued: (0, 64), max_worktrees: (1, 1000) };
 
 impl Settings {
+    /// This machine's name for `devices:` filters: the `device_name` setting, else the hostname.
+    pub fn device_name(&self) -> String {
+        self.device_name.clone().unwrap_or_else(hostname)
+    }
+
     /// Load from `path`; a missing file gives the defaults.
     pub fn load(path: &Path) -> Result<Settings> {
         if std::fs::symlink_metadata(path).is_err() {
@@ -334,6 +358,7 @@ impl Settings {
         ]
         .into_iter()
         .chain(settings.agents.values().filter_map(|a| a.max_running).map(|n| ("max_running", n as u64, RANGES.max_running)))
+        .chain(settings.agents.values().filter_map(|a| a.max_queued).map(|n| ("max_queued", n as u64, RANGES.max_queued)))
         {
             if !(range.0..=range.1).contains(&value) {
                 let at = value_offset(text, key).unwrap_or(0);

@@ -13,7 +13,10 @@
 //! * no lane starts while the machine's available memory is below `min_free_memory_mb`, no more
 //!   runs of one agent go at once than its `[agents.<agent>] max_running`, and no more worktree
 //!   runs than `max_worktrees` (the starvation rule yields to low memory, which holds every run;
-//!   each waiting run's note says which rule holds it).
+//!   each waiting run's note says which rule holds it);
+//! * no more of one agent's runs wait than its `[agents.<agent>] max_queued`: a scheduled or event
+//!   run that arrives past it is skipped (`skipped · queue_full`); a person's run always waits
+//!   (and is not counted).
 
 use crate::words::Agent;
 use std::collections::{BTreeMap, HashSet};
@@ -28,6 +31,8 @@ pub struct Limits {
     pub max_running: BTreeMap<Agent, usize>,
     /// `max_worktrees`: worktree runs going at once.
     pub max_worktrees: Option<usize>,
+    /// `[agents.<agent>] max_queued`: that agent's runs waiting at once.
+    pub max_queued: BTreeMap<Agent, usize>,
 }
 
 impl Limits {
@@ -75,6 +80,8 @@ pub struct Decision {
     /// why, not where: its place in the queue is read with it (the store adds it), so a start does
     /// not change the note of every run behind it.
     pub notes: Vec<(String, String)>,
+    /// (id, why) of each run that would wait past its agent's `max_queued`: skipped, not queued.
+    pub overflow: Vec<(String, String)>,
 }
 
 /// The lanes a run of this class may use.
@@ -141,7 +148,35 @@ pub fn decide(waiting: &[Waiting], running: &[Busy], limits: &Limits) -> Decisio
         };
         decision.notes.push((w.id.clone(), format!("queued: {why}")));
     }
+    if !limits.max_queued.is_empty() {
+        overflow(&mut decision, waiting, &limits.max_queued);
+    }
     decision
+}
+
+/// Move the waiting runs past their agent's `max_queued` from the notes to the overflow. Scheduled
+/// and event runs are counted in arrival order, so one that waits is never skipped for one that
+/// came after it; a person's run is neither counted nor skipped (it is asked for, not due).
+fn overflow(decision: &mut Decision, waiting: &[Waiting], max_queued: &BTreeMap<Agent, usize>) {
+    let noted: HashSet<&str> = decision.notes.iter().map(|(id, _)| id.as_str()).collect();
+    let mut waits: BTreeMap<Agent, usize> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    for w in waiting.iter().filter(|w| noted.contains(w.id.as_str())) {
+        let Some(&max) = max_queued.get(&w.agent) else { continue };
+        let n = waits.entry(w.agent).or_default();
+        if w.manual {
+            continue;
+        }
+        if *n < max {
+            *n += 1;
+            continue;
+        }
+        let runs = if max == 1 { "run was" } else { "runs were" };
+        skipped.push((w.id.clone(), format!("skipped: {max} {} {runs} already waiting for a lane (`[agents.{}] max_queued = {max}`)", w.agent, w.agent)));
+    }
+    let gone: HashSet<&str> = skipped.iter().map(|(id, _): &(String, String)| id.as_str()).collect();
+    decision.notes.retain(|(id, _)| !gone.contains(id.as_str()));
+    decision.overflow = skipped;
 }
 
 #[cfg(test)]
@@ -180,6 +215,28 @@ mod tests {
         assert_eq!(d.notes[2].0, "4");
         let d = decide(&[w("1", "r", true, &["a@x"]), w("2", "r", true, &[])], &[busy("x", Some("a@x"))], &Limits::lanes(10));
         assert_eq!(d.notes[1], ("2".into(), "queued: waiting behind an earlier r run".into()));
+    }
+
+    #[test]
+    fn past_an_agents_max_queued_the_newest_scheduled_runs_are_skipped_and_a_persons_always_wait() {
+        let claude = |id: &str, routine: &str, manual: bool| Waiting { agent: Agent::Claude, ..w(id, routine, manual, &[]) };
+        let limits = Limits { max_running: [(Agent::Claude, 1)].into_iter().collect(), max_queued: [(Agent::Claude, 2)].into_iter().collect(), ..Limits::lanes(8) };
+        let q = [claude("1", "a", false), claude("2", "b", false), claude("3", "c", false), claude("4", "d", false), w("5", "e", false, &[]), claude("6", "f", true)];
+        let d = decide(&q, &[], &limits);
+        // The person's run starts (it goes first); 1 and 2 wait; 3 and 4 are past the two that may wait.
+        assert_eq!(started(&d), vec!["6", "5"]);
+        assert_eq!(d.notes.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["1", "2"]);
+        let why = "skipped: 2 claude runs were already waiting for a lane (`[agents.claude] max_queued = 2`)".to_string();
+        assert_eq!(d.overflow, vec![("3".to_string(), why.clone()), ("4".to_string(), why)]);
+        // A person's runs wait whatever the bound, and are not counted: the scheduled runs already
+        // waiting are not skipped for them.
+        let running = [Busy { agent: Agent::Claude, ..busy("x", None) }];
+        let d = decide(&[claude("1", "a", false), claude("2", "b", true), claude("3", "c", true), claude("4", "d", false), claude("5", "e", false)], &running, &limits);
+        assert_eq!(d.notes.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["2", "3", "1", "4"]);
+        assert_eq!(d.overflow.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(), ["5"]);
+        // Without the setting nothing is skipped.
+        let d = decide(&q, &[], &Limits { max_queued: BTreeMap::new(), ..limits });
+        assert!(d.overflow.is_empty() && d.notes.len() == 4);
     }
 
     #[test]
@@ -230,11 +287,13 @@ mod tests {
     }
 
     fn arb_limits() -> impl Strategy<Value = Limits> {
-        (1..5usize, prop::option::of((0..1000u64, 0..1000u64)), prop::collection::btree_map(0..3usize, 1..3usize, 0..3), prop::option::of(1..3usize)).prop_map(|(max_parallel, memory, caps, max_worktrees)| Limits {
+        let queued = prop::collection::btree_map(0..3usize, 0..3usize, 0..3);
+        (1..5usize, prop::option::of((0..1000u64, 0..1000u64)), prop::collection::btree_map(0..3usize, 1..3usize, 0..3), prop::option::of(1..3usize), queued).prop_map(|(max_parallel, memory, caps, max_worktrees, queued)| Limits {
             max_parallel,
             memory,
             max_running: caps.into_iter().map(|(a, n)| (AGENTS[a], n)).collect(),
             max_worktrees,
+            max_queued: queued.into_iter().map(|(a, n)| (AGENTS[a], n)).collect(),
         })
     }
 
@@ -265,8 +324,15 @@ mod tests {
             let max = limits.max_parallel;
             let d = decide(&waiting, &running, &limits);
             let by_id = |id: &str| waiting.iter().find(|w| w.id == id).unwrap();
-            // Every waiting run is either started or noted, exactly once.
-            prop_assert_eq!(d.starts.len() + d.notes.len(), waiting.len());
+            // Every waiting run is either started, noted or skipped, exactly once.
+            prop_assert_eq!(d.starts.len() + d.notes.len() + d.overflow.len(), waiting.len());
+            // Only scheduled runs are skipped, and no more of an agent's scheduled runs wait than
+            // its `max_queued`.
+            prop_assert!(d.overflow.iter().all(|(id, _)| !by_id(id).manual));
+            for (agent, max) in &limits.max_queued {
+                let waits = d.notes.iter().filter(|(id, _)| by_id(id).agent == *agent && !by_id(id).manual).count();
+                prop_assert!(waits <= *max, "{} {:?} runs wait, max_queued {}", waits, agent, max);
+            }
             // Never more than max_parallel.
             prop_assert!(running.len() + d.starts.len() <= max.max(running.len()));
             if running.len() < max { prop_assert!(running.len() + d.starts.len() <= max); }

@@ -257,7 +257,7 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
     }
     let core2 = Arc::clone(core);
     let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
-    let (claimed, set, waiting, next_due) = match result {
+    let Claimed { starts: claimed, set, own_waiting: waiting, next_due, overflow } = match result {
         Ok(Ok(r)) => {
             if core.problems.clear(&crate::engine::problems::About::Dispatch) {
                 core.emit_state();
@@ -276,7 +276,10 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
         }
     };
     // A pass that found nothing due changed nothing the faces show.
-    let claimed_any = !claimed.is_empty() || waiting > 0;
+    let claimed_any = !claimed.is_empty() || waiting > 0 || !overflow.is_empty();
+    for (id, why) in overflow {
+        skip_queued(core, &id, why).await;
+    }
     for (id, account) in claimed {
         let Ok(rec) = core.store.get_run(&id) else { continue };
         // Queued after the names were read: look it up before calling it gone.
@@ -304,10 +307,20 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
     (waiting, next_due)
 }
 
-/// What a pass claimed: (run id, account) of each run to start, the routines it decided with,
-/// how many of this engine's runs still wait for a lane, and when the first run waiting for a
-/// time is due.
-type Claimed = (Vec<(String, Option<String>)>, Arc<RoutineSet>, usize, Option<DateTime<Utc>>);
+/// What a pass claimed.
+#[derive(Default)]
+struct Claimed {
+    /// (run id, account) of each run to start.
+    starts: Vec<(String, Option<String>)>,
+    /// The routines it decided with.
+    set: Arc<RoutineSet>,
+    /// How many of this engine's runs still wait for a lane.
+    own_waiting: usize,
+    /// When the first run waiting for a time is due.
+    next_due: Option<DateTime<Utc>>,
+    /// (run id, why) of runs past their agent's `max_queued`, to settle `skipped · queue_full`.
+    overflow: Vec<(String, String)>,
+}
 /// An owner (pid, start time) and whether it is alive, as asked once per pass.
 type OwnerSeen = ((Option<u32>, Option<String>), bool);
 
@@ -315,7 +328,7 @@ type OwnerSeen = ((Option<u32>, Option<String>), bool);
 fn claim(core: &Core) -> Result<Claimed> {
     let (due, next_due) = core.store.queue_due(core.clock.now())?;
     if due == 0 {
-        return Ok((Vec::new(), Arc::default(), 0, next_due));
+        return Ok(Claimed { next_due, ..Claimed::default() });
     }
     // Only the routines that have queued or running runs (a one-shot CLI parses those files, not
     // all): what waits, and what the running runs hold (a worktree each).
@@ -328,8 +341,10 @@ fn claim(core: &Core) -> Result<Claimed> {
         memory: (settings.min_free_memory_mb > 0).then(crate::fsutil::available_memory_mb).flatten().map(|mb| (mb, settings.min_free_memory_mb)),
         max_running: settings.agents.iter().filter_map(|(agent, a)| Some((*agent, a.max_running?))).collect(),
         max_worktrees: Some(settings.max_worktrees as usize),
+        max_queued: settings.agents.iter().filter_map(|(agent, a)| Some((*agent, a.max_queued?))).collect(),
     };
     let mut own_waiting = 0;
+    let mut overflow = Vec::new();
     let mut live_owner: Vec<OwnerSeen> = Vec::new();
     let room = headroom_by_account(core);
     let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
@@ -357,6 +372,7 @@ fn claim(core: &Core) -> Result<Claimed> {
             .collect();
         let busy: Vec<Busy> = running.iter().map(|r| Busy { routine: r.routine.clone(), account: r.account.clone(), agent: r.agent, worktree: worktree(&r.routine) }).collect();
         let decision = lanes::decide(&waiting, &busy, &limits);
+        overflow = decision.overflow;
         let by_id: std::collections::HashMap<&str, &crate::store::QueuedRow> = eligible.iter().map(|q| (q.id.as_str(), *q)).collect();
         let mine = |q: &crate::store::QueuedRow| q.owner_pid == Some(me.0) && q.owner_start.as_deref() == Some(me.1);
         own_waiting = decision.notes.iter().filter(|(id, _)| by_id.get(id.as_str()).is_some_and(|q| mine(q))).count();
@@ -375,7 +391,7 @@ fn claim(core: &Core) -> Result<Claimed> {
             .collect();
         Claims { starts: decision.starts.into_iter().map(|s| (s.id, s.account)).collect(), notes }
     })?;
-    Ok((claimed, set, own_waiting, next_due))
+    Ok(Claimed { starts: claimed, set, own_waiting, next_due, overflow })
 }
 
 /// Cancel a queued run (of any process on this home). `true` if it was still queued.
@@ -391,6 +407,18 @@ pub(crate) async fn cancel_queued(core: &Arc<Core>, id: &str) -> bool {
         ..Default::default()
     });
     finalize::settle(core, &live, ended, None).await.made_final
+}
+
+/// Settle a run that would wait past its agent's `max_queued` as `skipped · queue_full` (unless
+/// another engine started or settled it meanwhile).
+async fn skip_queued(core: &Arc<Core>, id: &str, why: String) {
+    let Some((live, rec)) = queued_run(core, id).await else { return };
+    let mut ended = finalize::RunEnd::new(Ending::Cancelled);
+    ended.only_if_queued = true;
+    ended.attempts = rec.attempts;
+    ended.outcome = Some(crate::agents::Outcome { status: Some(RunStatus::Skipped), reason: Some(crate::run::Reason::QueueFull), message: Some(why.clone()), ..Default::default() });
+    tracing::info!(run = %id, routine = %rec.routine, %why, "skipped: its agent's queue is full");
+    finalize::settle(core, &live, ended, None).await;
 }
 
 /// Stop a run: signal it when this engine follows it (SIGTERM to its group, then SIGKILL after

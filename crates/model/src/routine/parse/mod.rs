@@ -17,6 +17,7 @@ use super::{check_name, Agent, Diagnostic, InvalidRoutine, NotifyPolicy, Routine
 pub use crate::words::MAX_DURATION;
 use cx::{unknown_key, Cx};
 pub use cx::{nearest, MAX_PROBLEMS};
+pub(crate) use place::name_this_machine;
 use std::collections::BTreeMap;
 use std::path::Path;
 

@@ -9,13 +9,27 @@ use super::super::yaml::{Node, Pos};
 use super::super::{Action, Guard, Placement, Workspace};
 use std::path::Path;
 
+/// What a routine on a host without `devices:` is told. The parser knows no settings, so the fix
+/// names [`THIS_MACHINE`]; the loader, which knows this machine's name, puts it in its place.
+const NO_DEVICES: &str = "a routine on a host needs `devices:`: without it every machine that reads this file fires it and sends the run over SSH (a routines folder synced between two machines runs it twice); add the machine that sends it, `devices: [this-machine]`";
+/// The stand-in for this machine's name in [`NO_DEVICES`].
+const THIS_MACHINE: &str = "this-machine";
+
+/// `d` with this machine's name in the fix when it is [`NO_DEVICES`].
+pub(crate) fn name_this_machine(d: &mut crate::routine::Diagnostic, device: &str) {
+    if d.message == NO_DEVICES {
+        d.message = NO_DEVICES.replace(THIS_MACHINE, device);
+    }
+}
+
 pub(super) fn place(cx: &mut Cx<'_>, f: &Fields<'_>, cwd: Option<&Path>, action: Option<&Action>, guard: &Guard, guard_pos: &GuardPos) -> (Workspace, Option<Placement>) {
     let workspace = workspace(cx, &|k| f.get(k), &|k| f.pos(k), cwd, f.get("cwd").map(Node::pos));
     let placement = placement(cx, &|k| f.get(k), &|k| f.pos(k));
     if placement.is_some() && f.get("devices").is_none() {
-        // A routines folder synced between machines (agents-cli's way) fires it on each of them.
+        // A routines folder synced between machines (agents-cli's way) would fire it on each of
+        // them; agents-cli refuses it too.
         let key = ["host", "hosts", "hostStrategy"].into_iter().find(|k| f.has(k)).unwrap_or("host");
-        cx.warn(f.pos(key), "no `devices:`: every machine that reads this file fires it (and sends the run over SSH); list the machine that should, e.g. `devices: [laptop]`");
+        cx.err(f.pos(key), NO_DEVICES);
     }
     if placement.is_some() {
         if f.get("cwd").is_some() {
