@@ -121,9 +121,11 @@ fn run_wait_exit_codes_history_show_report_and_logs() {
     assert_eq!(stdout(&report), "# Report\nall fine\n");
     let logs = ctl(&th).args(["logs", id]).output().unwrap();
     assert_eq!(stdout(&logs), "# Report\nall fine\n");
-    let no_report = ctl(&th).args(["report", bad["id"].as_str().unwrap()]).output().unwrap();
-    assert_eq!(no_report.status.code(), Some(2));
-    assert!(stderr(&no_report).contains("has no report: it ended failed: exited with code 4: nope"), "{}", stderr(&no_report));
+    // A failed run's report explains its verdict, with what it printed last as evidence.
+    let verdict = ctl(&th).args(["report", bad["id"].as_str().unwrap()]).output().unwrap();
+    assert_eq!(verdict.status.code(), Some(0));
+    assert!(stdout(&verdict).starts_with("# bad · failed · exit_nonzero\n\nThe command failed: exited with code 4: nope\n"), "{}", stdout(&verdict));
+    assert!(stdout(&verdict).ends_with("**Its error output ended with:**\n\n    nope\n"), "{}", stdout(&verdict));
     let errlog = ctl(&th).args(["logs", bad["id"].as_str().unwrap(), "--stderr"]).output().unwrap();
     assert_eq!(stdout(&errlog), "nope\n");
 

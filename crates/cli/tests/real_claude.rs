@@ -74,7 +74,9 @@ async fn unauthorized_is_auth_failed() {
     assert_eq!(code, 1);
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("auth_failed")), "{rec:#}");
     assert_eq!(rec["message"], "Failed to authenticate. API Error: 401 Invalid bearer token");
-    assert_eq!(rec["report_path"], serde_json::Value::Null);
+    // Its report explains the verdict and the fix (never the agent's own text as a report).
+    let report = std::fs::read_to_string(rec["report_path"].as_str().expect("a report")).unwrap();
+    assert!(report.starts_with("# triage · failed · auth_failed\n\nThe agent's own sign-in is logged out or its login was refused.\n\nFailed to authenticate. API Error: 401 Invalid bearer token\n\n**What to do:** Sign the agent in (claude /login)"), "{report}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

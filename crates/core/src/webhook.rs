@@ -54,6 +54,9 @@ pub struct Request {
 
 /// The request for `run` (its texts already masked by the caller), signed when `secret` is given.
 pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, host: &str, secret: Option<&str>, now_secs: i64) -> Request {
+    // A completed run's report; any other end is told by its message (its report, which explains
+    // the verdict for a person opening it, would repeat the status line the payload already has).
+    let report = report.filter(|_| run.status == crate::run::RunStatus::Completed);
     let excerpt = excerpt(report.or(run.message.as_deref()).unwrap_or(""));
     let title = format!("{} {} · {}", mark(run.status), run.routine, status_words(run));
     let (content_type, body, mut headers) = match hook.format {

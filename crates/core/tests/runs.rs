@@ -105,7 +105,12 @@ async fn a_failing_command_says_why() {
     assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::ExitNonzero)));
     assert_eq!(rec.exit_code, Some(3));
     assert_eq!(rec.message.as_deref(), Some("exited with code 3: disk quota exceeded"));
-    assert_eq!(rec.report_path, None, "a failed run has no report");
+    // Its report is not its output: it explains the verdict, the output as evidence.
+    let report = std::fs::read_to_string(rec.report_path.as_deref().expect("a failed run's report explains it")).unwrap();
+    assert_eq!(
+        report,
+        format!("# bad · failed · exit_nonzero\n\nThe command failed: exited with code 3: disk quota exceeded\n\n**What to do:** Its log (`nightshiftctl logs {}`) shows what it printed.\n\n**Its output ended with:**\n\n    working\n\n**Its error output ended with:**\n\n    disk quota exceeded\n", rec.id)
+    );
 }
 
 #[tokio::test]
@@ -295,7 +300,10 @@ async fn last_report_comes_only_from_completed_runs() {
     let second = run(&engine, "review").await;
     assert_eq!((second.status, second.reason), (RunStatus::Failed, Some(Reason::AuthFailed)));
     assert_eq!(second.message.as_deref(), Some("Not logged in · Please run /login"));
-    assert_eq!(second.report_path, None);
+    // Its report explains the verdict (so "open the report" finds something) — and never feeds
+    // `{last_report}`.
+    let report = std::fs::read_to_string(second.report_path.as_deref().expect("a failed run has a report")).unwrap();
+    assert!(report.starts_with("# review · failed · auth_failed\n\nThe agent's own sign-in is logged out or its login was refused.\n\nNot logged in · Please run /login\n\n**What to do:** Sign the agent in (claude /login)"), "{report}");
 
     next("success");
     let third = run(&engine, "review").await;

@@ -15,6 +15,7 @@ pub mod budget;
 pub mod clock;
 pub mod error;
 pub mod events;
+pub mod explain;
 pub mod fsutil;
 pub mod git;
 pub mod home;

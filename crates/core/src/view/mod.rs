@@ -1,7 +1,8 @@
 //! What the faces show, computed once here so the window, the tray and `nightshiftctl` agree:
 //! routines in words, runs explained, logs as readable transcripts, reports as safe HTML.
 
-pub mod explain;
+/// A run's outcome in plain words (the model's: settling writes it into a failed run's report too).
+pub use crate::explain;
 pub mod log;
 pub mod markdown;
 pub mod routines;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 pub(crate) async fn settle(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, following: Option<Following>) -> Settled {
     let mut following = following;
     let outcome = judge::judge(core, run, &ended).await;
-    let settled = match closing::close(core, run, &ended.ending, &outcome).await {
+    let settled = match closing::close(core, run, &ended.ending, &outcome, ended.account.as_deref()).await {
         Some(closed) => record::record(core, run, ended, outcome, closed, &mut following).await,
         None => Settled { record: None, made_final: false },
     };

@@ -1,5 +1,6 @@
 //! A run's outcome in plain words, with the fix when there is one — what the run detail view and
-//! `nightshiftctl show` say on top of the raw status, reason and message.
+//! `nightshiftctl show` say on top of the raw status, reason and message, and what the report of a
+//! run that did not complete says ([`verdict_report`]).
 
 use crate::run::{Reason, RunRecord, RunStatus};
 use serde::Serialize;
@@ -17,7 +18,11 @@ pub struct Explanation {
 
 pub fn explain(run: &RunRecord) -> Explanation {
     let account = run.account.clone();
-    let who = account.as_deref().unwrap_or("the account");
+    // Without an account the run used the agent's own sign-in.
+    let (who, sign_in) = match account.as_deref() {
+        Some(a) => (format!("account {a}"), format!("Re-login {a}")),
+        None => ("the agent's own sign-in".to_string(), "Sign the agent in".to_string()),
+    };
     let said = run.message.as_deref().filter(|m| !m.is_empty());
     let plain = |summary: String, fix: Option<&str>| Explanation { summary, fix: fix.map(str::to_string), relogin: None };
     match (run.status, run.reason) {
@@ -26,21 +31,21 @@ pub fn explain(run: &RunRecord) -> Explanation {
         (RunStatus::Running, _) => plain("Running now. The log below follows it live.".into(), None),
         (_, Some(Reason::AuthFailed | Reason::AuthPreflight)) => Explanation {
             summary: if run.status == RunStatus::Blocked {
-                format!("Not started: account {who} cannot log in, so the run was held instead of failing against the API.")
+                format!("Not started: {who} cannot log in, so the run was held instead of failing against the API.")
             } else {
-                format!("Account {who} is logged out or its login was refused.")
+                capitalise_first(&format!("{who} is logged out or its login was refused."))
             },
             fix: Some(match crate::accounts::AgentAuth::of(run.agent) {
                 Some(auth) => format!(
-                    "Re-login {who} ({}), or store a {} ({}) with Set token. Routines it held run once when it works again.",
+                    "{sign_in} ({}), or store a {} ({}) with Set token. Routines it held run once when it works again.",
                     auth.login_command, auth.secret_name, auth.secret_how
                 ),
-                None => format!("Re-login {who}. Routines it held run once when it works again."),
+                None => format!("{sign_in}. Routines it held run once when it works again."),
             }),
             relogin: account,
         },
         (_, Some(Reason::RateLimited)) => plain(
-            format!("Account {who} hit its usage limit{}.", if run.resets_at.is_some() { " (see when it resets below)" } else { "" }),
+            capitalise_first(&format!("{who} hit its usage limit{}.", if run.resets_at.is_some() { " (see when it resets below)" } else { "" })),
             Some("Nightshift moves to another healthy account when one is configured; add a second account for failover, or wait for the reset."),
         ),
         (_, Some(Reason::NoAccount)) => plain(
@@ -85,9 +90,44 @@ pub fn explain(run: &RunRecord) -> Explanation {
     }
 }
 
-fn capitalise(s: &str) -> String {
+/// The report of a run that ended other than completed — what happened, the evidence, what to do —
+/// so "open the report" never finds nothing. Markdown; the evidence — (what it is, the last lines
+/// of it): the command's or the agent's own words, untrusted — is an indented code block, inert
+/// wherever the report is rendered.
+pub fn verdict_report(run: &RunRecord, evidence: &[(&str, String)]) -> String {
+    let e = explain(run);
+    let verdict = match run.reason {
+        Some(reason) => format!("{} · {}", run.status, reason.as_str()),
+        None => run.status.to_string(),
+    };
+    let mut out = format!("# {} · {verdict}\n\n{}\n", run.routine, e.summary);
+    // The message, unless the summary says it already ("skipped: …" told as "Skipped: …").
+    let said = |m: &str| e.summary.contains(m.strip_prefix(&format!("{}: ", run.status)).unwrap_or(m));
+    if let Some(message) = run.message.as_deref().filter(|m| !m.is_empty() && !said(m)) {
+        out += &format!("\n{}\n", crate::words::first_line(message, 400));
+    }
+    if let Some(fix) = &e.fix {
+        // (The window shows the log below its words; a report points to it.)
+        let fix = fix.replace("The log below", &format!("Its log (`nightshiftctl logs {}`)", run.id));
+        out += &format!("\n**What to do:** {fix}\n");
+    }
+    for (what, lines) in evidence.iter().filter(|(_, l)| !l.trim().is_empty()) {
+        out += &format!("\n**{what} ended with:**\n\n");
+        for line in lines.trim_end().lines() {
+            out += &format!("    {line}\n");
+        }
+    }
+    out
+}
+
+/// `s` with its first letter upper-case.
+fn capitalise_first(s: &str) -> String {
     let mut c = s.chars();
-    c.next().map(|f| f.to_uppercase().chain(c).collect::<String>().replace('_', " ")).unwrap_or_default()
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+fn capitalise(s: &str) -> String {
+    capitalise_first(s).replace('_', " ")
 }
 
 #[cfg(test)]
@@ -96,6 +136,23 @@ mod tests {
 
     fn run(status: RunStatus, reason: Option<Reason>, message: Option<&str>) -> RunRecord {
         RunRecord { message: message.map(str::to_string), ..RunRecord::sample(status, reason) }
+    }
+
+    /// A run that did not complete gets a report: the verdict, what happened, what to do, and its
+    /// own last words as an indented code block — a heading or HTML in them stays text.
+    #[test]
+    fn a_verdict_report_explains_and_keeps_the_evidence_inert() {
+        let failed = RunRecord { routine: "deploy".into(), exit_code: Some(3), ..run(RunStatus::Failed, Some(Reason::ExitNonzero), Some("exited with code 3: boom")) };
+        let evidence = [("Its output", "## Looks like a heading\n<img src=x onerror=alert(1)>".to_string()), ("Its error output", "boom\n".to_string()), ("Nothing", "  \n".to_string())];
+        assert_eq!(
+            verdict_report(&failed, &evidence),
+            format!("# deploy · failed · exit_nonzero\n\nThe command failed: exited with code 3: boom\n\n**What to do:** Its log (`nightshiftctl logs {}`) shows what it printed.\n\n**Its output ended with:**\n\n    ## Looks like a heading\n    <img src=x onerror=alert(1)>\n\n**Its error output ended with:**\n\n    boom\n", failed.id)
+        );
+        // The message is said once (here the summary does not carry it).
+        let skipped = RunRecord { routine: "nightly".into(), ..run(RunStatus::Skipped, Some(Reason::QueueFull), Some("skipped: 1 claude run was already waiting for a lane (`[agents.claude] max_queued = 1`)")) };
+        let report = verdict_report(&skipped, &[]);
+        assert!(report.starts_with("# nightly · skipped · queue_full\n\nSkipped: 1 claude run was already waiting for a lane (`[agents.claude] max_queued = 1`).\n\n**What to do:** The next slot runs as usual."), "{report}");
+        assert_eq!(report.matches("max_queued = 1").count(), 1, "{report}");
     }
 
     #[test]
