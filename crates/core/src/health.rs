@@ -208,6 +208,12 @@ pub fn assess(account: &Account, cred: &Credential, record: Option<&HealthRecord
     } else if let Some(r) = record {
         h.since = Some(r.at);
     }
+    // Its config dir signed in as someone else: its runs use (and are billed to) that login.
+    if let Some(other) = cred.login.email.as_deref().filter(|e| cred.source == CredentialSource::AgentLogin && !e.eq_ignore_ascii_case(&account.email)) {
+        h.evidence = format!("{}; but its config dir is signed in as {other}, not {}", h.evidence, account.email);
+        let auth = account.auth();
+        h.fix.get_or_insert_with(|| format!("sign in there as {}: {} with {}={} — or name the account {other} in nightshift.toml", account.email, auth.login_command, auth.config_dir_var, account.config_dir.display()));
+    }
     h
 }
 

@@ -166,20 +166,54 @@ async fn an_agent_token_in_the_engines_environment_reaches_runs_only_while_no_ac
 }
 
 /// `account: jane@acme.dev` where no account is configured under that email finds the login
-/// signed in as it: Claude's own `~/.claude`, or a configured account's dir (that account).
+/// signed in as it: Claude's own `~/.claude`, or a configured account's dir (that account). Whom
+/// the default config is signed in as is read where the real CLI keeps it — `~/.claude.json`,
+/// beside `~/.claude` (with `CLAUDE_CONFIG_DIR`, inside that dir) — and an account configured on a
+/// dir signed in as someone else says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pinned_account_is_found_by_the_identity_a_config_dir_is_signed_in_as() {
+    let Some(real_claude) = nightshift_testkit::home::require_claude_cli() else { return };
     let th = TestHome::new();
     let user_home = th.path().join("user");
-    let sign_in = |dir: &std::path::Path, email: &str| {
+    // Claude Code's login (OAuth with Anthropic's servers cannot happen here): its credentials,
+    // and `oauthAccount` in the file the CLI keeps its global config in.
+    let later = chrono::Utc::now().timestamp_millis() + 3_600_000;
+    let sign_in = |dir: &std::path::Path, global: &std::path::Path, email: &str| {
         std::fs::create_dir_all(dir).unwrap();
-        std::fs::write(dir.join(".claude.json"), format!(r#"{{"oauthAccount":{{"emailAddress":"{email}"}}}}"#)).unwrap();
-        let later = chrono::Utc::now().timestamp_millis() + 3_600_000;
+        let mut config: serde_json::Value = std::fs::read_to_string(global).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_else(|| serde_json::json!({}));
+        config["oauthAccount"] = serde_json::json!({ "emailAddress": email });
+        std::fs::write(global, config.to_string()).unwrap();
         std::fs::write(dir.join(".credentials.json"), format!(r#"{{"claudeAiOauth":{{"accessToken":"sk-ant-oat01-login","refreshToken":"sk-ant-ort01-r","expiresAt":{later}}}}}"#)).unwrap();
     };
-    sign_in(&user_home.join(".claude"), "jane@acme.dev");
+    // The real CLI makes its files, with the default config (no CLAUDE_CONFIG_DIR) and with a
+    // config dir of its own: which is where.
+    std::fs::create_dir_all(&user_home).unwrap();
+    let fake = nightshift_testkit::FakeAnthropic::start(None).await;
+    fake.set("tok-where", nightshift_testkit::Reply::Success { text: "ok".into() });
+    let real_cli = |config_dir: Option<&std::path::Path>| {
+        let mut cmd = tokio::process::Command::new(&real_claude);
+        cmd.args(["-p", "hi", "--output-format", "stream-json", "--verbose"])
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &user_home)
+            .env("ANTHROPIC_BASE_URL", fake.url())
+            .env("CLAUDE_CODE_OAUTH_TOKEN", "tok-where")
+            .env("CLAUDE_CODE_MAX_RETRIES", "0")
+            .current_dir(&user_home);
+        if let Some(dir) = config_dir {
+            cmd.env("CLAUDE_CONFIG_DIR", dir);
+        }
+        cmd.output()
+    };
+    let made = real_cli(None).await.unwrap();
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let global = user_home.join(".claude.json");
+    assert!(global.is_file() && !user_home.join(".claude/.claude.json").exists(), "the real CLI keeps its global config beside ~/.claude");
     let work_dir = th.path().join("work-login");
-    sign_in(&work_dir, "joe@acme.dev");
+    assert!(real_cli(Some(&work_dir)).await.unwrap().status.success());
+    assert!(work_dir.join(".claude.json").is_file(), "with CLAUDE_CONFIG_DIR, inside it");
+    sign_in(&user_home.join(".claude"), &global, "jane@acme.dev");
+    sign_in(&work_dir, &work_dir.join(".claude.json"), "joe@acme.dev");
     let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"ok","session_id":"s"}"#;
     th.script("claude", &format!("echo \"dir=$CLAUDE_CONFIG_DIR\"\necho '{result}'"));
     th.routine("jane", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: hi\naccount: jane@acme.dev\n");
@@ -196,4 +230,14 @@ async fn a_pinned_account_is_found_by_the_identity_a_config_dir_is_signed_in_as(
     let joe = engine.run_now("joe", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert_eq!((joe.status, joe.account.as_deref()), (RunStatus::Completed, Some("work@acme.dev")), "the account whose dir is signed in as joe: {joe:?}");
     assert!(log(&joe.id, "joe").contains(&format!("dir={}", work_dir.display())));
+    drop(engine);
+
+    // An account configured on the default dir under another email: told, with the fix.
+    let engine = EngineOptions::for_test(th.path())
+        .settings(&format!("[[accounts]]\nemail = \"me@home.dev\"\nconfig_dir = \"{}\"\n", user_home.join(".claude").display()))
+        .env("HOME", user_home.display().to_string())
+        .open();
+    let health = engine.account_health("me@home.dev").unwrap();
+    assert_eq!(health.evidence, "agent login in its config dir; but its config dir is signed in as jane@acme.dev, not me@home.dev");
+    assert_eq!(health.fix.as_deref(), Some(format!("sign in there as me@home.dev: claude /login with CLAUDE_CONFIG_DIR={} — or name the account jane@acme.dev in nightshift.toml", user_home.join(".claude").display()).as_str()));
 }

@@ -753,3 +753,51 @@ async fn a_run_once_routine_fires_its_first_slot_only() {
     assert_eq!((rows[0].status, rows[0].scheduled_for), (RunStatus::Completed, Some(at("2026-11-30T10:00:00Z"))));
     assert_eq!(overview().next_fire, None, "its one slot came");
 }
+
+/// Before a scheduled run, the sign-in of the accounts it may take is checked live where the agent
+/// offers a way — Claude's usage endpoint, with the login's own token — at most once an hour per
+/// account: a refused login is `revoked` before any run meets it, so the pool's other account runs
+/// the routine and a run pinned to it is held as sign-in work; a run that authenticated vouches
+/// for its account as a check does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_sign_in_is_found_before_the_first_scheduled_run_and_the_pool_goes_on() {
+    use nightshift_testkit::{FakeAnthropic, Reply};
+    const REVOKED: &str = "sk-ant-oat01-sign-in-check-revoked-00000001";
+    const GOOD: &str = "sk-ant-oat01-sign-in-check-good-0000000002";
+    let fake = FakeAnthropic::start(None).await;
+    fake.set(REVOKED, Reply::Unauthorized);
+    fake.set(GOOD, Reply::Windows { five_hour: 0.1, five_hour_reset: at("2026-11-30T14:00:00Z").timestamp(), seven_day: 0.2, seven_day_reset: at("2026-12-04T10:00:00Z").timestamp(), text: String::new() });
+    let th = TestHome::new();
+    for (slug, token) in [("a-at-x.dev", REVOKED), ("b-at-x.dev", GOOD)] {
+        let dir = th.path().join("accounts/claude").join(slug);
+        std::fs::create_dir_all(&dir).unwrap();
+        let expires = at("2026-12-30T00:00:00Z").timestamp_millis();
+        std::fs::write(dir.join(".credentials.json"), format!("{{\"claudeAiOauth\":{{\"accessToken\":\"{token}\",\"refreshToken\":\"r\",\"expiresAt\":{expires},\"scopes\":[\"user:inference\",\"user:profile\"]}}}}")).unwrap();
+        // Signed in before the night (a login written after a refusal would clear it).
+        let before = std::time::SystemTime::from(at("2026-11-29T12:00:00Z"));
+        std::fs::File::options().write(true).open(dir.join(".credentials.json")).unwrap().set_modified(before).unwrap();
+    }
+    th.script("claude", "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done\",\"session_id\":\"s\"}'");
+    th.routine("pool", "schedule: \"0,30 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\naccounts: [a@x.dev, b@x.dev]\n");
+    th.routine("pinned", "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: hi\naccount: a@x.dev\n");
+    let settings = format!("keychain_service = \"nightshift-test-sign-in\"\nusage_probe_url = \"{}/api/oauth/usage\"\n[[accounts]]\nemail = \"a@x.dev\"\n[[accounts]]\nemail = \"b@x.dev\"\n", fake.url());
+    let r = rig_with(th, at("2026-11-30T09:59:00Z"), &settings);
+    r.tick_at(at("2026-11-30T09:59:00Z")).await;
+    assert_eq!(r.tick_at(at("2026-11-30T10:00:00Z")).await.fired.len(), 2);
+    r.settle().await;
+    let pool = &r.rows("pool")[0];
+    assert_eq!((pool.status, pool.account.as_deref()), (RunStatus::Completed, Some("b@x.dev")), "{pool:?}");
+    let pinned = &r.rows("pinned")[0];
+    assert_eq!((pinned.status, pinned.reason), (RunStatus::Blocked, Some(Reason::AuthPreflight)), "held as sign-in work: {pinned:?}");
+    let a = r.engine.account_health("a@x.dev").unwrap();
+    assert_eq!(a.verdict.as_str(), "revoked");
+    assert!(a.evidence.starts_with("its sign-in was refused when checked before a scheduled run: the usage endpoint answered HTTP 401"), "{}", a.evidence);
+    let asked = || fake.requests().into_iter().filter(|q| q.path == "/api/oauth/usage").map(|q| q.credential.unwrap_or_default()).collect::<Vec<_>>();
+    assert_eq!(asked(), [REVOKED, GOOD], "each account asked once (the pinned run found a@x.dev checked already)");
+    // Half an hour later nobody is asked: a@x.dev is refused until a new login, b@x.dev's run
+    // authenticated.
+    assert_eq!(r.tick_at(at("2026-11-30T10:30:00Z")).await.fired.len(), 1);
+    r.settle().await;
+    assert_eq!(r.rows("pool")[1].account.as_deref(), Some("b@x.dev"));
+    assert_eq!(asked().len(), 2, "{:?}", asked());
+}

@@ -88,7 +88,8 @@ string_enum!(
         /// Expires within 72 h.
         Expiring = "expiring",
         Expired = "expired",
-        /// A run failed `auth_failed` on it since its last success.
+        /// A run failed `auth_failed` on it (or its sign-in check before a scheduled run was
+        /// refused) since its last success.
         Revoked = "revoked",
         /// Until `resets_at`.
         RateLimited = "rate_limited",

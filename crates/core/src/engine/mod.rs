@@ -174,6 +174,7 @@ impl Engine {
                 hooks: RwLock::new(Vec::new()),
                 runs: followed::Followed::new(awake::Awake::new(opts.logind_bus)),
                 probed_at: Mutex::new(HashMap::new()),
+                sign_in_checked: Mutex::new(HashMap::new()),
                 hook_secrets: Mutex::new(HashMap::new()),
                 identity: opts.identity,
                 dispatcher_started: Default::default(),

@@ -79,6 +79,8 @@ pub(crate) struct Core {
     /// When the usage probe last asked about each account (by email) — at most every 10 minutes —
     /// and whether that failed (a failure is told once until the probe works again).
     pub probed_at: Mutex<HashMap<String, (chrono::DateTime<chrono::Utc>, bool)>>,
+    /// When this engine last checked each account's sign-in before a scheduled run (by email).
+    pub sign_in_checked: Mutex<HashMap<String, chrono::DateTime<chrono::Utc>>>,
     /// The signing secrets of GitHub's and Linear's deliveries, once read (`incoming`).
     pub hook_secrets: Mutex<HashMap<crate::incoming::Source, String>>,
 }

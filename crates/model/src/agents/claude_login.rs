@@ -29,11 +29,20 @@ pub fn parse(json: &str) -> LoginFacts {
 /// The login facts of the account whose config dir is `dir`.
 pub fn read(dir: &Path) -> LoginFacts {
     let mut facts = credentials_json(dir).map(|j| parse(&j)).unwrap_or_default();
-    if let Ok(text) = std::fs::read_to_string(dir.join(".claude.json")) {
-        let v: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
-        facts.email = v["oauthAccount"]["emailAddress"].as_str().map(str::to_string);
-    }
+    facts.email = identity_files(dir).iter().find_map(|file| {
+        let text = std::fs::read_to_string(file).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        v["oauthAccount"]["emailAddress"].as_str().map(str::to_string)
+    });
     facts
+}
+
+/// Where Claude Code keeps whom a config dir is signed in as (`oauthAccount`), in the order read: with
+/// `CLAUDE_CONFIG_DIR` its `.claude.json` is inside the dir; with the default config (a plain
+/// `claude /login`) the dir is `~/.claude` and the file is `~/.claude.json`, beside it.
+fn identity_files(dir: &Path) -> Vec<std::path::PathBuf> {
+    let beside = (dir.file_name().is_some_and(|n| n == ".claude")).then(|| dir.parent().map(|home| home.join(".claude.json"))).flatten();
+    std::iter::once(dir.join(".claude.json")).chain(beside).collect()
 }
 
 #[cfg(not(target_os = "macos"))]
@@ -69,6 +78,25 @@ mod tests {
         assert_eq!(f.subscription.as_deref(), Some("max"));
         assert!(!format!("{f:?}").contains("sk-ant"));
         assert_eq!(parse("not json"), LoginFacts::default());
+    }
+
+    /// The default config's identity is beside `~/.claude`; a config dir of its own keeps it
+    /// inside, and its neighbour's is never read for it.
+    #[test]
+    fn the_identity_is_read_where_claude_code_keeps_it() {
+        let home = tempfile::tempdir().unwrap();
+        let write = |file: &Path, email: &str| std::fs::write(file, format!(r#"{{"oauthAccount":{{"emailAddress":"{email}"}}}}"#)).unwrap();
+        let default = home.path().join(".claude");
+        std::fs::create_dir_all(&default).unwrap();
+        write(&home.path().join(".claude.json"), "jane@acme.dev");
+        assert_eq!(read(&default).email.as_deref(), Some("jane@acme.dev"));
+        let own = home.path().join("work");
+        std::fs::create_dir_all(&own).unwrap();
+        assert_eq!(read(&own).email, None, "not the home's");
+        write(&own.join(".claude.json"), "joe@acme.dev");
+        assert_eq!(read(&own).email.as_deref(), Some("joe@acme.dev"));
+        write(&default.join(".claude.json"), "set@acme.dev");
+        assert_eq!(read(&default).email.as_deref(), Some("set@acme.dev"), "CLAUDE_CONFIG_DIR=~/.claude keeps it inside, read first");
     }
 
     #[test]

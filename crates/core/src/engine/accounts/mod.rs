@@ -4,6 +4,7 @@
 pub(crate) mod budgets;
 pub mod secrets;
 pub(crate) mod github_token;
+pub(crate) mod sign_in;
 pub(crate) mod usage_probe;
 pub(crate) mod windows;
 use super::state::Core;

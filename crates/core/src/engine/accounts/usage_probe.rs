@@ -51,7 +51,7 @@ pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
         };
         let Some(account) = core.accounts().into_iter().find(|a| a.email == wanted.email && a.agent == wanted.agent) else { continue };
         probed.push(account.email.clone());
-        let result = probe(core, http, endpoint, &settings.usage_probe_url, &account, now);
+        let result = ask(core, http, endpoint, &settings.usage_probe_url, &token_of(core, endpoint, &account, now), now).map_err(|r| r.words);
         if let Some(entry) = core.probed_at.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&account.email) {
             entry.1 = result.is_err();
         }
@@ -70,7 +70,7 @@ pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
 }
 
 /// Store what the probe read, and tell each mark it is the first to pass in its period.
-fn record(core: &Core, account: &str, windows: &[LimitWindow]) {
+pub(super) fn record(core: &Core, account: &str, windows: &[LimitWindow]) {
     match core.store.record_windows(account, windows) {
         Ok(before) => {
             core.emit(EngineEvent::AccountsChanged);
@@ -86,9 +86,22 @@ fn record(core: &Core, account: &str, windows: &[LimitWindow]) {
     }
 }
 
-/// One request: the account's windows now, or why not in words (never the token).
-fn probe(core: &Core, http: &ureq::Agent, endpoint: &dyn UsageEndpoint, url: &str, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<Vec<LimitWindow>, String> {
-    let token = token_of(core, endpoint, account, now)?;
+/// Why the usage endpoint gave no windows: its HTTP status when it answered one (401: the
+/// sign-in was refused), and the words (never the token).
+pub(super) struct Refusal {
+    pub status: Option<u16>,
+    pub words: String,
+}
+
+impl From<String> for Refusal {
+    fn from(words: String) -> Refusal {
+        Refusal { status: None, words }
+    }
+}
+
+/// One request with `token` (or why there is none): the account's windows now, or why not.
+pub(super) fn ask(core: &Core, http: &ureq::Agent, endpoint: &dyn UsageEndpoint, url: &str, token: &Result<String, String>, now: DateTime<Utc>) -> Result<Vec<LimitWindow>, Refusal> {
+    let token = token.clone()?;
     core.redactor.register(&token);
     let mut request = http.get(url).set("Authorization", &format!("Bearer {token}")).set("Accept", "application/json");
     for (name, value) in endpoint.headers() {
@@ -98,20 +111,21 @@ fn probe(core: &Core, http: &ureq::Agent, endpoint: &dyn UsageEndpoint, url: &st
         Ok(r) => r.into_string().map_err(|e| format!("could not read the usage endpoint's answer: {e}"))?,
         Err(ureq::Error::Status(code, r)) => {
             let said: String = r.into_string().unwrap_or_default().chars().take(200).collect();
-            return Err(core.redactor.redact(&format!("the usage endpoint answered HTTP {code}: {}{}", said.trim(), endpoint.refusal_hint(code))));
+            let words = core.redactor.redact(&format!("the usage endpoint answered HTTP {code}: {}{}", said.trim(), endpoint.refusal_hint(code)));
+            return Err(Refusal { status: Some(code), words });
         }
-        Err(ureq::Error::Transport(t)) => return Err(format!("could not reach the usage endpoint {url}: {t}")),
+        Err(ureq::Error::Transport(t)) => return Err(format!("could not reach the usage endpoint {url}: {t}").into()),
     };
     let v: serde_json::Value = serde_json::from_str(&body).map_err(|e| format!("the usage endpoint's answer is not JSON: {e}"))?;
     let windows = endpoint.windows(&v, now);
     if windows.is_empty() {
-        return Err("the usage endpoint's answer holds no five-hour or seven-day window".into());
+        return Err(String::from("the usage endpoint's answer holds no five-hour or seven-day window").into());
     }
     Ok(windows)
 }
 
 /// The account's access token: its login's (unless expired), else its stored token.
-fn token_of(core: &Core, endpoint: &dyn UsageEndpoint, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<String, String> {
+pub(super) fn token_of(core: &Core, endpoint: &dyn UsageEndpoint, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<String, String> {
     let login = std::fs::read_to_string(account.config_dir.join(account.auth().login_file)).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
     let from_login = login.as_ref().and_then(|l| endpoint.login_token(l, now));
     if let Some(login) = from_login.as_ref().filter(|l| !l.expired) {

@@ -422,6 +422,12 @@ impl Driver {
         let mut skip = self.tried.clone();
         // A person's own run may use the reserve that scheduled work leaves alone.
         let may_use_reserve = self.facts.trigger.by_hand();
+        // A scheduled run first has the sign-in of the accounts it may take checked, where that
+        // is due and the agent can be asked (`accounts::sign_in`): a refused one is not planned.
+        if !may_use_reserve && self.tried.is_empty() {
+            let (core, routine) = (Arc::clone(&self.core), self.routine.clone());
+            let _ = tokio::task::spawn_blocking(move || accounts::sign_in::before_scheduled_run(&core, &routine)).await;
+        }
         for _ in 0..8 {
             let (core, routine, id, prefer, skip2) = (Arc::clone(&self.core), self.routine.clone(), self.live.id.clone(), reserved.clone(), skip.clone());
             let planned = tokio::task::spawn_blocking(move || {
