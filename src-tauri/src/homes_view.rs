@@ -90,7 +90,7 @@ async fn reread(shell: &Arc<Shell>, home: &str) {
                 .routines
                 .into_iter()
                 .filter(|r| r.on_this_device)
-                .map(|r| RoutineLine { last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next: r.next_fire, valid: r.valid, quiet: r.quiet, name: r.name })
+                .map(|r| RoutineLine { last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next: r.next_fire, valid: r.valid, quiet: r.quiet, push_failed: r.push_failed, name: r.name })
                 .collect();
             let logins = g.accounts.iter().filter(|h| h.verdict.needs_login()).map(|h| (h.account.clone(), h.verdict.as_str().to_string())).collect();
             shell.set_home_line(home, Some(HomeLine { name: home.to_string(), reachable: true, down_since: None, routines, logins, running: g.state.running }));

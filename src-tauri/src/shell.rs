@@ -149,7 +149,7 @@ impl Shell {
         let routines = glance
             .routines
             .into_iter()
-            .map(|r| tray::RoutineLine { last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next: r.next_fire, valid: r.valid, quiet: r.quiet, name: r.name })
+            .map(|r| tray::RoutineLine { last: r.last_run.map(|l| l.status).filter(|s| *s != RunStatus::Missed), next: r.next_fire, valid: r.valid, quiet: r.quiet, push_failed: r.push_failed, name: r.name })
             .collect();
         let state = glance.state;
         TrayFacts {

@@ -33,6 +33,8 @@ pub struct RoutineLine {
     /// Its last slot did nothing and it wants that told (`notify_missed`): attention until it
     /// runs again — what happened ("missed Mon 30 Nov 06:00").
     pub quiet: Option<String>,
+    /// Its last run's branch could not be pushed: attention until it is ("push to origin failed: …").
+    pub push_failed: Option<String>,
 }
 
 /// Another home (`[[homes]]`) as the menu shows it: its routines to run there, its accounts that
@@ -163,6 +165,7 @@ pub fn view(f: &TrayFacts) -> TrayView {
     let logins: Vec<&AccountHealth> = f.accounts.iter().filter(|h| needs_login(h)).collect();
     let failing = f.routines.iter().filter(|r| failed(r.last) || !r.valid).count();
     let quiet: Vec<&RoutineLine> = f.routines.iter().filter(|r| r.quiet.is_some()).collect();
+    let unpushed: Vec<&RoutineLine> = f.routines.iter().filter(|r| r.push_failed.is_some()).collect();
     // Another home's failure or login is attention too, named with its home; one that cannot be
     // reached is a calm state (said, retried), not a failure.
     let home_trouble: Vec<String> = f.homes.iter().filter(|h| h.reachable).filter_map(home_trouble).collect();
@@ -171,7 +174,7 @@ pub fn view(f: &TrayFacts) -> TrayView {
         IconState::Attention
     } else if f.running > 0 {
         IconState::Running
-    } else if !logins.is_empty() || failing > 0 || !quiet.is_empty() || !home_trouble.is_empty() {
+    } else if !logins.is_empty() || failing > 0 || !quiet.is_empty() || !unpushed.is_empty() || !home_trouble.is_empty() {
         IconState::Attention
     } else {
         IconState::Idle
@@ -201,6 +204,11 @@ pub fn view(f: &TrayFacts) -> TrayView {
         [one] => parts.push(format!("{}: {}", one.name, one.quiet.as_deref().unwrap_or_default())),
         many => parts.push(format!("{} routines did nothing at their last slot", many.len())),
     }
+    match unpushed.as_slice() {
+        [] => {}
+        [one] => parts.push(format!("{}: {}", one.name, one.push_failed.as_deref().unwrap_or_default())),
+        many => parts.push(format!("{} routines' branches were not pushed", many.len())),
+    }
     if let Some(who) = &f.scheduled_elsewhere {
         parts.push(format!("scheduled by {who}"));
     }
@@ -224,7 +232,7 @@ pub fn view(f: &TrayFacts) -> TrayView {
             .iter()
             .map(|r| MenuEntry::Item {
                 id: format!("{RUN_PREFIX}{}", r.name),
-                text: match (r.valid, r.quiet.is_some()) {
+                text: match (r.valid, r.quiet.is_some() || r.push_failed.is_some()) {
                     (false, _) => format!("{} (invalid)", r.name),
                     (true, true) => format!("⚠ {}", r.name),
                     (true, false) => format!("{}{}", status_mark(r.last), r.name),
@@ -362,7 +370,7 @@ mod tests {
     use nightshift_core::words::Agent;
 
     fn routine(name: &str, last: Option<RunStatus>) -> RoutineLine {
-        RoutineLine { name: name.into(), last, next: None, valid: true, quiet: None }
+        RoutineLine { name: name.into(), last, next: None, valid: true, quiet: None, push_failed: None }
     }
 
     fn account(email: &str, verdict: Verdict) -> AccountHealth {
@@ -455,6 +463,23 @@ mod tests {
         assert_eq!(view(&f).icon, IconState::Idle, "it ran again");
     }
 
+    /// A routine whose last run's branch could not be pushed turns the tray to attention, named
+    /// with the remote and the error, until the push goes through.
+    #[test]
+    fn a_failed_push_is_attention_until_it_is_pushed() {
+        let failed = || Some("push to origin failed: rejected (non-fast-forward)".to_string());
+        let mut f = TrayFacts { routines: vec![routine("a", Some(RunStatus::Completed)), RoutineLine { push_failed: failed(), ..routine("deps", Some(RunStatus::Completed)) }], ..Default::default() };
+        let v = view(&f);
+        assert_eq!(v.icon, IconState::Attention);
+        assert!(v.tooltip.ends_with("deps: push to origin failed: rejected (non-fast-forward)"), "{}", v.tooltip);
+        let MenuEntry::Submenu { items, .. } = &v.menu[0] else { panic!("{:?}", v.menu) };
+        assert_eq!(items[1], MenuEntry::Item { id: "run:deps".into(), text: "⚠ deps".into(), enabled: true });
+        f.routines.push(RoutineLine { push_failed: failed(), ..routine("docs", None) });
+        assert!(view(&f).tooltip.ends_with("2 routines' branches were not pushed"), "{}", view(&f).tooltip);
+        f.routines.iter_mut().for_each(|r| r.push_failed = None);
+        assert_eq!(view(&f).icon, IconState::Idle, "pushed");
+    }
+
     /// Each account's tightest usage window is a line of the menu, changed in place as runs report.
     #[test]
     fn accounts_show_their_tightest_window() {
@@ -491,7 +516,7 @@ mod tests {
         let next = Utc::now() + chrono::Duration::hours(2);
         let f = TrayFacts {
             running: 2,
-            routines: vec![RoutineLine { name: "pr-review".into(), last: None, next: Some(next), valid: true, quiet: None }],
+            routines: vec![RoutineLine { name: "pr-review".into(), last: None, next: Some(next), valid: true, quiet: None, push_failed: None }],
             accounts: vec![account("work@acme.dev", Verdict::Unconfigured)],
             ..Default::default()
         };
@@ -502,7 +527,7 @@ mod tests {
     #[test]
     fn menu_has_run_now_relogin_pause_open_quit() {
         let f = TrayFacts {
-            routines: vec![routine("hello", Some(RunStatus::Completed)), RoutineLine { name: "bad".into(), last: None, next: None, valid: false, quiet: None }],
+            routines: vec![routine("hello", Some(RunStatus::Completed)), RoutineLine { name: "bad".into(), last: None, next: None, valid: false, quiet: None, push_failed: None }],
             accounts: vec![account("work@acme.dev", Verdict::Revoked), account("me@home.dev", Verdict::Live)],
             ..Default::default()
         };

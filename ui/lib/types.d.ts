@@ -702,6 +702,11 @@ next_fire: string | null, last_run: LastRun | null,
  */
 quiet: string | null, 
 /**
+ * Its last run's branch could not be pushed after every try — "push to origin failed:
+ * rejected (non-fast-forward)" — until `nightshiftctl push RUN` or a later run pushes.
+ */
+push_failed: string | null, 
+/**
  * file:line:col problems of an invalid file.
  */
 errors: Array<string>, 

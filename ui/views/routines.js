@@ -182,6 +182,7 @@ export function mount(root, params, ui) {
       : h("span", { class: "muted" }, "never");
     // Its last slot did nothing (`notify_missed`): said until it runs again.
     const quiet = r.quiet ? h("div", { class: "small quiet", "data-quiet": r.quiet }, `⚠ has not run — ${r.quiet}`) : null;
+    const unpushed = r.push_failed ? h("div", { class: "small quiet", "data-push-failed": r.push_failed }, `⚠ ${r.push_failed}`) : null;
     const stateBadge = badge(r.state === "enabled" ? "enabled" : r.state, r.paused_reason ?? undefined);
     const paused = r.state === "paused" || r.state === "auto_paused";
     const runNow = h("button", { class: "primary", onclick: () => runNowClicked(r.name, runNow) }, "Run now");
@@ -190,7 +191,7 @@ export function mount(root, params, ui) {
       name,
       h("td", {}, r.schedule_words, h("div", { class: "muted small" }, h("code", {}, r.schedule ?? "")), h("div", { class: "strip-cell" }), warningList(r)),
       h("td", {}, next),
-      h("td", {}, last, quiet),
+      h("td", {}, last, quiet, unpushed),
       h("td", {}, stateBadge, r.paused_reason ? h("div", { class: "muted small" }, r.paused_reason) : null),
       h("td", { class: "actions" }, runNow, toggle, edit, more(["duplicate", "Duplicate…"], ["rename", "Rename…"], ["remove", "Remove…"], ...(homes ?? []).map((x) => [`move:${x}`, `Move to ${x}…`]))),
     );

@@ -60,12 +60,15 @@ pub fn print_changes(c: &Changes, run_id: &str) {
 
 /// `nightshiftctl push RUN`: push the run's branch now.
 pub async fn push(engine: &Engine, run_id: &str) -> Result<Outcome, Error> {
+    let failed_before = engine.run(run_id).ok().and_then(|r| r.changes?.push).is_some_and(|p| p.state == PushState::Failed);
     let run = engine.retry_push(run_id).await?;
     let push = run.changes.as_ref().and_then(|c| c.push.clone());
     let branch = run.changes.as_ref().and_then(|c| c.branch.clone()).unwrap_or_default();
     match push {
         Some(p) if p.state == PushState::Pushed => {
-            println!("pushed {branch} to {}", p.remote);
+            // What told of the failure (the tray, `why`) stops telling it now.
+            let cleared = if failed_before { " — the failed push is cleared" } else { "" };
+            println!("pushed {branch} to {}{cleared}", p.remote);
             Ok(Outcome::Ok)
         }
         Some(p) => Err(Error::new(

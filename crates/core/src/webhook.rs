@@ -52,16 +52,42 @@ pub struct Request {
     pub body: String,
 }
 
+/// What a post tells of a run: that it ended, or — later, on its own — that its branch could not
+/// be pushed after every try (`event` in the JSON payload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    RunFinished,
+    PushFailed,
+}
+
+impl Event {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Event::RunFinished => "run_finished",
+            Event::PushFailed => "push_failed",
+        }
+    }
+}
+
 /// The request for `run` (its texts already masked by the caller), signed when `secret` is given.
-pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, host: &str, secret: Option<&str>, now_secs: i64) -> Request {
+pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Option<&str>, host: &str, secret: Option<&str>, now_secs: i64) -> Request {
     // A completed run's report; any other end is told by its message (its report, which explains
     // the verdict for a person opening it, would repeat the status line the payload already has).
     let report = report.filter(|_| run.status == crate::run::RunStatus::Completed);
-    let excerpt = excerpt(report.or(run.message.as_deref()).unwrap_or(""));
-    let title = format!("{} {} · {}", mark(run.status), run.routine, status_words(run));
+    let push = run.changes.as_ref().and_then(|c| c.push.as_ref().map(|p| (c, p)));
+    let push_error = push.and_then(|(_, p)| p.error.as_deref()).unwrap_or("it was refused");
+    let excerpt = match event {
+        Event::RunFinished => excerpt(report.or(run.message.as_deref()).unwrap_or("")),
+        Event::PushFailed => excerpt(push_error),
+    };
+    let title = match event {
+        Event::RunFinished => format!("{} {} · {}", mark(run.status), run.routine, status_words(run)),
+        Event::PushFailed => format!("✗ {} · push failed", run.routine),
+    };
     let (content_type, body, mut headers) = match hook.format {
         WebhookFormat::Json => {
-            let body = serde_json::json!({
+            let mut body = serde_json::json!({
+                "event": event.as_str(),
                 "routine": run.routine,
                 "run_id": run.id,
                 "status": run.status.as_str(),
@@ -80,6 +106,9 @@ pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, ho
                 "denials": run.denials,
                 "excerpt": excerpt,
             });
+            if let (Event::PushFailed, Some((changes, push))) = (event, push) {
+                body["push"] = serde_json::json!({ "remote": push.remote, "branch": changes.branch, "tries": push.tries, "error": push.error });
+            }
             ("application/json", body.to_string(), Vec::new())
         }
         WebhookFormat::Slack => {
@@ -88,10 +117,14 @@ pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, ho
         }
         WebhookFormat::Ntfy => {
             let body = if excerpt.is_empty() { title.clone() } else { excerpt.clone() };
-            let failed = !matches!(run.status, RunStatus::Completed | RunStatus::Cancelled);
+            let failed = event == Event::PushFailed || !matches!(run.status, RunStatus::Completed | RunStatus::Cancelled);
+            let what = match event {
+                Event::RunFinished => status_words(run),
+                Event::PushFailed => "push failed".to_string(),
+            };
             // Header values are ASCII: the title without the mark.
             let headers = vec![
-                ("Title".to_string(), ascii(&format!("{}: {}", run.routine, status_words(run)))),
+                ("Title".to_string(), ascii(&format!("{}: {what}", run.routine))),
                 ("Tags".to_string(), if failed { "warning".into() } else { "white_check_mark".into() }),
                 ("Priority".to_string(), if failed { "high".into() } else { "default".into() }),
             ];
@@ -99,7 +132,12 @@ pub fn request(hook: &WebhookSettings, run: &RunRecord, report: Option<&str>, ho
         }
     };
     headers.push(("Content-Type".into(), content_type.into()));
-    headers.push(("Idempotency-Key".into(), run.id.clone()));
+    // One key per run and event: a receiver that has the run's end still takes its push failure.
+    let key = match event {
+        Event::RunFinished => run.id.clone(),
+        Event::PushFailed => format!("{}-push_failed", run.id),
+    };
+    headers.push(("Idempotency-Key".into(), key));
     headers.push(("X-Nightshift-Webhook".into(), hook.name.clone()));
     headers.push(("X-Nightshift-Timestamp".into(), now_secs.to_string()));
     if let Some(secret) = secret {
@@ -272,7 +310,7 @@ mod tests {
     fn a_run_on_another_machine_names_it_beside_this_machines_name() {
         let hook = WebhookSettings { name: "team".into(), url: "https://example.invalid/hook".into(), format: WebhookFormat::Json, on: Default::default() };
         let run = RunRecord { host: Some("workstation".into()), ..RunRecord::sample(crate::run::RunStatus::Completed, None) };
-        let body: serde_json::Value = serde_json::from_str(&request(&hook, &run, None, "laptop", None, 1_700_000_000).body).unwrap();
+        let body: serde_json::Value = serde_json::from_str(&request(&hook, Event::RunFinished, &run, None, "laptop", None, 1_700_000_000).body).unwrap();
         assert_eq!((body["host"].as_str(), body["remote_host"].as_str()), (Some("laptop"), Some("workstation")));
     }
 }

@@ -95,6 +95,22 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     Some(run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused).chain(actions).fold(notice, |n, line| n.with_line(&line)))
 }
 
+/// "✗ nightly · push failed": a worktree run whose branch could not be pushed after every try —
+/// told on its own, after the run's finish notification; `None` once the push is no longer failed
+/// (it went through after all).
+pub fn push_failed_notice(run: &RunRecord) -> Option<Notice> {
+    let changes = run.changes.as_ref()?;
+    let push = changes.push.as_ref().filter(|p| p.state == crate::run::PushState::Failed)?;
+    let error = push.error.as_deref().map(|e| crate::words::first_line(e, 140)).unwrap_or_else(|| "it was refused".into());
+    let branch = changes.branch.as_deref().unwrap_or("its branch");
+    Some(Notice {
+        summary: format!("✗ {} · push failed: {error}", run.routine),
+        body: format!("{branch} was not pushed to {} after {} tries; the branch is kept here — `nightshiftctl push {}` tries again", push.remote, push.tries, run.id),
+        run_id: Some(run.id.clone()),
+        critical: true,
+    })
+}
+
 /// "⏳ nightly waits for the limit at 04:12": a run that met a rate limit (its last try's reason)
 /// and waits in the queue for the reset, as the next try of the same run; `None` for any other
 /// queued run.

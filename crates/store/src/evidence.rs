@@ -134,6 +134,19 @@ impl Store {
         Ok(rows)
     }
 
+    /// The routine's runs between `from` and `until` whose branch could not be pushed after every
+    /// try, newest first: (run id, remote, error) — for `why`.
+    pub fn failed_pushes(&self, routine: &str, from: DateTime<Utc>, until: DateTime<Utc>) -> Result<Vec<(String, String, String)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, json_extract(changes, '$.push.remote'), COALESCE(json_extract(changes, '$.push.error'), 'refused') FROM runs
+             WHERE routine = ?1 AND sort_ms >= ?2 AND sort_ms <= ?3 AND json_extract(changes, '$.push.state') = 'failed'
+             ORDER BY sort_ms DESC",
+        )?;
+        let rows = stmt.query_map(params![routine, from.timestamp_millis(), until.timestamp_millis()], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
     /// The rows of `routine`'s slots in `[from, until]`, newest first: a range of a covering
     /// index for every row, then the table only for the rows whose sentence quotes their message
     /// or start time (skipped, blocked, caught up).

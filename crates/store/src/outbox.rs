@@ -46,7 +46,7 @@ pub struct DeliveryRow {
 }
 
 
-pub(super) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &Channel, finished_at: DateTime<Utc>) -> rusqlite::Result<()> {
+pub(crate) fn enqueue(tx: &rusqlite::Transaction<'_>, run_id: &str, channel: &Channel, finished_at: DateTime<Utc>) -> rusqlite::Result<()> {
     tx.prepare_cached(
         "INSERT OR IGNORE INTO outbox (run_id, channel, state, next_at_ms, finished_ms) VALUES (?1, ?2, 'pending', 0, ?3)",
     )?
@@ -189,7 +189,7 @@ impl Store {
     /// Webhook deliveries, newest run first; `failed_only`: those that gave up (`not_delivered`).
     pub fn webhook_deliveries(&self, failed_only: bool, limit: usize) -> Result<Vec<DeliveryRow>> {
         let filter = if failed_only { "AND o.state = 'not_delivered'" } else { "" };
-        self.delivery_rows(&format!("WHERE o.channel LIKE 'webhook:%' {filter} ORDER BY o.finished_ms DESC, o.run_id DESC, o.channel LIMIT ?1"), params![limit as i64])
+        self.delivery_rows(&format!("WHERE (o.channel LIKE 'webhook:%' OR o.channel LIKE 'push_failed:webhook:%') {filter} ORDER BY o.finished_ms DESC, o.run_id DESC, o.channel LIMIT ?1"), params![limit as i64])
     }
 
     fn delivery_rows(&self, tail: &str, args: impl rusqlite::Params) -> Result<Vec<DeliveryRow>> {
@@ -228,7 +228,7 @@ impl Store {
     pub fn reset_delivery(&self, run_id: &str, channel: Option<&Channel>) -> Result<usize> {
         let n = self.conn().prepare_cached(
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
-             WHERE run_id = ?1 AND state IN ('pending', 'not_delivered') AND channel LIKE 'webhook:%' AND (?2 IS NULL OR channel = ?2)",
+             WHERE run_id = ?1 AND state IN ('pending', 'not_delivered') AND (channel LIKE 'webhook:%' OR channel LIKE 'push_failed:webhook:%') AND (?2 IS NULL OR channel = ?2)",
         )?
         .execute(params![run_id, channel])?;
         Ok(n)

@@ -33,6 +33,35 @@ impl Store {
         Ok(())
     }
 
+    /// A push that failed after its last try: its state on the run, its outbox entry given up, and
+    /// its news owed over `tell` (`Channel::PushFailed`) — in one transaction, so the failure is
+    /// never recorded without being owed to the user.
+    pub fn give_up_push(&self, run_id: &str, push: &Push, error: &str, tell: &[crate::run::Channel], now: DateTime<Utc>) -> Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        let json = serde_json::to_string(push).unwrap_or_default();
+        tx.prepare_cached("UPDATE runs SET changes = json_set(changes, '$.push', json(?2)) WHERE id = ?1 AND changes IS NOT NULL")?.execute(params![run_id, json])?;
+        tx.prepare_cached("UPDATE outbox SET state = 'not_delivered', lease_until_ms = NULL, last_error = ?3 WHERE run_id = ?1 AND channel = ?2")?
+            .execute(params![run_id, crate::run::Channel::Push, error])?;
+        for channel in tell {
+            // Told again after a later failure (`push RUN` that failed once more).
+            tx.prepare_cached("DELETE FROM outbox WHERE run_id = ?1 AND channel = ?2 AND state != 'pending'")?.execute(params![run_id, channel])?;
+            super::outbox::enqueue(&tx, run_id, channel, now)?;
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The news of a failed push that is no longer true (the branch went through after all):
+    /// what is still pending of it is not needed. Returns how many entries that was.
+    pub fn withdraw_push_failed(&self, run_id: &str, now: DateTime<Utc>) -> Result<usize> {
+        let n = self.conn().prepare_cached(
+            "UPDATE outbox SET state = 'not_needed', lease_until_ms = NULL, last_error = ?2 WHERE run_id = ?1 AND state = 'pending' AND channel LIKE 'push_failed:%'",
+        )?
+        .execute(params![run_id, format!("pushed after all at {}", crate::words::fmt_time(&now))])?;
+        Ok(n)
+    }
+
     /// Settled runs whose worktree is still on disk and that finished before `before`, oldest
     /// first (`before` = now: every one).
     pub fn kept_worktrees(&self, before: DateTime<Utc>, limit: usize) -> Result<Vec<KeptWorktree>> {

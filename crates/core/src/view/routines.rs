@@ -52,6 +52,9 @@ pub struct RoutineOverview {
     /// The routine has gone quiet (`notify_missed`): its last slot did nothing — "missed Tue 1 Dec
     /// 02:00", "skipped …" — until it runs again.
     pub quiet: Option<String>,
+    /// Its last run's branch could not be pushed after every try — "push to origin failed:
+    /// rejected (non-fast-forward)" — until `nightshiftctl push RUN` or a later run pushes.
+    pub push_failed: Option<String>,
     /// file:line:col problems of an invalid file.
     pub errors: Vec<String>,
     /// file:line:col: warning: … — what the file says that the routine runs without, or takes
@@ -98,6 +101,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
                 let slot = l.scheduled_for.map(|t| format!(" {}", crate::words::local_day_time(t, r.timezone))).unwrap_or_default();
                 format!("{}{slot}", l.status.label())
             }),
+            push_failed: last.as_ref().and_then(push_failed_words),
             last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
             errors: Vec::new(),
             warnings: r.warnings.iter().map(ToString::to_string).collect(),
@@ -122,6 +126,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             next_fire: None,
             last_run: None,
             quiet: None,
+            push_failed: None,
             errors: bad.errors.iter().map(ToString::to_string).collect(),
             warnings: bad.warnings.iter().map(ToString::to_string).collect(),
         });
@@ -139,4 +144,10 @@ mod tests {
         assert_eq!(words("0 9 * * 1-5"), "At 09:00 on weekdays");
         assert!(!words("*/15 * * * *").ends_with('.'), "{}", words("*/15 * * * *"));
     }
+}
+
+/// "push to origin failed: rejected (non-fast-forward)" for a run whose push gave up.
+fn push_failed_words(run: &crate::run::RunRecord) -> Option<String> {
+    let push = run.changes.as_ref()?.push.as_ref().filter(|p| p.state == crate::run::PushState::Failed)?;
+    Some(format!("push to {} failed: {}", push.remote, crate::words::first_line(push.error.as_deref().unwrap_or("refused"), 120)))
 }

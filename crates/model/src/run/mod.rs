@@ -131,14 +131,17 @@ string_enum!(
 );
 
 /// What an outbox entry delivers: a run's finish notification, a worktree run's branch push, one
-/// webhook's post, or one of the routine's heartbeat pings. Stored and sent as `notify`, `push`,
-/// `webhook:<name>`, `ping:start` or `ping:end`.
+/// webhook's post, one of the routine's heartbeat pings, or — its push failed after every try —
+/// that news over the notification or a webhook. Stored and sent as `notify`, `push`,
+/// `webhook:<name>`, `ping:start`, `ping:end`, `push_failed:notify`, `push_failed:webhook:<name>`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Channel {
     Notify,
     Push,
     Webhook(String),
     Ping(PingEvent),
+    /// The run's branch could not be pushed: told over the notification or one webhook.
+    PushFailed(Box<Channel>),
 }
 
 string_enum!(
@@ -149,9 +152,13 @@ string_enum!(
 impl Channel {
     const WEBHOOK: &'static str = "webhook:";
     const PING: &'static str = "ping:";
+    const PUSH_FAILED: &'static str = "push_failed:";
 
     /// The channel stored as `word`; `None` for a word Nightshift does not write.
     pub fn parse(word: &str) -> Option<Channel> {
+        if let Some(inner) = word.strip_prefix(Channel::PUSH_FAILED) {
+            return Channel::parse(inner).filter(|c| matches!(c, Channel::Notify | Channel::Webhook(_))).map(|c| Channel::PushFailed(Box::new(c)));
+        }
         match word {
             "notify" => Some(Channel::Notify),
             "push" => Some(Channel::Push),
@@ -162,12 +169,18 @@ impl Channel {
         }
     }
 
-    /// The webhook's name, for a webhook's channel.
+    /// The webhook's name, for a webhook's channel (its finish post, or its push-failed post).
     pub fn webhook(&self) -> Option<&str> {
         match self {
             Channel::Webhook(name) => Some(name),
+            Channel::PushFailed(inner) => inner.webhook(),
             _ => None,
         }
+    }
+
+    /// The news of a failed push over this channel.
+    pub fn push_failed(self) -> Channel {
+        Channel::PushFailed(Box::new(self))
     }
 }
 
@@ -178,6 +191,7 @@ impl std::fmt::Display for Channel {
             Channel::Push => f.write_str("push"),
             Channel::Webhook(name) => write!(f, "{}{name}", Channel::WEBHOOK),
             Channel::Ping(event) => write!(f, "{}{}", Channel::PING, event.as_str()),
+            Channel::PushFailed(inner) => write!(f, "{}{inner}", Channel::PUSH_FAILED),
         }
     }
 }
@@ -486,4 +500,30 @@ impl RunRecord {
 /// A new run id: a ULID (sortable by creation time), lower-cased for paths.
 pub fn new_run_id() -> String {
     ulid::Ulid::new().to_string().to_lowercase()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every channel is stored as a word and read back as itself; a failed push's news nests
+    /// only a notification or a webhook (a webhook named with colons keeps them).
+    #[test]
+    fn channels_are_read_back_as_they_are_written() {
+        let all = [
+            Channel::Notify,
+            Channel::Push,
+            Channel::Webhook("team".into()),
+            Channel::Ping(PingEvent::End),
+            Channel::Notify.push_failed(),
+            Channel::Webhook("ops:night".into()).push_failed(),
+        ];
+        for c in all {
+            assert_eq!(Channel::parse(&c.to_string()), Some(c.clone()), "{c}");
+        }
+        assert_eq!(Channel::Webhook("team".into()).push_failed().to_string(), "push_failed:webhook:team");
+        assert_eq!(Channel::Webhook("team".into()).push_failed().webhook(), Some("team"));
+        assert_eq!(Channel::parse("push_failed:push"), None);
+        assert_eq!(Channel::parse("push_failed:push_failed:notify"), None);
+    }
 }

@@ -47,7 +47,12 @@ pub(crate) async fn once(core: &Arc<Core>, sender: Arc<BoundedSender>) {
 /// Deliver what is due; returns when the next pending entry comes due.
 async fn pass(core: &Arc<Core>, sender: &Arc<BoundedSender>) -> Option<chrono::DateTime<Utc>> {
     let (core2, sender2) = (Arc::clone(core), Arc::clone(sender));
-    match tokio::task::spawn_blocking(move || deliver_due(&core2, &sender2)).await {
+    let both = move || -> crate::error::Result<Option<chrono::DateTime<Utc>>> {
+        let finished = deliver_due(&core2, &sender2)?;
+        let pushes = deliver_push_failures(&core2, &sender2)?;
+        Ok(finished.into_iter().chain(pushes).min())
+    };
+    match tokio::task::spawn_blocking(both).await {
         Ok(Ok(next)) => next,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "could not deliver notifications; trying again later");
@@ -95,6 +100,27 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
             let result = sender.send(summary_for(&runs));
             for (entry, _) in &stale {
                 record(core, entry, result.clone(), Delivery::Summarized)?;
+            }
+        }
+    }
+}
+
+/// The notifications of pushes that failed after every try (`push_failed:notify`), each on its
+/// own; one whose push went through meanwhile is not needed any more.
+fn deliver_push_failures(core: &Core, sender: &BoundedSender) -> crate::error::Result<Option<chrono::DateTime<Utc>>> {
+    let channel = Channel::Notify.push_failed();
+    loop {
+        let now = Utc::now();
+        let due = core.store.lease_due(&channel, now, now + Span::from_std(LEASE).unwrap_or_default(), 50)?;
+        if due.is_empty() {
+            return core.store.next_delivery_due(&channel);
+        }
+        for entry in due {
+            // (The push's error was masked when it was recorded.)
+            let notice = core.store.get_run(&entry.run_id).ok().and_then(|run| crate::notify::push_failed_notice(&run));
+            match notice {
+                Some(notice) => record(core, &entry, sender.send(notice), Delivery::Delivered)?,
+                None => core.store.settle_delivery(&entry.run_id, &channel, Delivery::NotNeeded, Some("the push is no longer failed"), now)?,
             }
         }
     }

@@ -59,6 +59,7 @@ pub(crate) fn start(core: &Arc<Core>) {
             for hook in &core.settings().webhooks {
                 if started.insert(hook.name.clone()) {
                     deliverer(&core, webhook::channel(&hook.name));
+                    deliverer(&core, webhook::channel(&hook.name).push_failed());
                 }
             }
             tokio::select! {
@@ -88,6 +89,7 @@ pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
         }
         for hook in &core.settings().webhooks {
             pass(core, &agent, &webhook::channel(&hook.name)).await;
+            pass(core, &agent, &webhook::channel(&hook.name).push_failed()).await;
         }
     };
     let _ = tokio::time::timeout(limit, all).await;
@@ -155,10 +157,16 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Optio
     }
 }
 
+/// What a receiver's pause holds: all of one webhook's posts (its runs' ends and their push
+/// failures alike), else the channel itself.
+fn hold_key(channel: &Channel) -> String {
+    channel.webhook().map_or_else(|| channel.to_string(), |name| webhook::channel(name).to_string())
+}
+
 /// When the pause `channel`'s receiver asked for ends, while it lasts.
 fn held_until(core: &Core, channel: &Channel) -> Option<chrono::DateTime<Utc>> {
     let mut holds = core.webhook_holds.lock().unwrap_or_else(|e| e.into_inner());
-    let key = channel.to_string();
+    let key = hold_key(channel);
     match holds.get(&key) {
         Some(until) if *until > Utc::now() => Some(*until),
         Some(_) => {
@@ -183,7 +191,8 @@ fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
             let run = masked(core, run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| core.redactor.redact(&r));
             let secret = secret(core, name);
-            let req = webhook::request(hook, &run, report.as_deref(), &core.device_name(), secret.as_deref(), Utc::now().timestamp());
+            let event = if matches!(entry.channel, Channel::PushFailed(_)) { webhook::Event::PushFailed } else { webhook::Event::RunFinished };
+            let req = webhook::request(hook, event, &run, report.as_deref(), &core.device_name(), secret.as_deref(), Utc::now().timestamp());
             webhook::send(agent, &req)
         }
     };
@@ -245,7 +254,7 @@ fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Resu
                     if let (Some(asked), Some(_), Some(_)) = (asked, backoff, entry.channel.webhook()) {
                         let until = now + Span::from_std(asked).unwrap_or_default();
                         let mut holds = core.webhook_holds.lock().unwrap_or_else(|e| e.into_inner());
-                        let held = holds.entry(entry.channel.to_string()).or_insert(until);
+                        let held = holds.entry(hold_key(&entry.channel)).or_insert(until);
                         *held = (*held).max(until);
                     }
                     (error, backoff.map(|b| asked.unwrap_or(b)))

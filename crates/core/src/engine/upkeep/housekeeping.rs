@@ -97,6 +97,8 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                     push.error = None;
                     core.store.set_push(&entry.run_id, &push)?;
                     core.store.settle_delivery(&entry.run_id, &Channel::Push, Delivery::Delivered, None, now)?;
+                    // (`push RUN` after it gave up: what was still to be told of the failure is not.)
+                    core.store.withdraw_push_failed(&entry.run_id, now)?;
                 }
                 Err(e) => match core.push_backoff.get(entry.attempts as usize) {
                     Some(wait) => {
@@ -110,8 +112,9 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                         tracing::warn!(run = %entry.run_id, error = %e, "push failed after every try; the branch is kept");
                         push.state = PushState::Failed;
                         push.error = Some(e.clone());
-                        core.store.set_push(&entry.run_id, &push)?;
-                        core.store.settle_delivery(&entry.run_id, &Channel::Push, Delivery::NotDelivered, Some(&e), now)?;
+                        core.store.give_up_push(&entry.run_id, &push, &e, &push_failed_owed(core, &entry.run_id), now)?;
+                        core.wakes.kick(crate::engine::signal::Wake::Notifier);
+                        core.wakes.kick(crate::engine::signal::Wake::Webhooks);
                     }
                 },
             }
@@ -123,6 +126,18 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
             crate::engine::signal::wake(core);
         }
     }
+}
+
+/// Who is told that a run's push failed after every try: the notification (unless its routine
+/// says `notify: never`) and the webhooks that hear of its failures — the same ones its finish
+/// would have gone to, had it failed.
+fn push_failed_owed(core: &Core, run_id: &str) -> Vec<Channel> {
+    let Ok(run) = core.store.get_run(run_id) else { return Vec::new() };
+    let set = core.routines();
+    let routine = set.get(&run.routine);
+    let notify = routine.is_none_or(|r| r.notify != crate::routine::NotifyPolicy::Never);
+    let webhooks = routine.map(|r| r.webhooks.clone()).unwrap_or_default();
+    notify.then_some(Channel::Notify).into_iter().chain(crate::webhook::owed(true, &webhooks, &core.settings())).map(Channel::push_failed).collect()
 }
 
 /// One worktree cleanup decision.

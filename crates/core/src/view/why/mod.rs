@@ -248,6 +248,12 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
             .collect(),
         None => Vec::new(),
     };
+    // Runs whose branch could not be pushed (only a routine that pushes has any to look for).
+    if matches!(r.workspace, crate::routine::Workspace::Worktree { push: Some(_), .. }) {
+        for (id, remote, error) in store.failed_pushes(name, start, now)? {
+            notes.push(format!("Run {id}'s branch was not pushed to {remote}: {} — `nightshiftctl push {id}` tries again.", crate::words::first_line(&error, 160)));
+        }
+    }
     let on_events_only = r.trigger.is_some() && r.schedule.is_none() && r.at.is_none();
     if on_events_only && events.is_empty() {
         notes.push("It runs on events, not on a clock, and none it names arrived in this window (`nightshiftctl hooks list` shows every delivery).".to_string());
