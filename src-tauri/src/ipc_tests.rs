@@ -131,7 +131,9 @@ fn run_now_then_history_detail_and_log() {
     assert_eq!((detail["run"]["status"].clone(), detail["run"]["reason"].clone()), (json!("failed"), json!("exit_nonzero")));
     assert_eq!(detail["explanation"]["summary"], "The command failed: exited with code 3: disk full");
     assert_eq!(detail["explanation"]["fix"], "The log below shows what it printed.");
-    assert_eq!(detail["report_html"], Value::Null);
+    // Its report explains the verdict, with what it printed last as (inert) evidence.
+    let report = detail["report_html"].as_str().expect("a failed run's report");
+    assert!(report.starts_with("<h1>fails · failed · exit_nonzero</h1>") && report.contains("<pre><code>disk full"), "{report}");
 }
 
 #[test]
@@ -280,7 +282,7 @@ fn hosts_and_their_health_reach_the_window() {
     let home = f._dir.path().join("home");
     // A host nobody listens for: port 1 on loopback refuses at once.
     std::fs::write(home.join("ssh_config"), "Host box\n  HostName 127.0.0.1\n  Port 1\n").unwrap();
-    std::fs::write(home.join("routines/placed.yaml"), "name: placed\nschedule: \"0 3 1 1 *\"\nhost: box\ncommand: make\n").unwrap();
+    std::fs::write(home.join("routines/placed.yaml"), format!("name: placed\nschedule: \"0 3 1 1 *\"\nhost: box\ndevices: [{}]\ncommand: make\n", nightshift_testkit::this_machine())).unwrap();
     nightshift_testkit::wait_until("the placed routine to be read", std::time::Duration::from_secs(10), || {
         ipc(&f.main, "list_hosts", json!({})).unwrap().as_array().is_some_and(|h| h.len() == 1)
     });

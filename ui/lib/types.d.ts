@@ -69,7 +69,21 @@ started_at: string | null, finished_at: string | null,
  * When the next try was due: after a retry's backoff, or at the limit's reset (plus a
  * margin). `null` when the next try followed at once (failover) or there was none.
  */
-next_at: string | null, };
+next_at: string | null, 
+/**
+ * The agent's own session of this try, when its stream said it (a retry may resume it).
+ */
+session?: string | null, 
+/**
+ * How many things it changed (or may have) before it ended: shell commands, edits, MCP
+ * calls — as far as its agent's stream says (Claude Code's); a retry never repeats them
+ * blindly.
+ */
+work?: number, 
+/**
+ * The session of an earlier try that this one continued ("resumed session …").
+ */
+resumed?: string | null, };
 
 /**
  * Where one budget stands (`usage`, the Usage view).

@@ -35,7 +35,7 @@ fn main() {
     let fake = rt.block_on(FakeGithub::start(TOKEN));
     let home = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(home.path().join("routines")).unwrap();
-    std::fs::write(home.path().join("routines/build.yaml"), "schedule: \"0 3 * * *\"\nhost: ci\ntimeout: 5m\ncommand: echo built\n").unwrap();
+    std::fs::write(home.path().join("routines/build.yaml"), format!("schedule: \"0 3 * * *\"\nhost: ci\ndevices: [{}]\ntimeout: 5m\ncommand: echo built\n", nightshift_testkit::this_machine())).unwrap();
     std::fs::write(
         home.path().join("nightshift.toml"),
         format!("[github]\napi_url = \"{}\"\nactions_poll = \"1s\"\n\n[hosts.ci]\ngithub = \"acme/app\"\nruns_on = [\"self-hosted\"]\n", fake.url()),
@@ -79,7 +79,7 @@ fn main() {
 
     // Idle: 100 routines on Actions hosts, none due, a daemon scheduling them.
     for i in 0..100 {
-        std::fs::write(home.path().join(format!("routines/nightly-{i:03}.yaml")), format!("schedule: \"0 3 1 1 *\"\nhost: ci\ncommand: echo {i}\n")).unwrap();
+        std::fs::write(home.path().join(format!("routines/nightly-{i:03}.yaml")), format!("schedule: \"0 3 1 1 *\"\nhost: ci\ndevices: [{}]\ncommand: echo {i}\n", nightshift_testkit::this_machine())).unwrap();
     }
     let mut daemon = ctl(home.path()).arg("daemon").stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     std::thread::sleep(Duration::from_secs(2));

@@ -33,7 +33,7 @@ fn main() {
     for shared in [true, false] {
         let home = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(home.path().join("routines")).unwrap();
-        std::fs::write(home.path().join("routines/remote.yaml"), "schedule: \"0 2 * * *\"\nhost: box\ncommand: \"true\"\n").unwrap();
+        std::fs::write(home.path().join("routines/remote.yaml"), format!("schedule: \"0 2 * * *\"\nhost: box\ndevices: [{}]\ncommand: \"true\"\n", nightshift_testkit::this_machine())).unwrap();
         std::fs::write(home.path().join("nightshift.toml"), format!("ssh_config = \"{}\"\nreuse_ssh_connections = {shared}\n", server.ssh_config().display())).unwrap();
         ours.push(median(runs, || {
             let mut c = Command::new(env!("CARGO_BIN_EXE_nightshiftctl"));

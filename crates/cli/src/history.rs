@@ -177,7 +177,10 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<Str
         let reason = a.reason.map(|x| format!(" {x}")).unwrap_or_default();
         let when = a.started_at.map(|t| format!(" · {}", format::local(&t))).unwrap_or_default();
         let next = a.next_at.map(|t| format!(" · next try at {}", format::local(&t))).unwrap_or_default();
-        println!("attempt {}    {} {}{reason}{when}{next} · {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
+        // What it did before it ended, and whose session it continued.
+        let work = (a.work > 0).then(|| format!(" · {} tool call{} that change things", a.work, if a.work == 1 { "" } else { "s" })).unwrap_or_default();
+        let resumed = a.resumed.as_ref().map(|s| format!(" · resumed session {s}")).unwrap_or_default();
+        println!("attempt {}    {} {}{reason}{when}{next}{work}{resumed} · {}", i + 1, opt(a.account.clone()), a.status, opt(a.message.clone()));
     }
     for d in deliveries {
         let name = match (&d.webhook, d.ping) {

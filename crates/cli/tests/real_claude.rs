@@ -264,6 +264,51 @@ async fn allow_and_deny_decide_which_tool_calls_run_and_refusals_are_recorded() 
     assert_eq!(rec["denials"], serde_json::json!([]), "{rec:#}");
 }
 
+/// A retry after the connection dropped mid-work continues the agent's own session: the real CLI
+/// ran a command, then the API went away (529, its own retries off); the next try is
+/// `claude --resume <session>` with words saying to check what was done — the fake API sees the
+/// earlier turns, the command ran once, one record with both tries. (Where a session cannot be
+/// continued, the decision not to start again is `retry.rs`'s unit tests'.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_work_continues_the_session_and_never_repeats_the_work() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let th = TestHome::new();
+    let counter = th.user_home().join("commands-run");
+    let fake = FakeAnthropic::start(None).await;
+    let call = serde_json::json!({"command": format!("echo ran >> {}", counter.display()), "description": "record a run"});
+    fake.set("tok-resume", Reply::DropsAfterTool { tool: "Bash".into(), input: call, text: REPORT.into() });
+    let routine = |extra: &str| {
+        th.routine(
+            "bump",
+            &format!(
+                "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Bump the dependencies\nmode: edit\nallow: {{tools: [\"Bash(echo *)\"]}}\nretries: 1\nretry_backoff: 1s\ntimeout: 2m\ncwd: {}\n{extra}env:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-resume\n",
+                th.user_home().display(),
+                fake.url()
+            ),
+        );
+    };
+    routine("");
+    let out = tokio_ctl(&th).args(["run", "bump", "--wait", "--json"]).output().await.unwrap();
+    let rec = json(&out);
+    assert_eq!(rec["status"], "completed", "{rec:#}\n{}", stderr(&out));
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "ran\n", "the command ran once");
+    let attempts = rec["attempts"].as_array().unwrap();
+    assert_eq!(attempts.len(), 2, "{rec:#}");
+    let session = attempts[0]["session"].as_str().expect("the first try's session").to_string();
+    assert_eq!((attempts[0]["reason"].as_str(), attempts[0]["work"].as_u64()), (Some("api_unavailable"), Some(1)), "{rec:#}");
+    assert_eq!(attempts[1]["resumed"].as_str(), Some(session.as_str()), "{rec:#}");
+    // The resumed try sent the earlier turns (the command and its result) and the words to check.
+    let turns: Vec<_> = fake.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && r.body["tools"].as_array().is_some_and(|t| !t.is_empty())).collect();
+    let last = &turns.last().unwrap().body;
+    let said = last["messages"].to_string();
+    assert!(said.contains("toolu_fake_0001") && said.contains("check what was already done"), "{said}");
+    let shown = common::stdout(&common::ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains(&format!("resumed session {session}")), "{shown}");
+
+}
+
 /// `budget.run` reaches Claude Code as `--max-budget-usd`: a run that keeps spending (the fake
 /// API's model asks for a tool, so there is a second turn) is stopped by the CLI itself and
 /// settles `failed · budget`, saying what it spent of what.

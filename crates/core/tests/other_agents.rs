@@ -160,7 +160,7 @@ fn gemini_server_error_is_api_unavailable() {
 #[test]
 fn arguments_per_mode() {
     static OPEN: std::sync::LazyLock<Guard> = std::sync::LazyLock::new(Guard::default);
-    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None, config: &[] };
+    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None, config: &[], resume: None };
     let codex = |m| driver(Agent::Codex).args(&call(m, Some("gpt-5"), None, &[]));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
@@ -191,12 +191,12 @@ fn arguments_per_mode() {
         deny_tools: vec!["WebFetch".into()],
         fail_on_denial: false,
     };
-    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[] });
+    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None });
     let auto = guarded(Mode::Auto);
     assert_eq!(auto[5..7], ["--permission-mode", "dontAsk"]);
     assert_eq!(auto[7..], ["--tools", "Read,Bash", "--allowedTools", "Read", "--allowedTools", "Bash(git status)", "--disallowedTools", "WebFetch", "--add-dir", "/srv/docs"]);
     assert_eq!(guarded(Mode::Plan)[5..7], ["--permission-mode", "plan"], "plan stays plan");
-    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[] });
+    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None });
     assert_eq!(codex[codex.len() - 3..], ["--add-dir", "/srv/docs", "do it"]);
 }
 
@@ -226,10 +226,10 @@ fn gemini_tool_rules_are_a_policy_file_in_the_run_directory() {
     assert_eq!(policy(&only_deny, Mode::Skip).unwrap().matches("[[rule]]").count(), 1, "deny.tools alone leaves the rest to the mode");
     assert_eq!(policy(&Guard::default(), Mode::Auto), None);
     let dir = std::path::Path::new("/home/me/.local/share/nightshift/runs/r/01");
-    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir), config: &[] });
+    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None });
     let at = args.iter().position(|a| a == "--policy").expect("--policy");
     assert_eq!(args[at + 1], dir.join(POLICY_FILE).display().to_string());
-    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir), config: &[] });
+    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None });
     assert!(!open.contains(&"--policy".to_string()), "no rules, no policy");
 }
 
@@ -440,7 +440,7 @@ fn opencode_modes_and_rules_are_its_permissions() {
     use nightshift_core::agents::opencode::config_content;
     let open = Guard::default();
     let dir = Path::new("/runs/r1");
-    let call = |mode, guard| Call { prompt: "-do it", mode, model: Some("anthropic/claude-sonnet-4-5"), effort: Some(Effort::High), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[] };
+    let call = |mode, guard| Call { prompt: "-do it", mode, model: Some("anthropic/claude-sonnet-4-5"), effort: Some(Effort::High), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None };
     let args = driver(Agent::OpenCode).args(&call(Mode::Plan, &open));
     assert_eq!(args, ["run", "--format", "json", "--agent", "plan", "--model", "anthropic/claude-sonnet-4-5", "--variant", "high", "--", "-do it"]);
     assert!(driver(Agent::OpenCode).args(&call(Mode::Skip, &open)).contains(&"--auto".to_string()));
@@ -530,7 +530,7 @@ fn copilot_modes_and_rules_are_its_permission_flags() {
     let open = Guard::default();
     let dir = Path::new("/runs/r1");
     fn call<'a>(mode: Mode, guard: &'a Guard, dir: &'a Path) -> Call<'a> {
-        Call { prompt: "-do it", mode, model: Some("gpt-5-mini"), effort: Some(Effort::Detailed), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[] }
+        Call { prompt: "-do it", mode, model: Some("gpt-5-mini"), effort: Some(Effort::Detailed), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None }
     }
     let args = driver(Agent::Copilot).args(&call(Mode::Plan, &open, dir));
     assert_eq!(

@@ -67,6 +67,11 @@ pub fn explain(run: &RunRecord) -> Explanation {
         ),
         (_, Some(Reason::ExitNonzero)) => plain(format!("The command failed: {}", said.unwrap_or("it exited with an error")), Some("The log below shows what it printed.")),
         (_, Some(Reason::AgentError)) => plain(format!("The agent reported an error: {}", said.unwrap_or("no details")), Some("The log below shows the agent's own account of it.")),
+        // Not tried again because the try before had already changed things (the retry rule's words).
+        (_, Some(Reason::Interrupted)) if said.is_some_and(|m| m.contains("that change things")) => plain(
+            format!("Interrupted, and not tried again: {}", said.unwrap_or_default()),
+            Some("Look at what it already did (its log), then run it again by hand — or set `retry_after_work: true` to let Nightshift start it again from the top."),
+        ),
         (_, Some(Reason::Interrupted)) => plain(
             "Nightshift stopped while this run was going (quit, crash or reboot), and the run's process was gone when it came back.".into(),
             Some("Run it again."),

@@ -303,7 +303,7 @@ mod tests {
         assert!(notice_for(&record(RunStatus::Missed, Some(Reason::Superseded), Trigger::Schedule), NotifyPolicy::Always, None, None).is_none());
         let mut retried = record(RunStatus::Completed, None, Trigger::Schedule);
         retried.duration_ms = Some(2000);
-        let tried = |reason| crate::run::Attempt { account: None, status: RunStatus::Failed, reason: Some(reason), message: None, resets_at: None, started_at: None, finished_at: None, next_at: Some(chrono::Utc::now()) };
+        let tried = |reason| crate::run::Attempt { account: None, status: RunStatus::Failed, reason: Some(reason), message: None, resets_at: None, started_at: None, finished_at: None, next_at: Some(chrono::Utc::now()), session: None, work: 0, resumed: None };
         retried.attempts = vec![tried(Reason::ApiUnavailable)];
         assert_eq!(notice_for(&retried, NotifyPolicy::Always, None, None).unwrap().summary, "✓ pr-review · 2s · after a retry");
         retried.attempts = vec![tried(Reason::RateLimited)];
@@ -335,7 +335,7 @@ mod tests {
     #[test]
     fn a_run_waiting_for_its_limit_says_until_when() {
         let due = chrono::DateTime::parse_from_rfc3339("2026-11-30T04:12:00Z").unwrap().with_timezone(&chrono::Utc);
-        let limited = crate::run::Attempt { account: Some("work@acme.dev".into()), status: RunStatus::Failed, reason: Some(Reason::RateLimited), message: None, resets_at: Some(due), started_at: None, finished_at: None, next_at: Some(due) };
+        let limited = crate::run::Attempt { account: Some("work@acme.dev".into()), status: RunStatus::Failed, reason: Some(Reason::RateLimited), message: None, resets_at: Some(due), started_at: None, finished_at: None, next_at: Some(due), session: None, work: 0, resumed: None };
         let waiting = RunRecord {
             due_at: Some(due),
             attempts: vec![limited.clone()],

@@ -40,6 +40,11 @@ pub enum Reply {
     /// result yet is answered with a `tool_use` block calling `tool` with `input`; once the
     /// CLI sends the tool's result (or offers no tools), [`Reply::Success`] with `text`.
     ToolCall { tool: String, input: serde_json::Value, text: String },
+    /// [`Reply::ToolCall`] whose connection drops once the tool has run: the first request that
+    /// carries the tool's result gets 529 `overloaded_error` (the CLI, with its own retries off,
+    /// ends the try); later ones — a resumed session sending its earlier turns — get
+    /// [`Reply::Success`].
+    DropsAfterTool { tool: String, input: serde_json::Value, text: String },
     /// The first `times` requests that offer tools (an agent's own turns, not the side requests
     /// some CLIs make for a title) get 429 `rate_limit_error` with `retry-after:
     /// retry_after_secs`, then [`Reply::Success`] — a short per-minute limit.
@@ -71,6 +76,8 @@ struct Inner {
     answered: usize,
     /// Of them, those that offered tools (for [`Reply::LimitedFor`]).
     with_tools: usize,
+    /// Connections dropped after a tool ran (for [`Reply::DropsAfterTool`]).
+    dropped: usize,
 }
 
 #[derive(Clone)]
@@ -198,6 +205,18 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
             true => return tool_use(&model, &tool, &input, streamed),
             false => Reply::Success { text },
         },
+        Reply::DropsAfterTool { tool, input, text } => {
+            if asks_for_a_tool(&json) {
+                return tool_use(&model, &tool, &input, streamed);
+            }
+            // (A side request — a title, a summary — carries no tool result: answered as usual.)
+            let first = carries_a_tool_result(&json) && {
+                let mut g = inner.lock().unwrap();
+                g.dropped += 1;
+                g.dropped == 1
+            };
+            if first { Reply::Overloaded } else { Reply::Success { text } }
+        }
         other => other,
     };
     if let Reply::Windows { five_hour, five_hour_reset, seven_day, seven_day_reset, text } = &reply {
@@ -249,7 +268,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         Reply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, error_body("api_error", "Internal server error"), &[]),
         Reply::Hang => hang(&model),
         Reply::Overloaded => json_response(StatusCode::from_u16(529).expect("529"), error_body("overloaded_error", "Overloaded"), &[]),
-        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::LimitedFor { .. } | Reply::ToolCall { .. } | Reply::Windows { .. } => unreachable!("resolved above"),
+        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::LimitedFor { .. } | Reply::ToolCall { .. } | Reply::DropsAfterTool { .. } | Reply::Windows { .. } => unreachable!("resolved above"),
     }
 }
 
@@ -319,10 +338,12 @@ fn sse_end(mut out: String, stop_reason: &str, output_tokens: u64) -> Response {
 /// has come back yet.
 fn asks_for_a_tool(request: &serde_json::Value) -> bool {
     let offers = request["tools"].as_array().is_some_and(|t| !t.is_empty());
-    let answered = request["messages"].as_array().into_iter().flatten().any(|m| {
-        m["content"].as_array().into_iter().flatten().any(|block| block["type"] == "tool_result")
-    });
-    offers && !answered
+    offers && !carries_a_tool_result(request)
+}
+
+/// The request's conversation has a tool's result in it.
+fn carries_a_tool_result(request: &serde_json::Value) -> bool {
+    request["messages"].as_array().into_iter().flatten().any(|m| m["content"].as_array().into_iter().flatten().any(|block| block["type"] == "tool_result"))
 }
 
 /// The model calls `tool` with `input` (streamed as the real API does: the input as JSON deltas).

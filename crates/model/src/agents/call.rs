@@ -135,4 +135,7 @@ pub struct Call<'a> {
     /// `config.<key>` for a CLI that takes its settings other than as arguments (OpenCode's
     /// `OPENCODE_CONFIG_CONTENT`); the others have them in `extra` already.
     pub config: &'a [(String, serde_json::Value)],
+    /// An earlier try's session to continue (a retry after the connection dropped mid-work);
+    /// only given to a driver that [`resumes`](super::AgentDriver::resumes).
+    pub resume: Option<&'a str>,
 }

@@ -177,8 +177,16 @@ impl AgentDriver for Claude {
         if let Some(level) = call.effort.and_then(super::call::Effort::level) {
             args.extend(["--effort".to_string(), level.as_str().to_string()]);
         }
+        // A retry that continues the earlier try's session (its transcript is in the config dir).
+        if let Some(session) = call.resume {
+            args.extend(["--resume".to_string(), session.to_string()]);
+        }
         args.extend(call.extra.iter().cloned());
         args
+    }
+
+    fn resumes(&self) -> bool {
+        true
     }
 
     fn install_hint(&self) -> &'static str {
@@ -289,6 +297,17 @@ struct Facts {
     unavailable: Vec<crate::run::Denial>,
     /// The last `rate_limit_event`'s `unifiedWindows`: window → (utilization 0–1, resetsAt, status).
     windows: Vec<(String, f64, Option<DateTime<Utc>>, String)>,
+    /// Calls of tools that change things (commands, edits, MCP calls) that ran: their results
+    /// came back without an error.
+    work: u32,
+}
+
+/// Claude Code's tools that change something when they run (what a retry must not repeat
+/// blindly); MCP tools (`mcp__…`) are counted too — Nightshift cannot know what they do.
+const CHANGING_TOOLS: &[&str] = &["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit", "Task"];
+
+fn changes_things(tool: &str) -> bool {
+    CHANGING_TOOLS.contains(&tool) || tool.starts_with("mcp__")
 }
 
 fn gather(lines: &[String]) -> Facts {
@@ -327,6 +346,8 @@ fn gather(lines: &[String]) -> Facts {
             }
             // A call to a tool the model does not have comes back as an error result.
             Some("user") => {
+                let ran = |r: &&Value| r["type"] == "tool_result" && r["is_error"] != true;
+                f.work += v["message"]["content"].as_array().into_iter().flatten().filter(ran).filter(|r| r["tool_use_id"].as_str().and_then(|id| f.tool_calls.get(id)).is_some_and(|(tool, _)| changes_things(tool))).count() as u32;
                 for r in v["message"]["content"].as_array().into_iter().flatten().filter(|b| b["type"] == "tool_result" && b["is_error"] == true) {
                     let said = match &r["content"] {
                         Value::String(s) => s.clone(),
@@ -386,6 +407,7 @@ pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTai
     if outcome.session_id.is_none() {
         outcome.session_id = facts.session_id.clone();
     }
+    outcome.work = facts.work;
     // What the run was refused: the result's `permission_denials`, and calls to tools it did not have.
     let denied = facts.result.as_ref().and_then(|r| r["permission_denials"].as_array().cloned()).unwrap_or_default();
     outcome.denials = denied
@@ -634,5 +656,27 @@ mod usage_endpoint_tests {
         assert!(!fresh.expired && fresh.token == "sk-ant-oat01-x");
         assert!(Claude.login_token(&login(now.timestamp_millis() - 1), now).unwrap().expired);
         assert!(Claude.login_token(&serde_json::json!({"claudeAiOauth": {"accessToken": ""}}), now).is_none());
+    }
+}
+
+#[cfg(test)]
+mod work_tests {
+    use super::*;
+
+    /// What a try changed is counted from the stream: a command, an edit and an MCP call that ran
+    /// count; a read, and a command refused (its result an error), do not.
+    #[test]
+    fn the_tool_calls_that_change_things_and_ran_are_counted() {
+        let call = |id: &str, name: &str| serde_json::json!({"type": "assistant", "session_id": "s-9", "message": {"content": [{"type": "tool_use", "id": id, "name": name, "input": {}}]}}).to_string();
+        let result = |id: &str, error: bool| serde_json::json!({"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": id, "is_error": error, "content": "ok"}]}}).to_string();
+        let lines = [
+            call("1", "Read"), result("1", false),
+            call("2", "Bash"), result("2", false),
+            call("3", "Edit"), result("3", false),
+            call("4", "mcp__github__create_comment"), result("4", false),
+            call("5", "Bash"), result("5", true),
+        ];
+        let out = classify_stream(&lines, Some(1), &LogTail::default(), Utc::now());
+        assert_eq!((out.work, out.session_id.as_deref()), (3, Some("s-9")));
     }
 }

@@ -21,6 +21,9 @@ pub struct Outcome {
     pub cost_usd: Option<f64>,
     pub usage: Option<Usage>,
     pub session_id: Option<String>,
+    /// How many things the agent changed, or may have, before it ended — shell commands, edits,
+    /// MCP calls that ran — as far as its stream says; 0 when it says nothing of them.
+    pub work: u32,
     /// Markdown to save as report.md — only ever for a completed run.
     pub report: Option<String>,
     /// The outcome comes from the agent's own final event (Claude's `result`, Codex's
@@ -136,6 +139,12 @@ pub trait AgentDriver: Send + Sync {
     /// The settings (`config.<key>`) that a routine field decides, each with that field.
     fn controlled_config(&self) -> Controlled {
         &[]
+    }
+    /// Whether its CLI continues an earlier session of its own from this machine's files, given
+    /// [`Call::resume`] (`claude --resume <session>`): a retry after a dropped connection then
+    /// carries on instead of starting the work again.
+    fn resumes(&self) -> bool {
+        false
     }
     /// The setting (`config.<key>`) that carries `[agents.<agent>] auto_compact_tokens` — the
     /// context size at which the CLI compacts its conversation — if the CLI has one.

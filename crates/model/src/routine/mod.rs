@@ -142,12 +142,18 @@ impl Action {
     /// What this action runs (the prompt already rendered): the routine's fields handed to its
     /// agent's driver, which alone knows its CLI's form. `run_dir` as in [`agents::Call::run_dir`].
     pub fn invocation(&self, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>) -> agents::Invocation {
+        self.invocation_resuming(rendered_prompt, max_budget_usd, run_dir, None)
+    }
+
+    /// [`Action::invocation`], continuing the agent's session `resume` when its driver resumes.
+    pub fn invocation_resuming(&self, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>, resume: Option<&str>) -> agents::Invocation {
         match self {
             Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
                 let d = agents::driver(*agent);
                 // `config.<key>` in the CLI's own form, then the routine's `args:`.
                 let extra: Vec<String> = d.config_args(config).into_iter().chain(args.iter().cloned()).collect();
-                let call = agents::Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir, config };
+                let resume = resume.filter(|_| d.resumes());
+                let call = agents::Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir, config, resume };
                 agents::Invocation { driver: d, args: d.args(&call), env: d.env(&call), run_file: run_dir.and_then(|_| d.run_file(&call)) }
             }
             Action::Command { command } => agents::Invocation { driver: agents::driver(Agent::Command), args: vec!["-c".into(), command.clone()], env: Vec::new(), run_file: None },
@@ -263,6 +269,10 @@ pub struct RetryPolicy {
     /// The longest a run waits, from its first try, for a rate limit to reset.
     #[serde(serialize_with = "ser_duration")]
     pub max_wait: Duration,
+    /// `retry_after_work: true`: a try that already changed things (ran commands, edited files)
+    /// and cannot be resumed is tried again from the start all the same. Default: it is not —
+    /// the run ends `failed · interrupted`, so nothing is done twice.
+    pub after_work: bool,
 }
 
 impl RetryPolicy {
@@ -276,7 +286,7 @@ impl RetryPolicy {
 
 impl Default for RetryPolicy {
     fn default() -> Self {
-        RetryPolicy { retries: None, backoff: Self::DEFAULT_BACKOFF, max_wait: Self::DEFAULT_MAX_WAIT }
+        RetryPolicy { retries: None, backoff: Self::DEFAULT_BACKOFF, max_wait: Self::DEFAULT_MAX_WAIT, after_work: false }
     }
 }
 

@@ -244,6 +244,21 @@ pub struct Attempt {
     /// margin). `null` when the next try followed at once (failover) or there was none.
     #[serde(default, serialize_with = "ser_opt_time")]
     pub next_at: Option<DateTime<Utc>>,
+    /// The agent's own session of this try, when its stream said it (a retry may resume it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// How many things it changed (or may have) before it ended: shell commands, edits, MCP
+    /// calls — as far as its agent's stream says (Claude Code's); a retry never repeats them
+    /// blindly.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub work: u32,
+    /// The session of an earlier try that this one continued ("resumed session …").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed: Option<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One of an account's usage windows as its agent reported it in a run's stream (Claude Code's

@@ -87,6 +87,9 @@ mod tests {
             started_at: None,
             finished_at: Some(now - chrono::Duration::hours(2)),
             next_at: Some(reset),
+            session: None,
+            work: 0,
+            resumed: None,
         };
         let run = |id: &str, attempts: Vec<Attempt>| RunRecord { id: id.into(), routine: "nightly".into(), attempts, ..RunRecord::sample(RunStatus::Running, None) };
         let mut told = HashSet::new();

@@ -23,7 +23,11 @@ pub(crate) fn archive_attempt_logs(run_dir: &std::path::Path, n: usize) {
     dir.clear_scrubbed();
 }
 
-/// Prepare and spawn one attempt; record its process.
+/// What a retry that continues the earlier try's session says to the agent.
+pub(crate) const RESUME_PROMPT: &str = "The connection to the API dropped while you were working on the task above. Before doing anything again, check what was already done (files changed, commands run, comments posted, pushes made), then finish the task without repeating it.";
+
+/// Prepare and spawn one attempt; record its process. `resume`: the session of an earlier try to
+/// continue (Claude Code's `--resume`), with [`RESUME_PROMPT`] instead of the task.
 pub(crate) fn spawn_attempt(
     core: &Arc<Core>,
     routine: &Routine,
@@ -32,8 +36,9 @@ pub(crate) fn spawn_attempt(
     now: DateTime<Utc>,
     creds: RunCreds<'_>,
     workspace: Option<&RunWorkspace>,
+    resume: Option<&str>,
 ) -> Result<process::RunProcess, String> {
-    let spec = prepare(core, routine, id, run_dir, now, creds, workspace)?;
+    let spec = prepare(core, routine, id, run_dir, now, creds, workspace, resume)?;
     let proc = process::spawn(&spec).map_err(|e| {
         let cause = crate::error::io_cause_words(&e);
         format!("could not start {}: {e}{cause}", spec.program.display())
@@ -60,6 +65,7 @@ fn prepare(
     now: DateTime<Utc>,
     creds: RunCreds<'_>,
     workspace: Option<&RunWorkspace>,
+    resume: Option<&str>,
 ) -> Result<process::SpawnSpec, String> {
     // The run directory exists: the driver made it before the run's workspace.
     // A run on a full disk would die writing its first lines and leave no exit code: say why now.
@@ -67,8 +73,12 @@ fn prepare(
         return Err(format!("not started: {trouble}; free some space and run it again"));
     }
     let event = core.store.get_run(id).ok().and_then(|r| r.event);
-    let prompt = render_prompt(core, routine, now, workspace, event.as_ref());
-    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation(&prompt, run_cap(routine, &core.settings()), Some(run_dir));
+    // A try that continues an earlier one's session is told why, not given the task again.
+    let prompt = match resume {
+        Some(_) => RESUME_PROMPT.to_string(),
+        None => render_prompt(core, routine, now, workspace, event.as_ref()),
+    };
+    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation_resuming(&prompt, run_cap(routine, &core.settings()), Some(run_dir), resume);
     if let Some((name, text)) = run_file {
         let path = run_dir.join(name);
         crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| format!("not started: cannot write {}: {e}", path.display()))?;

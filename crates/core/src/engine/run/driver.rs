@@ -60,6 +60,11 @@ struct Driver {
     workspace: Option<RunWorkspace>,
     /// Why the run is not tried again, for its final message ("failed after 3 tries").
     settle_note: Option<String>,
+    /// The reason it ends with instead of its last try's (`interrupted`: a retry would have
+    /// repeated work already done).
+    settle_reason: Option<Reason>,
+    /// The agent session of an earlier try that the current one continues.
+    resumed: Option<String>,
     /// The routine's secrets (`secrets:`), read once before the first try.
     secrets: Vec<(String, String)>,
 }
@@ -88,7 +93,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         ignore_budget: rec.ignore_budget,
     };
     let mut driver =
-        Driver { core: Arc::clone(core), routine, live, following: Some(following), cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, secrets: Vec::new() };
+        Driver { core: Arc::clone(core), routine, live, following: Some(following), cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, settle_reason: None, resumed: None, secrets: Vec::new() };
     let state = driver.preflight(reserved).await;
     tokio::spawn(driver.run(state));
 }
@@ -106,6 +111,10 @@ impl Driver {
                             _ => {}
                         }
                     }
+                    if let (Some(reason), Some(o)) = (self.settle_reason.take(), ended.outcome.as_mut()) {
+                        (o.status, o.reason) = (Some(RunStatus::Failed), Some(reason));
+                    }
+                    ended.resumed = self.resumed.clone();
                     finalize::settle(&self.core, &self.live, ended, self.following.take()).await;
                     return;
                 }
@@ -147,6 +156,9 @@ impl Driver {
         if let Some(blocked) = self.budget_block(None) {
             return blocked;
         }
+        // A retry that continues its earlier try's session needs that try's account (its
+        // transcript is in that account's config dir).
+        let reserved = self.resumable_earlier().and_then(|a| a.account.clone()).or(reserved);
         match self.choose_account(reserved).await {
             AccountPlan::Blocked { reason, message, account, resets_at } => {
                 // Every account it may use is limited: wait for the first reset, like a try that
@@ -245,10 +257,31 @@ impl Driver {
     async fn spawn(&mut self, n: usize, account: Option<(Account, Credential)>) -> State {
         let now = self.core.clock.now();
         self.try_started = now;
+        // After a try that changed things: continue its session, or — it cannot be continued
+        // here (another account, the agent cannot) — end rather than do the work twice.
+        let email = account.as_ref().map(|(a, _)| a.email.clone());
+        self.resumed = None;
+        if let Some(earlier) = self.resumable_earlier().cloned() {
+            match earlier.session.clone().filter(|_| earlier.account == email) {
+                Some(session) => self.resumed = Some(session),
+                None if !self.routine.retry.after_work => {
+                    let note = format!("not tried again: try {} had already run {} tool call{} that change things, and its session cannot be continued on {}; rerun it by hand, or set `retry_after_work: true`", self.attempts.len(), earlier.work, if earlier.work == 1 { "" } else { "s" }, email.as_deref().unwrap_or("this account"));
+                    let mut ended = RunEnd::new(Ending::Exited(None));
+                    let mut outcome = retry::ending_of(Some(&earlier), &note);
+                    (outcome.status, outcome.reason) = (Some(RunStatus::Failed), Some(Reason::Interrupted));
+                    ended.outcome = Some(outcome);
+                    ended.attempts = std::mem::take(&mut self.attempts);
+                    ended.account = email;
+                    ended.only_if_queued = false;
+                    return State::Settling(ended);
+                }
+                None => {}
+            }
+        }
         let creds = crate::engine::accounts::RunCreds { account: account.as_ref().map(|(a, c)| (a, c)), secrets: &self.secrets };
         let spawned = match self.routine.placement {
             Some(_) => remote_run::start(&self.core, &self.live, &self.routine, creds).await.map(Proc::Remote),
-            None => spawn_attempt(&self.core, &self.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref())
+            None => spawn_attempt(&self.core, &self.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref(), self.resumed.as_deref())
                 .map(Proc::Local)
                 .map_err(Ending::SpawnFailed),
         };
@@ -343,7 +376,16 @@ impl Driver {
             started_at: Some(self.try_started),
             finished_at: Some(self.core.clock.now()),
             next_at,
+            session: outcome.session_id.clone(),
+            work: outcome.work,
+            resumed: self.resumed.clone(),
         }
+    }
+
+    /// The last try, when it was a retry's reason to come back that had already changed things:
+    /// the next try continues it (or the run ends). A failover's try (no wait) is not one.
+    fn resumable_earlier(&self) -> Option<&Attempt> {
+        self.attempts.last().filter(|a| a.next_at.is_some() && a.work > 0 && a.reason != Some(Reason::RateLimited))
     }
 
     /// Whether try `n`, ended with `outcome`, is tried again later ([`retry::after_try`]): then
@@ -355,8 +397,15 @@ impl Driver {
         }
         let now = self.core.clock.now();
         let jitter = (ulid::Ulid::new().random() % 1_000_000) as f64 / 1_000_000.0;
-        match retry::after_try(&self.routine, &self.facts, &retry::TryEnd { outcome, timed_out, earlier: &self.attempts, account: account.as_deref() }, now, jitter) {
+        // Its session can be continued by the next try: the agent resumes, and the try ran here.
+        let resumable = self.live.driver().resumes() && outcome.session_id.is_some() && self.routine.placement.is_none();
+        match retry::after_try(&self.routine, &self.facts, &retry::TryEnd { outcome, timed_out, earlier: &self.attempts, account: account.as_deref(), resumable }, now, jitter) {
             Next::Settle { note: None } => None,
+            Next::NotRetried { note } => {
+                self.settle_note = Some(note);
+                self.settle_reason = Some(Reason::Interrupted);
+                None
+            }
             Next::Settle { note: Some(note) } => {
                 self.settle_note = Some(note);
                 None

@@ -32,11 +32,13 @@ pub(crate) struct RunEnd {
     /// Only a run still waiting may end this way (cancel while queued: a run that a dispatcher
     /// started meanwhile is cancelled as a running run instead).
     pub only_if_queued: bool,
+    /// The agent session of an earlier try that the last one continued.
+    pub resumed: Option<String>,
 }
 
 impl RunEnd {
     pub fn new(ending: Ending) -> RunEnd {
-        RunEnd { ending, outcome: None, attempts: Vec::new(), account: None, finished_at: None, only_if_queued: false }
+        RunEnd { ending, outcome: None, attempts: Vec::new(), account: None, finished_at: None, only_if_queued: false, resumed: None }
     }
 }
 
@@ -100,7 +102,7 @@ pub(crate) async fn record(core: &Arc<Core>, run: &LiveRun, ended: RunEnd, outco
 /// The final row from how the run ended, the verdict and what closing its files gave: the last
 /// attempt appended, the end time the process's own. Pure: nothing is read or written here.
 fn row(now: DateTime<Utc>, run: &LiveRun, ended: RunEnd, outcome: Outcome, closed: Closed) -> FinalRow {
-    let RunEnd { ending, mut attempts, account, finished_at, only_if_queued, .. } = ended;
+    let RunEnd { ending, mut attempts, account, finished_at, only_if_queued, resumed, .. } = ended;
     // The last try joins the list once there is a list (failover, a retry, a wait) or an account.
     if (account.is_some() || !attempts.is_empty()) && !matches!(ending, Ending::Blocked { .. }) && !only_if_queued {
         attempts.push(Attempt {
@@ -112,6 +114,9 @@ fn row(now: DateTime<Utc>, run: &LiveRun, ended: RunEnd, outcome: Outcome, close
             started_at: Some(run.started_at),
             finished_at: Some(finished_at.unwrap_or(now)),
             next_at: None,
+            session: outcome.session_id.clone(),
+            work: outcome.work,
+            resumed,
         });
     }
     // Never before the start, never after now (clocks of different processes disagree a little).

@@ -45,6 +45,9 @@ pub(crate) struct TryEnd<'a> {
     pub earlier: &'a [Attempt],
     /// The account it ran on.
     pub account: Option<&'a str>,
+    /// A next try could continue its agent's session (the agent resumes, the session is known,
+    /// and the next try runs on this machine, where the session's files are).
+    pub resumable: bool,
 }
 
 /// The decision after a try.
@@ -54,6 +57,8 @@ pub(crate) enum Next {
     Settle { note: Option<String> },
     /// Back to the queue until `at`, as try number `try_n`; `note` is the waiting row's message.
     Later { at: DateTime<Utc>, note: String, waits_for_limit: bool },
+    /// Final now as `interrupted`: a retry would repeat work the try already did (`note` says).
+    NotRetried { note: String },
 }
 
 /// Decide after the try that `ended`; `jitter`: a number in [0, 1) for the backoff's spread
@@ -93,13 +98,25 @@ pub(crate) fn after_try(routine: &Routine, run: &RunFacts, ended: &TryEnd<'_>, n
             n => Next::Settle { note: Some(format!("failed after {} tries", n + 1)) },
         };
     }
+    // A try that already changed things is not started again from scratch: the next one
+    // continues the agent's own session where it can; else the run ends here.
+    if outcome.work > 0 && !ended.resumable && !policy.after_work {
+        let n = outcome.work;
+        return Next::NotRetried {
+            note: format!("not retried: it had already run {n} tool call{} that change things (commands, edits); rerun it by hand, or set `retry_after_work: true`", if n == 1 { "" } else { "s" }),
+        };
+    }
     let at = now + backoff(policy, used, jitter);
     if let Some(slot) = next_slot.filter(|slot| at >= *slot) {
         return Next::Settle { note: Some(format!("not retried: the next try ({}) would come after the next slot ({}), which runs instead", local(at), local(slot))) };
     }
     let what = outcome.reason.map(|r| r.label()).unwrap_or_else(|| outcome.status().label());
     let tries = earlier.len() + 1;
-    Next::Later { at, note: format!("{what} on try {tries}; try {} of {} at {}", tries + 1, allowed + 1 + earlier.len() - used, local(at)), waits_for_limit: false }
+    let resumes = match (outcome.work > 0 && ended.resumable, outcome.session_id.as_deref()) {
+        (true, Some(session)) => format!(", continuing session {session}"),
+        _ => String::new(),
+    };
+    Next::Later { at, note: format!("{what} on try {tries}; try {} of {} at {}{resumes}", tries + 1, allowed + 1 + earlier.len() - used, local(at)), waits_for_limit: false }
 }
 
 /// A rate limit with no other account to go to: wait for its reset when the run may (scheduled
@@ -182,54 +199,79 @@ mod tests {
         Outcome::failed(reason, "x")
     }
     fn retried(reason: Reason) -> Attempt {
-        Attempt { account: None, status: RunStatus::Failed, reason: Some(reason), message: None, resets_at: None, started_at: None, finished_at: None, next_at: Some(now()) }
+        Attempt { account: None, status: RunStatus::Failed, reason: Some(reason), message: None, resets_at: None, started_at: None, finished_at: None, next_at: Some(now()), session: None, work: 0, resumed: None }
+    }
+
+    /// A try that already changed things is continued where its session can be, else not
+    /// started again from the top (`interrupted`) unless the routine says `retry_after_work`; a
+    /// try that changed nothing is retried as ever.
+    #[test]
+    fn a_try_that_changed_things_is_continued_or_not_started_again() {
+        let r = agent();
+        let worked = Outcome { work: 3, session_id: Some("s-1".into()), ..failed(Reason::ApiUnavailable) };
+        let end = |resumable| TryEnd { outcome: &worked, timed_out: false, earlier: &[], account: None, resumable };
+        let Next::Later { note, .. } = after_try(&r, &facts(Trigger::Schedule), &end(true), now(), 0.5) else { panic!("continued") };
+        assert_eq!(note, "api unavailable on try 1; try 2 of 3 at 02:06:00 UTC, continuing session s-1");
+        assert_eq!(
+            after_try(&r, &facts(Trigger::Schedule), &end(false), now(), 0.5),
+            Next::NotRetried { note: "not retried: it had already run 3 tool calls that change things (commands, edits); rerun it by hand, or set `retry_after_work: true`".into() }
+        );
+        let anyway = routine("agent: claude\nprompt: hi\nretry_after_work: true\n");
+        let Next::Later { note, .. } = after_try(&anyway, &facts(Trigger::Schedule), &end(false), now(), 0.5) else { panic!("from the top, as asked") };
+        assert_eq!(note, "api unavailable on try 1; try 2 of 3 at 02:06:00 UTC");
+        // A person's run is not retried at all: its reason stands.
+        assert_eq!(after_try(&r, &facts(Trigger::Manual), &end(false), now(), 0.5), Next::Settle { note: None });
+        // Nothing changed yet: retried as ever.
+        let read_only = Outcome { session_id: Some("s-2".into()), ..failed(Reason::ApiUnavailable) };
+        let Next::Later { note, .. } = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &read_only, timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5) else { panic!() };
+        assert!(!note.contains("continuing"), "{note}");
     }
 
     #[test]
     fn a_transient_failure_of_a_scheduled_run_is_tried_twice_more_with_doubling_backoff() {
         let r = agent();
-        let first = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let first = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5);
         let Next::Later { at, note, .. } = first else { panic!("{first:?}") };
         assert_eq!(at, now() + Duration::seconds(60));
         assert_eq!(note, "api unavailable on try 1; try 2 of 3 at 02:06:00 UTC");
-        let second = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::Killed), timed_out: false, earlier: &[retried(Reason::ApiUnavailable)], account: None }, now(), 0.5);
+        let second = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::Killed), timed_out: false, earlier: &[retried(Reason::ApiUnavailable)], account: None, resumable: false }, now(), 0.5);
         assert!(matches!(second, Next::Later { at, .. } if at == now() + Duration::seconds(120)), "{second:?}");
-        let third = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[retried(Reason::ApiUnavailable), retried(Reason::ApiUnavailable)], account: None }, now(), 0.5);
+        let third = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[retried(Reason::ApiUnavailable), retried(Reason::ApiUnavailable)], account: None, resumable: false }, now(), 0.5);
         assert_eq!(third, Next::Settle { note: Some("failed after 3 tries".into()) });
         // A run that could not be started (its agent's binary missing for a moment) too.
-        assert!(matches!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Later { .. }));
-        assert_eq!(after_try(&r, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None }, "a manual run says so at once");
+        assert!(matches!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Later { .. }));
+        assert_eq!(after_try(&r, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::SpawnFailed), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Settle { note: None }, "a manual run says so at once");
     }
 
     #[test]
     fn what_says_something_about_the_work_is_never_retried() {
         let r = agent();
         for reason in [Reason::AuthFailed, Reason::AgentError, Reason::ExitNonzero] {
-            assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(reason), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None }, "{reason}");
+            assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(reason), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Settle { note: None }, "{reason}");
         }
         let timed_out = Outcome { status: Some(RunStatus::TimedOut), ..Outcome::default() };
-        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &timed_out, timed_out: true, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &timed_out, timed_out: true, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Settle { note: None });
         let cancelled = Outcome { status: Some(RunStatus::Cancelled), ..Outcome::default() };
-        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &cancelled, timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &cancelled, timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Settle { note: None });
     }
 
     #[test]
     fn manual_runs_are_not_retried_unless_the_routine_asks_and_then_a_command_exit_counts_too() {
         let r = agent();
-        assert_eq!(after_try(&r, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Settle { note: None });
         let cmd = routine("command: exit 3\n");
-        assert_eq!(after_try(&cmd, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&cmd, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Settle { note: None });
         let asks = routine("command: exit 3\nretries: 1\nretry_backoff: 5s\n");
-        let next = after_try(&asks, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None }, now(), 0.0);
+        let next = after_try(&asks, &facts(Trigger::Manual), &TryEnd { outcome: &failed(Reason::ExitNonzero), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.0);
         assert!(matches!(next, Next::Later { at, .. } if at == now() + Duration::seconds(4)), "{next:?}");
         let timed_out = Outcome { status: Some(RunStatus::TimedOut), ..Outcome::default() };
-        assert!(matches!(after_try(&asks, &facts(Trigger::Manual), &TryEnd { outcome: &timed_out, timed_out: true, earlier: &[], account: None }, now(), 0.0), Next::Later { .. }));
+        assert!(matches!(after_try(&asks, &facts(Trigger::Manual), &TryEnd { outcome: &timed_out, timed_out: true, earlier: &[], account: None, resumable: false }, now(), 0.0), Next::Later { .. }));
     }
 
     #[test]
     fn a_retry_that_would_come_after_the_next_slot_is_left_to_that_slot() {
         let r = routine("agent: claude\nprompt: hi\nschedule: \"*/10 * * * *\"\nretry_backoff: 1h\n");
-        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::ApiUnavailable), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5);
         let Next::Settle { note: Some(note) } = next else { panic!("{next:?}") };
         assert!(note.starts_with("not retried: the next try (03:05:00 UTC) would come after the next slot (02:10:00 UTC)"), "{note}");
     }
@@ -248,24 +290,24 @@ mod tests {
         let r = agent();
         let reset = now() + Duration::minutes(30);
         let limited = Outcome { resets_at: Some(reset), ..failed(Reason::RateLimited) };
-        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: Some("work@acme.dev") }, now(), 0.5);
+        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: Some("work@acme.dev"), resumable: false }, now(), 0.5);
         assert_eq!(next, Next::Later { at: reset + Duration::milliseconds(RESET_MARGIN_MS), note: "waiting for the rate limit on work@acme.dev to reset at 02:35:00 UTC".into(), waits_for_limit: true });
-        let manual = after_try(&r, &facts(Trigger::Cli), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let manual = after_try(&r, &facts(Trigger::Cli), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5);
         assert_eq!(manual, Next::Settle { note: Some("the limit resets at 02:35:00 UTC; `--wait-for-limit` waits for it".into()) });
         let asked = RunFacts { wait_for_limit: true, ..facts(Trigger::Cli) };
-        assert!(matches!(after_try(&r, &asked, &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Later { .. }));
+        assert!(matches!(after_try(&r, &asked, &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Later { .. }));
         // No reset time known: nothing to wait for.
-        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::RateLimited), timed_out: false, earlier: &[], account: None }, now(), 0.5), Next::Settle { note: None });
+        assert_eq!(after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &failed(Reason::RateLimited), timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5), Next::Settle { note: None });
     }
 
     #[test]
     fn a_limit_past_max_wait_or_the_next_slot_is_not_waited_for() {
         let r = routine("agent: claude\nprompt: hi\nmax_wait: 1h\n");
         let limited = Outcome { resets_at: Some(now() + Duration::hours(2)), ..failed(Reason::RateLimited) };
-        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let next = after_try(&r, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5);
         assert!(matches!(&next, Next::Settle { note: Some(n) } if n.contains("later than `max_wait` (1h) allows")), "{next:?}");
         let hourly = routine("agent: claude\nprompt: hi\nschedule: \"0 * * * *\"\n");
-        let next = after_try(&hourly, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None }, now(), 0.5);
+        let next = after_try(&hourly, &facts(Trigger::Schedule), &TryEnd { outcome: &limited, timed_out: false, earlier: &[], account: None, resumable: false }, now(), 0.5);
         assert!(matches!(&next, Next::Settle { note: Some(n) } if n.contains("after the next slot (03:00:00 UTC)")), "{next:?}");
     }
 }

@@ -323,6 +323,10 @@ fn tries_words(attempts: &[crate::run::Attempt], message: &str) -> String {
         (_, 0) => " after waiting for the limit".to_string(),
         (_, n) => format!(" after waiting for the limit and {n} retr{}", if n == 1 { "y" } else { "ies" }),
     };
+    // A retry that continued the agent's own session, not the work from the top.
+    if attempts.iter().any(|a| a.resumed.is_some()) {
+        words += ", continuing its session";
+    }
     let notes = ["not retried: ", "not tried again: ", "not waited for: ", "not waited for again: "];
     if let Some(at) = notes.iter().filter_map(|n| message.find(n)).min() {
         words += "; ";
@@ -348,7 +352,7 @@ mod tests {
 
     fn try_(reason: Option<Reason>, waited: bool) -> Attempt {
         let status = if reason.is_some() { RunStatus::Failed } else { RunStatus::Completed };
-        Attempt { account: None, status, reason, message: None, resets_at: None, started_at: None, finished_at: None, next_at: waited.then(chrono::Utc::now) }
+        Attempt { account: None, status, reason, message: None, resets_at: None, started_at: None, finished_at: None, next_at: waited.then(chrono::Utc::now), session: None, work: 0, resumed: None }
     }
 
     #[test]

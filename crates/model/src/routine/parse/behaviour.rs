@@ -89,7 +89,8 @@ pub(super) fn ping_url(url: &str) -> Result<String, String> {
 }
 
 /// The longest `jitter:`.
-/// `retries` (0–10), `retry_backoff` (at most 1h) and `max_wait` (at most 7 days).
+/// `retries` (0–10), `retry_backoff` (at most 1h), `max_wait` (at most 7 days) and
+/// `retry_after_work`.
 pub(super) fn retry_policy<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> RetryPolicy {
     let mut policy = RetryPolicy::default();
     if let Some(node) = get("retries") {
@@ -109,6 +110,9 @@ pub(super) fn retry_policy<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n
     }
     if let Some(d) = get("max_wait").and_then(|n| cx.duration(n, "max_wait")) {
         policy.max_wait = d;
+    }
+    if let Some(yes) = get("retry_after_work").and_then(|n| cx.boolean(n, "retry_after_work")) {
+        policy.after_work = yes;
     }
     policy
 }
