@@ -224,11 +224,16 @@ impl Store {
     }
 
     /// Try a delivery again from the start (after "not delivered", or now instead of later).
-    /// Returns how many entries were reset (`channel` `None`: all of the run's webhooks).
+    /// Returns how many entries were reset (`channel` `None`: all of the run's webhooks). A
+    /// webhook's news of a failed push goes with its post, but only while the push is still
+    /// failed (once the branch is pushed it is no longer news).
     pub fn reset_delivery(&self, run_id: &str, channel: Option<&Channel>) -> Result<usize> {
         let n = self.conn().prepare_cached(
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
-             WHERE run_id = ?1 AND state IN ('pending', 'not_delivered') AND (channel LIKE 'webhook:%' OR channel LIKE 'push_failed:webhook:%') AND (?2 IS NULL OR channel = ?2)",
+             WHERE run_id = ?1 AND state IN ('pending', 'not_delivered')
+               AND (channel LIKE 'webhook:%'
+                    OR (channel LIKE 'push_failed:webhook:%' AND (SELECT json_extract(changes, '$.push.state') FROM runs WHERE id = ?1) = 'failed'))
+               AND (?2 IS NULL OR channel = ?2 OR channel = 'push_failed:' || ?2)",
         )?
         .execute(params![run_id, channel])?;
         Ok(n)

@@ -121,6 +121,34 @@ impl Store {
 
 #[cfg(test)]
 mod tests {
+    use crate::run::{Channel, Delivery, Push, PushState, RunStatus, Trigger};
+    use crate::words::Agent;
+
+    /// A failed push's news is owed with the failure; once the branch is pushed, what is still
+    /// pending of it is withdrawn and `deliveries retry` does not send it again.
+    #[test]
+    fn a_failed_push_is_news_only_while_it_is_failed() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = super::Store::open(&dir.path().join("db")).unwrap();
+        let now = chrono::Utc::now();
+        let run = crate::NewRun { id: "r1".into(), routine: "deps".into(), trigger: Trigger::Schedule, agent: Agent::Command, status: RunStatus::Running, reason: None, message: None, scheduled_for: None, started_at: Some(now), finished_at: None, account: None, run_dir: "/runs/deps/r1".into(), owner: None, sort_at: now };
+        store.insert_run(&run).unwrap();
+        store.conn().execute("UPDATE runs SET changes = json('{\"push\":{\"remote\":\"origin\",\"state\":\"pending\",\"tries\":0}}') WHERE id = 'r1'", []).unwrap();
+        let (notice, post) = (Channel::Notify.push_failed(), Channel::Webhook("team".into()).push_failed());
+        let failed = Push { remote: "origin".into(), state: PushState::Failed, tries: 3, error: Some("refused".into()), at: Some(now) };
+        store.give_up_push("r1", &failed, "refused", &[notice.clone(), post.clone()], now).unwrap();
+        assert_eq!(store.delivery_state("r1", &notice).unwrap(), Some(Delivery::Pending));
+        // The receiver refused it; retried by hand while the push is still failed: sent again.
+        store.settle_delivery("r1", &post, Delivery::NotDelivered, Some("HTTP 400"), now).unwrap();
+        assert_eq!(store.reset_delivery("r1", Some(&Channel::Webhook("team".into()))).unwrap(), 1);
+        store.settle_delivery("r1", &post, Delivery::NotDelivered, Some("HTTP 400"), now).unwrap();
+        // Pushed after all: the pending notification is withdrawn, the post not retried.
+        store.set_push("r1", &Push { state: PushState::Pushed, error: None, ..failed }).unwrap();
+        assert_eq!(store.withdraw_push_failed("r1", now).unwrap(), 1);
+        assert_eq!(store.delivery_state("r1", &notice).unwrap(), Some(Delivery::NotNeeded));
+        assert_eq!(store.reset_delivery("r1", None).unwrap(), 0);
+    }
+
     #[test]
     fn cleanup_walks_only_the_runs_that_have_a_worktree() {
         let dir = tempfile::tempdir().unwrap();
