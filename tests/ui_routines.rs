@@ -311,6 +311,34 @@ async fn a_routine_on_an_event_from_the_form() {
     drop(driver);
 }
 
+/// Run now on a routine whose `devices:` does not list this machine is refused in words, with
+/// "Run here anyway" beside them; that runs it here, and the run says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_now_elsewhere_is_refused_and_run_here_anyway_runs_it() {
+    if !gui_available() {
+        return;
+    }
+    let _one = ONE_APP_AT_A_TIME.lock().await;
+    let scene = Scene::new();
+    write_home(&scene.home);
+    std::fs::write(scene.home.join("routines/studio.yaml"), "name: studio\nschedule: \"0 3 1 1 *\"\ncommand: echo from the studio\ndevices: [studio-mac]\nnotify: never\n").unwrap();
+    let Some((driver, c)) = scene.open(&[]).await else { return };
+    text(&c, "#routines tr[data-routine='studio']").await;
+    click(&c, "#routines tr[data-routine='studio'] button.primary").await;
+    let said = until(&c, "the refusal", "const s = document.getElementById('routines-status'); return !!document.getElementById('run-here-anyway') && s.textContent", 10).await;
+    assert!(said.as_str().unwrap().starts_with("Could not start studio: studio runs on studio-mac (its `devices:`), not on this machine"), "{said}");
+    click(&c, "#run-here-anyway").await;
+    until(&c, "the run's view", "return location.hash.startsWith('#/run/')", 10).await;
+    let id = js(&c, "return location.hash.slice('#/run/'.length)").await;
+    let id = id.as_str().unwrap().to_string();
+    let store = nightshift_core::store::Store::open(&scene.home.join("nightshift.db")).unwrap();
+    nightshift_testkit::wait_until("the run to end", Duration::from_secs(20), || store.get_run(&id).is_ok_and(|r| r.status.is_final()));
+    let run = store.get_run(&id).unwrap();
+    assert_eq!((run.status.as_str(), run.here), ("completed", true), "recorded as run here by hand: {run:?}");
+    close(c).await;
+    drop(driver);
+}
+
 /// The form in a dark system theme (GTK_THEME=Adwaita:dark → prefers-color-scheme: dark).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_form_in_a_dark_theme() {

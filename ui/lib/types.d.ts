@@ -1034,7 +1034,7 @@ export interface Commands {
   list_homes: { args: Record<symbol, never>; answer: Array<HomeStatus> };
   home_call: { args: { home: string, command: string, args?: JsonValue, }; answer: JsonValue };
   list_routines: { args: Record<symbol, never>; answer: Array<RoutineOverview> };
-  run_now: { args: { name: string, }; answer: string };
+  run_now: { args: { name: string, here?: boolean, }; answer: string };
   set_routine_paused: { args: { name: string, paused: boolean, }; answer: null };
   set_paused: { args: { paused: boolean, }; answer: null };
   list_runs: { args: { routine?: string, status?: string, cursor?: string, limit?: number, }; answer: Page };

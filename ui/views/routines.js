@@ -203,15 +203,26 @@ export function mount(root, params, ui) {
     return r.warnings.length ? h("ul", { class: "warnings small" }, r.warnings.map((w) => h("li", {}, h("code", {}, w)))) : null;
   }
 
-  async function runNowClicked(name, button) {
+  /**
+   * Run `name` now; `here`: although its `devices:` does not list this machine (recorded on the
+   * run). A refusal for that reason offers "Run here anyway".
+   * @param {string} name
+   * @param {HTMLButtonElement} button
+   * @param {boolean} [here]
+   */
+  async function runNowClicked(name, button, here = false) {
     button.disabled = true;
     try {
-      const id = await call("run_now", { name });
+      const id = await call("run_now", { name, here });
       status.textContent = `Started ${name}.`;
       ui.go(`#/run/${id}`);
     } catch (e) {
-      status.textContent = `Could not start ${name}: ${errorText(e)}`;
+      status.replaceChildren(`Could not start ${name}: ${errorText(e)}`);
       button.disabled = false;
+      if (/** @type {any} */ (e)?.code === "other_device") {
+        const anyway = h("button", { id: "run-here-anyway", onclick: () => runNowClicked(name, anyway, true) }, "Run here anyway");
+        status.append(" ", anyway);
+      }
     }
   }
 

@@ -36,6 +36,9 @@ pub enum ErrorCode {
     HomeUnreachable,
     /// A read-only token or `serve --read-only` refused a command that would change the home.
     ReadOnly,
+    /// A person asked to run a routine here whose `devices:` does not list this machine (it
+    /// runs anyway when asked again with `here`).
+    OtherDevice,
 }
 
 impl ErrorCode {
@@ -53,6 +56,7 @@ impl ErrorCode {
             ErrorCode::Conflict => "conflict",
             ErrorCode::HomeUnreachable => "home_unreachable",
             ErrorCode::ReadOnly => "read_only",
+            ErrorCode::OtherDevice => "other_device",
         }
     }
 }

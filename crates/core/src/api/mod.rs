@@ -221,7 +221,7 @@ commands! { engine, face;
     read list_homes() -> Vec<crate::homes::HomeStatus> = crate::homes::statuses(engine).await;
     act home_call(home: String, command: String, args: Option<serde_json::Value>) -> serde_json::Value = home_call(engine, &home, &command, args).await?;
     read list_routines() -> Vec<RoutineOverview> = list_routines(engine).await?;
-    act run_now(name: String) -> String = run_now(engine, &name).await?;
+    act run_now(name: String, here: Option<bool>) -> String = run_now(engine, &name, here.unwrap_or(false)).await?;
     act set_routine_paused(name: String, paused: bool) -> () = set_routine_paused(engine, &name, paused)?;
     act set_paused(paused: bool) -> () = set_paused(engine, paused)?;
     read list_runs(routine: Option<String>, status: Option<String>, cursor: Option<String>, limit: Option<usize>) -> Page = list_runs(engine, routine, status, cursor, limit).await?;

@@ -15,9 +15,12 @@ pub async fn list_routines(engine: &Engine) -> Result<Vec<RoutineOverview>> {
     blocking(engine, |e| overview(&e, chrono::Utc::now())).await
 }
 
-/// Start a routine now. Returns the run's id at once (it starts, or is visibly queued).
-pub async fn run_now(engine: &Engine, name: &str) -> Result<String> {
-    Ok(engine.run_now(name, Trigger::Manual).await?.id)
+/// Start a routine now. Returns the run's id at once (it starts, or is visibly queued). A
+/// routine whose `devices:` does not list this machine is refused (`other_device`) unless
+/// `here` — the window's "Run here anyway", recorded on the run.
+pub async fn run_now(engine: &Engine, name: &str, here: bool) -> Result<String> {
+    let asks = crate::run::RunAsks { here, ..crate::run::RunAsks::default() };
+    Ok(engine.run_now_with(name, Trigger::Manual, asks).await?.id)
 }
 
 /// Problems in `text` as a new routine file of this home (a file checked against it from
@@ -109,7 +112,7 @@ pub struct Created {
 /// is saved with `enabled: false` by the form and run by hand).
 pub async fn create_routine(engine: &Engine, draft: Draft, run_now: bool) -> Result<Created> {
     let written = blocking(engine, move |e| e.create_routine(&draft)).await?;
-    let run_id = if run_now { Some(self::run_now(engine, &written.name).await?) } else { None };
+    let run_id = if run_now { Some(self::run_now(engine, &written.name, false).await?) } else { None };
     Ok(Created { written, run_id })
 }
 

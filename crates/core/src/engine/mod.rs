@@ -514,7 +514,7 @@ impl Engine {
         let device = self.core.device_name();
         if !asks.here && !routine.runs_on(&device) {
             return Err(Error::new(
-                ErrorCode::Usage,
+                ErrorCode::OtherDevice,
                 format!(
                     "{name} runs on {} (its `devices:`), not on this machine ({device}): run it there, or here anyway with `nightshiftctl run {name} --here`",
                     routine.devices.join(", ")

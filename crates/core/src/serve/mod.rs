@@ -191,7 +191,7 @@ fn status_of(code: ErrorCode) -> StatusCode {
     match code {
         ErrorCode::Usage | ErrorCode::RoutineInvalid => StatusCode::BAD_REQUEST,
         ErrorCode::RoutineNotFound | ErrorCode::RunNotFound => StatusCode::NOT_FOUND,
-        ErrorCode::Conflict => StatusCode::CONFLICT,
+        ErrorCode::Conflict | ErrorCode::OtherDevice => StatusCode::CONFLICT,
         ErrorCode::ReadOnly => StatusCode::FORBIDDEN,
         _ => StatusCode::UNPROCESSABLE_ENTITY,
     }
