@@ -579,7 +579,9 @@ impl UsageEndpoint for Claude {
         let oauth = &login["claudeAiOauth"];
         let token = oauth["accessToken"].as_str().filter(|t| !t.is_empty())?;
         let expired = oauth["expiresAt"].as_i64().and_then(DateTime::from_timestamp_millis).is_some_and(|t| t <= now);
-        Some(LoginToken { token: token.to_string(), expired })
+        // Anthropic's usage endpoint wants `user:profile` (a `claude setup-token` token lacks it).
+        let reads_usage = oauth["scopes"].as_array().is_some_and(|s| s.iter().any(|s| s == "user:profile"));
+        Some(LoginToken { token: token.to_string(), expired, reads_usage })
     }
 
     /// `five_hour`, `seven_day` and each model's weekly one (`seven_day_opus`, …) that is not
@@ -653,7 +655,9 @@ mod usage_endpoint_tests {
         let now = Utc::now();
         let login = |ms: i64| serde_json::json!({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "expiresAt": ms}});
         let fresh = Claude.login_token(&login(now.timestamp_millis() + 60_000), now).unwrap();
-        assert!(!fresh.expired && fresh.token == "sk-ant-oat01-x");
+        assert!(!fresh.expired && fresh.token == "sk-ant-oat01-x" && !fresh.reads_usage);
+        let profile = serde_json::json!({"claudeAiOauth": {"accessToken": "sk-ant-oat01-x", "scopes": ["user:inference", "user:profile"]}});
+        assert!(Claude.login_token(&profile, now).unwrap().reads_usage);
         assert!(Claude.login_token(&login(now.timestamp_millis() - 1), now).unwrap().expired);
         assert!(Claude.login_token(&serde_json::json!({"claudeAiOauth": {"accessToken": ""}}), now).is_none());
     }

@@ -12,6 +12,9 @@ pub struct LoginToken {
     /// The login says it has expired: the agent's CLI refreshes it on its next run, Nightshift
     /// refreshes nothing.
     pub expired: bool,
+    /// The login's scopes let it read the endpoint (so a refusal says something about the
+    /// sign-in itself, not about what the token may read).
+    pub reads_usage: bool,
 }
 
 pub trait UsageEndpoint: Send + Sync {

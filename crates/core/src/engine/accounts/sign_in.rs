@@ -35,19 +35,17 @@ pub(crate) fn before_scheduled_run(core: &Arc<Core>, routine: &Routine) -> Vec<S
     let Some(candidates) = routine.candidate_accounts(&configured, None) else { return Vec::new() };
     let now = core.clock.now();
     let url = core.settings().usage_probe_url.clone();
+    let http = crate::webhook::agent();
     let mut asked = Vec::new();
     for account in candidates.iter().filter_map(|email| all.iter().find(|a| a.email == *email)) {
         if !due(core, account, now) {
             continue;
         }
-        // Only the login's own token: a stored setup token may not read usage (a 403 that would
-        // say nothing about the sign-in, every hour).
-        let login = std::fs::read_to_string(account.config_dir.join(account.auth().login_file)).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-        let facts = crate::agents::driver(agent).login(&account.config_dir);
-        let Some(token) = login.as_ref().and_then(|l| endpoint.login_token(l, now)).filter(|t| !t.expired && facts.scopes.iter().any(|s| s == "user:profile")) else { continue };
+        // Only the login's own token, and one that may read usage: otherwise the endpoint's 403
+        // would say nothing about the sign-in, every hour.
+        let Some(token) = super::usage_probe::login_token(endpoint, account, now).filter(|t| !t.expired && t.reads_usage) else { continue };
         asked.push(account.email.clone());
-        let http = crate::webhook::agent();
-        let answer = super::usage_probe::ask(core, &http, endpoint, &url, &Ok(token.token), now);
+        let answer = super::usage_probe::ask(core, &http, endpoint, &url, &token.token, now);
         let verdict = match answer {
             Ok(windows) => {
                 super::usage_probe::record(core, &account.email, &windows);

@@ -51,7 +51,7 @@ pub(crate) fn probe_due(core: &Core, http: &ureq::Agent) -> Vec<String> {
         };
         let Some(account) = core.accounts().into_iter().find(|a| a.email == wanted.email && a.agent == wanted.agent) else { continue };
         probed.push(account.email.clone());
-        let result = ask(core, http, endpoint, &settings.usage_probe_url, &token_of(core, endpoint, &account, now), now).map_err(|r| r.words);
+        let result = token_of(core, endpoint, &account, now).and_then(|token| ask(core, http, endpoint, &settings.usage_probe_url, &token, now).map_err(|r| r.words));
         if let Some(entry) = core.probed_at.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&account.email) {
             entry.1 = result.is_err();
         }
@@ -99,10 +99,9 @@ impl From<String> for Refusal {
     }
 }
 
-/// One request with `token` (or why there is none): the account's windows now, or why not.
-pub(super) fn ask(core: &Core, http: &ureq::Agent, endpoint: &dyn UsageEndpoint, url: &str, token: &Result<String, String>, now: DateTime<Utc>) -> Result<Vec<LimitWindow>, Refusal> {
-    let token = token.clone()?;
-    core.redactor.register(&token);
+/// One request with `token`: the account's windows now, or why not.
+pub(super) fn ask(core: &Core, http: &ureq::Agent, endpoint: &dyn UsageEndpoint, url: &str, token: &str, now: DateTime<Utc>) -> Result<Vec<LimitWindow>, Refusal> {
+    core.redactor.register(token);
     let mut request = http.get(url).set("Authorization", &format!("Bearer {token}")).set("Accept", "application/json");
     for (name, value) in endpoint.headers() {
         request = request.set(name, value);
@@ -124,10 +123,15 @@ pub(super) fn ask(core: &Core, http: &ureq::Agent, endpoint: &dyn UsageEndpoint,
     Ok(windows)
 }
 
+/// The access token of the account's own login (its login file), as the endpoint reads it.
+pub(super) fn login_token(endpoint: &dyn UsageEndpoint, account: &crate::accounts::Account, now: DateTime<Utc>) -> Option<crate::agents::LoginToken> {
+    let login = std::fs::read_to_string(account.config_dir.join(account.auth().login_file)).ok()?;
+    endpoint.login_token(&serde_json::from_str(&login).ok()?, now)
+}
+
 /// The account's access token: its login's (unless expired), else its stored token.
-pub(super) fn token_of(core: &Core, endpoint: &dyn UsageEndpoint, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<String, String> {
-    let login = std::fs::read_to_string(account.config_dir.join(account.auth().login_file)).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok());
-    let from_login = login.as_ref().and_then(|l| endpoint.login_token(l, now));
+fn token_of(core: &Core, endpoint: &dyn UsageEndpoint, account: &crate::accounts::Account, now: DateTime<Utc>) -> Result<String, String> {
+    let from_login = login_token(endpoint, account, now);
     if let Some(login) = from_login.as_ref().filter(|l| !l.expired) {
         return Ok(login.token.clone());
     }

@@ -266,13 +266,12 @@ impl Driver {
                 Some(session) => self.resumed = Some(session),
                 None if !self.routine.retry.after_work => {
                     let note = format!("not tried again: try {} had already run {} tool call{} that change things, and its session cannot be continued on {}; rerun it by hand, or set `retry_after_work: true`", self.attempts.len(), earlier.work, if earlier.work == 1 { "" } else { "s" }, email.as_deref().unwrap_or("this account"));
+                    // Settled as `interrupted` the way a try that was not retried is (`settle_reason`).
+                    self.settle_reason = Some(Reason::Interrupted);
                     let mut ended = RunEnd::new(Ending::Exited(None));
-                    let mut outcome = retry::ending_of(Some(&earlier), &note);
-                    (outcome.status, outcome.reason) = (Some(RunStatus::Failed), Some(Reason::Interrupted));
-                    ended.outcome = Some(outcome);
+                    ended.outcome = Some(retry::ending_of(Some(&earlier), &note));
                     ended.attempts = std::mem::take(&mut self.attempts);
                     ended.account = email;
-                    ended.only_if_queued = false;
                     return State::Settling(ended);
                 }
                 None => {}

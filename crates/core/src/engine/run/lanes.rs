@@ -162,11 +162,8 @@ fn overflow(decision: &mut Decision, waiting: &[Waiting], max_queued: &BTreeMap<
     let mut waits: BTreeMap<Agent, usize> = BTreeMap::new();
     let mut skipped = Vec::new();
     for w in waiting.iter().filter(|w| noted.contains(w.id.as_str())) {
-        let Some(&max) = max_queued.get(&w.agent) else { continue };
+        let Some(&max) = max_queued.get(&w.agent).filter(|_| !w.manual) else { continue };
         let n = waits.entry(w.agent).or_default();
-        if w.manual {
-            continue;
-        }
         if *n < max {
             *n += 1;
             continue;

@@ -77,8 +77,9 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
         }
         for entry in due {
             let id = entry.run_id.clone();
-            let changes = core.store.get_run(&entry.run_id).ok().and_then(|r| r.changes);
-            let Some((changes, mut push, branch)) = changes.and_then(|c| {
+            let run = core.store.get_run(&entry.run_id).ok();
+            let routine = run.as_ref().map(|r| r.routine.clone()).unwrap_or_default();
+            let Some((changes, mut push, branch)) = run.and_then(|r| r.changes).and_then(|c| {
                 let push = c.push.clone()?;
                 let branch = c.branch.clone()?;
                 Some((c, push, branch))
@@ -112,7 +113,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                         tracing::warn!(run = %entry.run_id, error = %e, "push failed after every try; the branch is kept");
                         push.state = PushState::Failed;
                         push.error = Some(e.clone());
-                        core.store.give_up_push(&entry.run_id, &push, &e, &push_failed_owed(core, &entry.run_id), now)?;
+                        core.store.give_up_push(&entry.run_id, &push, &e, &push_failed_owed(core, &routine), now)?;
                         core.wakes.kick(crate::engine::signal::Wake::Notifier);
                         core.wakes.kick(crate::engine::signal::Wake::Webhooks);
                     }
@@ -130,11 +131,10 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
 
 /// Who is told that a run's push failed after every try: the notification (unless its routine
 /// says `notify: never`) and the webhooks that hear of its failures — the same ones its finish
-/// would have gone to, had it failed.
-fn push_failed_owed(core: &Core, run_id: &str) -> Vec<Channel> {
-    let Ok(run) = core.store.get_run(run_id) else { return Vec::new() };
+/// would have gone to, had it failed (`routine`: the run's).
+fn push_failed_owed(core: &Core, routine: &str) -> Vec<Channel> {
     let set = core.routines();
-    let routine = set.get(&run.routine);
+    let routine = set.get(routine);
     let notify = routine.is_none_or(|r| r.notify != crate::routine::NotifyPolicy::Never);
     let webhooks = routine.map(|r| r.webhooks.clone()).unwrap_or_default();
     notify.then_some(Channel::Notify).into_iter().chain(crate::webhook::owed(true, &webhooks, &core.settings())).map(Channel::push_failed).collect()
