@@ -26,6 +26,8 @@ ensure_apt_packages() {
 
 # What building the Tauri app needs on Linux.
 BUILD_PACKAGES="libwebkit2gtk-4.1-dev libgtk-3-dev libayatana-appindicator3-dev librsvg2-dev libssl-dev libxdo-dev build-essential pkg-config file"
+# What running the app needs besides its libraries: bubblewrap, the sandbox runs go in.
+RUN_PACKAGES="bubblewrap"
 # What the test suite's real services need: X server, D-Bus, keyring, WebDriver, screenshots.
 TEST_PACKAGES="xvfb xauth webkit2gtk-driver x11-utils imagemagick dbus dbus-x11 gnome-keyring libsecret-tools python3-dbus python3-gi python3-xlib chromium chromium-driver libglib2.0-bin openssh-server openssh-client nginx-light openssl gdb man-db python3-venv"
 

@@ -7,7 +7,7 @@ set -eu
 cd "$(dirname "$0")/.."
 . scripts/lib.sh
 need_cargo
-[ "$(uname -s)" = Linux ] && ensure_apt_packages $BUILD_PACKAGES
+[ "$(uname -s)" = Linux ] && ensure_apt_packages $BUILD_PACKAGES $RUN_PACKAGES
 if [ "$(uname -s)" = Linux ] && [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
   echo "note: no display found (DISPLAY/WAYLAND_DISPLAY unset); the tray app needs a desktop session." >&2
   echo "      On a server use the headless CLI instead: cargo run -p nightshiftctl -- init && cargo run -p nightshiftctl -- run hello --wait" >&2

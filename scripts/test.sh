@@ -40,7 +40,7 @@ FULL=0
 [ -z "$SELECTION" ] && SELECTION="--workspace"
 
 echo "==> system packages"
-ensure_apt_packages $BUILD_PACKAGES $TEST_PACKAGES
+ensure_apt_packages $BUILD_PACKAGES $RUN_PACKAGES $TEST_PACKAGES
 
 echo "==> npm tools for the tests (tests/agents-cli: Claude Code, Codex, Gemini CLI, OpenCode, Copilot CLI; tests/typecheck: TypeScript)"
 command -v npm >/dev/null 2>&1 || ensure_apt_packages nodejs npm

@@ -168,7 +168,7 @@ fn the_packages_lint_clean() {
     }
     assert!(!files.contains("nightshift-window"), "one app, no window binary:\n{files}");
     let requires = run(Command::new("rpm").args(["-qpR"]).arg(&rpm));
-    for lib in ["libwebkit2gtk-4.1.so.0()(64bit)", "libgtk-3.so.0()(64bit)", "libayatana-appindicator3.so.1()(64bit)"] {
+    for lib in ["libwebkit2gtk-4.1.so.0()(64bit)", "libgtk-3.so.0()(64bit)", "libayatana-appindicator3.so.1()(64bit)", "bubblewrap"] {
         assert!(requires.contains(lib), "{lib} in Requires: {requires}");
     }
 }
@@ -207,7 +207,7 @@ fn the_deb_installs_starts_upgrades_and_removes_cleanly() {
         assert!(Path::new(&icon).is_file(), "{icon}");
     }
     let depends = run(Command::new("dpkg-query").args(["-W", "-f", "${Depends}", "nightshift"]));
-    for d in ["libwebkit2gtk-4.1-0", "libgtk-3-0", "libayatana-appindicator3-1"] {
+    for d in ["libwebkit2gtk-4.1-0", "libgtk-3-0", "libayatana-appindicator3-1", "bubblewrap"] {
         assert!(depends.contains(d), "{d} in Depends: {depends}");
     }
     let recommends = run(Command::new("dpkg-query").args(["-W", "-f", "${Recommends}", "nightshift"]));

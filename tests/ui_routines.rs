@@ -312,7 +312,8 @@ async fn a_routine_on_an_event_from_the_form() {
 }
 
 /// Run now on a routine whose `devices:` does not list this machine is refused in words, with
-/// "Run here anyway" beside them; that runs it here, and the run says so.
+/// "Run here anyway" beside them; that runs it here, and the run says so. (And a routine that
+/// opted out of the sandbox is shown so in the list.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_now_elsewhere_is_refused_and_run_here_anyway_runs_it() {
     if !gui_available() {
@@ -322,8 +323,13 @@ async fn run_now_elsewhere_is_refused_and_run_here_anyway_runs_it() {
     let scene = Scene::new();
     write_home(&scene.home);
     std::fs::write(scene.home.join("routines/studio.yaml"), "name: studio\nschedule: \"0 3 1 1 *\"\ncommand: echo from the studio\ndevices: [studio-mac]\nnotify: never\n").unwrap();
+    std::fs::write(scene.home.join("routines/unboxed.yaml"), "schedule: \"0 3 1 1 *\"\nagent: claude\nprompt: Tidy up\nsandbox: off\nnotify: never\n").unwrap();
     let Some((driver, c)) = scene.open(&[]).await else { return };
     text(&c, "#routines tr[data-routine='studio']").await;
+    // An agent routine that opted out of the sandbox says so in the list; a command does not.
+    let unboxed = js(&c, "return [!!document.querySelector(\"#routines tr[data-routine='unboxed'] [data-sandbox-off]\"), !!document.querySelector(\"#routines tr[data-routine='studio'] [data-sandbox-off]\"), document.querySelector(\"#routines tr[data-routine='unboxed'] td\").textContent]").await;
+    assert_eq!((&unboxed[0], &unboxed[1]), (&json!(true), &json!(false)), "{unboxed}");
+    assert!(unboxed[2].as_str().unwrap().contains("claude · sandbox off · routines/unboxed.yaml"), "{unboxed}");
     click(&c, "#routines tr[data-routine='studio'] button.primary").await;
     let said = until(&c, "the refusal", "const s = document.getElementById('routines-status'); return !!document.getElementById('run-here-anyway') && s.textContent", 10).await;
     assert!(said.as_str().unwrap().starts_with("Could not start studio: studio runs on studio-mac (its `devices:`), not on this machine"), "{said}");

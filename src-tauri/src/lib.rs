@@ -55,6 +55,7 @@ fn context<R: Runtime>() -> tauri::Context<R> {
 pub fn run() {
     // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
     nightshift_core::runner::scrub::serve_wrapper_request();
+    nightshift_core::runner::sandbox::helper::serve_helper_request();
     // Before any thread exists: the app lives all day (see `allocator`).
     nightshift_core::allocator::limit_arenas();
     init_tracing();

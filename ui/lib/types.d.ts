@@ -625,7 +625,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "queue_full" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "no_hosts" | "permission_denied" | "budget";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "queue_full" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "no_hosts" | "no_sandbox" | "permission_denied" | "budget";
 
 export type Relogin = { 
 /**
@@ -720,6 +720,11 @@ quiet: string | null,
  * rejected (non-fast-forward)" — until `nightshiftctl push RUN` or a later run pushes.
  */
 push_failed: string | null, 
+/**
+ * An agent routine whose runs are not put in the machine's sandbox because it says so
+ * (`sandbox: off`, or `[defaults] sandbox = "off"`): shown, so an opt-out is never quiet.
+ */
+sandbox_off: boolean, 
 /**
  * file:line:col problems of an invalid file.
  */

@@ -94,6 +94,7 @@ export const REASON_LABEL = {
   missing_secret: "missing secret",
   no_cwd: "no cwd",
   no_hosts: "no hosts",
+  no_sandbox: "no sandbox",
   permission_denied: "permission denied",
   budget: "budget",
 };

@@ -159,7 +159,9 @@ export function mount(root, params, ui) {
   function row(r) {
     const tr = h("tr", { dataset: { routine: r.name }, class: r.valid ? "" : "invalid" });
     const title = r.valid ? h("a", { href: `#/routine/${encodeURIComponent(r.name)}`, title: `Why ${r.name} did or did not run` }, h("strong", {}, r.name)) : h("strong", {}, r.name);
-    const name = h("td", {}, title, h("div", { class: "muted small" }, r.kind ? `${r.kind}${r.hosts.length ? ` on ${r.hosts.join(" or ")}` : ""} · ${r.file}` : r.file));
+    // An agent routine that opted out of the sandbox says so beside its kind, never quietly.
+    const unboxed = r.sandbox_off ? h("span", { class: "quiet", "data-sandbox-off": "", title: "Its runs are not put in the machine's sandbox (sandbox: off)" }, " · sandbox off") : null;
+    const name = h("td", {}, title, h("div", { class: "muted small" }, r.kind ? `${r.kind}${r.hosts.length ? ` on ${r.hosts.join(" or ")}` : ""}` : r.file, unboxed, r.kind ? ` · ${r.file}` : null));
     const edit = h("a", { href: `#/edit/${encodeURIComponent(r.name)}`, class: "button", title: `Edit ${r.file}` }, "Edit");
     const more = (...actions) =>
       h(

@@ -9,6 +9,7 @@ use nightshift_core::records::{Delivery, DeliveryRow, Page, RunQuery};
 use nightshift_core::run::RunRecord;
 use nightshift_core::{Engine, Error, ErrorCode};
 use std::io::Write;
+use std::path::Path;
 use std::time::Duration;
 
 #[derive(Args)]
@@ -170,6 +171,9 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<Str
     if let Some(t) = r.due_at.filter(|_| r.status == nightshift_core::run::RunStatus::Queued) {
         println!("starts at    {} (waiting; `nightshiftctl run {}` starts it now, `nightshiftctl cancel {}` drops it)", format::local(&t), r.routine, r.id);
     }
+    if let Some(sandbox) = sandbox_words(Path::new(&r.run_dir)) {
+        println!("sandbox      {sandbox}");
+    }
     for d in &r.denials {
         println!("refused      {}", d.words());
     }
@@ -274,4 +278,13 @@ pub async fn logs_there(home: &HomeClient, id: &str, follow: bool, stderr: bool)
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     Ok(Outcome::Ok)
+}
+
+/// Whether the run was sandboxed, from its folder: "on" (a plan was written), or "off: why".
+fn sandbox_words(run_dir: &Path) -> Option<String> {
+    let dir = nightshift_core::run_dir::RunDir::at(run_dir);
+    if dir.sandbox_plan().is_file() {
+        return Some("on".into());
+    }
+    std::fs::read_to_string(dir.sandbox_off()).ok().map(|why| format!("off: {}", why.trim()))
 }

@@ -177,6 +177,7 @@ pub enum Outcome {
 fn main() -> ExitCode {
     // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
     nightshift_core::runner::scrub::serve_wrapper_request();
+    nightshift_core::runner::sandbox::helper::serve_helper_request();
     nightshift_core::allocator::limit_arenas();
     match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt.block_on(cli_main()),

@@ -407,9 +407,10 @@ fn print_list(rows: Vec<RoutineOverview>, device: &str, routines_dir: &str, as_j
             });
             vec![
                 r.name.clone(),
-                match r.hosts.is_empty() {
-                    true => r.kind.map_or("-", |k| k.as_str()).to_string(),
-                    false => format!("{} on {}", r.kind.map_or("-", |k| k.as_str()), r.hosts.join("|")),
+                match (r.hosts.is_empty(), r.sandbox_off) {
+                    (true, false) => r.kind.map_or("-", |k| k.as_str()).to_string(),
+                    (true, true) => format!("{} · sandbox off", r.kind.map_or("-", |k| k.as_str())),
+                    (false, _) => format!("{} on {}", r.kind.map_or("-", |k| k.as_str()), r.hosts.join("|")),
                 },
                 match (&r.schedule, &r.timezone, &r.trigger) {
                     (Some(s), Some(tz), Some(on)) => format!("{s} {tz} · on {on}"),

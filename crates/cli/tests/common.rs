@@ -204,23 +204,30 @@ pub fn set_token(th: &TestHome, email: &str, token: &str) -> Output {
     child.wait_with_output().unwrap()
 }
 
-/// Every file under `dir` (the whole home: database, logs, reports, account dirs).
-pub fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
-    let mut hits = Vec::new();
+/// Every file under `dir`, depth first.
+pub fn files_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
         for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if let Ok(bytes) = std::fs::read(&p) {
-                if bytes.windows(needle.len()).any(|w| w == needle.as_bytes()) {
-                    hits.push(p.display().to_string());
-                }
+            } else {
+                files.push(p);
             }
         }
     }
-    hits
+    files
+}
+
+/// Every file under `dir` (the whole home: database, logs, reports, account dirs) holding `needle`.
+pub fn files_containing(dir: &std::path::Path, needle: &str) -> Vec<String> {
+    files_under(dir)
+        .into_iter()
+        .filter(|p| std::fs::read(p).is_ok_and(|bytes| bytes.windows(needle.len()).any(|w| w == needle.as_bytes())))
+        .map(|p| p.display().to_string())
+        .collect()
 }
 
 /// Give `routines/<name>.yaml` an `allow.dirs` of a fresh folder (`shared-docs` in the test's

@@ -8,7 +8,7 @@
 // to the engine): the model — routines, runs, agents, accounts, settings — and the store. Their
 // modules are re-exported here under the names every face and test has always used
 // (`nightshift_core::routine`, …), so the engine is still the one crate a face depends on.
-pub use nightshift_model::{accounts, agents, allocator, bounded, budget, clock, error, events, explain, fsutil, git, home, incoming, notify, routine, run, run_dir, schedule, settings, settings_edit, words};
+pub use nightshift_model::{accounts, agents, allocator, bounded, budget, clock, error, events, explain, fsutil, git, home, incoming, notify, routine, run, run_dir, sandbox, schedule, settings, settings_edit, words};
 
 pub mod actions;
 pub mod api;

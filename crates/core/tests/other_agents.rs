@@ -189,7 +189,7 @@ fn arguments_per_mode() {
         allow_tools: Some(vec!["Read".into(), "Bash(git status)".into()]),
         allow_dirs: vec!["/srv/docs".into()],
         deny_tools: vec!["WebFetch".into()],
-        fail_on_denial: false,
+        ..Guard::default()
     };
     let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None });
     let auto = guarded(Mode::Auto);
@@ -209,7 +209,7 @@ fn gemini_tool_rules_are_a_policy_file_in_the_run_directory() {
         allow_tools: Some(vec!["read_file".into(), "run_shell_command(git status)".into(), "write_file".into()]),
         allow_dirs: vec![],
         deny_tools: vec!["run_shell_command(git push *)".into()],
-        fail_on_denial: false,
+        ..Guard::default()
     };
     let rules = |mode| -> Vec<(String, Option<String>, String, i64)> {
         let text = policy(&guard, mode).unwrap();
@@ -452,7 +452,7 @@ fn opencode_modes_and_rules_are_its_permissions() {
         assert_eq!((c["share"].as_str(), c["autoupdate"].as_bool(), c["experimental"]["continue_loop_on_deny"].as_bool()), (Some("disabled"), Some(false), Some(true)));
         assert_eq!(c["plugin"][0], "file:///runs/r1/nightshift-opencode-plugin.js");
     }
-    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "bash(npm test)".into(), "edit".into()]), allow_dirs: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false };
+    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "bash(npm test)".into(), "edit".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false };
     let c = perms(Mode::Plan, &guard);
     let p = &c["permission"];
     assert_eq!((p["read"].as_str(), p["grep"].as_str(), p["webfetch"].as_str()), (Some("allow"), Some("deny"), Some("deny")), "{p}");
@@ -542,7 +542,7 @@ fn copilot_modes_and_rules_are_its_permission_flags() {
     assert_eq!(permissions(Mode::Edit, &open), ["--allow-tool=write"]);
     assert_eq!(permissions(Mode::Auto, &open), ["--allow-all-tools"]);
     assert_eq!(permissions(Mode::Skip, &open), ["--allow-all"]);
-    let guard = Guard { allow_tools: Some(vec!["shell(git:*)".into(), "write".into()]), allow_dirs: vec![], deny_tools: vec!["shell(git push)".into()], fail_on_denial: false };
+    let guard = Guard { allow_tools: Some(vec!["shell(git:*)".into(), "write".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["shell(git push)".into()], fail_on_denial: false };
     assert_eq!(permissions(Mode::Skip, &guard), ["--allow-tool=shell(git:*)", "--allow-tool=write", "--deny-tool=shell(git push)"], "allow.tools instead of the mode's blanket");
     assert_eq!(permissions(Mode::Plan, &guard), ["--allow-tool=shell(git:*)", "--deny-tool=shell(git push)"], "plan keeps writes refused");
     // A run on a host: no usage file to name there.

@@ -24,6 +24,7 @@ pub mod notify;
 pub mod routine;
 pub mod run;
 pub mod run_dir;
+pub mod sandbox;
 pub mod schedule;
 pub mod settings;
 pub mod settings_edit;

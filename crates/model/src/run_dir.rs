@@ -46,12 +46,31 @@ impl<'a> RunDir<'a> {
     pub fn set_scrubbed(self, at: [u64; 2]) -> std::io::Result<()> {
         set_scrubbed(self.0, at)
     }
+    /// The sandbox's own folder in the run's (its plan, its proxy's socket and refusals).
+    pub fn sandbox(self) -> PathBuf {
+        self.0.join(SANDBOX_DIR)
+    }
+    /// What the sandbox was built from, written before the run starts: a run with it was sandboxed.
+    pub fn sandbox_plan(self) -> PathBuf {
+        self.sandbox().join("plan.json")
+    }
+    /// Why a run here went without a sandbox (a routine that said `off`, a command's default, a
+    /// machine where none can be built and the routine did not ask).
+    pub fn sandbox_off(self) -> PathBuf {
+        self.sandbox().join("off")
+    }
+    /// The connections the sandbox's proxy refused, one JSON line each ([`crate::sandbox::Refusal`]).
+    pub fn sandbox_refused(self) -> PathBuf {
+        self.sandbox().join("refused.jsonl")
+    }
     /// Forget how far the logs were scrubbed (the next attempt writes new ones).
     pub fn clear_scrubbed(self) {
         let _ = std::fs::remove_file(self.0.join(SCRUBBED_FILE));
     }
 }
 
+/// The sandbox's folder in a sandboxed run's.
+pub const SANDBOX_DIR: &str = "sandbox";
 /// The run's standard output, as its process wrote it (an agent's event stream).
 pub const STDOUT_LOG: &str = "stdout.log";
 pub const STDERR_LOG: &str = "stderr.log";

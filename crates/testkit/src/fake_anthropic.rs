@@ -40,6 +40,9 @@ pub enum Reply {
     /// result yet is answered with a `tool_use` block calling `tool` with `input`; once the
     /// CLI sends the tool's result (or offers no tools), [`Reply::Success`] with `text`.
     ToolCall { tool: String, input: serde_json::Value, text: String },
+    /// Several tool calls, one per turn, in order: a request that offers tools and carries
+    /// fewer tool results than there are calls gets the next call; then [`Reply::Success`].
+    ToolCalls { calls: Vec<(String, serde_json::Value)>, text: String },
     /// [`Reply::ToolCall`] whose connection drops once the tool has run: the first request that
     /// carries the tool's result gets 529 `overloaded_error` (the CLI, with its own retries off,
     /// ends the try); later ones — a resumed session sending its earlier turns — get
@@ -205,6 +208,13 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
             true => return tool_use(&model, &tool, &input, streamed),
             false => Reply::Success { text },
         },
+        Reply::ToolCalls { calls, text } => {
+            let done = tool_results(&json);
+            match calls.get(done).filter(|_| offers_tools) {
+                Some((tool, input)) => return tool_use_n(&model, tool, input, streamed, done + 1),
+                None => Reply::Success { text },
+            }
+        }
         Reply::DropsAfterTool { tool, input, text } => {
             if asks_for_a_tool(&json) {
                 return tool_use(&model, &tool, &input, streamed);
@@ -268,7 +278,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         Reply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, error_body("api_error", "Internal server error"), &[]),
         Reply::Hang => hang(&model),
         Reply::Overloaded => json_response(StatusCode::from_u16(529).expect("529"), error_body("overloaded_error", "Overloaded"), &[]),
-        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::LimitedFor { .. } | Reply::ToolCall { .. } | Reply::DropsAfterTool { .. } | Reply::Windows { .. } => unreachable!("resolved above"),
+        Reply::OverloadedTimes { .. } | Reply::LimitedUntil { .. } | Reply::LimitedFor { .. } | Reply::ToolCall { .. } | Reply::ToolCalls { .. } | Reply::DropsAfterTool { .. } | Reply::Windows { .. } => unreachable!("resolved above"),
     }
 }
 
@@ -346,9 +356,20 @@ fn carries_a_tool_result(request: &serde_json::Value) -> bool {
     request["messages"].as_array().into_iter().flatten().any(|m| m["content"].as_array().into_iter().flatten().any(|block| block["type"] == "tool_result"))
 }
 
+/// How many tool results the request's conversation carries (the calls answered so far).
+fn tool_results(request: &serde_json::Value) -> usize {
+    request["messages"].as_array().into_iter().flatten().flat_map(|m| m["content"].as_array().into_iter().flatten()).filter(|b| b["type"] == "tool_result").count()
+}
+
 /// The model calls `tool` with `input` (streamed as the real API does: the input as JSON deltas).
 fn tool_use(model: &str, tool: &str, input: &serde_json::Value, streamed: bool) -> Response {
-    let block = serde_json::json!({"type": "tool_use", "id": "toolu_fake_0001", "name": tool, "input": input});
+    tool_use_n(model, tool, input, streamed, 1)
+}
+
+/// [`tool_use`] as the conversation's `n`th call (each call has its own id).
+fn tool_use_n(model: &str, tool: &str, input: &serde_json::Value, streamed: bool, n: usize) -> Response {
+    let id = format!("toolu_fake_{n:04}");
+    let block = serde_json::json!({"type": "tool_use", "id": id, "name": tool, "input": input});
     if !streamed {
         let mut message = message_json(model, "");
         message["content"] = serde_json::json!([block]);
@@ -356,7 +377,7 @@ fn tool_use(model: &str, tool: &str, input: &serde_json::Value, streamed: bool) 
         return json_response(StatusCode::OK, message, &[]);
     }
     let mut out = sse_start(model);
-    out += &sse_event("content_block_start", serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": "toolu_fake_0001", "name": tool, "input": {}}}));
+    out += &sse_event("content_block_start", serde_json::json!({"type": "content_block_start", "index": 0, "content_block": {"type": "tool_use", "id": id, "name": tool, "input": {}}}));
     out += &sse_event("content_block_delta", serde_json::json!({"type": "content_block_delta", "index": 0, "delta": {"type": "input_json_delta", "partial_json": input.to_string()}}));
     out += &sse_event("content_block_stop", serde_json::json!({"type": "content_block_stop", "index": 0}));
     sse_end(out, "tool_use", 20)

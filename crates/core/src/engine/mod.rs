@@ -114,7 +114,9 @@ pub struct EngineOptions {
     /// Waits between tries of a worktree run's branch push (tests shorten them).
     pub push_backoff: Vec<std::time::Duration>,
     /// The binary a run's wrapper calls to scrub its logs once no engine follows the run (see
-    /// [`crate::runner::scrub`]). Default: none (whoever settles the run scrubs them).
+    /// [`crate::runner::scrub`]) and that serves the sandbox's helpers
+    /// ([`crate::runner::sandbox::helper`]). Default: none (whoever settles the run scrubs them;
+    /// no run here can be sandboxed).
     pub scrubber: Option<std::path::PathBuf>,
     /// The D-Bus address logind's sleep inhibitors are asked for at (`keep_awake`). Default:
     /// `None`, the system bus (tests point it at a stand-in on a private bus).
@@ -189,6 +191,7 @@ impl Engine {
                 webhook_backoff: opts.webhook_backoff,
                 push_backoff: opts.push_backoff,
                 scrubber: opts.scrubber,
+                sandbox_probe: Default::default(),
                 redactor: Default::default(),
                 catalog: Default::default(),
             }),

@@ -72,6 +72,9 @@ pub(crate) struct Core {
     pub push_backoff: Vec<std::time::Duration>,
     /// See [`EngineOptions::scrubber`].
     pub scrubber: Option<std::path::PathBuf>,
+    /// Whether bubblewrap can build a sandbox here (the `bwrap` to use, or why not): probed at the
+    /// first run that may want one.
+    pub(crate) sandbox_probe: std::sync::OnceLock<Result<std::path::PathBuf, String>>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
     /// The routine files as last read.

@@ -55,6 +55,9 @@ pub struct RoutineOverview {
     /// Its last run's branch could not be pushed after every try — "push to origin failed:
     /// rejected (non-fast-forward)" — until `nightshiftctl push RUN` or a later run pushes.
     pub push_failed: Option<String>,
+    /// An agent routine whose runs are not put in the machine's sandbox because it says so
+    /// (`sandbox: off`, or `[defaults] sandbox = "off"`): shown, so an opt-out is never quiet.
+    pub sandbox_off: bool,
     /// file:line:col problems of an invalid file.
     pub errors: Vec<String>,
     /// file:line:col: warning: … — what the file says that the routine runs without, or takes
@@ -102,6 +105,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
                 format!("{}{slot}", l.status.label())
             }),
             push_failed: last.as_ref().and_then(push_failed_words),
+            sandbox_off: r.agent().cli().is_some() && r.sandbox.wanted(true) == crate::sandbox::Wanted::Off,
             last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
             errors: Vec::new(),
             warnings: r.warnings.iter().map(ToString::to_string).collect(),
@@ -127,6 +131,7 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             last_run: None,
             quiet: None,
             push_failed: None,
+            sandbox_off: false,
             errors: bad.errors.iter().map(ToString::to_string).collect(),
             warnings: bad.warnings.iter().map(ToString::to_string).collect(),
         });

@@ -77,6 +77,9 @@ pub struct Guard {
     pub allow_tools: Option<Vec<String>>,
     /// `allow.dirs`: folders it may work in besides `cwd`.
     pub allow_dirs: Vec<PathBuf>,
+    /// `allow.hosts`: hosts a sandboxed run may reach besides its agent's API
+    /// ([`crate::sandbox::check_host`]'s form).
+    pub allow_hosts: Vec<String>,
     /// `deny.tools`: tools (or rules) that never run, whatever the mode.
     pub deny_tools: Vec<String>,
     /// `on_denial: fail`: a run that had tool calls refused is `failed · permission_denied`.

@@ -101,6 +101,16 @@ impl AgentDriver for Claude {
         true
     }
 
+    /// Inside the sandbox: the vendor's API and sign-in hosts, and the folders Claude Code writes.
+    fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
+        &crate::sandbox::Needs {
+            api_hosts: &["api.anthropic.com", "console.anthropic.com", "claude.ai", "platform.claude.com", "statsig.anthropic.com"],
+            home_state: &[".claude", ".claude.json"],
+            state_vars: &[],
+            config_files: &[("CLAUDE_CONFIG_DIR", ".claude", "settings.json")],
+        }
+    }
+
     fn auth(&self) -> Option<&'static AgentAuth> {
         Some(&AgentAuth {
             config_dir_var: "CLAUDE_CONFIG_DIR",
@@ -226,7 +236,8 @@ impl AgentDriver for Claude {
 
     fn classify(&self, out: &RunOutput<'_>) -> Outcome {
         let tail = LogTail::read_until(&out.stdout_path(), |lines| lines.iter().any(|l| is_result(l)));
-        classify_stream(&tail.lines, out.exit_code, &out.stderr_tail(), out.now)
+        let sandboxed = crate::run_dir::RunDir::at(out.run_dir).sandbox_plan().exists();
+        classify_stream_in(&tail.lines, out.exit_code, &out.stderr_tail(), out.now, sandboxed)
     }
 
     fn transcript(&self, line: &str) -> Vec<LogEntry> {
@@ -295,6 +306,9 @@ struct Facts {
     tool_calls: std::collections::HashMap<String, (String, String)>,
     /// Such calls: tools the routine did not make available.
     unavailable: Vec<crate::run::Denial>,
+    /// Calls whose result says the machine refused them (a read-only file system, a hidden
+    /// folder): in a sandboxed run, what the sandbox refused.
+    refused_by_machine: Vec<crate::run::Denial>,
     /// The last `rate_limit_event`'s `unifiedWindows`: window → (utilization 0–1, resetsAt, status).
     windows: Vec<(String, f64, Option<DateTime<Utc>>, String)>,
     /// Calls of tools that change things (commands, edits, MCP calls) that ran: their results
@@ -353,6 +367,11 @@ fn gather(lines: &[String]) -> Facts {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
+                    if crate::sandbox::REFUSED_SIGNS.iter().any(|sign| said.contains(sign)) {
+                        if let Some((tool, input)) = r["tool_use_id"].as_str().and_then(|id| f.tool_calls.get(id).cloned()) {
+                            f.refused_by_machine.push(crate::run::Denial { tool, input });
+                        }
+                    }
                     if said.contains("No such tool available") {
                         let (tool, input) = r["tool_use_id"].as_str().and_then(|id| f.tool_calls.get(id).cloned()).unwrap_or_else(|| (said.trim_start_matches("<tool_use_error>").split(':').nth(1).unwrap_or("?").trim().trim_end_matches("</tool_use_error>").to_string(), String::new()));
                         f.unavailable.push(crate::run::Denial { tool, input });
@@ -389,6 +408,12 @@ fn gather(lines: &[String]) -> Facts {
 
 /// Classify a Claude stream (its tail lines), the exit code and stderr.
 pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTail, now: DateTime<Utc>) -> Outcome {
+    classify_stream_in(lines, exit_code, stderr, now, false)
+}
+
+/// [`classify_stream`] for a run that was `sandboxed` or not: in the sandbox, a tool call the
+/// machine refused (a read-only file system, a hidden folder) is one of the run's denials.
+pub fn classify_stream_in(lines: &[String], exit_code: Option<i32>, stderr: &LogTail, now: DateTime<Utc>, sandboxed: bool) -> Outcome {
     let facts = gather(lines);
     let mut outcome = match &facts.result {
         Some(result) => from_result(result, &facts, now),
@@ -414,6 +439,7 @@ pub fn classify_stream(lines: &[String], exit_code: Option<i32>, stderr: &LogTai
         .iter()
         .map(|d| crate::run::Denial { tool: d["tool_name"].as_str().unwrap_or("?").to_string(), input: tool_input_words(&d["tool_input"]) })
         .chain(facts.unavailable.iter().cloned())
+        .chain(facts.refused_by_machine.iter().filter(|_| sandboxed).cloned())
         .collect();
     if outcome.reason == Some(Reason::RateLimited) && outcome.resets_at.is_none() {
         outcome.resets_at = facts.rate_limit_reset.or_else(|| outcome.message.as_deref().and_then(|m| reset_time(m, now)));

@@ -78,6 +78,16 @@ impl AgentDriver for Codex {
         config.iter().flat_map(|(k, v)| ["-c".to_string(), format!("{k}={}", toml_value(v))]).collect()
     }
 
+    /// Inside the sandbox: the vendor's API and sign-in hosts, and the folders Codex writes.
+    fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
+        &crate::sandbox::Needs {
+            api_hosts: &["api.openai.com", "chatgpt.com", "auth.openai.com"],
+            home_state: &[".codex"],
+            state_vars: &[],
+            config_files: &[("CODEX_HOME", ".codex", "config.toml")],
+        }
+    }
+
     fn auth(&self) -> Option<&'static AgentAuth> {
         Some(&AgentAuth {
             config_dir_var: "CODEX_HOME",

@@ -162,6 +162,16 @@ impl AgentDriver for Copilot {
     // login's token goes to the OS keychain; config.json names who is signed in). Its cache (the
     // unpacked CLI, ~235 MB) stays shared: nothing of the account is in it but a disposable copy
     // of the user record.
+    /// Inside the sandbox: the vendor's API and sign-in hosts, and the folders Copilot CLI writes.
+    fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
+        &crate::sandbox::Needs {
+            api_hosts: &["api.github.com", "github.com", "api.githubcopilot.com", "*.githubcopilot.com", "copilot-proxy.githubusercontent.com"],
+            home_state: &[".copilot", ".cache/copilot"],
+            state_vars: &["COPILOT_CACHE_HOME"],
+            config_files: &[],
+        }
+    }
+
     fn auth(&self) -> Option<&'static AgentAuth> {
         Some(&AgentAuth {
             config_dir_var: "COPILOT_HOME",

@@ -215,6 +215,11 @@ pub trait AgentDriver: Send + Sync {
     fn own_config_dir(&self) -> Option<&'static str> {
         None
     }
+    /// What its CLI needs inside the sandbox besides the run's own folders: its API's hosts and
+    /// the folders it writes ([`crate::sandbox::Needs`]). A command needs nothing of its own.
+    fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
+        &crate::sandbox::Needs::NONE
+    }
     /// How an account's secret reaches the CLI, said after `accounts add` (`provider`: the
     /// account's, if it names one).
     fn secret_note(&self, _provider: Option<&str>) -> Option<String> {

@@ -131,6 +131,16 @@ impl AgentDriver for Gemini {
         Some("Gemini CLI has no effort setting")
     }
 
+    /// Inside the sandbox: the vendor's API and sign-in hosts, and the folders Gemini CLI writes.
+    fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
+        &crate::sandbox::Needs {
+            api_hosts: &["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com", "play.googleapis.com"],
+            home_state: &[".gemini"],
+            state_vars: &[],
+            config_files: &[],
+        }
+    }
+
     fn auth(&self) -> Option<&'static AgentAuth> {
         Some(&AgentAuth {
             config_dir_var: "GEMINI_CLI_HOME",

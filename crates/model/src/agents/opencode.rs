@@ -210,6 +210,16 @@ impl AgentDriver for OpenCode {
     // OpenCode keeps its login (`opencode auth login`: auth.json) and sessions under
     // XDG_DATA_HOME, its opencode.json under XDG_CONFIG_HOME: the account's dir is its data home,
     // with config/, state/ and cache/ inside.
+    /// Inside the sandbox: the vendor's API and sign-in hosts, and the folders OpenCode writes.
+    fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
+        &crate::sandbox::Needs {
+            api_hosts: &["opencode.ai", "models.dev", "api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai"],
+            home_state: &[".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode"],
+            state_vars: &[],
+            config_files: &[("XDG_CONFIG_HOME", ".config", "opencode/opencode.json")],
+        }
+    }
+
     fn auth(&self) -> Option<&'static AgentAuth> {
         Some(&AgentAuth {
             config_dir_var: "XDG_DATA_HOME",

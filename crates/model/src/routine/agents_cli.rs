@@ -23,7 +23,6 @@ pub enum Treatment {
 pub const KEYS: &[(&str, Treatment)] = &[
     ("endAt", Treatment::Alias("end_at")),
     ("runOnce", Treatment::Alias("run_once")),
-    ("sandbox", Treatment::Ignored("agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout")),
     ("projects", Treatment::Ignored("Nightshift has no project catalog: the routine runs in its `cwd` (give one for each folder it should work in)")),
     ("project", Treatment::Ignored("Nightshift has no project catalog: the routine runs in its `cwd`")),
     ("source", Treatment::Ignored("written by agents-cli's project sync; Nightshift reads the file where it is")),

@@ -145,6 +145,12 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
         }
     }
     for r in set.routines.iter_mut() {
+        // `[defaults] sandbox`: routines here that do not say (another machine's runs are not
+        // sandboxed by Nightshift: a routine there that asks is refused by the parser).
+        if let (None, Some(switch), None) = (r.sandbox.asked, settings.defaults.sandbox, &r.placement) {
+            r.sandbox.asked = Some(switch);
+            r.sandbox.asked_by = Some("[defaults] sandbox in nightshift.toml");
+        }
         pin_version(r, settings, home);
         // `[agents.<agent>] model`: the model of its routines that name none.
         if let crate::routine::Action::Agent { agent, model: model @ None, .. } = &mut r.action {

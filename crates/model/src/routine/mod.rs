@@ -222,6 +222,9 @@ pub struct Routine {
     pub retry: RetryPolicy,
     /// What a slot does while the previous run still goes.
     pub overlap: Overlap,
+    /// `sandbox:`, `sandbox_hide:` (and `[defaults] sandbox`): whether its runs are put in the
+    /// machine's sandbox ([`crate::sandbox`]).
+    pub sandbox: crate::sandbox::Sandbox,
     /// `notify_missed:` — a slot that ends with nothing done (missed and not made up, skipped)
     /// is told, once for a stretch of them, until the routine runs again. Default: agent
     /// routines yes, commands no.

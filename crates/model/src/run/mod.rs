@@ -74,6 +74,9 @@ string_enum!(
         NoCwd = "no_cwd",
         /// `hostStrategy: fleet` with no `[hosts.<name>]` in nightshift.toml: nowhere to run it.
         NoHosts = "no_hosts",
+        /// It asks for a sandbox (`sandbox: on`, `[defaults] sandbox`) and none can be built on
+        /// this machine (no bubblewrap, no user namespaces): nothing was started.
+        NoSandbox = "no_sandbox",
         /// Tool calls of the agent were refused and the routine says `on_denial: fail`.
         PermissionDenied = "permission_denied",
         /// A budget is spent: blocked before starting (a day's or month's), or stopped at the

@@ -137,6 +137,9 @@ pub struct RoutineDefaults {
     /// `timeout` of routines without one (a duration: 90s, 30m, 2h; Nightshift's own default is
     /// 10m).
     pub timeout: Option<String>,
+    /// `sandbox = "on" | "off"` for routines that do not say (`sandbox:`); unset: on for agent
+    /// routines where bubblewrap works, off for commands ([`crate::sandbox`]).
+    pub sandbox: Option<crate::sandbox::Switch>,
 }
 
 impl RoutineDefaults {

@@ -106,7 +106,7 @@ fn prepare(
     extra.extend(credentials.iter().map(|(k, v)| (k.as_str(), v.clone())));
     let env = env::build(core.env.iter().cloned(), &routine.env, &extra);
     let program = resolve_program(core, routine, driver, env.get("PATH").map(String::as_str))?;
-    Ok(process::SpawnSpec {
+    let mut spec = process::SpawnSpec {
         program,
         args,
         env,
@@ -119,7 +119,17 @@ fn prepare(
         timeout: Some(routine.timeout),
         kill_grace: core.settings().kill_grace(),
         scrubber: core.scrubber.clone(),
-    })
+    };
+    // In the machine's sandbox, where it goes in one (the driver blocked a run that must and cannot).
+    match super::sandboxing::decide(core, routine)? {
+        Ok(tools) => {
+            let own = creds.account.map(|(a, _)| a.config_dir.clone());
+            let others: Vec<PathBuf> = core.accounts().into_iter().map(|a| a.config_dir).filter(|d| Some(d) != own.as_ref()).collect();
+            super::sandboxing::wrap(core, routine, &tools, &mut spec, &others)?;
+        }
+        Err(why) => super::sandboxing::record_without(run_dir, &why),
+    }
+    Ok(spec)
 }
 
 /// The routine's prompt with its variables filled in (`{last_report}`, `{branch}`, …), or its

@@ -152,6 +152,10 @@ impl Driver {
                 }
             }
         }
+        // A sandbox it asks for that cannot be built here: nothing starts without it.
+        if let Err(message) = super::sandboxing::decide(&self.core, &self.routine) {
+            return self.blocked(Reason::NoSandbox, message, None, None);
+        }
         // A day's or month's budget already spent (the routine's, all runs'): nothing starts.
         if let Some(blocked) = self.budget_block(None) {
             return blocked;

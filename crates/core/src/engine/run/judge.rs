@@ -72,11 +72,20 @@ pub(crate) fn outcome_for(agent: Agent, run_dir: &std::path::Path, ending: &Endi
         _ => process::recorded_exit_code(run_dir),
     };
     let out = RunOutput { run_dir, exit_code, now };
+    let mut outcome = agent_outcome(agent, driver, &out, ending, timeout);
+    // What the sandbox's proxy refused, whatever the agent's stream says of it.
+    if !matches!(ending, Ending::SpawnFailed(_) | Ending::Blocked { .. }) {
+        outcome.denials.extend(crate::sandbox::refusals(run_dir));
+    }
+    outcome
+}
+
+fn agent_outcome(agent: Agent, driver: &dyn crate::agents::AgentDriver, out: &RunOutput<'_>, ending: &Ending, timeout: Duration) -> Outcome {
     match ending {
         Ending::SpawnFailed(message) => Outcome::failed(Reason::SpawnFailed, message.clone()),
         Ending::Unreachable(message) => {
             // What came home before contact was lost still counts for cost and session.
-            let seen = driver.classify(&out);
+            let seen = driver.classify(out);
             let mut o = Outcome::failed(Reason::HostUnreachable, message.clone());
             o.cost_usd = seen.cost_usd;
             o.session_id = seen.session_id;
@@ -89,12 +98,12 @@ pub(crate) fn outcome_for(agent: Agent, run_dir: &std::path::Path, ending: &Endi
             resets_at: *resets_at,
             ..Outcome::default()
         },
-        Ending::Exited(code) => killed_by_signal(agent, driver.classify(&out), *code),
+        Ending::Exited(code) => killed_by_signal(agent, driver.classify(out), *code),
         // Ended on the line that says how: the agent's reading of its own output is the verdict.
-        Ending::Settled => driver.classify(&out),
+        Ending::Settled => driver.classify(out),
         Ending::TimedOut | Ending::Stalled(_) | Ending::Cancelled => {
             // Keep what the stream says about cost and session; the status is ours.
-            let seen = driver.classify(&out);
+            let seen = driver.classify(out);
             let (status, reason, message) = match ending {
                 Ending::TimedOut => (RunStatus::TimedOut, None, timeout_message(timeout)),
                 Ending::Stalled(words) => (RunStatus::TimedOut, Some(Reason::Stalled), words.clone()),
@@ -110,7 +119,7 @@ pub(crate) fn outcome_for(agent: Agent, run_dir: &std::path::Path, ending: &Endi
             }
         }
         Ending::Lost => {
-            let seen = driver.classify(&out);
+            let seen = driver.classify(out);
             if seen.from_final_event {
                 seen
             } else {

@@ -1,5 +1,5 @@
 //! A run's life, one module per step: `queue` (a queued row; dispatch passes decided by
-//! `lanes`) → `driver` (preflight, each try prepared by `attempt` and watched by `supervise`; the
+//! `lanes`) → `driver` (preflight, each try prepared by `attempt` — in its sandbox, `sandboxing` — and watched by `supervise`; the
 //! run as they all see it is `live`; this engine holds it through `followed`; `retry` decides what
 //! follows a try, `remote_run` is a try on another machine — over SSH, or on GitHub Actions through
 //! `actions_run`) → `finalize`, the one way a run becomes
@@ -21,4 +21,5 @@ pub(crate) mod record;
 pub(crate) mod recovery;
 pub(crate) mod remote_run;
 pub(crate) mod retry;
+pub(crate) mod sandboxing;
 pub(crate) mod supervise;

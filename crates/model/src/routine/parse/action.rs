@@ -1,7 +1,7 @@
 //! What a routine runs: an agent (`agent`, `prompt`, `mode`, `model`, `config`, `effort`, `args`,
 //! `allow`, `deny`, `on_denial`) — what its CLI cannot take, the agent says — or a `command`.
 
-use super::cx::{folder_path, nearest, Cx};
+use super::cx::{nearest, Cx};
 use super::Fields;
 use super::super::yaml::{Node, Pos};
 use super::super::{Action, Agent, Effort, Guard, Mode};
@@ -168,25 +168,43 @@ pub(super) struct GuardPos {
     pub(super) deny_tools: Pos,
 }
 
-/// `allow: {tools: [...], dirs: [...]}`, `deny: {tools: [...]}`, `on_denial: fail | record`.
+/// `allow: {tools: [...], dirs: [...], hosts: [...]}`, `deny: {tools: [...]}`, `on_denial: fail | record`.
 /// A folder that does not exist (yet: it may be a mount) is a warning; a run started while it is
 /// missing is `blocked · no_cwd` (`~` is the home; a relative one is under the home folder too).
 pub(super) fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>) -> (Guard, GuardPos) {
     let mut guard = Guard::default();
     let mut pos = GuardPos::default();
     let example = "tools: [Read, Grep]";
-    for (sub, node, at) in get("allow").map(|n| cx.sub_keys(n, "allow", &["tools", "dirs"], &format!("allow: {{{example}}}"))).unwrap_or_default() {
-        let list = cx.string_list(node, &format!("allow.{sub}"));
-        if sub == "tools" {
-            pos.allow_tools = at;
-            guard.allow_tools = Some(list);
-        } else {
-            for dir in list {
-                let path = folder_path(&dir);
-                if !path.is_dir() {
-                    cx.warn(node.pos(), format!("`allow.dirs`: {} is not a folder (yet); a run started while it is missing is blocked (no_cwd)", path.display()));
+    for (sub, node, at) in get("allow").map(|n| cx.sub_keys(n, "allow", &["tools", "dirs", "hosts"], &format!("allow: {{{example}}}"))).unwrap_or_default() {
+        match sub {
+            "tools" => {
+                pos.allow_tools = at;
+                guard.allow_tools = Some(cx.string_list(node, "allow.tools"));
+            }
+            "hosts" => {
+                for (text, at) in cx.string_items(node, "allow.hosts") {
+                    match crate::sandbox::check_host(&text) {
+                        Ok(host) => guard.allow_hosts.push(host),
+                        Err(why) => cx.err(at, why),
+                    }
                 }
-                guard.allow_dirs.push(path);
+            }
+            _ => {
+                // A folder a sandboxed run may write: never `/`, `..`, a link or a hidden one.
+                let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+                for (dir, at) in cx.string_items(node, "allow.dirs") {
+                    let path = match crate::sandbox::check_folder("allow.dirs", &dir, home.as_deref(), true) {
+                        Ok(path) => path,
+                        Err(why) => {
+                            cx.err(at, why);
+                            continue;
+                        }
+                    };
+                    if !path.is_dir() {
+                        cx.warn(at, format!("`allow.dirs`: {} is not a folder (yet); a run started while it is missing is blocked (no_cwd)", path.display()));
+                    }
+                    guard.allow_dirs.push(path);
+                }
             }
         }
     }

@@ -172,6 +172,18 @@ impl Cx<'_> {
         out
     }
 
+    /// [`Cx::string_list`] with where each item is written, for an error about one of them.
+    pub(super) fn string_items(&mut self, node: &Node, key: &str) -> Vec<(String, Pos)> {
+        match node {
+            Node::Seq { items, .. } => items.iter().filter_map(|i| Some((self.string(i, key)?, i.pos()))).collect(),
+            Node::Scalar { value, pos, .. } => vec![(value.clone(), *pos)],
+            other => {
+                self.err(other.pos(), format!("`{key}` must be a list, found {}", other.kind()));
+                Vec::new()
+            }
+        }
+    }
+
     pub(super) fn string_list(&mut self, node: &Node, key: &str) -> Vec<String> {
         match node {
             Node::Seq { items, .. } => items.iter().filter_map(|i| self.string(i, key)).collect(),

@@ -8,6 +8,7 @@ mod action;
 mod behaviour;
 mod cx;
 mod place;
+mod sandbox;
 mod setup;
 mod when;
 
@@ -25,7 +26,7 @@ const KEYS: &[&str] = &[
     "name", "description", "schedule", "timezone", "agent", "command", "prompt", "mode", "model", "config",
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
-    "retries", "retry_backoff", "max_wait", "retry_after_work", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets", "allow", "deny", "on_denial", "budget",
+    "retries", "retry_backoff", "max_wait", "retry_after_work", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets", "allow", "deny", "on_denial", "budget", "sandbox", "sandbox_hide",
 ];
 
 /// A file's keys, each once, by Nightshift's name for it (agents-cli's aliases read as ours).
@@ -119,6 +120,10 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     let (action, guard, guard_pos) = action::action(&mut cx, &f);
     let setup::Setup { timeout, secrets, budget, stall, cwd, env, variables, account } = setup::setup(&mut cx, &f, action.as_ref());
     let (workspace, placement) = place::place(&mut cx, &f, cwd.as_deref(), action.as_ref(), &guard, &guard_pos);
+    let sandbox = sandbox::sandbox(&mut cx, &f);
+    if placement.is_some() && sandbox.asked == Some(crate::sandbox::Switch::On) {
+        cx.err(f.pos("sandbox"), "`sandbox: on` is built on this machine only: runs on SSH hosts and GitHub Actions are not sandboxed by Nightshift (yet); run it here, or leave `sandbox:` out");
+    }
     let behaviour::Behaviour { catchup, catchup_within, enabled, notify_missed, ping, notify, devices, webhooks, retry, overlap } = behaviour::behaviour(&mut cx, &f);
 
     match action {
@@ -151,6 +156,7 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 placement,
                 retry,
                 overlap,
+                sandbox,
                 notify_missed,
                 ping,
                 run_once,

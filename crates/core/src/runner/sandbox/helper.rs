@@ -1,0 +1,167 @@
+//! The two sandbox helpers a run's wrapper starts through the Nightshift binary that started the
+//! run (like the log scrubber, [`crate::runner::scrub`]): `__sandbox-run` outside the sandbox (the
+//! proxy, then bubblewrap) and `__sandbox-net` inside it (loopback ports to the proxy, then the
+//! agent). Each exits with the agent's exit code, so the wrapper records the agent's.
+
+use super::{proxy, Plan, INSIDE_DIR, SOCKET};
+use crate::run_dir::RunDir;
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+
+/// `<exe> __sandbox-run <bwrap> <run dir> -- <program> <args…>`.
+pub const RUN_ARG: &str = "__sandbox-run";
+/// `<exe> __sandbox-net <socket> <port,port…> -- <program> <args…>` (inside).
+pub const NET_ARG: &str = "__sandbox-net";
+
+/// The wrapper's command line for a sandboxed run of `program args`: the helper `exe` outside.
+pub fn command(exe: &Path, bwrap: &Path, run_dir: &Path, program: &Path, args: &[String]) -> (PathBuf, Vec<String>) {
+    let mut a = vec![RUN_ARG.to_string(), bwrap.display().to_string(), run_dir.display().to_string(), "--".into(), program.display().to_string()];
+    a.extend(args.iter().cloned());
+    (exe.to_path_buf(), a)
+}
+
+/// Serve a sandbox helper request if this process was started for one (call it first thing in
+/// `main`; it returns when not).
+pub fn serve_helper_request() {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let code = match args.get(1).and_then(|a| a.to_str()) {
+        Some(RUN_ARG) => outside(&args[2..]),
+        Some(NET_ARG) => inside(&args[2..]),
+        _ => return,
+    };
+    std::process::exit(code);
+}
+
+/// The agent's way of ending, as the exit code a shell would give it.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+fn fail(what: String) -> i32 {
+    eprintln!("nightshift sandbox: {what}");
+    // 125: the sandbox could not start the agent (the code `env` and container tools use).
+    125
+}
+
+/// Outside: start the proxy on the run's socket, then bubblewrap with the plan.
+fn outside(args: &[OsString]) -> i32 {
+    let [bwrap, run_dir, sep, program @ ..] = args else { return fail("usage: __sandbox-run <bwrap> <run dir> -- <program> [args…]".into()) };
+    if sep != "--" || program.is_empty() {
+        return fail("usage: __sandbox-run <bwrap> <run dir> -- <program> [args…]".into());
+    }
+    let run_dir = PathBuf::from(run_dir);
+    let dir = RunDir::at(&run_dir);
+    let plan: Plan = match std::fs::read(dir.sandbox_plan()).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+        Ok(plan) => plan,
+        Err(e) => return fail(format!("cannot read the sandbox plan {}: {e}", dir.sandbox_plan().display())),
+    };
+    // Bound by a path relative to the sandbox's folder: a Unix socket's path has 108 bytes, a
+    // run's folder may be longer.
+    if let Err(e) = std::env::set_current_dir(dir.sandbox()) {
+        return fail(format!("cannot enter {}: {e}", dir.sandbox().display()));
+    }
+    let _ = std::fs::remove_file(SOCKET);
+    let listener = match std::os::unix::net::UnixListener::bind(SOCKET) {
+        Ok(l) => l,
+        Err(e) => return fail(format!("cannot open the sandbox's proxy socket in {}: {e}", dir.sandbox().display())),
+    };
+    let rules = proxy::Rules { hosts: plan.hosts.clone(), refused_log: dir.sandbox_refused() };
+    std::thread::spawn(move || proxy::serve(listener, rules));
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => return fail(format!("cannot find this program to start inside the sandbox: {e}")),
+    };
+    let forwards: Vec<String> = plan.forwards.iter().map(u16::to_string).collect();
+    let mut cmd = std::process::Command::new(bwrap);
+    cmd.args(plan.bwrap_args(&run_dir, super::as_root()))
+        .arg("--")
+        .arg(exe)
+        .arg(NET_ARG)
+        .arg(format!("{INSIDE_DIR}/{SOCKET}"))
+        .arg(forwards.join(","))
+        .arg("--")
+        .args(program);
+    match cmd.status() {
+        Ok(status) => exit_code(status),
+        Err(e) => fail(format!("cannot start bubblewrap ({}): {e}", Path::new(bwrap).display())),
+    }
+}
+
+/// The proxy variables every client reads, in both spellings; nothing bypasses it.
+const PROXY_VARS: &[&str] = &["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY", "all_proxy"];
+
+/// Inside: a loopback port that carries connections to the proxy (what `HTTPS_PROXY` names), the
+/// forwarded loopback ports, then the agent.
+fn inside(args: &[OsString]) -> i32 {
+    let [socket, forwards, sep, program, rest @ ..] = args else { return fail("usage: __sandbox-net <socket> <ports> -- <program> [args…]".into()) };
+    if sep != "--" {
+        return fail("usage: __sandbox-net <socket> <ports> -- <program> [args…]".into());
+    }
+    let socket = PathBuf::from(socket);
+    let listener = match TcpListener::bind("127.0.0.1:0") {
+        Ok(l) => l,
+        Err(e) => return fail(format!("cannot open the sandbox's loopback: {e}")),
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let through = socket.clone();
+    std::thread::spawn(move || accept(listener, through, None));
+    for p in forwards.to_string_lossy().split(',').filter_map(|p| p.parse::<u16>().ok()) {
+        match TcpListener::bind(("127.0.0.1", p)) {
+            Ok(l) => {
+                let through = socket.clone();
+                std::thread::spawn(move || accept(l, through, Some(p)));
+            }
+            Err(e) => eprintln!("nightshift sandbox: cannot forward 127.0.0.1:{p}: {e}"),
+        }
+    }
+    let mut cmd = std::process::Command::new(program);
+    cmd.args(rest);
+    let url = format!("http://127.0.0.1:{port}");
+    for var in PROXY_VARS {
+        cmd.env(var, &url);
+    }
+    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+    match cmd.status() {
+        Ok(status) => exit_code(status),
+        Err(e) => fail(format!("cannot start {} in the sandbox: {e}", Path::new(program).display())),
+    }
+}
+
+/// Carry each connection on `listener` to the proxy: as it is (`forward: None`, the client speaks
+/// to a proxy), or through a tunnel the proxy is asked for (`Some(port)`, the client speaks to
+/// `127.0.0.1:port` directly).
+fn accept(listener: TcpListener, socket: PathBuf, forward: Option<u16>) {
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let socket = socket.clone();
+        std::thread::spawn(move || {
+            let _ = carry(conn, &socket, forward);
+        });
+    }
+}
+
+fn carry(client: TcpStream, socket: &Path, forward: Option<u16>) -> std::io::Result<()> {
+    let mut upstream = UnixStream::connect(socket)?;
+    if let Some(port) = forward {
+        upstream.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes())?;
+        let mut reader = BufReader::new(upstream.try_clone()?);
+        let mut status = String::new();
+        reader.read_line(&mut status)?;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line)? == 0 || line == "\r\n" {
+                break;
+            }
+        }
+        if !status.contains(" 200 ") {
+            return Ok(());
+        }
+    }
+    let (client_r, upstream_r) = (client.try_clone()?, upstream.try_clone()?);
+    super::splice(client_r, upstream, upstream_r, client);
+    Ok(())
+}

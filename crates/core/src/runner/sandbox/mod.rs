@@ -1,0 +1,179 @@
+//! Putting a run in the machine's sandbox: bubblewrap (`bwrap`) on Linux, and a network that
+//! reaches only what the run may reach, through a proxy of Nightshift's own.
+//!
+//! The run's process tree, under its wrapper (`runner::process`):
+//!
+//! ```text
+//! <nightshift> __sandbox-run <run dir> -- <agent> <args…>     outside: the proxy, on a Unix socket
+//!   └ bwrap … --unshare-net …                                   the machine read-only, secrets hidden
+//!       └ <nightshift> __sandbox-net <socket> <ports> -- …      inside: loopback → the proxy
+//!           └ <agent> <args…>                                   HTTPS_PROXY=http://127.0.0.1:<port>
+//! ```
+//!
+//! The proxy lives in the run's own process group, not in the engine: a run outlives its engine by
+//! design (`runner::process`), and its network must too. Everything the sandbox is built from is
+//! the [`Plan`], written to the run's folder before it starts (a run with one was sandboxed).
+
+pub mod helper;
+pub mod proxy;
+
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Where the sandbox's folder of the run (`<run dir>/sandbox`) is seen inside: a short path, so
+/// the proxy's socket path fits a Unix socket's 108 bytes whatever the run's folder is.
+pub const INSIDE_DIR: &str = "/tmp/.nightshift-sandbox";
+/// The proxy's socket in that folder.
+pub const SOCKET: &str = "proxy.sock";
+/// An empty file nobody may read, laid over each hidden file.
+pub const HIDDEN_FILE: &str = "hidden";
+
+/// What one run's sandbox is built from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Plan {
+    /// Folders the run may write (its working folder, its run folder, its account's folders,
+    /// `allow.dirs`, its agent's own state).
+    pub writable: Vec<PathBuf>,
+    /// Paths under `/tmp` it must still see (the sandbox's `/tmp` is its own): its program, its
+    /// `PATH`, what its environment names.
+    pub visible: Vec<PathBuf>,
+    /// Paths it may not see at all (`~/.ssh`, the database, other accounts…).
+    pub hidden: Vec<PathBuf>,
+    /// Hosts it may reach through the proxy (`host` or `host:port`, `*.x`).
+    pub hosts: Vec<String>,
+    /// Loopback ports among `hosts`, forwarded inside so `http://127.0.0.1:<port>` works as
+    /// written (a local model server, a test API) even for a client that ignores proxy settings.
+    pub forwards: Vec<u16>,
+    /// Where the run starts.
+    pub cwd: Option<PathBuf>,
+}
+
+impl Plan {
+    /// bubblewrap's arguments for the run, up to (not including) the program it starts. Order
+    /// matters: the machine read-only, a private `/tmp`, what must stay visible under it, the
+    /// writable folders, and the hidden list laid over all of them (a hidden folder inside a
+    /// writable one stays hidden).
+    pub fn bwrap_args(&self, run_dir: &Path, as_root: bool) -> Vec<String> {
+        let mut a: Vec<String> = Vec::new();
+        let mut push = |items: &[&str]| a.extend(items.iter().map(|s| s.to_string()));
+        push(&["--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-ipc"]);
+        // As root, bubblewrap keeps every capability unless told: without this, the run could
+        // remount what is read-only and unmount what hides.
+        if as_root {
+            push(&["--cap-drop", "ALL"]);
+        }
+        push(&["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]);
+        let shown = |p: &PathBuf| p.display().to_string();
+        for v in self.visible.iter().filter(|p| p.exists()) {
+            a.extend(["--ro-bind".into(), shown(v), shown(v)]);
+        }
+        let mut writable: Vec<&PathBuf> = self.writable.iter().filter(|p| p.exists()).collect();
+        writable.sort_by_key(|p| p.components().count());
+        for w in writable {
+            a.extend(["--bind".into(), shown(w), shown(w)]);
+        }
+        let own = run_dir.join(crate::run_dir::SANDBOX_DIR);
+        a.extend(["--bind".into(), shown(&own), INSIDE_DIR.into()]);
+        for h in &self.hidden {
+            match std::fs::symlink_metadata(h) {
+                Ok(m) if m.is_dir() => a.extend(["--perms".into(), "0000".into(), "--tmpfs".into(), shown(h)]),
+                Ok(_) => a.extend(["--ro-bind".into(), shown(&own.join(HIDDEN_FILE)), shown(h)]),
+                Err(_) => {}
+            }
+        }
+        if let Some(cwd) = &self.cwd {
+            a.extend(["--chdir".into(), shown(cwd)]);
+        }
+        a
+    }
+}
+
+/// A stream whose writing half can be closed while its reading half goes on.
+pub(crate) trait HalfClose: std::io::Write {
+    fn close_write(&self);
+}
+
+impl HalfClose for std::net::TcpStream {
+    fn close_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+impl HalfClose for std::os::unix::net::UnixStream {
+    fn close_write(&self) {
+        let _ = self.shutdown(std::net::Shutdown::Write);
+    }
+}
+
+/// Carry bytes both ways — `from_a` to `to_b` on a thread of its own, `from_b` to `to_a` here —
+/// until each side has said all it will (each end's writing half closed after its last byte).
+pub(crate) fn splice(mut from_a: impl std::io::Read + Send + 'static, mut to_b: impl HalfClose + Send + 'static, mut from_b: impl std::io::Read, mut to_a: impl HalfClose) {
+    let up = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut from_a, &mut to_b);
+        to_b.close_write();
+    });
+    let _ = std::io::copy(&mut from_b, &mut to_a);
+    to_a.close_write();
+    let _ = up.join();
+}
+
+/// Whether this process runs as root (bubblewrap then needs `--cap-drop ALL`).
+pub fn as_root() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// Can a sandbox be built here? `bwrap` found on `path_var` and able to make the namespaces the
+/// plan asks for (user namespaces allowed, not inside a container that forbids them). `Ok`: the
+/// `bwrap` to use; `Err`: why not, with the fix in words.
+pub fn probe(path_var: Option<&str>) -> Result<PathBuf, String> {
+    let bwrap = crate::fsutil::find_on_path("bwrap", path_var)
+        .ok_or_else(|| "bubblewrap (`bwrap`) is not installed; install it (Debian and Ubuntu: `apt install bubblewrap`), or set `sandbox: off` on the routine".to_string())?;
+    let mut cmd = std::process::Command::new(&bwrap);
+    cmd.args(["--die-with-parent", "--unshare-net", "--unshare-pid", "--unshare-ipc"]);
+    if as_root() {
+        cmd.args(["--cap-drop", "ALL"]);
+    }
+    cmd.args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "true"]);
+    let out = cmd.stdin(std::process::Stdio::null()).output().map_err(|e| format!("{} could not be started: {e}", bwrap.display()))?;
+    if out.status.success() {
+        return Ok(bwrap);
+    }
+    let said = String::from_utf8_lossy(&out.stderr);
+    Err(format!(
+        "bubblewrap cannot make a sandbox here ({}): user namespaces may be turned off (`sysctl kernel.unprivileged_userns_clone=1`, or AppArmor's `kernel.apparmor_restrict_unprivileged_userns=0`), or this is a container that forbids them; or set `sandbox: off` on the routine",
+        crate::words::first_line(said.trim(), 200)
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hidden_paths_are_laid_over_the_writable_folders_and_only_existing_ones_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".netrc"), "machine x").unwrap();
+        let run_dir = dir.path().join("run");
+        std::fs::create_dir_all(run_dir.join("sandbox")).unwrap();
+        let plan = Plan {
+            writable: vec![home.join("work/deep"), home.clone(), run_dir.clone()],
+            hidden: vec![home.join(".ssh"), home.join(".netrc"), home.join(".aws")],
+            cwd: Some(home.clone()),
+            ..Plan::default()
+        };
+        std::fs::create_dir_all(home.join("work/deep")).unwrap();
+        let args = plan.bwrap_args(&run_dir, false).join(" ");
+        let at = |needle: &str| args.find(needle).unwrap_or_else(|| panic!("{needle} not in {args}"));
+        assert!(at(&format!("--bind {} {}", home.display(), home.display())) < at(&format!("--bind {0} {0}", home.join("work/deep").display())), "shallow first: {args}");
+        assert!(at("--tmpfs /tmp") < at(&format!("--bind {0} {0}", run_dir.display())), "{args}");
+        assert!(at(&format!("--perms 0000 --tmpfs {}", home.join(".ssh").display())) > at(&format!("--bind {0} {0}", home.display())), "hidden over writable: {args}");
+        assert!(args.contains(&format!("--ro-bind {} {}", run_dir.join("sandbox/hidden").display(), home.join(".netrc").display())), "{args}");
+        assert!(!args.contains(".aws"), "a path that does not exist is not named: {args}");
+        assert!(!args.contains("--cap-drop"), "{args}");
+        assert!(plan.bwrap_args(&run_dir, true).join(" ").contains("--cap-drop ALL"));
+        assert!(args.ends_with(&format!("--chdir {}", home.display())), "{args}");
+    }
+}
