@@ -272,3 +272,12 @@ pub fn serve(th: &TestHome, addr: &str, extra: &[&str]) -> Served {
     let port = addr.rsplit(':').next().unwrap().parse().unwrap();
     Served { child, base: base.to_string(), addr, port, token: token.to_string() }
 }
+
+/// The run went in the machine's sandbox (its plan is in its folder) and the sandbox refused
+/// nothing its agent tried to reach: the agent's own needs are in its file (`sandbox_needs`).
+pub fn assert_sandboxed(rec: &serde_json::Value) {
+    let dir = std::path::Path::new(rec["run_dir"].as_str().expect("run_dir"));
+    assert!(dir.join("sandbox/plan.json").is_file(), "not sandboxed: {rec:#}");
+    let refused: Vec<&serde_json::Value> = rec["denials"].as_array().into_iter().flatten().filter(|d| d["tool"] == "Network").collect();
+    assert!(refused.is_empty(), "the sandbox refused what the agent needed: {refused:?}");
+}

@@ -47,6 +47,8 @@ async fn every_mode_starts_and_a_success_is_completed_with_its_report() {
         routine(&th, &fake, "sk-good", mode, 0);
         let (rec, code) = run(&th, "success").await;
         assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "mode {mode}: {rec:#}");
+        // Inside the machine's sandbox, with nothing it needed refused.
+        common::assert_sandboxed(&rec);
         assert_eq!(rec["exit_code"], 0);
         // The fake API's usage (120 in, 20 of them cached, 9 out), as Codex reports the turn.
         assert_eq!(

@@ -74,6 +74,8 @@ async fn every_mode_starts_and_a_success_is_completed_with_its_report_and_usage(
         routine(&th, &fake, &t, mode, "");
         let (rec, code) = run(&th, "success").await;
         assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "mode {mode}: {rec:#}");
+        // Inside the machine's sandbox, with nothing it needed refused.
+        common::assert_sandboxed(&rec);
         assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT, "mode {mode}");
         // Tokens from the file `--usage-output-file` wrote into the run's directory.
         let u = &rec["usage"];

@@ -48,6 +48,8 @@ async fn every_mode_starts_in_an_untrusted_folder_and_a_success_is_completed() {
         routine(&th, &fake, "AIza-good", mode, 1);
         let (rec, code) = run(&th, "success").await;
         assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "mode {mode}: {rec:#}");
+        // Inside the machine's sandbox, with nothing it needed refused.
+        common::assert_sandboxed(&rec);
         // The fake API's usageMetadata (100 prompt, 7 candidates tokens); no cache-write figure.
         assert_eq!((&rec["usage"]["input_tokens"], &rec["usage"]["output_tokens"], &rec["usage"]["cache_write_tokens"]), (&serde_json::json!(100), &serde_json::json!(7), &serde_json::Value::Null), "{rec:#}");
         assert!(rec["session_id"].as_str().is_some(), "{rec:#}");

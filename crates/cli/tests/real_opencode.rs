@@ -60,6 +60,8 @@ async fn every_mode_starts_and_a_success_is_completed_with_its_report_usage_and_
         routine(&th, &fake, key, mode, "");
         let (rec, code) = run(&th, "success").await;
         assert_eq!((code, rec["status"].as_str()), (0, Some("completed")), "mode {mode}: {rec:#}");
+        // Inside the machine's sandbox, with nothing it needed refused.
+        common::assert_sandboxed(&rec);
         assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), REPORT, "mode {mode}");
         assert!(rec["usage"]["input_tokens"].as_u64().unwrap() > 0 && rec["usage"]["output_tokens"].as_u64().unwrap() > 0, "{rec:#}");
         assert!(rec["cost_usd"].as_f64().unwrap() > 0.0, "OpenCode prices the step: {rec:#}");

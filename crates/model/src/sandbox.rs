@@ -225,6 +225,10 @@ pub fn loopback_ports(hosts: &[String]) -> Vec<u16> {
 pub struct Needs {
     /// The vendor's hosts (`*.x` for subdomains), reached on 443 (and 80).
     pub api_hosts: &'static [&'static str],
+    /// Hosts the CLI calls on its own, for nothing the run asked (update checks, feature flags):
+    /// refused like any other and kept in the run's record of refusals, but not the run's denials
+    /// (the agent did not try them; `on_denial: fail` is not about them).
+    pub background_hosts: &'static [&'static str],
     /// Folders and files under the home the CLI writes when it runs on the user's own login.
     pub home_state: &'static [&'static str],
     /// More variables naming folders it writes (its config dir's variable and the account's
@@ -236,7 +240,7 @@ pub struct Needs {
 }
 
 impl Needs {
-    pub const NONE: Needs = Needs { api_hosts: &[], home_state: &[], state_vars: &[], config_files: &[] };
+    pub const NONE: Needs = Needs { api_hosts: &[], background_hosts: &[], home_state: &[], state_vars: &[], config_files: &[] };
 }
 
 /// The API addresses an agent's own config files name (any key ending in `url`, case aside,
@@ -284,6 +288,9 @@ fn collect_urls(value: &serde_json::Value, hosts: &mut Vec<String>) {
 pub struct Refusal {
     /// `host:port`.
     pub host: String,
+    /// One of the agent CLI's own background hosts ([`Needs::background_hosts`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 /// What a sandboxed run's tool results say when the sandbox refused them: a write to the
@@ -291,13 +298,13 @@ pub struct Refusal {
 pub const REFUSED_SIGNS: &[&str] = &["Read-only file system", "Permission denied", "Operation not permitted"];
 
 /// The network refusals a sandboxed run left in its folder, as the run's denials
-/// (`Network(host:port)`), each host once.
+/// (`Network(host:port)`), each host once — but its CLI's own background calls.
 pub fn refusals(run_dir: &Path) -> Vec<crate::run::Denial> {
     let text = std::fs::read_to_string(crate::run_dir::RunDir::at(run_dir).sandbox_refused()).unwrap_or_default();
     let mut hosts: Vec<String> = Vec::new();
     for line in text.lines() {
         if let Ok(r) = serde_json::from_str::<Refusal>(line) {
-            if !hosts.contains(&r.host) {
+            if !r.background && !hosts.contains(&r.host) {
                 hosts.push(r.host);
             }
         }
@@ -361,7 +368,7 @@ mod tests {
         assert_eq!(url_host("http://u:p@[::1]:81/x"), Some("[::1]:81".into()));
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.toml"), "model = \"gpt-5\"\n[model_providers.fake]\nbase_url = \"http://127.0.0.1:4200/v1\"\n").unwrap();
-        const CODEX: Needs = Needs { api_hosts: &[], home_state: &[], state_vars: &[], config_files: &[("CODEX_HOME", ".codex", "config.toml")] };
+        const CODEX: Needs = Needs { api_hosts: &[], background_hosts: &[], home_state: &[], state_vars: &[], config_files: &[("CODEX_HOME", ".codex", "config.toml")] };
         let env = BTreeMap::from([("CODEX_HOME".to_string(), dir.path().display().to_string())]);
         assert_eq!(hosts_in_config(&CODEX, &env, None), vec!["127.0.0.1:4200".to_string()]);
         assert_eq!(hosts_in_config(&CODEX, &BTreeMap::new(), Some(dir.path())), Vec::<String>::new(), "no .codex there");

@@ -105,6 +105,7 @@ impl AgentDriver for Claude {
     fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
         &crate::sandbox::Needs {
             api_hosts: &["api.anthropic.com", "console.anthropic.com", "claude.ai", "platform.claude.com", "statsig.anthropic.com"],
+            background_hosts: &[],
             home_state: &[".claude", ".claude.json"],
             state_vars: &[],
             config_files: &[("CLAUDE_CONFIG_DIR", ".claude", "settings.json")],

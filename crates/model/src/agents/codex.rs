@@ -82,6 +82,7 @@ impl AgentDriver for Codex {
     fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
         &crate::sandbox::Needs {
             api_hosts: &["api.openai.com", "chatgpt.com", "auth.openai.com"],
+            background_hosts: &["github.com", "api.github.com", "ab.chatgpt.com"],
             home_state: &[".codex"],
             state_vars: &[],
             config_files: &[("CODEX_HOME", ".codex", "config.toml")],

@@ -166,6 +166,7 @@ impl AgentDriver for Copilot {
     fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
         &crate::sandbox::Needs {
             api_hosts: &["api.github.com", "github.com", "api.githubcopilot.com", "*.githubcopilot.com", "copilot-proxy.githubusercontent.com"],
+            background_hosts: &[],
             home_state: &[".copilot", ".cache/copilot"],
             state_vars: &["COPILOT_CACHE_HOME"],
             config_files: &[],

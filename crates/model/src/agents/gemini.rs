@@ -135,6 +135,7 @@ impl AgentDriver for Gemini {
     fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
         &crate::sandbox::Needs {
             api_hosts: &["generativelanguage.googleapis.com", "cloudcode-pa.googleapis.com", "oauth2.googleapis.com", "www.googleapis.com", "play.googleapis.com"],
+            background_hosts: &[],
             home_state: &[".gemini"],
             state_vars: &[],
             config_files: &[],

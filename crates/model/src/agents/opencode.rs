@@ -213,7 +213,8 @@ impl AgentDriver for OpenCode {
     /// Inside the sandbox: the vendor's API and sign-in hosts, and the folders OpenCode writes.
     fn sandbox_needs(&self) -> &'static crate::sandbox::Needs {
         &crate::sandbox::Needs {
-            api_hosts: &["opencode.ai", "models.dev", "api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai"],
+            api_hosts: &["opencode.ai", "models.dev", "registry.npmjs.org", "api.anthropic.com", "api.openai.com", "generativelanguage.googleapis.com", "openrouter.ai"],
+            background_hosts: &[],
             home_state: &[".config/opencode", ".local/share/opencode", ".local/state/opencode", ".cache/opencode"],
             state_vars: &[],
             config_files: &[("XDG_CONFIG_HOME", ".config", "opencode/opencode.json")],

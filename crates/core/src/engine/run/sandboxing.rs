@@ -129,7 +129,8 @@ fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[Path
     hosts.dedup();
     let forwards = crate::sandbox::loopback_ports(&hosts);
 
-    Plan { visible: visible_under_tmp(spec, env), writable, hidden, hosts, forwards, cwd }
+    let background = needs.background_hosts.iter().map(|h| h.to_string()).collect();
+    Plan { visible: visible_under_tmp(spec, env), writable, hidden, hosts, background, forwards, cwd }
 }
 
 /// What must stay visible under the sandbox's own `/tmp`: the program (an npm CLI: its whole

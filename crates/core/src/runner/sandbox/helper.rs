@@ -69,7 +69,7 @@ fn outside(args: &[OsString]) -> i32 {
         Ok(l) => l,
         Err(e) => return fail(format!("cannot open the sandbox's proxy socket in {}: {e}", dir.sandbox().display())),
     };
-    let rules = proxy::Rules { hosts: plan.hosts.clone(), refused_log: dir.sandbox_refused() };
+    let rules = proxy::Rules { hosts: plan.hosts.clone(), background: plan.background.clone(), refused_log: dir.sandbox_refused() };
     std::thread::spawn(move || proxy::serve(listener, rules));
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,

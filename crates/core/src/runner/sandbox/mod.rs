@@ -41,6 +41,9 @@ pub struct Plan {
     pub hidden: Vec<PathBuf>,
     /// Hosts it may reach through the proxy (`host` or `host:port`, `*.x`).
     pub hosts: Vec<String>,
+    /// Hosts its CLI calls on its own (update checks): refused, and not the run's denials.
+    #[serde(default)]
+    pub background: Vec<String>,
     /// Loopback ports among `hosts`, forwarded inside so `http://127.0.0.1:<port>` works as
     /// written (a local model server, a test API) even for a client that ignores proxy settings.
     pub forwards: Vec<u16>,

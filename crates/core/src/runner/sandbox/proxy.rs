@@ -21,6 +21,8 @@ const MAX_HEAD: usize = 64 * 1024;
 /// What the proxy lets through, and where it records what it refused.
 pub struct Rules {
     pub hosts: Vec<String>,
+    /// Hosts refused without being the run's denials (its CLI's update checks, feature flags).
+    pub background: Vec<String>,
     pub refused_log: PathBuf,
 }
 
@@ -32,7 +34,8 @@ impl Rules {
     /// Append the refusal to the run's record of them (one JSON line; appends of one line are
     /// whole even from several connections at once).
     fn record(&self, host: &str, port: u16) {
-        let line = serde_json::to_string(&Refusal { host: format!("{}:{port}", bracketed(host)) }).unwrap_or_default();
+        let background = self.background.iter().any(|a| host_allowed(a, host, port));
+        let line = serde_json::to_string(&Refusal { host: format!("{}:{port}", bracketed(host)), background }).unwrap_or_default();
         let appended = std::fs::OpenOptions::new().create(true).append(true).open(&self.refused_log).and_then(|mut f| f.write_all(format!("{line}\n").as_bytes()));
         if let Err(e) = appended {
             eprintln!("nightshift sandbox: could not record a refused connection to {host}:{port}: {e}");
@@ -183,8 +186,9 @@ mod tests {
         });
         let socket = dir.path().join("p.sock");
         let listener = UnixListener::bind(&socket).unwrap();
-        let refused_log = dir.path().join("refused.jsonl");
-        let rules = Rules { hosts: vec![format!("127.0.0.1:{port}")], refused_log: refused_log.clone() };
+        let refused_log = crate::run_dir::RunDir::at(dir.path()).sandbox_refused();
+        std::fs::create_dir_all(refused_log.parent().unwrap()).unwrap();
+        let rules = Rules { hosts: vec![format!("127.0.0.1:{port}")], background: vec!["example.com".into()], refused_log: refused_log.clone() };
         std::thread::spawn(move || serve(listener, rules));
         let ask = |request: String| {
             let mut s = UnixStream::connect(&socket).unwrap();
@@ -208,6 +212,9 @@ mod tests {
         let refused = ask("GET http://example.com/ HTTP/1.1\r\n\r\n".to_string());
         assert!(refused.starts_with("HTTP/1.1 403"), "{refused}");
         let log = std::fs::read_to_string(&refused_log).unwrap();
-        assert_eq!(log, format!("{{\"host\":\"127.0.0.1:{other}\"}}\n{{\"host\":\"example.com:80\"}}\n"));
+        assert_eq!(log, format!("{{\"host\":\"127.0.0.1:{other}\"}}\n{{\"host\":\"example.com:80\",\"background\":true}}\n"));
+        // The CLI's own background call is kept, not counted among what the run tried.
+        let denials: Vec<String> = crate::sandbox::refusals(dir.path()).iter().map(|d| d.words()).collect();
+        assert_eq!(denials, vec![format!("Network(127.0.0.1:{other})")]);
     }
 }
