@@ -34,7 +34,7 @@ fn warnings_are_located_listed_and_never_block() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert_eq!(
         stderr(&out),
-        "routines/synced.yaml:3:1: warning: `sandbox` is ignored: agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout\n\
+        "routines/synced.yaml:3:10: warning: agents-cli's `sandbox: false` is not taken as `sandbox: off`: Nightshift's default applies (its sandbox for agent routines, none for commands); write `sandbox: off` to opt out\n\
          routines/synced.yaml:4:10: warning: `timeout: 45` has no unit: taken as 45 seconds; write 45s (or 10m, 1h) to say so\n"
     );
     assert_eq!(stdout(&out), "✓ 1 routine valid, 2 warnings\n");
@@ -513,7 +513,7 @@ fn a_missing_folder_warns_at_load_and_blocks_at_start_without_retries() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let said = stderr(&out);
     assert!(said.contains(&format!("routines/backup.yaml:2:6: warning: `cwd`: {} does not exist (yet); a run started while it is missing is blocked (no_cwd)", folder.display())), "{said}");
-    assert!(said.contains(&format!("routines/docs.yaml:4:15: warning: `allow.dirs`: {} is not a folder (yet)", folder.display())), "{said}");
+    assert!(said.contains(&format!("routines/docs.yaml:4:16: warning: `allow.dirs`: {} is not a folder (yet)", folder.display())), "{said}");
 
     for name in ["backup", "docs"] {
         let run = json(&ctl(&th).args(["run", name, "--wait", "--json"]).output().unwrap());

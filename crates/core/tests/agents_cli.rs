@@ -84,10 +84,11 @@ fn assert_corpus(set: &RoutineSet, user_home: &Path) {
     assert_eq!(r.timeout, std::time::Duration::from_secs(7200));
     let (agent, mode, prompt) = agent_of(set, "release-train");
     assert_eq!((agent, mode), (Agent::Claude, Mode::Skip));
+    assert_eq!(r.sandbox.asked, None, "agents-cli's `sandbox: false` does not opt out of Nightshift's");
     assert!(prompt.starts_with("Publish what is merged"), "{prompt}");
     assert_eq!(
         warnings(set, "release-train"),
-        ["release-train.yml:8:1: warning: `sandbox` is ignored: agents-cli's sandbox switch is not used: the run is limited by its `mode` (plan, edit, auto, skip), and `workspace: worktree` keeps it off your checkout"]
+        ["release-train.yml:8:10: warning: agents-cli's `sandbox: false` is not taken as `sandbox: off`: Nightshift's default applies (its sandbox for agent routines, none for commands); write `sandbox: off` to opt out"]
     );
     // `effort: low` is passed to Claude Code as its own `--effort low`.
     assert!(matches!(&r.action, Action::Agent { effort: Some(nightshift_core::routine::Effort::Low), .. }), "{:?}", r.action);

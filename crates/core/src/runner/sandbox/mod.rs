@@ -110,14 +110,74 @@ impl HalfClose for std::os::unix::net::UnixStream {
 
 /// Carry bytes both ways — `from_a` to `to_b` on a thread of its own, `from_b` to `to_a` here —
 /// until each side has said all it will (each end's writing half closed after its last byte).
-pub(crate) fn splice(mut from_a: impl std::io::Read + Send + 'static, mut to_b: impl HalfClose + Send + 'static, mut from_b: impl std::io::Read, mut to_a: impl HalfClose) {
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut from_a, &mut to_b);
-        to_b.close_write();
-    });
-    let _ = std::io::copy(&mut from_b, &mut to_a);
-    to_a.close_write();
+pub(crate) fn splice<R: std::io::Read + std::os::fd::AsRawFd + Send + 'static, W: HalfClose + std::os::fd::AsRawFd + Send + 'static>(
+    from_a: R,
+    to_b: W,
+    from_b: impl std::io::Read + std::os::fd::AsRawFd,
+    to_a: impl HalfClose + std::os::fd::AsRawFd,
+) {
+    let up = std::thread::spawn(move || pump(from_a, to_b));
+    pump(from_b, to_a);
     let _ = up.join();
+}
+
+/// Move everything `from` says to `to`, then close `to`'s writing half. In the kernel where it can
+/// (`splice(2)` through a pipe: the bytes are never copied into this process), else through a
+/// large buffer — the proxy is on the path of every byte a sandboxed run downloads.
+fn pump(mut from: impl std::io::Read + std::os::fd::AsRawFd, mut to: impl HalfClose + std::os::fd::AsRawFd) {
+    if kernel_pump(from.as_raw_fd(), to.as_raw_fd()).is_err() {
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            match from.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => {
+                    if to.write_all(&buf[..n]).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    }
+    to.close_write();
+}
+
+/// `from` → pipe → `to` with `splice(2)`, until `from` ends. `Err` before the first byte moved when
+/// the kernel cannot splice these (the caller copies instead).
+fn kernel_pump(from: std::os::fd::RawFd, to: std::os::fd::RawFd) -> std::io::Result<()> {
+    let (read_end, write_end) = std::io::pipe()?;
+    use std::os::fd::AsRawFd;
+    const CHUNK: usize = 1 << 20;
+    loop {
+        // SAFETY: splicing between open descriptors this function's callers own; no memory is passed.
+        let n = unsafe { libc::splice(from, std::ptr::null_mut(), write_end.as_raw_fd(), std::ptr::null_mut(), CHUNK, libc::SPLICE_F_MOVE) };
+        if n < 0 {
+            let e = std::io::Error::last_os_error();
+            if e.kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let mut left = n as usize;
+        while left > 0 {
+            // SAFETY: as above.
+            let m = unsafe { libc::splice(read_end.as_raw_fd(), std::ptr::null_mut(), to, std::ptr::null_mut(), left, libc::SPLICE_F_MOVE) };
+            if m < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // The bytes in the pipe cannot be taken back: the connection is over either way.
+                return Ok(());
+            }
+            if m == 0 {
+                return Ok(());
+            }
+            left -= m as usize;
+        }
+    }
 }
 
 /// Whether this process runs as root (bubblewrap then needs `--cap-drop ALL`).
