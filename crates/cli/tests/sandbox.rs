@@ -66,14 +66,14 @@ async fn a_sandboxed_claude_run_keeps_to_its_folder_and_its_api_and_every_refusa
     std::fs::write(
         project.join("probe.sh"),
         format!(
-            "case $1 in\n  key) cat \"$HOME/.ssh/id_ed25519\" ;;\n  outside) echo changed > \"$HOME/outside.txt\" ;;\n  account) cat {}/.credentials.json ;;\n  db) head -c 16 {} ;;\n  net) curl -fsS -m 10 http://127.0.0.1:{port}/ ;;\n  edit) echo done > result.txt ;;\nesac\n",
+            "case $1 in\n  key) cat \"$HOME/.ssh/id_ed25519\" ;;\n  outside) echo changed > \"$HOME/outside.txt\" ;;\n  account) cat {}/.credentials.json ;;\n  db) head -c 16 {} ;;\n  bus) ls \"$XDG_RUNTIME_DIR\" ;;\n  net) curl -fsS -m 10 http://127.0.0.1:{port}/ ;;\n  edit) echo done > result.txt ;;\nesac\n",
             other.display(),
             db.display()
         ),
     )
     .unwrap();
     let fake = FakeAnthropic::start(None).await;
-    let calls: Vec<(String, serde_json::Value)> = ["key", "outside", "account", "db", "net", "edit"]
+    let calls: Vec<(String, serde_json::Value)> = ["key", "outside", "account", "db", "bus", "net", "edit"]
         .iter()
         .map(|what| ("Bash".to_string(), serde_json::json!({"command": format!("sh probe.sh {what}"), "description": format!("try {what}")})))
         .collect();
@@ -94,14 +94,18 @@ async fn a_sandboxed_claude_run_keeps_to_its_folder_and_its_api_and_every_refusa
     assert!(db.exists(), "{}", String::from_utf8_lossy(&listed.stderr));
     let outside_before = snapshot(&home.join(".ssh")).into_iter().chain(snapshot(&other)).collect::<Vec<_>>();
 
-    let run = || async { json(&tokio_ctl(&th).env(TOKEN_VAR, "tok-sandbox").args(["run", "boxed", "--wait", "--json"]).output().await.unwrap()) };
+    // The user's session runtime folder (the session bus's and the keyring's sockets).
+    let runtime = th.path().join("run-user");
+    std::fs::create_dir_all(&runtime).unwrap();
+    std::fs::write(runtime.join("bus"), "").unwrap();
+    let run = || async { json(&tokio_ctl(&th).env(TOKEN_VAR, "tok-sandbox").env("XDG_RUNTIME_DIR", &runtime).args(["run", "boxed", "--wait", "--json"]).output().await.unwrap()) };
     let rec = run().await;
     assert_eq!((rec["status"].as_str(), rec["account"].as_str()), (Some("completed"), Some("mine@example.com")), "{rec:#}");
     let run_dir = Path::new(rec["run_dir"].as_str().unwrap());
     assert!(run_dir.join("sandbox/plan.json").is_file(), "the run was sandboxed: {rec:#}");
     // Each attempt is a recorded denial; the allowed work is not.
     let denials: Vec<String> = rec["denials"].as_array().unwrap().iter().map(|d| format!("{}({})", d["tool"].as_str().unwrap(), d["input"].as_str().unwrap())).collect();
-    for what in ["key", "outside", "account", "db"] {
+    for what in ["key", "outside", "account", "db", "bus"] {
         assert!(denials.contains(&format!("Bash(sh probe.sh {what})")), "{what} refused and recorded: {denials:?}\n{}", std::fs::read_to_string(run_dir.join("sandbox/plan.json")).unwrap());
     }
     assert!(denials.contains(&format!("Network(127.0.0.1:{port})")), "{denials:?}");
@@ -109,7 +113,7 @@ async fn a_sandboxed_claude_run_keeps_to_its_folder_and_its_api_and_every_refusa
     assert_eq!(reached.load(Ordering::SeqCst), 0, "the refused host was never reached");
     // The work in its folder happened; the API was reached (through the proxy) for every turn.
     assert_eq!(std::fs::read_to_string(project.join("result.txt")).unwrap(), "done\n");
-    assert!(fake.requests().len() >= 7, "one request per turn: {}", fake.requests().len());
+    assert!(fake.requests().len() >= 8, "one request per turn: {}", fake.requests().len());
     // Nothing outside its folder changed, and no secret reached its output.
     assert!(!home.join("outside.txt").exists());
     assert_eq!(snapshot(&home.join(".ssh")).into_iter().chain(snapshot(&other)).collect::<Vec<_>>(), outside_before);
@@ -184,4 +188,21 @@ fn hostile_sandbox_paths_are_located_errors() {
     at(6, 11, "is not a host name");
     at(7, 16, "`/` is the whole machine");
     at(8, 10, "unknown sandbox \"maybe\"");
+}
+
+/// `[defaults] sandbox` in nightshift.toml: a routine that does not say takes it (`off` is shown in
+/// the list like a routine's own); a word other than on or off is located in the settings file.
+#[test]
+fn the_default_comes_from_the_settings() {
+    let th = TestHome::new();
+    th.routine("tidy", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Tidy\n");
+    th.routine("boxed", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Tidy\nsandbox: on\n");
+    std::fs::write(th.path().join("nightshift.toml"), "[defaults]\nsandbox = \"off\"\n").unwrap();
+    let listed = stdout(&ctl(&th).args(["routines", "list"]).output().unwrap());
+    assert!(listed.lines().any(|l| l.starts_with("tidy") && l.contains("claude · sandbox off")), "{listed}");
+    assert!(listed.lines().any(|l| l.starts_with("boxed") && !l.contains("sandbox off")), "its own word wins: {listed}");
+    std::fs::write(th.path().join("nightshift.toml"), "[defaults]\nsandbox = \"maybe\"\n").unwrap();
+    let out = ctl(&th).args(["routines", "list"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("nightshift.toml:2:11:") && said.contains("maybe"), "{said}");
 }
