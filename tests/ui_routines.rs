@@ -205,7 +205,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     set(&c, "#routine-text", &edited).await;
     let warned = until(&c, "the warning", "const li = document.querySelector('#edit-problems li[data-severity=warning]'); return li && !document.getElementById('edit-save').disabled && [li.dataset.line, li.textContent]", 10).await;
     assert_eq!(warned[0], json!(edited.lines().count().to_string()), "{warned}");
-    assert!(warned[1].as_str().unwrap().contains("warning: `sandbox` is ignored"), "{warned}");
+    assert!(warned[1].as_str().unwrap().contains("warning: agents-cli's `sandbox: false` is not taken as `sandbox: off`"), "{warned}");
     assert_eq!(js(&c, "return [document.querySelectorAll('#gutter .warn').length, document.querySelectorAll('#gutter .bad').length]").await, json!([1, 0]));
     click(&c, "#edit-save").await;
     until(&c, "saved", "return document.getElementById('edit-status').textContent.startsWith('Saved')", 10).await;
@@ -213,7 +213,7 @@ async fn routines_are_made_edited_and_removed_from_the_window() {
     // The Routines view lists the warning under the routine.
     go(&c, "#/routines").await;
     let listed = until(&c, "the warning in the list", "const w = document.querySelector(\"#routines tr[data-routine='tidy'] ul.warnings li\"); return w && w.textContent", 10).await;
-    assert!(listed.as_str().unwrap().contains("warning: `sandbox` is ignored"), "{listed}");
+    assert!(listed.as_str().unwrap().contains("warning: agents-cli's `sandbox: false` is not taken as `sandbox: off`"), "{listed}");
     go(&c, "#/edit/tidy").await;
     until(&c, "the file in the editor again", &format!("return document.getElementById('routine-text').value === {}", json!(edited)), 10).await;
 

@@ -64,7 +64,11 @@ fn a_login_failure_says_which_account_needs_login() {
     let th = TestHome::new();
     std::fs::write(th.path().join("nightshift.toml"), "[[accounts]]\nemail = \"work@acme.dev\"\n").unwrap();
     let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../core/tests/fixtures/claude-2.1.332");
-    th.script("claude", &format!("cat {}/logged-out.jsonl; exit 1", fx.display()));
+    // The stream beside the script: a sandboxed run sees the program's folder, and a checkout
+    // under /tmp (CI's clean clone) is not in its sandbox.
+    let stream = th.bin_dir().join("logged-out.jsonl");
+    std::fs::copy(fx.join("logged-out.jsonl"), &stream).unwrap();
+    th.script("claude", &format!("cat {}; exit 1", stream.display()));
     th.routine("review", "schedule: \"0 9 * * *\"\nagent: claude\nprompt: go\naccount: work@acme.dev\n");
     let bus = bus(&th, "record");
     let out = ctl(&th)

@@ -206,3 +206,26 @@ fn the_default_comes_from_the_settings() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("nightshift.toml:2:11:") && said.contains("maybe"), "{said}");
 }
+
+/// A sandboxed run in a worktree of its own commits into the repository the worktree belongs to
+/// (its `.git` folders are writable), and nothing else of the checkout changes.
+#[test]
+fn a_sandboxed_worktree_run_commits_to_its_branch() {
+    let th = TestHome::new();
+    let repo = th.path().join("repo");
+    nightshift_testkit::git::init_repo(&repo, &[("README.md", "hello\n")]);
+    th.routine(
+        "wt",
+        &format!("schedule: \"0 3 * * *\"\ncommand: \"echo x > x.txt && git add x.txt && git -c user.email=n@example.com -c user.name=n commit -qm 'from the sandbox' && touch {}/escaped\"\nsandbox: on\ncwd: {}\nworkspace: worktree\n", repo.display(), repo.display()),
+    );
+    let rec = json(&ctl(&th).args(["run", "wt", "--wait", "--json"]).output().unwrap());
+    // Its last step writes into the checkout itself, outside the worktree: the checkout (under
+    // `/tmp` here) is not in the sandbox, so the file lands in the run's own `/tmp`, gone with it.
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    let run_dir = Path::new(rec["run_dir"].as_str().unwrap());
+    assert!(run_dir.join("sandbox/plan.json").is_file(), "{rec:#}");
+    let branch = format!("nightshift/wt/{}", rec["id"].as_str().unwrap());
+    let log = nightshift_testkit::git::git(&repo, &["log", "--format=%s", &branch]);
+    assert!(log.starts_with("from the sandbox\n"), "the commit is on its branch: {log}");
+    assert!(!repo.join("escaped").exists() && !repo.join("x.txt").exists(), "the checkout is untouched");
+}

@@ -368,7 +368,7 @@ fn a_file_with_only_warnings_is_checked_and_saved() {
     let text = "schedule: \"0 8 * * 1\"\ncommand: echo hi\nsandbox: false\n";
     let problems = engine.check_routine_text("synced", text).unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
-    assert_eq!((problems[0].severity, problems[0].line, problems[0].col), (nightshift_core::routine::Severity::Warning, 3, 1));
+    assert_eq!((problems[0].severity, problems[0].line, problems[0].col), (nightshift_core::routine::Severity::Warning, 3, 10));
     let source = engine.routine_source("synced").unwrap();
     engine.save_routine_text("synced", text, &source.version, false).expect("warnings never block a save");
     assert_eq!(std::fs::read_to_string(th.path().join("routines/synced.yaml")).unwrap(), text);

@@ -447,7 +447,7 @@ fn guardrails_are_checked_per_agent_where_they_are_written() {
         "routines/gem.yaml:5:3: `deny.tools`: `Bash` is Claude Code's name; Gemini CLI calls that tool run_shell_command (write `run_shell_command`)",
         "routines/gemhost.yaml:6:9: gemini's tool rules are a policy file beside the run, on this machine; a run on a host (`host:`) cannot have them yet",
         "routines/cmd.yaml:3:1: `allow` only applies to agent routines",
-        "routines/bad.yaml:4:24: unknown key `allow.folders` (expected `allow.tools` or `allow.dirs`)",
+        "routines/bad.yaml:4:24: unknown key `allow.folders` (expected `allow.tools`, `allow.dirs` or `allow.hosts`)",
         "routines/bad.yaml:5:12: unknown on_denial \"explode\" (expected fail",
     ] {
         assert!(msgs.iter().any(|m| m.starts_with(expected)), "missing {expected:?} in {msgs:#?}");
