@@ -18,9 +18,26 @@ pub(crate) fn archive_attempt_logs(run_dir: &std::path::Path, n: usize) {
     for (log, stream) in [(dir.stdout(), "stdout"), (dir.stderr(), "stderr")] {
         let _ = std::fs::rename(log, dir.attempt_log(stream, n));
     }
+    // What the sandbox refused this try is this try's: the next one's denials start empty.
+    let _ = std::fs::rename(dir.sandbox_refused(), dir.sandbox().join(format!("refused.attempt-{n}.jsonl")));
     // The next attempt writes new logs: nothing of them is scrubbed yet.
     let _ = std::fs::remove_file(dir.exit_code());
     dir.clear_scrubbed();
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_tries_sandbox_refusals_are_kept_beside_it_and_not_counted_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = crate::run_dir::RunDir::at(dir.path());
+        std::fs::create_dir_all(run.sandbox()).unwrap();
+        std::fs::write(run.sandbox_refused(), "{\"host\":\"evil.example:443\"}\n").unwrap();
+        assert_eq!(crate::sandbox::refusals(dir.path()).len(), 1);
+        super::archive_attempt_logs(dir.path(), 1);
+        assert!(crate::sandbox::refusals(dir.path()).is_empty(), "the next try starts with none");
+        assert!(run.sandbox().join("refused.attempt-1.jsonl").is_file());
+    }
 }
 
 /// What a retry that continues the earlier try's session says to the agent.
