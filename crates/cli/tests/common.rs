@@ -281,3 +281,40 @@ pub fn assert_sandboxed(rec: &serde_json::Value) {
     let refused: Vec<&serde_json::Value> = rec["denials"].as_array().into_iter().flatten().filter(|d| d["tool"] == "Network").collect();
     assert!(refused.is_empty(), "the sandbox refused what the agent needed: {refused:?}");
 }
+
+/// A run whose first try ran one command (`counter` got one line) and then lost the API was
+/// continued by its second try — the agent's own session resumed, not the task started again:
+/// completed, the command ran once, the first try's `work` and session, the second try's
+/// `resumed`, and `show` saying so. Returns the session.
+pub fn assert_resumed_once(th: &TestHome, rec: &serde_json::Value, counter: &std::path::Path) -> String {
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert_eq!(std::fs::read_to_string(counter).unwrap_or_default(), "ran\n", "the command ran once: {rec:#}");
+    let attempts = rec["attempts"].as_array().expect("attempts");
+    assert_eq!(attempts.len(), 2, "{rec:#}");
+    let session = attempts[0]["session"].as_str().expect("the first try's session").to_string();
+    assert_eq!((attempts[0]["reason"].as_str(), attempts[0]["work"].as_u64()), (Some("api_unavailable"), Some(1)), "{rec:#}");
+    assert_eq!(attempts[1]["resumed"].as_str(), Some(session.as_str()), "{rec:#}");
+    let shown = stdout(&ctl(th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains(&format!("resumed session {session}")), "{shown}");
+    session
+}
+
+/// The words a resumed session is given instead of the task (`engine::run::attempt`).
+pub const RESUME_WORDS: &str = "check what was already done";
+
+/// A folder no run's sandbox may write, for a test's "write outside" (the test homes are under
+/// `/tmp`, which a sandboxed run sees as its own empty `/tmp`: a write there would land in it,
+/// unseen, instead of being refused).
+pub fn outside_dir() -> tempfile::TempDir {
+    tempfile::Builder::new().prefix("nightshift-outside-").tempdir_in("/var/tmp").expect("a folder under /var/tmp")
+}
+
+/// A completed run whose write of `outside` (in [`outside_dir`]) the sandbox refused: nothing
+/// written, and the refusal one of its denials, a call of `tool` naming the file.
+pub fn assert_write_refused(rec: &serde_json::Value, outside: &std::path::Path, tool: &str) {
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert!(!outside.exists(), "the write went through: {rec:#}");
+    let named = outside.file_name().unwrap().to_string_lossy();
+    let denials = rec["denials"].as_array().expect("denials");
+    assert!(denials.iter().any(|d| d["tool"] == tool && d["input"].as_str().unwrap_or_default().contains(&*named)), "{rec:#}");
+}

@@ -293,20 +293,11 @@ async fn a_retry_after_work_continues_the_session_and_never_repeats_the_work() {
     let out = tokio_ctl(&th).args(["run", "bump", "--wait", "--json"]).output().await.unwrap();
     let rec = json(&out);
     assert_eq!(rec["status"], "completed", "{rec:#}\n{}", stderr(&out));
-    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "ran\n", "the command ran once");
-    let attempts = rec["attempts"].as_array().unwrap();
-    assert_eq!(attempts.len(), 2, "{rec:#}");
-    let session = attempts[0]["session"].as_str().expect("the first try's session").to_string();
-    assert_eq!((attempts[0]["reason"].as_str(), attempts[0]["work"].as_u64()), (Some("api_unavailable"), Some(1)), "{rec:#}");
-    assert_eq!(attempts[1]["resumed"].as_str(), Some(session.as_str()), "{rec:#}");
+    common::assert_resumed_once(&th, &rec, &counter);
     // The resumed try sent the earlier turns (the command and its result) and the words to check.
     let turns: Vec<_> = fake.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && r.body["tools"].as_array().is_some_and(|t| !t.is_empty())).collect();
-    let last = &turns.last().unwrap().body;
-    let said = last["messages"].to_string();
-    assert!(said.contains("toolu_fake_0001") && said.contains("check what was already done"), "{said}");
-    let shown = common::stdout(&common::ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
-    assert!(shown.contains(&format!("resumed session {session}")), "{shown}");
-
+    let said = turns.last().unwrap().body["messages"].to_string();
+    assert!(said.contains("toolu_fake_0001") && said.contains(common::RESUME_WORDS), "{said}");
 }
 
 /// `budget.run` reaches Claude Code as `--max-budget-usd`: a run that keeps spending (the fake

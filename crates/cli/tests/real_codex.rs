@@ -194,3 +194,70 @@ async fn allowed_dirs_reach_codex() {
     assert!(call.body.to_string().contains(&docs.display().to_string()), "the folder is not in what Codex told the model: {:#}", call.body);
 }
 
+
+/// Retries that resume: the first try ran a command (`exec_command`), then the API failed (500,
+/// Codex's own retries off); the next try is `codex exec resume <thread>` with the words to check
+/// what was done — the fake sees the thread's earlier items (the call and its output) followed by
+/// those words, the command ran once, one record with both tries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_work_resumes_the_thread_and_never_repeats_the_command() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    let th = TestHome::new();
+    let counter = th.user_home().join("commands-run");
+    fake.set("sk-resume", Reply::DropsAfterCommand { cmd: format!("echo ran >> {}", counter.display()), text: REPORT.into() });
+    let codex_home = th.path().join("codex-home");
+    std::fs::create_dir_all(&codex_home).unwrap();
+    std::fs::write(codex_home.join("config.toml"), fake.codex_config(0)).unwrap();
+    th.routine(
+        "bump",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: codex\nmode: auto\nprompt: Bump the dependencies\nretries: 1\nretry_backoff: 1s\ntimeout: 2m\ncwd: {}\nenv:\n  CODEX_HOME: {}\n  OPENAI_API_KEY: sk-resume\n",
+            th.user_home().display(),
+            codex_home.display()
+        ),
+    );
+    let (rec, _) = run_wait(&th, "bump").await;
+    common::assert_resumed_once(&th, &rec, &counter);
+    let turns: Vec<serde_json::Value> = fake.requests().into_iter().filter(|r| r.path.starts_with("/v1/responses")).map(|r| r.body).collect();
+    let input = turns.last().unwrap()["input"].to_string();
+    assert!(input.contains("call_fake_1") && input.contains(common::RESUME_WORDS), "{input}");
+}
+
+/// In the machine's sandbox (`mode: skip`: Codex's own sandbox is off, so the machine is what
+/// refuses), a command that writes outside the run's folders fails, nothing is written, and the
+/// refusal is one of the run's denials, read from the command's output in Codex's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_outside_its_folders_is_refused_by_the_sandbox_and_is_a_denial() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    let th = TestHome::new();
+    let outside_dir = common::outside_dir();
+    let outside = outside_dir.path().join("outside.txt");
+    fake.set("sk-outside", Reply::Command { cmd: format!("echo changed > {}", outside.display()), text: REPORT.into() });
+    routine(&th, &fake, "sk-outside", "skip", 0);
+    let (rec, _) = run_wait(&th, "triage").await;
+    common::assert_write_refused(&rec, &outside, "command_execution");
+}
+
+/// `mode: plan` only looks: in the machine's sandbox (where Codex's own cannot be built) its
+/// working folder is read-only, so a command that writes there fails and is a denial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_plan_mode_the_sandbox_keeps_the_folder_read_only() {
+    if require_agent_cli("codex").is_none() {
+        return;
+    }
+    let fake = FakeOpenAi::start(None).await;
+    let th = TestHome::new();
+    fake.set("sk-plan", Reply::Command { cmd: "echo changed > planned.txt".into(), text: REPORT.into() });
+    routine(&th, &fake, "sk-plan", "plan", 0);
+    let (rec, _) = run_wait(&th, "triage").await;
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    common::assert_sandboxed(&rec);
+    assert!(!th.user_home().join("planned.txt").exists(), "plan mode wrote its folder: {rec:#}");
+    assert!(rec["denials"].as_array().unwrap().iter().any(|d| d["input"].as_str().unwrap().contains("planned.txt")), "{rec:#}");
+}

@@ -331,3 +331,45 @@ async fn no_token_at_all_is_auth_failed() {
     assert_eq!((rec["status"].as_str(), rec["reason"].as_str(), rec["message"].as_str()), (Some("failed"), Some("auth_failed"), Some("No authentication information found.")), "{rec:#}");
     assert!(fake.turns().is_empty(), "no model call without a sign-in");
 }
+
+/// Retries that resume: the first try ran a shell command, then the API failed (500 on every
+/// turn until Copilot's own retries were spent); the next try is `copilot --resume=<session>`
+/// with the words to check what was done — the fake sees the session's earlier items (the call and
+/// its output) followed by those words, the command ran once, one record with both tries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_work_resumes_the_session_and_never_repeats_the_command() {
+    if require_agent_cli("copilot").is_none() {
+        return;
+    }
+    let fake = FakeCopilot::start(None).await;
+    let th = TestHome::new();
+    let counter = th.user_home().join("commands-run");
+    let t = token("RESUME");
+    let arguments = serde_json::json!({"command": format!("echo ran >> {}", counter.display()), "description": "Record a run"});
+    fake.set(&t, CopilotReply::DropsAfterTool { tool: "bash".into(), arguments, text: REPORT.into() });
+    routine(&th, &fake, &t, "auto", "retries: 1\nretry_backoff: 1s\n");
+    let (rec, _) = run_wait(&th, "review").await;
+    common::assert_resumed_once(&th, &rec, &counter);
+    let input = fake.turns().last().unwrap().body["input"].to_string();
+    assert!(input.contains("call_fake_1") && input.contains(common::RESUME_WORDS), "{input}");
+}
+
+/// In the machine's sandbox (`mode: skip`: Copilot CLI allows everything itself), a command that
+/// writes outside the run's folders fails, nothing is written, and the refusal is one of the run's
+/// denials, read from the command's result in Copilot CLI's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_outside_its_folders_is_refused_by_the_sandbox_and_is_a_denial() {
+    if require_agent_cli("copilot").is_none() {
+        return;
+    }
+    let fake = FakeCopilot::start(None).await;
+    let th = TestHome::new();
+    let outside_dir = common::outside_dir();
+    let outside = outside_dir.path().join("outside.txt");
+    let t = token("OUTSIDE");
+    let arguments = serde_json::json!({"command": format!("echo changed > {}", outside.display()), "description": "Write outside"});
+    fake.set(&t, CopilotReply::ToolCall { tool: "bash".into(), arguments, text: REPORT.into() });
+    routine(&th, &fake, &t, "skip", "");
+    let (rec, _) = run_wait(&th, "review").await;
+    common::assert_write_refused(&rec, &outside, "bash");
+}

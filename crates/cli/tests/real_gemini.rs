@@ -185,3 +185,45 @@ async fn allow_and_deny_decide_which_tool_calls_run_and_refusals_are_recorded() 
     assert_eq!(rec["denials"], serde_json::json!([]), "{rec:#}");
     assert!(!th.user_home().join(".gemini/policies").exists(), "nothing written into the user's own Gemini settings");
 }
+
+/// Retries that resume: the first try ran a shell command, then the API failed (500, the CLI's
+/// own retries off); the next try is `gemini --resume <session>` with the words to check what was
+/// done — the fake sees the session's earlier turns (the call and its result) followed by those
+/// words, the command ran once, one record with both tries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_work_resumes_the_session_and_never_repeats_the_command() {
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let fake = FakeGemini::start(None).await;
+    let th = TestHome::new();
+    let counter = th.user_home().join("commands-run");
+    fake.set("AIza-resume", Reply::DropsAfterShell { command: format!("echo ran >> {}", counter.display()), text: REPORT.into() });
+    routine(&th, &fake, "AIza-resume", "auto", 1);
+    let file = th.path().join("routines/triage.yaml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{text}retries: 1\nretry_backoff: 1s\n")).unwrap();
+    let (rec, _) = run_wait(&th, "triage").await;
+    common::assert_resumed_once(&th, &rec, &counter);
+    let turns: Vec<serde_json::Value> = fake.requests().into_iter().filter(|r| r.path.contains("streamGenerateContent")).map(|r| r.body).collect();
+    let said = turns.last().unwrap()["contents"].to_string();
+    assert!(said.contains("functionResponse") && said.contains(common::RESUME_WORDS), "{said}");
+}
+
+/// In the machine's sandbox (`mode: skip`: nothing of Gemini CLI's own asks), a shell command
+/// that writes outside the run's folders fails, nothing is written, and the refusal is one of the
+/// run's denials, read from the command's result in Gemini CLI's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_outside_its_folders_is_refused_by_the_sandbox_and_is_a_denial() {
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let fake = FakeGemini::start(None).await;
+    let th = TestHome::new();
+    let outside_dir = common::outside_dir();
+    let outside = outside_dir.path().join("outside.txt");
+    fake.set("AIza-outside", Reply::Shell { command: format!("echo changed > {}", outside.display()), text: REPORT.into() });
+    routine(&th, &fake, "AIza-outside", "skip", 1);
+    let (rec, _) = run_wait(&th, "triage").await;
+    common::assert_write_refused(&rec, &outside, "run_shell_command");
+}

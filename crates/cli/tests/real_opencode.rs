@@ -240,3 +240,46 @@ async fn a_pool_fails_over_from_an_account_opencode_would_sleep_on() {
         assert_eq!(files_containing(th.path(), key), Vec::<String>::new(), "{key} rests somewhere in the home");
     }
 }
+
+/// Retries that resume: the first try ran a `bash` command, then the API stayed overloaded (529
+/// until OpenCode's own retries were spent); the next try is `opencode run --session <id>` with
+/// the words to check what was done — the fake sees the session's earlier turns (the call and its
+/// result) followed by those words, the command ran once, one record with both tries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_work_resumes_the_session_and_never_repeats_the_command() {
+    if require_agent_cli("opencode").is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    let th = TestHome::new();
+    let counter = th.user_home().join("commands-run");
+    let key = "sk-ant-api03-opencode-resume-0001";
+    let input = serde_json::json!({"command": format!("echo ran >> {}", counter.display()), "description": "Record a run"});
+    fake.set(key, Reply::DropsAfterTool { tool: "bash".into(), input, text: REPORT.into() });
+    routine(&th, &fake, key, "auto", "retries: 1\nretry_backoff: 1s\n");
+    let (rec, _) = run_wait(&th, "deps").await;
+    common::assert_resumed_once(&th, &rec, &counter);
+    let turns: Vec<serde_json::Value> = fake.requests().into_iter().filter(|r| r.path.starts_with("/v1/messages") && r.body["tools"].as_array().is_some_and(|t| !t.is_empty())).map(|r| r.body).collect();
+    let said = turns.last().unwrap()["messages"].to_string();
+    assert!(said.contains("tool_result") && said.contains(common::RESUME_WORDS), "{said}");
+}
+
+/// In the machine's sandbox (`mode: skip`: OpenCode allows everything itself), a command that
+/// writes outside the run's folders fails, nothing is written, and the refusal is one of the run's
+/// denials, read from the command's output in OpenCode's stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_outside_its_folders_is_refused_by_the_sandbox_and_is_a_denial() {
+    if require_agent_cli("opencode").is_none() {
+        return;
+    }
+    let fake = FakeAnthropic::start(None).await;
+    let th = TestHome::new();
+    let outside_dir = common::outside_dir();
+    let outside = outside_dir.path().join("outside.txt");
+    let key = "sk-ant-api03-opencode-outside-0001";
+    let input = serde_json::json!({"command": format!("echo changed > {}", outside.display()), "description": "Write outside"});
+    fake.set(key, Reply::ToolCall { tool: "bash".into(), input, text: REPORT.into() });
+    routine(&th, &fake, key, "skip", "");
+    let (rec, _) = run_wait(&th, "deps").await;
+    common::assert_write_refused(&rec, &outside, "bash");
+}

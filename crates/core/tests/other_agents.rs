@@ -160,7 +160,7 @@ fn gemini_server_error_is_api_unavailable() {
 #[test]
 fn arguments_per_mode() {
     static OPEN: std::sync::LazyLock<Guard> = std::sync::LazyLock::new(Guard::default);
-    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None, config: &[], resume: None };
+    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false };
     let codex = |m| driver(Agent::Codex).args(&call(m, Some("gpt-5"), None, &[]));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
@@ -168,6 +168,20 @@ fn arguments_per_mode() {
     assert_eq!(codex(Mode::Edit), with(&["--sandbox", "workspace-write"]));
     assert_eq!(codex(Mode::Auto), with(&["--sandbox", "workspace-write"]));
     assert_eq!(codex(Mode::Skip), with(&["--dangerously-bypass-approvals-and-sandbox"]));
+    // In Nightshift's sandbox the machine keeps Codex's mode (its own bubblewrap cannot nest
+    // there); a retry continues the thread: `exec`'s options, then `resume <thread> <prompt>`.
+    let inside = driver(Agent::Codex).args(&Call { sandboxed: true, resume: Some("thread-1"), ..call(Mode::Edit, None, None, &[]) });
+    let expected: Vec<&str> = base.iter().copied().chain(["--sandbox", "danger-full-access", "resume", "thread-1", "do it"]).collect();
+    assert_eq!(inside, expected);
+    let skip = driver(Agent::Codex).args(&Call { sandboxed: true, ..call(Mode::Skip, None, None, &[]) });
+    assert!(skip.contains(&"--dangerously-bypass-approvals-and-sandbox".to_string()));
+    // Each of the others continues its own session its own way.
+    let resumed = |agent| driver(agent).args(&Call { resume: Some("s-1"), ..call(Mode::Auto, None, None, &[]) });
+    assert!(resumed(Agent::Claude).windows(2).any(|w| w == ["--resume", "s-1"]));
+    assert!(resumed(Agent::Gemini).windows(2).any(|w| w == ["--resume", "s-1"]));
+    assert!(resumed(Agent::OpenCode).windows(2).any(|w| w == ["--session", "s-1"]));
+    assert!(resumed(Agent::Copilot).contains(&"--resume=s-1".to_string()));
+    assert!([Agent::Claude, Agent::Codex, Agent::Gemini, Agent::OpenCode, Agent::Copilot].iter().all(|a| driver(*a).resumes()));
     let gemini = |m| driver(Agent::Gemini).args(&call(m, None, None, &[]));
     for (mode, approval) in [(Mode::Plan, "plan"), (Mode::Edit, "auto_edit"), (Mode::Auto, "yolo"), (Mode::Skip, "yolo")] {
         assert_eq!(gemini(mode), vec!["-p", "do it", "--output-format", "stream-json", "--approval-mode", approval, "--skip-trust"]);
@@ -191,12 +205,12 @@ fn arguments_per_mode() {
         deny_tools: vec!["WebFetch".into()],
         ..Guard::default()
     };
-    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None });
+    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false });
     let auto = guarded(Mode::Auto);
     assert_eq!(auto[5..7], ["--permission-mode", "dontAsk"]);
     assert_eq!(auto[7..], ["--tools", "Read,Bash", "--allowedTools", "Read", "--allowedTools", "Bash(git status)", "--disallowedTools", "WebFetch", "--add-dir", "/srv/docs"]);
     assert_eq!(guarded(Mode::Plan)[5..7], ["--permission-mode", "plan"], "plan stays plan");
-    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None });
+    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false });
     assert_eq!(codex[codex.len() - 3..], ["--add-dir", "/srv/docs", "do it"]);
 }
 
@@ -226,10 +240,10 @@ fn gemini_tool_rules_are_a_policy_file_in_the_run_directory() {
     assert_eq!(policy(&only_deny, Mode::Skip).unwrap().matches("[[rule]]").count(), 1, "deny.tools alone leaves the rest to the mode");
     assert_eq!(policy(&Guard::default(), Mode::Auto), None);
     let dir = std::path::Path::new("/home/me/.local/share/nightshift/runs/r/01");
-    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None });
+    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false });
     let at = args.iter().position(|a| a == "--policy").expect("--policy");
     assert_eq!(args[at + 1], dir.join(POLICY_FILE).display().to_string());
-    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None });
+    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false });
     assert!(!open.contains(&"--policy".to_string()), "no rules, no policy");
 }
 
@@ -430,6 +444,7 @@ fn opencode_refused_calls_are_denials_of_a_completed_run() {
     let o = opencode("denied-tool");
     assert_eq!(o.status(), RunStatus::Completed, "{o:?}");
     assert_eq!(o.denials.iter().map(|d| (d.tool.as_str(), d.input.as_str())).collect::<Vec<_>>(), [("bash", "rm -rf build")]);
+    assert_eq!(o.work, 0, "a refused call changed nothing");
     assert!(o.report.unwrap().contains("rate limit"), "a success that mentions a limit is still a success");
 }
 
@@ -440,7 +455,7 @@ fn opencode_modes_and_rules_are_its_permissions() {
     use nightshift_core::agents::opencode::config_content;
     let open = Guard::default();
     let dir = Path::new("/runs/r1");
-    let call = |mode, guard| Call { prompt: "-do it", mode, model: Some("anthropic/claude-sonnet-4-5"), effort: Some(Effort::High), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None };
+    let call = |mode, guard| Call { prompt: "-do it", mode, model: Some("anthropic/claude-sonnet-4-5"), effort: Some(Effort::High), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false };
     let args = driver(Agent::OpenCode).args(&call(Mode::Plan, &open));
     assert_eq!(args, ["run", "--format", "json", "--agent", "plan", "--model", "anthropic/claude-sonnet-4-5", "--variant", "high", "--", "-do it"]);
     assert!(driver(Agent::OpenCode).args(&call(Mode::Skip, &open)).contains(&"--auto".to_string()));
@@ -515,12 +530,16 @@ fn copilot_refused_calls_are_denials_of_a_completed_run() {
         let o = copilot(name);
         assert_eq!(o.status(), RunStatus::Completed, "{name}: {o:?}");
         assert_eq!(o.denials.iter().map(|d| d.tool.as_str()).collect::<Vec<_>>(), [tool], "{name}");
+        // A refused call changed nothing: a retry would not repeat work.
+        assert_eq!(o.work, 0, "{name}");
         assert!(o.report.unwrap().contains("rate limit"), "a success that mentions a limit is still a success");
     }
     assert_eq!(copilot("denied-tool").denials[0].input, "touch made-by-shell");
+    // A command that ran and a file written are work a retry must not do again.
     for name in ["ran-tool", "ran-write"] {
         let o = copilot(name);
-        assert_eq!((o.status(), o.denials.len()), (RunStatus::Completed, 0), "{name}: {o:?}");
+        assert_eq!((o.status(), o.denials.len(), o.work), (RunStatus::Completed, 0, 1), "{name}: {o:?}");
+        assert!(o.session_id.is_some(), "{name}: a retry needs the session to continue");
     }
 }
 
@@ -530,7 +549,7 @@ fn copilot_modes_and_rules_are_its_permission_flags() {
     let open = Guard::default();
     let dir = Path::new("/runs/r1");
     fn call<'a>(mode: Mode, guard: &'a Guard, dir: &'a Path) -> Call<'a> {
-        Call { prompt: "-do it", mode, model: Some("gpt-5-mini"), effort: Some(Effort::Detailed), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None }
+        Call { prompt: "-do it", mode, model: Some("gpt-5-mini"), effort: Some(Effort::Detailed), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false }
     }
     let args = driver(Agent::Copilot).args(&call(Mode::Plan, &open, dir));
     assert_eq!(

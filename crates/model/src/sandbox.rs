@@ -297,6 +297,11 @@ pub struct Refusal {
 /// read-only machine, a read of what it hides.
 pub const REFUSED_SIGNS: &[&str] = &["Read-only file system", "Permission denied", "Operation not permitted"];
 
+/// Whether a tool's output in a sandboxed run says the sandbox refused it ([`REFUSED_SIGNS`]).
+pub fn refused_by_machine(said: &str) -> bool {
+    REFUSED_SIGNS.iter().any(|sign| said.contains(sign))
+}
+
 /// The network refusals a sandboxed run left in its folder, as the run's denials
 /// (`Network(host:port)`), each host once — but its CLI's own background calls.
 pub fn refusals(run_dir: &Path) -> Vec<crate::run::Denial> {

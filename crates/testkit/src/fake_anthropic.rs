@@ -43,10 +43,11 @@ pub enum Reply {
     /// Several tool calls, one per turn, in order: a request that offers tools and carries
     /// fewer tool results than there are calls gets the next call; then [`Reply::Success`].
     ToolCalls { calls: Vec<(String, serde_json::Value)>, text: String },
-    /// [`Reply::ToolCall`] whose connection drops once the tool has run: the first request that
-    /// carries the tool's result gets 529 `overloaded_error` (the CLI, with its own retries off,
-    /// ends the try); later ones — a resumed session sending its earlier turns — get
-    /// [`Reply::Success`].
+    /// [`Reply::ToolCall`] whose connection drops once the tool has run: a request whose
+    /// conversation ends with the tool's result gets 529 `overloaded_error` with `retry-after: 1`
+    /// (the CLI's own retries get the same, so the try ends); one in which the user says something
+    /// after the result — a resumed session sending its earlier turns and its new prompt — gets
+    /// [`Reply::Success`]. Stateless: the request says which it is.
     DropsAfterTool { tool: String, input: serde_json::Value, text: String },
     /// The first `times` requests that offer tools (an agent's own turns, not the side requests
     /// some CLIs make for a title) get 429 `rate_limit_error` with `retry-after:
@@ -79,8 +80,6 @@ struct Inner {
     answered: usize,
     /// Of them, those that offered tools (for [`Reply::LimitedFor`]).
     with_tools: usize,
-    /// Connections dropped after a tool ran (for [`Reply::DropsAfterTool`]).
-    dropped: usize,
 }
 
 #[derive(Clone)]
@@ -220,12 +219,10 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
                 return tool_use(&model, &tool, &input, streamed);
             }
             // (A side request — a title, a summary — carries no tool result: answered as usual.)
-            let first = carries_a_tool_result(&json) && {
-                let mut g = inner.lock().unwrap();
-                g.dropped += 1;
-                g.dropped == 1
-            };
-            if first { Reply::Overloaded } else { Reply::Success { text } }
+            match carries_a_tool_result(&json) && !told_after_the_result(&json) {
+                true => return json_response(StatusCode::from_u16(529).expect("529"), error_body("overloaded_error", "Overloaded"), &[("retry-after", "1".to_string())]),
+                false => Reply::Success { text },
+            }
         }
         other => other,
     };
@@ -354,6 +351,25 @@ fn asks_for_a_tool(request: &serde_json::Value) -> bool {
 /// The request's conversation has a tool's result in it.
 fn carries_a_tool_result(request: &serde_json::Value) -> bool {
     request["messages"].as_array().into_iter().flatten().any(|m| m["content"].as_array().into_iter().flatten().any(|block| block["type"] == "tool_result"))
+}
+
+/// Whether the conversation goes on past its last tool result with words of the user's own (a
+/// resumed session's new prompt), not just the result — reminders the CLI adds
+/// (`<system-reminder>`) are not the user's words.
+fn told_after_the_result(request: &serde_json::Value) -> bool {
+    let blocks: Vec<&serde_json::Value> = request["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "user")
+        .flat_map(|m| match &m["content"] {
+            serde_json::Value::Array(blocks) => blocks.iter().collect::<Vec<_>>(),
+            text => vec![text],
+        })
+        .collect();
+    let Some(at) = blocks.iter().rposition(|b| b["type"] == "tool_result") else { return false };
+    let words = |b: &&&serde_json::Value| b.as_str().or(b["text"].as_str()).is_some_and(|t| !t.trim_start().starts_with("<system-reminder>") && !t.trim().is_empty());
+    blocks[at + 1..].iter().any(|b| words(&b))
 }
 
 /// How many tool results the request's conversation carries (the calls answered so far).

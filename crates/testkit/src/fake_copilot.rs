@@ -25,6 +25,10 @@ pub enum CopilotReply {
     /// The model calls Copilot's tool `tool` with `arguments`; once the CLI sends the call's
     /// output back (whether it ran or was refused), it answers `text`.
     ToolCall { tool: String, arguments: serde_json::Value, text: String },
+    /// [`CopilotReply::ToolCall`] whose connection drops once the tool has run: a turn whose input
+    /// ends with the tool's output gets 500; one with a user message after it — a resumed
+    /// session, sent with its earlier items — gets [`CopilotReply::Success`].
+    DropsAfterTool { tool: String, arguments: serde_json::Value, text: String },
     /// 401 "Bad credentials" on every call (a revoked or mistyped token).
     BadToken,
     /// 429 `rate_limited` on every turn, with `retry-after` seconds.
@@ -95,15 +99,24 @@ fn turn(call: &Call<'_>, reply: &CopilotReply) -> Response {
     match reply {
         CopilotReply::Success { text } => sse_response(crate::fake_openai::stream(text)),
         CopilotReply::ToolCall { text, .. } if has_tool_output(call.body) => sse_response(crate::fake_openai::stream(text)),
-        CopilotReply::ToolCall { tool, arguments, .. } => sse_response(function_call(tool, &arguments.to_string())),
+        CopilotReply::ToolCall { tool, arguments, .. } => sse_response(crate::fake_openai::function_call(tool, &arguments.to_string())),
+        CopilotReply::DropsAfterTool { tool, arguments, text } => match crate::fake_openai::command_output_at(call.body) {
+            None => sse_response(crate::fake_openai::function_call(tool, &arguments.to_string())),
+            Some(crate::fake_openai::Last::Output) => server_error(),
+            Some(crate::fake_openai::Last::Later) => sse_response(crate::fake_openai::stream(text)),
+        },
         CopilotReply::RateLimited { retry_after_secs } => json_response(
             StatusCode::TOO_MANY_REQUESTS,
             json!({"error": {"message": "Sorry, you've exceeded your rate limit.", "code": "rate_limited"}}),
             &[("retry-after", retry_after_secs.to_string())],
         ),
-        CopilotReply::ServerError => json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": {"message": "The server had an error while processing your request.", "code": "server_error"}}), &[]),
+        CopilotReply::ServerError => server_error(),
         CopilotReply::BadToken => bad_credentials(),
     }
+}
+
+fn server_error() -> Response {
+    json_response(StatusCode::INTERNAL_SERVER_ERROR, json!({"error": {"message": "The server had an error while processing your request.", "code": "server_error"}}), &[])
 }
 
 /// Whether the turn carries a tool call's output back (the model's second turn).
@@ -111,18 +124,3 @@ fn has_tool_output(body: &serde_json::Value) -> bool {
     body["input"].as_array().is_some_and(|items| items.iter().any(|i| i["type"] == "function_call_output"))
 }
 
-/// A streamed response in which the model calls `tool` with `arguments` (JSON text).
-fn function_call(tool: &str, arguments: &str) -> String {
-    let ev = |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
-    let item = json!({"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": tool, "arguments": arguments, "status": "completed"});
-    let mut out = ev("response.created", json!({"type": "response.created", "response": {"id": "resp_fake_0", "object": "response", "status": "in_progress"}}));
-    out += &ev("response.output_item.added", json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": tool, "arguments": "", "status": "in_progress"}}));
-    out += &ev("response.function_call_arguments.done", json!({"type": "response.function_call_arguments.done", "item_id": "fc_fake_1", "output_index": 0, "arguments": arguments}));
-    out += &ev("response.output_item.done", json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
-    out += &ev(
-        "response.completed",
-        json!({"type": "response.completed", "response": {"id": "resp_fake_0", "object": "response", "status": "completed", "output": [item],
-            "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 105}}}),
-    );
-    out
-}

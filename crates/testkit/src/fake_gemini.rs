@@ -29,6 +29,10 @@ pub enum Reply {
     /// The model asks for `run_shell_command` with `command`; once the CLI sends the call's
     /// result back (a `functionResponse`, whether it ran or was refused), it answers `text`.
     Shell { command: String, text: String },
+    /// [`Reply::Shell`] whose connection drops once the command has run: a streamed turn whose
+    /// contents end with the command's result gets 500; one with a user's words after the result —
+    /// a resumed session, sent with its earlier turns — gets [`Reply::Success`].
+    DropsAfterShell { command: String, text: String },
 }
 
 /// The fake Gemini API: a [`FakeApi`] answering with [`Reply`]s.
@@ -74,6 +78,23 @@ fn invalid_key() -> Response {
     )
 }
 
+/// A streamed turn in which the model calls `run_shell_command` with `command`.
+fn asks_for_shell(model: &str, command: &str) -> Response {
+    let mut asks = chunk(model, "", true);
+    asks["candidates"][0]["content"]["parts"] = serde_json::json!([{"functionCall": {"name": "run_shell_command", "args": {"command": command, "description": "as the routine asks"}}}]);
+    sse_response(format!("data: {asks}\r\n\r\n"))
+}
+
+/// Whether a turn carries a function's result back: `Some(true)` when the result is the last
+/// thing said (the turn goes on from it), `Some(false)` when a user's words follow it.
+fn shell_result_at(body: &serde_json::Value) -> Option<bool> {
+    let contents = body["contents"].as_array()?;
+    let answered = |c: &serde_json::Value| c["parts"].as_array().into_iter().flatten().any(|p| p.get("functionResponse").is_some());
+    let at = contents.iter().rposition(answered)?;
+    let said_after = contents[at + 1..].iter().any(|c| c["role"] == "user" && c["parts"].as_array().into_iter().flatten().any(|p| p.get("text").is_some()));
+    Some(!said_after)
+}
+
 fn server_error() -> Response {
     error(StatusCode::INTERNAL_SERVER_ERROR, 500, "INTERNAL", "An internal error has occurred. Please retry or report in https://developers.generativeai.google/guide/troubleshooting", serde_json::json!([]))
 }
@@ -90,17 +111,15 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
     let ok = |text: &str| if streamed { sse_response(stream(&model, text)) } else { json_response(StatusCode::OK, chunk(&model, text, true), &[]) };
     match reply {
         Reply::Success { text } => ok(text),
-        Reply::Shell { command, text } => {
-            let answered = call.body["contents"].as_array().into_iter().flatten().flat_map(|c| c["parts"].as_array().into_iter().flatten()).any(|p| p.get("functionResponse").is_some());
-            match (streamed, answered) {
-                (true, false) => {
-                    let mut asks = chunk(&model, "", true);
-                    asks["candidates"][0]["content"]["parts"] = serde_json::json!([{"functionCall": {"name": "run_shell_command", "args": {"command": command, "description": "as the routine asks"}}}]);
-                    sse_response(format!("data: {asks}\r\n\r\n"))
-                }
-                _ => ok(text),
-            }
-        }
+        Reply::Shell { command, text } => match (streamed, shell_result_at(call.body)) {
+            (true, None) => asks_for_shell(&model, command),
+            _ => ok(text),
+        },
+        Reply::DropsAfterShell { command, text } => match (streamed, shell_result_at(call.body)) {
+            (true, None) => asks_for_shell(&model, command),
+            (true, Some(true)) => server_error(),
+            _ => ok(text),
+        },
         Reply::Slow { secs, text } => slow_sse_response(*secs, stream(&model, text)),
         Reply::Flaky { failures, text } if call.nth >= *failures => ok(text),
         Reply::Flaky { .. } | Reply::ServerError => server_error(),

@@ -34,6 +34,14 @@ pub enum Reply {
     /// backend sends them on every answer: `x-codex-primary-*` the five-hour window (300 minutes),
     /// `x-codex-secondary-*` the weekly one (10080), used share in percent, reset in epoch seconds.
     Windows { five_hour: f64, five_hour_reset: i64, weekly: f64, weekly_reset: i64, text: String },
+    /// The model runs `cmd` with Codex's `exec_command` tool; once the CLI sends the command's
+    /// output back, it answers `text`.
+    Command { cmd: String, text: String },
+    /// [`Reply::Command`] whose connection drops once the command has run: a request whose input
+    /// ends with the command's output gets 500 (Codex, with its own retries off, fails the turn);
+    /// one that carries the output *and a user message after it* — a resumed thread, sent with
+    /// its earlier items — gets [`Reply::Success`]. Stateless: the request says which it is.
+    DropsAfterCommand { cmd: String, text: String },
 }
 
 /// The fake Responses API: a [`FakeApi`] answering with [`Reply`]s.
@@ -97,6 +105,15 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
     }
     match reply {
         Reply::Success { text } => sse_response(stream(text)),
+        Reply::Command { cmd, text } => match command_output_at(call.body) {
+            None => sse_response(exec_command(cmd)),
+            Some(_) => sse_response(stream(text)),
+        },
+        Reply::DropsAfterCommand { cmd, text } => match command_output_at(call.body) {
+            None => sse_response(exec_command(cmd)),
+            Some(Last::Output) => server_error(),
+            Some(Last::Later) => sse_response(stream(text)),
+        },
         Reply::Slow { secs, text } => slow_sse_response(*secs, stream(text)),
         Reply::Flaky { failures, text } if call.nth >= *failures => sse_response(stream(text)),
         Reply::Flaky { .. } | Reply::ServerError => server_error(),
@@ -138,6 +155,41 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
             &[("retry-after", "3".to_string())],
         ),
     }
+}
+
+/// Codex's shell tool, called with `cmd`.
+fn exec_command(cmd: &str) -> String {
+    function_call("exec_command", &serde_json::json!({"cmd": cmd}).to_string())
+}
+
+/// Where a request's input has a tool's output: as its last item (the turn goes on from it), or
+/// before a later user message (a session resumed with a new prompt).
+pub(crate) enum Last {
+    Output,
+    Later,
+}
+
+pub(crate) fn command_output_at(body: &serde_json::Value) -> Option<Last> {
+    let input = body["input"].as_array()?;
+    let at = input.iter().rposition(|i| i["type"] == "function_call_output")?;
+    Some(if input[at + 1..].iter().any(|i| i["role"] == "user") { Last::Later } else { Last::Output })
+}
+
+/// A streamed response in which the model calls `tool` with `arguments` (JSON text), as the real
+/// API streams a function call: the item added, its arguments, the item done, the response completed.
+pub(crate) fn function_call(tool: &str, arguments: &str) -> String {
+    let ev = |name: &str, data: serde_json::Value| format!("event: {name}\ndata: {data}\n\n");
+    let item = serde_json::json!({"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": tool, "arguments": arguments, "status": "completed"});
+    let mut out = ev("response.created", serde_json::json!({"type": "response.created", "response": {"id": "resp_fake_0", "object": "response", "status": "in_progress"}}));
+    out += &ev("response.output_item.added", serde_json::json!({"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": "fc_fake_1", "call_id": "call_fake_1", "name": tool, "arguments": "", "status": "in_progress"}}));
+    out += &ev("response.function_call_arguments.done", serde_json::json!({"type": "response.function_call_arguments.done", "item_id": "fc_fake_1", "output_index": 0, "arguments": arguments}));
+    out += &ev("response.output_item.done", serde_json::json!({"type": "response.output_item.done", "output_index": 0, "item": item}));
+    out += &ev(
+        "response.completed",
+        serde_json::json!({"type": "response.completed", "response": {"id": "resp_fake_0", "object": "response", "status": "completed", "output": [item],
+            "usage": {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 105}}}),
+    );
+    out
 }
 
 /// A complete streamed response whose message is `text` (`response.completed` carries the whole

@@ -141,4 +141,7 @@ pub struct Call<'a> {
     /// An earlier try's session to continue (a retry after the connection dropped mid-work);
     /// only given to a driver that [`resumes`](super::AgentDriver::resumes).
     pub resume: Option<&'a str>,
+    /// The run goes in Nightshift's machine sandbox: a CLI whose own sandbox cannot be built
+    /// inside another uses the kind that can (Codex: Landlock instead of bubblewrap).
+    pub sandboxed: bool,
 }

@@ -237,8 +237,7 @@ impl AgentDriver for Claude {
 
     fn classify(&self, out: &RunOutput<'_>) -> Outcome {
         let tail = LogTail::read_until(&out.stdout_path(), |lines| lines.iter().any(|l| is_result(l)));
-        let sandboxed = crate::run_dir::RunDir::at(out.run_dir).sandbox_plan().exists();
-        classify_stream_in(&tail.lines, out.exit_code, &out.stderr_tail(), out.now, sandboxed)
+        classify_stream_in(&tail.lines, out.exit_code, &out.stderr_tail(), out.now, out.sandboxed())
     }
 
     fn transcript(&self, line: &str) -> Vec<LogEntry> {
@@ -368,7 +367,7 @@ fn gather(lines: &[String]) -> Facts {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
-                    if crate::sandbox::REFUSED_SIGNS.iter().any(|sign| said.contains(sign)) {
+                    if crate::sandbox::refused_by_machine(&said) {
                         if let Some((tool, input)) = r["tool_use_id"].as_str().and_then(|id| f.tool_calls.get(id).cloned()) {
                             f.refused_by_machine.push(crate::run::Denial { tool, input });
                         }

@@ -3,7 +3,8 @@
 //! Modes (checked against the pinned real CLI by the tests): plan → `--sandbox read-only`; edit and
 //! auto → `--sandbox workspace-write` (Codex 0.171 dropped `--full-auto`; in `exec` nothing can be
 //! approved interactively, so the sandbox is the whole policy); skip →
-//! `--dangerously-bypass-approvals-and-sandbox`. `--color never` keeps ANSI codes out of stderr;
+//! `--dangerously-bypass-approvals-and-sandbox`. Inside Nightshift's machine sandbox, where
+//! Codex's own cannot be built, `--sandbox danger-full-access` and the machine's keeps the mode. `--color never` keeps ANSI codes out of stderr;
 //! `--disable shell_snapshot` keeps the injected key out of files Codex writes.
 //!
 //! JSONL events: `thread.started {thread_id}`, `turn.started`, `item.started|updated|completed
@@ -38,6 +39,8 @@ impl AgentDriver for Codex {
     fn controlled_args(&self) -> Controlled {
         &[
             ("exec", "Nightshift runs `codex exec` itself"),
+            ("resume", instead::SESSION),
+            ("--ephemeral", "Nightshift keeps a try's thread so a retry can continue it"),
             ("--json", instead::OUTPUT),
             ("--color", instead::OUTPUT),
             ("-s", instead::MODE),
@@ -120,6 +123,12 @@ impl AgentDriver for Codex {
             "shell_snapshot".into(),
         ];
         match mode {
+            // Codex's own sandbox is bubblewrap, which cannot be built inside Nightshift's (as root
+            // it may not map users there: every command fails "bwrap: setting up uid map", and its
+            // Landlock fallback refuses to restrict files without bubblewrap). In there, the
+            // machine's sandbox keeps the mode: the working folder writable in edit and auto,
+            // read-only in plan, the network only through Nightshift's proxy.
+            Mode::Plan | Mode::Edit | Mode::Auto if call.sandboxed => args.extend(["--sandbox".into(), "danger-full-access".into()]),
             Mode::Plan => args.extend(["--sandbox".into(), "read-only".into()]),
             Mode::Edit | Mode::Auto => args.extend(["--sandbox".into(), "workspace-write".into()]),
             Mode::Skip => args.push("--dangerously-bypass-approvals-and-sandbox".into()),
@@ -138,8 +147,18 @@ impl AgentDriver for Codex {
         }
         // The routine's own arguments go before the prompt, a positional argument.
         args.extend(call.extra.iter().cloned());
+        // A retry that continues the earlier try's thread (its rollout is in CODEX_HOME):
+        // `exec <options> resume <thread> <prompt>` — `exec`'s options before the subcommand,
+        // where `resume` takes them too (checked against the pinned CLI).
+        if let Some(thread) = call.resume {
+            args.extend(["resume".to_string(), thread.to_string()]);
+        }
         args.push(prompt.to_string());
         args
+    }
+
+    fn resumes(&self) -> bool {
+        true
     }
 
     fn install_hint(&self) -> &'static str {
@@ -197,6 +216,9 @@ impl AgentDriver for Codex {
         let mut turn_failure: Option<String> = None;
         let mut last_error: Option<String> = None;
         let mut usage = None;
+        let mut work = 0;
+        let sandboxed = out.sandboxed();
+        let mut denials = Vec::new();
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
             match v["type"].as_str() {
@@ -208,6 +230,12 @@ impl AgentDriver for Codex {
                 }
                 Some("item.completed") if v["item"]["type"] == "agent_message" => {
                     report = v["item"]["text"].as_str().map(str::to_string)
+                }
+                Some("item.completed") if changed_things(&v["item"]) => {
+                    work += 1;
+                    if let Some(denial) = refused_by_machine(&v["item"]).filter(|_| sandboxed) {
+                        denials.push(denial);
+                    }
                 }
                 Some("turn.completed") => {
                     completed = true;
@@ -248,6 +276,8 @@ impl AgentDriver for Codex {
         };
         outcome.session_id = session_id;
         outcome.usage = usage;
+        outcome.work = work;
+        outcome.denials = denials;
         outcome.from_final_event = completed || turn_failure.is_some();
         outcome
     }
@@ -261,6 +291,27 @@ impl AgentDriver for Codex {
         let tail = LogTail::read_until(&file, |lines| lines.iter().any(|l| l.contains("\"rate_limits\"")));
         tail.lines.iter().rev().filter(|l| l.contains("\"rate_limits\"")).find_map(|l| windows_of(json_if(l, "\"token_count\"")?.get("payload")?.get("rate_limits")?, now)).unwrap_or_default()
     }
+}
+
+/// Whether a finished item of Codex's stream is work a retry must not do again: a command that
+/// ran (whatever its exit code: it may have done half its work), a change to files that was
+/// applied, an MCP tool that was called (Nightshift cannot know what it does). A command the
+/// sandbox or policy declined ran nothing.
+fn changed_things(item: &serde_json::Value) -> bool {
+    match item["type"].as_str() {
+        Some("command_execution") => item["status"] != "declined" && !item["exit_code"].is_null(),
+        Some("file_change") => item["status"] == "completed",
+        Some("mcp_tool_call") => item["status"] != "declined",
+        _ => false,
+    }
+}
+
+/// A command that failed saying the machine refused it (a write to the read-only machine, a read
+/// of what the sandbox hides): in a sandboxed run, the sandbox's refusal.
+fn refused_by_machine(item: &serde_json::Value) -> Option<crate::run::Denial> {
+    let failed = item["type"] == "command_execution" && item["exit_code"].as_i64().is_some_and(|c| c != 0);
+    let said = item["aggregated_output"].as_str().unwrap_or("");
+    (failed && crate::sandbox::refused_by_machine(said)).then(|| crate::run::Denial { tool: "command_execution".into(), input: item["command"].as_str().unwrap_or("").to_string() })
 }
 
 /// The rollout file of `session_id`: Codex files it under the day it started (its local day;
@@ -315,5 +366,25 @@ fn toml_value(v: &serde_json::Value) -> String {
         Value::String(_) => v.to_string(),
         Value::Array(items) => format!("[{}]", items.iter().map(toml_value).collect::<Vec<_>>().join(", ")),
         Value::Object(map) => format!("{{{}}}", map.iter().map(|(k, v)| format!("{}={}", Value::String(k.clone()), toml_value(v))).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+#[cfg(test)]
+mod work_tests {
+    use super::changed_things;
+    use serde_json::json;
+
+    /// What a retry must not do again, item by item as Codex 0.171 reports them.
+    #[test]
+    fn commands_that_ran_and_applied_changes_are_work() {
+        let ran = json!({"type": "command_execution", "command": "npm install", "exit_code": 0, "status": "completed"});
+        let failed = json!({"type": "command_execution", "command": "make", "exit_code": 2, "status": "failed"});
+        let declined = json!({"type": "command_execution", "command": "rm -rf /", "exit_code": null, "status": "declined"});
+        let edit = json!({"type": "file_change", "changes": [{"path": "a.rs", "kind": "update"}], "status": "completed"});
+        let edit_failed = json!({"type": "file_change", "changes": [], "status": "failed"});
+        let mcp = json!({"type": "mcp_tool_call", "server": "gh", "tool": "comment", "status": "completed"});
+        let message = json!({"type": "agent_message", "text": "done"});
+        let work: Vec<bool> = [&ran, &failed, &declined, &edit, &edit_failed, &mcp, &message].iter().map(|i| changed_things(i)).collect();
+        assert_eq!(work, [true, true, false, true, false, true, false]);
     }
 }

@@ -233,10 +233,18 @@ impl AgentDriver for Copilot {
         if let Some(dir) = call.run_dir {
             args.extend(["--usage-output-file".to_string(), dir.join(USAGE_FILE).display().to_string()]);
         }
+        // A retry that continues the earlier try's session (kept in the account's config dir).
+        if let Some(session) = call.resume {
+            args.push(format!("--resume={session}"));
+        }
         args.extend(call.extra.iter().cloned());
         // `--prompt=` keeps a prompt that starts with a dash a prompt.
         args.push(format!("--prompt={}", call.prompt));
         args
+    }
+
+    fn resumes(&self) -> bool {
+        true
     }
 
     fn install_hint(&self) -> &'static str {
@@ -290,6 +298,8 @@ impl AgentDriver for Copilot {
         let mut error: Option<Value> = None;
         let mut result: Option<Value> = None;
         let mut denials = Vec::new();
+        let mut work = 0;
+        let sandboxed = out.sandboxed();
         let mut started: std::collections::HashMap<String, (String, String)> = Default::default();
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
@@ -313,6 +323,17 @@ impl AgentDriver for Copilot {
                 Some("tool.execution_complete") if data["success"] == false && data["error"]["code"] == "denied" => {
                     let (tool, input) = started.get(data["toolCallId"].as_str().unwrap_or("")).cloned().unwrap_or_else(|| ("?".into(), String::new()));
                     denials.push(crate::run::Denial { tool, input });
+                }
+                Some("tool.execution_complete") => {
+                    let call = started.get(data["toolCallId"].as_str().unwrap_or(""));
+                    if data["success"] == true && call.is_some_and(|(tool, _)| changes_things(tool)) {
+                        work += 1;
+                    }
+                    // What the sandbox refused, as the call's own output says it.
+                    let said = format!("{}\n{}", data["result"]["content"].as_str().unwrap_or(""), data["error"]["message"].as_str().unwrap_or(""));
+                    if let Some((tool, input)) = call.filter(|_| sandboxed && crate::sandbox::refused_by_machine(&said)) {
+                        denials.push(crate::run::Denial { tool: tool.clone(), input: input.clone() });
+                    }
                 }
                 Some("session.error") => error = Some(v.clone()),
                 Some("result") => result = Some(v.clone()),
@@ -340,6 +361,7 @@ impl AgentDriver for Copilot {
         usage.premium_requests = result.as_ref().and_then(|r| r["usage"]["premiumRequests"].as_f64());
         outcome.usage = usage.or_none();
         outcome.denials = denials;
+        outcome.work = work;
         outcome
     }
 }
@@ -356,6 +378,16 @@ fn said_on_stderr(stderr: &LogTail) -> Option<String> {
 /// GitHub, "Bad credentials", no token at all — rather than GitHub being unreachable.
 fn signed_out(text: &str) -> bool {
     ["(401)", "(403)", "Bad credentials", "No authentication information", "Authentication failed", "Classic Personal Access Tokens"].iter().any(|w| text.contains(w))
+}
+
+/// Copilot CLI's tools that only look: viewing, searching, fetching, reporting its intent.
+/// Every other tool — `bash` and its shell's input, `create`, `edit`, a sub-agent's `task`, any MCP
+/// server's tool (Nightshift cannot know what it does) — may have changed something a retry must
+/// not do again.
+const LOOKING_TOOLS: &[&str] = &["view", "glob", "grep", "rg", "web_fetch", "report_intent", "read_bash", "list_bash", "think", "update_todo", "fetch_copilot_cli_documentation"];
+
+fn changes_things(tool: &str) -> bool {
+    !LOOKING_TOOLS.contains(&tool)
 }
 
 /// A `session.error` event as a failed outcome: its status and type first, its words after.

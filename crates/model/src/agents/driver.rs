@@ -59,6 +59,11 @@ impl RunOutput<'_> {
     pub fn stdout_path(&self) -> std::path::PathBuf {
         crate::run_dir::RunDir::at(self.run_dir).stdout()
     }
+    /// Whether the run went in the machine's sandbox (its plan is in its folder): a tool's output
+    /// that says it was refused is then the sandbox's refusal, one of the run's denials.
+    pub fn sandboxed(&self) -> bool {
+        crate::run_dir::RunDir::at(self.run_dir).sandbox_plan().exists()
+    }
     /// The last lines of stderr: the best message when a CLI dies without a structured event.
     pub fn stderr_tail(&self) -> LogTail {
         LogTail::read(&crate::run_dir::RunDir::at(self.run_dir).stderr(), 16 * 1024)

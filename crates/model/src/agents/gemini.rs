@@ -110,6 +110,9 @@ impl AgentDriver for Gemini {
             ("--policy", POLICY),
             ("--admin-policy", POLICY),
             ("--allowed-tools", "use `allow.tools`"),
+            ("-r", instead::SESSION),
+            ("--resume", instead::SESSION),
+            ("--session-id", instead::SESSION),
         ]
     }
 
@@ -213,9 +216,18 @@ impl AgentDriver for Gemini {
         if let Some(dir) = call.run_dir.filter(|_| call.guard.has_tool_rules()) {
             args.extend(["--policy".to_string(), dir.join(POLICY_FILE).display().to_string()]);
         }
+        // A retry that continues the earlier try's session (kept under the account's config dir,
+        // by project: the run's folder, which a retry keeps).
+        if let Some(session) = call.resume {
+            args.extend(["--resume".to_string(), session.to_string()]);
+        }
         // No effort setting in Gemini CLI (a routine's `effort:` is a warning there).
         args.extend(call.extra.iter().cloned());
         args
+    }
+
+    fn resumes(&self) -> bool {
+        true
     }
 
     fn run_file(&self, call: &super::call::Call<'_>) -> Option<(&'static str, String)> {
@@ -273,6 +285,8 @@ impl AgentDriver for Gemini {
         // Tool calls by id, for the ones the policy refused or that were not there to call.
         let mut calls = std::collections::HashMap::new();
         let mut denials = Vec::new();
+        let mut work = 0;
+        let sandboxed = out.sandboxed();
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
             match v["type"].as_str() {
@@ -283,6 +297,17 @@ impl AgentDriver for Gemini {
                 Some("tool_result") if matches!(v["error"]["type"].as_str(), Some("policy_violation" | "tool_not_registered")) => {
                     let (tool, input) = calls.remove(v["tool_id"].as_str().unwrap_or("")).unwrap_or_else(|| ("?".into(), String::new()));
                     denials.push(crate::run::Denial { tool, input });
+                }
+                Some("tool_result") => {
+                    let call = calls.get(v["tool_id"].as_str().unwrap_or(""));
+                    if v["status"] == "success" && call.is_some_and(|(tool, _)| changes_things(tool)) {
+                        work += 1;
+                    }
+                    // What the sandbox refused, as the call's own output says it.
+                    let said = format!("{}\n{}", v["output"].as_str().unwrap_or(""), v["error"]["message"].as_str().unwrap_or(""));
+                    if let Some((tool, input)) = call.filter(|_| sandboxed && crate::sandbox::refused_by_machine(&said)) {
+                        denials.push(crate::run::Denial { tool: tool.clone(), input: input.clone() });
+                    }
                 }
                 Some("message") if v["role"] == "user" => reply.clear(),
                 Some("message") if v["role"] == "assistant" => {
@@ -334,6 +359,16 @@ impl AgentDriver for Gemini {
         });
         outcome.session_id = session_id;
         outcome.denials = denials;
+        outcome.work = work;
         outcome
     }
+}
+
+/// Gemini CLI's tools that only look: reading, searching, fetching, planning. Every other tool —
+/// a shell command, a write or a replace, a saved memory, any MCP server's tool (Nightshift cannot
+/// know what it does) — may have changed something a retry must not do again.
+const LOOKING_TOOLS: &[&str] = &["read_file", "read_many_files", "list_directory", "glob", "grep_search", "search_file_content", "google_web_search", "web_fetch", "write_todos", "get_internal_docs", "activate_skill", "ask_user", "enter_plan_mode", "exit_plan_mode"];
+
+fn changes_things(tool: &str) -> bool {
+    !LOOKING_TOOLS.contains(&tool)
 }

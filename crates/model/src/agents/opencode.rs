@@ -268,10 +268,18 @@ impl AgentDriver for OpenCode {
         if let Some(level) = call.effort.and_then(super::call::Effort::level) {
             args.extend(["--variant".to_string(), level.as_str().to_string()]);
         }
+        // A retry that continues the earlier try's session (kept in the account's data folder).
+        if let Some(session) = call.resume {
+            args.extend(["--session".to_string(), session.to_string()]);
+        }
         args.extend(call.extra.iter().cloned());
         // `--` keeps a prompt that starts with a dash a prompt.
         args.extend(["--".to_string(), call.prompt.to_string()]);
         args
+    }
+
+    fn resumes(&self) -> bool {
+        true
     }
 
     fn env(&self, call: &Call<'_>) -> Vec<(&'static str, String)> {
@@ -342,6 +350,8 @@ impl AgentDriver for OpenCode {
         let mut error: Option<Value> = None;
         let mut waiting: Option<Value> = None;
         let mut denials = Vec::new();
+        let mut work = 0;
+        let sandboxed = out.sandboxed();
         let (mut cost, mut usage) = (None::<f64>, None::<crate::run::Usage>);
         for line in &tail.lines {
             let Some(v) = json_if(line, "\"type\"") else { continue };
@@ -362,6 +372,14 @@ impl AgentDriver for OpenCode {
                     reply.clear();
                     let state = &part["state"];
                     if state["status"] == "error" && state["error"].as_str().is_some_and(rejected) {
+                        denials.push(crate::run::Denial { tool: part["tool"].as_str().unwrap_or("?").to_string(), input: tool_input(&state["input"]) });
+                    }
+                    if state["status"] == "completed" && part["tool"].as_str().is_some_and(changes_things) {
+                        work += 1;
+                    }
+                    // What the sandbox refused, as the call's own output says it.
+                    let said = format!("{}\n{}", state["output"].as_str().unwrap_or(""), state["error"].as_str().unwrap_or(""));
+                    if sandboxed && crate::sandbox::refused_by_machine(&said) {
                         denials.push(crate::run::Denial { tool: part["tool"].as_str().unwrap_or("?").to_string(), input: tool_input(&state["input"]) });
                     }
                 }
@@ -422,8 +440,18 @@ impl AgentDriver for OpenCode {
         outcome.usage = usage.and_then(crate::run::Usage::or_none);
         outcome.session_id = session_id;
         outcome.denials = denials;
+        outcome.work = work;
         outcome
     }
+}
+
+/// OpenCode's tools that only look: reading, searching, fetching, its to-do list. Every other
+/// tool — `bash`, `edit`, `write`, `patch`, a sub-agent's `task`, any MCP server's tool (Nightshift
+/// cannot know what it does) — may have changed something a retry must not do again.
+const LOOKING_TOOLS: &[&str] = &["read", "glob", "grep", "list", "webfetch", "websearch", "codesearch", "todoread", "todowrite", "lsp", "skill", "question"];
+
+fn changes_things(tool: &str) -> bool {
+    !LOOKING_TOOLS.contains(&tool)
 }
 
 /// OpenCode's words when a permission `ask` was answered no (as it answers every ask in a run

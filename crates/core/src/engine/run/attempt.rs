@@ -95,7 +95,9 @@ fn prepare(
         Some(_) => RESUME_PROMPT.to_string(),
         None => render_prompt(core, routine, now, workspace, event.as_ref()),
     };
-    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation_resuming(&prompt, run_cap(routine, &core.settings()), Some(run_dir), resume);
+    // In the machine's sandbox, where it goes in one (the driver blocked a run that must and cannot).
+    let sandbox = super::sandboxing::decide(core, routine)?;
+    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), Some(run_dir), resume, sandbox.is_ok());
     if let Some((name, text)) = run_file {
         let path = run_dir.join(name);
         crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| format!("not started: cannot write {}: {e}", path.display()))?;
@@ -137,8 +139,7 @@ fn prepare(
         kill_grace: core.settings().kill_grace(),
         scrubber: core.scrubber.clone(),
     };
-    // In the machine's sandbox, where it goes in one (the driver blocked a run that must and cannot).
-    match super::sandboxing::decide(core, routine)? {
+    match sandbox {
         Ok(tools) => {
             let own = creds.account.map(|(a, _)| a.config_dir.clone());
             let others: Vec<PathBuf> = core.accounts().into_iter().map(|a| a.config_dir).filter(|d| Some(d) != own.as_ref()).collect();

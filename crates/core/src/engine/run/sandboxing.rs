@@ -85,14 +85,21 @@ fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[Path
     let needs = driver.sandbox_needs();
     let mut writable: Vec<PathBuf> = Vec::new();
     let cwd = spec.cwd.clone().or_else(|| std::env::current_dir().ok());
-    writable.extend(cwd.iter().cloned());
-    writable.extend(cwd.as_deref().map(git_dirs).unwrap_or_default());
-    writable.push(spec.run_dir.clone());
-    let guard = match &routine.action {
-        crate::routine::Action::Agent { guard, .. } => Some(guard),
-        _ => None,
+    let (guard, looks_only) = match &routine.action {
+        crate::routine::Action::Agent { guard, mode, .. } => (Some(guard), *mode == crate::agents::Mode::Plan),
+        _ => (None, false),
     };
-    writable.extend(guard.iter().flat_map(|g| g.allow_dirs.iter().cloned()));
+    // Where it works: its folder (a worktree's repository too) and `allow.dirs` — read-only for
+    // `mode: plan`, which only looks (an agent whose own sandbox cannot nest here relies on it).
+    let mut works_in: Vec<PathBuf> = cwd.iter().cloned().collect();
+    works_in.extend(cwd.as_deref().map(git_dirs).unwrap_or_default());
+    works_in.extend(guard.iter().flat_map(|g| g.allow_dirs.iter().cloned()));
+    let mut read_only: Vec<PathBuf> = Vec::new();
+    match looks_only {
+        true => read_only.extend(works_in.into_iter().filter(|p| p.starts_with("/tmp"))),
+        false => writable.extend(works_in),
+    }
+    writable.push(spec.run_dir.clone());
     // The agent's own folders: its config dir's variable and the account's other folders, as the
     // run's environment names them, and what it writes under the home on the user's own login.
     let mut vars: Vec<&str> = needs.state_vars.to_vec();
@@ -130,7 +137,9 @@ fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[Path
     let forwards = crate::sandbox::loopback_ports(&hosts);
 
     let background = needs.background_hosts.iter().map(|h| h.to_string()).collect();
-    Plan { visible: visible_under_tmp(spec, env), writable, hidden, hosts, background, forwards, cwd }
+    let mut visible = visible_under_tmp(spec, env);
+    visible.extend(read_only);
+    Plan { visible, writable, hidden, hosts, background, forwards, cwd }
 }
 
 /// What must stay visible under the sandbox's own `/tmp`: the program (an npm CLI: its whole
