@@ -318,3 +318,20 @@ pub fn assert_write_refused(rec: &serde_json::Value, outside: &std::path::Path, 
     let denials = rec["denials"].as_array().expect("denials");
     assert!(denials.iter().any(|d| d["tool"] == tool && d["input"].as_str().unwrap_or_default().contains(&*named)), "{rec:#}");
 }
+
+/// A loopback server that counts the connections that reached it (what a sandbox must refuse).
+pub fn counting_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::Read;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for mut c in listener.incoming().flatten() {
+            counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 1024];
+            let _ = c.read(&mut buf);
+        }
+    });
+    (port, seen)
+}

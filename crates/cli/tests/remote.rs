@@ -2,7 +2,8 @@
 //! OpenSSH client against a real `sshd` on loopback (started by the test, with its own keys, an
 //! `ssh_config` alias `box` and a separate remote home). Drills: success, the limit and cancel
 //! kept on the remote side, a cut connection, kill -9 of the engine, an unreachable host, the
-//! token never resting there, and the real Claude CLI on the "remote" side.
+//! token never resting there, the real Claude CLI on the "remote" side, and the machine's sandbox
+//! built there.
 
 mod common;
 
@@ -190,6 +191,9 @@ async fn the_real_claude_cli_runs_on_the_host_with_the_token_only_in_its_environ
     assert_eq!((rec["status"].as_str(), rec["host"].as_str(), rec["account"].as_str()), (Some("completed"), Some("box"), Some("me@home.dev")), "{rec:#}\n{}", stderr(&out));
     assert!(rec["cost_usd"].as_f64().unwrap() > 0.0, "{rec:#}");
     assert_eq!(std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap(), "## Remote triage\n\nAll quiet.");
+    // In the machine's sandbox there (an agent routine's default where it can be built), the
+    // fake API reached through the proxy on the host.
+    common::assert_sandboxed(&rec);
     let rest = std::process::Command::new("grep").args(["-r", "-l", token]).arg(server.remote_home()).output().unwrap();
     assert!(rest.stdout.is_empty(), "the token rests in a remote file: {}", String::from_utf8_lossy(&rest.stdout));
     let here = std::process::Command::new("grep").args(["-r", "-l", token]).arg(th.path()).output().unwrap();
@@ -259,4 +263,91 @@ async fn a_routine_secret_reaches_its_run_on_a_host() {
     assert_eq!((rec["status"].as_str(), rec["host"].as_str()), (Some("completed"), Some("box")), "{rec:#}\n{}", stderr(&out));
     assert_eq!(log_of(&rec), format!("length={}\n", value.len()));
     assert!(common::files_containing(th.path(), value).is_empty() && common::files_containing(&server.remote_home(), value).is_empty(), "the secret rests nowhere");
+}
+
+/// The machine's sandbox on an SSH host, with the real parts there: real `sshd`, real bubblewrap,
+/// the Nightshift helper shipped to the host over the channel (once), the proxy there. A routine
+/// that asks for it keeps to its folder on the host: its work there goes through; a write outside,
+/// the host's SSH key and a loopback server not allowed are refused; the refused connection comes
+/// home as the run's denial; `show` says it was sandboxed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_run_on_a_host_keeps_to_its_folder_there() {
+    let Some(server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    use_server(&th, &server, "");
+    let remote = server.remote_home();
+    std::fs::create_dir_all(remote.join("src/app")).unwrap();
+    std::fs::create_dir_all(remote.join(".ssh")).unwrap();
+    std::fs::write(remote.join(".ssh/id_ed25519"), "-----BEGIN OPENSSH PRIVATE KEY-----\nthe-hosts-key\n").unwrap();
+    let outside_dir = common::outside_dir();
+    let outside = outside_dir.path().join("outside.txt");
+    let (port, reached) = common::counting_server();
+    th.routine_sent_from_here(
+        "nightly",
+        &format!(
+            "schedule: \"0 2 * * *\"\nhost: box\nremoteCwd: ~/src/app\nsandbox: on\n\
+             command: 'echo done > here.txt; echo changed > {} || echo outside-refused; cat ~/.ssh/id_ed25519 || echo key-refused; curl -fsS -m 10 http://127.0.0.1:{port}/ || echo net-refused'\n",
+            outside.display()
+        ),
+    );
+    let (rec, _) = common::run_wait(&th, "nightly").await;
+    assert_eq!((rec["status"].as_str(), rec["host"].as_str()), (Some("completed"), Some("box")), "{rec:#}");
+    let log = log_of(&rec);
+    let err = std::fs::read_to_string(std::path::Path::new(rec["run_dir"].as_str().unwrap()).join("stderr.log")).unwrap_or_default();
+    assert!(log.contains("outside-refused") && log.contains("key-refused") && log.contains("net-refused"), "{log}\n{err}");
+    assert!(err.contains("Read-only file system") && err.contains("Permission denied"), "{err}");
+    assert!(!log.contains("the-hosts-key"), "{log}");
+    assert_eq!(std::fs::read_to_string(remote.join("src/app/here.txt")).unwrap(), "done\n", "its folder there is its own");
+    assert!(!outside.exists(), "a write outside its folders went through");
+    assert_eq!(reached.load(std::sync::atomic::Ordering::SeqCst), 0, "the refused host was never reached");
+    let refused: Vec<&serde_json::Value> = rec["denials"].as_array().unwrap().iter().filter(|d| d["tool"] == "Network").collect();
+    assert_eq!(refused.len(), 1, "{rec:#}");
+    assert_eq!(refused[0]["input"], format!("127.0.0.1:{port}"), "{rec:#}");
+    let shown = common::stdout(&ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains("sandbox      on"), "{shown}");
+    // The helper went to the host once, and stays for the next run (no second copy).
+    let shipped = || std::fs::read_dir(remote.join(".nightshift/bin")).unwrap().flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect::<Vec<_>>();
+    let first = shipped();
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert!(first[0].starts_with("nightshift-helper-"), "{first:?}");
+    let (again, _) = common::run_wait(&th, "nightly").await;
+    assert_eq!(again["status"], "completed", "{again:#}");
+    assert_eq!(shipped(), first);
+    assert!(remote_runs(&server).is_empty(), "{:?}", remote_runs(&server));
+}
+
+/// A host that cannot build the sandbox (here: no bubblewrap on the PATH an SSH command gets
+/// there) blocks a routine that asks for one — `blocked · no_sandbox`, the host and the fix in
+/// words — and an agent routine that does not ask runs there without one, `show` saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_without_bubblewrap_blocks_a_routine_that_asks_and_says_why_otherwise() {
+    let Some(mut server) = SshServer::start() else { return };
+    let th = TestHome::new();
+    // The host's PATH: every program of the machine's but bubblewrap (and a stand-in Claude).
+    let bin = server.remote_home().join("bin");
+    use_server(&th, &server, &format!("[hosts.box]\nagent_path = \"{}\"\n", bin.join("claude-fake").display()));
+    std::fs::create_dir_all(&bin).unwrap();
+    for dir in ["/usr/local/bin", "/usr/bin", "/bin"] {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let name = entry.file_name();
+            if name != "bwrap" && !bin.join(&name).exists() {
+                std::os::unix::fs::symlink(entry.path(), bin.join(&name)).unwrap();
+            }
+        }
+    }
+    server.set_remote_path(&bin);
+    th.routine_sent_from_here("strict", "schedule: \"0 2 * * *\"\nhost: box\nsandbox: on\ncommand: 'echo ran'\n");
+    let (rec, _) = common::run_wait(&th, "strict").await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("blocked"), Some("no_sandbox")), "{rec:#}");
+    let message = rec["message"].as_str().unwrap();
+    assert!(message.contains("none can be built on box") && message.contains("apt install bubblewrap"), "{message}");
+    // An agent routine that does not ask runs there without one, and says why.
+    let fake_agent = bin.join("claude-fake");
+    std::fs::write(&fake_agent, "#!/bin/sh\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done\",\"session_id\":\"s-1\"}'\n").unwrap();
+    std::fs::set_permissions(&fake_agent, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    th.routine_sent_from_here("lenient", "schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nprompt: Look\n");
+    let (rec, _) = common::run_wait(&th, "lenient").await;
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    let shown = common::stdout(&ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains("sandbox      off:") && shown.contains("apt install bubblewrap"), "{shown}");
 }

@@ -9,32 +9,13 @@ mod common;
 use common::{ctl, json, stdout, tokio_ctl};
 use nightshift_testkit::home::require_claude_cli;
 use nightshift_testkit::{FakeAnthropic, Reply, TestHome};
-use std::io::Read;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 const REPORT: &str = "## Sandbox\n\nTried it all; only the folder's work went through.";
 /// The run's account's token, from the engine's environment (as on a headless machine).
 const TOKEN_VAR: &str = "CLAUDE_CODE_OAUTH_TOKEN_MINE_AT_EXAMPLE_DOT_COM";
 const KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA-the-users-key\n";
-
-/// A loopback server that counts the connections that reached it.
-fn counting_server() -> (u16, Arc<AtomicUsize>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let seen = Arc::new(AtomicUsize::new(0));
-    let counted = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for c in listener.incoming().flatten() {
-            counted.fetch_add(1, Ordering::SeqCst);
-            let mut c = c;
-            let mut buf = [0u8; 1024];
-            let _ = c.read(&mut buf);
-        }
-    });
-    (port, seen)
-}
 
 /// Every file under `dir` with its bytes, for a before/after comparison.
 fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
@@ -61,7 +42,7 @@ async fn a_sandboxed_claude_run_keeps_to_its_folder_and_its_api_and_every_refusa
     std::fs::write(th.path().join("nightshift.toml"), account("mine@example.com", &mine) + &account("other@example.com", &other)).unwrap();
     let project = th.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
-    let (port, reached) = counting_server();
+    let (port, reached) = common::counting_server();
     let db = th.path().join("nightshift.db");
     std::fs::write(
         project.join("probe.sh"),
@@ -205,6 +186,23 @@ fn the_default_comes_from_the_settings() {
     let out = ctl(&th).args(["routines", "list"]).output().unwrap();
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("nightshift.toml:2:11:") && said.contains("maybe"), "{said}");
+}
+
+/// A GitHub Actions host's runs are on GitHub's runners, which Nightshift does not sandbox:
+/// `sandbox: on` there is an error located at the field; `[defaults] sandbox = "on"` reaches a
+/// routine on an SSH host (built there) but not one on an Actions host.
+#[test]
+fn sandbox_on_cannot_be_kept_on_a_github_actions_host() {
+    let th = TestHome::new();
+    std::fs::write(th.path().join("nightshift.toml"), "[defaults]\nsandbox = \"on\"\n[hosts.ci]\ngithub = \"acme/app\"\n").unwrap();
+    th.routine_sent_from_here("onci", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Tidy\nhost: ci\nsandbox: on\n");
+    th.routine_sent_from_here("defaulted", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Tidy\nhost: ci\n");
+    th.routine_sent_from_here("onbox", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Tidy\nhost: box\nsandbox: on\n");
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("routines/onci.yaml:5:10: `sandbox: on` cannot be kept on `ci`, a GitHub Actions host"), "{said}");
+    assert!(said.contains("2 valid, 1 invalid"), "{said}");
+    assert!(!said.contains("defaulted.yaml") && !said.contains("onbox.yaml"), "{said}");
 }
 
 /// A sandboxed run in a worktree of its own commits into the repository the worktree belongs to

@@ -52,7 +52,7 @@ impl<'a> RunDir<'a> {
     }
     /// What the sandbox was built from, written before the run starts: a run with it was sandboxed.
     pub fn sandbox_plan(self) -> PathBuf {
-        self.sandbox().join("plan.json")
+        self.sandbox().join(SANDBOX_PLAN_FILE)
     }
     /// Why a run here went without a sandbox (a routine that said `off`, a command's default, a
     /// machine where none can be built and the routine did not ask).
@@ -61,7 +61,7 @@ impl<'a> RunDir<'a> {
     }
     /// The connections the sandbox's proxy refused, one JSON line each ([`crate::sandbox::Refusal`]).
     pub fn sandbox_refused(self) -> PathBuf {
-        self.sandbox().join("refused.jsonl")
+        self.sandbox().join(SANDBOX_REFUSED_FILE)
     }
     /// Forget how far the logs were scrubbed (the next attempt writes new ones).
     pub fn clear_scrubbed(self) {
@@ -71,6 +71,10 @@ impl<'a> RunDir<'a> {
 
 /// The sandbox's folder in a sandboxed run's.
 pub const SANDBOX_DIR: &str = "sandbox";
+/// What the sandbox was built from, in its folder.
+pub const SANDBOX_PLAN_FILE: &str = "plan.json";
+/// The connections its proxy refused, in its folder.
+pub const SANDBOX_REFUSED_FILE: &str = "refused.jsonl";
 /// The run's standard output, as its process wrote it (an agent's event stream).
 pub const STDOUT_LOG: &str = "stdout.log";
 pub const STDERR_LOG: &str = "stderr.log";

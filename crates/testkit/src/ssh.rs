@@ -119,6 +119,17 @@ impl SshServer {
         assert!(up, "sshd did not listen on {addr}:\n{}", self.log());
     }
 
+    /// Give every later SSH command `PATH=<path>` on the remote side (restarts sshd): a host
+    /// whose commands find only what that folder holds.
+    pub fn set_remote_path(&mut self, path: &Path) {
+        let config = self.dir.path().join("sshd_config");
+        let text = std::fs::read_to_string(&config).expect("sshd_config");
+        let text = text.replace("SetEnv HOME=", &format!("SetEnv PATH={} HOME=", path.display()));
+        std::fs::write(&config, text).expect("sshd_config");
+        self.stop();
+        self.resume();
+    }
+
     /// What sshd logged (for failure messages).
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("sshd.log")).unwrap_or_default()

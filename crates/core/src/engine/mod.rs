@@ -192,6 +192,7 @@ impl Engine {
                 push_backoff: opts.push_backoff,
                 scrubber: opts.scrubber,
                 sandbox_probe: Default::default(),
+                host_sandboxes: Default::default(),
                 redactor: Default::default(),
                 catalog: Default::default(),
             }),

@@ -24,7 +24,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 /// Where runs live on the remote side, under its `$HOME`.
-const REMOTE_RUNS: &str = ".nightshift/runs";
+pub(crate) const REMOTE_RUNS: &str = ".nightshift/runs";
 
 /// How to reach a host: an alias or `user@host` from the user's `~/.ssh/config`, never a prompt.
 #[derive(Debug, Clone)]
@@ -61,7 +61,7 @@ impl Target {
 
     /// `ssh … host -- <remote command>`: batch mode (a missing key is an error, not a password
     /// prompt nobody answers) and a connect timeout (an unreachable host fails in seconds).
-    fn ssh(&self, remote: &str) -> tokio::process::Command {
+    pub(crate) fn ssh(&self, remote: &str) -> tokio::process::Command {
         let mut c = self.client();
         c.arg("-T").arg(&self.host).arg("--").arg(remote);
         c.stdin(Stdio::null()).kill_on_drop(true);
@@ -97,7 +97,7 @@ impl Target {
         c
     }
 
-    async fn output(&self, remote: &str) -> Result<String, Failure> {
+    pub(crate) async fn output(&self, remote: &str) -> Result<String, Failure> {
         let out = self.ssh(remote).output().await.map_err(no_ssh)?;
         match out.status.success() {
             true => Ok(String::from_utf8_lossy(&out.stdout).into_owned()),
@@ -126,7 +126,7 @@ pub enum Failure {
 }
 
 impl Failure {
-    fn of(host: &str, stderr: &[u8], code: Option<i32>) -> Failure {
+    pub(crate) fn of(host: &str, stderr: &[u8], code: Option<i32>) -> Failure {
         let words = said(host, stderr, code);
         match code {
             // 255: ssh's own failure; none: the client was killed — the connection is gone.
@@ -143,7 +143,7 @@ impl Failure {
 }
 
 /// The ssh client itself could not be run.
-fn no_ssh(e: std::io::Error) -> Failure {
+pub(crate) fn no_ssh(e: std::io::Error) -> Failure {
     Failure::Unreachable(format!("could not run ssh ({e}); install OpenSSH's client (`ssh`)"))
 }
 
@@ -172,6 +172,17 @@ pub struct RemoteCommand {
     pub env: Vec<(String, String)>,
     pub timeout: Option<Duration>,
     pub kill_grace: Duration,
+    /// The machine's sandbox there, when the run goes in one.
+    pub sandbox: Option<Sandboxed>,
+}
+
+/// A run's sandbox on its host: the Nightshift helper there, its bubblewrap, and the plan
+/// (its paths under `~`, completed there by the helper: [`super::sandbox::Plan::complete_here`]).
+#[derive(Debug, Clone)]
+pub struct Sandboxed {
+    pub helper: String,
+    pub bwrap: String,
+    pub plan: String,
 }
 
 /// A started remote run: where its files are and which process group is it (kept with the run's
@@ -201,7 +212,7 @@ pub struct RemoteEnd {
 const MISSING: &str = "nightshift-missing";
 
 /// `'text'` for a POSIX shell.
-fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -221,6 +232,21 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<OnHost, Failu
     let program = cmd.argv.first().map(|p| quote(p)).unwrap_or_default();
     let argv: Vec<String> = cmd.argv.iter().map(|a| quote(a)).collect();
     let cwd = cmd.cwd.as_deref().map(remote_path).unwrap_or_else(|| "\"$HOME\"".into());
+    // In the machine's sandbox: its plan and its hidden file in the run's folder, and the helper
+    // (outside: the proxy, then bubblewrap) starting the program.
+    let (sandbox_files, sandboxed) = match &cmd.sandbox {
+        Some(s) => (
+            format!(
+                "mkdir -p \"$d/{own}\"; printf '%s' {plan} > \"$d/{own}/{plan_file}\"; : > \"$d/{own}/{hidden}\"; chmod 000 \"$d/{own}/{hidden}\"\n",
+                own = crate::run_dir::SANDBOX_DIR,
+                plan = quote(&s.plan),
+                plan_file = crate::run_dir::SANDBOX_PLAN_FILE,
+                hidden = super::sandbox::HIDDEN_FILE,
+            ),
+            format!("{} {} {} \"$d\" -- ", quote(&s.helper), super::sandbox::helper::RUN_ARG, quote(&s.bwrap)),
+        ),
+        None => (String::new(), String::new()),
+    };
     // The environment first (read, exported, never echoed); the program looked up (a missing one
     // is a clear refusal, not a run that fails at once); then the run directory, the wrapper
     // started in the background with stdin from /dev/null (it keeps the limit itself), its pid
@@ -231,11 +257,12 @@ pub async fn start(target: &Target, cmd: &RemoteCommand) -> Result<OnHost, Failu
          command -v {program} >/dev/null 2>&1 || {{ echo {MISSING}; exit 127; }}\n\
          d=\"$HOME/{REMOTE_RUNS}/\"{id}\n\
          mkdir -p \"$d\"\n\
+         {sandbox_files}\
          export NIGHTSHIFT_RUN_DIR=\"$d\"\n\
          cd {cwd}\n\
          : > \"$d/{out}\"; : > \"$d/{err}\"; printf '%s' {room} > \"$d/{exit}\"\n\
          now=$(date +%s)\n\
-         sh -c {wrapper} nightshift-run \"$d/{exit}\" {timeout} $((now + {timeout})) {grace} '' {argv} </dev/null >\"$d/{out}\" 2>\"$d/{err}\" &\n\
+         sh -c {wrapper} nightshift-run \"$d/{exit}\" {timeout} $((now + {timeout})) {grace} '' {sandboxed}{argv} </dev/null >\"$d/{out}\" 2>\"$d/{err}\" &\n\
          w=$!\n\
          g=$(ps -o pgid= -p \"$w\" 2>/dev/null | tr -d ' ') || true\n\
          [ -n \"$g\" ] || g=$(cut -d' ' -f5 /proc/$w/stat)\n\
@@ -328,6 +355,13 @@ async fn follow_one(target: &Target, run: &OnHost, name: &str, local: &Path) -> 
     }
 }
 
+/// A file of the run's folder there (`rel`, under it), or `None` when it has none.
+pub async fn read_file(target: &Target, run: &OnHost, rel: &str) -> Result<Option<Vec<u8>>, Failure> {
+    let path = format!("{}/{rel}", run.dir);
+    let said = target.output(&format!("[ -f {p} ] && {{ echo present; cat {p}; }} || echo absent", p = quote(&path))).await?;
+    Ok(said.strip_prefix("present\n").map(|text| text.as_bytes().to_vec()))
+}
+
 /// End the run on the remote side: SIGTERM to its process group, SIGKILL after the grace.
 pub async fn cancel(target: &Target, run: &OnHost, grace: Duration) -> Result<(), Failure> {
     let g = run.pgid;
@@ -372,7 +406,7 @@ mod tests {
     }
 
     fn command(id: &str, script: &str, timeout: Option<Duration>) -> RemoteCommand {
-        RemoteCommand { run_id: id.into(), argv: vec!["sh".into(), "-c".into(), script.into()], cwd: None, env: Vec::new(), timeout, kill_grace: Duration::from_secs(1) }
+        RemoteCommand { run_id: id.into(), argv: vec!["sh".into(), "-c".into(), script.into()], cwd: None, env: Vec::new(), timeout, kill_grace: Duration::from_secs(1), sandbox: None }
     }
 
     fn pgroup_alive(pgid: u32) -> bool {

@@ -145,11 +145,13 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
         }
     }
     for r in set.routines.iter_mut() {
-        // `[defaults] sandbox`: routines here that do not say (another machine's runs are not
-        // sandboxed by Nightshift: a routine there that asks is refused by the parser).
-        if let (None, Some(switch), None) = (r.sandbox.asked, settings.defaults.sandbox, &r.placement) {
-            r.sandbox.asked = Some(switch);
-            r.sandbox.asked_by = Some("[defaults] sandbox in nightshift.toml");
+        // `[defaults] sandbox`: routines that do not say, here and on SSH hosts (a GitHub Actions
+        // host's runs are not sandboxed by Nightshift).
+        if let (None, Some(switch)) = (r.sandbox.asked, settings.defaults.sandbox) {
+            if actions_host(r, settings).is_none() {
+                r.sandbox.asked = Some(switch);
+                r.sandbox.asked_by = Some("[defaults] sandbox in nightshift.toml");
+            }
         }
         pin_version(r, settings, home);
         // `[agents.<agent>] model`: the model of its routines that name none.
@@ -175,17 +177,32 @@ pub fn with_settings(mut set: RoutineSet, settings: &crate::settings::Settings, 
         let (line, col) = text.lines().enumerate().find_map(|(i, l)| l.starts_with("hostStrategy:").then(|| (i + 1, l.find("fleet").map_or(1, |c| c + 1)))).unwrap_or((1, 1));
         r.warnings.push(Diagnostic::warning(home.display_path(&r.file), line, col, NO_FLEET));
     }
+    let sandbox_on_actions = |r: &Routine| r.sandbox.asked == Some(crate::sandbox::Switch::On) && actions_host(r, settings).is_some();
     let (ok, bad): (Vec<Routine>, Vec<Routine>) =
-        std::mem::take(&mut set.routines).into_iter().partition(|r| r.webhooks.iter().all(|w| settings.webhook(w).is_some()));
+        std::mem::take(&mut set.routines).into_iter().partition(|r| r.webhooks.iter().all(|w| settings.webhook(w).is_some()) && !sandbox_on_actions(r));
     set.routines = ok;
     for r in bad {
         let display = home.display_path(&r.file);
         let text = crate::fsutil::read_text_file(&r.file, crate::fsutil::MAX_TEXT_FILE).unwrap_or_default();
-        let errors = unknown_webhooks(&r, &text, settings, &display);
+        let mut errors = unknown_webhooks(&r, &text, settings, &display);
+        if let Some(host) = actions_host(&r, settings).filter(|_| sandbox_on_actions(&r)) {
+            let (line, col) = text.lines().enumerate().find_map(|(i, l)| l.starts_with("sandbox:").then(|| (i + 1, l.find("on").map_or(1, |c| c + 1)))).unwrap_or((1, 1));
+            errors.push(Diagnostic::error(
+                &display,
+                line,
+                col,
+                format!("`sandbox: on` cannot be kept on `{host}`, a GitHub Actions host: its runs are on GitHub's runners, which Nightshift does not sandbox (each is a fresh virtual machine); place it here or on an SSH host, or leave `sandbox:` out"),
+            ));
+        }
         set.invalid.push(InvalidRoutine { name: r.name.clone(), file: r.file.clone(), errors, warnings: r.warnings });
     }
     set.invalid.sort_by(|a, b| a.file.cmp(&b.file));
     set
+}
+
+/// The first of the routine's hosts that is a GitHub Actions host, if one is.
+fn actions_host<'r>(r: &'r Routine, settings: &crate::settings::Settings) -> Option<&'r str> {
+    r.placement.as_ref()?.hosts.iter().map(String::as_str).find(|h| settings.actions_host(h).is_some())
 }
 
 /// agents-cli's `[agents.<agent>] auto_compact_tokens` and `fast_mode_models`, passed to an agent

@@ -157,7 +157,7 @@ fn now_found(core: &Core, run_id: &str, on: &mut OnActions, run: &WorkflowRun) {
 /// ([`super::attempt::away`]), and which variable gets the secret (never its value).
 fn call_for(core: &Core, live: &LiveRun, routine: &Routine, account: Option<&Account>) -> Call {
     let provider = account.map(|a| a.provider_env()).unwrap_or_default();
-    let (driver, args, mut env) = super::attempt::away(core, live, routine, &provider);
+    let (driver, args, mut env) = super::attempt::away(core, live, routine, &provider, false);
     let secret_vars = match (routine.agent().cli(), account) {
         (None, _) => Vec::new(),
         (Some(_), Some(a)) => vec![a.secret_var()],

@@ -201,10 +201,10 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
 /// variables and `extra` (the credentials an SSH host gets over the channel; an Actions host's
 /// provider), as for a run here ([`crate::runner::env::overlay`]) — never the local environment
 /// (its PATH means nothing there).
-pub(crate) fn away(core: &Core, live: &super::live::LiveRun, routine: &Routine, extra: &[(&str, String)]) -> (&'static dyn crate::agents::AgentDriver, Vec<String>, std::collections::BTreeMap<String, String>) {
+pub(crate) fn away(core: &Core, live: &super::live::LiveRun, routine: &Routine, extra: &[(&str, String)], sandboxed: bool) -> (&'static dyn crate::agents::AgentDriver, Vec<String>, std::collections::BTreeMap<String, String>) {
     let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
     let prompt = render_prompt(core, routine, core.clock.now(), None, event.as_ref());
-    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation(&prompt, run_cap(routine, &core.settings()), None);
+    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), None, None, sandboxed);
     let mut vars = agent_env;
     vars.extend(run_variables(routine, &live.id));
     vars.extend(extra.iter().map(|(k, v)| (*k, v.clone())));

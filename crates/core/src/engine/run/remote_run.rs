@@ -13,7 +13,9 @@ use crate::routine::Routine;
 use crate::engine::state::Core;
 use crate::run::Reason;
 use crate::run_dir::RunDir;
-use crate::runner::remote::{self, Failure, RemoteCommand, OnHost, Target};
+use crate::runner::remote::{self, Failure, RemoteCommand, OnHost, Sandboxed, Target};
+use crate::runner::sandbox::on_host::{self, NotReady};
+use super::sandboxing;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -78,6 +80,7 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
     let mut ssh_command: Option<RemoteCommand> = None;
     let mut unreachable = Vec::new();
     let mut busy = Vec::new();
+    let mut no_sandbox = Vec::new();
     let hosts = match placement.fleet {
         true => fleet_order(&placement.hosts, &core.store.runs_going_by_host().unwrap_or_default()),
         false => placement.hosts.clone(),
@@ -91,12 +94,39 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
             tracing::warn!(run = %live.id, error = %e, "could not record the run's host");
         }
         let started = match core.settings().actions_host(host) {
-            Some(actions) => super::actions_run::start(core, live, routine, &actions, creds.account.map(|(a, _)| a), !creds.secrets.is_empty()).await.map(RemoteProc::Actions),
+            Some(actions) => {
+                // Each run there is a fresh virtual machine of GitHub's: not Nightshift's sandbox.
+                let why = format!("`{host}` is a GitHub Actions host, whose runners Nightshift does not sandbox (each run is a fresh virtual machine of GitHub's)");
+                match sandboxing::wanted(routine).map(|w| sandboxing::settle(routine, w, Err::<(), _>(why.clone()), &format!("on {host}"))) {
+                    Ok(Err(blocked)) => {
+                        no_sandbox.push(blocked);
+                        continue;
+                    }
+                    Ok(Ok(_)) => sandboxing::record_without(&live.run_dir, &why),
+                    Err(off) => sandboxing::record_without(&live.run_dir, &off),
+                }
+                super::actions_run::start(core, live, routine, &actions, creds.account.map(|(a, _)| a), !creds.secrets.is_empty()).await.map(RemoteProc::Actions)
+            }
             None => {
-                let cmd = ssh_command.get_or_insert_with(|| command(core, live, routine, creds));
-                cmd.argv[0] = program_on(&core.settings(), routine, host);
                 let target = core.ssh_target(host);
-                remote::start(&target, cmd).await.map(|started| RemoteProc::Ssh(SshProc { target, started }))
+                let base = ssh_command.get_or_insert_with(|| command(core, live, routine, creds, false));
+                match sandbox_there(core, live, routine, &target, base).await {
+                    Err(failure) => Err(failure),
+                    Ok(Err(blocked)) => {
+                        no_sandbox.push(blocked);
+                        continue;
+                    }
+                    Ok(Ok(sandbox)) => {
+                        let mut cmd = base.clone();
+                        // An agent whose own sandbox cannot nest in the machine's is told (Codex).
+                        if sandbox.is_some() {
+                            cmd.argv = command(core, live, routine, creds, true).argv;
+                        }
+                        cmd.argv[0] = program_on(&core.settings(), routine, host);
+                        cmd.sandbox = sandbox;
+                        remote::start(&target, &cmd).await.map(|started| RemoteProc::Ssh(SshProc { target, started }))
+                    }
+                }
             }
         };
         match started {
@@ -129,9 +159,10 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
             }
         }
     }
-    let (reason, message) = match unreachable.is_empty() {
-        false => (Reason::HostUnreachable, format!("not started: {}", unreachable.join("; "))),
-        true => (Reason::ActiveRun, format!("not started: every host of this routine ({}) has a run of it going", busy.join(", "))),
+    let (reason, message) = match (unreachable.is_empty(), no_sandbox.is_empty()) {
+        (false, _) => (Reason::HostUnreachable, format!("not started: {}", unreachable.join("; "))),
+        (true, false) => (Reason::NoSandbox, no_sandbox.join("; ")),
+        (true, true) => (Reason::ActiveRun, format!("not started: every host of this routine ({}) has a run of it going", busy.join(", "))),
     };
     Err(Ending::Blocked { reason, message, resets_at: None })
 }
@@ -152,11 +183,12 @@ pub(crate) fn program_on(settings: &crate::settings::Settings, routine: &Routine
 }
 
 /// The SSH command line and environment, the same for every SSH host but its program (`argv[0]`,
-/// set per host), with the account's secret sent over the channel.
-fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>) -> RemoteCommand {
+/// set per host) and its sandbox, with the account's secret sent over the channel; `sandboxed`:
+/// its agent is told it runs in the machine's sandbox ([`crate::agents::Call::sandboxed`]).
+fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine::accounts::RunCreds<'_>, sandboxed: bool) -> RemoteCommand {
     let credentials = crate::engine::accounts::credentials_env(core, routine, creds, crate::engine::accounts::Where::OnAHost);
     let credentials: Vec<(&str, String)> = credentials.iter().map(|(k, v)| (k.as_str(), v.clone())).collect();
-    let (_, args, env) = super::attempt::away(core, live, routine, &credentials);
+    let (_, args, env) = super::attempt::away(core, live, routine, &credentials, sandboxed);
     RemoteCommand {
         run_id: live.id.clone(),
         argv: std::iter::once(String::new()).chain(args).collect(),
@@ -164,7 +196,50 @@ fn command(core: &Core, live: &LiveRun, routine: &Routine, creds: crate::engine:
         env: env.into_iter().collect(),
         timeout: Some(routine.timeout),
         kill_grace: core.settings().kill_grace(),
+        sandbox: None,
     }
+}
+
+/// Whether the try goes in the machine's sandbox on the host `target` reaches: `Ok(Ok(Some))`
+/// with what it is built from there (its plan kept in the run's folder here), `Ok(Ok(None))` not
+/// (why, in the run's folder), `Ok(Err)` when the routine asks for one the host cannot build
+/// (the words that block it), `Err` when the host could not be asked. A host found able is
+/// remembered for this engine's life; one that was not is asked again next time.
+async fn sandbox_there(core: &Core, live: &LiveRun, routine: &Routine, target: &Target, cmd: &RemoteCommand) -> Result<Result<Option<Sandboxed>, String>, Failure> {
+    let wanted = match sandboxing::wanted(routine) {
+        Ok(wanted) => wanted,
+        Err(off) => {
+            sandboxing::record_without(&live.run_dir, &off);
+            return Ok(Ok(None));
+        }
+    };
+    let known = core.host_sandboxes.lock().unwrap_or_else(|e| e.into_inner()).get(&target.host).cloned();
+    let ready = match (known, &core.scrubber) {
+        (Some(ready), _) => Ok(ready),
+        (None, None) => Err("this engine was not started by a Nightshift binary that can serve the sandbox's helpers".to_string()),
+        (None, Some(exe)) => match on_host::prepare(target, &on_host::helper_to_ship(exe)).await {
+            Ok(ready) => {
+                core.host_sandboxes.lock().unwrap_or_else(|e| e.into_inner()).insert(target.host.clone(), ready.clone());
+                Ok(ready)
+            }
+            Err(NotReady::Failure(failure)) => return Err(failure),
+            Err(NotReady::Cannot(why)) => Err(why),
+        },
+    };
+    Ok(match sandboxing::settle(routine, wanted, ready, &format!("on {}", target.host)) {
+        Err(blocked) => Err(blocked),
+        Ok(Err(why)) => {
+            sandboxing::record_without(&live.run_dir, &why);
+            Ok(None)
+        }
+        Ok(Ok(ready)) => {
+            let env: std::collections::BTreeMap<String, String> = cmd.env.iter().cloned().collect();
+            let home_here = core.env.iter().find(|(k, _)| k == "HOME").map(|(_, v)| std::path::PathBuf::from(v));
+            let plan = sandboxing::remote_plan(routine, &env, &live.id, cmd.cwd.as_deref(), home_here.as_deref());
+            sandboxing::record_plan(&live.run_dir, &plan);
+            Ok(Some(Sandboxed { helper: ready.helper, bwrap: ready.bwrap, plan: serde_json::to_string(&plan).unwrap_or_default() }))
+        }
+    })
 }
 
 /// Bring the run's output home until it ends there; reconnect after a drop (from the last byte
@@ -190,6 +265,7 @@ async fn follow_ssh(core: &Arc<Core>, run: &LiveRun, proc: &SshProc, cancel: Arc
             ended = following => match ended {
                 Ok(end) => {
                     core.host_contact(host, None);
+                    bring_refusals_home(run, proc).await;
                     return match (end.timed_out, cancelled) {
                         (true, _) => Ending::TimedOut,
                         (false, true) => Ending::Cancelled,
@@ -226,6 +302,25 @@ async fn follow_ssh(core: &Arc<Core>, run: &LiveRun, proc: &SshProc, cancel: Arc
                 cancel_there(core, run, proc).await;
             }
         }
+    }
+}
+
+/// A sandboxed run's refused connections, from its folder there to its folder here (where the
+/// judge reads them), before the folder there is removed.
+async fn bring_refusals_home(run: &LiveRun, proc: &SshProc) {
+    let dir = RunDir::at(&run.run_dir);
+    if !dir.sandbox_plan().exists() {
+        return;
+    }
+    let rel = format!("{}/{}", crate::run_dir::SANDBOX_DIR, crate::run_dir::SANDBOX_REFUSED_FILE);
+    match remote::read_file(&proc.target, &proc.started, &rel).await {
+        Ok(Some(bytes)) => {
+            if let Err(e) = std::fs::write(dir.sandbox_refused(), bytes) {
+                tracing::warn!(run = %run.id, error = %e, "could not keep the sandbox's refusals");
+            }
+        }
+        Ok(None) => {}
+        Err(failure) => tracing::warn!(run = %run.id, host = %proc.target.host, error = %failure.message(), "could not bring the sandbox's refusals home"),
     }
 }
 

@@ -32,17 +32,37 @@ fn tools(core: &Core) -> Result<Tools, String> {
 /// Whether a run of `routine` here is sandboxed: `Ok(Some)` with what it takes, `Ok(None)` not
 /// (it said `off`, or Nightshift's default where no sandbox can be built — `why` says which),
 /// `Err` when it asked for one that cannot be built (`blocked · no_sandbox`, the fix in words).
+/// A run on another machine is decided there ([`super::remote_run`]).
 pub(crate) fn decide(core: &Core, routine: &Routine) -> Result<Result<Tools, String>, String> {
     if routine.placement.is_some() {
-        return Ok(Err("runs on other machines are not sandboxed by Nightshift".into()));
+        return Ok(Err("decided on its host".into()));
     }
+    let wanted = match wanted(routine) {
+        Ok(w) => w,
+        Err(why) => return Ok(Err(why)),
+    };
+    settle(routine, wanted, tools(core), "here")
+}
+
+/// What `routine` asks of the sandbox: `Err` with the words when it goes without one whatever
+/// the machine (`sandbox: off`, a command's default).
+pub(crate) fn wanted(routine: &Routine) -> Result<Wanted, String> {
     match routine.sandbox.wanted(routine.agent().cli().is_some()) {
-        Wanted::Off => Ok(Err(format!("`sandbox: off`{}", if routine.sandbox.asked.is_none() { " (a command routine's default)" } else { "" }))),
-        Wanted::Required => tools(core).map(Ok).map_err(|why| {
+        Wanted::Off => Err(format!("`sandbox: off`{}", if routine.sandbox.asked.is_none() { " (a command routine's default)" } else { "" })),
+        wanted => Ok(wanted),
+    }
+}
+
+/// What comes of a routine's wish where the sandbox can be built or not (`built`): the tools,
+/// the reason it goes without (`Ok(Err)`), or — it asked, and none can be built `there` — the
+/// words that block it (`Err`).
+pub(crate) fn settle<T>(routine: &Routine, wanted: Wanted, built: Result<T, String>, there: &str) -> Result<Result<T, String>, String> {
+    match (wanted, built) {
+        (Wanted::Required, Err(why)) => {
             let by = routine.sandbox.asked_by.unwrap_or("sandbox:");
-            format!("not started: it asks for a sandbox ({by}) and none can be built here: {why}")
-        }),
-        Wanted::WhereItWorks => Ok(tools(core)),
+            Err(format!("not started: it asks for a sandbox ({by}) and none can be built {there}: {why}"))
+        }
+        (_, built) => Ok(built),
     }
 }
 
@@ -63,10 +83,19 @@ pub(crate) fn wrap(core: &Core, routine: &Routine, tools: &Tools, spec: &mut Spa
     Ok(())
 }
 
-/// Say why a run here was not sandboxed, in its folder (`show` prints it).
+/// Say why a run was not sandboxed, in its folder (`show` prints it).
 pub(crate) fn record_without(run_dir: &Path, why: &str) {
     let dir = RunDir::at(run_dir);
+    let _ = std::fs::remove_file(dir.sandbox_plan());
     let _ = std::fs::create_dir_all(dir.sandbox()).and_then(|_| std::fs::write(dir.sandbox_off(), why));
+}
+
+/// Keep the plan of a run sandboxed on another machine in its folder here: the run was
+/// sandboxed (`show`, the judge reading its tools' refusals), and what with.
+pub(crate) fn record_plan(run_dir: &Path, plan: &Plan) {
+    let dir = RunDir::at(run_dir);
+    let _ = std::fs::remove_file(dir.sandbox_off());
+    let _ = std::fs::create_dir_all(dir.sandbox()).and_then(|_| std::fs::write(dir.sandbox_plan(), serde_json::to_vec_pretty(plan).unwrap_or_default()));
 }
 
 /// An empty file with no permissions, laid over every hidden file.
@@ -79,12 +108,65 @@ fn write_unreadable(path: &Path) -> std::io::Result<()> {
 }
 
 fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[PathBuf]) -> Plan {
-    let env = &spec.env;
-    let home = env.get("HOME").map(PathBuf::from);
+    let db = core.home.db_path();
+    let machine = Machine {
+        home: spec.env.get("HOME").map(PathBuf::from),
+        cwd: spec.cwd.clone().or_else(|| std::env::current_dir().ok()),
+        run_dir: spec.run_dir.clone(),
+        // The engine's database (and its journal) and every other account's folders.
+        hidden: ["", "-wal", "-shm", "-journal"].iter().map(|suffix| PathBuf::from(format!("{}{suffix}", db.display()))).chain(other_accounts.iter().cloned()).collect(),
+        program: Some(&spec.program),
+    };
+    plan_for(routine, &spec.env, machine)
+}
+
+/// The plan of a run of `routine` on an SSH host, run `run_id` there in `cwd` (the routine's
+/// `remoteCwd`; the remote home by default) with `env`: its paths under `~`, which the helper
+/// there completes ([`Plan::complete_here`]).
+/// `home_here`: this machine's home, which the routine's `~` in `sandbox_hide:` and `allow.dirs`
+/// was read as — on the host it is the host's home.
+pub(crate) fn remote_plan(routine: &Routine, env: &BTreeMap<String, String>, run_id: &str, cwd: Option<&str>, home_here: Option<&Path>) -> Plan {
+    let home = PathBuf::from("~");
+    let machine = Machine {
+        cwd: Some(cwd.map(PathBuf::from).unwrap_or_else(|| home.clone())),
+        run_dir: home.join(crate::runner::remote::REMOTE_RUNS).join(run_id),
+        home: Some(home),
+        hidden: Vec::new(),
+        program: None,
+    };
+    let mut plan = plan_for(routine, env, machine);
+    if let Some(here) = home_here.filter(|h| h.is_absolute() && *h != Path::new("/")) {
+        let named: Vec<&PathBuf> = routine.sandbox.hide.iter().chain(match &routine.action {
+            crate::routine::Action::Agent { guard, .. } => guard.allow_dirs.iter(),
+            _ => [].iter(),
+        }).collect();
+        for p in plan.writable.iter_mut().chain(plan.visible.iter_mut()).chain(plan.hidden.iter_mut()).filter(|p| named.contains(&&**p)) {
+            if let Ok(rest) = p.strip_prefix(here) {
+                *p = Path::new("~").join(rest);
+            }
+        }
+    }
+    plan
+}
+
+/// The machine a plan is for, as far as the engine knows it.
+struct Machine<'a> {
+    home: Option<PathBuf>,
+    cwd: Option<PathBuf>,
+    run_dir: PathBuf,
+    /// What it hides besides the home's secret folders (here: the database, other accounts).
+    hidden: Vec<PathBuf>,
+    /// The program, when it is on this machine (the plan is then complete here).
+    program: Option<&'a Path>,
+}
+
+fn plan_for(routine: &Routine, env: &BTreeMap<String, String>, machine: Machine<'_>) -> Plan {
+    let here = machine.program.is_some();
+    let home = machine.home;
     let driver = crate::agents::driver(routine.agent());
     let needs = driver.sandbox_needs();
     let mut writable: Vec<PathBuf> = Vec::new();
-    let cwd = spec.cwd.clone().or_else(|| std::env::current_dir().ok());
+    let cwd = machine.cwd;
     let (guard, looks_only) = match &routine.action {
         crate::routine::Action::Agent { guard, mode, .. } => (Some(guard), *mode == crate::agents::Mode::Plan),
         _ => (None, false),
@@ -92,14 +174,14 @@ fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[Path
     // Where it works: its folder (a worktree's repository too) and `allow.dirs` — read-only for
     // `mode: plan`, which only looks (an agent whose own sandbox cannot nest here relies on it).
     let mut works_in: Vec<PathBuf> = cwd.iter().cloned().collect();
-    works_in.extend(cwd.as_deref().map(git_dirs).unwrap_or_default());
+    works_in.extend(cwd.as_deref().filter(|_| here).map(git_dirs).unwrap_or_default());
     works_in.extend(guard.iter().flat_map(|g| g.allow_dirs.iter().cloned()));
-    let mut read_only: Vec<PathBuf> = Vec::new();
+    let mut visible: Vec<PathBuf> = Vec::new();
     match looks_only {
-        true => read_only.extend(works_in.into_iter().filter(|p| p.starts_with("/tmp"))),
+        true => visible.extend(works_in),
         false => writable.extend(works_in),
     }
-    writable.push(spec.run_dir.clone());
+    writable.push(machine.run_dir);
     // The agent's own folders: its config dir's variable and the account's other folders, as the
     // run's environment names them, and what it writes under the home on the user's own login.
     let mut vars: Vec<&str> = needs.state_vars.to_vec();
@@ -109,7 +191,9 @@ fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[Path
     }
     for var in vars {
         if let Some(dir) = env.get(var).map(PathBuf::from).filter(|p| p.is_absolute()) {
-            let _ = std::fs::create_dir_all(&dir);
+            if here {
+                let _ = std::fs::create_dir_all(&dir);
+            }
             writable.push(dir);
         }
     }
@@ -118,54 +202,28 @@ fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[Path
     }
 
     let mut hidden: Vec<PathBuf> = home.as_deref().map(crate::sandbox::hidden_in_home).unwrap_or_default();
-    // The engine's database (and its journal) and every other account's folders.
-    let db = core.home.db_path();
-    for suffix in ["", "-wal", "-shm", "-journal"] {
-        hidden.push(PathBuf::from(format!("{}{suffix}", db.display())));
-    }
-    hidden.extend(other_accounts.iter().filter(|d| !writable.contains(d)).cloned());
-    // The user's session bus and keyring live in the runtime folder.
+    hidden.extend(machine.hidden.into_iter().filter(|d| !writable.contains(d)));
+    // The user's session bus and keyring live in the runtime folder (on a host, the helper
+    // finds it there).
     hidden.extend(env.get("XDG_RUNTIME_DIR").map(PathBuf::from));
     hidden.extend(routine.sandbox.hide.iter().cloned());
 
     let mut hosts: Vec<String> = needs.api_hosts.iter().map(|h| h.to_string()).collect();
     hosts.extend(crate::sandbox::hosts_in_env(env));
-    hosts.extend(crate::sandbox::hosts_in_config(needs, env, home.as_deref()));
+    // The API its own config file names (a file on this machine: a host's is not read).
+    if here {
+        hosts.extend(crate::sandbox::hosts_in_config(needs, env, home.as_deref()));
+    }
     hosts.extend(guard.iter().flat_map(|g| g.allow_hosts.iter().cloned()));
     hosts.sort();
     hosts.dedup();
     let forwards = crate::sandbox::loopback_ports(&hosts);
 
     let background = needs.background_hosts.iter().map(|h| h.to_string()).collect();
-    let mut visible = visible_under_tmp(spec, env);
-    visible.extend(read_only);
+    if let Some(program) = machine.program {
+        visible.extend(sandbox::visible_under_tmp(program, env));
+    }
     Plan { visible, writable, hidden, hosts, background, forwards, cwd }
-}
-
-/// What must stay visible under the sandbox's own `/tmp`: the program (an npm CLI: its whole
-/// package folder), every `PATH` folder and every path the run's environment names.
-fn visible_under_tmp(spec: &SpawnSpec, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
-    let tmp = Path::new("/tmp");
-    let mut paths: Vec<PathBuf> = Vec::new();
-    if let Ok(real) = std::fs::canonicalize(&spec.program) {
-        paths.push(install_root(&real));
-    }
-    paths.push(spec.program.parent().map(Path::to_path_buf).unwrap_or_default());
-    paths.extend(env.get("PATH").into_iter().flat_map(|p| std::env::split_paths(p).collect::<Vec<_>>()));
-    paths.extend(env.values().map(PathBuf::from).filter(|p| p.is_absolute()));
-    let mut under: Vec<PathBuf> = paths.into_iter().filter(|p| p.starts_with(tmp) && p != tmp && p.exists()).collect();
-    under.sort();
-    under.dedup();
-    under
-}
-
-/// Where an installed program's files are: the folder holding its outermost `node_modules` (a
-/// node CLI needs its whole package tree), else its own folder.
-fn install_root(real: &Path) -> PathBuf {
-    match real.ancestors().filter(|a| a.file_name().is_some_and(|n| n == "node_modules")).last() {
-        Some(modules) => modules.parent().unwrap_or(modules).to_path_buf(),
-        None => real.parent().unwrap_or(real).to_path_buf(),
-    }
 }
 
 /// A git worktree writes its commits into the repository it belongs to: its own folder there

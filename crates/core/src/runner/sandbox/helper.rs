@@ -15,6 +15,9 @@ use std::path::{Path, PathBuf};
 pub const RUN_ARG: &str = "__sandbox-run";
 /// `<exe> __sandbox-net <socket> <port,port…> -- <program> <args…>` (inside).
 pub const NET_ARG: &str = "__sandbox-net";
+/// `<exe> __sandbox-probe`: whether a sandbox can be built on this machine — `ok <bwrap>`, or
+/// `no <why>` (exit 1). What the engine asks an SSH host before it runs there sandboxed.
+pub const PROBE_ARG: &str = "__sandbox-probe";
 
 /// The wrapper's command line for a sandboxed run of `program args`: the helper `exe` outside.
 pub fn command(exe: &Path, bwrap: &Path, run_dir: &Path, program: &Path, args: &[String]) -> (PathBuf, Vec<String>) {
@@ -30,6 +33,7 @@ pub fn serve_helper_request() {
     let code = match args.get(1).and_then(|a| a.to_str()) {
         Some(RUN_ARG) => outside(&args[2..]),
         Some(NET_ARG) => inside(&args[2..]),
+        Some(PROBE_ARG) => probe_here(),
         _ => return,
     };
     std::process::exit(code);
@@ -47,6 +51,19 @@ fn fail(what: String) -> i32 {
     125
 }
 
+fn probe_here() -> i32 {
+    match super::probe(std::env::var("PATH").ok().as_deref()) {
+        Ok(bwrap) => {
+            println!("ok {}", bwrap.display());
+            0
+        }
+        Err(why) => {
+            println!("no {why}");
+            1
+        }
+    }
+}
+
 /// Outside: start the proxy on the run's socket, then bubblewrap with the plan.
 fn outside(args: &[OsString]) -> i32 {
     let [bwrap, run_dir, sep, program @ ..] = args else { return fail("usage: __sandbox-run <bwrap> <run dir> -- <program> [args…]".into()) };
@@ -55,10 +72,17 @@ fn outside(args: &[OsString]) -> i32 {
     }
     let run_dir = PathBuf::from(run_dir);
     let dir = RunDir::at(&run_dir);
-    let plan: Plan = match std::fs::read(dir.sandbox_plan()).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
+    let mut plan: Plan = match std::fs::read(dir.sandbox_plan()).map_err(|e| e.to_string()).and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string())) {
         Ok(plan) => plan,
         Err(e) => return fail(format!("cannot read the sandbox plan {}: {e}", dir.sandbox_plan().display())),
     };
+    let env: std::collections::BTreeMap<String, String> = std::env::vars().collect();
+    let agent = PathBuf::from(&program[0]);
+    let agent = match agent.components().count() {
+        1 => crate::fsutil::find_on_path(&agent.to_string_lossy(), env.get("PATH").map(String::as_str)).unwrap_or(agent),
+        _ => agent,
+    };
+    plan.complete_here(env.get("HOME").map(Path::new), &agent, &env);
     // Bound by a path relative to the sandbox's folder: a Unix socket's path has 108 bytes, a
     // run's folder may be longer.
     if let Err(e) = std::env::set_current_dir(dir.sandbox()) {

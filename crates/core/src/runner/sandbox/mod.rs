@@ -15,9 +15,11 @@
 //! the [`Plan`], written to the run's folder before it starts (a run with one was sandboxed).
 
 pub mod helper;
+pub mod on_host;
 pub mod proxy;
 
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Where the sandbox's folder of the run (`<run dir>/sandbox`) is seen inside: a short path, so
@@ -88,6 +90,58 @@ impl Plan {
             a.extend(["--chdir".into(), shown(cwd)]);
         }
         a
+    }
+}
+
+impl Plan {
+    /// Complete the plan on the machine the run starts on, from what only that machine knows (the
+    /// helper does this before bubblewrap, so a plan written elsewhere — for a run on an SSH host —
+    /// works as well as one written here): `~` in its paths is `home`; what must stay visible
+    /// under the private `/tmp` (the program, `PATH`, the paths `env` names); the session's
+    /// runtime folder hidden (its bus and keyring). What is already there stays as it is.
+    pub fn complete_here(&mut self, home: Option<&Path>, program: &Path, env: &BTreeMap<String, String>) {
+        if let Some(home) = home {
+            let expand = |p: &mut PathBuf| {
+                if let Ok(rest) = p.strip_prefix("~") {
+                    *p = home.join(rest);
+                }
+            };
+            self.writable.iter_mut().chain(self.visible.iter_mut()).chain(self.hidden.iter_mut()).chain(self.cwd.iter_mut()).for_each(expand);
+        }
+        for v in visible_under_tmp(program, env) {
+            if !self.visible.contains(&v) {
+                self.visible.push(v);
+            }
+        }
+        if let Some(runtime) = env.get("XDG_RUNTIME_DIR").map(PathBuf::from).filter(|r| r.is_absolute() && !self.hidden.contains(r)) {
+            self.hidden.push(runtime);
+        }
+    }
+}
+
+/// What must stay visible under the sandbox's own `/tmp`: the program (an npm CLI: its whole
+/// package folder), every `PATH` folder and every path the run's environment names.
+pub fn visible_under_tmp(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+    let tmp = Path::new("/tmp");
+    let mut paths: Vec<PathBuf> = Vec::new();
+    if let Ok(real) = std::fs::canonicalize(program) {
+        paths.push(install_root(&real));
+    }
+    paths.push(program.parent().map(Path::to_path_buf).unwrap_or_default());
+    paths.extend(env.get("PATH").into_iter().flat_map(|p| std::env::split_paths(p).collect::<Vec<_>>()));
+    paths.extend(env.values().map(PathBuf::from).filter(|p| p.is_absolute()));
+    let mut under: Vec<PathBuf> = paths.into_iter().filter(|p| p.starts_with(tmp) && p != tmp && p.exists()).collect();
+    under.sort();
+    under.dedup();
+    under
+}
+
+/// Where an installed program's files are: the folder holding its outermost `node_modules` (a
+/// node CLI needs its whole package tree), else its own folder.
+fn install_root(real: &Path) -> PathBuf {
+    match real.ancestors().filter(|a| a.file_name().is_some_and(|n| n == "node_modules")).last() {
+        Some(modules) => modules.parent().unwrap_or(modules).to_path_buf(),
+        None => real.parent().unwrap_or(real).to_path_buf(),
     }
 }
 

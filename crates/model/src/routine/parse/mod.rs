@@ -121,9 +121,6 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
     let setup::Setup { timeout, secrets, budget, stall, cwd, env, variables, account } = setup::setup(&mut cx, &f, action.as_ref());
     let (workspace, placement) = place::place(&mut cx, &f, cwd.as_deref(), action.as_ref(), &guard, &guard_pos);
     let sandbox = sandbox::sandbox(&mut cx, &f);
-    if placement.is_some() && sandbox.asked == Some(crate::sandbox::Switch::On) {
-        cx.err(f.pos("sandbox"), "`sandbox: on` is built on this machine only: runs on SSH hosts and GitHub Actions are not sandboxed by Nightshift (yet); run it here, or leave `sandbox:` out");
-    }
     let behaviour::Behaviour { catchup, catchup_within, enabled, notify_missed, ping, notify, devices, webhooks, retry, overlap } = behaviour::behaviour(&mut cx, &f);
 
     match action {
