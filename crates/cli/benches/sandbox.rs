@@ -4,14 +4,13 @@
 //! (`nightshiftctl run --wait`) and in-process (`Engine::run_now`, the wait for the final record) —
 //! and a one-turn run of the real Claude Code CLI against the fake API on loopback, sandboxed and
 //! not, as a whole process (when the CLI is installed). Throughput: the sandbox's proxy against a
-//! direct connection on loopback — in-process (the proxy on a Unix socket, a CONNECT tunnel, the
-//! bytes read) and as a whole process (a routine that downloads the same bytes with `curl`, through
+//! direct connection on loopback — in-process (a CONNECT tunnel through a loopback port whose
+//! connections are handed to the proxy on its Unix socket, as inside the sandbox; the bytes read) and as a whole process (a routine that downloads the same bytes with `curl`, through
 //! the sandbox and without it). Medians. `NIGHTSHIFT_BENCH_QUICK=1`: fewer runs, fewer bytes.
 
 use nightshift_core::run::Trigger;
 use nightshift_testkit::bench::{fmt, median};
 use std::io::{Read, Write};
-use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -84,7 +83,7 @@ fn main() {
     }
     let rate = |d: Duration| format!("{:.0} MiB/s", mib as f64 / d.as_secs_f64());
     println!("{:<72} {:>10} {:>10} {:>10}", format!("throughput: {mib} MiB from a loopback origin"), "direct", "proxy", "ratio");
-    println!("{:<72} {:>10} {:>10} {:>9.2}x", "in-process: TCP direct / CONNECT tunnel through the proxy's socket", rate(direct), rate(proxied), proxied.as_secs_f64() / direct.as_secs_f64());
+    println!("{:<72} {:>10} {:>10} {:>9.2}x", "in-process: TCP direct / CONNECT tunnel handed to the proxy", rate(direct), rate(proxied), proxied.as_secs_f64() / direct.as_secs_f64());
     println!("{:<72} {:>10} {:>10} {:>9.2}x", "whole process: a routine's curl, sandbox off / on", rate(fetch_off), rate(fetch_on), fetch_on.as_secs_f64() / fetch_off.as_secs_f64());
 }
 
@@ -112,23 +111,28 @@ fn origin_server(mib: usize) -> u16 {
     port
 }
 
-/// Read the origin's answer directly (`None`) or through a CONNECT tunnel of the sandbox's proxy
-/// serving a Unix socket in `dir`; the median time of three.
+/// Read the origin's answer directly (`None`) or as a sandboxed client does: a CONNECT tunnel
+/// through the loopback port inside, whose connection is handed to the sandbox's proxy serving a
+/// Unix socket in `dir`; the median time of three.
 fn tunnel_throughput(origin: u16, dir: Option<&Path>, mib: usize) -> Duration {
-    let socket = dir.map(|d| {
+    use nightshift_core::runner::sandbox::{helper, proxy};
+    let inside = dir.map(|d| {
         let path = d.join(format!("bench-{}.sock", std::process::id()));
         let _ = std::fs::remove_file(&path);
         let listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-        let rules = nightshift_core::runner::sandbox::proxy::Rules { hosts: vec![format!("127.0.0.1:{origin}")], background: Vec::new(), refused_log: d.join("refused.jsonl") };
-        std::thread::spawn(move || nightshift_core::runner::sandbox::proxy::serve(listener, rules));
-        path
+        let rules = proxy::Rules { hosts: vec![format!("127.0.0.1:{origin}")], background: Vec::new(), refused_log: d.join("refused.jsonl") };
+        std::thread::spawn(move || proxy::serve(listener, rules));
+        let port_inside = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = port_inside.local_addr().unwrap().port();
+        std::thread::spawn(move || helper::hand_over_each(port_inside, path, None));
+        at
     });
     let mut times: Vec<Duration> = (0..3)
         .map(|_| {
             let start = Instant::now();
-            let read = match &socket {
-                Some(path) => {
-                    let mut s = UnixStream::connect(path).unwrap();
+            let read = match inside {
+                Some(at) => {
+                    let mut s = std::net::TcpStream::connect(("127.0.0.1", at)).unwrap();
                     s.write_all(format!("CONNECT 127.0.0.1:{origin} HTTP/1.1\r\n\r\nGET / HTTP/1.1\r\n\r\n").as_bytes()).unwrap();
                     std::io::copy(&mut s, &mut std::io::sink()).unwrap()
                 }

@@ -20,12 +20,16 @@ pub(crate) struct Tools {
     helper: PathBuf,
 }
 
-/// Can this engine build a sandbox? Probed once per engine (a few milliseconds), on the PATH it
-/// gives its runs.
+/// The file in the home's data folder that remembers a working sandbox for this boot.
+const PROBE_CACHE: &str = "sandbox-works";
+
+/// Can this engine build a sandbox? Probed once per engine (a few milliseconds) on the PATH it
+/// gives its runs, and a working one remembered in the home for this boot.
 fn tools(core: &Core) -> Result<Tools, String> {
     let helper = core.scrubber.clone().ok_or_else(|| "this engine was not started by a Nightshift binary that can serve the sandbox's helpers".to_string())?;
     let path = core.env.iter().find(|(k, _)| k == "PATH").map(|(_, v)| v.clone());
-    let bwrap = core.sandbox_probe.get_or_init(|| sandbox::probe(path.as_deref())).clone()?;
+    let cache = core.home.data_dir().join(PROBE_CACHE);
+    let bwrap = core.sandbox_probe.get_or_init(|| sandbox::probe_cached(&cache, path.as_deref())).clone()?;
     Ok(Tools { bwrap, helper })
 }
 

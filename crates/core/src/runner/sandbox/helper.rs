@@ -3,11 +3,12 @@
 //! proxy, then bubblewrap) and `__sandbox-net` inside it (loopback ports to the proxy, then the
 //! agent). Each exits with the agent's exit code, so the wrapper records the agent's.
 
+use super::handover::{self, Purpose};
 use super::{proxy, Plan, INSIDE_DIR, SOCKET};
 use crate::run_dir::RunDir;
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 
@@ -132,12 +133,12 @@ fn inside(args: &[OsString]) -> i32 {
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let through = socket.clone();
-    std::thread::spawn(move || accept(listener, through, None));
+    std::thread::spawn(move || hand_over_each(listener, through, None));
     for p in forwards.to_string_lossy().split(',').filter_map(|p| p.parse::<u16>().ok()) {
         match TcpListener::bind(("127.0.0.1", p)) {
             Ok(l) => {
                 let through = socket.clone();
-                std::thread::spawn(move || accept(l, through, Some(p)));
+                std::thread::spawn(move || hand_over_each(l, through, Some(p)));
             }
             Err(e) => eprintln!("nightshift sandbox: cannot forward 127.0.0.1:{p}: {e}"),
         }
@@ -155,37 +156,65 @@ fn inside(args: &[OsString]) -> i32 {
     }
 }
 
-/// Carry each connection on `listener` to the proxy: as it is (`forward: None`, the client speaks
-/// to a proxy), or through a tunnel the proxy is asked for (`Some(port)`, the client speaks to
-/// `127.0.0.1:port` directly).
-fn accept(listener: TcpListener, socket: PathBuf, forward: Option<u16>) {
+/// Hand each connection on `listener` to the proxy outside ([`handover`]): as a client that speaks
+/// to a proxy (`forward: None`), or one that speaks to `127.0.0.1:port` directly (`Some(port)`).
+/// The proxy serves the client's own socket: no byte passes through here.
+pub fn hand_over_each(listener: TcpListener, socket: PathBuf, forward: Option<u16>) {
+    let purpose = forward.map_or(Purpose::Proxy, Purpose::Forward);
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
-        let socket = socket.clone();
-        std::thread::spawn(move || {
-            let _ = carry(conn, &socket, forward);
-        });
+        let handed = UnixStream::connect(&socket).and_then(|to| handover::hand_over(&to, conn.as_raw_fd(), purpose));
+        if let Err(e) = handed {
+            eprintln!("nightshift sandbox: could not hand a connection to the proxy: {e}");
+        }
     }
 }
 
-fn carry(client: TcpStream, socket: &Path, forward: Option<u16>) -> std::io::Result<()> {
-    let mut upstream = UnixStream::connect(socket)?;
-    if let Some(port) = forward {
-        upstream.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n").as_bytes())?;
-        let mut reader = BufReader::new(upstream.try_clone()?);
-        let mut status = String::new();
-        reader.read_line(&mut status)?;
-        loop {
-            let mut line = String::new();
-            if reader.read_line(&mut line)? == 0 || line == "\r\n" {
-                break;
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+
+    /// Inside's loopback ports, with the real proxy behind them: a client that speaks to a proxy
+    /// and one that speaks to a forwarded port directly both reach the allowed origin, each over
+    /// its own socket handed to the proxy; a forwarded port the rules refuse is closed, recorded.
+    #[test]
+    fn connections_handed_to_the_proxy_reach_only_what_is_allowed() {
+        let dir = tempfile::tempdir().unwrap();
+        let origin = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = origin.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            for mut c in origin.incoming().flatten() {
+                let mut buf = [0u8; 1024];
+                let n = c.read(&mut buf).unwrap_or(0);
+                let _ = c.write_all(format!("origin saw {}", String::from_utf8_lossy(&buf[..n]).lines().next().unwrap_or_default()).as_bytes());
             }
-        }
-        if !status.contains(" 200 ") {
-            return Ok(());
-        }
+        });
+        let socket = dir.path().join("p.sock");
+        let refused_log = dir.path().join("refused.jsonl");
+        let rules = proxy::Rules { hosts: vec![format!("127.0.0.1:{port}")], background: Vec::new(), refused_log: refused_log.clone() };
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        std::thread::spawn(move || proxy::serve(listener, rules));
+        let inside = |forward: Option<u16>| {
+            let l = TcpListener::bind("127.0.0.1:0").unwrap();
+            let at = l.local_addr().unwrap().port();
+            let socket = socket.clone();
+            std::thread::spawn(move || hand_over_each(l, socket, forward));
+            at
+        };
+        let talk = |at: u16, said: &str| {
+            let mut c = std::net::TcpStream::connect(("127.0.0.1", at)).unwrap();
+            c.write_all(said.as_bytes()).unwrap();
+            c.shutdown(std::net::Shutdown::Write).unwrap();
+            let mut out = String::new();
+            let _ = c.read_to_string(&mut out);
+            out
+        };
+        let proxied = talk(inside(None), &format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\nGET /tunnelled HTTP/1.1\r\n\r\n"));
+        assert_eq!(proxied, "HTTP/1.1 200 Connection established\r\n\r\norigin saw GET /tunnelled HTTP/1.1");
+        assert_eq!(talk(inside(Some(port)), "GET /direct HTTP/1.1\r\n\r\n"), "origin saw GET /direct HTTP/1.1");
+        let other = port.wrapping_add(1);
+        assert_eq!(talk(inside(Some(other)), "GET / HTTP/1.1\r\n\r\n"), "", "refused: closed");
+        assert_eq!(std::fs::read_to_string(&refused_log).unwrap(), format!("{{\"host\":\"127.0.0.1:{other}\"}}\n"));
     }
-    let (client_r, upstream_r) = (client.try_clone()?, upstream.try_clone()?);
-    super::splice(client_r, upstream, upstream_r, client);
-    Ok(())
 }

@@ -14,6 +14,7 @@
 //! design (`runner::process`), and its network must too. Everything the sandbox is built from is
 //! the [`Plan`], written to the run's folder before it starts (a run with one was sandboxed).
 
+pub mod handover;
 pub mod helper;
 pub mod on_host;
 pub mod proxy;
@@ -240,6 +241,36 @@ pub fn as_root() -> bool {
     unsafe { libc::geteuid() == 0 }
 }
 
+/// [`probe`], remembered in `cache` (a file of the home's data folder) for this boot: every
+/// `nightshiftctl` command is an engine of its own, and the check costs each one milliseconds
+/// (docs/performance.md). A sandbox found to work is kept with what that depends on — which
+/// `bwrap`, its size and time, the boot — and checked again when any of them changed; one found
+/// not to work is checked again every time (it may have been fixed since).
+pub fn probe_cached(cache: &Path, path_var: Option<&str>) -> Result<PathBuf, String> {
+    let bwrap = crate::fsutil::find_on_path("bwrap", path_var);
+    let facts = bwrap.as_deref().and_then(|b| {
+        let meta = std::fs::metadata(b).ok()?;
+        let mtime = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?.as_nanos();
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        Some(format!("{}\n{} {mtime}\n{}\n", b.display(), meta.len(), boot.trim()))
+    });
+    if let (Some(bwrap), Some(facts)) = (&bwrap, &facts) {
+        if std::fs::read_to_string(cache).is_ok_and(|kept| kept == *facts) {
+            return Ok(bwrap.clone());
+        }
+    }
+    let found = probe(path_var);
+    match (&found, facts) {
+        (Ok(_), Some(facts)) => {
+            let _ = crate::fsutil::write_atomic(cache, facts.as_bytes());
+        }
+        _ => {
+            let _ = std::fs::remove_file(cache);
+        }
+    }
+    found
+}
+
 /// Can a sandbox be built here? `bwrap` found on `path_var` and able to make the namespaces the
 /// plan asks for (user namespaces allowed, not inside a container that forbids them). `Ok`: the
 /// `bwrap` to use; `Err`: why not, with the fix in words.
@@ -292,5 +323,37 @@ mod tests {
         assert!(!args.contains("--cap-drop"), "{args}");
         assert!(plan.bwrap_args(&run_dir, true).join(" ").contains("--cap-drop ALL"));
         assert!(args.ends_with(&format!("--chdir {}", home.display())), "{args}");
+    }
+}
+
+#[cfg(test)]
+mod probe_tests {
+    use super::probe_cached;
+    use std::os::unix::fs::PermissionsExt;
+
+    /// A sandbox found to work is remembered with the `bwrap` it was found with: the same file is
+    /// not tried again, a changed one is, and one that fails is forgotten.
+    #[test]
+    fn a_working_sandbox_is_remembered_until_its_bubblewrap_changes() {
+        let dir = tempfile::tempdir().unwrap();
+        let bwrap = dir.path().join("bwrap");
+        let write = |code: u8| {
+            std::fs::write(&bwrap, format!("#!/bin/sh\nexit {code}\n")).unwrap();
+            std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        let path = dir.path().display().to_string();
+        let cache = dir.path().join("sandbox-works");
+        write(0);
+        assert_eq!(probe_cached(&cache, Some(&path)), Ok(bwrap.clone()));
+        assert!(cache.is_file());
+        // The same size and time, another behaviour: not tried again.
+        let when = std::fs::metadata(&bwrap).unwrap().modified().unwrap();
+        write(1);
+        std::fs::File::options().write(true).open(&bwrap).unwrap().set_modified(when).unwrap();
+        assert_eq!(probe_cached(&cache, Some(&path)), Ok(bwrap.clone()));
+        // A changed bwrap is tried again; one that fails is not remembered.
+        std::fs::File::options().write(true).open(&bwrap).unwrap().set_modified(when + std::time::Duration::from_secs(1)).unwrap();
+        assert!(probe_cached(&cache, Some(&path)).is_err());
+        assert!(!cache.exists());
     }
 }

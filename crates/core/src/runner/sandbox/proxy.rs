@@ -7,9 +7,12 @@
 //! Blocking threads, one pair per connection: a run opens a handful of connections, and the proxy
 //! lives in the run's own process (`__sandbox-run`), not in the engine.
 
+use super::handover::{self, Purpose, Received};
+use super::HalfClose;
 use crate::sandbox::{host_allowed, Refusal};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::fd::AsRawFd;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -47,27 +50,52 @@ fn bracketed(host: &str) -> String {
     if host.contains(':') && !host.starts_with('[') { format!("[{host}]") } else { host.to_string() }
 }
 
-/// Serve connections on `listener` until the process ends.
+/// Serve connections on `listener` until the process ends: each one a connection handed over from
+/// inside the sandbox ([`handover`]), or a client speaking on the socket itself.
 pub fn serve(listener: UnixListener, rules: Rules) {
     let rules = Arc::new(rules);
     for conn in listener.incoming() {
         let Ok(conn) = conn else { continue };
         let rules = Arc::clone(&rules);
         std::thread::spawn(move || {
-            let _ = handle(conn, &rules);
+            let _ = take(conn, &rules);
         });
     }
 }
 
-/// One client connection: its request head, the decision, then bytes both ways.
-fn handle(conn: UnixStream, rules: &Rules) -> std::io::Result<()> {
-    let mut reader = BufReader::new(conn.try_clone()?);
-    let head = read_head(&mut reader)?;
+fn take(conn: UnixStream, rules: &Rules) -> std::io::Result<()> {
+    match handover::receive(&conn)? {
+        Received::Handed(fd, Purpose::Proxy) => serve_client(TcpStream::from(fd), Vec::new(), rules),
+        Received::Handed(fd, Purpose::Forward(port)) => forward(TcpStream::from(fd), port, rules),
+        Received::Bytes(first) => serve_client(conn, first, rules),
+    }
+}
+
+/// A connection the proxy serves: the client's own socket, or the Unix socket it spoke on.
+trait Client: Read + Write + AsRawFd + HalfClose + Send + 'static + Sized {
+    fn duplicate(&self) -> std::io::Result<Self>;
+}
+
+impl Client for TcpStream {
+    fn duplicate(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+}
+
+impl Client for UnixStream {
+    fn duplicate(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+}
+
+/// One client that speaks to a proxy (`first`: what it already said): its request head, the
+/// decision, then bytes both ways.
+fn serve_client<C: Client>(mut conn: C, first: Vec<u8>, rules: &Rules) -> std::io::Result<()> {
+    let (head, rest) = read_head(&mut conn, first)?;
     let mut lines = head.split("\r\n");
     let request = lines.next().unwrap_or_default();
     let mut parts = request.split(' ');
     let (method, target, version) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default(), parts.next().unwrap_or("HTTP/1.1"));
-    let mut conn = conn;
     let Some((host, port, path)) = destination(method, target) else {
         return answer(&mut conn, "400 Bad Request", "Nightshift's sandbox proxy takes CONNECT host:port or an absolute http:// address\n");
     };
@@ -97,24 +125,44 @@ fn handle(conn: UnixStream, rules: &Rules) -> std::io::Result<()> {
         out.push_str("Connection: close\r\n\r\n");
         upstream_w.write_all(out.as_bytes())?;
     }
-    // What the client sent beyond the head (already buffered) goes first.
-    let buffered = reader.buffer().to_vec();
-    upstream_w.write_all(&buffered)?;
+    // What the client sent beyond the head (already read) goes first.
+    upstream_w.write_all(&rest)?;
     let upstream_r = upstream.try_clone()?;
-    super::splice(reader.into_inner(), upstream_w, upstream_r, conn);
+    super::splice(conn.duplicate()?, upstream_w, upstream_r, conn);
     Ok(())
 }
 
-/// The request head, up to its blank line.
-fn read_head(reader: &mut BufReader<UnixStream>) -> std::io::Result<String> {
-    let mut head = Vec::new();
-    loop {
-        let n = reader.by_ref().take((MAX_HEAD - head.len()) as u64).read_until(b'\n', &mut head)?;
-        if n == 0 || head.ends_with(b"\r\n\r\n") || head.len() >= MAX_HEAD {
-            break;
-        }
+/// A client that speaks to a forwarded loopback port: a tunnel to that port, if it is allowed
+/// (refused: recorded, and the connection closed, as a port nothing listens on would be).
+fn forward(conn: TcpStream, port: u16, rules: &Rules) -> std::io::Result<()> {
+    const LOOPBACK: &str = "127.0.0.1";
+    if !rules.allows(LOOPBACK, port) {
+        rules.record(LOOPBACK, port);
+        return Ok(());
     }
-    Ok(String::from_utf8_lossy(&head).trim_end_matches("\r\n").to_string())
+    let upstream = connect(LOOPBACK, port)?;
+    super::splice(conn.try_clone()?, upstream.try_clone()?, upstream, conn);
+    Ok(())
+}
+
+/// The request head, up to its blank line, and what came after it; `buf`: what was read already.
+fn read_head(conn: &mut impl Read, mut buf: Vec<u8>) -> std::io::Result<(String, Vec<u8>)> {
+    let text = |head: &[u8]| String::from_utf8_lossy(head).trim_end_matches("\r\n").to_string();
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = buf.split_off(end + 4);
+            return Ok((text(&buf), rest));
+        }
+        if buf.len() >= MAX_HEAD {
+            return Ok((text(&buf), Vec::new()));
+        }
+        let mut chunk = [0u8; 8192];
+        let n = conn.read(&mut chunk)?;
+        if n == 0 {
+            return Ok((text(&buf), Vec::new()));
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
 }
 
 /// `CONNECT host:port` or `GET http://host[:port]/path` → (host, port, path).
@@ -147,15 +195,17 @@ fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
     Err(last)
 }
 
-fn answer(conn: &mut UnixStream, status: &str, body: &str) -> std::io::Result<()> {
+fn answer(conn: &mut impl Client, status: &str, body: &str) -> std::io::Result<()> {
     let text = format!("HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len());
     conn.write_all(text.as_bytes())?;
-    conn.shutdown(Shutdown::Write)
+    conn.close_write();
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::net::Shutdown;
 
     #[test]
     fn destinations_are_read_from_both_request_forms() {
