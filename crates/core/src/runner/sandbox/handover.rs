@@ -42,16 +42,8 @@ pub fn hand_over(to: &UnixStream, conn: RawFd, purpose: Purpose) -> io::Result<(
     let mut data = vec![MARK];
     data.extend(purpose.words().into_bytes());
     let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE(std::mem::size_of::<RawFd>() as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: an all-zero msghdr is a valid empty one; its pointers are set below to buffers
-    // that outlive the sendmsg call.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let mut control = control_buffer(1);
+    let msg = message(&mut iov, &mut control);
     // SAFETY: the control buffer has room for one header with one descriptor (CMSG_SPACE above),
     // so CMSG_FIRSTHDR is not null and its data has room for the descriptor.
     unsafe {
@@ -70,6 +62,23 @@ pub fn hand_over(to: &UnixStream, conn: RawFd, purpose: Purpose) -> io::Result<(
     }
 }
 
+/// Room for the control message of `fds` descriptors.
+fn control_buffer(fds: usize) -> Vec<u8> {
+    // SAFETY: CMSG_SPACE only computes a size.
+    vec![0u8; unsafe { libc::CMSG_SPACE((fds * std::mem::size_of::<RawFd>()) as u32) } as usize]
+}
+
+/// A message of one buffer and a control buffer; both must outlive its use.
+fn message(iov: &mut libc::iovec, control: &mut [u8]) -> libc::msghdr {
+    // SAFETY: an all-zero msghdr is a valid empty one; its pointers are set to the caller's buffers.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = control.len() as _;
+    msg
+}
+
 /// What came first on a connection to the proxy's socket: a handed-over connection and its
 /// purpose, or (a client speaking on the socket itself) the first bytes it sent.
 pub enum Received {
@@ -81,15 +90,8 @@ pub enum Received {
 pub fn receive(from: &UnixStream) -> io::Result<Received> {
     let mut data = vec![0u8; 4096];
     let mut iov = libc::iovec { iov_base: data.as_mut_ptr().cast(), iov_len: data.len() };
-    // SAFETY: CMSG_SPACE only computes a size.
-    let space = unsafe { libc::CMSG_SPACE((4 * std::mem::size_of::<RawFd>()) as u32) } as usize;
-    let mut control = vec![0u8; space];
-    // SAFETY: as in hand_over: an empty msghdr pointed at live buffers.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = &mut iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.as_mut_ptr().cast();
-    msg.msg_controllen = space as _;
+    let mut control = control_buffer(4);
+    let mut msg = message(&mut iov, &mut control);
     let n = loop {
         // SAFETY: msg points at live buffers; the socket is open.
         let n = unsafe { libc::recvmsg(from.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
