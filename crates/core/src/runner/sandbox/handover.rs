@@ -11,6 +11,13 @@ use std::os::unix::net::UnixStream;
 /// a handed-over connection from a client speaking on its socket directly).
 const MARK: u8 = 0;
 
+/// Received descriptors are closed on exec (where the flag exists: Linux; the proxy starts no
+/// program after it starts serving, so elsewhere none would leak).
+#[cfg(target_os = "linux")]
+const CLOEXEC: libc::c_int = libc::MSG_CMSG_CLOEXEC;
+#[cfg(not(target_os = "linux"))]
+const CLOEXEC: libc::c_int = 0;
+
 /// What a handed-over connection is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Purpose {
@@ -54,7 +61,8 @@ pub fn hand_over(to: &UnixStream, conn: RawFd, purpose: Purpose) -> io::Result<(
         std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<RawFd>(), conn);
     }
     // SAFETY: msg points at live buffers; the socket is open.
-    let sent = unsafe { libc::sendmsg(to.as_raw_fd(), &msg, libc::MSG_NOSIGNAL) };
+    // (No SIGPIPE to fear: Rust programs ignore it, and a closed socket is an error here.)
+    let sent = unsafe { libc::sendmsg(to.as_raw_fd(), &msg, 0) };
     match sent {
         n if n < 0 => Err(io::Error::last_os_error()),
         n if (n as usize) < data.len() => Err(io::Error::other("the handover was cut short")),
@@ -94,7 +102,7 @@ pub fn receive(from: &UnixStream) -> io::Result<Received> {
     let mut msg = message(&mut iov, &mut control);
     let n = loop {
         // SAFETY: msg points at live buffers; the socket is open.
-        let n = unsafe { libc::recvmsg(from.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+        let n = unsafe { libc::recvmsg(from.as_raw_fd(), &mut msg, CLOEXEC) };
         if n >= 0 {
             break n as usize;
         }

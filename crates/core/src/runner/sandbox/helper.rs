@@ -4,7 +4,7 @@
 //! agent). Each exits with the agent's exit code, so the wrapper records the agent's.
 
 use super::handover::{self, Purpose};
-use super::{proxy, Plan, INSIDE_DIR, SOCKET};
+use super::{proxy, seatbelt, Plan, INSIDE_DIR, SOCKET};
 use crate::run_dir::RunDir;
 use std::ffi::OsString;
 use std::net::TcpListener;
@@ -84,6 +84,10 @@ fn outside(args: &[OsString]) -> i32 {
         _ => agent,
     };
     plan.complete_here(env.get("HOME").map(Path::new), &agent, &env);
+    let rules = proxy::Rules { hosts: plan.hosts.clone(), background: plan.background.clone(), refused_log: dir.sandbox_refused() };
+    if Path::new(bwrap).file_name().is_some_and(|n| n == seatbelt::SANDBOX_EXEC) {
+        return under_seatbelt(bwrap, &plan, rules, program);
+    }
     // Bound by a path relative to the sandbox's folder: a Unix socket's path has 108 bytes, a
     // run's folder may be longer.
     if let Err(e) = std::env::set_current_dir(dir.sandbox()) {
@@ -94,7 +98,6 @@ fn outside(args: &[OsString]) -> i32 {
         Ok(l) => l,
         Err(e) => return fail(format!("cannot open the sandbox's proxy socket in {}: {e}", dir.sandbox().display())),
     };
-    let rules = proxy::Rules { hosts: plan.hosts.clone(), background: plan.background.clone(), refused_log: dir.sandbox_refused() };
     std::thread::spawn(move || proxy::serve(listener, rules));
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
@@ -114,6 +117,36 @@ fn outside(args: &[OsString]) -> i32 {
         Ok(status) => exit_code(status),
         Err(e) => fail(format!("cannot start bubblewrap ({}): {e}", Path::new(bwrap).display())),
     }
+}
+
+/// Outside, on macOS (untested: [`seatbelt`]): the proxy on a loopback port, then the agent under
+/// `sandbox-exec` with the plan's profile, in the plan's folder.
+fn under_seatbelt(exec: &OsString, plan: &Plan, rules: proxy::Rules, program: &[OsString]) -> i32 {
+    let listener = match TcpListener::bind("127.0.0.1:0") {
+        Ok(l) => l,
+        Err(e) => return fail(format!("cannot open the sandbox's proxy port: {e}")),
+    };
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    std::thread::spawn(move || proxy::serve_tcp(listener, rules));
+    let mut cmd = std::process::Command::new(exec);
+    cmd.arg("-p").arg(plan.seatbelt_profile(port)).args(program);
+    if let Some(cwd) = &plan.cwd {
+        cmd.current_dir(cwd);
+    }
+    through_proxy(&mut cmd, port);
+    match cmd.status() {
+        Ok(status) => exit_code(status),
+        Err(e) => fail(format!("cannot start sandbox-exec ({}): {e}", Path::new(exec).display())),
+    }
+}
+
+/// Point every client `cmd` starts at the proxy on `127.0.0.1:<port>`.
+fn through_proxy(cmd: &mut std::process::Command, port: u16) {
+    let url = format!("http://127.0.0.1:{port}");
+    for var in PROXY_VARS {
+        cmd.env(var, &url);
+    }
+    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
 }
 
 /// The proxy variables every client reads, in both spellings; nothing bypasses it.
@@ -145,11 +178,7 @@ fn inside(args: &[OsString]) -> i32 {
     }
     let mut cmd = std::process::Command::new(program);
     cmd.args(rest);
-    let url = format!("http://127.0.0.1:{port}");
-    for var in PROXY_VARS {
-        cmd.env(var, &url);
-    }
-    cmd.env_remove("NO_PROXY").env_remove("no_proxy");
+    through_proxy(&mut cmd, port);
     match cmd.status() {
         Ok(status) => exit_code(status),
         Err(e) => fail(format!("cannot start {} in the sandbox: {e}", Path::new(program).display())),

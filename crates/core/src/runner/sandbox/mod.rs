@@ -18,6 +18,7 @@ pub mod handover;
 pub mod helper;
 pub mod on_host;
 pub mod proxy;
+pub mod seatbelt;
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -198,6 +199,7 @@ fn pump(mut from: impl std::io::Read + std::os::fd::AsRawFd, mut to: impl HalfCl
 
 /// `from` → pipe → `to` with `splice(2)`, until `from` ends. `Err` before the first byte moved when
 /// the kernel cannot splice these (the caller copies instead).
+#[cfg(target_os = "linux")]
 fn kernel_pump(from: std::os::fd::RawFd, to: std::os::fd::RawFd) -> std::io::Result<()> {
     let (read_end, write_end) = std::io::pipe()?;
     use std::os::fd::AsRawFd;
@@ -233,6 +235,12 @@ fn kernel_pump(from: std::os::fd::RawFd, to: std::os::fd::RawFd) -> std::io::Res
             left -= m as usize;
         }
     }
+}
+
+/// `splice(2)` is Linux's: elsewhere the caller copies.
+#[cfg(not(target_os = "linux"))]
+fn kernel_pump(_from: std::os::fd::RawFd, _to: std::os::fd::RawFd) -> std::io::Result<()> {
+    Err(std::io::ErrorKind::Unsupported.into())
 }
 
 /// Whether this process runs as root (bubblewrap then needs `--cap-drop ALL`).
@@ -274,7 +282,11 @@ pub fn probe_cached(cache: &Path, path_var: Option<&str>) -> Result<PathBuf, Str
 /// Can a sandbox be built here? `bwrap` found on `path_var` and able to make the namespaces the
 /// plan asks for (user namespaces allowed, not inside a container that forbids them). `Ok`: the
 /// `bwrap` to use; `Err`: why not, with the fix in words.
+/// On macOS: `sandbox-exec` ([`seatbelt`], untested).
 pub fn probe(path_var: Option<&str>) -> Result<PathBuf, String> {
+    if cfg!(target_os = "macos") {
+        return seatbelt::probe(path_var);
+    }
     let bwrap = crate::fsutil::find_on_path("bwrap", path_var)
         .ok_or_else(|| "bubblewrap (`bwrap`) is not installed; install it (Debian and Ubuntu: `apt install bubblewrap`), or set `sandbox: off` on the routine".to_string())?;
     let mut cmd = std::process::Command::new(&bwrap);

@@ -63,6 +63,19 @@ pub fn serve(listener: UnixListener, rules: Rules) {
     }
 }
 
+/// Serve clients that speak to a proxy on a loopback port until the process ends (macOS, where
+/// the sandbox has no network namespace of its own: [`super::seatbelt`]).
+pub fn serve_tcp(listener: std::net::TcpListener, rules: Rules) {
+    let rules = Arc::new(rules);
+    for conn in listener.incoming() {
+        let Ok(conn) = conn else { continue };
+        let rules = Arc::clone(&rules);
+        std::thread::spawn(move || {
+            let _ = serve_client(conn, Vec::new(), &rules);
+        });
+    }
+}
+
 fn take(conn: UnixStream, rules: &Rules) -> std::io::Result<()> {
     match handover::receive(&conn)? {
         Received::Handed(fd, Purpose::Proxy) => serve_client(TcpStream::from(fd), Vec::new(), rules),
