@@ -413,7 +413,8 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
 }
 
 /// Tokens and model in the run detail, as the agent's final event gave them ("–" where it gave
-/// none), and the tool calls it was refused — an input that looks like HTML shown as text.
+/// none), whether it was sandboxed, and the tool calls it was refused — an input that looks like
+/// HTML shown as text.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_detail_shows_tokens_model_and_refused_calls() {
     let Some((_one, scene)) = Scene::bootstrapped().await else { return };
@@ -433,6 +434,8 @@ async fn the_run_detail_shows_tokens_model_and_refused_calls() {
     let facts = js(&c, "return Object.fromEntries([...document.querySelectorAll('#run-facts dt')].map(dt => [dt.textContent, dt.nextElementSibling.textContent]))").await;
     assert_eq!(facts["Tokens"], json!("in 1,234 · out 56 · cache read 7 · cache write \u{2013}"), "{facts}");
     assert_eq!(facts["Model"], json!("claude-sonnet-5-5"), "{facts}");
+    // An agent run in the app goes in the machine's sandbox where it can be built, and says so.
+    assert_eq!(facts["Sandbox"], json!("on"), "{facts}");
     let refused = js(&c, "return [...document.querySelectorAll('#run-denials li')].map(li => li.textContent)").await;
     assert_eq!(refused, json!(["Bash(git push <img src=x onerror=alert(1)>)"]), "inert text, not markup");
     assert_eq!(js(&c, "return document.querySelectorAll('#run-refusals img').length").await, json!(0));

@@ -787,7 +787,11 @@ slot_why: string | null,
 /**
  * Where it ran when not here, in words (`ci · run 1234 · acme/app`, `workstation (over SSH)`).
  */
-place: string | null, };
+place: string | null, 
+/**
+ * Whether it went in the machine's sandbox: `on`, or `off: <why>` (as `show` says it).
+ */
+sandbox: string | null, };
 
 /**
  * Read back (`Deserialize`) by a viewer of another home, from that home's `serve`.

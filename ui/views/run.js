@@ -96,6 +96,7 @@ export function mount(root, params, ui) {
       fact("Duration", r.duration_ms !== null ? duration(r.duration_ms) : null),
       fact("Agent", r.agent),
       fact("Account", r.account),
+      fact("Sandbox", detail.sandbox),
       fact("Host", detail.place && (r.remote_url ? h("a", { id: "run-remote", href: r.remote_url, onclick: (/** @type {Event} */ e) => { e.preventDefault(); openLink(r.remote_url ?? ""); } }, detail.place) : detail.place)),
       fact("Rate limit resets", r.resets_at && full(r.resets_at)),
       fact("Starts at", r.status === "queued" && r.due_at && `${full(r.due_at)} (waiting: ${r.message ?? ""})`),

@@ -171,7 +171,7 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<Str
     if let Some(t) = r.due_at.filter(|_| r.status == nightshift_core::run::RunStatus::Queued) {
         println!("starts at    {} (waiting; `nightshiftctl run {}` starts it now, `nightshiftctl cancel {}` drops it)", format::local(&t), r.routine, r.id);
     }
-    if let Some(sandbox) = sandbox_words(Path::new(&r.run_dir)) {
+    if let Some(sandbox) = nightshift_core::sandbox::words_of(Path::new(&r.run_dir)) {
         println!("sandbox      {sandbox}");
     }
     for d in &r.denials {
@@ -280,11 +280,4 @@ pub async fn logs_there(home: &HomeClient, id: &str, follow: bool, stderr: bool)
     Ok(Outcome::Ok)
 }
 
-/// Whether the run was sandboxed, from its folder: "on" (a plan was written), or "off: why".
-fn sandbox_words(run_dir: &Path) -> Option<String> {
-    let dir = nightshift_core::run_dir::RunDir::at(run_dir);
-    if dir.sandbox_plan().is_file() {
-        return Some("on".into());
-    }
-    std::fs::read_to_string(dir.sandbox_off()).ok().map(|why| format!("off: {}", why.trim()))
-}
+

@@ -293,6 +293,17 @@ pub struct Refusal {
     pub background: bool,
 }
 
+/// Whether a run went in the machine's sandbox, as its folder says: `on` (its plan is there), or
+/// `off: <why>` — `None` for a run that has neither (one from before the sandbox, or one that
+/// never started). What `show` and the window's run detail say.
+pub fn words_of(run_dir: &std::path::Path) -> Option<String> {
+    let dir = crate::run_dir::RunDir::at(run_dir);
+    if dir.sandbox_plan().is_file() {
+        return Some("on".into());
+    }
+    std::fs::read_to_string(dir.sandbox_off()).ok().map(|why| format!("off: {}", why.trim()))
+}
+
 /// What a sandboxed run's tool results say when the sandbox refused them: a write to the
 /// read-only machine, a read of what it hides.
 pub const REFUSED_SIGNS: &[&str] = &["Read-only file system", "Permission denied", "Operation not permitted"];

@@ -82,6 +82,8 @@ pub struct RunDetail {
     pub slot_why: Option<String>,
     /// Where it ran when not here, in words (`ci · run 1234 · acme/app`, `workstation (over SSH)`).
     pub place: Option<String>,
+    /// Whether it went in the machine's sandbox: `on`, or `off: <why>` (as `show` says it).
+    pub sandbox: Option<String>,
 }
 
 pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
@@ -96,7 +98,8 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
             _ => None,
         };
         let place = run.place();
-        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary, slot_why, place })
+        let sandbox = crate::sandbox::words_of(std::path::Path::new(&run.run_dir)).map(|w| e.redact(&w));
+        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary, slot_why, place, sandbox })
     })
     .await
 }
