@@ -23,25 +23,28 @@ fn main() {
         println!("Sandbox: bubblewrap cannot make a sandbox here; nothing to measure");
         return;
     }
-    let origin = origin_server(mib);
+    let origin = origin_server(mib, None);
     let url = format!("http://127.0.0.1:{origin}/");
+    // The same bytes at a gigabit link's pace (119 MiB/s): what a run's downloads meet outside
+    // this machine.
+    let paced_mib = if quick { 32 } else { 128 };
+    let paced = origin_server(paced_mib, Some(GIGABIT_MIB_S));
+    let paced_url = format!("http://127.0.0.1:{paced}/");
     let home = tempfile::tempdir().unwrap();
     let work = home.path().join("work");
     std::fs::create_dir_all(home.path().join("routines")).unwrap();
     std::fs::create_dir_all(&work).unwrap();
     for (name, sandbox) in [("boxed", "on"), ("plain", "off")] {
         std::fs::write(home.path().join(format!("routines/{name}.yaml")), format!("schedule: \"0 3 1 1 *\"\ncommand: \"true\"\nsandbox: {sandbox}\nnotify: never\ncwd: {}\n", work.display())).unwrap();
-        std::fs::write(
-            home.path().join(format!("routines/fetch-{name}.yaml")),
-            format!("schedule: \"0 3 1 1 *\"\ncommand: curl -fsS -o /dev/null {url}\nsandbox: {sandbox}\nnotify: never\ncwd: {}\n", work.display()),
-        )
-        .unwrap();
-    }
-    // `allow.hosts` is an agent's field: a command's sandbox reaches the origin as the run's env names it.
-    for name in ["fetch-boxed", "fetch-plain"] {
-        let file = home.path().join(format!("routines/{name}.yaml"));
-        let text = std::fs::read_to_string(&file).unwrap();
-        std::fs::write(&file, format!("{text}env: {{ ORIGIN_URL: \"{url}\" }}\n")).unwrap();
+        // `allow.hosts` is an agent's field: a command's sandbox reaches the origin as the run's
+        // env names it.
+        for (fetch, at) in [("fetch", &url), ("fetch-paced", &paced_url)] {
+            std::fs::write(
+                home.path().join(format!("routines/{fetch}-{name}.yaml")),
+                format!("schedule: \"0 3 1 1 *\"\ncommand: curl -fsS -o /dev/null {at}\nsandbox: {sandbox}\nnotify: never\ncwd: {}\nenv: {{ ORIGIN_URL: \"{at}\" }}\n", work.display()),
+            )
+            .unwrap();
+        }
     }
     let ctl = |name: &str| {
         let mut c = Command::new(exe);
@@ -52,6 +55,8 @@ fn main() {
     let whole_on = median(runs, || ctl("boxed"));
     let fetch_off = median(runs.min(5), || ctl("fetch-plain"));
     let fetch_on = median(runs.min(5), || ctl("fetch-boxed"));
+    let paced_fetch_off = median(runs.min(5), || ctl("fetch-paced-plain"));
+    let paced_fetch_on = median(runs.min(5), || ctl("fetch-paced-boxed"));
 
     let rt = tokio::runtime::Runtime::new().unwrap();
     let mut opts = nightshift_core::EngineOptions::for_test(home.path());
@@ -73,6 +78,8 @@ fn main() {
     let inproc_on = in_process("boxed");
     let direct = tunnel_throughput(origin, None, mib);
     let proxied = tunnel_throughput(origin, Some(home.path()), mib);
+    let paced_direct = tunnel_throughput(paced, None, paced_mib);
+    let paced_proxied = tunnel_throughput(paced, Some(home.path()), paced_mib);
 
     println!("Sandbox ({}; medians of {runs})", if quick { "quick" } else { "full" });
     println!("{:<72} {:>10} {:>10} {:>10}", "start-up: a `true` command routine", "off", "on", "added");
@@ -85,10 +92,18 @@ fn main() {
     println!("{:<72} {:>10} {:>10} {:>10}", format!("throughput: {mib} MiB from a loopback origin"), "direct", "proxy", "ratio");
     println!("{:<72} {:>10} {:>10} {:>9.2}x", "in-process: TCP direct / CONNECT tunnel handed to the proxy", rate(direct), rate(proxied), proxied.as_secs_f64() / direct.as_secs_f64());
     println!("{:<72} {:>10} {:>10} {:>9.2}x", "whole process: a routine's curl, sandbox off / on", rate(fetch_off), rate(fetch_on), fetch_on.as_secs_f64() / fetch_off.as_secs_f64());
+    let rate = |d: Duration| format!("{:.0} MiB/s", paced_mib as f64 / d.as_secs_f64());
+    println!("{:<72} {:>10} {:>10} {:>10}", format!("throughput: {paced_mib} MiB from an origin paced at a gigabit link's 119 MiB/s"), "direct", "proxy", "ratio");
+    println!("{:<72} {:>10} {:>10} {:>9.2}x", "in-process: TCP direct / CONNECT tunnel handed to the proxy", rate(paced_direct), rate(paced_proxied), paced_proxied.as_secs_f64() / paced_direct.as_secs_f64());
+    println!("{:<72} {:>10} {:>10} {:>9.2}x", "whole process: a routine's curl, sandbox off / on", rate(paced_fetch_off), rate(paced_fetch_on), paced_fetch_on.as_secs_f64() / paced_fetch_off.as_secs_f64());
 }
 
-/// A loopback HTTP server that answers each request with `mib` MiB.
-fn origin_server(mib: usize) -> u16 {
+/// A gigabit link's payload rate, MiB/s (1000 Mbit/s, less Ethernet and TCP/IP overhead).
+const GIGABIT_MIB_S: f64 = 119.0;
+
+/// A loopback HTTP server that answers each request with `mib` MiB, as fast as it can or at `pace`
+/// MiB/s.
+fn origin_server(mib: usize, pace: Option<f64>) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {
@@ -100,9 +115,14 @@ fn origin_server(mib: usize) -> u16 {
                 let mut buf = [0u8; 4096];
                 let _ = c.read(&mut buf);
                 let _ = c.write_all(format!("HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", mib << 20).as_bytes());
-                for _ in 0..mib {
+                let start = Instant::now();
+                for i in 0..mib {
                     if c.write_all(&chunk).is_err() {
                         return;
+                    }
+                    if let Some(pace) = pace {
+                        let due = Duration::from_secs_f64((i + 1) as f64 / pace);
+                        std::thread::sleep(due.saturating_sub(start.elapsed()));
                     }
                 }
             });

@@ -204,6 +204,10 @@ fn kernel_pump(from: std::os::fd::RawFd, to: std::os::fd::RawFd) -> std::io::Res
     let (read_end, write_end) = std::io::pipe()?;
     use std::os::fd::AsRawFd;
     const CHUNK: usize = 1 << 20;
+    // A pipe holds 64 KiB unless told: each splice would move no more. As much as CHUNK where the
+    // system allows (an unprivileged pipe may grow to /proc/sys/fs/pipe-max-size, 1 MiB by default).
+    // SAFETY: F_SETPIPE_SZ on a pipe this function owns; a refusal leaves the default size.
+    unsafe { libc::fcntl(write_end.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
     loop {
         // SAFETY: splicing between open descriptors this function's callers own; no memory is passed.
         let n = unsafe { libc::splice(from, std::ptr::null_mut(), write_end.as_raw_fd(), std::ptr::null_mut(), CHUNK, libc::SPLICE_F_MOVE) };
