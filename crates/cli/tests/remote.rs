@@ -351,3 +351,34 @@ async fn a_host_without_bubblewrap_blocks_a_routine_that_asks_and_says_why_other
     let shown = common::stdout(&ctl(&th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
     assert!(shown.contains("sandbox      off:") && shown.contains("apt install bubblewrap"), "{shown}");
 }
+
+/// Retries never repeat work: the real Claude Code CLI on the host ran a command, then the API
+/// failed (529, its own retries off). Its session is on the host, and Nightshift continues a
+/// session only here, so the run is not started again: `failed · interrupted`, saying how many
+/// changing tool calls it had run and what to do; the command ran once; one try.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_try_on_a_host_that_changed_things_is_not_started_again() {
+    if require_claude_cli().is_none() {
+        return;
+    }
+    let Some(server) = SshServer::start() else { return };
+    let fake = FakeAnthropic::start(None).await;
+    let counter = server.remote_home().join("commands-run");
+    let call = serde_json::json!({"command": format!("echo ran >> {}", counter.display()), "description": "record a run"});
+    fake.set("tok-host-work", Reply::DropsAfterTool { tool: "Bash".into(), input: call, text: "done".into() });
+    let th = TestHome::new();
+    let claude = nightshift_testkit::home::workspace_root().join("tests/agents-cli/node_modules/.bin/claude");
+    use_server(&th, &server, &format!("[hosts.box]\nagent_path = \"{}\"\n", claude.display()));
+    th.routine_sent_from_here(
+        "bump",
+        &format!(
+            "schedule: \"0 2 * * *\"\nhost: box\nagent: claude\nmode: edit\nallow: {{tools: [\"Bash(echo *)\"]}}\nprompt: Bump\nretries: 1\nretry_backoff: 1s\ntimeout: 2m\nenv:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-host-work\n",
+            fake.url()
+        ),
+    );
+    let (rec, _) = common::run_wait(&th, "bump").await;
+    assert_eq!((rec["status"].as_str(), rec["reason"].as_str()), (Some("failed"), Some("interrupted")), "{rec:#}");
+    assert!(rec["message"].as_str().unwrap().contains("not retried: it had already run 1 tool call that change"), "{rec:#}");
+    assert_eq!(std::fs::read_to_string(&counter).unwrap(), "ran\n", "the command ran once");
+    assert!(rec["attempts"].as_array().map_or(0, Vec::len) <= 1, "no second start: {rec:#}");
+}
