@@ -93,7 +93,14 @@ pub async fn prepare(target: &Target, local: &Path) -> Result<Ready, NotReady> {
     match (last.strip_prefix("ok "), last.strip_prefix("no ")) {
         (Some(bwrap), _) => Ok(Ready { helper, bwrap: bwrap.trim().to_string() }),
         (_, Some(why)) => Err(NotReady::Cannot(format!("on {}: {why}", target.host))),
-        _ => Err(NotReady::Cannot(format!("the sandbox helper could not start on {} ({}); set `sandbox: off` on the routine, or run it where it can", target.host, said.trim()))),
+        _ => {
+            // The desktop app ships its own binary only when no `nightshiftctl` is beside it.
+            let why = match local.file_name().is_some_and(|n| n == "nightshiftctl") {
+                true => String::new(),
+                false => "; it was the desktop app's own binary, which needs a desktop's libraries: put `nightshiftctl` beside it (the packages do; from a checkout: `cargo build -p nightshiftctl`)".into(),
+            };
+            Err(NotReady::Cannot(format!("the sandbox helper could not start on {} ({}){why}; set `sandbox: off` on the routine, or run it where it can", target.host, said.trim())))
+        }
     }
 }
 
