@@ -77,7 +77,7 @@ pub(crate) struct Core {
     pub(crate) sandbox_probe: std::sync::OnceLock<Result<std::path::PathBuf, String>>,
     /// SSH hosts found able to build the sandbox, with their helper and bubblewrap (a host that
     /// could not is asked again at its next run: it may have been fixed).
-    pub(crate) host_sandboxes: std::sync::Mutex<std::collections::HashMap<String, crate::runner::sandbox::on_host::Ready>>,
+    pub(crate) host_sandboxes: std::sync::Mutex<std::collections::HashMap<String, crate::runner::remote_sandbox::Ready>>,
     /// Masks every secret the engine has handled in anything it writes or returns.
     pub redactor: crate::accounts::redact::Redactor,
     /// The routine files as last read.

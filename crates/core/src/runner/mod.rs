@@ -6,6 +6,7 @@ pub mod follow;
 pub mod hooks;
 pub mod process;
 pub mod remote;
+pub mod remote_sandbox;
 pub mod sandbox;
 pub mod scrub;
 

@@ -14,7 +14,7 @@ use crate::engine::state::Core;
 use crate::run::Reason;
 use crate::run_dir::RunDir;
 use crate::runner::remote::{self, Failure, RemoteCommand, OnHost, Sandboxed, Target};
-use crate::runner::sandbox::on_host::{self, NotReady};
+use crate::runner::remote_sandbox::{self, NotReady};
 use super::sandboxing;
 use std::sync::Arc;
 use std::time::Duration;
@@ -217,7 +217,7 @@ async fn sandbox_there(core: &Core, live: &LiveRun, routine: &Routine, target: &
     let ready = match (known, &core.scrubber) {
         (Some(ready), _) => Ok(ready),
         (None, None) => Err("this engine was not started by a Nightshift binary that can serve the sandbox's helpers".to_string()),
-        (None, Some(exe)) => match on_host::prepare(target, &on_host::helper_to_ship(exe)).await {
+        (None, Some(exe)) => match remote_sandbox::prepare(target, &remote_sandbox::helper_to_ship(exe)).await {
             Ok(ready) => {
                 core.host_sandboxes.lock().unwrap_or_else(|e| e.into_inner()).insert(target.host.clone(), ready.clone());
                 Ok(ready)

@@ -16,7 +16,6 @@
 
 pub mod handover;
 pub mod helper;
-pub mod on_host;
 pub mod proxy;
 pub mod seatbelt;
 

@@ -1,5 +1,5 @@
 //! The machine's sandbox on an SSH host: built there by the same helper as here (the Nightshift
-//! binary's `__sandbox-run`, [`super::helper`]), which is shipped to the host once per build
+//! binary's `__sandbox-run`, [`super::sandbox::helper`]), which is shipped to the host once per build
 //! (`~/.nightshift/bin/nightshift-helper-…`, over the SSH channel like everything else) and asked
 //! there whether bubblewrap works (`__sandbox-probe`).
 //!
@@ -88,7 +88,7 @@ pub async fn prepare(target: &Target, local: &Path) -> Result<Ready, NotReady> {
     if present.trim() != "present" {
         ship(target, local, &name).await?;
     }
-    let said = target.output(&format!("sh -c {}", quote(&format!("{} {} 2>&1 || true", quote(&helper), super::helper::PROBE_ARG)))).await.map_err(NotReady::Failure)?;
+    let said = target.output(&format!("sh -c {}", quote(&format!("{} {} 2>&1 || true", quote(&helper), super::sandbox::helper::PROBE_ARG)))).await.map_err(NotReady::Failure)?;
     let last = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or_default();
     match (last.strip_prefix("ok "), last.strip_prefix("no ")) {
         (Some(bwrap), _) => Ok(Ready { helper, bwrap: bwrap.trim().to_string() }),
