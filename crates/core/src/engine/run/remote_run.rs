@@ -95,15 +95,9 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
         }
         let started = match core.settings().actions_host(host) {
             Some(actions) => {
-                // Each run there is a fresh virtual machine of GitHub's: not Nightshift's sandbox.
-                let why = format!("`{host}` is a GitHub Actions host, whose runners Nightshift does not sandbox (each run is a fresh virtual machine of GitHub's)");
-                match sandboxing::wanted(routine).map(|w| sandboxing::settle(routine, w, Err::<(), _>(why.clone()), &format!("on {host}"))) {
-                    Ok(Err(blocked)) => {
-                        no_sandbox.push(blocked);
-                        continue;
-                    }
-                    Ok(Ok(_)) => sandboxing::record_without(&live.run_dir, &why),
-                    Err(off) => sandboxing::record_without(&live.run_dir, &off),
+                if let Err(blocked) = without_sandbox_on_actions(live, routine, host) {
+                    no_sandbox.push(blocked);
+                    continue;
                 }
                 super::actions_run::start(core, live, routine, &actions, creds.account.map(|(a, _)| a), !creds.secrets.is_empty()).await.map(RemoteProc::Actions)
             }
@@ -165,6 +159,19 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
         (true, true) => (Reason::ActiveRun, format!("not started: every host of this routine ({}) has a run of it going", busy.join(", "))),
     };
     Err(Ending::Blocked { reason, message, resets_at: None })
+}
+
+/// A run on a GitHub Actions host goes without Nightshift's sandbox (each run there is a fresh
+/// virtual machine of GitHub's): why, in the run's folder — or, for a routine that asks for one,
+/// the words that keep it off that host.
+fn without_sandbox_on_actions(live: &LiveRun, routine: &Routine, host: &str) -> Result<(), String> {
+    let why = format!("`{host}` is a GitHub Actions host, whose runners Nightshift does not sandbox (each run is a fresh virtual machine of GitHub's)");
+    if let Ok(wanted) = sandboxing::wanted(routine) {
+        // Asked for: blocked off this host; otherwise it goes without, and says why.
+        sandboxing::settle(routine, wanted, Err::<(), _>(why.clone()), &format!("on {host}"))?;
+    }
+    sandboxing::record_without(&live.run_dir, &sandboxing::wanted(routine).map_or_else(|off| off, |_| why));
+    Ok(())
 }
 
 /// `hostStrategy: fleet`: the machines with the fewest runs going first (in the order
