@@ -166,11 +166,12 @@ pub(crate) async fn start(core: &Arc<Core>, live: &LiveRun, routine: &Routine, c
 /// the words that keep it off that host.
 fn without_sandbox_on_actions(live: &LiveRun, routine: &Routine, host: &str) -> Result<(), String> {
     let why = format!("`{host}` is a GitHub Actions host, whose runners Nightshift does not sandbox (each run is a fresh virtual machine of GitHub's)");
-    if let Ok(wanted) = sandboxing::wanted(routine) {
-        // Asked for: blocked off this host; otherwise it goes without, and says why.
-        sandboxing::settle(routine, wanted, Err::<(), _>(why.clone()), &format!("on {host}"))?;
-    }
-    sandboxing::record_without(&live.run_dir, &sandboxing::wanted(routine).map_or_else(|off| off, |_| why));
+    let words = match sandboxing::wanted(routine) {
+        Err(off) => off,
+        // Asked for: kept off this host (`Err`); otherwise it goes without, saying why.
+        Ok(wanted) => sandboxing::settle(routine, wanted, Err::<(), _>(why), &format!("on {host}"))?.err().unwrap_or_default(),
+    };
+    sandboxing::record_without(&live.run_dir, &words);
     Ok(())
 }
 
