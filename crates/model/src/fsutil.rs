@@ -98,6 +98,21 @@ pub fn expand_tilde(path: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(path)
 }
 
+/// A folder as a routine writes it (`cwd:`, `sandbox_hide:`, `allow.dirs:`): `~` is `home`'s
+/// (the process's `HOME` when `home` is `None`), and a relative path is under it too, as
+/// agents-cli takes it without a project.
+pub fn folder_in_home(text: &str, home: Option<&std::path::Path>) -> std::path::PathBuf {
+    let home = home.map(std::path::Path::to_path_buf).or_else(|| std::env::var_os("HOME").map(std::path::PathBuf::from));
+    let path = match (text == "~" || text.starts_with("~/"), &home) {
+        (true, Some(home)) => home.join(text.trim_start_matches('~').trim_start_matches('/')),
+        _ => std::path::PathBuf::from(text),
+    };
+    match (path.is_relative(), home) {
+        (true, Some(home)) => home.join(path),
+        _ => path,
+    }
+}
+
 /// The largest routine or settings file read (they are a few hundred bytes).
 pub const MAX_TEXT_FILE: u64 = 1 << 20;
 

@@ -84,14 +84,10 @@ pub fn check_folder(field: &str, text: &str, home: Option<&Path>, writable: bool
     if text.trim().is_empty() {
         return Err(format!("`{field}`: an empty path; name a folder"));
     }
-    let raw = crate::fsutil::expand_tilde(text.trim());
-    if raw.components().any(|c| c == Component::ParentDir) {
+    let path = crate::fsutil::folder_in_home(text.trim(), home);
+    if path.components().any(|c| c == Component::ParentDir) {
         return Err(format!("`{field}`: {text} climbs out with `..`; write the folder itself"));
     }
-    let path = match (raw.is_relative(), home) {
-        (true, Some(home)) => home.join(&raw),
-        _ => raw,
-    };
     if path.components().all(|c| matches!(c, Component::RootDir | Component::CurDir)) {
         return Err(format!("`{field}`: `/` is the whole machine; name the folder itself"));
     }

@@ -8,7 +8,6 @@ use chrono::{DateTime, NaiveDateTime, TimeZone, Utc};
 use chrono_tz::Tz;
 use crate::words::MAX_DURATION;
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 pub(super) struct Cx<'a> {
     pub(super) display: &'a str,
@@ -228,15 +227,5 @@ fn levenshtein(a: &str, b: &str) -> usize {
         prev = cur;
     }
     prev[b.len()]
-}
-
-/// A folder as a routine writes it (`cwd`, `allow.dirs`): `~` is the user's home, and a relative
-/// path is under it too, as agents-cli takes it without a project.
-pub(super) fn folder_path(text: &str) -> PathBuf {
-    let path = crate::fsutil::expand_tilde(text);
-    match path.is_relative() {
-        true => std::env::var_os("HOME").map(PathBuf::from).unwrap_or_default().join(path),
-        false => path,
-    }
 }
 

@@ -2,7 +2,7 @@
 //! the account it may use (`account` or an `accounts` pool), and what it may spend (`budget`), as
 //! far as its agent reports its cost.
 
-use super::cx::{folder_path, Cx};
+use super::cx::Cx;
 use super::Fields;
 use super::super::yaml::Node;
 use super::super::{AccountChoice, Action, Agent};
@@ -60,7 +60,7 @@ pub(super) fn setup(cx: &mut Cx<'_>, f: &Fields<'_>, action: Option<&Action>) ->
         Node::Scalar { value, .. } if value.trim() == "0" => None,
         n => cx.duration(n, "stall_timeout"),
     });
-    let cwd = f.get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| folder_path(&c));
+    let cwd = f.get("cwd").and_then(|n| cx.string(n, "cwd")).map(|c| crate::fsutil::folder_in_home(&c, None));
     let env = f.get("env").map(|n| cx.string_map(n, "env")).unwrap_or_default();
     for k in env.keys() {
         if k.is_empty() || k.contains('=') || k.contains('\0') {
