@@ -119,7 +119,7 @@ fn plan(core: &Core, routine: &Routine, spec: &SpawnSpec, other_accounts: &[Path
         run_dir: spec.run_dir.clone(),
         // The engine's database (and its journal) and every other account's folders.
         hidden: ["", "-wal", "-shm", "-journal"].iter().map(|suffix| PathBuf::from(format!("{}{suffix}", db.display()))).chain(other_accounts.iter().cloned()).collect(),
-        program: Some(&spec.program),
+        here: true,
     };
     plan_for(routine, &spec.env, machine)
 }
@@ -136,7 +136,7 @@ pub(crate) fn remote_plan(routine: &Routine, env: &BTreeMap<String, String>, run
         run_dir: home.join(crate::runner::remote::REMOTE_RUNS).join(run_id),
         home: Some(home),
         hidden: Vec::new(),
-        program: None,
+        here: false,
     };
     let mut plan = plan_for(routine, env, machine);
     if let Some(here) = home_here.filter(|h| h.is_absolute() && *h != Path::new("/")) {
@@ -153,19 +153,21 @@ pub(crate) fn remote_plan(routine: &Routine, env: &BTreeMap<String, String>, run
     plan
 }
 
-/// The machine a plan is for, as far as the engine knows it.
-struct Machine<'a> {
+/// The machine a plan is for, as far as the engine knows it. What only that machine knows — what
+/// must stay visible under its private `/tmp`, its session's runtime folder, `~` — the helper
+/// adds there before bubblewrap ([`Plan::complete_here`]), for a run here as for one on a host.
+struct Machine {
     home: Option<PathBuf>,
     cwd: Option<PathBuf>,
     run_dir: PathBuf,
     /// What it hides besides the home's secret folders (here: the database, other accounts).
     hidden: Vec<PathBuf>,
-    /// The program, when it is on this machine (the plan is then complete here).
-    program: Option<&'a Path>,
+    /// It is this machine (its folders can be made and its files read now).
+    here: bool,
 }
 
-fn plan_for(routine: &Routine, env: &BTreeMap<String, String>, machine: Machine<'_>) -> Plan {
-    let here = machine.program.is_some();
+fn plan_for(routine: &Routine, env: &BTreeMap<String, String>, machine: Machine) -> Plan {
+    let here = machine.here;
     let home = machine.home;
     let driver = crate::agents::driver(routine.agent());
     let needs = driver.sandbox_needs();
@@ -207,9 +209,6 @@ fn plan_for(routine: &Routine, env: &BTreeMap<String, String>, machine: Machine<
 
     let mut hidden: Vec<PathBuf> = home.as_deref().map(crate::sandbox::hidden_in_home).unwrap_or_default();
     hidden.extend(machine.hidden.into_iter().filter(|d| !writable.contains(d)));
-    // The user's session bus and keyring live in the runtime folder (on a host, the helper
-    // finds it there).
-    hidden.extend(env.get("XDG_RUNTIME_DIR").map(PathBuf::from));
     hidden.extend(routine.sandbox.hide.iter().cloned());
 
     let mut hosts: Vec<String> = needs.api_hosts.iter().map(|h| h.to_string()).collect();
@@ -224,9 +223,6 @@ fn plan_for(routine: &Routine, env: &BTreeMap<String, String>, machine: Machine<
     let forwards = crate::sandbox::loopback_ports(&hosts);
 
     let background = needs.background_hosts.iter().map(|h| h.to_string()).collect();
-    if let Some(program) = machine.program {
-        visible.extend(sandbox::visible_under_tmp(program, env));
-    }
     Plan { visible, writable, hidden, hosts, background, forwards, cwd }
 }
 

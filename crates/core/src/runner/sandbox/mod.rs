@@ -122,7 +122,7 @@ impl Plan {
 
 /// What must stay visible under the sandbox's own `/tmp`: the program (an npm CLI: its whole
 /// package folder), every `PATH` folder and every path the run's environment names.
-pub fn visible_under_tmp(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
+fn visible_under_tmp(program: &Path, env: &BTreeMap<String, String>) -> Vec<PathBuf> {
     let tmp = Path::new("/tmp");
     let mut paths: Vec<PathBuf> = Vec::new();
     if let Ok(real) = std::fs::canonicalize(program) {
