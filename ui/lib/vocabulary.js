@@ -43,6 +43,7 @@ export const TRIGGER_LABEL = {
   catchup: "catch-up",
   cli: "cli",
   event: "event",
+  mcp: "mcp",
 };
 
 /** Every word shown as a badge — run statuses, routine states, account verdicts — with its tone (CSS `badge-tone-*`) and words. */

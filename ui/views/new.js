@@ -309,6 +309,9 @@ export function mount(root, _params, ui) {
       trigger: p.id !== "event" ? {} : triggerType.value === "github_event"
         ? { type: triggerType.value, event: triggerEvent.value, repo: triggerRepo.value, branch: triggerBranch.value, action: triggerAction.value, label: triggerLabel.value }
         : { type: triggerType.value, event: triggerEvent.value, teamKey: triggerTeam.value, action: triggerAction.value, label: triggerLabel.value, stateTo: triggerStateTo.value },
+      // A person's routine: only an agent's (through MCP) says who wrote it.
+      created_by: "",
+      parent_run: "",
     };
   }
 

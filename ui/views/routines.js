@@ -161,7 +161,9 @@ export function mount(root, params, ui) {
     const title = r.valid ? h("a", { href: `#/routine/${encodeURIComponent(r.name)}`, title: `Why ${r.name} did or did not run` }, h("strong", {}, r.name)) : h("strong", {}, r.name);
     // An agent routine that opted out of the sandbox says so beside its kind, never quietly.
     const unboxed = r.sandbox_off ? h("span", { class: "quiet", "data-sandbox-off": "", title: "Its runs are not put in the machine's sandbox (sandbox: off)" }, " · sandbox off") : null;
-    const name = h("td", {}, title, h("div", { class: "muted small" }, r.kind ? `${r.kind}${r.hosts.length ? ` on ${r.hosts.join(" or ")}` : ""}` : r.file, unboxed, r.kind ? ` · ${r.file}` : null));
+    // A routine an agent wrote (through MCP) says so, and whose follow-up it is.
+    const byAgent = r.created_by ? h("span", { class: "quiet", "data-created-by": r.created_by, title: r.scheduled_by ?? "Created by an agent through Nightshift's MCP tools" }, ` · by an agent (${r.created_by})`) : null;
+    const name = h("td", {}, title, h("div", { class: "muted small" }, r.kind ? `${r.kind}${r.hosts.length ? ` on ${r.hosts.join(" or ")}` : ""}` : r.file, unboxed, byAgent, r.kind ? ` · ${r.file}` : null), r.scheduled_by ? h("div", { class: "muted small", "data-scheduled-by": "" }, r.scheduled_by) : null);
     const edit = h("a", { href: `#/edit/${encodeURIComponent(r.name)}`, class: "button", title: `Edit ${r.file}` }, "Edit");
     const more = (...actions) =>
       h(

@@ -90,6 +90,7 @@ export function mount(root, params, ui) {
       facts,
       fact("Status", [BADGE[r.status]?.label ?? r.status, r.reason ? ` (${reasonText(r.reason)})` : ""].join("")),
       fact("Trigger", trigger(r.trigger)),
+      fact("Follow-up", detail.scheduled_by),
       fact("Scheduled for", r.scheduled_for && full(r.scheduled_for)),
       fact("Started", r.started_at && full(r.started_at)),
       fact("Finished", r.finished_at && full(r.finished_at)),

@@ -147,6 +147,10 @@ enum Command {
     /// Why a routine did or did not run: every slot in the window with its fate and the evidence
     /// (asleep, no Nightshift running, paused, skipped, blocked, …), then its next fire.
     Why(why::WhyArgs),
+    /// Serve Nightshift's tools to an AI agent over MCP (stdio): look up routines, runs, reports
+    /// and `why`; with `[mcp] allow` in nightshift.toml, run routines and schedule follow-ups.
+    /// Add it to an agent with `claude mcp add nightshift -- nightshiftctl mcp`.
+    Mcp,
     /// Push a worktree run's branch now (after its pushes gave up, or instead of waiting).
     Push { run_id: String },
     /// Remove worktrees older than `keep_worktrees_days` (their branches stay) and the files of
@@ -299,6 +303,17 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Deliveries { command, failed, json } => webhooks::deliveries(&open(home).await?, command, failed, json),
         Command::Usage(args) => usage::usage(&open(home).await?, args).await,
         Command::Why(args) => why::why(&open_for_reading(home).await?, args),
+        Command::Mcp => {
+            let engine = open(home).await.map_err(|e| match std::env::var_os("NIGHTSHIFT_RUN_ID") {
+                // Inside a run in the machine's sandbox, the home's database is hidden (as it is
+                // from every agent): say how to give a routine's runs the tools.
+                Some(_) => Error::new(e.code, format!("{} — inside a sandboxed Nightshift run the home's database is hidden; give the routine `sandbox: off` for its agent to use Nightshift's MCP tools", e.message)),
+                None => e,
+            })?;
+            let caller = nightshift_core::mcp::Caller::from_env(&engine);
+            nightshift_core::mcp::serve_stdio(engine, caller).await?;
+            Ok(Outcome::Ok)
+        }
         Command::Push { run_id } => workspaces::push(&open(home).await?, &run_id).await,
         Command::Prune { dry_run, json } => prune::prune(&open(home).await?, dry_run, json).await,
         Command::Logs { run_id, follow, stderr } => history::logs(&open_for_reading(home).await?, &run_id, follow, stderr).await,

@@ -219,6 +219,8 @@ impl NewArgs {
             budget_month: text(self.budget_month),
             secrets: self.secrets,
             trigger: self.trigger.into_iter().collect(),
+            created_by: String::new(),
+            parent_run: String::new(),
         }
     }
 }
@@ -405,12 +407,16 @@ fn print_list(rows: Vec<RoutineOverview>, device: &str, routines_dir: &str, as_j
                 Some(reason) => format!("{} ({reason})", l.status),
                 None => l.status.to_string(),
             });
+            let kind = match (r.hosts.is_empty(), r.sandbox_off) {
+                (true, false) => r.kind.map_or("-", |k| k.as_str()).to_string(),
+                (true, true) => format!("{} · sandbox off", r.kind.map_or("-", |k| k.as_str())),
+                (false, _) => format!("{} on {}", r.kind.map_or("-", |k| k.as_str()), r.hosts.join("|")),
+            };
             vec![
                 r.name.clone(),
-                match (r.hosts.is_empty(), r.sandbox_off) {
-                    (true, false) => r.kind.map_or("-", |k| k.as_str()).to_string(),
-                    (true, true) => format!("{} · sandbox off", r.kind.map_or("-", |k| k.as_str())),
-                    (false, _) => format!("{} on {}", r.kind.map_or("-", |k| k.as_str()), r.hosts.join("|")),
+                match &r.created_by {
+                    Some(by) => format!("{kind} · by an agent ({by})"),
+                    None => kind,
                 },
                 match (&r.schedule, &r.timezone, &r.trigger) {
                     (Some(s), Some(tz), Some(on)) => format!("{s} {tz} · on {on}"),
@@ -427,6 +433,9 @@ fn print_list(rows: Vec<RoutineOverview>, device: &str, routines_dir: &str, as_j
     table(&["NAME", "KIND", "SCHEDULE", "STATE", "NEXT", "LAST RUN"], &table_rows);
     for r in rows.iter().filter(|r| r.paused_reason.is_some()) {
         eprintln!("note: {}: {}", r.name, r.paused_reason.as_deref().unwrap_or(""));
+    }
+    for r in rows.iter().filter(|r| r.scheduled_by.is_some()) {
+        eprintln!("note: {}: {}", r.name, r.scheduled_by.as_deref().unwrap_or(""));
     }
     for r in rows.iter().filter(|r| !r.valid) {
         for e in &r.errors {
@@ -493,14 +502,7 @@ fn next(engine: &Engine, as_json: bool, count: usize) -> Result<Outcome, Error> 
         .routines
         .iter()
         .map(|r| {
-            let fires: Vec<chrono::DateTime<Utc>> = match (&r.schedule, r.at) {
-                (Some(s), _) => s.upcoming(now, count),
-                (None, Some(at)) if at > now => vec![at],
-                _ => Vec::new(),
-            }
-            .into_iter()
-            .filter(|t| r.end_at.is_none_or(|end| *t <= end))
-            .collect();
+            let fires = r.upcoming(now, count);
             NextRow {
                 name: r.name.clone(),
                 timezone: r.timezone.name().to_string(),

@@ -16,6 +16,7 @@ pub mod daemon;
 pub mod engine;
 pub mod health;
 pub mod homes;
+pub mod mcp;
 pub mod receiver;
 pub mod runner;
 pub mod serve;

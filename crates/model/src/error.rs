@@ -39,6 +39,9 @@ pub enum ErrorCode {
     /// A person asked to run a routine here whose `devices:` does not list this machine (it
     /// runs anyway when asked again with `here`).
     OtherDevice,
+    /// An agent asked Nightshift's MCP server for something `[mcp]` in nightshift.toml does not
+    /// allow (the message names the setting that would).
+    NotAllowed,
 }
 
 impl ErrorCode {
@@ -57,6 +60,7 @@ impl ErrorCode {
             ErrorCode::HomeUnreachable => "home_unreachable",
             ErrorCode::ReadOnly => "read_only",
             ErrorCode::OtherDevice => "other_device",
+            ErrorCode::NotAllowed => "not_allowed",
         }
     }
 }

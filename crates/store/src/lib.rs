@@ -11,6 +11,7 @@ mod accounts;
 mod evidence;
 mod home_views;
 mod hosts;
+mod mcp_created;
 mod migrations;
 pub mod outbox;
 mod queue;

@@ -316,4 +316,14 @@ pub const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN here INTEGER NOT NULL DEFAULT 0;
     "#,
+    // 25: routines agents created through the MCP server, for `[mcp] max_created_per_day` (a
+    // routine file removed afterwards still counted that day).
+    r#"
+    CREATE TABLE mcp_created (
+        routine     TEXT NOT NULL,
+        created_ms  INTEGER NOT NULL,
+        parent_run  TEXT
+    );
+    CREATE INDEX mcp_created_by_time ON mcp_created(created_ms);
+    "#,
 ];

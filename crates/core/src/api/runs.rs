@@ -84,6 +84,8 @@ pub struct RunDetail {
     pub place: Option<String>,
     /// Whether it went in the machine's sandbox: `on`, or `off: <why>` (as `show` says it).
     pub sandbox: Option<String>,
+    /// Its routine is a follow-up an agent scheduled: whose ("scheduled by nightly at …").
+    pub scheduled_by: Option<String>,
 }
 
 pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
@@ -99,7 +101,9 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
         };
         let place = run.place();
         let sandbox = crate::sandbox::words_of(std::path::Path::new(&run.run_dir)).map(|w| e.redact(&w));
-        Ok(RunDetail { explanation: explain(&run), routine_exists: e.routine(&run.routine).is_ok(), run, report_html, deliveries, changes_summary, slot_why, place, sandbox })
+        let routine = e.routine(&run.routine).ok();
+        let scheduled_by = routine.as_ref().and_then(|r| crate::view::lineage::scheduled_by(&e, r));
+        Ok(RunDetail { explanation: explain(&run), routine_exists: routine.is_some(), run, report_html, deliveries, changes_summary, slot_why, place, sandbox, scheduled_by })
     })
     .await
 }

@@ -88,6 +88,25 @@ impl Engine {
         Ok(Written { name, file: self.core.home.display_path(&file) })
     }
 
+    /// A routine an agent asked for through the MCP server (`draft` already says `created_by`
+    /// and `parent_run`): counted against `[mcp] max_created_per_day` — the last 24 hours, every
+    /// agent together, a file removed since still counted — then written like any other.
+    pub fn create_routine_by_agent(&self, draft: &Draft) -> Result<Written> {
+        let per_day = self.core.settings().mcp.max_created_per_day;
+        let now = self.core.clock.now();
+        let made = self.core.store.mcp_created_since(now - chrono::Duration::hours(24))?;
+        if made >= per_day {
+            return Err(Error::new(
+                ErrorCode::NotAllowed,
+                format!("agents created {made} routines in the last 24 hours, the most `[mcp] max_created_per_day = {per_day}` in nightshift.toml allows; raise it to allow more"),
+            ));
+        }
+        let written = self.create_routine(draft)?;
+        let parent = Some(draft.parent_run.trim()).filter(|p| !p.is_empty());
+        self.core.store.note_mcp_created(&written.name, parent, now)?;
+        Ok(written)
+    }
+
     /// Problems in `text` as a routine file `routines/<name>.yaml` of this home would have them (a
     /// file of another machine checked against this home's settings, accounts and hosts).
     pub fn check_new_routine_text(&self, name: &str, text: &str) -> Result<Vec<Diagnostic>> {

@@ -70,6 +70,8 @@ impl Scheduling for SchedulesHere {
 /// sits at this machine, so nothing opens here.
 struct Served {
     engine: Engine,
+    /// `/mcp`: the MCP tools over streamable HTTP.
+    mcp: crate::mcp::http::Service,
     gate: Gate,
     scheduling: Arc<dyn Scheduling>,
 }
@@ -129,7 +131,7 @@ impl Server {
         if let Some(public) = public {
             hosts.push((public, "https"));
         }
-        let served = Arc::new(Served { engine: engine.clone(), gate: Gate::new(token, read_only_token, options.read_only, hosts), scheduling });
+        let served = Arc::new(Served { engine: engine.clone(), mcp: crate::mcp::http::service(engine), gate: Gate::new(token, read_only_token, options.read_only, hosts), scheduling });
         Ok(Server { listener, addr, served, token_file, read_only_file })
     }
 
@@ -157,6 +159,7 @@ impl Server {
         let app = Router::new()
             .route("/api/events", get(events))
             .route("/api/{command}", post(command))
+            .route("/mcp", axum::routing::any(mcp))
             .fallback(get(page))
             .with_state(self.served)
             // GitHub's and Linear's deliveries (`trigger:`): their signature is their credential,
@@ -192,7 +195,7 @@ fn status_of(code: ErrorCode) -> StatusCode {
         ErrorCode::Usage | ErrorCode::RoutineInvalid => StatusCode::BAD_REQUEST,
         ErrorCode::RoutineNotFound | ErrorCode::RunNotFound => StatusCode::NOT_FOUND,
         ErrorCode::Conflict | ErrorCode::OtherDevice => StatusCode::CONFLICT,
-        ErrorCode::ReadOnly => StatusCode::FORBIDDEN,
+        ErrorCode::ReadOnly | ErrorCode::NotAllowed => StatusCode::FORBIDDEN,
         _ => StatusCode::UNPROCESSABLE_ENTITY,
     }
 }
@@ -230,6 +233,20 @@ async fn command(State(s): State<Arc<Served>>, Path(name): Path<String>, headers
         Ok(v) => json_response(StatusCode::OK, &v),
         Err(e) => error_response(&e),
     }
+}
+
+/// `/mcp`: the MCP tools (`crate::mcp`) behind the same token as the API; a read-only token
+/// (or `serve --read-only`) reaches only the tools that read.
+async fn mcp(State(s): State<Arc<Served>>, request: axum::extract::Request) -> Response<Body> {
+    let access = match s.gate.check(request.headers(), true) {
+        Ok(access) => access,
+        Err(no) => return no,
+    };
+    let (mut parts, body) = request.into_parts();
+    parts.extensions.insert(crate::mcp::http::Access { may_act: access == Access::Full });
+    let answer = s.mcp.handle(axum::http::Request::from_parts(parts, body)).await;
+    let (parts, body) = answer.into_parts();
+    Response::from_parts(parts, Body::new(body))
 }
 
 async fn events(State(s): State<Arc<Served>>, headers: HeaderMap, Query(q): Query<HashMap<String, String>>) -> Response<Body> {

@@ -3,6 +3,7 @@
 
 /// A run's outcome in plain words (the model's: settling writes it into a failed run's report too).
 pub use crate::explain;
+pub mod lineage;
 pub mod log;
 pub mod markdown;
 pub mod routines;

@@ -58,6 +58,10 @@ pub struct RoutineOverview {
     /// An agent routine whose runs are not put in the machine's sandbox because it says so
     /// (`sandbox: off`, or `[defaults] sandbox = "off"`): shown, so an opt-out is never quiet.
     pub sandbox_off: bool,
+    /// `created_by:` — `mcp` for a routine an agent created.
+    pub created_by: Option<String>,
+    /// A follow-up an agent scheduled: whose ("scheduled by nightly at Mon 7 Dec 02:14 (run …)").
+    pub scheduled_by: Option<String>,
     /// file:line:col problems of an invalid file.
     pub errors: Vec<String>,
     /// file:line:col: warning: … — what the file says that the routine runs without, or takes
@@ -106,6 +110,8 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             }),
             push_failed: last.as_ref().and_then(push_failed_words),
             sandbox_off: r.agent().cli().is_some() && r.sandbox.wanted(true) == crate::sandbox::Wanted::Off,
+            created_by: r.created_by.clone(),
+            scheduled_by: crate::view::lineage::scheduled_by(engine, r),
             last_run: last.map(|l| LastRun { id: l.id, status: l.status, reason: l.reason, started_at: l.started_at }),
             errors: Vec::new(),
             warnings: r.warnings.iter().map(ToString::to_string).collect(),
@@ -132,6 +138,8 @@ pub fn overview(engine: &Engine, now: DateTime<Utc>) -> Result<Vec<RoutineOvervi
             quiet: None,
             push_failed: None,
             sandbox_off: false,
+            created_by: None,
+            scheduled_by: None,
             errors: bad.errors.iter().map(ToString::to_string).collect(),
             warnings: bad.warnings.iter().map(ToString::to_string).collect(),
         });

@@ -80,6 +80,10 @@ pub struct Draft {
     /// `trigger:` — its keys as the file spells them (`type`, `event`, `repo`, `branch`,
     /// `action`, `label`, `teamKey`, `stateTo`, `stateFrom`); empty for none.
     pub trigger: BTreeMap<String, String>,
+    /// `created_by:` — `mcp` for a routine an agent creates; empty for a person's.
+    pub created_by: String,
+    /// `parent_run:` — the run whose agent created it; empty for none.
+    pub parent_run: String,
 }
 
 /// The keys of a `trigger:` block, in the order they are written.
@@ -88,7 +92,7 @@ const TRIGGER_KEYS: [&str; 9] = ["type", "event", "repo", "branch", "action", "l
 /// The draft's fields in the order they are written.
 pub const DRAFT_FIELDS: &[&str] = &[
     "name", "description", "agent", "account", "prompt", "mode", "model", "command", "host", "hostStrategy", "cwd", "remote_cwd", "workspace", "base", "push", "schedule", "at", "timezone", "end_at",
-    "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env", "effort", "allow_tools", "allow_dirs", "deny_tools", "on_denial", "budget", "secrets", "trigger",
+    "timeout", "notify", "catchup", "enabled", "devices", "webhooks", "env", "effort", "allow_tools", "allow_dirs", "deny_tools", "on_denial", "budget", "secrets", "trigger", "created_by", "parent_run",
 ];
 
 /// YAML text and which lines each field took (first and last line, from 1).
@@ -195,6 +199,11 @@ impl Draft {
             .collect();
         if !trigger.is_empty() {
             put("trigger", format!("trigger:\n{trigger}"));
+        }
+        for (field, value) in [("created_by", &self.created_by), ("parent_run", &self.parent_run)] {
+            if !value.trim().is_empty() {
+                put(field, format!("{field}: {}\n", scalar(value.trim())));
+            }
         }
         out
     }

@@ -254,6 +254,13 @@ pub struct Routine {
     pub program: Option<PathBuf>,
     /// Its file gives `timeout:`; without one, `[defaults] timeout` in nightshift.toml applies.
     pub timeout_given: bool,
+    /// `created_by: mcp` — written by an agent through Nightshift's MCP server, not by a person
+    /// (shown in `routines list` and the window; such routines count against `[mcp]
+    /// max_created_per_day`).
+    pub created_by: Option<String>,
+    /// `parent_run:` — the run whose agent created it (a follow-up it scheduled), for `why` and
+    /// the run detail's "scheduled by nightly at 02:14".
+    pub parent_run: Option<String>,
     /// What its file says that it runs without, or takes another way than written (located like
     /// errors; never blocking).
     pub warnings: Vec<Diagnostic>,
@@ -310,6 +317,18 @@ pub struct Placement {
 }
 
 impl Routine {
+    /// Its next `count` fire times after `now` (a one-shot's one, if still ahead), none past
+    /// `end_at`.
+    pub fn upcoming(&self, now: DateTime<Utc>, count: usize) -> Vec<DateTime<Utc>> {
+        let fires = match (&self.schedule, self.at) {
+            (Some(s), _) => s.upcoming(now, count),
+            (None, Some(at)) if at > now => vec![at],
+            _ => Vec::new(),
+        };
+        fires.into_iter().filter(|t| self.end_at.is_none_or(|end| *t <= end)).collect()
+    }
+
+
     /// "At 09:00 on Monday through Friday, Europe/Berlin", "Once at 2026-12-01 09:00 Europe/Berlin",
     /// "On github:pull_request (acme/app@main)" (and both: "…, Europe/Berlin; and on github:…"), or
     /// "Only when run by hand".

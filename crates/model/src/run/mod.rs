@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 string_enum!(
     /// Why a run exists.
-    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli", Event = "event" }
+    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli", Event = "event", Mcp = "mcp" }
 );
 
 impl Trigger {

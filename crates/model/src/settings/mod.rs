@@ -3,7 +3,9 @@
 
 mod homes;
 mod hosts;
+mod mcp;
 mod serve;
+pub use mcp::{looseness, McpPower, McpSettings};
 pub use serve::{public_host, ServeSettings};
 pub use homes::{home_name_problem, read_pin, show_pin, write_pin, HomeSettings, HomeUrl, DEFAULT_SERVE_PORT};
 pub use hosts::{ActionsHost, AgentPath, HostSettings, RunsOn};
@@ -84,6 +86,8 @@ pub struct Settings {
     pub github: GithubSettings,
     /// `[serve]`: the app and the daemon serve the window and other homes' viewers.
     pub serve: ServeSettings,
+    /// `[mcp]`: what agents may do through Nightshift's MCP server.
+    pub mcp: McpSettings,
 }
 
 /// `[github]` in nightshift.toml.
@@ -296,6 +300,7 @@ impl Default for Settings {
             usage_probe_url: "https://api.anthropic.com/api/oauth/usage".into(),
             hooks: HooksSettings::default(),
             serve: ServeSettings::default(),
+            mcp: McpSettings::default(),
             github: GithubSettings::default(),
         }
     }

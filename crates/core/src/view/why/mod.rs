@@ -102,6 +102,8 @@ pub struct Why {
     /// Said when the window holds no slot, or starts before the routine was known, or the file
     /// cannot be read: when it last fired and why not since.
     pub notes: Vec<String>,
+    /// A follow-up an agent scheduled: whose ("scheduled by nightly at Mon 7 Dec 02:14 (run …)").
+    pub scheduled_by: Option<String>,
     #[serde(serialize_with = "ser_opt_time")]
     pub next_fire: Option<DateTime<Utc>>,
     /// The next fire and what it depends on, or why there is none.
@@ -218,6 +220,7 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
             until: now,
             lines: Vec::new(),
             notes: vec![format!("The file is invalid{since}: {first}. No slot fires until it is fixed.")],
+            scheduled_by: None,
             next_fire: None,
             next: "none — the file is invalid; fix it and the next slot fires as usual".into(),
             events: Vec::new(),
@@ -273,6 +276,7 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
         until: now,
         lines,
         notes,
+        scheduled_by: crate::view::lineage::scheduled_by(engine, r),
         next_fire,
         next,
         events,

@@ -27,6 +27,7 @@ const KEYS: &[&str] = &[
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
     "retries", "retry_backoff", "max_wait", "retry_after_work", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets", "allow", "deny", "on_denial", "budget", "sandbox", "sandbox_hide",
+    "created_by", "parent_run",
 ];
 
 /// A file's keys, each once, by Nightshift's name for it (agents-cli's aliases read as ours).
@@ -115,6 +116,9 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
         cx.err(pos, format!("{msg}{hint}"));
     }
     let description = f.get("description").and_then(|n| cx.string(n, "description"));
+    // Who wrote it when not a person (`created_by: mcp`), and the run that asked for it.
+    let created_by = f.get("created_by").and_then(|n| cx.string(n, "created_by"));
+    let parent_run = f.get("parent_run").and_then(|n| cx.string(n, "parent_run"));
 
     let when::When { timezone, schedule, at, end_at, trigger, version, run_once } = when::when(&mut cx, &f, &name);
     let (action, guard, guard_pos) = action::action(&mut cx, &f);
@@ -163,6 +167,8 @@ pub fn parse_routine(src: &str, file: &Path, display: &str) -> Result<Routine, I
                 version,
                 program: None,
                 timeout_given: timeout.is_some(),
+                created_by,
+                parent_run,
                 warnings: cx.into_errors().1,
             })
         }
