@@ -14,6 +14,9 @@ pub async fn run(shell: Arc<Shell>) {
         Ok(_) => {}
         Err(e) => tracing::error!(error = %e, "crash recovery failed"),
     }
+    // The agents of the runs this app starts reach Nightshift's MCP tools through each run's
+    // own socket, for the app's whole life (the task is detached, not stopped, with its handle).
+    drop(nightshift_core::mcp::per_run::offer_to_runs(&engine));
     forward_events_to_window(&shell, &engine);
     follow_in_tray(&shell, &engine);
     // `[serve] listen`: this home to a browser and to other machines' viewers, whoever schedules.

@@ -24,6 +24,8 @@ pub async fn daemon(engine: Engine, json: bool, notify: bool) -> Result<Outcome,
     let adopted = engine.recover(RecoveryMode::Adopt).await?;
     // `[serve] listen`: the window and other homes' viewers, beside the scheduler.
     nightshift_core::serve::serve_as_configured(&engine, Arc::new(nightshift_core::serve::SchedulesHere)).await;
+    // Its runs' agents reach Nightshift's MCP tools through the run's own socket.
+    let _tools = nightshift_core::mcp::per_run::offer_to_runs(&engine);
     let sched = Scheduler::new(engine.clone());
     if !json {
         // Only for the banner: dropped at once (a copy of every routine held for the daemon's

@@ -304,6 +304,13 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Usage(args) => usage::usage(&open(home).await?, args).await,
         Command::Why(args) => why::why(&open_for_reading(home).await?, args),
         Command::Mcp => {
+            // Inside a run: the tools its engine offers it (the run's own, sandbox or not).
+            if let Some(socket) = nightshift_core::mcp::per_run::socket_of_this_run().await {
+                match nightshift_core::mcp::per_run::bridge(&socket).await {
+                    Ok(()) => return Ok(Outcome::Ok),
+                    Err(e) => tracing::warn!(error = %e.message, "answering from the home instead"),
+                }
+            }
             let engine = open(home).await.map_err(|e| match std::env::var_os("NIGHTSHIFT_RUN_ID") {
                 // Inside a run in the machine's sandbox, the home's database is hidden (as it is
                 // from every agent): say how to give a routine's runs the tools.

@@ -47,6 +47,8 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         true => Some(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).map_err(|e| Error::new(nightshift_core::ErrorCode::Io, format!("cannot listen for Ctrl-C: {e}")))?),
         false => None,
     };
+    // Its agent reaches Nightshift's MCP tools through the run's own socket while this waits.
+    let _tools = args.wait.then(|| nightshift_core::mcp::per_run::offer_to_runs(engine));
     let handle = engine.run_now_with(&args.name, Trigger::Cli, nightshift_core::run::RunAsks { wait_for_limit: args.wait_for_limit, ignore_budget: args.ignore_budget, here: args.here }).await?;
     let id = handle.id.clone();
 

@@ -43,6 +43,9 @@ fn text(why: &Why, days: u32) -> String {
     let mut out = String::new();
     let schedule = why.schedule_words.as_deref().unwrap_or("no schedule");
     let _ = writeln!(out, "{} — {schedule}; the last {days} day{}, newest first", why.routine, if days == 1 { "" } else { "s" });
+    if let Some(by) = &why.scheduled_by {
+        let _ = writeln!(out, "A follow-up an agent {by}.");
+    }
     let tz = nightshift_core::schedule::parse_tz(&why.timezone).unwrap_or_else(|_| nightshift_core::schedule::local_tz());
     // A schedule with seconds shows them.
     let seconds = why.lines.iter().any(|l| l.at.second() != 0 || l.from.second() != 0);

@@ -32,7 +32,7 @@ impl Drop for Session {
 
 impl Session {
     fn start(th: &TestHome, env: &[(&str, &str)]) -> Session {
-        let mut child = ctl(th).arg("mcp").env("NIGHTSHIFT_LOG", "nightshift_core=debug,rmcp=debug").envs(env.iter().copied()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let mut child = ctl(th).arg("mcp").envs(env.iter().copied()).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -86,7 +86,10 @@ impl Session {
             let e = &result["structuredContent"];
             return Err((e["code"].as_str().unwrap().to_string(), e["message"].as_str().unwrap().to_string()));
         }
-        Ok(serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: the text is not JSON ({e}): {text}")))
+        let answer: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: the text is not JSON ({e}): {text}"));
+        assert!(answer.is_object(), "{name}: every answer is an object: {answer}");
+        assert_eq!(result["structuredContent"], answer, "{name}: the structured content is the text's JSON");
+        Ok(answer)
     }
 
     fn stderr(&mut self) -> String {
@@ -142,7 +145,7 @@ fn reading_tools_answer_and_acting_ones_wait_for_the_users_leave() {
     th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: echo hello from the routine\nnotify: never\n");
     let mut s = Session::start(&th, &[]);
     let routines = s.tool("routines_list", json!({})).unwrap();
-    assert_eq!(routines[0]["name"], "hello");
+    assert_eq!(routines["routines"][0]["name"], "hello");
     let shown = s.tool("routine_show", json!({ "name": "hello", "fires": 3 })).unwrap();
     assert_eq!(shown["command"], "echo hello from the routine");
     assert_eq!(shown["next_fires"].as_array().unwrap().len(), 3);
@@ -152,7 +155,7 @@ fn reading_tools_answer_and_acting_ones_wait_for_the_users_leave() {
     assert!(s.tool("why", json!({ "routine": "hello", "days": 2 })).unwrap()["next"].is_string());
     assert!(s.tool("usage", json!({ "by": "account" })).is_ok());
     assert_eq!(s.tool("usage", json!({ "by": "moon" })).unwrap_err().0, "usage");
-    assert_eq!(s.tool("accounts_health", json!({})).unwrap(), json!([]));
+    assert_eq!(s.tool("accounts_health", json!({})).unwrap(), json!({ "accounts": [] }));
 
     // Acting: refused by default, naming the setting that allows it.
     let (code, message) = s.tool("run_now", json!({ "routine": "hello" })).unwrap_err();
@@ -174,10 +177,10 @@ fn reading_tools_answer_and_acting_ones_wait_for_the_users_leave() {
     let shown = s.tool("run_show", json!({ "id": id })).unwrap();
     assert_eq!(shown["run"]["id"], id.as_str());
     assert!(shown.get("deliveries").is_none() && shown.get("report_html").is_none());
-    assert!(s.tool("run_report", json!({ "id": id })).unwrap().as_str().unwrap().contains("hello from the routine"));
+    assert!(s.tool("run_report", json!({ "id": id })).unwrap()["report"].as_str().unwrap().contains("hello from the routine"));
     let page = s.tool("runs_list", json!({ "routine": "hello", "status": "completed" })).unwrap();
     assert_eq!(page["runs"][0]["id"], id.as_str());
-    assert_eq!(s.tool("run_cancel", json!({ "id": id })).unwrap(), json!(false), "it had ended");
+    assert_eq!(s.tool("run_cancel", json!({ "id": id })).unwrap()["cancelled"], json!(false), "it had ended");
     s.tool("routine_pause", json!({ "name": "hello" })).unwrap();
     assert_eq!(json(&ctl(&th).args(["routines", "list", "--json"]).output().unwrap())[0]["paused"], true);
     s.tool("routine_resume", json!({ "name": "hello" })).unwrap();
@@ -186,7 +189,7 @@ fn reading_tools_answer_and_acting_ones_wait_for_the_users_leave() {
     let (code, message) = s.tool("why", json!({ "routine": "hello", "weeks": 2 })).unwrap_err();
     assert_eq!(code, "usage");
     assert!(message.contains("unknown field `weeks`"), "{message}");
-    assert_eq!(s.tool("routines_list", json!({})).unwrap()[0]["name"], "hello");
+    assert_eq!(s.tool("routines_list", json!({})).unwrap()["routines"][0]["name"], "hello");
     let stderr = s.stderr();
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
@@ -345,4 +348,127 @@ fn serves_mcp_over_http_behind_the_token_and_a_read_only_token_cannot_act() {
     assert_eq!(answer["result"]["isError"], false, "{answer}");
     let id = answer["result"]["structuredContent"]["run_id"].as_str().unwrap().to_string();
     nightshift_testkit::wait_until("the run /mcp started to end", Duration::from_secs(30), || common::runs(&th).iter().any(|r| r["id"] == id.as_str() && r["status"] == "completed"));
+}
+
+/// The real Claude Code CLI, in a Nightshift run in the machine's sandbox, with `nightshiftctl
+/// mcp` in its `--mcp-config`: the fake model lists the routines, schedules a follow-up "in 2
+/// seconds" and asks `why` of it. The follow-up exists, enabled as the settings say, marked, with
+/// the run as its parent; the daemon fires it once; `why` says whose follow-up it is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_in_a_sandboxed_run_schedules_its_own_follow_up() {
+    use nightshift_testkit::{FakeAnthropic, Reply};
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let th = TestHome::new();
+    let project = th.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    settings(&th, "[mcp]\nallow = [\"create\"]\nenable_created = true\n");
+    // In its folder: the sandbox gives the run a /tmp of its own.
+    let config = project.join("mcp.json");
+    std::fs::write(&config, json!({ "mcpServers": { "nightshift": { "type": "stdio", "command": env!("CARGO_BIN_EXE_nightshiftctl"), "args": ["mcp"] } } }).to_string()).unwrap();
+    let fake = FakeAnthropic::start(None).await;
+    let calls = vec![
+        ("mcp__nightshift__routines_list".to_string(), json!({})),
+        ("mcp__nightshift__routine_schedule_once".to_string(), json!({ "name": "check-ci", "prompt": "Check whether CI went green", "after": "2s" })),
+        ("mcp__nightshift__why".to_string(), json!({ "routine": "check-ci" })),
+    ];
+    fake.set("tok-mcp", Reply::ToolCalls { calls, text: "Scheduled check-ci.".into() });
+    th.routine(
+        "nightly",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Fix the build, then schedule a check\nmode: edit\nallow: {{tools: [mcp__nightshift]}}\nargs: [--mcp-config, {}]\ntimeout: 2m\ncwd: {}\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-mcp\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n",
+            config.display(),
+            project.display(),
+            fake.url()
+        ),
+    );
+    let daemon = common::start_daemon(&th);
+    daemon.wait_scheduling();
+    let out = common::tokio_ctl(&th).args(["run", "nightly", "--wait", "--json"]).output().await.unwrap();
+    let parent = json(&out);
+    let log = |name: &str| std::fs::read_to_string(std::path::Path::new(parent["run_dir"].as_str().unwrap_or("/")).join(name)).unwrap_or_default();
+    assert_eq!(parent["status"], "completed", "{}\n{}\n{}\n{}", parent["message"], common::stderr(&out), log("stdout.log"), log("stderr.log"));
+    let parent_id = parent["id"].as_str().unwrap();
+    common::assert_sandboxed(&parent);
+
+    // What the tools answered, as the model saw it.
+    let results: Vec<String> = fake
+        .requests()
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .map(|c| c["content"].to_string())
+        .collect();
+    assert!(results.iter().any(|r| r.contains("nightly")), "routines_list answered: {results:?}");
+    assert!(results.iter().any(|r| r.contains("check-ci") && r.contains(parent_id)), "routine_schedule_once answered with the parent run: {results:?}");
+    assert!(results.iter().any(|r| r.contains("scheduled by nightly")), "why named the parent: {results:?}");
+
+    let text = std::fs::read_to_string(th.path().join("routines/check-ci.yaml")).unwrap();
+    assert!(text.contains("created_by: mcp") && text.contains(&format!("parent_run: {parent_id}")) && text.contains("enabled: true") && text.contains(&format!("cwd: {}", project.display())), "{text}");
+    assert!(text.contains(&fake.url()), "a follow-up works with its parent's env: {text}");
+    // The daemon fires it once.
+    nightshift_testkit::wait_until("the follow-up to run and end", Duration::from_secs(90), || {
+        common::runs(&th).iter().any(|r| r["routine"] == "check-ci" && r["status"] == "completed")
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    let followups: Vec<Value> = common::runs(&th).into_iter().filter(|r| r["routine"] == "check-ci").collect();
+    assert_eq!(followups.len(), 1, "{followups:#?}\n{}", daemon.output());
+    let why = json(&ctl(&th).args(["why", "check-ci", "--json"]).output().unwrap());
+    assert!(why["scheduled_by"].as_str().unwrap().starts_with(&format!("scheduled by nightly at ")), "{why:#}");
+    let said = common::stdout(&ctl(&th).args(["why", "check-ci"]).output().unwrap());
+    assert!(said.contains(&format!("(run {parent_id})")), "{said}");
+    common::stop(daemon);
+}
+
+/// The real Gemini CLI in a sandboxed run, with `nightshiftctl mcp` in its own `mcpServers`
+/// settings: the same tools answer it (the server is not Claude's alone), and the follow-up it
+/// schedules carries its run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_in_a_sandboxed_run_uses_the_same_tools() {
+    use nightshift_testkit::fake_gemini::{FakeGemini, Reply};
+    if nightshift_testkit::home::require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let th = TestHome::new();
+    let project = th.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    settings(&th, "[mcp]\nallow = [\"create\"]\n");
+    let gemini_home = th.path().join("gemini-home");
+    std::fs::create_dir_all(gemini_home.join(".gemini")).unwrap();
+    let mut config: Value = serde_json::from_str(&nightshift_testkit::fake_gemini::gemini_settings(1)).unwrap();
+    config["mcpServers"] = json!({ "nightshift": { "command": env!("CARGO_BIN_EXE_nightshiftctl"), "args": ["mcp"], "trust": true } });
+    std::fs::write(gemini_home.join(".gemini/settings.json"), config.to_string()).unwrap();
+    let fake = FakeGemini::start(None).await;
+    let calls = vec![
+        ("mcp_nightshift_routines_list".to_string(), json!({})),
+        ("mcp_nightshift_routine_schedule_once".to_string(), json!({ "name": "look-again", "prompt": "Look at the issues again", "at": "2030-01-02 09:00" })),
+    ];
+    fake.set("AIza-mcp", Reply::Calls { calls, text: "Scheduled look-again.".into() });
+    th.routine(
+        "triage",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: gemini\nmode: edit\nmodel: gemini-2.5-flash\nprompt: Triage, then schedule a second look\ntimeout: 2m\ncwd: {}\nenv:\n  GEMINI_CLI_HOME: {}\n  GEMINI_API_KEY: AIza-mcp\n  GOOGLE_GEMINI_BASE_URL: {}\n",
+            project.display(),
+            gemini_home.display(),
+            fake.url()
+        ),
+    );
+    let (rec, _) = common::run_wait(&th, "triage").await;
+    let log = std::fs::read_to_string(std::path::Path::new(rec["run_dir"].as_str().unwrap()).join("stdout.log")).unwrap_or_default();
+    assert_eq!(rec["status"], "completed", "{rec:#}\n{log}");
+    common::assert_sandboxed(&rec);
+    let id = rec["id"].as_str().unwrap();
+    let answers: Vec<String> = fake
+        .requests()
+        .iter()
+        .flat_map(|r| r.body["contents"].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p.get("functionResponse").map(ToString::to_string))
+        .collect();
+    assert!(answers.iter().any(|a| a.contains("triage")), "routines_list answered: {answers:?}");
+    assert!(answers.iter().any(|a| a.contains("look-again") && a.contains(id)), "routine_schedule_once answered with the run: {answers:?}");
+    let text = std::fs::read_to_string(th.path().join("routines/look-again.yaml")).unwrap();
+    assert!(text.contains("agent: gemini") && text.contains("created_by: mcp") && text.contains(&format!("parent_run: {id}")) && text.contains("enabled: false"), "{text}");
 }

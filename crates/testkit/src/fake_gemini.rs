@@ -33,6 +33,10 @@ pub enum Reply {
     /// contents end with the command's result gets 500; one with a user's words after the result —
     /// a resumed session, sent with its earlier turns — gets [`Reply::Success`].
     DropsAfterShell { command: String, text: String },
+    /// Several function calls, one per streamed turn, in order (an MCP server's tools, named as
+    /// Gemini CLI names them: `mcp_<server>_<tool>`): a turn carrying fewer function results
+    /// than there are calls gets the next call; then [`Reply::Success`].
+    Calls { calls: Vec<(String, serde_json::Value)>, text: String },
 }
 
 /// The fake Gemini API: a [`FakeApi`] answering with [`Reply`]s.
@@ -80,9 +84,19 @@ fn invalid_key() -> Response {
 
 /// A streamed turn in which the model calls `run_shell_command` with `command`.
 fn asks_for_shell(model: &str, command: &str) -> Response {
+    asks_for(model, "run_shell_command", serde_json::json!({"command": command, "description": "as the routine asks"}))
+}
+
+/// A streamed turn in which the model calls function `name` with `args`.
+fn asks_for(model: &str, name: &str, args: serde_json::Value) -> Response {
     let mut asks = chunk(model, "", true);
-    asks["candidates"][0]["content"]["parts"] = serde_json::json!([{"functionCall": {"name": "run_shell_command", "args": {"command": command, "description": "as the routine asks"}}}]);
+    asks["candidates"][0]["content"]["parts"] = serde_json::json!([{"functionCall": {"name": name, "args": args}}]);
     sse_response(format!("data: {asks}\r\n\r\n"))
+}
+
+/// How many function results a turn carries back.
+fn results_in(body: &serde_json::Value) -> usize {
+    body["contents"].as_array().into_iter().flatten().flat_map(|c| c["parts"].as_array().into_iter().flatten()).filter(|p| p.get("functionResponse").is_some()).count()
 }
 
 /// Whether a turn carries a function's result back: `Some(true)` when the result is the last
@@ -118,6 +132,10 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
         Reply::DropsAfterShell { command, text } => match (streamed, shell_result_at(call.body)) {
             (true, None) => asks_for_shell(&model, command),
             (true, Some(true)) => server_error(),
+            _ => ok(text),
+        },
+        Reply::Calls { calls, text } => match calls.get(results_in(call.body)) {
+            Some((name, args)) if streamed => asks_for(&model, name, args.clone()),
             _ => ok(text),
         },
         Reply::Slow { secs, text } => slow_sse_response(*secs, stream(&model, text)),

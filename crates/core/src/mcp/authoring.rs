@@ -3,7 +3,8 @@
 //! `created_by: mcp` and the calling run as `parent_run`; disabled unless `enable_created`; a
 //! mode no looser than `max_mode` (a shell command counts as `skip`); no account but the one the
 //! calling run was given; no key that reaches secrets, other machines or the sandbox (those stay
-//! the user's to write), and at most `max_created_per_day`.
+//! the user's to write), and at most `max_created_per_day`. A follow-up made inside a run works
+//! like its parent: its folder and its routine's `env:`.
 
 use super::Caller;
 use crate::agents::Mode;
@@ -206,11 +207,15 @@ async fn write(engine: &Engine, caller: &Caller, mut draft: Draft) -> Result<Mad
         };
         return Err(Error::new(ErrorCode::NotAllowed, format!("an agent may not pin account {account}: {given}; leave `account` out and Nightshift picks a healthy one")));
     }
-    // Inside a run: its folder, unless another is named.
-    if draft.cwd.trim().is_empty() {
-        if let Some(cwd) = parent.and_then(|r| engine.routine(&r.routine).ok()).and_then(|r| r.cwd) {
-            draft.cwd = cwd.display().to_string();
+    // Inside a run, a follow-up works like its parent: in its folder (unless another is named)
+    // and with its routine's `env:` (an API's address, a proxy) — the agent never sees or sets it.
+    if let Some(parent_routine) = parent.and_then(|r| engine.routine(&r.routine).ok()) {
+        if draft.cwd.trim().is_empty() {
+            if let Some(cwd) = &parent_routine.cwd {
+                draft.cwd = cwd.display().to_string();
+            }
         }
+        draft.env = parent_routine.env.clone();
     }
     let enabled = limits.enable_created;
     draft.enabled = Some(enabled);

@@ -12,6 +12,7 @@
 
 pub(crate) mod authoring;
 pub mod http;
+pub mod per_run;
 mod stdio;
 pub mod tools;
 
@@ -65,17 +66,15 @@ impl McpServer {
         McpServer { engine, caller }
     }
 
-    /// A tool call answered: its JSON as text (what every client reads) and, for an object, as
-    /// structured content; a refusal as a tool error with `{code, message}` — the agent reads it
+    /// A tool call answered: its JSON object as text (what every client reads) and as structured
+    /// content; a refusal as a tool error with `{code, message}` — the agent reads it
     /// and goes on, the server never stops for it.
     pub async fn answer(&self, caller: &Caller, name: &str, args: serde_json::Value) -> CallToolResult {
         match tools::call(&self.engine, caller, name, args).await {
             Ok(value) => {
                 let text = serde_json::to_string_pretty(&value).unwrap_or_default();
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                if value.is_object() {
-                    result.structured_content = Some(value);
-                }
+                result.structured_content = Some(value);
                 result
             }
             Err(e) => refusal(&self.engine, e),

@@ -1,7 +1,9 @@
 //! Every MCP tool, declared once (`tools!`): its name, what it needs (`read`, or the `[mcp]
 //! allow` word `run` / `create`), its description, its argument type — whose JSON Schema
 //! (`schemars`, doc comments as descriptions) is the schema `tools/list` gives — and the engine
-//! call that answers it, the same one the window's command makes.
+//! call that answers it, the same one the window's command makes. Every answer is a JSON object
+//! (a list under its name: `{"routines": […]}`): MCP's structured content is an object, and
+//! clients (Gemini CLI's) refuse another shape.
 
 use super::{authoring, Caller};
 use crate::api;
@@ -205,7 +207,7 @@ macro_rules! tools {
 tools! { engine, caller;
     read routines_list(_a: NoArgs)
         "Every routine of this Nightshift home: schedule in words, enabled or paused, next fire, last run, problems of a file that does not load."
-        = api::list_routines(engine).await?;
+        = serde_json::json!({ "routines": api::list_routines(engine).await? });
     read routine_show(a: RoutineShowArgs)
         "One routine: what routines_list says of it, what it runs (prompt or command, mode, model, folder) and its next fire times."
         = routine_show(engine, &a.name, a.fires.unwrap_or(5).min(50)).await?;
@@ -217,7 +219,7 @@ tools! { engine, caller;
         = run_show(engine, &a.id).await?;
     read run_report(a: RunArgs)
         "A run's report as Markdown (secrets masked), or why it has none."
-        = api::run_report(engine, &a.id).await?;
+        = serde_json::json!({ "id": a.id, "report": api::run_report(engine, &a.id).await? });
     read why(a: WhyArgs)
         "A routine's slots over the last days and what became of each (ran, missed while asleep, skipped, blocked…), with the evidence."
         = api::routine_why(engine, &a.routine, a.days.unwrap_or(7)).await?;
@@ -226,13 +228,13 @@ tools! { engine, caller;
         = api::usage_report(engine, a.days.unwrap_or(30), usage_by(a.by.as_deref())?).await?;
     read accounts_health(_a: NoArgs)
         "Each agent account's auth health (ok, needs login, rate limited until…), with the fix — never its secret."
-        = accounts_health(engine);
+        = serde_json::json!({ "accounts": accounts_health(engine) });
     run run_now(a: RunNowArgs)
         "Start a routine now; returns the run's id (and, with wait_seconds, the run once it ended or the wait ran out). Needs `[mcp] allow = [\"run\"]`."
         = run_now(engine, &a.routine, a.wait_seconds).await?;
     run run_cancel(a: RunArgs)
         "Cancel a queued or running run; false when it had already ended. Needs `[mcp] allow = [\"run\"]`."
-        = api::cancel_run(engine, &a.id).await?;
+        = serde_json::json!({ "id": a.id, "cancelled": api::cancel_run(engine, &a.id).await? });
     create routine_create(a: authoring::NewRoutine)
         "Create a routine (the fields of `nightshiftctl routines new`; problems come back by field). It is marked created_by: mcp and, unless the user allows otherwise, written disabled. Needs `[mcp] allow = [\"create\"]`."
         = authoring::create(engine, caller, a).await?;
@@ -241,10 +243,10 @@ tools! { engine, caller;
         = authoring::schedule_once(engine, caller, a).await?;
     run routine_pause(a: RoutineArgs)
         "Pause a routine on this machine (its schedule stops until resumed). Needs `[mcp] allow = [\"run\"]`."
-        = api::set_routine_paused(engine, &a.name, true)?;
+        = { api::set_routine_paused(engine, &a.name, true)?; serde_json::json!({ "routine": a.name, "paused": true }) };
     run routine_resume(a: RoutineArgs)
         "Resume a paused routine. Needs `[mcp] allow = [\"run\"]`."
-        = api::set_routine_paused(engine, &a.name, false)?;
+        = { api::set_routine_paused(engine, &a.name, false)?; serde_json::json!({ "routine": a.name, "paused": false }) };
 }
 
 /// A tool as `tools/list` gives it: its input schema from `T`, read-only ones marked so.
