@@ -144,7 +144,7 @@ if [ $FULL = 1 ]; then
     $TESTRUN record "$RESULTS" "benchmark: $*" $rc
   }
   bench NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshift-core --bench engine
-  for b in daemon settle burst history worktree insight nights hooks polling actions sandbox; do
+  for b in daemon settle burst history worktree insight nights hooks polling actions sandbox mcp; do
     bench NIGHTSHIFT_BENCH_QUICK=1 cargo bench -p nightshiftctl --bench $b
   done
   bench cargo bench -p nightshiftctl --bench hostile

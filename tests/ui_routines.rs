@@ -313,7 +313,7 @@ async fn a_routine_on_an_event_from_the_form() {
 
 /// Run now on a routine whose `devices:` does not list this machine is refused in words, with
 /// "Run here anyway" beside them; that runs it here, and the run says so. (And a routine that
-/// opted out of the sandbox is shown so in the list.)
+/// opted out of the sandbox is shown so in the list, as is one an agent wrote.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_now_elsewhere_is_refused_and_run_here_anyway_runs_it() {
     if !gui_available() {
@@ -324,12 +324,16 @@ async fn run_now_elsewhere_is_refused_and_run_here_anyway_runs_it() {
     write_home(&scene.home);
     std::fs::write(scene.home.join("routines/studio.yaml"), "name: studio\nschedule: \"0 3 1 1 *\"\ncommand: echo from the studio\ndevices: [studio-mac]\nnotify: never\n").unwrap();
     std::fs::write(scene.home.join("routines/unboxed.yaml"), "schedule: \"0 3 1 1 *\"\nagent: claude\nprompt: Tidy up\nsandbox: off\nnotify: never\n").unwrap();
+    std::fs::write(scene.home.join("routines/followup.yaml"), "at: 2030-01-02T09:00:00Z\ncommand: echo later\ncreated_by: mcp\nparent_run: 01jparentrunpruned00000000\nnotify: never\n").unwrap();
     let Some((driver, c)) = scene.open(&[]).await else { return };
     text(&c, "#routines tr[data-routine='studio']").await;
     // An agent routine that opted out of the sandbox says so in the list; a command does not.
     let unboxed = js(&c, "return [!!document.querySelector(\"#routines tr[data-routine='unboxed'] [data-sandbox-off]\"), !!document.querySelector(\"#routines tr[data-routine='studio'] [data-sandbox-off]\"), document.querySelector(\"#routines tr[data-routine='unboxed'] td\").textContent]").await;
     assert_eq!((&unboxed[0], &unboxed[1]), (&json!(true), &json!(false)), "{unboxed}");
     assert!(unboxed[2].as_str().unwrap().contains("claude · sandbox off · routines/unboxed.yaml"), "{unboxed}");
+    // A routine an agent wrote through MCP says so, and whose follow-up it is.
+    let by_agent = js(&c, "const r = document.querySelector(\"#routines tr[data-routine='followup']\"); return [r.querySelector('[data-created-by]')?.textContent, r.querySelector('[data-scheduled-by]')?.textContent, !!document.querySelector(\"#routines tr[data-routine='studio'] [data-created-by]\")]").await;
+    assert_eq!(by_agent, json!([" · by an agent (mcp)", "scheduled by run 01jparentrunpruned00000000 (no longer on record)", false]));
     click(&c, "#routines tr[data-routine='studio'] button.primary").await;
     let said = until(&c, "the refusal", "const s = document.getElementById('routines-status'); return !!document.getElementById('run-here-anyway') && s.textContent", 10).await;
     assert!(said.as_str().unwrap().starts_with("Could not start studio: studio runs on studio-mac (its `devices:`), not on this machine"), "{said}");

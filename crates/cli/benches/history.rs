@@ -6,13 +6,14 @@
 //! row is the floor: starting the process (`--version`).
 //! `NIGHTSHIFT_BENCH_QUICK=1`: 100 000 runs and 10 000 directories.
 
-use chrono::{Duration as ChronoDuration, Utc};
 use nightshift_testkit::bench::{fmt, measure};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-const ROUTINES: usize = 20;
+#[path = "support/seed.rs"]
+mod seed;
+use seed::{seed, t0_ms, ROUTINES};
 
 fn main() {
     let quick = std::env::var("NIGHTSHIFT_BENCH_QUICK").as_deref() == Ok("1");
@@ -57,32 +58,6 @@ fn median(n: usize, mut run: impl FnMut() -> nightshift_testkit::bench::Measured
     let mut all: Vec<_> = (0..n).map(|_| run()).collect();
     all.sort_by_key(|m| m.time);
     (all[n / 2].time, all[n / 2].peak_kib)
-}
-
-fn t0_ms() -> i64 {
-    (Utc::now() - ChronoDuration::days(730)).timestamp_millis() / 60_000 * 60_000
-}
-
-/// `rows` finished runs, one a minute, in one transaction (setup, not measured).
-fn seed(home: &Path, rows: usize) {
-    std::fs::create_dir_all(home.join("routines")).unwrap();
-    let db = home.join("nightshift.db");
-    drop(nightshift_core::store::Store::open(&db).unwrap());
-    let mut conn = rusqlite::Connection::open(&db).unwrap();
-    let tx = conn.transaction().unwrap();
-    {
-        let mut stmt = tx
-            .prepare("INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, finished_at, status, run_dir) VALUES (?1, ?2, 'schedule', 'command', ?3, ?4, ?4, ?5, '/nonexistent')")
-            .unwrap();
-        for i in 0..rows {
-            let ms = t0_ms() + i as i64 * 60_000;
-            let at = chrono::DateTime::from_timestamp_millis(ms).unwrap();
-            let status = if (i / ROUTINES) % 4 == 3 { "failed" } else { "completed" };
-            stmt.execute(rusqlite::params![format!("{i:026}"), format!("routine-{}", i % ROUTINES), ms, nightshift_core::words::fmt_time(&at), status]).unwrap();
-        }
-    }
-    tx.commit().unwrap();
-    let _ = conn.pragma_update(None, "wal_checkpoint", "TRUNCATE");
 }
 
 /// The peer's layout: one directory per run with its metadata file.

@@ -55,6 +55,9 @@ pub async fn serve(engine: Engine, args: ServeArgs) -> Result<Outcome, Error> {
 
     // Schedule this home unless someone else does; deliver its webhooks either way.
     engine.enable_webhooks();
+    // The agents of the runs this process starts reach Nightshift's MCP tools through each run's
+    // own socket.
+    let _tools = nightshift_core::mcp::per_run::offer_to_runs(&engine);
     let lock = match SchedulerLock::take(engine.home(), "nightshiftctl serve") {
         Ok(lock) => {
             engine.recover(nightshift_core::RecoveryMode::Adopt).await?;
