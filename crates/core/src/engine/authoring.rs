@@ -94,17 +94,21 @@ impl Engine {
     pub fn create_routine_by_agent(&self, draft: &Draft) -> Result<Written> {
         let per_day = self.core.settings().mcp.max_created_per_day;
         let now = self.core.clock.now();
-        let made = self.core.store.mcp_created_since(now - chrono::Duration::hours(24))?;
-        if made >= per_day {
-            return Err(Error::new(
-                ErrorCode::NotAllowed,
-                format!("agents created {made} routines in the last 24 hours, the most `[mcp] max_created_per_day = {per_day}` in nightshift.toml allows; raise it to allow more"),
-            ));
-        }
-        let written = self.create_routine(draft)?;
         let parent = Some(draft.parent_run.trim()).filter(|p| !p.is_empty());
-        self.core.store.note_mcp_created(&written.name, parent, now)?;
-        Ok(written)
+        // Counted first (the count's check and its row are one statement), taken back if the
+        // file is not written: two agents at once never both take the last place.
+        let counted = match self.core.store.count_mcp_created(draft.name.trim(), parent, now, now - chrono::Duration::hours(24), per_day)? {
+            Ok(id) => id,
+            Err(made) => {
+                return Err(Error::new(
+                    ErrorCode::NotAllowed,
+                    format!("agents created {made} routines in the last 24 hours, the most `[mcp] max_created_per_day = {per_day}` in nightshift.toml allows; raise it to allow more"),
+                ))
+            }
+        };
+        self.create_routine(draft).inspect_err(|_| {
+            let _ = self.core.store.forget_mcp_created(counted);
+        })
     }
 
     /// Problems in `text` as a routine file `routines/<name>.yaml` of this home would have them (a

@@ -85,6 +85,8 @@ impl Endpoint {
                 return None;
             }
         };
+        // Only this user reaches it (as the run folder's other files).
+        let _ = std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600));
         let (id, server) = (run.id.clone(), McpServer::new(engine.clone(), Caller { run: Some(run), may_act: true }));
         let task = tokio::spawn(async move {
             loop {
