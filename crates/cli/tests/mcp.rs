@@ -143,6 +143,7 @@ fn every_tool_is_listed_with_a_schema_a_json_schema_validator_accepts() {
 fn reading_tools_answer_and_acting_ones_wait_for_the_users_leave() {
     let th = TestHome::new();
     th.routine("hello", "schedule: \"0 3 * * *\"\ncommand: echo hello from the routine\nnotify: never\n");
+    settings(&th, "[[accounts]]\nagent = \"claude\"\nemail = \"me@home.dev\"\n");
     let mut s = Session::start(&th, &[]);
     let routines = s.tool("routines_list", json!({})).unwrap();
     assert_eq!(routines["routines"][0]["name"], "hello");
@@ -155,7 +156,13 @@ fn reading_tools_answer_and_acting_ones_wait_for_the_users_leave() {
     assert!(s.tool("why", json!({ "routine": "hello", "days": 2 })).unwrap()["next"].is_string());
     assert!(s.tool("usage", json!({ "by": "account" })).is_ok());
     assert_eq!(s.tool("usage", json!({ "by": "moon" })).unwrap_err().0, "usage");
-    assert_eq!(s.tool("accounts_health", json!({})).unwrap(), json!({ "accounts": [] }));
+    // An account's health, never where its login lives or what its secret is.
+    let health = s.tool("accounts_health", json!({})).unwrap();
+    let account = &health["accounts"][0];
+    assert_eq!(account["account"], "me@home.dev", "{health}");
+    for kept in ["config_dir", "secret", "secret_how", "token"] {
+        assert!(account.get(kept).is_none(), "{kept} stays out: {health}");
+    }
 
     // Acting: refused by default, naming the setting that allows it.
     let (code, message) = s.tool("run_now", json!({ "routine": "hello" })).unwrap_err();
@@ -167,7 +174,7 @@ fn reading_tools_answer_and_acting_ones_wait_for_the_users_leave() {
 
     // The user allows running (nightshift.toml is looked at again at most once a second: no
     // restart).
-    settings(&th, "[mcp]\nallow = [\"run\"]\n");
+    settings(&th, "[[accounts]]\nagent = \"claude\"\nemail = \"me@home.dev\"\n[mcp]\nallow = [\"run\"]\n");
     std::thread::sleep(Duration::from_millis(1100));
     let started = s.tool("run_now", json!({ "routine": "hello", "wait_seconds": 60 })).unwrap();
     assert_eq!(started["finished"], true, "{started}");
@@ -415,6 +422,11 @@ async fn claude_in_a_sandboxed_run_schedules_its_own_follow_up() {
     std::thread::sleep(Duration::from_secs(3));
     let followups: Vec<Value> = common::runs(&th).into_iter().filter(|r| r["routine"] == "check-ci").collect();
     assert_eq!(followups.len(), 1, "{followups:#?}\n{}", daemon.output());
+    // The follow-up's run says whose it is (the window's run detail reads the same field).
+    let mut s = Session::start(&th, &[]);
+    let shown = s.tool("run_show", json!({ "id": followups[0]["id"] })).unwrap();
+    assert!(shown["scheduled_by"].as_str().unwrap().contains(&format!("scheduled by nightly at ")), "{shown:#}");
+    drop(s);
     let why = json(&ctl(&th).args(["why", "check-ci", "--json"]).output().unwrap());
     assert!(why["scheduled_by"].as_str().unwrap().starts_with(&format!("scheduled by nightly at ")), "{why:#}");
     let said = common::stdout(&ctl(&th).args(["why", "check-ci"]).output().unwrap());
