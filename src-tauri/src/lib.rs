@@ -56,6 +56,8 @@ pub fn run() {
     // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
     nightshift_core::runner::scrub::serve_wrapper_request();
     nightshift_core::runner::sandbox::helper::serve_helper_request();
+    // A run's agent reaching Nightshift's MCP through this binary (`on_denial: ask`).
+    nightshift_core::mcp::per_run::serve_bridge_request();
     // Before any thread exists: the app lives all day (see `allocator`).
     nightshift_core::allocator::limit_arenas();
     init_tracing();

@@ -5,6 +5,7 @@
 //! configuration errors (bad arguments, invalid routine, unknown run…), printed as `error: …`.
 
 mod accounts;
+mod approvals;
 mod daemon;
 mod docs;
 mod format;
@@ -59,6 +60,20 @@ enum Command {
     /// Drop a queued run (also one waiting for a retry or a limit's reset), whichever process
     /// queued it.
     Cancel { run_id: String },
+    /// The tool calls runs hold while they ask you (`on_denial: ask`).
+    Approvals {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Let a run that waits for approval make the call it asked for.
+    Approve {
+        run_id: String,
+        /// That tool for the rest of the run, not only this call.
+        #[arg(long)]
+        for_run: bool,
+    },
+    /// Refuse the call a run waits for approval of (the agent is told, and goes on without it).
+    Deny { run_id: String },
     /// Print a run's report (Markdown).
     Report { run_id: String },
     /// Print a run's output log.
@@ -182,6 +197,7 @@ fn main() -> ExitCode {
     // A run's wrapper asking this binary to scrub its logs (before anything else is set up).
     nightshift_core::runner::scrub::serve_wrapper_request();
     nightshift_core::runner::sandbox::helper::serve_helper_request();
+    nightshift_core::mcp::per_run::serve_bridge_request();
     nightshift_core::allocator::limit_arenas();
     match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
         Ok(rt) => rt.block_on(cli_main()),
@@ -295,6 +311,9 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Show { run_id, json } => history::show(&open_for_reading(home).await?, &run_id, json),
         Command::Report { run_id } => history::report(&open_for_reading(home).await?, &run_id),
         Command::Cancel { run_id } => run::cancel(&open(home).await?, &run_id).await,
+        Command::Approvals { json } => approvals::list(&open(home).await?, json),
+        Command::Approve { run_id, for_run } => approvals::answer(&open(home).await?, &run_id, true, for_run),
+        Command::Deny { run_id } => approvals::answer(&open(home).await?, &run_id, false, false),
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
         Command::Secrets { command } => secrets::secrets(&open(home).await?, command),
         Command::Hooks { command } => hooks::hooks(&open(home).await?, command),

@@ -160,7 +160,7 @@ fn gemini_server_error_is_api_unavailable() {
 #[test]
 fn arguments_per_mode() {
     static OPEN: std::sync::LazyLock<Guard> = std::sync::LazyLock::new(Guard::default);
-    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false };
+    let call = |mode, model, effort, extra: &'static [String]| Call { prompt: "do it", mode, model, effort, extra, guard: &OPEN, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false, bridge: None };
     let codex = |m| driver(Agent::Codex).args(&call(m, Some("gpt-5"), None, &[]));
     let base = ["exec", "--json", "--skip-git-repo-check", "--color", "never", "--disable", "shell_snapshot"];
     let with = |extra: &[&str]| base.iter().chain(extra).chain(["--model", "gpt-5", "do it"].iter()).map(|s| s.to_string()).collect::<Vec<_>>();
@@ -205,12 +205,27 @@ fn arguments_per_mode() {
         deny_tools: vec!["WebFetch".into()],
         ..Guard::default()
     };
-    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false });
+    let guarded = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false, bridge: None });
     let auto = guarded(Mode::Auto);
     assert_eq!(auto[5..7], ["--permission-mode", "dontAsk"]);
     assert_eq!(auto[7..], ["--tools", "Read,Bash", "--allowedTools", "Read", "--allowedTools", "Bash(git status)", "--disallowedTools", "WebFetch", "--add-dir", "/srv/docs"]);
     assert_eq!(guarded(Mode::Plan)[5..7], ["--permission-mode", "plan"], "plan stays plan");
-    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false });
+    // `on_denial: ask`: what the rules do not allow goes to Nightshift's prompt tool (the run's
+    // own approvals server, through the bridge) — so the mode asks instead of refusing.
+    let asking = Guard { ask: Some(Guard::DEFAULT_ASK), ..guard.clone() };
+    let bridge = std::path::Path::new("/usr/bin/nightshiftctl");
+    let asks = |mode| driver(Agent::Claude).args(&Call { prompt: "do it", mode, model: None, effort: None, extra: &[], guard: &asking, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false, bridge: Some(bridge) });
+    let auto = asks(Mode::Auto);
+    assert_eq!(auto[5..7], ["--permission-mode", "default"], "{auto:?}");
+    let at = auto.iter().position(|a| a == "--permission-prompt-tool").expect("the prompt tool");
+    assert_eq!(auto[at + 1..at + 4], ["mcp__nightshift_approvals__approval_prompt", "--allowedTools", "mcp__nightshift_approvals__approval_prompt"]);
+    let config: serde_json::Value = serde_json::from_str(&auto[at - 1]).unwrap();
+    assert_eq!(config["mcpServers"]["nightshift_approvals"], serde_json::json!({ "type": "stdio", "command": "/usr/bin/nightshiftctl", "args": ["nightshift-mcp-bridge", "ask"] }));
+    assert_eq!(asks(Mode::Edit)[5..7], ["--permission-mode", "acceptEdits"]);
+    assert_eq!(asks(Mode::Plan)[5..7], ["--permission-mode", "plan"]);
+    let elsewhere = driver(Agent::Claude).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &asking, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false, bridge: None });
+    assert!(!elsewhere.contains(&"--permission-prompt-tool".to_string()), "no bridge (a run on another machine): nothing to ask through");
+    let codex = driver(Agent::Codex).args(&Call { prompt: "do it", mode: Mode::Plan, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: None, config: &[], resume: None, sandboxed: false, bridge: None });
     assert_eq!(codex[codex.len() - 3..], ["--add-dir", "/srv/docs", "do it"]);
 }
 
@@ -240,10 +255,10 @@ fn gemini_tool_rules_are_a_policy_file_in_the_run_directory() {
     assert_eq!(policy(&only_deny, Mode::Skip).unwrap().matches("[[rule]]").count(), 1, "deny.tools alone leaves the rest to the mode");
     assert_eq!(policy(&Guard::default(), Mode::Auto), None);
     let dir = std::path::Path::new("/home/me/.local/share/nightshift/runs/r/01");
-    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false });
+    let args = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false, bridge: None });
     let at = args.iter().position(|a| a == "--policy").expect("--policy");
     assert_eq!(args[at + 1], dir.join(POLICY_FILE).display().to_string());
-    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false });
+    let open = driver(Agent::Gemini).args(&Call { prompt: "do it", mode: Mode::Auto, model: None, effort: None, extra: &[], guard: &Guard::default(), max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false, bridge: None });
     assert!(!open.contains(&"--policy".to_string()), "no rules, no policy");
 }
 
@@ -455,7 +470,7 @@ fn opencode_modes_and_rules_are_its_permissions() {
     use nightshift_core::agents::opencode::config_content;
     let open = Guard::default();
     let dir = Path::new("/runs/r1");
-    let call = |mode, guard| Call { prompt: "-do it", mode, model: Some("anthropic/claude-sonnet-4-5"), effort: Some(Effort::High), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false };
+    let call = |mode, guard| Call { prompt: "-do it", mode, model: Some("anthropic/claude-sonnet-4-5"), effort: Some(Effort::High), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false, bridge: None };
     let args = driver(Agent::OpenCode).args(&call(Mode::Plan, &open));
     assert_eq!(args, ["run", "--format", "json", "--agent", "plan", "--model", "anthropic/claude-sonnet-4-5", "--variant", "high", "--", "-do it"]);
     assert!(driver(Agent::OpenCode).args(&call(Mode::Skip, &open)).contains(&"--auto".to_string()));
@@ -467,7 +482,7 @@ fn opencode_modes_and_rules_are_its_permissions() {
         assert_eq!((c["share"].as_str(), c["autoupdate"].as_bool(), c["experimental"]["continue_loop_on_deny"].as_bool()), (Some("disabled"), Some(false), Some(true)));
         assert_eq!(c["plugin"][0], "file:///runs/r1/nightshift-opencode-plugin.js");
     }
-    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "bash(npm test)".into(), "edit".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false };
+    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "bash(npm test)".into(), "edit".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false, ask: None };
     let c = perms(Mode::Plan, &guard);
     let p = &c["permission"];
     assert_eq!((p["read"].as_str(), p["grep"].as_str(), p["webfetch"].as_str()), (Some("allow"), Some("deny"), Some("deny")), "{p}");
@@ -549,7 +564,7 @@ fn copilot_modes_and_rules_are_its_permission_flags() {
     let open = Guard::default();
     let dir = Path::new("/runs/r1");
     fn call<'a>(mode: Mode, guard: &'a Guard, dir: &'a Path) -> Call<'a> {
-        Call { prompt: "-do it", mode, model: Some("gpt-5-mini"), effort: Some(Effort::Detailed), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false }
+        Call { prompt: "-do it", mode, model: Some("gpt-5-mini"), effort: Some(Effort::Detailed), extra: &[], guard, max_budget_usd: None, run_dir: Some(dir), config: &[], resume: None, sandboxed: false, bridge: None }
     }
     let args = driver(Agent::Copilot).args(&call(Mode::Plan, &open, dir));
     assert_eq!(
@@ -561,7 +576,7 @@ fn copilot_modes_and_rules_are_its_permission_flags() {
     assert_eq!(permissions(Mode::Edit, &open), ["--allow-tool=write"]);
     assert_eq!(permissions(Mode::Auto, &open), ["--allow-all-tools"]);
     assert_eq!(permissions(Mode::Skip, &open), ["--allow-all"]);
-    let guard = Guard { allow_tools: Some(vec!["shell(git:*)".into(), "write".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["shell(git push)".into()], fail_on_denial: false };
+    let guard = Guard { allow_tools: Some(vec!["shell(git:*)".into(), "write".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["shell(git push)".into()], fail_on_denial: false, ask: None };
     assert_eq!(permissions(Mode::Skip, &guard), ["--allow-tool=shell(git:*)", "--allow-tool=write", "--deny-tool=shell(git push)"], "allow.tools instead of the mode's blanket");
     assert_eq!(permissions(Mode::Plan, &guard), ["--allow-tool=shell(git:*)", "--deny-tool=shell(git push)"], "plan keeps writes refused");
     // A run on a host: no usage file to name there.

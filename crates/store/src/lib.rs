@@ -8,6 +8,7 @@
 //! process opens it; SQLite's locking plus conditional updates make each transition happen once.
 
 mod accounts;
+mod asks;
 mod evidence;
 mod home_views;
 mod hosts;
@@ -33,6 +34,7 @@ pub use queue::{Claims, QueuedRow};
 pub use received::{Claim, Received, Verdict};
 pub use runs::{NewRun, Page, RunQuery, FinalRow};
 pub use accounts::HealthRecord;
+pub use asks::Ask;
 pub use home_views::HomeView;
 pub use hosts::HostRecord;
 pub use scheduling::RoutineRow;

@@ -326,4 +326,21 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX mcp_created_by_time ON mcp_created(created_ms);
     "#,
+    // 26: `on_denial: ask` — a tool call held while the user is asked, and how it was answered.
+    r#"
+    CREATE TABLE asks (
+        id           TEXT PRIMARY KEY,
+        run_id       TEXT NOT NULL,
+        routine      TEXT NOT NULL,
+        tool         TEXT NOT NULL,
+        input        TEXT NOT NULL,
+        asked_at     TEXT NOT NULL,
+        expires_at   TEXT NOT NULL,
+        answer       TEXT,
+        for_run      INTEGER NOT NULL DEFAULT 0,
+        answered_at  TEXT,
+        answered_by  TEXT
+    );
+    CREATE INDEX asks_open ON asks(run_id) WHERE answer IS NULL;
+    "#,
 ];

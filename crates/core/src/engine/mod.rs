@@ -27,6 +27,7 @@ mod run;
 mod upkeep;
 // The engine's modules the faces, the views and the API name, at the paths they always had.
 pub use accounts::secrets;
+pub use approvals::{ask_words, Decision};
 pub use inbound::{github_poll, incoming};
 pub use resident::scheduler;
 pub use resident::Parts as ResidentParts;
@@ -34,6 +35,7 @@ pub use run::lanes;
 mod awake;
 mod followed;
 pub use accounts::budgets::BudgetState;
+mod approvals;
 mod authoring;
 mod catalog;
 #[cfg(any(test, feature = "test-support"))]

@@ -10,6 +10,7 @@
 //! reaches an account's secret or the settings. A refusal is a tool error carrying the engine's
 //! stable code and words; only protocol ever goes to stdout.
 
+mod approvals;
 pub(crate) mod authoring;
 pub mod http;
 pub mod per_run;
@@ -54,27 +55,49 @@ impl Caller {
     }
 }
 
+/// Which tools a server offers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offer {
+    /// Nightshift's tools ([`tools`]).
+    Tools,
+    /// A run's approvals: the one prompt tool `on_denial: ask` gives Claude Code ([`approvals`]).
+    Approvals,
+}
+
 /// The server: one engine, one caller (each HTTP request brings its own access, see [`http`]).
 #[derive(Clone)]
 pub struct McpServer {
     engine: Engine,
     caller: Caller,
+    offer: Offer,
 }
 
 impl McpServer {
     pub fn new(engine: Engine, caller: Caller) -> McpServer {
-        McpServer { engine, caller }
+        McpServer { engine, caller, offer: Offer::Tools }
+    }
+
+    /// A run's approvals server.
+    pub fn approvals(engine: Engine, caller: Caller) -> McpServer {
+        McpServer { engine, caller, offer: Offer::Approvals }
     }
 
     /// A tool call answered: its JSON object as text (what every client reads) and as structured
     /// content; a refusal as a tool error with `{code, message}` — the agent reads it
     /// and goes on, the server never stops for it.
     pub async fn answer(&self, caller: &Caller, name: &str, args: serde_json::Value) -> CallToolResult {
-        match tools::call(&self.engine, caller, name, args).await {
+        let answered = match self.offer {
+            Offer::Tools => tools::call(&self.engine, caller, name, args).await,
+            Offer::Approvals => approvals::call(&self.engine, caller, name, args).await,
+        };
+        match answered {
             Ok(value) => {
                 let text = serde_json::to_string_pretty(&value).unwrap_or_default();
                 let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-                result.structured_content = Some(value);
+                // Claude Code reads a permission prompt's answer from one text block alone.
+                if self.offer == Offer::Tools {
+                    result.structured_content = Some(value);
+                }
                 result
             }
             Err(e) => refusal(&self.engine, e),
@@ -102,7 +125,10 @@ impl ServerHandler for McpServer {
     }
 
     async fn list_tools(&self, _request: Option<PaginatedRequestParams>, _context: RequestContext<RoleServer>) -> std::result::Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(tools::declared()))
+        Ok(ListToolsResult::with_all_items(match self.offer {
+            Offer::Tools => tools::declared(),
+            Offer::Approvals => approvals::declared(),
+        }))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> std::result::Result<CallToolResponse, ErrorData> {
@@ -111,7 +137,11 @@ impl ServerHandler for McpServer {
         if let Some(access) = context.extensions.get::<::http::request::Parts>().and_then(|p| p.extensions.get::<http::Access>()) {
             caller.may_act &= access.may_act;
         }
-        if tools::power_of(&request.name).is_none() {
+        let known = match self.offer {
+            Offer::Tools => tools::power_of(&request.name).is_some(),
+            Offer::Approvals => request.name == approvals::TOOL,
+        };
+        if !known {
             return Err(ErrorData::invalid_params(format!("no tool named \"{}\" (tools/list names them)", request.name), None));
         }
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default());

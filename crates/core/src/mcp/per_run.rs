@@ -18,8 +18,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The socket's name in a run's folder.
+/// The socket's name in a run's folder: Nightshift's tools for the run.
 pub const SOCKET: &str = "mcp.sock";
+/// The run's approvals (`on_denial: ask`): Claude Code's permission prompt tool alone.
+pub const ASK_SOCKET: &str = "ask.sock";
 
 /// The longest path a Unix socket may have (`sun_path`, less its terminating NUL).
 const MAX_SOCKET_PATH: usize = 107;
@@ -52,68 +54,116 @@ pub fn offer_to_runs(engine: &Engine) -> tokio::task::JoinHandle<()> {
     })
 }
 
-/// One run's socket: answering while it lives, removed when dropped.
+/// One run's sockets: answering while it lives, removed when dropped.
 struct Endpoint {
     run: String,
-    path: PathBuf,
-    task: tokio::task::JoinHandle<()>,
+    sockets: Vec<(PathBuf, tokio::task::JoinHandle<()>)>,
 }
 
 impl Drop for Endpoint {
     fn drop(&mut self) {
-        self.task.abort();
-        let _ = std::fs::remove_file(&self.path);
+        for (path, task) in &self.sockets {
+            task.abort();
+            let _ = std::fs::remove_file(path);
+        }
     }
 }
 
 impl Endpoint {
     fn bind(engine: &Engine, run: RunRecord) -> Option<Endpoint> {
-        let path = Path::new(&run.run_dir).join(SOCKET);
-        if path.as_os_str().len() > MAX_SOCKET_PATH {
-            tracing::warn!(run = %run.id, path = %path.display(), "the run folder's path is too long for a Unix socket; its agent gets no Nightshift MCP tools from this engine");
-            return None;
-        }
+        let dir = PathBuf::from(&run.run_dir);
         // The event comes as the run starts, maybe before its folder is made.
-        if let Some(dir) = path.parent() {
-            let _ = std::fs::create_dir_all(dir);
+        let _ = std::fs::create_dir_all(&dir);
+        let caller = Caller { run: Some(run.clone()), may_act: true };
+        let mut sockets = Vec::new();
+        for (name, server) in [(SOCKET, McpServer::new(engine.clone(), caller.clone())), (ASK_SOCKET, McpServer::approvals(engine.clone(), caller))] {
+            let path = dir.join(name);
+            match listen(&path, server) {
+                Ok(task) => sockets.push((path, task)),
+                Err(why) => {
+                    tracing::warn!(run = %run.id, path = %path.display(), "cannot offer the run MCP at its socket: {why}");
+                    return None;
+                }
+            }
         }
-        let _ = std::fs::remove_file(&path);
-        let listener = match tokio::net::UnixListener::bind(&path) {
-            Ok(l) => l,
-            Err(e) => {
-                tracing::warn!(run = %run.id, path = %path.display(), error = %e, "cannot offer the MCP tools to the run");
-                return None;
-            }
-        };
-        // Only this user reaches it (as the run folder's other files).
-        let _ = std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600));
-        let (id, server) = (run.id.clone(), McpServer::new(engine.clone(), Caller { run: Some(run), may_act: true }));
-        let task = tokio::spawn(async move {
-            loop {
-                let Ok((stream, _)) = listener.accept().await else { break };
-                let server = server.clone();
-                tokio::spawn(async move {
-                    use rmcp::ServiceExt;
-                    let (read, write) = stream.into_split();
-                    match server.serve(Stdio::over(read, write)).await {
-                        Ok(running) => {
-                            let _ = running.waiting().await;
-                        }
-                        Err(e) => tracing::debug!(error = %e, "an MCP client of a run left before its session started"),
-                    }
-                });
-            }
-        });
-        tracing::debug!(run = %id, path = %path.display(), "MCP tools offered to the run");
-        Some(Endpoint { run: id, path, task })
+        tracing::debug!(run = %run.id, dir = %dir.display(), "MCP tools offered to the run");
+        Some(Endpoint { run: run.id, sockets })
     }
+}
+
+/// Answer `server`'s MCP at a Unix socket at `path` (only this user may connect).
+fn listen(path: &Path, server: McpServer) -> Result<tokio::task::JoinHandle<()>, String> {
+    if path.as_os_str().len() > MAX_SOCKET_PATH {
+        return Err("the run folder's path is too long for a Unix socket".into());
+    }
+    let _ = std::fs::remove_file(path);
+    let listener = tokio::net::UnixListener::bind(path).map_err(|e| e.to_string())?;
+    let _ = std::fs::set_permissions(path, std::os::unix::fs::PermissionsExt::from_mode(0o600));
+    Ok(tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else { break };
+            let server = server.clone();
+            tokio::spawn(async move {
+                use rmcp::ServiceExt;
+                let (read, write) = stream.into_split();
+                match server.serve(Stdio::over(read, write)).await {
+                    Ok(running) => {
+                        let _ = running.waiting().await;
+                    }
+                    Err(e) => tracing::debug!(error = %e, "an MCP client of a run left before its session started"),
+                }
+            });
+        }
+    }))
+}
+
+/// `<this binary> nightshift-mcp-bridge [ask]`, as a run's agent starts it (the app's binary and
+/// `nightshiftctl` both answer it, before anything else): carry stdio to the run's socket — its
+/// approvals one with `ask` — and exit.
+pub fn serve_bridge_request() {
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() != Some(crate::agents::BRIDGE_ARG) {
+        return;
+    }
+    let name = if args.next().as_deref() == Some("ask") { ASK_SOCKET } else { SOCKET };
+    let code = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(async {
+            let Some(dir) = std::env::var_os("NIGHTSHIFT_RUN_DIR") else {
+                eprintln!("error: {} runs inside a Nightshift run (NIGHTSHIFT_RUN_DIR is not set)", crate::agents::BRIDGE_ARG);
+                return 2;
+            };
+            match socket_in(&PathBuf::from(dir).join(name)).await {
+                Some(socket) => match bridge(&socket).await {
+                    Ok(()) => 0,
+                    Err(e) => {
+                        eprintln!("error: {}", e.message);
+                        2
+                    }
+                },
+                None => {
+                    eprintln!("error: this run's Nightshift offers no MCP socket ({name})");
+                    2
+                }
+            }
+        }),
+        Err(e) => {
+            eprintln!("error: {e}");
+            2
+        }
+    };
+    std::process::exit(code);
 }
 
 /// Inside a run (`NIGHTSHIFT_RUN_DIR`): the socket its engine offers, once it is there (the run
 /// may start its MCP server a moment before the engine has bound it). `None` outside a run, or
 /// when no engine offers one (a run started by a command that did not stay).
 pub async fn socket_of_this_run() -> Option<PathBuf> {
-    let path = PathBuf::from(std::env::var_os("NIGHTSHIFT_RUN_DIR")?).join(SOCKET);
+    socket_in(&PathBuf::from(std::env::var_os("NIGHTSHIFT_RUN_DIR")?).join(SOCKET)).await
+}
+
+/// `path` once it is there (waiting up to 5 s).
+async fn socket_in(path: &Path) -> Option<PathBuf> {
+    let path = path.to_path_buf();
     for _ in 0..50 {
         if path.exists() {
             return Some(path);

@@ -84,9 +84,17 @@ pub struct Guard {
     pub deny_tools: Vec<String>,
     /// `on_denial: fail`: a run that had tool calls refused is `failed · permission_denied`.
     pub fail_on_denial: bool,
+    /// `on_denial: ask` (with `ask_timeout`, default [`Guard::DEFAULT_ASK`]): a tool call outside
+    /// the rules is held while the user is asked; no answer in time is a denial.
+    pub ask: Option<std::time::Duration>,
 }
 
 impl Guard {
+    /// How long an ask waits for an answer unless `ask_timeout` says otherwise.
+    pub const DEFAULT_ASK: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+    /// The longest `ask_timeout`.
+    pub const MAX_ASK: std::time::Duration = std::time::Duration::from_secs(12 * 3600);
+
     /// Whether it says anything about tools (`allow.tools` or `deny.tools`).
     pub fn has_tool_rules(&self) -> bool {
         self.allow_tools.is_some() || !self.deny_tools.is_empty()
@@ -144,4 +152,8 @@ pub struct Call<'a> {
     /// The run goes in Nightshift's machine sandbox: a CLI whose own sandbox cannot be built
     /// inside another uses the kind that can (Codex: Landlock instead of bubblewrap).
     pub sandboxed: bool,
+    /// The program that carries an MCP client's stdio to the run's own socket (`<it>
+    /// nightshift-mcp-bridge`): how a CLI that asks a tool before a call it may not make
+    /// (`on_denial: ask`) reaches Nightshift. `None`: no such program here (a run elsewhere).
+    pub bridge: Option<&'a std::path::Path>,
 }

@@ -27,6 +27,11 @@ use serde_json::Value;
 
 pub struct Claude;
 
+/// The MCP server Nightshift gives a run with `on_denial: ask`, and its prompt tool as Claude Code
+/// names it.
+pub const ASK_SERVER: &str = "nightshift_approvals";
+pub const ASK_TOOL: &str = "mcp__nightshift_approvals__approval_prompt";
+
 pub fn permission_mode(mode: Mode) -> &'static str {
     match mode {
         Mode::Plan => "plan",
@@ -150,7 +155,12 @@ impl AgentDriver for Claude {
         // `skip` add nothing but danger: a rule narrower than a tool (`Bash(git *)`) would let the
         // rest of that tool run. `dontAsk` runs exactly what the rules approve and refuses the
         // rest without asking — and, unlike `bypassPermissions`, Claude Code starts it as root.
+        // `on_denial: ask`: what the rules do not allow goes to Nightshift's prompt tool instead
+        // of being refused — Claude Code's `default` mode asks, `dontAsk` and `auto` would not.
+        let asks = g.ask.is_some() && call.bridge.is_some();
         let mode = match call.mode {
+            Mode::Auto if asks => "default",
+            Mode::Skip if asks && g.allow_tools.is_some() => "default",
             Mode::Auto | Mode::Skip if g.allow_tools.is_some() => "dontAsk",
             mode => permission_mode(mode),
         };
@@ -188,6 +198,12 @@ impl AgentDriver for Claude {
         if let Some(level) = call.effort.and_then(super::call::Effort::level) {
             args.extend(["--effort".to_string(), level.as_str().to_string()]);
         }
+        // `on_denial: ask`: Nightshift's MCP server (the run's own socket, through the bridge)
+        // answers the permission prompts; its one tool is allowed, whatever `allow.tools` says.
+        if let (true, Some(bridge)) = (asks, call.bridge) {
+            let config = serde_json::json!({ "mcpServers": { ASK_SERVER: { "type": "stdio", "command": bridge, "args": [crate::agents::BRIDGE_ARG, "ask"] } } });
+            args.extend(["--mcp-config".to_string(), config.to_string(), "--permission-prompt-tool".into(), ASK_TOOL.into(), "--allowedTools".into(), ASK_TOOL.into()]);
+        }
         // A retry that continues the earlier try's session (its transcript is in the config dir).
         if let Some(session) = call.resume {
             args.extend(["--resume".to_string(), session.to_string()]);
@@ -197,6 +213,10 @@ impl AgentDriver for Claude {
     }
 
     fn resumes(&self) -> bool {
+        true
+    }
+
+    fn asks_live(&self) -> bool {
         true
     }
 

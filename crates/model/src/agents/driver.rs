@@ -113,6 +113,12 @@ pub trait AgentDriver: Send + Sync {
 
     // ── What a routine may say for this agent. The loader asks ([`rules`]); the agent answers. ──
 
+    /// Its CLI can hold a tool call the routine's rules do not allow while Nightshift asks the
+    /// user (`on_denial: ask`): Claude Code's `--permission-prompt-tool`.
+    fn asks_live(&self) -> bool {
+        false
+    }
+
     /// Its word: what a routine's `agent:` and an account's `agent` say.
     fn agent(&self) -> Agent;
     /// The CLI's arguments Nightshift sets itself, each with what to use instead: `args:` may not

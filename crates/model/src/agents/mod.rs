@@ -27,6 +27,10 @@ pub use tail::LogTail;
 pub use transcript::{LogEntry, LogKind};
 pub use usage_endpoint::{LoginToken, UsageEndpoint};
 
+/// The argument that makes a Nightshift binary (the app's or `nightshiftctl`) carry an MCP
+/// client's stdio to the run's own socket ([`Call::bridge`]).
+pub const BRIDGE_ARG: &str = "nightshift-mcp-bridge";
+
 /// The one place an agent's word becomes its module.
 pub fn driver(agent: Agent) -> &'static dyn AgentDriver {
     match agent {

@@ -142,19 +142,20 @@ impl Action {
     /// What this action runs (the prompt already rendered): the routine's fields handed to its
     /// agent's driver, which alone knows its CLI's form. `run_dir` as in [`agents::Call::run_dir`].
     pub fn invocation(&self, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>) -> agents::Invocation {
-        self.invocation_of_try(rendered_prompt, max_budget_usd, run_dir, None, false)
+        self.invocation_of_try(rendered_prompt, max_budget_usd, run_dir, None, false, None)
     }
 
     /// [`Action::invocation`] for one try: continuing the agent's session `resume` when its driver
-    /// resumes, inside Nightshift's machine sandbox or not (`sandboxed`, [`agents::Call::sandboxed`]).
-    pub fn invocation_of_try(&self, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>, resume: Option<&str>, sandboxed: bool) -> agents::Invocation {
+    /// resumes, inside Nightshift's machine sandbox or not (`sandboxed`, [`agents::Call::sandboxed`]),
+    /// with the program that reaches the run's own MCP socket (`bridge`, [`agents::Call::bridge`]).
+    pub fn invocation_of_try(&self, rendered_prompt: &str, max_budget_usd: Option<f64>, run_dir: Option<&std::path::Path>, resume: Option<&str>, sandboxed: bool, bridge: Option<&std::path::Path>) -> agents::Invocation {
         match self {
             Action::Agent { agent, mode, model, effort, args, guard, config, .. } => {
                 let d = agents::driver(*agent);
                 // `config.<key>` in the CLI's own form, then the routine's `args:`.
                 let extra: Vec<String> = d.config_args(config).into_iter().chain(args.iter().cloned()).collect();
                 let resume = resume.filter(|_| d.resumes());
-                let call = agents::Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir, config, resume, sandboxed };
+                let call = agents::Call { prompt: rendered_prompt, mode: *mode, model: model.as_deref(), effort: *effort, extra: &extra, guard, max_budget_usd, run_dir, config, resume, sandboxed, bridge };
                 agents::Invocation { driver: d, args: d.args(&call), env: d.env(&call), run_file: run_dir.and_then(|_| d.run_file(&call)) }
             }
             Action::Command { command } => agents::Invocation { driver: agents::driver(Agent::Command), args: vec!["-c".into(), command.clone()], env: Vec::new(), run_file: None },

@@ -97,7 +97,7 @@ fn prepare(
     };
     // In the machine's sandbox, where it goes in one (the driver blocked a run that must and cannot).
     let sandbox = super::sandboxing::decide(core, routine)?;
-    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), Some(run_dir), resume, sandbox.is_ok());
+    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), Some(run_dir), resume, sandbox.is_ok(), core.scrubber.as_deref());
     if let Some((name, text)) = run_file {
         let path = run_dir.join(name);
         crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| format!("not started: cannot write {}: {e}", path.display()))?;
@@ -204,7 +204,7 @@ fn resolve_program(core: &Core, routine: &Routine, driver: &'static dyn AgentDri
 pub(crate) fn away(core: &Core, live: &super::live::LiveRun, routine: &Routine, extra: &[(&str, String)], sandboxed: bool) -> (&'static dyn crate::agents::AgentDriver, Vec<String>, std::collections::BTreeMap<String, String>) {
     let event = core.store.get_run(&live.id).ok().and_then(|r| r.event);
     let prompt = render_prompt(core, routine, core.clock.now(), None, event.as_ref());
-    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), None, None, sandboxed);
+    let crate::agents::Invocation { driver, args, env: agent_env, .. } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), None, None, sandboxed, None);
     let mut vars = agent_env;
     vars.extend(run_variables(routine, &live.id));
     vars.extend(extra.iter().map(|(k, v)| (*k, v.clone())));

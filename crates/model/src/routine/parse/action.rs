@@ -104,6 +104,12 @@ pub(super) fn action(cx: &mut Cx<'_>, f: &Fields<'_>) -> (Option<Action>, Guard,
                         }
                     }
                 }
+                if guard.ask.is_some() && !d.asks_live() {
+                    cx.err(
+                        guard_pos.on_denial,
+                        format!("{} cannot hold a tool call while you are asked (its CLI has no hook for it; Claude Code has): use `on_denial: fail` or `record`", agent.as_str()),
+                    );
+                }
                 for (key, _, pos) in &settings {
                     if let Some(why) = rules::refused_config(d, key) {
                         cx.err(*pos, why);
@@ -166,6 +172,7 @@ pub(super) fn action(cx: &mut Cx<'_>, f: &Fields<'_>) -> (Option<Action>, Guard,
 pub(super) struct GuardPos {
     pub(super) allow_tools: Pos,
     pub(super) deny_tools: Pos,
+    pub(super) on_denial: Pos,
 }
 
 /// `allow: {tools: [...], dirs: [...], hosts: [...]}`, `deny: {tools: [...]}`, `on_denial: fail | record`.
@@ -213,10 +220,20 @@ pub(super) fn guard<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>)
         guard.deny_tools = cx.string_list(node, "deny.tools");
     }
     if let Some(node) = get("on_denial") {
+        pos.on_denial = node.pos();
         match cx.string(node, "on_denial").as_deref().map(str::trim) {
             Some("fail") => guard.fail_on_denial = true,
+            Some("ask") => guard.ask = Some(Guard::DEFAULT_ASK),
             Some("record") | None => {}
-            Some(other) => cx.err(node.pos(), format!("unknown on_denial \"{other}\" (expected fail — a refused tool call fails the run — or record)")),
+            Some(other) => cx.err(node.pos(), format!("unknown on_denial \"{other}\" (expected fail — a refused tool call fails the run —, ask — the user is asked, and no answer in time is a refusal — or record)")),
+        }
+    }
+    if let Some(node) = get("ask_timeout") {
+        match (cx.duration(node, "ask_timeout"), guard.ask.is_some()) {
+            (_, false) => cx.err(node.pos(), "`ask_timeout` is how long `on_denial: ask` waits for an answer; add `on_denial: ask` or remove it".to_string()),
+            (Some(d), true) if d.is_zero() || d > Guard::MAX_ASK => cx.err(node.pos(), "`ask_timeout` must be more than 0 and at most 12h (an ask nobody answers is a refusal)".to_string()),
+            (Some(d), true) => guard.ask = Some(d),
+            (None, true) => {}
         }
     }
     (guard, pos)

@@ -1,0 +1,134 @@
+//! `on_denial: ask` with the real Claude Code CLI against the fake API, in the machine's sandbox:
+//! the model asks for a `Bash` call its routine's mode does not allow; the call is held while the
+//! run waits (`nightshiftctl approvals` lists it); approved, it runs; denied, or not answered by
+//! `ask_timeout`, it does not, and the agent is told why and goes on.
+
+mod common;
+
+use common::{ctl, json, stdout};
+use nightshift_testkit::{FakeAnthropic, Reply, TestHome};
+use serde_json::{json, Value};
+use std::path::PathBuf;
+use std::time::Duration;
+
+const REPORT: &str = "## Dependencies\n\nBumped and pushed.";
+
+struct Scene {
+    th: TestHome,
+    project: PathBuf,
+    fake: FakeAnthropic,
+}
+
+async fn scene(extra: &str) -> Scene {
+    let th = TestHome::new();
+    let project = th.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let fake = FakeAnthropic::start(None).await;
+    fake.set("tok-ask", Reply::ToolCall { tool: "Bash".into(), input: json!({ "command": "sh -c 'echo pushed > pushed.txt'", "description": "push the branch" }), text: REPORT.into() });
+    th.routine(
+        "deps",
+        &format!(
+            "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Bump the dependencies and push\nmode: edit\non_denial: ask\n{extra}timeout: 3m\ncwd: {}\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-ask\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n",
+            project.display(),
+            fake.url()
+        ),
+    );
+    Scene { th, project, fake }
+}
+
+/// The run, started in the background; and the ask it holds, once `approvals` lists it.
+async fn run_until_it_asks(s: &Scene) -> (tokio::task::JoinHandle<Value>, Value) {
+    let mut cmd = common::tokio_ctl(&s.th);
+    cmd.args(["run", "deps", "--wait", "--json"]);
+    let running = tokio::spawn(async move { json(&cmd.output().await.unwrap()) });
+    let mut ask = Value::Null;
+    nightshift_testkit::wait_until("the run to ask", Duration::from_secs(90), || {
+        let open = json(&ctl(&s.th).args(["approvals", "--json"]).output().unwrap());
+        ask = open.get(0).cloned().unwrap_or(Value::Null);
+        !ask.is_null() || running.is_finished()
+    });
+    if ask.is_null() {
+        let rec = running.await.unwrap();
+        let log = std::fs::read_to_string(std::path::Path::new(rec["run_dir"].as_str().unwrap_or("/")).join("stdout.log")).unwrap_or_default();
+        panic!("the run ended without asking: {rec:#}\n{log}");
+    }
+    (running, ask)
+}
+
+/// What the agent was told of its Bash call (the tool result the CLI sent the model).
+fn told(fake: &FakeAnthropic) -> String {
+    fake.requests()
+        .iter()
+        .flat_map(|r| r.body["messages"].as_array().cloned().unwrap_or_default())
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .filter(|c| c["type"] == "tool_result")
+        .map(|c| c["content"].to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approved_call_runs_and_a_denied_one_does_not() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    // Approved.
+    let s = scene("").await;
+    let (running, ask) = run_until_it_asks(&s).await;
+    assert_eq!(ask["tool"], "Bash", "{ask}");
+    assert!(ask["input"].as_str().unwrap().contains("echo pushed > pushed.txt"), "{ask}");
+    let listed = stdout(&ctl(&s.th).arg("approvals").output().unwrap());
+    assert!(listed.contains("Bash(sh -c 'echo pushed > pushed.txt')"), "{listed}");
+    let run_id = ask["run_id"].as_str().unwrap().to_string();
+    let approved = ctl(&s.th).args(["approve", &run_id]).output().unwrap();
+    assert!(approved.status.success(), "{}", common::stderr(&approved));
+    let rec = running.await.unwrap();
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    common::assert_sandboxed(&rec);
+    assert_eq!(std::fs::read_to_string(s.project.join("pushed.txt")).unwrap(), "pushed\n", "the approved call ran");
+    assert_eq!(rec["denials"], json!([]), "{rec:#}");
+    // A second answer finds nothing to answer.
+    let again = ctl(&s.th).args(["deny", &run_id]).output().unwrap();
+    assert_eq!(again.status.code(), Some(2));
+    assert!(common::stderr(&again).contains("waits for no approval"), "{}", common::stderr(&again));
+    assert_eq!(json(&ctl(&s.th).args(["approvals", "--json"]).output().unwrap()), json!([]));
+
+    // Denied.
+    let s = scene("").await;
+    let (running, ask) = run_until_it_asks(&s).await;
+    let denied = ctl(&s.th).args(["deny", ask["run_id"].as_str().unwrap()]).output().unwrap();
+    assert!(denied.status.success(), "{}", common::stderr(&denied));
+    let rec = running.await.unwrap();
+    assert!(!s.project.join("pushed.txt").exists(), "the denied call did not run");
+    assert!(told(&s.fake).contains("The user denied this (cli"), "{}", told(&s.fake));
+    assert_eq!(rec["denials"][0]["tool"], "Bash", "a denied ask is one of the run's denials: {rec:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_nobody_answers_in_time_is_a_denial() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let s = scene("ask_timeout: 2s\n").await;
+    let (running, _) = run_until_it_asks(&s).await;
+    let rec = running.await.unwrap();
+    assert!(!s.project.join("pushed.txt").exists());
+    assert!(told(&s.fake).contains("Nobody approved this within 2s"), "{}", told(&s.fake));
+    assert_eq!(rec["denials"][0]["tool"], "Bash", "{rec:#}");
+    let store = nightshift_core::store::Store::open(&s.th.path().join("nightshift.db")).unwrap();
+    let asks = store.asks_of(rec["id"].as_str().unwrap()).unwrap();
+    assert_eq!((asks.len(), asks[0].answer.as_deref(), asks[0].answered_by.as_deref()), (1, Some("timeout"), Some("timeout")), "{asks:?}");
+}
+
+#[test]
+fn ask_is_refused_where_the_cli_cannot_hold_a_call() {
+    let th = TestHome::new();
+    th.routine("codex-asks", "schedule: \"0 2 * * *\"\nagent: codex\nprompt: x\non_denial: ask\n");
+    th.routine("no-ask", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: x\nask_timeout: 5m\n");
+    th.routine("too-long", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: x\non_denial: ask\nask_timeout: 13h\n");
+    let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
+    let said = common::stderr(&out);
+    assert!(said.contains("codex-asks.yaml:4:12: codex cannot hold a tool call while you are asked"), "{said}");
+    assert!(said.contains("no-ask.yaml:4:14: `ask_timeout` is how long `on_denial: ask` waits"), "{said}");
+    assert!(said.contains("too-long.yaml:5:14: `ask_timeout` must be more than 0 and at most 12h"), "{said}");
+}

@@ -1,0 +1,135 @@
+//! `on_denial: ask`: a tool call a run's agent wants and its routine does not allow, held while
+//! the user is asked. The ask is a row (it outlives the process that asked), the waiting run says
+//! what it waits for (`waiting for approval: Bash(git push …)`), the first answer wins — from
+//! whichever face gives it — and one nobody gives by the routine's `ask_timeout` is a refusal.
+
+use super::Engine;
+use crate::error::{Error, ErrorCode, Result};
+use crate::events::EngineEvent;
+use crate::run::RunRecord;
+use crate::store::Ask;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+/// How often a waiting ask looks for its answer (an answer may come from another process).
+const LOOK: Duration = Duration::from_millis(250);
+
+/// What the waiting agent is told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Refused, with the words the agent reads.
+    Deny(String),
+}
+
+impl Engine {
+    /// Ask the user whether `run`'s agent may call `tool` with `input` (JSON), and wait for the
+    /// answer until the routine's `ask_timeout` — or answer at once when the user already allowed
+    /// that tool for the rest of this run.
+    pub async fn ask_for_approval(&self, run: &RunRecord, tool: &str, input: &serde_json::Value) -> Result<Decision> {
+        let routine = self.routine(&run.routine)?;
+        let timeout = routine.guard().and_then(|g| g.ask).ok_or_else(|| Error::new(ErrorCode::Usage, format!("{} does not ask (`on_denial: ask` is not in its file)", run.routine)))?;
+        let now = self.core.clock.now();
+        let shown = self.redact(&input.to_string());
+        let earlier = self.core.store.asks_of(&run.id)?;
+        if earlier.iter().any(|a| a.tool == tool && a.for_run && a.answer.as_deref() == Some("allow")) {
+            let ask = self.new_ask(run, tool, &shown, now, now);
+            self.core.store.add_ask(&ask)?;
+            self.core.store.answer_ask(&ask.id, "allow", true, "earlier", now)?;
+            return Ok(Decision::Allow);
+        }
+        let expires = now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::minutes(30));
+        let ask = self.new_ask(run, tool, &shown, now, expires);
+        self.core.store.add_ask(&ask)?;
+        let what = ask_words(tool, &shown);
+        tracing::info!(run = %run.id, ask = %ask.id, %what, "waiting for approval");
+        self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("waiting for approval: {what}") });
+        loop {
+            let answered = self.core.store.ask(&ask.id)?.and_then(|a| a.answer.clone().map(|answer| (answer, a)));
+            if let Some((answer, a)) = answered {
+                return Ok(self.decided(run, &what, &answer, &a));
+            }
+            let now = self.core.clock.now();
+            if now >= expires {
+                if self.core.store.answer_ask(&ask.id, "timeout", false, "timeout", now)? {
+                    self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("not approved in time: {what}") });
+                    return Ok(Decision::Deny(format!("Nobody approved this within {} (the routine's ask_timeout); it was not run. Go on without it.", humantime::format_duration(timeout))));
+                }
+                continue; // answered just now
+            }
+            tokio::time::sleep(LOOK).await;
+        }
+    }
+
+    fn new_ask(&self, run: &RunRecord, tool: &str, input: &str, asked_at: DateTime<Utc>, expires_at: DateTime<Utc>) -> Ask {
+        Ask {
+            id: ulid::Ulid::new().to_string().to_lowercase(),
+            run_id: run.id.clone(),
+            routine: run.routine.clone(),
+            tool: tool.to_string(),
+            input: input.to_string(),
+            asked_at,
+            expires_at,
+            answer: None,
+            for_run: false,
+            answered_at: None,
+            answered_by: None,
+        }
+    }
+
+    fn decided(&self, run: &RunRecord, what: &str, answer: &str, ask: &Ask) -> Decision {
+        let by = ask.answered_by.as_deref().unwrap_or("?");
+        let at = ask.answered_at.map(|t| crate::words::local_day_time(t, crate::schedule::local_tz())).unwrap_or_default();
+        let said = if answer == "allow" { "approved" } else { "denied" };
+        self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("{said} ({by}, {at}): {what}") });
+        match answer {
+            "allow" => Decision::Allow,
+            _ => Decision::Deny(format!("The user denied this ({by}, {at}); it was not run. Go on without it, or stop if the task needs it.")),
+        }
+    }
+
+    /// Every ask still waiting, oldest first.
+    pub fn open_asks(&self) -> Result<Vec<Ask>> {
+        self.core.store.open_asks()
+    }
+
+    /// Answer the oldest open ask of run `run` (an id or an unambiguous prefix): allow it (for
+    /// this once, or `for_run`: that tool for the rest of the run) or deny it. `by`: where the
+    /// answer came from. Refused when the run waits for no answer — or it was answered already.
+    pub fn answer_ask(&self, run: &str, allow: bool, for_run: bool, by: &str) -> Result<Ask> {
+        let run = self.run(run)?;
+        let open = self.core.store.asks_of(&run.id)?.into_iter().find(|a| a.answer.is_none()).ok_or_else(|| {
+            Error::new(ErrorCode::Conflict, format!("run {} waits for no approval (it was answered already, or asked nothing)", run.id))
+        })?;
+        let answer = if allow { "allow" } else { "deny" };
+        if !self.core.store.answer_ask(&open.id, answer, for_run && allow, by, self.core.clock.now())? {
+            return Err(Error::new(ErrorCode::Conflict, format!("the approval run {} waited for was answered a moment ago", run.id)));
+        }
+        self.core.store.ask(&open.id)?.ok_or_else(|| Error::new(ErrorCode::StoreUnavailable, "the answer was not recorded"))
+    }
+
+    /// The asks of one run, oldest first.
+    pub fn asks_of(&self, run: &str) -> Result<Vec<Ask>> {
+        self.core.store.asks_of(run)
+    }
+}
+
+/// `Bash(git push origin fix/deps)`: the tool and the gist of its input, shortened — shown to the
+/// user as text, never run or rendered.
+pub fn ask_words(tool: &str, input: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
+    let gist = ["command", "file_path", "path", "url", "pattern"].iter().find_map(|k| value.get(*k).and_then(|v| v.as_str())).map(str::to_string).unwrap_or_else(|| input.to_string());
+    let gist: String = gist.chars().filter(|c| !c.is_control()).take(120).collect();
+    format!("{tool}({gist})")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn an_ask_is_worded_short_and_inert() {
+        assert_eq!(super::ask_words("Bash", "{\"command\":\"git push origin fix/deps\",\"description\":\"push\"}"), "Bash(git push origin fix/deps)");
+        assert_eq!(super::ask_words("Write", "{\"file_path\":\"/etc/x\",\"content\":\"…\"}"), "Write(/etc/x)");
+        let long = super::ask_words("Bash", &serde_json::json!({"command": format!("echo {}\n\u{1b}[31m", "x".repeat(300))}).to_string());
+        assert!(long.chars().count() <= 126 && !long.contains('\u{1b}') && !long.contains('\n'), "{long}");
+    }
+}
