@@ -151,7 +151,15 @@ fn start(app: &mut tauri::App, engine: Engine, runtime: tokio::runtime::Handle, 
         let shell = Arc::clone(&shell);
         Arc::new(move |run_id: String| shell.show(Open::Run(run_id)))
     };
-    engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open))));
+    let on_answer: nightshift_desktop::AnswerAsk = {
+        let engine = engine.clone();
+        Arc::new(move |run_id: String, allow: bool| {
+            if let Err(e) = engine.answer_ask(&run_id, allow, false, "desktop") {
+                tracing::warn!(run = %run_id, error = %e.message, "the notification's answer was not taken");
+            }
+        })
+    };
+    engine.enable_notifications(Arc::new(DesktopNotifier::new(Some(notification_icon(app.handle())), Some(on_open)).answering(on_answer)));
     // Other homes (`[[homes]]`): their finish notifications, each told once on this machine; their
     // routines and troubles in the tray; their events to the window showing them.
     let viewers = {

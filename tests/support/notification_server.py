@@ -10,7 +10,8 @@ hints, timeout).
                                               notification's "Open" (the ActionInvoked signal)
 
 In every mode the test may click a notification's "Open" itself, when it chooses, by calling
-dev.nightshift.TestServer.ClickOpen(u id) on /org/freedesktop/Notifications (ids count from 1).
+dev.nightshift.TestServer.ClickOpen(u id) on /org/freedesktop/Notifications (ids count from 1),
+or any of its actions with dev.nightshift.TestServer.Click(u id, s action) ("approve", "deny").
 
 It writes {"ready": true} as its first line once it owns the name. Needs Debian's python3-dbus and
 python3-gi (/usr/bin/python3, not a pyenv python).
@@ -74,6 +75,10 @@ class Server(dbus.service.Object):
     @dbus.service.method("dev.nightshift.TestServer", in_signature="u", out_signature="")
     def ClickOpen(self, nid):
         self.ActionInvoked(dbus.UInt32(nid), "open")
+
+    @dbus.service.method("dev.nightshift.TestServer", in_signature="us", out_signature="")
+    def Click(self, nid, action):
+        self.ActionInvoked(dbus.UInt32(nid), str(action))
 
     @dbus.service.signal(IFACE, signature="us")
     def ActionInvoked(self, nid, action):

@@ -303,7 +303,7 @@ file: string, problems: Array<FieldProblem>, preview: Preview | null, };
  * variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
  * (`Deserialize`: a viewer on another machine reads them from that home's `serve`.)
  */
-export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
+export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "approval_asked", run_id: string, routine: string, what: string, until: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
 
 /**
  * What the header shows.
@@ -605,7 +605,11 @@ body: string,
 /**
  * The run to open when the notification is clicked.
  */
-run_id: string | null, critical: boolean, };
+run_id: string | null, critical: boolean, 
+/**
+ * The run waits for an answer (`on_denial: ask`): the notification offers Approve and Deny.
+ */
+asks: boolean, };
 
 export type Page = { runs: Array<RunRecord>, 
 /**

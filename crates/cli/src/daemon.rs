@@ -121,6 +121,8 @@ fn render_event(ev: &EngineEvent, json: bool) -> Option<String> {
         EngineEvent::RoutinePaused { routine, reason } => format!("{now} ⏸ {routine}: {reason}"),
         EngineEvent::AccountNotice { summary, body, .. } => format!("{now} {summary}: {body}"),
         EngineEvent::WebhookFailed { webhook, run_id, routine, error } => format!("{now} ✗ webhook {webhook} could not post {routine} (run {run_id}): {error}"),
+        // The progress line says the run waits; this says how to answer.
+        EngineEvent::ApprovalAsked { run_id, routine, .. } => format!("{now} ? {routine} waits for approval: nightshiftctl approve {run_id} (or deny {run_id})"),
         EngineEvent::EngineState { .. } => return None,
     })
 }

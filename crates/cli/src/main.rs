@@ -448,7 +448,19 @@ pub fn desktop_notifier() -> std::sync::Arc<dyn nightshift_core::notify::Notifie
 
 /// Deliver finish notifications (and account/auto-pause notices) for as long as this runs.
 pub fn enable_desktop_notifications(engine: &Engine) {
-    engine.enable_notifications(desktop_notifier());
+    engine.enable_notifications(answering_notifier(engine));
+}
+
+/// [`desktop_notifier`] whose "Approve" and "Deny" answer a run's ask in `engine`'s home.
+pub fn answering_notifier(engine: &Engine) -> std::sync::Arc<dyn nightshift_core::notify::Notifier> {
+    use nightshift_desktop::DesktopNotifier;
+    let engine = engine.clone();
+    let answer: nightshift_desktop::AnswerAsk = std::sync::Arc::new(move |run: String, allow: bool| {
+        if let Err(e) = engine.answer_ask(&run, allow, false, "desktop") {
+            tracing::warn!(run = %run, error = %e.message, "the notification's answer was not taken");
+        }
+    });
+    std::sync::Arc::new(DesktopNotifier::new(Some(DesktopNotifier::bundled_icon()), None).answering(answer))
 }
 
 /// Logs go to stderr, quiet by default; `NIGHTSHIFT_LOG=debug` (or any tracing filter) for more.

@@ -73,8 +73,9 @@ pub async fn run(engine: &Engine, args: RunArgs) -> Result<Outcome, Error> {
         eprintln!("▶ {} started (run {id})", args.name);
     }
     if args.notify {
-        // What is news while it waits: the run starting to wait for a limit.
-        engine.enable_live_notices(crate::desktop_notifier());
+        // What is news while it waits: the run starting to wait for a limit, or asking before a
+        // call (its Approve and Deny answer it here).
+        engine.enable_live_notices(crate::answering_notifier(engine));
     }
     // Live progress (API retries, rate limits…) while we wait, on a terminal; and, wherever
     // stderr goes, a try that failed and waits for its next: the wait is never silent.

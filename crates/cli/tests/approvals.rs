@@ -132,3 +132,37 @@ fn ask_is_refused_where_the_cli_cannot_hold_a_call() {
     assert!(said.contains("no-ask.yaml:4:14: `ask_timeout` is how long `on_denial: ask` waits"), "{said}");
     assert!(said.contains("too-long.yaml:5:14: `ask_timeout` must be more than 0 and at most 12h"), "{said}");
 }
+
+/// The ask on the desktop: a real notification server on a private session bus shows
+/// "deps asks…" with the call in words and Approve and Deny; clicking Approve lets the call run,
+/// and the ask says it was answered there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_from_the_desktop_notification() {
+    use nightshift_testkit::dbus::NotificationBus;
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let s = scene("").await;
+    let bus = NotificationBus::start(s.th.path(), "record");
+    let mut cmd = common::tokio_ctl(&s.th);
+    cmd.env("DBUS_SESSION_BUS_ADDRESS", &bus.address).args(["run", "deps", "--wait", "--notify", "--json"]);
+    let running = tokio::spawn(async move { json(&cmd.output().await.unwrap()) });
+    let mut asked = None;
+    nightshift_testkit::wait_until("the ask's notification", Duration::from_secs(90), || {
+        asked = bus.notifications().iter().position(|n| n["actions"].as_array().is_some_and(|a| a.iter().any(|x| x == "approve")));
+        asked.is_some() || running.is_finished()
+    });
+    let at = asked.expect("no notification with Approve");
+    let shown = &bus.notifications()[at];
+    assert_eq!(shown["app_name"], "Nightshift");
+    assert!(shown["summary"].as_str().unwrap().starts_with("? deps asks"), "{shown}");
+    assert!(shown["body"].as_str().unwrap().starts_with("Bash(sh -c 'echo pushed > pushed.txt')\nDenied if not answered by "), "{shown}");
+    assert_eq!(shown["actions"], json!(["default", "Open", "open", "Open", "approve", "Approve", "deny", "Deny"]));
+    bus.click(at + 1, "approve");
+    let rec = running.await.unwrap();
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert!(s.project.join("pushed.txt").exists(), "approved from the notification, the call ran");
+    let store = nightshift_core::store::Store::open(&s.th.path().join("nightshift.db")).unwrap();
+    let asks = store.asks_of(rec["id"].as_str().unwrap()).unwrap();
+    assert_eq!((asks[0].answer.as_deref(), asks[0].answered_by.as_deref()), (Some("allow"), Some("desktop")), "{asks:?}");
+}

@@ -1,5 +1,6 @@
 //! Desktop notifications with notify-rust (pure-Rust D-Bus on Linux, native elsewhere), branded
-//! "Nightshift" with the brand icon, with an "Open" action that opens the run.
+//! "Nightshift" with the brand icon, with an "Open" action that opens the run — and, for a run
+//! that asks before a call (`on_denial: ask`), "Approve" and "Deny".
 //!
 //! Shared by the tray app and `nightshiftctl daemon --notify`, so both faces notify identically.
 
@@ -13,15 +14,27 @@ pub const APP_NAME: &str = "Nightshift";
 /// Called with the run id when the user clicks "Open" on a notification.
 pub type OpenRun = Arc<dyn Fn(String) + Send + Sync>;
 
+/// Called with the run id and the answer (`true`: approve) when the user clicks "Approve" or
+/// "Deny" on a run's ask.
+pub type AnswerAsk = Arc<dyn Fn(String, bool) + Send + Sync>;
+
 pub struct DesktopNotifier {
     icon: Option<PathBuf>,
     on_open: Option<OpenRun>,
+    on_answer: Option<AnswerAsk>,
 }
 
 impl DesktopNotifier {
     /// `icon`: the brand icon (PNG) to show; `on_open`: what "Open" does (where supported).
     pub fn new(icon: Option<PathBuf>, on_open: Option<OpenRun>) -> Self {
-        DesktopNotifier { icon: icon.filter(|p| p.exists()), on_open }
+        DesktopNotifier { icon: icon.filter(|p| p.exists()), on_open, on_answer: None }
+    }
+
+    /// What "Approve" and "Deny" do on a run's ask (without it, an ask's notification only
+    /// opens the run).
+    pub fn answering(mut self, on_answer: AnswerAsk) -> Self {
+        self.on_answer = Some(on_answer);
+        self
     }
 
     /// The brand notification icon: the one an installed package put beside the program
@@ -49,6 +62,10 @@ impl Notifier for DesktopNotifier {
         if notice.run_id.is_some() {
             n.action("default", "Open").action("open", "Open");
         }
+        let answers = notice.asks && self.on_answer.is_some();
+        if answers {
+            n.action("approve", "Approve").action("deny", "Deny");
+        }
         #[cfg(all(unix, not(target_os = "macos")))]
         {
             n.urgency(if notice.critical { Urgency::Critical } else { Urgency::Normal });
@@ -58,13 +75,15 @@ impl Notifier for DesktopNotifier {
         let _ = Urgency::Normal;
         let handle = n.show().map_err(|e| e.to_string())?;
         #[cfg(all(unix, not(target_os = "macos")))]
-        if let (Some(on_open), Some(run_id)) = (self.on_open.clone(), notice.run_id.clone()) {
+        if let Some(run_id) = notice.run_id.clone().filter(|_| self.on_open.is_some() || answers) {
+            let (on_open, on_answer) = (self.on_open.clone(), self.on_answer.clone().filter(|_| answers));
             // Waiting for the click blocks until the notification closes: never on the engine's path.
             std::thread::spawn(move || {
-                handle.wait_for_action(|action| {
-                    if action == "open" || action == "default" {
-                        on_open(run_id.clone());
-                    }
+                handle.wait_for_action(|action| match (action, &on_open, &on_answer) {
+                    ("open" | "default", Some(open), _) => open(run_id.clone()),
+                    ("approve", _, Some(answer)) => answer(run_id.clone(), true),
+                    ("deny", _, Some(answer)) => answer(run_id.clone(), false),
+                    _ => {}
                 });
             });
         }

@@ -29,6 +29,9 @@ pub enum EngineEvent {
     /// Something about an account the user should hear of that is not a verdict: a usage window
     /// the usage probe saw pass 80 % or 95 %, or the probe failing (a desktop notice).
     AccountNotice { account: String, summary: String, body: String },
+    /// A run holds a tool call while it asks the user (`on_denial: ask`): `what` is the call in
+    /// words (`Bash(git push origin fix/deps)`, inert text), `until` when no answer is a refusal.
+    ApprovalAsked { run_id: String, routine: String, what: String, until: String },
     /// Counts the tray icon shows.
     EngineState { running: usize, queued: usize, paused: bool },
 }

@@ -24,6 +24,9 @@ pub struct Notice {
     /// The run to open when the notification is clicked.
     pub run_id: Option<String>,
     pub critical: bool,
+    /// The run waits for an answer (`on_denial: ask`): the notification offers Approve and Deny.
+    #[serde(default)]
+    pub asks: bool,
 }
 
 impl Notice {
@@ -91,7 +94,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     let refused = (!run.denials.is_empty() && run.reason != Some(Reason::PermissionDenied)).then(|| crate::run::denials_words(&run.denials));
     // On GitHub Actions: which workflow run of which repository ("on ci · run 1234 · acme/app").
     let actions = run.remote_url.is_some().then(|| run.place().map(|p| format!("on {p}"))).flatten();
-    let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed };
+    let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed, asks: false };
     Some(run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused).chain(actions).fold(notice, |n, line| n.with_line(&line)))
 }
 
@@ -108,6 +111,7 @@ pub fn push_failed_notice(run: &RunRecord) -> Option<Notice> {
         body: format!("{branch} was not pushed to {} after {} tries; the branch is kept here — `nightshiftctl push {}` tries again", push.remote, push.tries, run.id),
         run_id: Some(run.id.clone()),
         critical: true,
+        asks: false,
     })
 }
 
@@ -123,6 +127,7 @@ pub fn waiting_notice(run: &RunRecord, tz: chrono_tz::Tz) -> Option<Notice> {
         body: run.message.as_deref().map(|m| crate::words::first_line(m, 140)).unwrap_or_default(),
         run_id: Some(run.id.clone()),
         critical: false,
+        asks: false,
     })
 }
 
@@ -149,7 +154,7 @@ pub fn quiet_notice(run: &RunRecord, last_ran: Option<chrono::DateTime<chrono::U
         RunStatus::Skipped => format!("⚠ {} skipped its {}slot", run.routine, slot),
         _ => format!("⚠ {} {since}", run.routine),
     };
-    Notice { summary, body: crate::words::first_line(&body, 200), run_id: Some(run.id.clone()), critical: true }
+    Notice { summary, body: crate::words::first_line(&body, 200), run_id: Some(run.id.clone()), critical: true, asks: false }
 }
 
 /// One notification for runs that finished long ago, while nothing could notify (a week away
@@ -164,6 +169,7 @@ pub fn summary_for(runs: &[RunRecord]) -> Notice {
         body: format!("{} completed, {failed} did not{since} — see History", n - failed),
         run_id: None,
         critical: failed > 0,
+        asks: false,
     }
 }
 

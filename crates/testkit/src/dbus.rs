@@ -106,13 +106,19 @@ impl NotificationBus {
     /// Click "Open" on the `n`th notification shown (from 1), as a person would — when the test
     /// chooses, whatever the server's mode.
     pub fn click_open(&self, n: usize) {
+        self.click(n, "open");
+    }
+
+    /// Click action `action` ("open", "approve", "deny") of notification `n` (from 1), as a
+    /// person does: the server sends `ActionInvoked`.
+    pub fn click(&self, n: usize, action: &str) {
         let ok = Command::new("dbus-send")
-            .args(["--session", "--print-reply", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications", "dev.nightshift.TestServer.ClickOpen", &format!("uint32:{n}")])
+            .args(["--session", "--print-reply", "--dest=org.freedesktop.Notifications", "/org/freedesktop/Notifications", "dev.nightshift.TestServer.Click", &format!("uint32:{n}"), &format!("string:{action}")])
             .env("DBUS_SESSION_BUS_ADDRESS", &self.address)
             .status()
             .expect("dbus-send (apt: dbus)")
             .success();
-        assert!(ok, "the notification server did not take the click on notification {n}");
+        assert!(ok, "the notification server did not take the click on {action} of notification {n}");
     }
 
     /// The well-known names owned on this bus now (`org.freedesktop.DBus.ListNames`), e.g. the

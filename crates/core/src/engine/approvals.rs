@@ -44,6 +44,7 @@ impl Engine {
         let what = ask_words(tool, &shown);
         tracing::info!(run = %run.id, ask = %ask.id, %what, "waiting for approval");
         self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("waiting for approval: {what}") });
+        self.core.emit(EngineEvent::ApprovalAsked { run_id: run.id.clone(), routine: run.routine.clone(), what: what.clone(), until: crate::words::fmt_time(&expires) });
         loop {
             let answered = self.core.store.ask(&ask.id)?.and_then(|a| a.answer.clone().map(|answer| (answer, a)));
             if let Some((answer, a)) = answered {

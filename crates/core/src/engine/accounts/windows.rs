@@ -51,6 +51,7 @@ pub(crate) fn reset_notice(run: &RunRecord, now: DateTime<Utc>, tz: Tz, told: &m
         body: format!("{} starts now{waited}", run.routine),
         run_id: Some(run.id.clone()),
         critical: false,
+        asks: false,
     })
 }
 
