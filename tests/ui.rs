@@ -600,3 +600,57 @@ async fn a_run_the_cli_settles_beside_the_app_shows_in_history_live() {
     close(c).await;
     drop(driver);
 }
+
+/// `on_denial: ask` in the window: a run that holds a call shows it under "Waiting for your
+/// approval" (inert text) with Approve, Allow for this run and Deny; Approve answers it (the
+/// stand-in Claude Code below asks through the run's real approvals socket, as the real CLI's
+/// `--permission-prompt-tool` does, and ends with what it was told), and the detail then says how.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_approval_is_approved_from_the_run_detail() {
+    let Some((_one, scene)) = Scene::bootstrapped().await else { return };
+    let home = &scene.home;
+    let bin = scene.tmp.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // Claude Code's side of the permission prompt: the MCP server its --mcp-config names, the
+    // tool --permission-prompt-tool names, called with the call it wants; its answer printed as
+    // the result event.
+    let stand_in = r#"#!/usr/bin/python3
+import json, subprocess, sys
+args = sys.argv[1:]
+config = json.loads(args[args.index("--mcp-config") + 1])
+tool = args[args.index("--permission-prompt-tool") + 1]
+server = list(config["mcpServers"].values())[0]
+p = subprocess.Popen([server["command"]] + server["args"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+def send(m):
+    p.stdin.write(json.dumps(m) + "\n"); p.stdin.flush()
+send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "stand-in", "version": "1"}}})
+p.stdout.readline()
+send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool.split("__")[-1], "arguments": {"tool_name": "Bash", "input": {"command": "git push <b>origin</b>"}, "tool_use_id": "toolu_1"}}})
+answer = json.loads(json.loads(p.stdout.readline())["result"]["content"][0]["text"])
+p.stdin.close()
+print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "result": "told: " + answer["behavior"], "session_id": "s", "total_cost_usd": 0.0, "usage": {"input_tokens": 1, "output_tokens": 1}}))
+"#;
+    std::fs::write(bin.join("claude"), stand_in).unwrap();
+    std::fs::set_permissions(bin.join("claude"), std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    std::fs::write(home.join("routines/push.yaml"), "name: push\nschedule: \"0 3 1 1 *\"\nnotify: never\nagent: claude\nprompt: push\non_denial: ask\nsandbox: off\n").unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default());
+    let Some((driver, c)) = scene.open(&[("PATH", &path)]).await else { return };
+    text(&c, "#routines tr[data-routine='push']").await;
+    run_now_from_routines(&c, "push").await;
+    until(&c, "the ask in the run detail", "return !!document.getElementById('ask-approve')", 30).await;
+    let asked = js(&c, "return [document.querySelector('#run-refusals h3').textContent, [...document.querySelectorAll('#run-asks li')].map(li => li.textContent), document.querySelectorAll('#run-asks b').length]").await;
+    assert_eq!(asked[0], json!("Waiting for your approval"), "{asked}");
+    assert!(asked[1][0].as_str().unwrap().starts_with("Bash(git push <b>origin</b>) — waiting for approval until "), "inert text: {asked}");
+    assert_eq!(asked[2], json!(0), "no markup from the agent's words");
+    click(&c, "#ask-approve").await;
+    wait_status(&c, "completed", 30).await;
+    let said = js(&c, "return [[...document.querySelectorAll('#run-asks li')].map(li => li.textContent), document.getElementById('ask-approve') === null]").await;
+    assert!(said[0][0].as_str().unwrap().starts_with("Bash(git push <b>origin</b>) — approved (window, "), "{said}");
+    assert_eq!(said[1], json!(true), "nothing left to answer");
+    let store = nightshift_core::store::Store::open(&home.join("nightshift.db")).unwrap();
+    let run = store.list_runs(&nightshift_core::store::RunQuery { routine: Some("push".into()), status: None, cursor: None, limit: 1 }).unwrap().runs.remove(0);
+    assert_eq!(std::fs::read_to_string(run.report_path.unwrap()).unwrap(), "told: allow", "the agent was told yes");
+    close(c).await;
+    drop(driver);
+}

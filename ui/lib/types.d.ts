@@ -57,6 +57,32 @@ export type Agent = "claude" | "codex" | "gemini" | "opencode" | "copilot" | "co
 export type AgentChoice = { agent: Agent, accounts: Array<string>, };
 
 /**
+ * One ask.
+ */
+export type Ask = { id: string, run_id: string, routine: string, 
+/**
+ * The tool as the agent names it (`Bash`).
+ */
+tool: string, 
+/**
+ * Its input as JSON text, secrets masked (what the user is shown, inert).
+ */
+input: string, asked_at: string, expires_at: string, 
+/**
+ * `allow`, `deny` or `timeout`; `None` while it waits.
+ */
+answer: string | null, 
+/**
+ * Allowed for the rest of the run (that tool), not only this once.
+ */
+for_run: boolean, answered_at: string | null, 
+/**
+ * Where it was answered: `cli`, `window`, `desktop`, `phone`, `timeout`, `earlier` (an
+ * answer for the rest of the run).
+ */
+answered_by: string | null, };
+
+/**
  * One try of a run: failover to another account, a retry after a transient failure and a wait
  * for a rate limit's reset each make another (the last one is the record's own status).
  */
@@ -815,7 +841,17 @@ sandbox: string | null,
 /**
  * Its routine is a follow-up an agent scheduled: whose ("scheduled by nightly at …").
  */
-scheduled_by: string | null, };
+scheduled_by: string | null, 
+/**
+ * What it asked before a call its routine does not allow (`on_denial: ask`), and what
+ * became of each, oldest first.
+ */
+asks: Array<Ask>, 
+/**
+ * Each of `asks` in words, as `show` says it ("Bash(git push …) — approved (desktop, Mon 7
+ * Dec 02:14)"): what the window lists.
+ */
+asked: Array<string>, };
 
 /**
  * Read back (`Deserialize`) by a viewer of another home, from that home's `serve`.
@@ -1081,6 +1117,8 @@ export interface Commands {
   run_report: { args: { id: string, }; answer: string };
   read_log: { args: { id: string, stream?: LogStream, offset?: number, readable?: boolean, }; answer: LogChunk };
   cancel_run: { args: { id: string, }; answer: boolean };
+  list_asks: { args: Record<symbol, never>; answer: Array<Ask> };
+  answer_ask: { args: { run: string, allow: boolean, forRun?: boolean, }; answer: Ask };
   list_accounts: { args: Record<symbol, never>; answer: Array<AccountView> };
   list_secrets: { args: Record<symbol, never>; answer: Array<SecretView> };
   check_account: { args: { email: string, }; answer: AccountView };

@@ -110,9 +110,30 @@ export function mount(root, params, ui) {
     );
 
     // What the agent was refused (`allow:`/`deny:`, its mode): untrusted text, text nodes only.
+    // And what it asked (`on_denial: ask`): each call and its answer; one that waits gets
+    // Approve, Allow for this run and Deny (the first answer wins, wherever it is given).
+    const waiting = detail.asks.some((a) => a.answer === null);
+    const answer = (allow, forRun) => async () => {
+      try {
+        await call("answer_ask", { run: r.id, allow, forRun });
+        await load();
+      } catch (e) {
+        explanation.append(h("p", { class: "fix" }, errorText(e)));
+      }
+    };
     replace(
       refusals,
       r.denials.length ? [h("h3", {}, "Refused tool calls"), h("ul", { class: "denials", id: "run-denials" }, r.denials.map((d) => h("li", {}, h("code", {}, d.input ? `${d.tool}(${d.input})` : d.tool))))] : [],
+      detail.asked.length ? [h("h3", {}, waiting ? "Waiting for your approval" : "Asked"), h("ul", { class: "denials", id: "run-asks" }, detail.asked.map((words) => h("li", {}, h("code", {}, words))))] : [],
+      waiting
+        ? h(
+            "div",
+            { class: "actions", id: "run-ask-actions" },
+            h("button", { id: "ask-approve", class: "primary", onclick: answer(true, false) }, "Approve"),
+            h("button", { id: "ask-allow-run", onclick: answer(true, true) }, "Allow for this run"),
+            h("button", { id: "ask-deny", class: "danger", onclick: answer(false, false) }, "Deny"),
+          )
+        : null,
     );
 
     // Every try once there was more than one (failover, a retry, a wait for a limit's reset) or
@@ -298,8 +319,10 @@ export function mount(root, params, ui) {
   }
 
   const stop = onEngine(async (ev) => {
-    if (("run" in ev && ev.run.id === id) || (ev.type === "run_progress" && ev.run_id === id) || ev.type === "resync") {
-      if (ev.type === "run_progress") return pumpLog();
+    // An ask (and its answer) comes as progress: the detail is read again to show it.
+    const asking = ev.type === "approval_asked" && ev.run_id === id;
+    if (("run" in ev && ev.run.id === id) || (ev.type === "run_progress" && ev.run_id === id) || asking || ev.type === "resync") {
+      if (ev.type === "run_progress" && !/^(approved|denied|not approved in time)\b/.test(ev.message)) return pumpLog();
       await load();
       pumpLog();
     }

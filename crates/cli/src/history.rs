@@ -98,7 +98,8 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
         Some(Delivery::NotDelivered) => engine.notification_error(&r.id)?,
         _ => None,
     };
-    print_run(r, &deliveries, not_delivered, as_json)
+    let asks = engine.asks_of(&r.id)?;
+    print_run(r, &deliveries, &asks, not_delivered, as_json)
 }
 
 /// `show --home NAME`: the same run, from that home's `serve` (its window's run detail).
@@ -107,10 +108,12 @@ pub async fn show_there(home: &HomeClient, id: &str, as_json: bool) -> Result<Ou
     let unreadable = |e: serde_json::Error| Error::new(ErrorCode::Io, format!("home \"{}\" answered a run this Nightshift cannot read ({e})", home.name));
     let r: RunRecord = serde_json::from_value(detail["run"].take()).map_err(unreadable)?;
     let deliveries: Vec<DeliveryRow> = serde_json::from_value(detail["deliveries"].take()).map_err(unreadable)?;
-    print_run(r, &deliveries, None, as_json)
+    // (A home of an earlier release has no asks to say.)
+    let asks: Vec<nightshift_core::records::Ask> = serde_json::from_value(detail["asks"].take()).unwrap_or_default();
+    print_run(r, &deliveries, &asks, None, as_json)
 }
 
-fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<String>, as_json: bool) -> Result<Outcome, Error> {
+fn print_run(r: RunRecord, deliveries: &[DeliveryRow], asks: &[nightshift_core::records::Ask], not_delivered: Option<String>, as_json: bool) -> Result<Outcome, Error> {
     if as_json {
         json(&r);
         return Ok(Outcome::Ok);
@@ -176,6 +179,9 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], not_delivered: Option<Str
     }
     for d in &r.denials {
         println!("refused      {}", d.words());
+    }
+    for a in asks {
+        println!("asked        {}", nightshift_core::engine::ask_outcome(a, nightshift_core::schedule::local_tz()));
     }
     for (i, a) in r.attempts.iter().enumerate() {
         let reason = a.reason.map(|x| format!(" {x}")).unwrap_or_default();

@@ -87,6 +87,8 @@ async fn an_approved_call_runs_and_a_denied_one_does_not() {
     common::assert_sandboxed(&rec);
     assert_eq!(std::fs::read_to_string(s.project.join("pushed.txt")).unwrap(), "pushed\n", "the approved call ran");
     assert_eq!(rec["denials"], json!([]), "{rec:#}");
+    let shown = stdout(&ctl(&s.th).args(["show", &run_id]).output().unwrap());
+    assert!(shown.contains("asked        Bash(sh -c 'echo pushed > pushed.txt') — approved (cli, "), "{shown}");
     // A second answer finds nothing to answer.
     let again = ctl(&s.th).args(["deny", &run_id]).output().unwrap();
     assert_eq!(again.status.code(), Some(2));
@@ -102,6 +104,8 @@ async fn an_approved_call_runs_and_a_denied_one_does_not() {
     assert!(!s.project.join("pushed.txt").exists(), "the denied call did not run");
     assert!(told(&s.fake).contains("The user denied this (cli"), "{}", told(&s.fake));
     assert_eq!(rec["denials"][0]["tool"], "Bash", "a denied ask is one of the run's denials: {rec:#}");
+    let shown = stdout(&ctl(&s.th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains("— denied (cli, "), "{shown}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -118,6 +122,51 @@ async fn an_ask_nobody_answers_in_time_is_a_denial() {
     let store = nightshift_core::store::Store::open(&s.th.path().join("nightshift.db")).unwrap();
     let asks = store.asks_of(rec["id"].as_str().unwrap()).unwrap();
     assert_eq!((asks.len(), asks[0].answer.as_deref(), asks[0].answered_by.as_deref()), (1, Some("timeout"), Some("timeout")), "{asks:?}");
+    let shown = stdout(&ctl(&s.th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains("— not answered by ") && shown.contains(": refused"), "{shown}");
+}
+
+/// One raw HTTP POST of the window's API to `serve`; the JSON answer.
+fn api(served: &common::Served, command: &str, args: Value) -> Value {
+    use std::io::{Read, Write};
+    let body = args.to_string();
+    let mut stream = std::net::TcpStream::connect(&served.addr).unwrap();
+    let req = format!("POST /api/{command} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nAuthorization: Bearer {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", served.addr, served.token, body.len());
+    stream.write_all(req.as_bytes()).unwrap();
+    let mut out = String::new();
+    stream.read_to_string(&mut out).unwrap();
+    let payload = out.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    serde_json::from_str(payload).unwrap_or_else(|e| panic!("not JSON ({e}): {out}"))
+}
+
+/// The window's way (its API, here through `serve`): the ask is listed, "Allow for this run"
+/// lets the call run and the run's next call of the same tool without asking again; the run's
+/// detail shows both asks and how each was answered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allowed_for_the_rest_of_the_run_from_the_window() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let s = scene("").await;
+    let calls = vec![
+        ("Bash".to_string(), json!({ "command": "sh -c 'echo one > one.txt'", "description": "first" })),
+        ("Bash".to_string(), json!({ "command": "sh -c 'echo two > two.txt'", "description": "second" })),
+    ];
+    s.fake.set("tok-ask", Reply::ToolCalls { calls, text: REPORT.into() });
+    let served = common::serve(&s.th, "127.0.0.1:0", &[]);
+    let (running, _) = run_until_it_asks(&s).await;
+    let listed = api(&served, "list_asks", json!({}));
+    assert_eq!(listed[0]["tool"], "Bash", "{listed}");
+    let run_id = listed[0]["run_id"].as_str().unwrap().to_string();
+    let answered = api(&served, "answer_ask", json!({ "run": run_id, "allow": true, "forRun": true }));
+    assert_eq!((&answered["answer"], &answered["for_run"], &answered["answered_by"]), (&json!("allow"), &json!(true), &json!("window")), "{answered}");
+    let rec = running.await.unwrap();
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert!(s.project.join("one.txt").exists() && s.project.join("two.txt").exists(), "both calls ran");
+    let detail = api(&served, "get_run", json!({ "id": run_id }));
+    let asks = detail["asks"].as_array().unwrap();
+    assert_eq!(asks.len(), 2, "{detail:#}");
+    assert_eq!((&asks[1]["answer"], &asks[1]["answered_by"]), (&json!("allow"), &json!("earlier")), "the second call was not asked again: {detail:#}");
 }
 
 #[test]

@@ -18,6 +18,8 @@ pub const COMMANDS: &[&str] = &[
     "run_report",
     "read_log",
     "cancel_run",
+    "list_asks",
+    "answer_ask",
     "list_accounts",
     "list_secrets",
     "check_account",

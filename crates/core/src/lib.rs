@@ -40,5 +40,5 @@ pub use run::{Reason, RunRecord, RunStatus, Trigger};
 
 /// The rows the faces read through the engine, and the queries they ask with.
 pub mod records {
-    pub use crate::store::{Delivery, DeliveryRow, HealthRecord, HostRecord, Page, RunQuery, UsageBy, UsageRow};
+    pub use crate::store::{Ask, Delivery, DeliveryRow, HealthRecord, HostRecord, Page, RunQuery, UsageBy, UsageRow};
 }

@@ -232,6 +232,8 @@ commands! { engine, face;
     read read_log(id: String, stream: Option<LogStream>, offset: Option<u64>, readable: Option<bool>) -> LogChunk =
         read_log(engine, &id, stream.unwrap_or(LogStream::Stdout), offset.unwrap_or(0), readable.unwrap_or(true)).await?;
     act cancel_run(id: String) -> bool = cancel_run(engine, &id).await?;
+    read list_asks() -> Vec<crate::store::Ask> = list_asks(engine).await?;
+    act answer_ask(run: String, allow: bool, for_run: Option<bool>) -> crate::store::Ask = answer_ask(engine, &run, allow, for_run.unwrap_or(false)).await?;
     read list_accounts() -> Vec<AccountView> = list_accounts(engine).await?;
     read list_secrets() -> Vec<SecretView> = list_secrets(engine).await?;
     act check_account(email: String) -> AccountView = check_account(engine, &email).await?;

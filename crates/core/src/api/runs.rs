@@ -86,6 +86,12 @@ pub struct RunDetail {
     pub sandbox: Option<String>,
     /// Its routine is a follow-up an agent scheduled: whose ("scheduled by nightly at …").
     pub scheduled_by: Option<String>,
+    /// What it asked before a call its routine does not allow (`on_denial: ask`), and what
+    /// became of each, oldest first.
+    pub asks: Vec<crate::store::Ask>,
+    /// Each of `asks` in words, as `show` says it ("Bash(git push …) — approved (desktop, Mon 7
+    /// Dec 02:14)"): what the window lists.
+    pub asked: Vec<String>,
 }
 
 pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
@@ -103,7 +109,10 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
         let sandbox = crate::sandbox::words_of(std::path::Path::new(&run.run_dir)).map(|w| e.redact(&w));
         let routine = e.routine(&run.routine).ok();
         let scheduled_by = routine.as_ref().and_then(|r| crate::view::lineage::scheduled_by(&e, r));
-        Ok(RunDetail { explanation: explain(&run), routine_exists: routine.is_some(), run, report_html, deliveries, changes_summary, slot_why, place, sandbox, scheduled_by })
+        let asks = e.asks_of(&run.id)?;
+        let tz = routine.as_ref().map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
+        let asked = asks.iter().map(|a| crate::engine::ask_outcome(a, tz)).collect();
+        Ok(RunDetail { explanation: explain(&run), routine_exists: routine.is_some(), run, report_html, deliveries, changes_summary, slot_why, place, sandbox, scheduled_by, asks, asked })
     })
     .await
 }
@@ -112,6 +121,17 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
 pub async fn read_log(engine: &Engine, id: &str, stream: LogStream, offset: u64, readable: bool) -> Result<LogChunk> {
     let id = id.to_string();
     blocking(engine, move |e| run_log(&e, &id, stream, offset, readable)).await
+}
+
+/// The tool calls runs hold while they ask (`on_denial: ask`), oldest first.
+pub async fn list_asks(engine: &Engine) -> Result<Vec<crate::store::Ask>> {
+    blocking(engine, |e| e.open_asks()).await
+}
+
+/// Answer what run `run` asks (the window's Approve, Allow for this run, Deny).
+pub async fn answer_ask(engine: &Engine, run: &str, allow: bool, for_run: bool) -> Result<crate::store::Ask> {
+    let run = run.to_string();
+    blocking(engine, move |e| e.answer_ask(&run, allow, for_run, "window")).await
 }
 
 /// Cancel a queued or running run. `false` when it had already ended.

@@ -115,6 +115,21 @@ impl Engine {
     }
 }
 
+/// One ask and what became of it, in words: `Bash(git push …) — approved (desktop, Mon 7 Dec
+/// 02:14)`, `… — denied (cli, …)`, `… — not answered by …: refused`, `… — waiting until …`.
+pub fn ask_outcome(a: &Ask, tz: chrono_tz::Tz) -> String {
+    let what = ask_words(&a.tool, &a.input);
+    let when = |t: DateTime<Utc>| crate::words::local_day_time(t, tz);
+    let answered = format!("{}, {}", a.answered_by.as_deref().unwrap_or("?"), a.answered_at.map(when).unwrap_or_default());
+    match (a.answer.as_deref(), a.for_run) {
+        (Some("allow"), true) => format!("{what} — approved for the rest of the run ({answered})"),
+        (Some("allow"), false) => format!("{what} — approved ({answered})"),
+        (Some("deny"), _) => format!("{what} — denied ({answered})"),
+        (Some(_), _) => format!("{what} — not answered by {}: refused", when(a.expires_at)),
+        (None, _) => format!("{what} — waiting for approval until {}", when(a.expires_at)),
+    }
+}
+
 /// `Bash(git push origin fix/deps)`: the tool and the gist of its input, shortened — shown to the
 /// user as text, never run or rendered.
 pub fn ask_words(tool: &str, input: &str) -> String {

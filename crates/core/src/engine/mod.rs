@@ -27,7 +27,7 @@ mod run;
 mod upkeep;
 // The engine's modules the faces, the views and the API name, at the paths they always had.
 pub use accounts::secrets;
-pub use approvals::{ask_words, Decision};
+pub use approvals::{ask_outcome, ask_words, Decision};
 pub use inbound::{github_poll, incoming};
 pub use resident::scheduler;
 pub use resident::Parts as ResidentParts;
