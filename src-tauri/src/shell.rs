@@ -162,6 +162,7 @@ impl Shell {
             autostart,
             problems: state.problems,
             homes: self.homes.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect(),
+            asks: glance.asks.iter().map(|a| (a.run_id.clone(), a.routine.clone(), nightshift_core::engine::ask_words(&a.tool, &a.input))).collect(),
         }
     }
 
@@ -180,6 +181,9 @@ impl Shell {
 
     /// A tray menu click.
     pub fn on_menu(self: &Arc<Self>, id: &str) {
+        if let Some(run) = id.strip_prefix(tray::ASK_PREFIX) {
+            return self.show(Open::Run(run.to_string()));
+        }
         if let Some(name) = id.strip_prefix(tray::RUN_PREFIX) {
             return self.run_now(name.to_string());
         }

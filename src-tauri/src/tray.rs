@@ -68,6 +68,9 @@ pub struct TrayFacts {
     pub problems: Vec<String>,
     /// Other homes this app views (`[[homes]]`), by name.
     pub homes: Vec<HomeLine>,
+    /// Runs that hold a call while they ask (`on_denial: ask`): (run id, routine, the call in
+    /// words).
+    pub asks: Vec<(String, String, String)>,
 }
 
 /// One menu entry; ids are what click handlers match on.
@@ -126,6 +129,8 @@ fn same_entries(a: &[MenuEntry], b: &[MenuEntry]) -> bool {
 }
 
 pub const RUN_PREFIX: &str = "run:";
+/// `ask:<run id>`: open the run that waits for approval.
+pub const ASK_PREFIX: &str = "ask:";
 pub const RELOGIN_PREFIX: &str = "relogin:";
 /// `home-run:<home>:<routine>` (home names have no `:`).
 pub const HOME_RUN_PREFIX: &str = "home-run:";
@@ -170,7 +175,8 @@ pub fn view(f: &TrayFacts) -> TrayView {
     // reached is a calm state (said, retried), not a failure.
     let home_trouble: Vec<String> = f.homes.iter().filter(|h| h.reachable).filter_map(home_trouble).collect();
     // A problem with the home itself outranks everything: runs cannot be recorded while it lasts.
-    let icon = if !f.problems.is_empty() {
+    // A run that waits for the user's answer outranks a running one: it runs only once answered.
+    let icon = if !f.problems.is_empty() || !f.asks.is_empty() {
         IconState::Attention
     } else if f.running > 0 {
         IconState::Running
@@ -181,6 +187,9 @@ pub fn view(f: &TrayFacts) -> TrayView {
     };
 
     let mut parts: Vec<String> = f.problems.first().cloned().into_iter().collect();
+    if !f.asks.is_empty() {
+        parts.push(format!("{} waiting for approval", f.asks.len()));
+    }
     if f.running > 0 {
         parts.push(format!("{} running", f.running));
     }
@@ -224,6 +233,11 @@ pub fn view(f: &TrayFacts) -> TrayView {
     }
     if !f.problems.is_empty() {
         menu.push(MenuEntry::Separator);
+    }
+    // Waiting for approval ▸ deps · Bash(git push …): opens the run, where it is answered.
+    if !f.asks.is_empty() {
+        let items = f.asks.iter().map(|(run, routine, what)| MenuEntry::Item { id: format!("{ASK_PREFIX}{run}"), text: format!("{routine} · {}", cut(what, 70)), enabled: true }).collect();
+        menu.push(MenuEntry::Submenu { text: format!("{} waiting for approval", f.asks.len()), items });
     }
     let runs: Vec<MenuEntry> = if f.routines.is_empty() {
         vec![MenuEntry::Item { id: "none".into(), text: "No routines yet".into(), enabled: false }]
@@ -478,6 +492,19 @@ mod tests {
         assert!(view(&f).tooltip.ends_with("2 routines' branches were not pushed"), "{}", view(&f).tooltip);
         f.routines.iter_mut().for_each(|r| r.push_failed = None);
         assert_eq!(view(&f).icon, IconState::Idle, "pushed");
+    }
+
+    /// A run that holds a call while it asks turns the tray to attention — even while it runs —
+    /// with "1 waiting for approval ▸" first in the menu, each entry opening its run.
+    #[test]
+    fn a_run_waiting_for_approval_is_attention_first_in_the_menu() {
+        let ask = ("01jrun".to_string(), "deps".to_string(), "Bash(git push origin fix/deps)".to_string());
+        let f = TrayFacts { running: 1, routines: vec![routine("deps", Some(RunStatus::Running))], asks: vec![ask], ..Default::default() };
+        let v = view(&f);
+        assert_eq!(v.icon, IconState::Attention);
+        assert!(v.tooltip.starts_with("Nightshift · 1 waiting for approval · 1 running"), "{}", v.tooltip);
+        assert_eq!(v.menu[0], MenuEntry::Submenu { text: "1 waiting for approval".into(), items: vec![MenuEntry::Item { id: "ask:01jrun".into(), text: "deps · Bash(git push origin fix/deps)".into(), enabled: true }] });
+        assert_eq!(view(&TrayFacts { asks: vec![], ..f }).icon, IconState::Running, "answered: running again");
     }
 
     /// Each account's tightest usage window is a line of the menu, changed in place as runs report.

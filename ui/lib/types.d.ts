@@ -329,7 +329,7 @@ file: string, problems: Array<FieldProblem>, preview: Preview | null, };
  * variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
  * (`Deserialize`: a viewer on another machine reads them from that home's `serve`.)
  */
-export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "approval_asked", run_id: string, routine: string, what: string, until: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
+export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "approval_asked", run_id: string, routine: string, what: string, until: string, } | { "type": "approval_answered", run_id: string, routine: string, what: string, answer: string, by: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
 
 /**
  * What the header shows.
@@ -470,7 +470,11 @@ export type Glance = { state: EngineStateView,
  * As `list_routines` gives them; a routines folder that cannot be read gives none (and is
  * one of `state.problems`).
  */
-routines: Array<RoutineOverview>, accounts: Array<AccountHealth>, };
+routines: Array<RoutineOverview>, accounts: Array<AccountHealth>, 
+/**
+ * The tool calls runs hold while they ask (`on_denial: ask`), oldest first: attention.
+ */
+asks: Array<Ask>, };
 
 /**
  * The latest run-derived verdict on an account (`live`, `revoked`, `rate_limited`, `ok`).

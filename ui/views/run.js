@@ -319,10 +319,10 @@ export function mount(root, params, ui) {
   }
 
   const stop = onEngine(async (ev) => {
-    // An ask (and its answer) comes as progress: the detail is read again to show it.
-    const asking = ev.type === "approval_asked" && ev.run_id === id;
+    // An ask and its answer: the detail is read again to show them.
+    const asking = (ev.type === "approval_asked" || ev.type === "approval_answered") && ev.run_id === id;
     if (("run" in ev && ev.run.id === id) || (ev.type === "run_progress" && ev.run_id === id) || asking || ev.type === "resync") {
-      if (ev.type === "run_progress" && !/^(approved|denied|not approved in time)\b/.test(ev.message)) return pumpLog();
+      if (ev.type === "run_progress") return pumpLog();
       await load();
       pumpLog();
     }

@@ -123,6 +123,8 @@ fn render_event(ev: &EngineEvent, json: bool) -> Option<String> {
         EngineEvent::WebhookFailed { webhook, run_id, routine, error } => format!("{now} ✗ webhook {webhook} could not post {routine} (run {run_id}): {error}"),
         // The progress line says the run waits; this says how to answer.
         EngineEvent::ApprovalAsked { run_id, routine, .. } => format!("{now} ? {routine} waits for approval: nightshiftctl approve {run_id} (or deny {run_id})"),
+        // The progress line says the answer.
+        EngineEvent::ApprovalAnswered { .. } => return None,
         EngineEvent::EngineState { .. } => return None,
     })
 }

@@ -32,6 +32,9 @@ pub enum EngineEvent {
     /// A run holds a tool call while it asks the user (`on_denial: ask`): `what` is the call in
     /// words (`Bash(git push origin fix/deps)`, inert text), `until` when no answer is a refusal.
     ApprovalAsked { run_id: String, routine: String, what: String, until: String },
+    /// That ask was answered — `allow`, `deny` or `timeout` — and where (`desktop`, `window`,
+    /// `cli`, `timeout`).
+    ApprovalAnswered { run_id: String, routine: String, what: String, answer: String, by: String },
     /// Counts the tray icon shows.
     EngineState { running: usize, queued: usize, paused: bool },
 }

@@ -109,6 +109,8 @@ pub struct Glance {
     /// one of `state.problems`).
     pub routines: Vec<RoutineOverview>,
     pub accounts: Vec<AccountHealth>,
+    /// The tool calls runs hold while they ask (`on_denial: ask`), oldest first: attention.
+    pub asks: Vec<crate::store::Ask>,
 }
 
 pub async fn glance(engine: &Engine, face: &dyn Face) -> Result<Glance> {
@@ -122,7 +124,8 @@ pub async fn glance(engine: &Engine, face: &dyn Face) -> Result<Glance> {
             }
             Vec::new()
         });
-        Ok(Glance { state, routines, accounts: e.accounts_health() })
+        let asks = e.open_asks().unwrap_or_default();
+        Ok(Glance { state, routines, accounts: e.accounts_health(), asks })
     })
     .await
 }

@@ -54,6 +54,7 @@ impl Engine {
             if now >= expires {
                 if self.core.store.answer_ask(&ask.id, "timeout", false, "timeout", now)? {
                     self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("not approved in time: {what}") });
+                    self.core.emit(EngineEvent::ApprovalAnswered { run_id: run.id.clone(), routine: run.routine.clone(), what: what.clone(), answer: "timeout".into(), by: "timeout".into() });
                     return Ok(Decision::Deny(format!("Nobody approved this within {} (the routine's ask_timeout); it was not run. Go on without it.", humantime::format_duration(timeout))));
                 }
                 continue; // answered just now
@@ -83,6 +84,7 @@ impl Engine {
         let at = ask.answered_at.map(|t| crate::words::local_day_time(t, crate::schedule::local_tz())).unwrap_or_default();
         let said = if answer == "allow" { "approved" } else { "denied" };
         self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("{said} ({by}, {at}): {what}") });
+        self.core.emit(EngineEvent::ApprovalAnswered { run_id: run.id.clone(), routine: run.routine.clone(), what: what.to_string(), answer: answer.to_string(), by: by.to_string() });
         match answer {
             "allow" => Decision::Allow,
             _ => Decision::Deny(format!("The user denied this ({by}, {at}); it was not run. Go on without it, or stop if the task needs it.")),
