@@ -643,6 +643,14 @@ print(json.dumps({"type": "result", "subtype": "success", "is_error": False, "re
     assert_eq!(asked[0], json!("Waiting for your approval"), "{asked}");
     assert!(asked[1][0].as_str().unwrap().starts_with("Bash(git push <b>origin</b>) — waiting for approval until "), "inert text: {asked}");
     assert_eq!(asked[2], json!(0), "no markup from the agent's words");
+    // History marks it as waiting (read on arrival; events keep it).
+    let run_id = js(&c, "return location.hash.slice('#/run/'.length)").await;
+    let run_id = run_id.as_str().unwrap().to_string();
+    js(&c, "location.hash = '#/history'; return true").await;
+    let mark = until(&c, "the waiting mark in History", &format!("const r = document.querySelector(\"#history tr[data-id='{run_id}'] [data-asks]\"); return r && r.textContent"), 10).await;
+    assert_eq!(mark, json!("waiting for approval"));
+    js(&c, &format!("location.hash = '#/run/{run_id}'; return true")).await;
+    until(&c, "the ask in the run detail again", "return !!document.getElementById('ask-approve')", 10).await;
     click(&c, "#ask-approve").await;
     wait_status(&c, "completed", 30).await;
     let said = js(&c, "return [[...document.querySelectorAll('#run-asks li')].map(li => li.textContent), document.getElementById('ask-approve') === null]").await;

@@ -182,8 +182,23 @@ export function mount(root, params, ui) {
     return (!filters.routine || run.routine === filters.routine) && (!filters.status || run.status === filters.status);
   }
 
+  /** Runs that hold a call while they ask (`on_denial: ask`), and each row's run as last shown. */
+  const waiting = new Set();
+  /** @type {Map<string, import("../lib/types.js").RunRecord>} */
+  const shown = new Map();
+  /** Show a run's row again (its waiting mark came or went). @param {string} id */
+  function again(id) {
+    const existing = rows.get(id);
+    const run = shown.get(id);
+    if (existing && run) existing.replaceWith(row(run));
+  }
+  call("list_asks", {})
+    .then((asks) => asks.forEach((a) => (waiting.add(a.run_id), again(a.run_id))))
+    .catch(() => {});
+
   /** @param {import("../lib/types.js").RunRecord} run */
   function row(run) {
+    shown.set(run.id, run);
     const tr = h(
       "tr",
       { dataset: { id: run.id, status: run.status }, class: "clickable", onclick: (ev) => ev.target.closest("a") || ui.go(`#/run/${run.id}`) },
@@ -202,6 +217,8 @@ export function mount(root, params, ui) {
         run.reason ? h("span", { class: "reason" }, reasonText(run.reason)) : null,
         // A run that waits for a time (a retry's backoff, a limit's reset) says until when, and why.
         run.status === "queued" && run.due_at ? h("span", { class: "reason waiting", title: run.message ?? "" }, `waiting until ${when(run.due_at)}`) : null,
+        // A run that holds a call until the user answers (its detail has Approve and Deny).
+        waiting.has(run.id) ? h("span", { class: "reason waiting", "data-asks": "" }, "waiting for approval") : null,
       ),
       h("td", { title: full(run.started_at ?? run.scheduled_for) }, when(run.started_at ?? run.scheduled_for)),
       h("td", { class: "num" }, duration(run.duration_ms)),
@@ -221,6 +238,11 @@ export function mount(root, params, ui) {
 
   const stop = onEngine((ev) => {
     if (ev.type === "resync") return void reload();
+    if (ev.type === "approval_asked" || ev.type === "approval_answered") {
+      if (ev.type === "approval_asked") waiting.add(ev.run_id);
+      else waiting.delete(ev.run_id);
+      return void again(ev.run_id);
+    }
     if (!("run" in ev)) return;
     const run = ev.run;
     const existing = rows.get(run.id);
