@@ -18,6 +18,7 @@ pub mod health;
 pub mod homes;
 pub mod mcp;
 pub mod receiver;
+pub(crate) mod secret_file;
 pub mod runner;
 pub mod serve;
 /// The database is the engine's: a normal build cannot reach the store at all (the faces read

@@ -45,6 +45,7 @@ impl Engine {
         tracing::info!(run = %run.id, ask = %ask.id, %what, "waiting for approval");
         self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("waiting for approval: {what}") });
         self.core.emit(EngineEvent::ApprovalAsked { run_id: run.id.clone(), routine: run.routine.clone(), what: what.clone(), until: crate::words::fmt_time(&expires) });
+        self.post_ask_to_ntfy(&ask, &what);
         loop {
             let answered = self.core.store.ask(&ask.id)?.and_then(|a| a.answer.clone().map(|answer| (answer, a)));
             if let Some((answer, a)) = answered {

@@ -27,6 +27,7 @@ mod run;
 mod upkeep;
 // The engine's modules the faces, the views and the API name, at the paths they always had.
 pub use accounts::secrets;
+pub use approval_links::Refused;
 pub use approvals::{ask_outcome, ask_words, Decision};
 pub use inbound::{github_poll, incoming};
 pub use resident::scheduler;
@@ -35,6 +36,7 @@ pub use run::lanes;
 mod awake;
 mod followed;
 pub use accounts::budgets::BudgetState;
+mod approval_links;
 mod approvals;
 mod authoring;
 mod catalog;

@@ -122,8 +122,8 @@ impl Server {
         let addr = listener.local_addr().map_err(|e| Error::new(ErrorCode::Io, e.to_string()))?;
         let token_file = engine.home().data_dir().join("serve-token");
         let read_only_file = engine.home().data_dir().join("serve-token-read-only");
-        let token = access::kept_token(&token_file, options.new_token)?;
-        let read_only_token = access::kept_token(&read_only_file, options.new_token)?;
+        let token = crate::secret_file::kept(&token_file, options.new_token)?;
+        let read_only_token = crate::secret_file::kept(&read_only_file, options.new_token)?;
         let mut hosts = vec![(addr.to_string(), "http")];
         if loopback {
             hosts.push((format!("localhost:{}", addr.port()), "http"));
@@ -164,7 +164,10 @@ impl Server {
             .with_state(self.served)
             // GitHub's and Linear's deliveries (`trigger:`): their signature is their credential,
             // so neither the token nor the Host check (a tunnel names its own host) applies.
-            .merge(crate::receiver::router(engine));
+            .merge(crate::receiver::router(engine.clone()))
+            // Approve / Deny from the phone: the link's signature is its credential (see
+            // `engine::approval_links`), so neither the token nor the Host check applies.
+            .merge(Router::new().route("/approvals/{id}/{answer}", post(approval_link).get(approval_link_page)).with_state(engine));
         axum::serve(self.listener, app).with_graceful_shutdown(shutdown).await.map_err(|e| Error::new(ErrorCode::Io, format!("serving failed: {e}")))
     }
 }
@@ -233,6 +236,28 @@ async fn command(State(s): State<Arc<Served>>, Path(name): Path<String>, headers
         Ok(v) => json_response(StatusCode::OK, &v),
         Err(e) => error_response(&e),
     }
+}
+
+/// `POST /approvals/<ask>/<allow|deny>?until=…&sig=…`: an ask answered from a signed link.
+async fn approval_link(State(engine): State<Engine>, Path((id, answer)): Path<(String, String)>, Query(q): Query<HashMap<String, String>>) -> Response<Body> {
+    let until = q.get("until").and_then(|u| u.parse::<i64>().ok()).unwrap_or(0);
+    let sig = q.get("sig").cloned().unwrap_or_default();
+    let answered = tokio::task::spawn_blocking(move || engine.answer_by_link(&id, &answer, until, &sig)).await;
+    use crate::engine::Refused;
+    match answered {
+        Ok(Ok(Ok(ask))) => plain(StatusCode::OK, &format!("{} — thank you", crate::engine::ask_outcome(&ask, crate::schedule::local_tz()))),
+        Ok(Ok(Err(Refused::Forged))) => plain(StatusCode::FORBIDDEN, "this is not a link Nightshift signed for this ask and answer"),
+        Ok(Ok(Err(Refused::Unknown))) => plain(StatusCode::NOT_FOUND, "no such ask here"),
+        Ok(Ok(Err(Refused::Expired(why)))) => plain(StatusCode::GONE, &why),
+        Ok(Ok(Err(Refused::Answered(why)))) => plain(StatusCode::CONFLICT, &why),
+        Ok(Err(e)) => error_response(&e),
+        Err(e) => plain(StatusCode::INTERNAL_SERVER_ERROR, &format!("the engine task failed: {e}")),
+    }
+}
+
+/// A link opened in a browser answers nothing (a preview must not approve): it says to press.
+async fn approval_link_page() -> Response<Body> {
+    plain(StatusCode::METHOD_NOT_ALLOWED, "press Approve or Deny in the notification (this link answers a POST only)")
 }
 
 /// `/mcp`: the MCP tools (`crate::mcp`) behind the same token as the API; a read-only token

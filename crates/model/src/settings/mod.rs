@@ -88,6 +88,18 @@ pub struct Settings {
     pub serve: ServeSettings,
     /// `[mcp]`: what agents may do through Nightshift's MCP server.
     pub mcp: McpSettings,
+    /// `[approvals]`: where else a run's ask (`on_denial: ask`) is sent.
+    pub approvals: ApprovalsSettings,
+}
+
+/// `[approvals]` in nightshift.toml.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ApprovalsSettings {
+    /// `ntfy = "https://ntfy.sh/<topic>"`: each ask is also posted to this ntfy topic (a public or
+    /// self-hosted server), with Approve and Deny buttons that call back this home's `serve`
+    /// (`[serve] public_url`, else its `listen` address) through signed, single-use links.
+    pub ntfy: Option<String>,
 }
 
 /// `[github]` in nightshift.toml.
@@ -301,6 +313,7 @@ impl Default for Settings {
             hooks: HooksSettings::default(),
             serve: ServeSettings::default(),
             mcp: McpSettings::default(),
+            approvals: ApprovalsSettings::default(),
             github: GithubSettings::default(),
         }
     }
@@ -441,6 +454,9 @@ impl Settings {
         }
         if let Some((needle, problem)) = settings.serve.problem() {
             return Err(located(text.find(&needle).unwrap_or(0), &problem));
+        }
+        if let Some(url) = settings.approvals.ntfy.as_deref().filter(|u| !(u.starts_with("https://") || u.starts_with("http://"))) {
+            return Err(located(text.find(url).unwrap_or(0), &format!("`[approvals] ntfy` must be an ntfy topic's address, https://ntfy.sh/<topic> or your own server's (found \"{url}\")")));
         }
         let mut homes = std::collections::HashSet::new();
         for h in &settings.homes {
