@@ -63,11 +63,12 @@ class Server(dbus.service.Object):
             err(dbus.exceptions.DBusException("refused for the test", name="org.freedesktop.Notifications.Error.Refused"))
             return
         self.count += 1
-        write({"t": time.time(), "app_name": str(app_name), "summary": str(summary), "body": str(body), "icon": str(app_icon),
+        write({"t": time.time(), "app_name": str(app_name), "replaces": int(replaces_id), "summary": str(summary), "body": str(body), "icon": str(app_icon),
                "actions": plain(actions), "hints": {k: plain(v) for k, v in hints.items() if k != "image-data"},
                "timeout": int(timeout)})
         if MODE != "hang":
-            ok(dbus.UInt32(self.count))
+            # A notification that replaces another keeps its id, as servers answer.
+            ok(dbus.UInt32(int(replaces_id) or self.count))
         if MODE == "open" and "open" in [str(a) for a in actions]:
             nid = self.count
             GLib.timeout_add(500, lambda: self.ActionInvoked(dbus.UInt32(nid), "open") or False)

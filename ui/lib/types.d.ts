@@ -639,7 +639,12 @@ run_id: string | null, critical: boolean,
 /**
  * The run waits for an answer (`on_denial: ask`): the notification offers Approve and Deny.
  */
-asks: boolean, };
+asks: boolean, 
+/**
+ * Notices with the same tag replace each other on the desktop (an ask's notification becomes
+ * its answer: "✓ deps: approved (phone, 02:14)").
+ */
+tag: string | null, };
 
 export type Page = { runs: Array<RunRecord>, 
 /**

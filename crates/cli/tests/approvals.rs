@@ -210,6 +210,14 @@ async fn approved_from_the_desktop_notification() {
     bus.click(at + 1, "approve");
     let rec = running.await.unwrap();
     assert_eq!(rec["status"], "completed", "{rec:#}");
+    // The ask's notification became its answer (the same notification, replaced).
+    let mut answered = None;
+    nightshift_testkit::wait_until("the answer's notification", Duration::from_secs(20), || {
+        answered = bus.notifications().into_iter().find(|n| n["summary"].as_str().is_some_and(|s| s.starts_with("✓ deps: approved")));
+        answered.is_some()
+    });
+    let answered = answered.unwrap();
+    assert_eq!((answered["summary"].as_str(), answered["replaces"].as_u64()), (Some("✓ deps: approved (desktop)"), Some(at as u64 + 1)), "{answered}");
     assert!(s.project.join("pushed.txt").exists(), "approved from the notification, the call ran");
     let store = nightshift_core::store::Store::open(&s.th.path().join("nightshift.db")).unwrap();
     let asks = store.asks_of(rec["id"].as_str().unwrap()).unwrap();

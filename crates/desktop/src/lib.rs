@@ -22,12 +22,15 @@ pub struct DesktopNotifier {
     icon: Option<PathBuf>,
     on_open: Option<OpenRun>,
     on_answer: Option<AnswerAsk>,
+    /// The notification shown last for each tag ([`Notice::tag`]): the next with that tag
+    /// replaces it.
+    shown: std::sync::Mutex<std::collections::HashMap<String, u32>>,
 }
 
 impl DesktopNotifier {
     /// `icon`: the brand icon (PNG) to show; `on_open`: what "Open" does (where supported).
     pub fn new(icon: Option<PathBuf>, on_open: Option<OpenRun>) -> Self {
-        DesktopNotifier { icon: icon.filter(|p| p.exists()), on_open, on_answer: None }
+        DesktopNotifier { icon: icon.filter(|p| p.exists()), on_open, on_answer: None, shown: Default::default() }
     }
 
     /// What "Approve" and "Deny" do on a run's ask (without it, an ask's notification only
@@ -73,7 +76,14 @@ impl Notifier for DesktopNotifier {
         }
         #[cfg(not(all(unix, not(target_os = "macos"))))]
         let _ = Urgency::Normal;
+        let replaces = notice.tag.as_ref().and_then(|t| self.shown.lock().unwrap_or_else(|e| e.into_inner()).get(t).copied());
+        if let Some(id) = replaces {
+            n.id(id);
+        }
         let handle = n.show().map_err(|e| e.to_string())?;
+        if let Some(tag) = &notice.tag {
+            self.shown.lock().unwrap_or_else(|e| e.into_inner()).insert(tag.clone(), handle.id());
+        }
         #[cfg(all(unix, not(target_os = "macos")))]
         if let Some(run_id) = notice.run_id.clone().filter(|_| self.on_open.is_some() || answers) {
             let (on_open, on_answer) = (self.on_open.clone(), self.on_answer.clone().filter(|_| answers));

@@ -27,6 +27,10 @@ pub struct Notice {
     /// The run waits for an answer (`on_denial: ask`): the notification offers Approve and Deny.
     #[serde(default)]
     pub asks: bool,
+    /// Notices with the same tag replace each other on the desktop (an ask's notification becomes
+    /// its answer: "✓ deps: approved (phone, 02:14)").
+    #[serde(default)]
+    pub tag: Option<String>,
 }
 
 impl Notice {
@@ -94,7 +98,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     let refused = (!run.denials.is_empty() && run.reason != Some(Reason::PermissionDenied)).then(|| crate::run::denials_words(&run.denials));
     // On GitHub Actions: which workflow run of which repository ("on ci · run 1234 · acme/app").
     let actions = run.remote_url.is_some().then(|| run.place().map(|p| format!("on {p}"))).flatten();
-    let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed, asks: false };
+    let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed, asks: false, tag: None };
     Some(run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused).chain(actions).fold(notice, |n, line| n.with_line(&line)))
 }
 
@@ -112,6 +116,7 @@ pub fn push_failed_notice(run: &RunRecord) -> Option<Notice> {
         run_id: Some(run.id.clone()),
         critical: true,
         asks: false,
+        tag: None,
     })
 }
 
@@ -128,6 +133,7 @@ pub fn waiting_notice(run: &RunRecord, tz: chrono_tz::Tz) -> Option<Notice> {
         run_id: Some(run.id.clone()),
         critical: false,
         asks: false,
+        tag: None,
     })
 }
 
@@ -154,7 +160,7 @@ pub fn quiet_notice(run: &RunRecord, last_ran: Option<chrono::DateTime<chrono::U
         RunStatus::Skipped => format!("⚠ {} skipped its {}slot", run.routine, slot),
         _ => format!("⚠ {} {since}", run.routine),
     };
-    Notice { summary, body: crate::words::first_line(&body, 200), run_id: Some(run.id.clone()), critical: true, asks: false }
+    Notice { summary, body: crate::words::first_line(&body, 200), run_id: Some(run.id.clone()), critical: true, asks: false, tag: None }
 }
 
 /// One notification for runs that finished long ago, while nothing could notify (a week away
@@ -170,6 +176,7 @@ pub fn summary_for(runs: &[RunRecord]) -> Notice {
         run_id: None,
         critical: failed > 0,
         asks: false,
+        tag: None,
     }
 }
 

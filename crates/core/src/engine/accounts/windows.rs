@@ -52,6 +52,7 @@ pub(crate) fn reset_notice(run: &RunRecord, now: DateTime<Utc>, tz: Tz, told: &m
         run_id: Some(run.id.clone()),
         critical: false,
         asks: false,
+        tag: None,
     })
 }
 

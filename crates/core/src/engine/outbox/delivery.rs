@@ -200,7 +200,7 @@ pub(crate) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
         let mut resets_told: std::collections::HashSet<(String, String)> = std::collections::HashSet::new();
         loop {
             let notice = match events.recv().await {
-                Ok(EngineEvent::RoutinePaused { routine, reason }) => Some(Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true, asks: false }),
+                Ok(EngineEvent::RoutinePaused { routine, reason }) => Some(Notice { summary: format!("⏸ {routine} paused"), body: reason, run_id: None, critical: true, asks: false, tag: None }),
                 // A run that met a limit waits for its reset: said when it starts to wait.
                 Ok(EngineEvent::RunQueued { run }) => {
                     let set = core.routines();
@@ -221,15 +221,26 @@ pub(crate) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                 Ok(EngineEvent::ApprovalAsked { run_id, routine, what, until }) => {
                     let tz = core.routines().get(&routine).map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
                     let until = crate::words::parse_time(&until).map(|t| crate::words::local_day_time(t, tz)).unwrap_or(until);
-                    Some(Notice { summary: format!("? {routine} asks to run a call its routine does not allow"), body: format!("{what}\nDenied if not answered by {until}."), run_id: Some(run_id), critical: true, asks: true })
+                    let tag = Some(format!("ask:{run_id}"));
+                    Some(Notice { summary: format!("? {routine} asks to run a call its routine does not allow"), body: format!("{what}\nDenied if not answered by {until}."), run_id: Some(run_id), critical: true, asks: true, tag })
                 }
-                Ok(EngineEvent::AccountNotice { summary, body, .. }) => Some(Notice { summary, body, run_id: None, critical: false, asks: false }),
+                // Answered — wherever: the ask's notification says how (it is replaced).
+                Ok(EngineEvent::ApprovalAnswered { run_id, routine, what, answer, by }) => {
+                    let said = match answer.as_str() {
+                        "allow" => format!("✓ {routine}: approved ({by})"),
+                        "deny" => format!("✗ {routine}: denied ({by})"),
+                        _ => format!("✗ {routine}: not approved in time"),
+                    };
+                    Some(Notice { summary: said, body: what, run_id: Some(run_id.clone()), critical: false, asks: false, tag: Some(format!("ask:{run_id}")) })
+                }
+                Ok(EngineEvent::AccountNotice { summary, body, .. }) => Some(Notice { summary, body, run_id: None, critical: false, asks: false, tag: None }),
                 Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(Notice {
                     summary: format!("✗ webhook {webhook} could not post {routine}"),
                     body: format!("{error} — the run's result is kept; `nightshiftctl deliveries retry` sends it again"),
                     run_id: Some(run_id),
                     critical: false,
                     asks: false,
+                    tag: None,
                 }),
                 Ok(EngineEvent::AccountsChanged) => core.accounts().iter().find_map(|a| {
                     let h = core.store.account_health(&a.email).ok().flatten()?;
@@ -240,6 +251,7 @@ pub(crate) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                         run_id: h.run_id.clone(),
                         critical: true,
                         asks: false,
+                        tag: None,
                     })
                 }),
                 Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => None,
