@@ -20,6 +20,11 @@ struct Scene {
 }
 
 async fn scene(extra: &str) -> Scene {
+    scene_timed(extra, "3m").await
+}
+
+/// [`scene`] with the routine's `timeout`.
+async fn scene_timed(extra: &str, timeout: &str) -> Scene {
     let th = TestHome::new();
     let project = th.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
@@ -28,7 +33,7 @@ async fn scene(extra: &str) -> Scene {
     th.routine(
         "deps",
         &format!(
-            "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Bump the dependencies and push\nmode: edit\non_denial: ask\n{extra}timeout: 3m\ncwd: {}\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-ask\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n",
+            "schedule: \"0 2 * * *\"\nagent: claude\nprompt: Bump the dependencies and push\nmode: edit\non_denial: ask\n{extra}timeout: {timeout}\ncwd: {}\nenv:\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-ask\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n",
             project.display(),
             fake.url()
         ),
@@ -281,4 +286,36 @@ async fn approved_from_the_phone_by_a_signed_link() {
     assert!(s.project.join("pushed.txt").exists(), "approved from the phone, the call ran");
     let shown = stdout(&ctl(&s.th).args(["show", rec["id"].as_str().unwrap()]).output().unwrap());
     assert!(shown.contains("— approved (phone, "), "{shown}");
+}
+
+/// Waiting for an answer is silence, not a stall: approved after longer than `stall_timeout`, the
+/// run goes on and completes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiting_for_an_answer_is_no_stall() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let s = scene("stall_timeout: 2s\n").await;
+    let (running, ask) = run_until_it_asks(&s).await;
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert!(!running.is_finished(), "still waiting for the answer after more than its stall_timeout");
+    assert!(ctl(&s.th).args(["approve", ask["run_id"].as_str().unwrap()]).output().unwrap().status.success());
+    let rec = running.await.unwrap();
+    assert_eq!(rec["status"], "completed", "{rec:#}");
+    assert!(!std::path::Path::new(rec["run_dir"].as_str().unwrap()).join("asking").exists(), "the mark is gone with the wait");
+}
+
+/// The wait counts toward the run's `timeout`: an ask (here the default 30m) ends 30 s before the
+/// run would be stopped — a refusal the agent hears in time to finish — never with the run killed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_ends_before_the_runs_timeout() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let s = scene_timed("", "40s").await;
+    let (running, _) = run_until_it_asks(&s).await;
+    let rec = running.await.unwrap();
+    assert_eq!(rec["status"], "completed", "refused in time, not timed out: {rec:#}");
+    assert!(told(&s.fake).contains("Nobody approved this within "), "{}", told(&s.fake));
+    assert!(!s.project.join("pushed.txt").exists());
 }

@@ -26,6 +26,11 @@ impl<'a> RunDir<'a> {
     pub fn exit_code(self) -> PathBuf {
         self.0.join(EXIT_CODE_FILE)
     }
+    /// Present while the run holds a call and waits for the user's answer (`on_denial: ask`): its
+    /// silence then is no stall.
+    pub fn asking(self) -> PathBuf {
+        self.0.join("asking")
+    }
     pub fn report(self) -> PathBuf {
         self.0.join(REPORT_FILE)
     }

@@ -38,10 +38,16 @@ impl Engine {
             self.core.store.answer_ask(&ask.id, "allow", true, "earlier", now)?;
             return Ok(Decision::Allow);
         }
-        let expires = now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::minutes(30));
+        // The wait counts toward the run's `timeout`: an ask ends (a refusal) 30 s before the run
+        // would be stopped, so the agent hears the answer and can finish.
+        let mut expires = now + chrono::Duration::from_std(timeout).unwrap_or(chrono::Duration::minutes(30));
+        if let Some(stop) = run.started_at.and_then(|t| chrono::Duration::from_std(routine.timeout).ok().map(|d| t + d - chrono::Duration::seconds(30))) {
+            expires = expires.min(stop.max(now));
+        }
         let ask = self.new_ask(run, tool, &shown, now, expires);
         self.core.store.add_ask(&ask)?;
         let what = ask_words(tool, &shown);
+        let _asking = Asking::mark(&run.run_dir);
         tracing::info!(run = %run.id, ask = %ask.id, %what, "waiting for approval");
         self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("waiting for approval: {what}") });
         self.core.emit(EngineEvent::ApprovalAsked { run_id: run.id.clone(), routine: run.routine.clone(), what: what.clone(), until: crate::words::fmt_time(&expires) });
@@ -56,7 +62,8 @@ impl Engine {
                 if self.core.store.answer_ask(&ask.id, "timeout", false, "timeout", now)? {
                     self.core.emit(EngineEvent::RunProgress { run_id: run.id.clone(), routine: run.routine.clone(), message: format!("not approved in time: {what}") });
                     self.core.emit(EngineEvent::ApprovalAnswered { run_id: run.id.clone(), routine: run.routine.clone(), what: what.clone(), answer: "timeout".into(), by: "timeout".into() });
-                    return Ok(Decision::Deny(format!("Nobody approved this within {} (the routine's ask_timeout); it was not run. Go on without it.", humantime::format_duration(timeout))));
+                    let waited = humantime::format_duration(std::time::Duration::from_secs((expires - ask.asked_at).num_seconds().max(0) as u64));
+                    return Ok(Decision::Deny(format!("Nobody approved this within {waited}; it was not run. Go on without it.")));
                 }
                 continue; // answered just now
             }
@@ -115,6 +122,24 @@ impl Engine {
     /// The asks of one run, oldest first.
     pub fn asks_of(&self, run: &str) -> Result<Vec<Ask>> {
         self.core.store.asks_of(run)
+    }
+}
+
+/// The run's "asking" mark ([`crate::run_dir::RunDir::asking`]) while it waits, gone with it
+/// however the wait ends.
+struct Asking(std::path::PathBuf);
+
+impl Asking {
+    fn mark(run_dir: &str) -> Asking {
+        let path = crate::run_dir::RunDir::at(std::path::Path::new(run_dir)).asking();
+        let _ = std::fs::write(&path, "");
+        Asking(path)
+    }
+}
+
+impl Drop for Asking {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 

@@ -39,7 +39,8 @@ async fn until_stalled(run_dir: &std::path::Path, stall: Option<Duration>) -> St
     loop {
         tokio::time::sleep(look).await;
         let now = size();
-        if now != last {
+        // Waiting for the user's answer (`on_denial: ask`) is silence, not a stall.
+        if now != last || dir.asking().exists() {
             (last, since) = (now, tokio::time::Instant::now());
         } else if since.elapsed() >= stall {
             return stalled_words(&dir, stall);
