@@ -18,6 +18,12 @@ pub(crate) fn kept(path: &std::path::Path, renew: bool) -> Result<String, Error>
     Ok(token)
 }
 
+/// Whether a secret given (a token, a signature) is the one kept, in constant time (the length
+/// is not secret).
+pub(crate) fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
 /// A fresh token of 32 random bytes, hex.
 fn new_token() -> Result<String, Error> {
     let mut bytes = [0u8; 32];

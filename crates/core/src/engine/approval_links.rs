@@ -40,7 +40,7 @@ impl Engine {
     /// Answer ask `id` from a link (`serve`'s `/approvals/…`): only a link this home signed, for
     /// that ask and answer, before its time; once.
     pub fn answer_by_link(&self, id: &str, answer: &str, until: i64, sig: &str) -> Result<std::result::Result<Ask, Refused>> {
-        if !matches!(answer, "allow" | "deny") || !same(signature(&self.link_key()?, id, answer, until).as_bytes(), sig.as_bytes()) {
+        if !matches!(answer, "allow" | "deny") || !crate::secret_file::same(signature(&self.link_key()?, id, answer, until).as_bytes(), sig.as_bytes()) {
             return Ok(Err(Refused::Forged));
         }
         let Some(ask) = self.core.store.ask(id)? else { return Ok(Err(Refused::Unknown)) };
@@ -97,11 +97,6 @@ fn signature(key: &str, id: &str, answer: &str, until: i64) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
     mac.update(format!("{id}:{answer}:{until}").as_bytes());
     mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// Constant-time comparison (the signature's length is not secret).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]

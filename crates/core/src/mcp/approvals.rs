@@ -10,7 +10,6 @@ use crate::Engine;
 use rmcp::model::Tool;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use std::sync::Arc;
 
 /// The tool's name (Claude Code calls it `mcp__nightshift_approvals__approval_prompt`).
 pub const TOOL: &str = "approval_prompt";
@@ -25,12 +24,7 @@ pub struct Prompt {
 }
 
 pub fn declared() -> Vec<Tool> {
-    let schema = schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<Prompt>();
-    let object = match serde_json::to_value(schema) {
-        Ok(serde_json::Value::Object(o)) => o,
-        _ => serde_json::Map::new(),
-    };
-    vec![Tool::new(TOOL, "Asks the user whether a tool call the routine does not allow may run; holds it until they answer or the routine's ask_timeout passes.", Arc::new(object))]
+    vec![Tool::new(TOOL, "Asks the user whether a tool call the routine does not allow may run; holds it until they answer or the routine's ask_timeout passes.", super::tools::input_schema::<Prompt>())]
 }
 
 /// The answer for Claude Code, as the JSON text its prompt tool returns.

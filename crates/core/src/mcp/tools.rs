@@ -249,8 +249,8 @@ tools! { engine, caller;
         = { api::set_routine_paused(engine, &a.name, false)?; serde_json::json!({ "routine": a.name, "paused": false }) };
 }
 
-/// A tool as `tools/list` gives it: its input schema from `T`, read-only ones marked so.
-fn tool<T: JsonSchema>(name: &'static str, description: &'static str, power: Power) -> Tool {
+/// The input schema of a tool that reads a `T` (JSON Schema 2020-12, as MCP takes it).
+pub(super) fn input_schema<T: JsonSchema>() -> Arc<serde_json::Map<String, serde_json::Value>> {
     let schema = schemars::generate::SchemaSettings::draft2020_12().into_generator().into_root_schema_for::<T>();
     let mut object = match serde_json::to_value(schema) {
         Ok(serde_json::Value::Object(o)) => o,
@@ -260,7 +260,12 @@ fn tool<T: JsonSchema>(name: &'static str, description: &'static str, power: Pow
     object.remove("description");
     object.remove("title");
     object.entry("properties").or_insert_with(|| serde_json::json!({}));
-    let mut tool = Tool::new(name, description, Arc::new(object));
+    Arc::new(object)
+}
+
+/// A tool as `tools/list` gives it: its input schema from `T`, read-only ones marked so.
+fn tool<T: JsonSchema>(name: &'static str, description: &'static str, power: Power) -> Tool {
+    let mut tool = Tool::new(name, description, input_schema::<T>());
     let mut hints = ToolAnnotations::default();
     hints.read_only_hint = Some(power == Power::Read);
     hints.destructive_hint = Some(false);

@@ -59,20 +59,15 @@ impl Gate {
             return Err(plain(StatusCode::TOO_MANY_REQUESTS, "too many wrong tokens; try again in a minute"));
         }
         let given = headers.get(header::AUTHORIZATION).and_then(|h| h.to_str().ok()).and_then(|h| h.strip_prefix("Bearer ")).unwrap_or("");
-        if same(given.as_bytes(), self.token.as_bytes()) {
+        if crate::secret_file::same(given.as_bytes(), self.token.as_bytes()) {
             return Ok(if self.read_only { Access::ReadOnly } else { Access::Full });
         }
-        if same(given.as_bytes(), self.read_only_token.as_bytes()) {
+        if crate::secret_file::same(given.as_bytes(), self.read_only_token.as_bytes()) {
             return Ok(Access::ReadOnly);
         }
         bad.push(Instant::now());
         Err(plain(StatusCode::UNAUTHORIZED, "missing or wrong access token (open the URL `nightshiftctl serve` printed)"))
     }
-}
-
-/// Constant-time comparison (the token's length is not secret).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 #[cfg(test)]
