@@ -80,7 +80,16 @@ for_run: boolean, answered_at: string | null,
  * Where it was answered: `cli`, `window`, `desktop`, `phone`, `timeout`, `earlier` (an
  * answer for the rest of the run).
  */
-answered_by: string | null, };
+answered_by: string | null, 
+/**
+ * The agent waits on it while it runs (`false`: asked after the run ended, `blocked ·
+ * needs_approval`). (Missing from an earlier release's answer: every ask was held then.)
+ */
+held: boolean, 
+/**
+ * The run an approval after the run started, with the call allowed.
+ */
+rerun: string | null, };
 
 /**
  * One try of a run: failover to another account, a retry after a transient failure and a wait
@@ -672,7 +681,7 @@ export type PushState = "pending" | "pushed" | "failed" | "nothing";
 /**
  * The cause behind a status other than `completed`.
  */
-export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "queue_full" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "no_hosts" | "no_sandbox" | "permission_denied" | "budget";
+export type Reason = "auth_failed" | "rate_limited" | "agent_error" | "exit_nonzero" | "spawn_failed" | "interrupted" | "auth_preflight" | "no_account" | "superseded" | "active_run" | "queue_full" | "host_unreachable" | "no_runner" | "api_unavailable" | "killed" | "stalled" | "missing_secret" | "no_cwd" | "no_hosts" | "no_sandbox" | "permission_denied" | "needs_approval" | "budget";
 
 export type Relogin = { 
 /**
@@ -1003,7 +1012,7 @@ export type Tone = "muted" | "ok" | "pending" | "warn" | "bad";
 /**
  * Why a run exists.
  */
-export type Trigger = "schedule" | "manual" | "catchup" | "cli" | "event" | "mcp";
+export type Trigger = "schedule" | "manual" | "catchup" | "cli" | "event" | "mcp" | "approval";
 
 /**
  * What a run used, as the agent's own final event says (Claude's `result`, Codex's last

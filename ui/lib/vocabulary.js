@@ -44,6 +44,7 @@ export const TRIGGER_LABEL = {
   cli: "cli",
   event: "event",
   mcp: "mcp",
+  approval: "approval",
 };
 
 /** Every word shown as a badge — run statuses, routine states, account verdicts — with its tone (CSS `badge-tone-*`) and words. */
@@ -97,6 +98,7 @@ export const REASON_LABEL = {
   no_hosts: "no hosts",
   no_sandbox: "no sandbox",
   permission_denied: "permission denied",
+  needs_approval: "needs approval",
   budget: "budget",
 };
 

@@ -113,6 +113,9 @@ export function mount(root, params, ui) {
     // And what it asked (`on_denial: ask`): each call and its answer; one that waits gets
     // Approve, Allow for this run and Deny (the first answer wins, wherever it is given).
     const waiting = detail.asks.some((a) => a.answer === null);
+    // Asked after the run (it ended `blocked · needs_approval`): Approve reruns it with the call
+    // allowed for the rerun only.
+    const afterRun = detail.asks.some((a) => a.answer === null && !a.held);
     const answer = (allow, forRun) => async () => {
       try {
         await call("answer_ask", { run: r.id, allow, forRun });
@@ -129,8 +132,8 @@ export function mount(root, params, ui) {
         ? h(
             "div",
             { class: "actions", id: "run-ask-actions" },
-            h("button", { id: "ask-approve", class: "primary", onclick: answer(true, false) }, "Approve"),
-            h("button", { id: "ask-allow-run", onclick: answer(true, true) }, "Allow for this run"),
+            h("button", { id: "ask-approve", class: "primary", onclick: answer(true, false) }, afterRun ? "Approve and rerun" : "Approve"),
+            afterRun ? null : h("button", { id: "ask-allow-run", onclick: answer(true, true) }, "Allow for this run"),
             h("button", { id: "ask-deny", class: "danger", onclick: answer(false, false) }, "Deny"),
           )
         : null,

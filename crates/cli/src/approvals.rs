@@ -27,13 +27,22 @@ pub fn list(engine: &Engine, as_json: bool) -> Result<Outcome, Error> {
     Ok(Outcome::Ok)
 }
 
-pub fn answer(engine: &Engine, run: &str, allow: bool, for_run: bool) -> Result<Outcome, Error> {
-    let ask = engine.answer_ask(run, allow, for_run, "cli")?;
+pub async fn answer(engine: &Engine, run: &str, allow: bool, for_run: bool) -> Result<Outcome, Error> {
+    let ask = engine.answer_and_rerun(run, allow, for_run, "cli").await?;
     let what = ask_words(&ask.tool, &ask.input);
-    match (allow, ask.for_run) {
-        (true, true) => println!("approved for the rest of run {}: {} (and every later {} call)", ask.run_id, what, ask.tool),
-        (true, false) => println!("approved once for run {}: {what}", ask.run_id),
-        (false, _) => println!("denied for run {}: {what}", ask.run_id),
+    match (allow, ask.for_run, &ask.rerun) {
+        // Asked after the run (it ended `blocked · needs_approval`): approving reruns it.
+        (true, _, Some(rerun)) => {
+            println!("{rerun}");
+            eprintln!("approved for one rerun of run {}: {what} — started as run {rerun}; follow it with `nightshiftctl logs {rerun} --follow`", ask.run_id);
+            // Queued behind a busy lane, it outlives this command: say who starts it.
+            engine.hand_off_queued()?;
+        }
+        (true, _, None) if !ask.held => println!("approved for one rerun of run {}: {what} (the app or the daemon starts it)", ask.run_id),
+        (true, true, None) => println!("approved for the rest of run {}: {} (and every later {} call)", ask.run_id, what, ask.tool),
+        (true, false, None) => println!("approved once for run {}: {what}", ask.run_id),
+        (false, _, _) if !ask.held => println!("denied for run {}: {what} (it stays blocked)", ask.run_id),
+        (false, _, _) => println!("denied for run {}: {what}", ask.run_id),
     }
     Ok(Outcome::Ok)
 }

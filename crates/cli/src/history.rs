@@ -99,7 +99,8 @@ pub fn show(engine: &Engine, id: &str, as_json: bool) -> Result<Outcome, Error> 
         _ => None,
     };
     let asks = engine.asks_of(&r.id)?;
-    print_run(r, &deliveries, &asks, not_delivered, as_json)
+    let approved_by = engine.rerun_words(&r);
+    print_run(r, &deliveries, &asks, approved_by, not_delivered, as_json)
 }
 
 /// `show --home NAME`: the same run, from that home's `serve` (its window's run detail).
@@ -110,10 +111,10 @@ pub async fn show_there(home: &HomeClient, id: &str, as_json: bool) -> Result<Ou
     let deliveries: Vec<DeliveryRow> = serde_json::from_value(detail["deliveries"].take()).map_err(unreadable)?;
     // (A home of an earlier release has no asks to say.)
     let asks: Vec<nightshift_core::records::Ask> = serde_json::from_value(detail["asks"].take()).unwrap_or_default();
-    print_run(r, &deliveries, &asks, None, as_json)
+    print_run(r, &deliveries, &asks, None, None, as_json)
 }
 
-fn print_run(r: RunRecord, deliveries: &[DeliveryRow], asks: &[nightshift_core::records::Ask], not_delivered: Option<String>, as_json: bool) -> Result<Outcome, Error> {
+fn print_run(r: RunRecord, deliveries: &[DeliveryRow], asks: &[nightshift_core::records::Ask], approved_by: Option<String>, not_delivered: Option<String>, as_json: bool) -> Result<Outcome, Error> {
     if as_json {
         json(&r);
         return Ok(Outcome::Ok);
@@ -179,6 +180,9 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], asks: &[nightshift_core::
     }
     for d in &r.denials {
         println!("refused      {}", d.words());
+    }
+    if let Some(words) = approved_by {
+        println!("approved     {words}");
     }
     for a in asks {
         println!("asked        {}", nightshift_core::engine::ask_outcome(a, nightshift_core::schedule::local_tz()));

@@ -312,8 +312,8 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
         Command::Report { run_id } => history::report(&open_for_reading(home).await?, &run_id),
         Command::Cancel { run_id } => run::cancel(&open(home).await?, &run_id).await,
         Command::Approvals { json } => approvals::list(&open(home).await?, json),
-        Command::Approve { run_id, for_run } => approvals::answer(&open(home).await?, &run_id, true, for_run),
-        Command::Deny { run_id } => approvals::answer(&open(home).await?, &run_id, false, false),
+        Command::Approve { run_id, for_run } => approvals::answer(&open(home).await?, &run_id, true, for_run).await,
+        Command::Deny { run_id } => approvals::answer(&open(home).await?, &run_id, false, false).await,
         Command::Serve(args) => serve::serve(Engine::open(EngineOptions::new(home).scrubbing_with_this_binary())?, args).await,
         Command::Secrets { command } => secrets::secrets(&open(home).await?, command),
         Command::Hooks { command } => hooks::hooks(&open(home).await?, command),
@@ -326,7 +326,9 @@ async fn dispatch(command: Command) -> Result<Outcome, Error> {
             // Inside a run: the tools its engine offers it (the run's own, sandbox or not).
             if let Some(socket) = nightshift_core::mcp::per_run::socket_of_this_run().await {
                 match nightshift_core::mcp::per_run::bridge(&socket).await {
-                    Ok(()) => return Ok(Outcome::Ok),
+                    // Exit now: the runtime would wait for its stdin reader, which the agent may
+                    // keep open after the engine's side ended (everything is flushed).
+                    Ok(()) => std::process::exit(0),
                     Err(e) => tracing::warn!(error = %e.message, "answering from the home instead"),
                 }
             }
@@ -455,10 +457,21 @@ pub fn enable_desktop_notifications(engine: &Engine) {
 pub fn answering_notifier(engine: &Engine) -> std::sync::Arc<dyn nightshift_core::notify::Notifier> {
     use nightshift_desktop::DesktopNotifier;
     let engine = engine.clone();
-    let answer: nightshift_desktop::AnswerAsk = std::sync::Arc::new(move |run: String, allow: bool| {
-        if let Err(e) = engine.answer_ask(&run, allow, false, "desktop") {
-            tracing::warn!(run = %run, error = %e.message, "the notification's answer was not taken");
+    // The answer comes on the notification's thread; an approval after a blocked run starts its
+    // rerun on this runtime.
+    let runtime = tokio::runtime::Handle::try_current().ok();
+    let answer: nightshift_desktop::AnswerAsk = std::sync::Arc::new(move |run: String, allow: bool| match engine.answer_ask(&run, allow, false, "desktop") {
+        Ok(ask) => {
+            if let Some(rt) = &runtime {
+                let engine = engine.clone();
+                rt.spawn(async move {
+                    if let Err(e) = engine.rerun_if_approved(ask).await {
+                        tracing::warn!(error = %e.message, "the approved rerun did not start here; the scheduler starts it");
+                    }
+                });
+            }
         }
+        Err(e) => tracing::warn!(run = %run, error = %e.message, "the notification's answer was not taken"),
     });
     std::sync::Arc::new(DesktopNotifier::new(Some(DesktopNotifier::bundled_icon()), None).answering(answer))
 }

@@ -182,7 +182,7 @@ fn ask_is_refused_where_the_cli_cannot_hold_a_call() {
     th.routine("too-long", "schedule: \"0 2 * * *\"\nagent: claude\nprompt: x\non_denial: ask\nask_timeout: 13h\n");
     let out = ctl(&th).args(["routines", "validate"]).output().unwrap();
     let said = common::stderr(&out);
-    assert!(said.contains("codex-asks.yaml:4:12: codex cannot hold a tool call while you are asked"), "{said}");
+    assert!(said.contains("codex-asks.yaml:4:12: `on_denial: ask` cannot be kept by codex: "), "{said}");
     assert!(said.contains("no-ask.yaml:4:14: `ask_timeout` is how long `on_denial: ask` waits"), "{said}");
     assert!(said.contains("too-long.yaml:5:14: `ask_timeout` must be more than 0 and at most 12h"), "{said}");
 }
@@ -318,4 +318,56 @@ async fn an_ask_ends_before_the_runs_timeout() {
     assert_eq!(rec["status"], "completed", "refused in time, not timed out: {rec:#}");
     assert!(told(&s.fake).contains("Nobody approved this within "), "{}", told(&s.fake));
     assert!(!s.project.join("pushed.txt").exists());
+}
+
+/// An engine killed while its run waits for approval: the ask outlives it. The run's agent loses
+/// its engine's answer and ends; the daemon settles the run once, `blocked · needs_approval`, the
+/// ask still open (now after the run); approving it reruns the routine resuming Claude Code's
+/// session with exactly that call allowed — the call runs, the rerun completes, and the blocked
+/// run stays as it was settled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_outlives_its_engine_and_its_approval_reruns_the_run_once() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let s = scene("").await;
+    // Claude Code keeps its sessions in ~/.claude, there on any machine it ran on before (the
+    // sandbox lets a run write there; a folder that is not there is not made for it).
+    std::fs::create_dir_all(s.th.user_home().join(".claude")).unwrap();
+    let mut engine = common::tokio_ctl(&s.th).args(["run", "deps", "--wait", "--json"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut ask = Value::Null;
+    nightshift_testkit::wait_until("the run to ask", Duration::from_secs(90), || {
+        ask = json(&ctl(&s.th).args(["approvals", "--json"]).output().unwrap()).get(0).cloned().unwrap_or(Value::Null);
+        !ask.is_null()
+    });
+    let run_id = ask["run_id"].as_str().unwrap().to_string();
+    engine.kill().await.unwrap();
+
+    let daemon = common::start_daemon(&s.th);
+    let mut blocked = Value::Null;
+    nightshift_testkit::wait_until("the run to be settled", Duration::from_secs(90), || {
+        blocked = json(&ctl(&s.th).args(["show", &run_id, "--json"]).output().unwrap());
+        !matches!(blocked["status"].as_str(), Some("queued" | "running"))
+    });
+    assert_eq!((blocked["status"].as_str(), blocked["reason"].as_str()), (Some("blocked"), Some("needs_approval")), "{blocked:#}");
+    assert!(blocked["message"].as_str().unwrap().contains("the engine stopped while it waited for the answer"), "{blocked:#}");
+    assert!(!s.project.join("pushed.txt").exists(), "nothing ran without an answer");
+    let open = json(&ctl(&s.th).args(["approvals", "--json"]).output().unwrap());
+    assert_eq!((open[0]["id"].as_str(), open[0]["held"].as_bool()), (ask["id"].as_str(), Some(false)), "the same ask, still open: {open:#}");
+
+    let approved = ctl(&s.th).args(["approve", &run_id]).output().unwrap();
+    assert!(approved.status.success(), "{}", common::stderr(&approved));
+    let rerun_id = stdout(&approved).trim().to_string();
+    let mut rerun = Value::Null;
+    nightshift_testkit::wait_until("the rerun to end", Duration::from_secs(90), || {
+        rerun = json(&ctl(&s.th).args(["show", &rerun_id, "--json"]).output().unwrap());
+        !matches!(rerun["status"].as_str(), Some("queued" | "running"))
+    });
+    assert_eq!((rerun["status"].as_str(), rerun["trigger"].as_str()), (Some("completed"), Some("approval")), "{rerun:#}");
+    assert_eq!(std::fs::read_to_string(s.project.join("pushed.txt")).unwrap(), "pushed\n", "the approved call ran in the rerun");
+    assert_eq!(rerun["session_id"], blocked["session_id"], "the rerun continued the blocked run's session: {rerun:#}");
+    let runs = common::runs(&s.th);
+    assert_eq!(runs.len(), 2, "one run and one rerun: {runs:#?}");
+    assert_eq!(json(&ctl(&s.th).args(["show", &run_id, "--json"]).output().unwrap())["finished_at"], blocked["finished_at"], "settled once");
+    common::stop(daemon);
 }

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::{record_fixture, run_wait};
+use common::{ctl, record_fixture, run_wait};
 use nightshift_testkit::fake_gemini::{gemini_settings, FakeGemini, Reply};
 use nightshift_testkit::home::require_agent_cli;
 use nightshift_testkit::TestHome;
@@ -208,6 +208,76 @@ async fn a_retry_after_work_resumes_the_session_and_never_repeats_the_command() 
     let turns: Vec<serde_json::Value> = fake.requests().into_iter().filter(|r| r.path.contains("streamGenerateContent")).map(|r| r.body).collect();
     let said = turns.last().unwrap()["contents"].to_string();
     assert!(said.contains("functionResponse") && said.contains(common::RESUME_WORDS), "{said}");
+}
+
+/// `on_denial: ask` with an agent that cannot hold a call (Gemini CLI has no prompt hook): the
+/// shell command outside `allow.tools` is refused, and the run ends `blocked · needs_approval`
+/// naming it, with one ask after the run; `approve` reruns it (trigger `approval`) with exactly
+/// that call allowed, resuming the session — the fake sees the earlier turns and the approval's
+/// words, the command runs once, the rerun completes; the routine's file is never changed; the
+/// approval is answered once, and `show` and the report tell it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_after_the_run_reruns_it_with_the_one_call_allowed() {
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let fake = FakeGemini::start(None).await;
+    let th = TestHome::new();
+    let marker = th.user_home().join("touched-after-approval");
+    fake.set("AIza-ask", Reply::Shell { command: format!("touch {}", marker.display()), text: REPORT.into() });
+    routine(&th, &fake, "AIza-ask", "edit", 1);
+    let file = th.path().join("routines/triage.yaml");
+    let text = format!("{}allow: {{tools: [read_file]}}\non_denial: ask\n", std::fs::read_to_string(&file).unwrap());
+    std::fs::write(&file, &text).unwrap();
+
+    let (blocked, code) = run_wait(&th, "triage").await;
+    assert_eq!((blocked["status"].as_str(), blocked["reason"].as_str()), (Some("blocked"), Some("needs_approval")), "{blocked:#}");
+    assert_ne!(code, 0, "a blocked run is not a success");
+    let message = blocked["message"].as_str().unwrap();
+    assert!(message.starts_with("needs approval for run_shell_command(touch ") && message.contains("gemini could not ask while it ran"), "{message}");
+    assert!(!marker.exists(), "the refused command did not run");
+    let id = blocked["id"].as_str().unwrap();
+
+    let asks = common::json(&ctl(&th).args(["approvals", "--json"]).output().unwrap());
+    assert_eq!(asks.as_array().unwrap().len(), 1, "{asks:#}");
+    assert_eq!((&asks[0]["run_id"], &asks[0]["held"], &asks[0]["tool"]), (&serde_json::json!(id), &serde_json::json!(false), &serde_json::json!("run_shell_command")), "{asks:#}");
+
+    let out = ctl(&th).args(["approve", id]).output().unwrap();
+    assert!(out.status.success(), "{}", common::stderr(&out));
+    let rerun_id = common::stdout(&out).trim().to_string();
+    assert!(common::stderr(&out).contains(&format!("approved for one rerun of run {id}")), "{}", common::stderr(&out));
+    let rerun = settled(&th, &rerun_id).await;
+    assert_eq!((rerun["status"].as_str(), rerun["trigger"].as_str()), (Some("completed"), Some("approval")), "{rerun:#}");
+    assert!(marker.exists(), "the approved command ran in the rerun: {rerun:#}");
+    assert_eq!(rerun["denials"], serde_json::json!([]), "{rerun:#}");
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), text, "an approval never changes the routine's file");
+    let policy = std::fs::read_to_string(std::path::Path::new(rerun["run_dir"].as_str().unwrap()).join("gemini-policy.toml")).unwrap();
+    assert!(policy.contains(&format!("commandPrefix = \"touch {}\"", marker.display())), "exactly that call allowed: {policy}");
+    // The blocked run's session, continued: its earlier turns, then the approval's words.
+    let turns: Vec<serde_json::Value> = fake.requests().into_iter().filter(|r| r.path.contains("streamGenerateContent")).map(|r| r.body).collect();
+    let resumed = turns.iter().map(|t| t["contents"].to_string()).find(|c| c.contains("has now approved it for this run")).expect("the rerun was told of the approval");
+    assert!(resumed.contains("functionCall") && resumed.contains("functionResponse"), "the rerun continued the session: {resumed}");
+
+    let again = ctl(&th).args(["approve", id]).output().unwrap();
+    assert!(!again.status.success() && common::stderr(&again).contains("waits for no approval"), "answered once: {}", common::stderr(&again));
+    let shown = common::stdout(&ctl(&th).args(["show", id]).output().unwrap());
+    assert!(shown.contains("approved (cli, ") && shown.contains(&format!("rerun as run {rerun_id}")), "{shown}");
+    let report = common::stdout(&ctl(&th).args(["report", &rerun_id]).output().unwrap());
+    assert!(report.contains(&format!("rerun of run {id} after approval (cli, ")) && report.contains("run_shell_command(touch "), "{report}");
+}
+
+/// Run `id`'s record once it is final (the CLI that started it has returned; the next command
+/// settles it), within a minute.
+async fn settled(th: &TestHome, id: &str) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let rec = common::json(&ctl(th).args(["show", id, "--json"]).output().unwrap());
+        if !matches!(rec["status"].as_str(), Some("queued" | "running")) {
+            return rec;
+        }
+        assert!(std::time::Instant::now() < deadline, "run {id} did not end within a minute: {rec:#}");
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
 }
 
 /// In the machine's sandbox (`mode: skip`: nothing of Gemini CLI's own asks), a shell command

@@ -85,6 +85,7 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
         _ if login => format!("✗ {name} · login needed for {}", run.account.as_deref().unwrap_or("its account")),
         RunStatus::Failed if run.reason == Some(Reason::RateLimited) => format!("✗ {name} · rate limited"),
         RunStatus::Cancelled => format!("– {name} cancelled"),
+        RunStatus::Blocked if run.reason == Some(Reason::NeedsApproval) => format!("? {name} · needs approval"),
         RunStatus::Blocked => format!("✗ {name} · blocked"),
         _ => format!("✗ {name} · {}", run.reason.map(|r| r.as_str()).unwrap_or("failed")),
     };
@@ -95,10 +96,12 @@ pub fn notice_for(run: &RunRecord, policy: NotifyPolicy, report: Option<&str>, t
     };
     // What it changed, in git: "3 files changed, +40 −12 on nightshift/pr-review/01j…"; what it
     // was refused: "2 tool calls refused: Bash(git push), …" (unless the message says it already).
-    let refused = (!run.denials.is_empty() && run.reason != Some(Reason::PermissionDenied)).then(|| crate::run::denials_words(&run.denials));
+    let refused = (!run.denials.is_empty() && !matches!(run.reason, Some(Reason::PermissionDenied | Reason::NeedsApproval))).then(|| crate::run::denials_words(&run.denials));
     // On GitHub Actions: which workflow run of which repository ("on ci · run 1234 · acme/app").
     let actions = run.remote_url.is_some().then(|| run.place().map(|p| format!("on {p}"))).flatten();
-    let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed, asks: false, tag: None };
+    // Blocked for an approval: Approve and Deny on the notification itself (Approve reruns it).
+    let asks = run.reason == Some(Reason::NeedsApproval);
+    let notice = Notice { summary, body, run_id: Some(run.id.clone()), critical: failed, asks, tag: asks.then(|| format!("ask:{}", run.id)) };
     Some(run.changes.as_ref().map(|c| c.summary()).into_iter().chain(refused).chain(actions).fold(notice, |n, line| n.with_line(&line)))
 }
 

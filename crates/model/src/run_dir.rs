@@ -31,6 +31,12 @@ impl<'a> RunDir<'a> {
     pub fn asking(self) -> PathBuf {
         self.0.join("asking")
     }
+    /// Present when the run's agent was given Nightshift's prompt tool (`on_denial: ask` held
+    /// live: its engine offered the run's sockets); without it, a refused call is asked after the
+    /// run.
+    pub fn asks_live(self) -> PathBuf {
+        self.0.join("asks-live")
+    }
     pub fn report(self) -> PathBuf {
         self.0.join(REPORT_FILE)
     }

@@ -343,4 +343,11 @@ pub const MIGRATIONS: &[&str] = &[
     );
     CREATE INDEX asks_open ON asks(run_id) WHERE answer IS NULL;
     "#,
+    // 27: asks after a run — an agent that cannot hold a call (or a run whose engine stopped
+    // while it waited) ends `blocked · needs_approval`; Approve reruns it with the call allowed.
+    r#"
+    ALTER TABLE asks ADD COLUMN held INTEGER NOT NULL DEFAULT 1;
+    ALTER TABLE asks ADD COLUMN rerun TEXT;
+    CREATE INDEX asks_by_rerun ON asks(rerun) WHERE rerun IS NOT NULL;
+    "#,
 ];

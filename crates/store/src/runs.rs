@@ -54,6 +54,9 @@ pub struct FinalRow {
     pub denials: Vec<crate::run::Denial>,
     /// Finalize only a row that is still `queued` (a cancel that must not hit a started run).
     pub only_if_queued: bool,
+    /// Asks after the run to open with the final row (`blocked · needs_approval`: the calls the
+    /// agent was refused and could not hold while the user was asked).
+    pub asks: Vec<crate::asks::Ask>,
 }
 
 /// A row still `running`, as recovery sees it.
@@ -221,6 +224,28 @@ impl Store {
         for channel in outbox {
             super::outbox::enqueue(&tx, id, channel, s.finished_at)?;
         }
+        // What the user is asked after the run, written with it: a blocked run's approval is
+        // never lost between two writes.
+        let needs_approval = s.reason == Some(crate::run::Reason::NeedsApproval);
+        super::asks::settle_held(&tx, id, needs_approval, s.finished_at)?;
+        for ask in &s.asks {
+            super::asks::insert(&tx, ask)?;
+        }
+        tx.commit()?;
+        Ok(true)
+    }
+
+    /// Claim the rerun of `run_id`'s approved asks after the run for the new run `row` and
+    /// insert it, in one transaction; `false` (nothing written) when another process claimed them
+    /// first or none is approved.
+    pub fn insert_rerun(&self, run_id: &str, row: &NewRun) -> Result<bool> {
+        let mut conn = self.conn();
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        let claimed = super::asks::claim_rerun(&tx, run_id, &row.id)?;
+        if claimed == 0 {
+            return Ok(false);
+        }
+        insert_row(&tx, row, false)?;
         tx.commit()?;
         Ok(true)
     }
@@ -474,7 +499,7 @@ pub(super) fn insert_row(conn: &rusqlite::Connection, run: &NewRun, or_ignore: b
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use chrono::Duration;
 
@@ -581,7 +606,7 @@ mod tests {
         assert_eq!(message("s19"), "queued (position 19): waiting for a free lane");
     }
 
-    fn settlement(status: RunStatus) -> FinalRow {
+    pub(crate) fn settlement(status: RunStatus) -> FinalRow {
         FinalRow {
             status,
             reason: None,
@@ -599,6 +624,7 @@ mod tests {
             changes: None,
             denials: vec![],
             only_if_queued: false,
+            asks: vec![],
         }
     }
 

@@ -38,7 +38,8 @@ pub enum Reply {
     LimitedUntil { reset_epoch: i64, text: String },
     /// A conversation that asks for a tool: a request that offers tools and carries no tool
     /// result yet is answered with a `tool_use` block calling `tool` with `input`; once the
-    /// CLI sends the tool's result (or offers no tools), [`Reply::Success`] with `text`.
+    /// CLI sends the tool's result (or offers no tools), [`Reply::Success`] with `text`. (Told in a
+    /// resumed session that the call refused before is approved now, it calls it again.)
     ToolCall { tool: String, input: serde_json::Value, text: String },
     /// Several tool calls, one per turn, in order: a request that offers tools and carries
     /// fewer tool results than there are calls gets the next call; then [`Reply::Success`].
@@ -203,7 +204,7 @@ async fn handle(State(inner): State<Arc<Mutex<Inner>>>, req: Request<Body>) -> R
         Reply::LimitedUntil { reset_epoch, text } => {
             if (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0) as i64) < reset_epoch { Reply::UnifiedLimit { reset_epoch } } else { Reply::Success { text } }
         }
-        Reply::ToolCall { tool, input, text } => match asks_for_a_tool(&json) {
+        Reply::ToolCall { tool, input, text } => match asks_for_a_tool(&json) || told_approved(&json) {
             true => return tool_use(&model, &tool, &input, streamed),
             false => Reply::Success { text },
         },
@@ -346,6 +347,14 @@ fn sse_end(mut out: String, stop_reason: &str, output_tokens: u64) -> Response {
 fn asks_for_a_tool(request: &serde_json::Value) -> bool {
     let offers = request["tools"].as_array().is_some_and(|t| !t.is_empty());
     offers && !carries_a_tool_result(request)
+}
+
+/// A resumed session told that the call refused before is approved now (Nightshift's words after
+/// an approval), the user's words last: a model makes the call again.
+fn told_approved(request: &serde_json::Value) -> bool {
+    let offers = request["tools"].as_array().is_some_and(|t| !t.is_empty());
+    let last = request["messages"].as_array().and_then(|m| m.iter().rfind(|m| m["role"] == "user"));
+    offers && told_after_the_result(request) && last.is_some_and(|m| m["content"].to_string().contains("has now approved it for this run"))
 }
 
 /// The request's conversation has a tool's result in it.

@@ -28,6 +28,7 @@ pub enum Reply {
     Slow { secs: u64, text: String },
     /// The model asks for `run_shell_command` with `command`; once the CLI sends the call's
     /// result back (a `functionResponse`, whether it ran or was refused), it answers `text`.
+    /// (Told after a refusal that the call is approved now, it asks for it again.)
     Shell { command: String, text: String },
     /// [`Reply::Shell`] whose connection drops once the command has run: a streamed turn whose
     /// contents end with the command's result gets 500; one with a user's words after the result —
@@ -94,6 +95,14 @@ fn asks_for(model: &str, name: &str, args: serde_json::Value) -> Response {
     sse_response(format!("data: {asks}\r\n\r\n"))
 }
 
+/// Whether the user's last words say the call refused before is approved now (Nightshift's words
+/// to a session it resumes after an approval).
+fn told_approved(body: &serde_json::Value) -> bool {
+    let said = |c: &&serde_json::Value| c["role"] == "user" && c["parts"].as_array().into_iter().flatten().any(|p| p.get("text").is_some());
+    let last = body["contents"].as_array().into_iter().flatten().rfind(said);
+    last.is_some_and(|c| c["parts"].to_string().contains("has now approved it for this run"))
+}
+
 /// How many function results a turn carries back.
 fn results_in(body: &serde_json::Value) -> usize {
     body["contents"].as_array().into_iter().flatten().flat_map(|c| c["parts"].as_array().into_iter().flatten()).filter(|p| p.get("functionResponse").is_some()).count()
@@ -127,6 +136,8 @@ fn answer(call: &Call<'_>, reply: &Reply) -> Response {
         Reply::Success { text } => ok(text),
         Reply::Shell { command, text } => match (streamed, shell_result_at(call.body)) {
             (true, None) => asks_for_shell(&model, command),
+            // A model told the refused call is approved now makes it again.
+            (true, Some(false)) if told_approved(call.body) => asks_for_shell(&model, command),
             _ => ok(text),
         },
         Reply::DropsAfterShell { command, text } => match (streamed, shell_result_at(call.body)) {

@@ -111,7 +111,7 @@ pub async fn get_run(engine: &Engine, id: &str) -> Result<RunDetail> {
         let scheduled_by = routine.as_ref().and_then(|r| crate::view::lineage::scheduled_by(&e, r));
         let asks = e.asks_of(&run.id)?;
         let tz = routine.as_ref().map(|r| r.timezone).unwrap_or_else(crate::schedule::local_tz);
-        let asked = asks.iter().map(|a| crate::engine::ask_outcome(a, tz)).collect();
+        let asked = e.rerun_words(&run).into_iter().chain(asks.iter().map(|a| crate::engine::ask_outcome(a, tz))).collect();
         Ok(RunDetail { explanation: explain(&run), routine_exists: routine.is_some(), run, report_html, deliveries, changes_summary, slot_why, place, sandbox, scheduled_by, asks, asked })
     })
     .await
@@ -128,10 +128,12 @@ pub async fn list_asks(engine: &Engine) -> Result<Vec<crate::store::Ask>> {
     blocking(engine, |e| e.open_asks()).await
 }
 
-/// Answer what run `run` asks (the window's Approve, Allow for this run, Deny).
+/// Answer what run `run` asks (the window's Approve, Allow for this run, Deny); an approval after
+/// a blocked run starts its rerun (the answer's `rerun`).
 pub async fn answer_ask(engine: &Engine, run: &str, allow: bool, for_run: bool) -> Result<crate::store::Ask> {
     let run = run.to_string();
-    blocking(engine, move |e| e.answer_ask(&run, allow, for_run, "window")).await
+    let ask = blocking(engine, move |e| e.answer_ask(&run, allow, for_run, "window")).await?;
+    engine.rerun_if_approved(ask).await
 }
 
 /// Cancel a queued or running run. `false` when it had already ended.

@@ -84,6 +84,8 @@ impl Engine {
             for_run: false,
             answered_at: None,
             answered_by: None,
+            held: true,
+            rerun: None,
         }
     }
 
@@ -99,9 +101,61 @@ impl Engine {
         }
     }
 
-    /// Every ask still waiting, oldest first.
+    /// Every ask still waiting, oldest first. An ask after a run past its `ask_timeout` is
+    /// closed here as not answered in time (nobody waits on it to say so).
     pub fn open_asks(&self) -> Result<Vec<Ask>> {
-        self.core.store.open_asks()
+        let now = self.core.clock.now();
+        let mut open = self.core.store.open_asks()?;
+        for a in open.iter().filter(|a| !a.held && a.expires_at <= now) {
+            self.core.store.answer_ask(&a.id, "timeout", false, "timeout", a.expires_at)?;
+        }
+        open.retain(|a| a.held || a.expires_at > now);
+        Ok(open)
+    }
+
+    /// Start the rerun each approved ask after a run asked for — once, whichever process gave
+    /// the answer or gets here first (the rerun is claimed with its row). Answering faces call it
+    /// right after the answer; the scheduler's loop calls it too, for an answer whose process
+    /// stopped before it could.
+    pub async fn start_approved_reruns(&self) -> Result<Vec<crate::engine::RunHandle>> {
+        let core = std::sync::Arc::clone(&self.core);
+        let blocked = tokio::task::spawn_blocking(move || core.store.approved_without_rerun())
+            .await
+            .map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
+        let mut started = Vec::new();
+        for run_id in blocked {
+            let rec = self.run(&run_id)?;
+            let routine = match self.routine(&rec.routine) {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::warn!(run = %run_id, error = %e.message, "an approved rerun cannot start: its routine is gone or invalid");
+                    continue;
+                }
+            };
+            if let Some(handle) = super::run::queue::submit_rerun(&self.core, &routine, &run_id).await? {
+                tracing::info!(run = %run_id, rerun = %handle.id, "rerun after approval");
+                started.push(handle);
+            }
+        }
+        Ok(started)
+    }
+
+    /// [`answer_ask`](Engine::answer_ask), then — an approval after the run — its rerun started
+    /// ([`start_approved_reruns`](Engine::start_approved_reruns)): the answer as recorded, with
+    /// the rerun it started (`rerun`).
+    pub async fn answer_and_rerun(&self, run: &str, allow: bool, for_run: bool, by: &str) -> Result<Ask> {
+        let ask = self.answer_ask(run, allow, for_run, by)?;
+        self.rerun_if_approved(ask).await
+    }
+
+    /// After `ask` was answered (anywhere): an approval after the run starts its rerun; the ask
+    /// as recorded then.
+    pub async fn rerun_if_approved(&self, ask: Ask) -> Result<Ask> {
+        if ask.held || ask.answer.as_deref() != Some("allow") {
+            return Ok(ask);
+        }
+        self.start_approved_reruns().await?;
+        Ok(self.core.store.ask(&ask.id)?.unwrap_or(ask))
     }
 
     /// Answer the oldest open ask of run `run` (an id or an unambiguous prefix): allow it (for
@@ -112,16 +166,39 @@ impl Engine {
         let open = self.core.store.asks_of(&run.id)?.into_iter().find(|a| a.answer.is_none()).ok_or_else(|| {
             Error::new(ErrorCode::Conflict, format!("run {} waits for no approval (it was answered already, or asked nothing)", run.id))
         })?;
+        let now = self.core.clock.now();
+        if !open.held && open.expires_at <= now {
+            self.core.store.answer_ask(&open.id, "timeout", false, "timeout", open.expires_at)?;
+            let at = crate::words::local_day_time(open.expires_at, crate::schedule::local_tz());
+            return Err(Error::new(ErrorCode::Conflict, format!("run {} asked until {at} and nobody answered: run {} again by hand", run.id, run.routine)));
+        }
         let answer = if allow { "allow" } else { "deny" };
-        if !self.core.store.answer_ask(&open.id, answer, for_run && allow, by, self.core.clock.now())? {
+        if !self.core.store.answer_ask(&open.id, answer, for_run && allow, by, now)? {
             return Err(Error::new(ErrorCode::Conflict, format!("the approval run {} waited for was answered a moment ago", run.id)));
         }
+        // Whoever else looks (a waiting agent in another process, a scheduler) looks now.
+        super::signal::wake(&self.core);
         self.core.store.ask(&open.id)?.ok_or_else(|| Error::new(ErrorCode::StoreUnavailable, "the answer was not recorded"))
     }
 
     /// The asks of one run, oldest first.
     pub fn asks_of(&self, run: &str) -> Result<Vec<Ask>> {
         self.core.store.asks_of(run)
+    }
+
+    /// For a rerun an approval started (trigger `approval`), in the one wording of the run
+    /// detail, `show` and the report: "rerun of run 01J… after approval (cli, Mon 7 Dec 02:14) of
+    /// run_shell_command(touch …)".
+    pub fn rerun_words(&self, run: &RunRecord) -> Option<String> {
+        if run.trigger != crate::run::Trigger::Approval {
+            return None;
+        }
+        let asks = self.core.store.asks_rerun_by(&run.id).ok().filter(|a| !a.is_empty())?;
+        let tz = self.routine(&run.routine).map(|r| r.timezone).unwrap_or_else(|_| crate::schedule::local_tz());
+        let calls: Vec<String> = asks.iter().map(|a| ask_words(&a.tool, &a.input)).collect();
+        let by = asks[0].answered_by.as_deref().unwrap_or("?");
+        let at = asks[0].answered_at.map(|t| crate::words::local_day_time(t, tz)).unwrap_or_default();
+        Some(format!("rerun of run {} after approval ({by}, {at}) of {}", asks[0].run_id, calls.join(", ")))
     }
 }
 
@@ -149,13 +226,24 @@ pub fn ask_outcome(a: &Ask, tz: chrono_tz::Tz) -> String {
     let what = ask_words(&a.tool, &a.input);
     let when = |t: DateTime<Utc>| crate::words::local_day_time(t, tz);
     let answered = format!("{}, {}", a.answered_by.as_deref().unwrap_or("?"), a.answered_at.map(when).unwrap_or_default());
-    match (a.answer.as_deref(), a.for_run) {
-        (Some("allow"), true) => format!("{what} — approved for the rest of the run ({answered})"),
-        (Some("allow"), false) => format!("{what} — approved ({answered})"),
-        (Some("deny"), _) => format!("{what} — denied ({answered})"),
-        (Some(_), _) => format!("{what} — not answered by {}: refused", when(a.expires_at)),
-        (None, _) => format!("{what} — waiting for approval until {}", when(a.expires_at)),
+    match (a.answer.as_deref(), a.for_run, a.held) {
+        (Some("allow"), _, false) => match &a.rerun {
+            Some(rerun) => format!("{what} — approved ({answered}): rerun as run {rerun}"),
+            None => format!("{what} — approved ({answered}): its rerun starts"),
+        },
+        (Some("allow"), true, true) => format!("{what} — approved for the rest of the run ({answered})"),
+        (Some("allow"), false, true) => format!("{what} — approved ({answered})"),
+        (Some("deny"), _, _) => format!("{what} — denied ({answered})"),
+        (Some("ended"), _, _) => format!("{what} — the run ended before an answer"),
+        (Some(_), _, _) => format!("{what} — not answered by {}: refused", when(a.expires_at)),
+        (None, _, true) => format!("{what} — waiting for approval until {}", when(a.expires_at)),
+        (None, _, false) => format!("{what} — refused; approve by {} to rerun with it allowed", when(a.expires_at)),
     }
+}
+
+/// The approvals of a run in one sentence (`why`, the report): each ask and its answer, joined.
+pub fn asks_sentence(asks: &[Ask], tz: chrono_tz::Tz) -> Option<String> {
+    (!asks.is_empty()).then(|| asks.iter().map(|a| ask_outcome(a, tz)).collect::<Vec<_>>().join("; "))
 }
 
 /// `Bash(git push origin fix/deps)`: the tool and the gist of its input, shortened — shown to the

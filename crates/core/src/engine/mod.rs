@@ -28,7 +28,7 @@ mod upkeep;
 // The engine's modules the faces, the views and the API name, at the paths they always had.
 pub use accounts::secrets;
 pub use approval_links::Refused;
-pub use approvals::{ask_outcome, ask_words, Decision};
+pub use approvals::{ask_outcome, ask_words, asks_sentence, Decision};
 pub use inbound::{github_poll, incoming};
 pub use resident::scheduler;
 pub use resident::Parts as ResidentParts;
@@ -185,6 +185,7 @@ impl Engine {
                 identity: opts.identity,
                 dispatcher_started: Default::default(),
                 handed_off: Default::default(),
+                offers_tools: Default::default(),
                 problems: Default::default(),
                 wakes: Default::default(),
                 webhook_watch: Default::default(),
@@ -232,7 +233,7 @@ impl Engine {
         let r = self.run(id)?;
         if let Some(path) = &r.report_path {
             let text = std::fs::read_to_string(path).map_err(|e| Error::io("read", std::path::Path::new(path), &e))?;
-            return Ok(self.redact(&text));
+            return Ok(self.redact(&format!("{text}{}", self.approvals_footer(&r))));
         }
         if let Some(t) = r.pruned_at {
             return Err(Error::new(ErrorCode::Usage, format!("run {} has no report any more: its files were removed {} by retention", r.id, t.with_timezone(&chrono::Local).format("%Y-%m-%d %H:%M:%S"))));
@@ -244,6 +245,18 @@ impl Engine {
             (s, None) => format!("it ended {s}"),
         };
         Err(Error::new(ErrorCode::Usage, format!("run {} has no report: {why}", r.id)))
+    }
+
+    /// What a report says after the agent's words when the run asked (`on_denial: ask`) or an
+    /// approval started it: each ask and its answer, the run it reran.
+    fn approvals_footer(&self, r: &crate::run::RunRecord) -> String {
+        let tz = self.routine(&r.routine).map(|x| x.timezone).unwrap_or_else(|_| crate::schedule::local_tz());
+        let mut lines: Vec<String> = self.rerun_words(r).into_iter().collect();
+        lines.extend(self.asks_of(&r.id).unwrap_or_default().iter().map(|a| ask_outcome(a, tz)));
+        match lines.is_empty() {
+            true => String::new(),
+            false => format!("\n\n---\nApprovals (Nightshift):\n{}\n", lines.iter().map(|l| format!("- {l}")).collect::<Vec<_>>().join("\n")),
+        }
     }
 
     /// The finish notification run `id` is owed here (its routine's `notify:`), or `None`: what a

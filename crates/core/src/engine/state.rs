@@ -51,6 +51,9 @@ pub(crate) struct Core {
     pub dispatcher_started: std::sync::atomic::AtomicBool,
     /// Set when this (short-lived) process hands its waiting runs to others: it starts no more.
     pub handed_off: std::sync::atomic::AtomicBool,
+    /// The run sockets are offered by this process ([`crate::mcp::per_run::offer_to_runs`] runs):
+    /// an agent may be given Nightshift's tools and its prompt tool.
+    pub offers_tools: std::sync::atomic::AtomicUsize,
     /// What this engine found wrong and the user must hear about (a damaged database, a run that
     /// could not be recorded), each said once under what it is about; see [`Engine::problems`].
     pub(crate) problems: problems::Problems,

@@ -31,7 +31,10 @@ const MAX_SOCKET_PATH: usize = 107;
 pub fn offer_to_runs(engine: &Engine) -> tokio::task::JoinHandle<()> {
     let mut events = engine.subscribe();
     let engine = engine.clone();
+    // Runs started from now on are given the tools (counted until this task ends).
+    let offering = Offering::start(&engine);
     tokio::spawn(async move {
+        let _offering = offering;
         let mut open: HashMap<String, Endpoint> = HashMap::new();
         loop {
             match events.recv().await {
@@ -52,6 +55,22 @@ pub fn offer_to_runs(engine: &Engine) -> tokio::task::JoinHandle<()> {
             }
         }
     })
+}
+
+/// This process offers the run sockets while it lives ([`crate::engine::state::Core::offers_tools`]).
+struct Offering(Engine);
+
+impl Offering {
+    fn start(engine: &Engine) -> Offering {
+        engine.core.offers_tools.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Offering(engine.clone())
+    }
+}
+
+impl Drop for Offering {
+    fn drop(&mut self) {
+        self.0.core.offers_tools.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// One run's sockets: answering while it lives, removed when dropped.
@@ -127,7 +146,7 @@ pub fn serve_bridge_request() {
     }
     let name = if args.next().as_deref() == Some("ask") { ASK_SOCKET } else { SOCKET };
     let code = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(rt) => rt.block_on(async {
+        Ok(rt) => with_runtime_let_go(rt, async {
             let Some(dir) = std::env::var_os("NIGHTSHIFT_RUN_DIR") else {
                 eprintln!("error: {} runs inside a Nightshift run (NIGHTSHIFT_RUN_DIR is not set)", crate::agents::BRIDGE_ARG);
                 return 2;
@@ -152,6 +171,15 @@ pub fn serve_bridge_request() {
         }
     };
     std::process::exit(code);
+}
+
+/// Run `work` on `rt`, then let the runtime go without waiting for its blocking threads: one of
+/// them reads stdin, which the agent may keep open after the engine's side ended — a runtime
+/// dropped the usual way would wait for that read forever.
+fn with_runtime_let_go(rt: tokio::runtime::Runtime, work: impl std::future::Future<Output = i32>) -> i32 {
+    let code = rt.block_on(work);
+    rt.shutdown_background();
+    code
 }
 
 /// Inside a run (`NIGHTSHIFT_RUN_DIR`): the socket its engine offers, once it is there (the run
@@ -190,7 +218,14 @@ pub async fn bridge(socket: &Path) -> crate::Result<()> {
         let _ = tokio::io::AsyncWriteExt::flush(&mut out).await;
     };
     // The answers to the last requests still come after stdin closed; the session ends when the
-    // engine's side has said everything.
-    tokio::join!(up, down);
+    // engine's side has said everything. The engine's side ending first (the engine stopped) ends
+    // it too: a call waiting on it would wait forever — gone, the agent's client sees its server
+    // gone and goes on.
+    tokio::pin!(up, down);
+    tokio::select! {
+        _ = &mut down => return Ok(()),
+        _ = &mut up => {}
+    }
+    down.await;
     Ok(())
 }

@@ -242,10 +242,21 @@ async fn command(State(s): State<Arc<Served>>, Path(name): Path<String>, headers
 async fn approval_link(State(engine): State<Engine>, Path((id, answer)): Path<(String, String)>, Query(q): Query<HashMap<String, String>>) -> Response<Body> {
     let until = q.get("until").and_then(|u| u.parse::<i64>().ok()).unwrap_or(0);
     let sig = q.get("sig").cloned().unwrap_or_default();
-    let answered = tokio::task::spawn_blocking(move || engine.answer_by_link(&id, &answer, until, &sig)).await;
+    let linked = engine.clone();
+    let answered = tokio::task::spawn_blocking(move || linked.answer_by_link(&id, &answer, until, &sig)).await;
     use crate::engine::Refused;
     match answered {
-        Ok(Ok(Ok(ask))) => plain(StatusCode::OK, &format!("{} — thank you", crate::engine::ask_outcome(&ask, crate::schedule::local_tz()))),
+        Ok(Ok(Ok(ask))) => {
+            // Approved after a blocked run: its rerun starts here.
+            let ask = match engine.rerun_if_approved(ask.clone()).await {
+                Ok(ask) => ask,
+                Err(e) => {
+                    tracing::warn!(ask = %ask.id, error = %e.message, "the approved rerun did not start here; the scheduler starts it");
+                    ask
+                }
+            };
+            plain(StatusCode::OK, &format!("{} — thank you", crate::engine::ask_outcome(&ask, crate::schedule::local_tz())))
+        }
         Ok(Ok(Err(Refused::Forged))) => plain(StatusCode::FORBIDDEN, "this is not a link Nightshift signed for this ask and answer"),
         Ok(Ok(Err(Refused::Unknown))) => plain(StatusCode::NOT_FOUND, "no such ask here"),
         Ok(Ok(Err(Refused::Expired(why)))) => plain(StatusCode::GONE, &why),

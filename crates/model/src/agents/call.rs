@@ -87,6 +87,10 @@ pub struct Guard {
     /// `on_denial: ask` (with `ask_timeout`, default [`Guard::DEFAULT_ASK`]): a tool call outside
     /// the rules is held while the user is asked; no answer in time is a denial.
     pub ask: Option<std::time::Duration>,
+    /// Rules the user approved for this one run (`on_denial: ask` answered after a run that
+    /// could not hold the call: `nightshiftctl approve`), allowed on top of the mode and
+    /// `allow.tools`; never written into the routine's file.
+    pub approved: Vec<String>,
 }
 
 impl Guard {
@@ -100,16 +104,28 @@ impl Guard {
         self.allow_tools.is_some() || !self.deny_tools.is_empty()
     }
 
-    /// The tool names `allow.tools` makes available (`Bash(git *)` → `Bash`), each once.
+    /// The tool names `allow.tools` (and this run's approvals) make available (`Bash(git *)` →
+    /// `Bash`), each once.
     pub fn allowed_tool_names(&self) -> Vec<String> {
         let mut names: Vec<String> = Vec::new();
-        for t in self.allow_tools.iter().flatten() {
+        for t in self.allow_tools.iter().flatten().chain(&self.approved) {
             let name = split_tool_rule(t).0.to_string();
             if !names.contains(&name) {
                 names.push(name);
             }
         }
         names
+    }
+}
+
+impl Guard {
+    /// Whether `deny.tools` refuses `tool` called with `input` (a name, or a name and a command
+    /// prefix): such a call is never the user's to approve.
+    pub fn denies(&self, tool: &str, input: &str) -> bool {
+        self.deny_tools.iter().any(|rule| match split_tool_rule(rule) {
+            (name, None) => name == tool,
+            (name, Some(prefix)) => name == tool && input.trim_start().starts_with(prefix),
+        })
     }
 }
 

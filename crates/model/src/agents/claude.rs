@@ -181,6 +181,10 @@ impl AgentDriver for Claude {
                 args.extend(["--allowedTools".to_string(), t.clone()]);
             }
         }
+        // What the user approved for this run: pre-approved too, on top of the mode.
+        for t in &g.approved {
+            args.extend(["--allowedTools".to_string(), t.clone()]);
+        }
         for t in &g.deny_tools {
             args.extend(["--disallowedTools".to_string(), t.clone()]);
         }

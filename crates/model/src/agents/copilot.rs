@@ -73,6 +73,10 @@ fn permission_args(call: &Call<'_>) -> Vec<String> {
             Mode::Skip => args.push("--allow-all".into()),
         },
     }
+    // Approved for this run by the user, whatever the mode.
+    for entry in &call.guard.approved {
+        args.push(format!("--allow-tool={entry}"));
+    }
     for entry in &call.guard.deny_tools {
         args.push(format!("--deny-tool={entry}"));
     }

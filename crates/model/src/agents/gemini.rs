@@ -56,7 +56,7 @@ pub const READ_ONLY_TOOLS: [&str; 6] = ["glob", "grep_search", "list_directory",
 /// trailing `*` is the same). Tool names are checked by the loader; a file Gemini CLI cannot read
 /// would be ignored by it, so every value is written as a TOML string.
 pub fn policy(guard: &Guard, mode: Mode) -> Option<String> {
-    if !guard.has_tool_rules() {
+    if !guard.has_tool_rules() && guard.approved.is_empty() {
         return None;
     }
     let mut toml = String::from("# Written by Nightshift for this run: the routine's allow.tools and deny.tools.\n");
@@ -75,6 +75,10 @@ pub fn policy(guard: &Guard, mode: Mode) -> Option<String> {
                 rule(entry, "allow", 200);
             }
         }
+    }
+    // Approved for this run by the user: above the rest, below `deny.tools`.
+    for entry in &guard.approved {
+        rule(entry, "allow", 250);
     }
     for entry in &guard.deny_tools {
         rule(entry, "deny", 300);

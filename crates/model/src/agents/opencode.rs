@@ -123,6 +123,10 @@ fn with_tool_rules(mut p: Map<String, Value>, guard: &Guard) -> Map<String, Valu
             set(&mut p, entry, "allow");
         }
     }
+    // Approved for this run by the user, whatever the mode; `deny.tools` still wins.
+    for entry in &guard.approved {
+        set(&mut p, entry, "allow");
+    }
     for entry in &guard.deny_tools {
         set(&mut p, entry, "deny");
     }

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 string_enum!(
     /// Why a run exists.
-    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli", Event = "event", Mcp = "mcp" }
+    Trigger as "trigger" { Schedule = "schedule", Manual = "manual", Catchup = "catchup", Cli = "cli", Event = "event", Mcp = "mcp", Approval = "approval" }
 );
 
 impl Trigger {
@@ -79,6 +79,10 @@ string_enum!(
         NoSandbox = "no_sandbox",
         /// Tool calls of the agent were refused and the routine says `on_denial: fail`.
         PermissionDenied = "permission_denied",
+        /// `on_denial: ask` and the agent was refused a call it could not hold while you were
+        /// asked (its CLI has no hook for it, or the engine stopped while it waited): Approve
+        /// reruns it with that call allowed for the rerun only.
+        NeedsApproval = "needs_approval",
         /// A budget is spent: blocked before starting (a day's or month's), or stopped at the
         /// run's own cap (`budget.run`).
         Budget = "budget",

@@ -184,6 +184,10 @@ impl Scheduler {
             if let Err(e) = self.engine.recover(crate::engine::run::recovery::RecoveryMode::Adopt).await {
                 tracing::warn!(error = %e, "could not adopt orphaned runs");
             }
+            // An approval given where its rerun could not start (the process stopped first).
+            if let Err(e) = self.engine.start_approved_reruns().await {
+                tracing::warn!(error = %e, "could not start the reruns approvals asked for");
+            }
             let now = self.core().clock.now();
             let wait = self
                 .next_fire(now)

@@ -32,6 +32,13 @@ pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
         return;
     }
     auto_pause(core, record);
+    // Blocked for an approval: asked on the phone too (the finish notification asks on the desktop).
+    if record.reason == Some(crate::run::Reason::NeedsApproval) {
+        let engine = crate::Engine { core: Arc::clone(core) };
+        for ask in core.store.asks_of(&record.id).unwrap_or_default().iter().filter(|a| a.answer.is_none()) {
+            engine.post_ask_to_ntfy(ask, &crate::engine::ask_words(&ask.tool, &ask.input));
+        }
+    }
     let hooks = core.hooks.read().unwrap_or_else(|e| e.into_inner()).clone();
     run_hooks(&hooks, record, HOOK_TIMEOUT).await;
 }

@@ -43,8 +43,20 @@ mod tests {
 /// What a retry that continues the earlier try's session says to the agent.
 pub(crate) const RESUME_PROMPT: &str = "The connection to the API dropped while you were working on the task above. Before doing anything again, check what was already done (files changed, commands run, comments posted, pushes made), then finish the task without repeating it.";
 
-/// Prepare and spawn one attempt; record its process. `resume`: the session of an earlier try to
-/// continue (Claude Code's `--resume`), with [`RESUME_PROMPT`] instead of the task.
+/// What a try continues, and what it is told besides (or instead of) its task.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Continuing<'a> {
+    /// The agent session to continue (`--resume`): of an earlier try, or of the run an approval
+    /// reruns.
+    pub session: Option<&'a str>,
+    /// Continuing a session: what the agent is told instead of the task (default
+    /// [`RESUME_PROMPT`]). Afresh: words after the task.
+    pub words: Option<&'a str>,
+}
+
+/// Prepare and spawn one attempt; record its process. `cont`: the session of an earlier try to
+/// continue (Claude Code's `--resume`), with [`RESUME_PROMPT`] (or its own words) instead of the
+/// task.
 pub(crate) fn spawn_attempt(
     core: &Arc<Core>,
     routine: &Routine,
@@ -53,9 +65,9 @@ pub(crate) fn spawn_attempt(
     now: DateTime<Utc>,
     creds: RunCreds<'_>,
     workspace: Option<&RunWorkspace>,
-    resume: Option<&str>,
+    cont: Continuing<'_>,
 ) -> Result<process::RunProcess, String> {
-    let spec = prepare(core, routine, id, run_dir, now, creds, workspace, resume)?;
+    let spec = prepare(core, routine, id, run_dir, now, creds, workspace, cont)?;
     let proc = process::spawn(&spec).map_err(|e| {
         let cause = crate::error::io_cause_words(&e);
         format!("could not start {}: {e}{cause}", spec.program.display())
@@ -82,7 +94,7 @@ fn prepare(
     now: DateTime<Utc>,
     creds: RunCreds<'_>,
     workspace: Option<&RunWorkspace>,
-    resume: Option<&str>,
+    cont: Continuing<'_>,
 ) -> Result<process::SpawnSpec, String> {
     // The run directory exists: the driver made it before the run's workspace.
     // A run on a full disk would die writing its first lines and leave no exit code: say why now.
@@ -91,13 +103,25 @@ fn prepare(
     }
     let event = core.store.get_run(id).ok().and_then(|r| r.event);
     // A try that continues an earlier one's session is told why, not given the task again.
-    let prompt = match resume {
-        Some(_) => RESUME_PROMPT.to_string(),
-        None => render_prompt(core, routine, now, workspace, event.as_ref()),
+    let prompt = match (cont.session, cont.words) {
+        (Some(_), words) => words.unwrap_or(RESUME_PROMPT).to_string(),
+        (None, Some(words)) => format!("{}\n\n{words}", render_prompt(core, routine, now, workspace, event.as_ref())),
+        (None, None) => render_prompt(core, routine, now, workspace, event.as_ref()),
     };
     // In the machine's sandbox, where it goes in one (the driver blocked a run that must and cannot).
     let sandbox = super::sandboxing::decide(core, routine)?;
-    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), Some(run_dir), resume, sandbox.is_ok(), core.scrubber.as_deref());
+    // The bridge to the run's sockets only where this process offers them: a run started by a
+    // command that does not stay (`run` without --wait, `approve`) cannot hold a call, and asks
+    // after the run instead (the mark says which it was).
+    let bridge = core.scrubber.as_deref().filter(|_| core.offers_tools.load(std::sync::atomic::Ordering::SeqCst) > 0);
+    let asks_live = crate::run_dir::RunDir::at(run_dir).asks_live();
+    match bridge.is_some() && routine.guard().is_some_and(|g| g.ask.is_some()) {
+        true => crate::fsutil::write_atomic(&asks_live, b"").map_err(|e| format!("not started: cannot write {}: {e}", asks_live.display()))?,
+        false => {
+            let _ = std::fs::remove_file(&asks_live);
+        }
+    }
+    let agents::Invocation { driver, args, env: agent_env, run_file } = routine.action.invocation_of_try(&prompt, run_cap(routine, &core.settings()), Some(run_dir), cont.session, sandbox.is_ok(), bridge);
     if let Some((name, text)) = run_file {
         let path = run_dir.join(name);
         crate::fsutil::write_atomic(&path, text.as_bytes()).map_err(|e| format!("not started: cannot write {}: {e}", path.display()))?;

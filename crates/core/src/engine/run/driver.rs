@@ -6,7 +6,7 @@
 //! moment of choosing). It never reads its own row back to learn them.
 
 use crate::engine::accounts::{self, AccountPlan};
-use super::attempt::{archive_attempt_logs, spawn_attempt};
+use super::attempt::{archive_attempt_logs, spawn_attempt, Continuing};
 use super::finalize::{self, RunEnd};
 use crate::engine::followed::Following;
 use super::remote_run;
@@ -67,6 +67,9 @@ struct Driver {
     resumed: Option<String>,
     /// The routine's secrets (`secrets:`), read once before the first try.
     secrets: Vec<(String, String)>,
+    /// A rerun an approval started (trigger `approval`): the calls it may make beyond its
+    /// routine's rules (already in `routine`'s guard) and the session it continues.
+    approved: Option<super::approval::Approved>,
 }
 
 /// Drive a run the queue just claimed (its row is `running`, owned by this engine). Returns once
@@ -84,6 +87,27 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
             Err(e) => tracing::warn!(run = %rec.id, error = %e, "could not queue the start ping"),
         }
     }
+    // A rerun an approval started may make the approved calls — this run only.
+    let mut routine = routine;
+    let approved = match rec.trigger {
+        crate::run::Trigger::Approval => {
+            let store = Arc::clone(core);
+            let found = tokio::task::spawn_blocking({
+                let rec = rec.clone();
+                move || super::approval::Approved::of(&store.store, &rec)
+            })
+            .await
+            .ok()
+            .flatten();
+            found.map(|(approved, asks)| {
+                if let crate::routine::Action::Agent { guard, .. } = &mut routine.action {
+                    asks.iter().for_each(|a| super::approval::widen(guard, a));
+                }
+                approved
+            })
+        }
+        _ => None,
+    };
     let live = LiveRun::starting(&rec, &routine, core.home.run_dir(&routine.name, &rec.id), now);
     let facts = RunFacts {
         trigger: rec.trigger,
@@ -93,7 +117,7 @@ pub(crate) async fn start(core: &Arc<Core>, rec: RunRecord, routine: Routine, re
         ignore_budget: rec.ignore_budget,
     };
     let mut driver =
-        Driver { core: Arc::clone(core), routine, live, following: Some(following), cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, settle_reason: None, resumed: None, secrets: Vec::new() };
+        Driver { core: Arc::clone(core), routine, live, following: Some(following), cancel, facts, attempts: rec.attempts.clone(), try_started: now, tried: Vec::new(), workspace: None, settle_note: None, settle_reason: None, resumed: None, secrets: Vec::new(), approved };
     let state = driver.preflight(reserved).await;
     tokio::spawn(driver.run(state));
 }
@@ -281,10 +305,20 @@ impl Driver {
                 None => {}
             }
         }
+        // A rerun after an approval: continue the blocked run's session (same agent and account,
+        // here), told what was approved — or start afresh, told it after the task.
+        let mut approval_words = None;
+        if let (None, Some(approved)) = (&self.resumed, &self.approved) {
+            if self.live.driver().resumes() && self.routine.placement.is_none() && approved.account == email {
+                self.resumed = approved.session.clone();
+            }
+            approval_words = Some(approved.words(self.resumed.is_some()));
+        }
+        let cont = Continuing { session: self.resumed.as_deref(), words: approval_words.as_deref() };
         let creds = crate::engine::accounts::RunCreds { account: account.as_ref().map(|(a, c)| (a, c)), secrets: &self.secrets };
         let spawned = match self.routine.placement {
             Some(_) => remote_run::start(&self.core, &self.live, &self.routine, creds).await.map(Proc::Remote),
-            None => spawn_attempt(&self.core, &self.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref(), self.resumed.as_deref())
+            None => spawn_attempt(&self.core, &self.routine, &self.live.id, &self.live.run_dir, now, creds, self.workspace.as_ref(), cont)
                 .map(Proc::Local)
                 .map_err(Ending::SpawnFailed),
         };

@@ -16,12 +16,19 @@ use std::time::Duration;
 
 /// The final word on how a run ended, once it is settled: what the agent was refused, masked
 /// and cut — with `on_denial: fail` a run that had tool calls refused is a failure, however it
-/// ended its turn —; nothing secret in the message or the report; and a run that failed on a full
-/// (or read-only) disk says so (its own error is often just "exit code 1", its output may be cut
-/// short). Reads nothing but whether the run's disk is in trouble.
+/// ended its turn —; with `on_denial: ask`, a run that must ask after it ended is `blocked ·
+/// needs_approval` ([`super::approval`]); nothing secret in the message or the report; and a run
+/// that failed on a full (or read-only) disk says so (its own error is often just "exit code 1",
+/// its output may be cut short). Reads whether the run's disk is in trouble and, with
+/// `on_denial: ask`, the asks it still holds.
 pub(crate) fn verdict(core: &Core, run: &LiveRun, mut outcome: Outcome) -> Outcome {
     for d in &mut outcome.denials {
         d.input = crate::words::first_line(&core.redactor.redact(&d.input), 200);
+    }
+    if run.asks.is_some() {
+        // Asks still held: the engine that held them stopped before anyone answered.
+        let held: Vec<_> = core.store.asks_of(&run.id).unwrap_or_default().into_iter().filter(|a| a.held && a.answer.is_none()).collect();
+        super::approval::needs_approval(run, &mut outcome, &held);
     }
     if run.fail_on_denial && outcome.status() == RunStatus::Completed && !outcome.denials.is_empty() {
         outcome.status = Some(RunStatus::Failed);

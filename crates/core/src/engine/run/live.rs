@@ -32,6 +32,9 @@ pub(crate) struct LiveRun {
     pub stall: Option<Duration>,
     /// `on_denial: fail` — refused tool calls fail the run.
     pub fail_on_denial: bool,
+    /// `allow:`/`deny:` with `on_denial: ask` — what decides which refused calls the user may
+    /// approve after the run ([`super::approval`]); `None` without `on_denial: ask`.
+    pub asks: Option<crate::agents::Guard>,
 }
 
 impl LiveRun {
@@ -53,6 +56,7 @@ impl LiveRun {
             pings: routine.ping.is_some(),
             stall: routine.stall_timeout,
             fail_on_denial: routine.guard().is_some_and(|g| g.fail_on_denial),
+            asks: routine.guard().filter(|g| g.ask.is_some()).cloned(),
         }
     }
 
@@ -72,6 +76,7 @@ impl LiveRun {
             pings: routine.is_some_and(|r| r.ping.is_some()),
             stall: routine.and_then(|r| r.stall_timeout),
             fail_on_denial: routine.and_then(|r| r.guard()).is_some_and(|g| g.fail_on_denial),
+            asks: routine.and_then(|r| r.guard()).filter(|g| g.ask.is_some()).cloned(),
         }
     }
 }

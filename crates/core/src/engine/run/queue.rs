@@ -109,6 +109,11 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
             id
         }
     };
+    Ok(queued(core, routine, id).await)
+}
+
+/// A new queued row `id` of `routine`: announced, dispatched, and followed by its handle.
+async fn queued(core: &Arc<Core>, routine: &Routine, id: String) -> RunHandle {
     let done = core.runs.wait_for(&id);
     if let Ok(run) = core.store.get_run(&id) {
         core.emit(EngineEvent::RunQueued { run: Box::new(run) });
@@ -116,7 +121,23 @@ pub(crate) async fn submit(core: &Arc<Core>, routine: &Routine, trigger: Trigger
     dispatch(core).await;
     // Long-running engines in other processes look at once (they may take over what waits).
     signal::wake(core);
-    Ok(RunHandle { id, routine: routine.name.clone(), done, core: Arc::clone(core) })
+    RunHandle { id, routine: routine.name.clone(), done, core: Arc::clone(core) }
+}
+
+/// The rerun of `blocked` its approved asks after the run ask for (trigger `approval`): claimed
+/// with its row in one transaction, so two processes that both saw the answer start one rerun;
+/// `None` when it was claimed already.
+pub(crate) async fn submit_rerun(core: &Arc<Core>, routine: &Routine, blocked: &str) -> Result<Option<RunHandle>> {
+    let id = new_run_id();
+    let row = queued_row(core, routine, &id, Trigger::Approval, None, core.clock.now());
+    let (core2, blocked) = (Arc::clone(core), blocked.to_string());
+    let claimed = tokio::task::spawn_blocking(move || core2.store.insert_rerun(&blocked, &row))
+        .await
+        .map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
+    Ok(match claimed {
+        true => Some(queued(core, routine, id).await),
+        false => None,
+    })
 }
 
 /// Run now: a run of the routine that waits for a time (a retry's backoff, a limit's reset)

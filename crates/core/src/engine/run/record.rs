@@ -136,6 +136,7 @@ fn row(now: DateTime<Utc>, run: &LiveRun, ended: RunEnd, outcome: Outcome, close
         session_id: outcome.session_id.clone(),
         report_path: closed.report_path,
         changes: closed.changes,
+        asks: super::approval::asks_after(run, &outcome, finished_at),
         denials: outcome.denials,
         only_if_queued,
     }

@@ -238,7 +238,18 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
         (None, Some(at)) if at > start && at <= now => vec![at],
         _ => Vec::new(),
     };
-    let lines = evidence.explain(store, name, &slots, start, now)?;
+    let mut lines = evidence.explain(store, name, &slots, start, now)?;
+    // A run that asked (`on_denial: ask`) says what it asked and how it was answered.
+    let asks = store.asks_of_routine(name)?;
+    if !asks.is_empty() {
+        for line in lines.iter_mut() {
+            let Some(id) = &line.run_id else { continue };
+            let of_run: Vec<_> = asks.iter().filter(|a| &a.run_id == id).cloned().collect();
+            if let Some(said) = crate::engine::asks_sentence(&of_run, r.timezone) {
+                line.sentence = format!("{} · {said}", line.sentence).into();
+            }
+        }
+    }
     let events: Vec<EventLine> = match &r.trigger {
         Some(_) => around
             .deliveries(store)?

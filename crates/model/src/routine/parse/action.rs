@@ -104,11 +104,11 @@ pub(super) fn action(cx: &mut Cx<'_>, f: &Fields<'_>) -> (Option<Action>, Guard,
                         }
                     }
                 }
-                if guard.ask.is_some() && !d.asks_live() {
-                    cx.err(
-                        guard_pos.on_denial,
-                        format!("{} cannot hold a tool call while you are asked (its CLI has no hook for it; Claude Code has): use `on_denial: fail` or `record`", agent.as_str()),
-                    );
+                // An agent that cannot hold a call is asked after its run (the run ends `blocked ·
+                // needs_approval`; Approve reruns it with the call allowed) — which needs a rule
+                // its CLI can take for that one run.
+                if let (Some(_), Some(why)) = (guard.ask, d.no_tool_rules().filter(|_| !d.asks_live())) {
+                    cx.err(guard_pos.on_denial, format!("`on_denial: ask` cannot be kept by {}: {why}, so an approval could not allow the one call it was refused; use `on_denial: fail` or `record`", agent.as_str()));
                 }
                 for (key, _, pos) in &settings {
                     if let Some(why) = rules::refused_config(d, key) {
