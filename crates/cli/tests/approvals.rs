@@ -229,19 +229,6 @@ async fn approved_from_the_desktop_notification() {
     assert_eq!((asks[0].answer.as_deref(), asks[0].answered_by.as_deref()), (Some("allow"), Some("desktop")), "{asks:?}");
 }
 
-/// One raw HTTP request to `url` (`http://HOST:PORT/path?query`): (status, body).
-fn http(method: &str, url: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_at(rest.find('/').unwrap());
-    let mut stream = std::net::TcpStream::connect(host).unwrap();
-    stream.write_all(format!("{method} {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").as_bytes()).unwrap();
-    let mut out = String::new();
-    stream.read_to_string(&mut out).unwrap();
-    let status = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
-}
-
 /// The phone: the ask posted to an ntfy topic (a loopback receiver standing in for ntfy.sh) with
 /// Approve and Deny buttons calling back `serve` through signed links; a forged, altered or
 /// opened-in-a-browser link is refused, the Approve link answers once (a replay, and Deny after
@@ -269,18 +256,18 @@ async fn approved_from_the_phone_by_a_signed_link() {
     assert!(approve.starts_with(&format!("http://127.0.0.1:{port}/approvals/{}/allow?until=", ask["id"].as_str().unwrap())), "{approve}");
     // Refused: a forged signature, the signature moved to the other answer, a link opened in a browser.
     let forged = format!("{}{}", &approve[..approve.len() - 1], if approve.ends_with('0') { '1' } else { '0' });
-    assert_eq!(http("POST", &forged).0, 403);
-    assert_eq!(http("POST", &approve.replace("/allow?", "/deny?")).0, 403);
-    assert_eq!(http("GET", &approve).0, 405);
+    assert_eq!(common::http("POST", &forged).0, 403);
+    assert_eq!(common::http("POST", &approve.replace("/allow?", "/deny?")).0, 403);
+    assert_eq!(common::http("GET", &approve).0, 405);
     assert!(json(&ctl(&s.th).args(["approvals", "--json"]).output().unwrap()).as_array().unwrap().len() == 1, "still waiting");
-    let (status, said) = http("POST", &approve);
+    let (status, said) = common::http("POST", &approve);
     assert_eq!(status, 200, "{said}");
     assert!(said.contains("— approved (phone, "), "{said}");
     // Used once: a replay, and the Deny link after it.
-    let (status, said) = http("POST", &approve);
+    let (status, said) = common::http("POST", &approve);
     assert_eq!(status, 409, "{said}");
     assert!(said.starts_with("answered already: allow (phone, "), "{said}");
-    assert_eq!(http("POST", &deny).0, 409);
+    assert_eq!(common::http("POST", &deny).0, 409);
     let rec = running.await.unwrap();
     assert_eq!(rec["status"], "completed", "{rec:#}");
     assert!(s.project.join("pushed.txt").exists(), "approved from the phone, the call ran");

@@ -266,6 +266,48 @@ async fn approved_after_the_run_reruns_it_with_the_one_call_allowed() {
     assert!(report.contains(&format!("rerun of run {id} after approval (cli, ")) && report.contains("run_shell_command(touch "), "{report}");
 }
 
+/// The same ask answered from where the routine's webhook lands: the blocked run's post carries
+/// `serve`'s signed Approve and Deny links (with the calls in words); the Approve link answers
+/// once and starts the rerun there — a replay and the Deny link after it are refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_after_the_run_from_the_webhooks_signed_link() {
+    use nightshift_testkit::webhook_receiver::{Answer, WebhookReceiver};
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let fake = FakeGemini::start(None).await;
+    let th = TestHome::new();
+    let marker = th.user_home().join("touched-by-link");
+    fake.set("AIza-link", Reply::Shell { command: format!("touch {}", marker.display()), text: REPORT.into() });
+    routine(&th, &fake, "AIza-link", "edit", 1);
+    let file = th.path().join("routines/triage.yaml");
+    std::fs::write(&file, format!("{}allow: {{tools: [read_file]}}\non_denial: ask\nwebhooks: [team]\n", std::fs::read_to_string(&file).unwrap())).unwrap();
+    let receiver = WebhookReceiver::start(vec![Answer::Accept], None).await;
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    std::fs::write(th.path().join("nightshift.toml"), format!("[serve]\nlisten = \"127.0.0.1:{port}\"\n[[webhooks]]\nname = \"team\"\nurl = \"{}\"\n", receiver.url())).unwrap();
+    let _served = common::serve(&th, &format!("127.0.0.1:{port}"), &[]);
+
+    let (blocked, _) = run_wait(&th, "triage").await;
+    assert_eq!(blocked["reason"], "needs_approval", "{blocked:#}");
+    nightshift_testkit::wait_until("the webhook's post", std::time::Duration::from_secs(20), || !receiver.received().is_empty());
+    let posted: serde_json::Value = serde_json::from_str(&receiver.received()[0].body).unwrap();
+    let approval = &posted["approval"];
+    assert!(approval["calls"].as_str().unwrap().starts_with("run_shell_command(touch "), "{posted:#}");
+    let approve = approval["approve"].as_str().unwrap().to_string();
+    let deny = approval["deny"].as_str().unwrap().to_string();
+    assert!(approve.starts_with(&format!("http://127.0.0.1:{port}/approvals/")) && approve.contains("/allow?until="), "{approve}");
+    let (status, said) = common::http("POST", &approve);
+    assert_eq!(status, 200, "{said}");
+    assert!(said.contains("— approved (phone, ") && said.contains("rerun as run "), "{said}");
+    let rerun_id = said.split("rerun as run ").nth(1).unwrap().split_whitespace().next().unwrap().to_string();
+    let (status, said) = common::http("POST", &approve);
+    assert_eq!(status, 409, "used once: {said}");
+    assert_eq!(common::http("POST", &deny).0, 409, "answered already");
+    let rerun = settled(&th, &rerun_id).await;
+    assert_eq!((rerun["status"].as_str(), rerun["trigger"].as_str()), (Some("completed"), Some("approval")), "{rerun:#}");
+    assert!(marker.exists(), "approved from the link, the command ran in the rerun");
+}
+
 /// Run `id`'s record once it is final (the CLI that started it has returned; the next command
 /// settles it), within a minute.
 async fn settled(th: &TestHome, id: &str) -> serde_json::Value {

@@ -69,8 +69,24 @@ impl Event {
     }
 }
 
-/// The request for `run` (its texts already masked by the caller), signed when `secret` is given.
-pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Option<&str>, host: &str, secret: Option<&str>, now_secs: i64) -> Request {
+/// A run blocked for an approval (`needs_approval`), answerable from where the post lands:
+/// `serve`'s signed, single-use links ([`crate::engine::Engine`]'s approval links).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ApprovalLinks {
+    /// The calls it asks for, in words (inert text).
+    pub calls: String,
+    /// POST: approve (the run is rerun with them allowed).
+    pub approve: String,
+    /// POST: deny.
+    pub deny: String,
+    /// When the links expire (the ask's `ask_timeout`).
+    pub until: String,
+}
+
+/// The request for `run` (its texts already masked by the caller), signed when `secret` is given;
+/// with `approval`'s links when the run waits for one.
+#[allow(clippy::too_many_arguments)]
+pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Option<&str>, approval: Option<&ApprovalLinks>, host: &str, secret: Option<&str>, now_secs: i64) -> Request {
     // A completed run's report; any other end is told by its message (its report, which explains
     // the verdict for a person opening it, would repeat the status line the payload already has).
     let report = report.filter(|_| run.status == crate::run::RunStatus::Completed);
@@ -109,10 +125,17 @@ pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Op
             if let (Event::PushFailed, Some((changes, push))) = (event, push) {
                 body["push"] = serde_json::json!({ "remote": push.remote, "branch": changes.branch, "tries": push.tries, "error": push.error });
             }
+            if let Some(links) = approval {
+                body["approval"] = serde_json::json!(links);
+            }
             ("application/json", body.to_string(), Vec::new())
         }
         WebhookFormat::Slack => {
-            let text = if excerpt.is_empty() { format!("*{title}*") } else { format!("*{title}*\n```\n{excerpt}\n```") };
+            let mut text = if excerpt.is_empty() { format!("*{title}*") } else { format!("*{title}*\n```\n{excerpt}\n```") };
+            // Slack's link form; the links answer a POST only (a preview must not approve).
+            if let Some(links) = approval {
+                text += &format!("\nAnswer by {} (POST): <{}|Approve> · <{}|Deny>", links.until, links.approve, links.deny);
+            }
             ("application/json", serde_json::json!({ "text": text }).to_string(), Vec::new())
         }
         WebhookFormat::Ntfy => {
@@ -123,11 +146,15 @@ pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Op
                 Event::PushFailed => "push failed".to_string(),
             };
             // Header values are ASCII: the title without the mark.
-            let headers = vec![
+            let mut headers = vec![
                 ("Title".to_string(), ascii(&format!("{}: {what}", run.routine))),
                 ("Tags".to_string(), if failed { "warning".into() } else { "white_check_mark".into() }),
                 ("Priority".to_string(), if failed { "high".into() } else { "default".into() }),
             ];
+            // ntfy's action buttons call the links back (POST), as `[approvals] ntfy` does.
+            if let Some(links) = approval {
+                headers.push(("Actions".to_string(), format!("http, Approve, {}, method=POST, clear=true; http, Deny, {}, method=POST, clear=true", links.approve, links.deny)));
+            }
             ("text/plain; charset=utf-8", body, headers)
         }
     };
@@ -310,7 +337,7 @@ mod tests {
     fn a_run_on_another_machine_names_it_beside_this_machines_name() {
         let hook = WebhookSettings { name: "team".into(), url: "https://example.invalid/hook".into(), format: WebhookFormat::Json, on: Default::default() };
         let run = RunRecord { host: Some("workstation".into()), ..RunRecord::sample(crate::run::RunStatus::Completed, None) };
-        let body: serde_json::Value = serde_json::from_str(&request(&hook, Event::RunFinished, &run, None, "laptop", None, 1_700_000_000).body).unwrap();
+        let body: serde_json::Value = serde_json::from_str(&request(&hook, Event::RunFinished, &run, None, None, "laptop", None, 1_700_000_000).body).unwrap();
         assert_eq!((body["host"].as_str(), body["remote_host"].as_str()), (Some("laptop"), Some("workstation")));
     }
 }

@@ -322,3 +322,46 @@ async fn a_slot_run_on_github_actions_says_which_workflow_run_of_which_repositor
     let line = why.lines.iter().find(|l| l.at == at("2026-11-02T03:00:00Z")).expect("the 03:00 slot");
     assert_eq!(line.sentence, format!("ran — succeeded on ci · run {} · acme/app", runs[0].0));
 }
+
+/// A slot whose run asked (`on_denial: ask`) says what it asked and how it was answered: a call
+/// approved from the phone while it ran, and a blocked slot's ask after the run that reran it.
+#[tokio::test]
+async fn a_slot_that_asked_says_how_it_was_answered() {
+    let th = TestHome::new();
+    th.routine("minutely", "schedule: \"* * * * *\"\ntimezone: UTC\ncommand: \"true\"\n");
+    let now = at("2026-12-07T02:20:30Z");
+    let r = Rig::new(th, now, "");
+    let db = rusqlite::Connection::open(r.th.path().join("nightshift.db")).unwrap();
+    let t = nightshift_core::words::fmt_time;
+    db.execute("INSERT INTO routine_state (routine, first_seen, checked_until) VALUES ('minutely', ?1, ?2)", rusqlite::params![t(&at("2026-12-07T02:10:00Z")), t(&now)]).unwrap();
+    for (id, slot, status, reason) in [("pushed", "2026-12-07T02:14:00Z", "completed", None), ("blocked", "2026-12-07T02:15:00Z", "blocked", Some("needs_approval"))] {
+        db.execute(
+            "INSERT INTO runs (id, routine, trigger, agent, sort_ms, scheduled_for, status, reason, run_dir) VALUES (?1, 'minutely', 'schedule', 'command', ?2, ?3, ?4, ?5, '/x')",
+            rusqlite::params![id, at(slot).timestamp_millis(), slot, status, reason],
+        )
+        .unwrap();
+    }
+    let store = nightshift_core::store::Store::open(&r.th.path().join("nightshift.db")).unwrap();
+    let ask = |id: &str, run: &str, input: &str, held: bool| nightshift_core::store::Ask {
+        id: id.into(),
+        run_id: run.into(),
+        routine: "minutely".into(),
+        tool: "Bash".into(),
+        input: input.into(),
+        asked_at: at("2026-12-07T02:14:10Z"),
+        expires_at: at("2026-12-07T02:44:10Z"),
+        answer: None,
+        for_run: false,
+        answered_at: None,
+        answered_by: None,
+        held,
+        rerun: None,
+    };
+    store.add_ask(&ask("a1", "pushed", "{\"command\":\"git push origin fix/deps\"}", true)).unwrap();
+    assert!(store.answer_ask("a1", "allow", false, "phone", at("2026-12-07T02:14:40Z")).unwrap());
+    store.add_ask(&ask("a2", "blocked", "npm install", false)).unwrap();
+    let why = r.why("minutely", 1);
+    let of = |id: &str| why.lines.iter().find(|l| l.run_id.as_deref() == Some(id)).map(|l| l.sentence.to_string()).unwrap();
+    assert!(of("pushed").ends_with(" · Bash(git push origin fix/deps) — approved (phone, Mon 7 Dec 02:14)"), "{}", of("pushed"));
+    assert!(of("blocked").ends_with(" · Bash(npm install) — refused; approve by Mon 7 Dec 02:44 to rerun with it allowed"), "{}", of("blocked"));
+}

@@ -85,6 +85,10 @@ pub fn explain(run: &RunRecord) -> Explanation {
             format!("Not run: {}", said.unwrap_or("the computer was asleep or Nightshift was not running when it was due.")),
             Some("With `catchup: true` (the default) one catch-up run is made after waking; the other missed slots are only recorded."),
         ),
+        (_, Some(Reason::NeedsApproval)) => plain(
+            format!("Blocked: it was refused a call its routine does not allow, and asks you for it — {}", said.map(|m| m.trim_start_matches("needs approval for ")).unwrap_or("see the calls it asked for")),
+            Some("Approve reruns it with exactly that call allowed, for the rerun only (`nightshiftctl approve`, the notification's Approve, or Approve and rerun in the run's detail); Deny, or no answer by its `ask_timeout`, leaves it as it is. To allow it always, add it to the routine's `allow.tools`."),
+        ),
         (RunStatus::Skipped, Some(Reason::ActiveRun)) => plain("Skipped: the routine's previous run was still going.".into(), None),
         (RunStatus::Skipped, Some(Reason::QueueFull)) => plain(
             format!("Skipped: {}.", said.map(|m| m.trim_start_matches("skipped: ")).unwrap_or("as many runs of its agent as may wait were already waiting for a lane")),

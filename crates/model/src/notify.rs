@@ -303,6 +303,11 @@ mod tests {
         assert_eq!(message, "1 tool call refused: Bash(git push)");
         let failed = RunRecord { denials: denials[..1].to_vec(), message: Some(message.clone()), ..record(RunStatus::Failed, Some(Reason::PermissionDenied), Trigger::Schedule) };
         assert_eq!(notice_for(&failed, NotifyPolicy::Always, None, None).unwrap().body, message);
+        // Blocked for an approval: the message names the calls; Approve and Deny on the notice,
+        // which the answer's notice replaces (one tag).
+        let asked = RunRecord { denials: denials[..1].to_vec(), message: Some("needs approval for Bash(git push) (…)".into()), ..record(RunStatus::Blocked, Some(Reason::NeedsApproval), Trigger::Schedule) };
+        let n = notice_for(&asked, NotifyPolicy::Failures, None, None).unwrap();
+        assert_eq!((n.summary.as_str(), n.body.as_str(), n.asks, n.tag.as_deref()), ("? pr-review · needs approval", "needs approval for Bash(git push) (…)", true, Some(format!("ask:{}", asked.id).as_str())));
     }
 
     #[test]

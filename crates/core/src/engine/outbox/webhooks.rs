@@ -178,7 +178,7 @@ fn held_until(core: &Core, channel: &Channel) -> Option<chrono::DateTime<Utc>> {
 }
 
 /// One try of one entry, and its record.
-fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
+fn deliver(core: &Arc<Core>, agent: &ureq::Agent, entry: &OutboxEntry) {
     if let Channel::Ping(event) = entry.channel {
         return deliver_ping(core, agent, entry, event);
     }
@@ -192,13 +192,33 @@ fn deliver(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry) {
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| core.redactor.redact(&r));
             let secret = secret(core, name);
             let event = if matches!(entry.channel, Channel::PushFailed(_)) { webhook::Event::PushFailed } else { webhook::Event::RunFinished };
-            let req = webhook::request(hook, event, &run, report.as_deref(), &core.device_name(), secret.as_deref(), Utc::now().timestamp());
+            let approval = approval_links(core, &run);
+            let req = webhook::request(hook, event, &run, report.as_deref(), approval.as_ref(), &core.device_name(), secret.as_deref(), Utc::now().timestamp());
             webhook::send(agent, &req)
         }
     };
     if let Err(e) = record(core, entry, name, &format!("webhook \"{name}\""), outcome) {
         tracing::warn!(run = %entry.run_id, webhook = name, error = %e, "could not record a webhook delivery; it will be tried again");
     }
+}
+
+/// A run blocked for an approval, while its asks are open and this home is served (`[serve]
+/// public_url`, else its `listen` address): the signed links that answer them (one answers all).
+fn approval_links(core: &Arc<Core>, run: &crate::run::RunRecord) -> Option<webhook::ApprovalLinks> {
+    if run.reason != Some(crate::run::Reason::NeedsApproval) {
+        return None;
+    }
+    let settings = core.settings();
+    let base = settings.serve.public_url.clone().or_else(|| settings.serve.listen.map(|a| format!("http://{a}")))?;
+    let open: Vec<_> = core.store.asks_of(&run.id).ok()?.into_iter().filter(|a| a.answer.is_none()).collect();
+    let first = open.first()?;
+    let engine = crate::Engine { core: Arc::clone(core) };
+    Some(webhook::ApprovalLinks {
+        calls: open.iter().map(|a| core.redactor.redact(&crate::engine::ask_words(&a.tool, &a.input))).collect::<Vec<_>>().join(", "),
+        approve: engine.approval_link(&base, first, "allow").ok()?,
+        deny: engine.approval_link(&base, first, "deny").ok()?,
+        until: crate::words::fmt_time(&first.expires_at),
+    })
 }
 
 /// One try of a heartbeat ping. An end ping waits for its run's start ping (a monitor that heard
