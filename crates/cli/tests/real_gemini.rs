@@ -210,6 +210,21 @@ async fn a_retry_after_work_resumes_the_session_and_never_repeats_the_command() 
     assert!(said.contains("functionResponse") && said.contains(common::RESUME_WORDS), "{said}");
 }
 
+/// A home whose `triage` routine (Gemini, `edit`, `allow.tools: [read_file]`, `on_denial: ask`,
+/// plus `extra`) is asked by the fake's model to `touch` a file outside its rules: the home, the
+/// file the command would make, the routine's file and its text.
+async fn asking_home(extra: &str) -> (FakeGemini, TestHome, std::path::PathBuf, std::path::PathBuf, String) {
+    let fake = FakeGemini::start(None).await;
+    let th = TestHome::new();
+    let marker = th.user_home().join("touched-after-approval");
+    fake.set("AIza-ask", Reply::Shell { command: format!("touch {}", marker.display()), text: REPORT.into() });
+    routine(&th, &fake, "AIza-ask", "edit", 1);
+    let file = th.path().join("routines/triage.yaml");
+    let text = format!("{}allow: {{tools: [read_file]}}\non_denial: ask\n{extra}", std::fs::read_to_string(&file).unwrap());
+    std::fs::write(&file, &text).unwrap();
+    (fake, th, marker, file, text)
+}
+
 /// `on_denial: ask` with an agent that cannot hold a call (Gemini CLI has no prompt hook): the
 /// shell command outside `allow.tools` is refused, and the run ends `blocked · needs_approval`
 /// naming it, with one ask after the run; `approve` reruns it (trigger `approval`) with exactly
@@ -221,14 +236,7 @@ async fn approved_after_the_run_reruns_it_with_the_one_call_allowed() {
     if require_agent_cli("gemini").is_none() {
         return;
     }
-    let fake = FakeGemini::start(None).await;
-    let th = TestHome::new();
-    let marker = th.user_home().join("touched-after-approval");
-    fake.set("AIza-ask", Reply::Shell { command: format!("touch {}", marker.display()), text: REPORT.into() });
-    routine(&th, &fake, "AIza-ask", "edit", 1);
-    let file = th.path().join("routines/triage.yaml");
-    let text = format!("{}allow: {{tools: [read_file]}}\non_denial: ask\n", std::fs::read_to_string(&file).unwrap());
-    std::fs::write(&file, &text).unwrap();
+    let (fake, th, marker, file, text) = asking_home("").await;
 
     let (blocked, code) = run_wait(&th, "triage").await;
     assert_eq!((blocked["status"].as_str(), blocked["reason"].as_str()), (Some("blocked"), Some("needs_approval")), "{blocked:#}");
@@ -275,13 +283,7 @@ async fn approved_after_the_run_from_the_webhooks_signed_link() {
     if require_agent_cli("gemini").is_none() {
         return;
     }
-    let fake = FakeGemini::start(None).await;
-    let th = TestHome::new();
-    let marker = th.user_home().join("touched-by-link");
-    fake.set("AIza-link", Reply::Shell { command: format!("touch {}", marker.display()), text: REPORT.into() });
-    routine(&th, &fake, "AIza-link", "edit", 1);
-    let file = th.path().join("routines/triage.yaml");
-    std::fs::write(&file, format!("{}allow: {{tools: [read_file]}}\non_denial: ask\nwebhooks: [team]\n", std::fs::read_to_string(&file).unwrap())).unwrap();
+    let (_fake, th, marker, _, _) = asking_home("webhooks: [team]\n").await;
     let receiver = WebhookReceiver::start(vec![Answer::Accept], None).await;
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     std::fs::write(th.path().join("nightshift.toml"), format!("[serve]\nlisten = \"127.0.0.1:{port}\"\n[[webhooks]]\nname = \"team\"\nurl = \"{}\"\n", receiver.url())).unwrap();
@@ -306,6 +308,44 @@ async fn approved_after_the_run_from_the_webhooks_signed_link() {
     let rerun = settled(&th, &rerun_id).await;
     assert_eq!((rerun["status"].as_str(), rerun["trigger"].as_str()), (Some("completed"), Some("approval")), "{rerun:#}");
     assert!(marker.exists(), "approved from the link, the command ran in the rerun");
+}
+
+/// The same ask on the desktop: the daemon delivers the blocked run's finish notification — "?
+/// triage · needs approval", the calls in its body, Approve and Deny on a real notification server
+/// —; clicking Approve there reruns it in the daemon, and the rerun completes with the call run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn approved_after_the_run_from_the_desktop_notification() {
+    use nightshift_testkit::dbus::NotificationBus;
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let (_fake, th, marker, _, _) = asking_home("").await;
+    let bus = NotificationBus::start(th.path(), "record");
+    let daemon = common::start_daemon_with(&th, &["--notify"], &[("DBUS_SESSION_BUS_ADDRESS", bus.address.as_str())]);
+    daemon.wait_scheduling();
+
+    let (blocked, _) = run_wait(&th, "triage").await;
+    assert_eq!(blocked["reason"], "needs_approval", "{blocked:#}");
+    let mut asked = None;
+    nightshift_testkit::wait_until("the blocked run's notification", std::time::Duration::from_secs(30), || {
+        asked = bus.notifications().iter().position(|n| n["actions"].as_array().is_some_and(|a| a.iter().any(|x| x == "approve")));
+        asked.is_some()
+    });
+    let at = asked.unwrap();
+    let shown = &bus.notifications()[at];
+    assert_eq!(shown["summary"], "? triage · needs approval", "{shown}");
+    assert!(shown["body"].as_str().unwrap().starts_with("needs approval for run_shell_command(touch "), "{shown}");
+    bus.click(at + 1, "approve");
+    let mut rerun = serde_json::Value::Null;
+    nightshift_testkit::wait_until("the rerun to end", std::time::Duration::from_secs(60), || {
+        rerun = common::runs(&th).into_iter().find(|r| r["trigger"] == "approval").unwrap_or_default();
+        matches!(rerun["status"].as_str(), Some(s) if s != "queued" && s != "running")
+    });
+    assert_eq!(rerun["status"], "completed", "{rerun:#}");
+    assert!(marker.exists(), "approved from the notification, the command ran in the rerun");
+    let shown = common::stdout(&ctl(&th).args(["show", blocked["id"].as_str().unwrap()]).output().unwrap());
+    assert!(shown.contains("approved (desktop, "), "{shown}");
+    common::stop(daemon);
 }
 
 /// Run `id`'s record once it is final (the CLI that started it has returned; the next command
