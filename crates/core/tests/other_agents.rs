@@ -482,12 +482,16 @@ fn opencode_modes_and_rules_are_its_permissions() {
         assert_eq!((c["share"].as_str(), c["autoupdate"].as_bool(), c["experimental"]["continue_loop_on_deny"].as_bool()), (Some("disabled"), Some(false), Some(true)));
         assert_eq!(c["plugin"][0], "file:///runs/r1/nightshift-opencode-plugin.js");
     }
-    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "bash(npm test)".into(), "edit".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false, ask: None };
+    let guard = Guard { allow_tools: Some(vec!["read".into(), "bash(git status)".into(), "bash(npm test)".into(), "edit".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["webfetch".into(), "bash(git push)".into()], fail_on_denial: false, ask: None, approved: vec![] };
     let c = perms(Mode::Plan, &guard);
     let p = &c["permission"];
     assert_eq!((p["read"].as_str(), p["grep"].as_str(), p["webfetch"].as_str()), (Some("allow"), Some("deny"), Some("deny")), "{p}");
     assert_eq!(p["edit"], "deny", "plan mode keeps edits denied, allow.tools or not");
     assert_eq!(p["bash"], serde_json::json!({"*": "deny", "git status*": "allow", "npm test*": "allow", "git push*": "deny"}), "every command prefix allowed, none lost to the next");
+    // A call approved for one run (`on_denial: ask`): allowed on top, `deny.tools` still wins.
+    let approved = Guard { approved: vec!["bash(npm install)".into(), "bash(git push)".into()], ..guard.clone() };
+    let c = perms(Mode::Plan, &approved);
+    assert_eq!(c["permission"]["bash"], serde_json::json!({"*": "deny", "git status*": "allow", "npm test*": "allow", "npm install*": "allow", "git push*": "deny"}));
     // No run directory (a run on a host): no plugin to name.
     let remote = Call { run_dir: None, ..call(Mode::Auto, &open) };
     assert!(serde_json::from_str::<serde_json::Value>(&config_content(&remote)).unwrap()["plugin"].is_null());
@@ -576,9 +580,12 @@ fn copilot_modes_and_rules_are_its_permission_flags() {
     assert_eq!(permissions(Mode::Edit, &open), ["--allow-tool=write"]);
     assert_eq!(permissions(Mode::Auto, &open), ["--allow-all-tools"]);
     assert_eq!(permissions(Mode::Skip, &open), ["--allow-all"]);
-    let guard = Guard { allow_tools: Some(vec!["shell(git:*)".into(), "write".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["shell(git push)".into()], fail_on_denial: false, ask: None };
+    let guard = Guard { allow_tools: Some(vec!["shell(git:*)".into(), "write".into()]), allow_dirs: vec![], allow_hosts: vec![], deny_tools: vec!["shell(git push)".into()], fail_on_denial: false, ask: None, approved: vec![] };
     assert_eq!(permissions(Mode::Skip, &guard), ["--allow-tool=shell(git:*)", "--allow-tool=write", "--deny-tool=shell(git push)"], "allow.tools instead of the mode's blanket");
     assert_eq!(permissions(Mode::Plan, &guard), ["--allow-tool=shell(git:*)", "--deny-tool=shell(git push)"], "plan keeps writes refused");
+    // A call approved for one run (`on_denial: ask`): one more allow, whatever the mode.
+    let approved = Guard { approved: vec!["shell(npm install)".into()], ..guard.clone() };
+    assert_eq!(permissions(Mode::Plan, &approved), ["--allow-tool=shell(git:*)", "--allow-tool=shell(npm install)", "--deny-tool=shell(git push)"]);
     // A run on a host: no usage file to name there.
     let remote = Call { run_dir: None, ..call(Mode::Auto, &open, dir) };
     assert!(!driver(Agent::Copilot).args(&remote).iter().any(|a| a == "--usage-output-file"));
