@@ -103,7 +103,7 @@ fn older_home(home: &Path) -> PathBuf {
     drop(nightshift_core::store::Store::open(&db).unwrap());
     let conn = rusqlite::Connection::open(&db).unwrap();
     conn.execute_batch(
-        // What migrations 6 to 27 added, undone: the home of a release with schema 5 (a new
+        // What migrations 6 to 28 added, undone: the home of a release with schema 5 (a new
         // migration is undone here too, or the installed app finds its table already there).
         "DROP INDEX runs_queue; DROP TABLE presence; DROP TABLE routine_events; DROP INDEX runs_usage; DROP INDEX runs_slot_facts; DROP INDEX runs_unpruned;
          DROP INDEX runs_by_routine_status; DROP TABLE routine_files;
@@ -122,6 +122,7 @@ fn older_home(home: &Path) -> PathBuf {
          ALTER TABLE runs DROP COLUMN here;
          DROP INDEX mcp_created_by_time; DROP TABLE mcp_created;
          DROP INDEX asks_by_rerun; DROP INDEX asks_open; DROP TABLE asks;
+         ALTER TABLE runs DROP COLUMN pull_request; DROP TABLE routine_prs;
          PRAGMA user_version = 5;
          INSERT INTO runs (id, routine, trigger, agent, sort_ms, started_at, finished_at, status, run_dir)
          VALUES ('old-run-0000000000000000', 'hello', 'manual', 'command', 1, '2026-01-01T00:00:00Z', '2026-01-01T00:00:01Z', 'completed', '/nonexistent');",

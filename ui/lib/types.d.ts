@@ -671,7 +671,30 @@ export type PingEvent = "start" | "end";
  */
 export type Preview = { words: string, timezone: string, fires: Array<Fire>, };
 
-export type Push = { remote: string, state: PushState, tries: number, error: string | null, at: string | null, };
+/**
+ * The pull request a worktree run's branch went to (`push.pr`): opened by this run, or the
+ * routine's open one it pushed onto and updated — or why there is none.
+ */
+export type PullRequest = { 
+/**
+ * `pending` (after the push), `opened`, `updated`, `none` (the run changed nothing), `failed`.
+ */
+state: string, number: number | null, url: string | null, 
+/**
+ * `owner/name`.
+ */
+repo: string | null, 
+/**
+ * Why it failed, or why there is none — in words, with what to do.
+ */
+error: string | null, tries: number, at: string | null, };
+
+export type Push = { remote: string, state: PushState, 
+/**
+ * The remote branch it goes to when it is not the run's own: the routine's open pull
+ * request's branch, which this run continued (`push.pr`, one open per routine).
+ */
+onto: string | null, tries: number, error: string | null, at: string | null, };
 
 /**
  * Where a worktree run's branch is in being pushed.
@@ -944,7 +967,12 @@ here: boolean,
  * The GitHub or Linear event that fired it (trigger `event`): `{source, name, action, repo,
  * number, title, url, branch, sender, delivery}`.
  */
-event: Event | null, };
+event: Event | null, 
+/**
+ * A worktree run's pull request (`push.pr`): `{state, number, url, repo, error, tries, at}`;
+ * `null` when its routine opens none.
+ */
+pull_request: PullRequest | null, };
 
 export type RunStatus = "queued" | "running" | "completed" | "failed" | "timed_out" | "cancelled" | "blocked" | "missed" | "skipped";
 

@@ -211,7 +211,21 @@ export function mount(root, params, ui) {
         ? h("ol", { id: "changes-commits", class: "commits" }, c.commits.map((k) => h("li", { "data-by": k.by }, h("code", {}, k.sha.slice(0, 10)), " ", k.subject, k.by === "nightshift" ? h("span", { class: "muted small" }, " — by Nightshift: what the run left uncommitted") : null)))
         : null,
       c.push ? pushLine(c.push) : null,
+      r.pull_request ? pullRequestLine(r.pull_request) : null,
     );
+  }
+
+  // `push.pr`: the pull request the branch went to, its link opened in the browser.
+  function pullRequestLine(pr) {
+    const words = {
+      opened: `Opened pull request #${pr.number}`,
+      updated: `Updated pull request #${pr.number} (its routine's open one)`,
+      none: "No pull request: the run changed nothing",
+      failed: "No pull request",
+      pending: pr.tries ? `Pull request: try ${pr.tries} failed; it is tried again` : "Pull request pending",
+    }[pr.state] ?? `Pull request: ${pr.state}`;
+    const link = pr.url ? h("a", { id: "pull-request-link", href: pr.url, onclick: (e) => (e.preventDefault(), openLink(pr.url)) }, pr.url) : null;
+    return h("div", { id: "changes-pr", "data-state": pr.state }, h("p", {}, words, " ", link), pr.error && pr.state !== "none" ? h("p", { class: "muted small" }, pr.error) : null);
   }
 
   function pushLine(p) {

@@ -161,6 +161,9 @@ fn print_run(r: RunRecord, deliveries: &[DeliveryRow], asks: &[nightshift_core::
     if let Some(c) = &r.changes {
         crate::workspaces::print_changes(c, &r.id);
     }
+    if let Some(pr) = &r.pull_request {
+        crate::workspaces::print_pull_request(pr);
+    }
     if let Some(by) = &r.made_up_by {
         println!("made up by   {by} (the account worked again)");
     }

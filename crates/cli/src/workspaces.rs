@@ -54,7 +54,26 @@ pub fn print_changes(c: &Changes, run_id: &str) {
                 p.error.as_deref().unwrap_or("no message")
             ),
         };
-        println!("push         {}: {how}", p.remote);
+        let onto = p.onto.as_ref().map(|b| format!(" (onto {b}, its routine's open pull request)")).unwrap_or_default();
+        println!("push         {}{onto}: {how}", p.remote);
+    }
+}
+
+/// `show`'s line for a run's pull request (`push.pr`).
+pub fn print_pull_request(pr: &nightshift_core::run::PullRequest) {
+    let number = pr.number.map(|n| format!("#{n} ")).unwrap_or_default();
+    let url = pr.url.as_deref().unwrap_or("");
+    let how = match pr.state.as_str() {
+        "opened" => format!("opened {number}{url}"),
+        "updated" => format!("updated {number}{url} (its routine's open one)"),
+        "none" => "none: the run changed nothing".to_string(),
+        "pending" if pr.tries == 0 => "pending (opened after the push, by this command, the app or the daemon)".to_string(),
+        "pending" => format!("pending: try {} failed; tried again by the app or the daemon", pr.tries),
+        other => other.to_string(),
+    };
+    println!("pull request {how}");
+    if let Some(e) = pr.error.as_deref().filter(|_| pr.state != "none") {
+        println!("             {e}");
     }
 }
 

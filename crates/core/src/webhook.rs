@@ -120,6 +120,7 @@ pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Op
                 "remote_host": run.host,
                 "cost_usd": run.cost_usd,
                 "denials": run.denials,
+                "pull_request": run.pull_request,
                 "excerpt": excerpt,
             });
             if let (Event::PushFailed, Some((changes, push))) = (event, push) {

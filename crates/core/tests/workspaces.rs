@@ -394,7 +394,7 @@ fn routine_files_say_where_a_workspace_is_wrong() {
     assert_eq!(errors["badpush"], ["routines/badpush.yaml:5:7: `push` must be a remote name (no spaces, not starting with '-')"]);
     assert!(!errors.contains_key("good"), "{errors:?}");
     let good = set.get("good").unwrap();
-    assert_eq!(good.workspace, nightshift_core::routine::Workspace::Worktree { base: Some("main".into()), push: Some("origin".into()) });
+    assert_eq!(good.workspace, nightshift_core::routine::Workspace::Worktree { base: Some("main".into()), push: Some(nightshift_core::routine::PushSpec { remote: "origin".into(), ..Default::default() }) });
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

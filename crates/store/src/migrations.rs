@@ -350,4 +350,16 @@ pub const MIGRATIONS: &[&str] = &[
     ALTER TABLE asks ADD COLUMN rerun TEXT;
     CREATE INDEX asks_by_rerun ON asks(rerun) WHERE rerun IS NOT NULL;
     "#,
+    // 28: pull requests (`push.pr`) — a run's, and the one each routine keeps open.
+    r#"
+    ALTER TABLE runs ADD COLUMN pull_request TEXT;
+    CREATE TABLE routine_prs (
+        routine    TEXT PRIMARY KEY,
+        repo       TEXT NOT NULL,
+        number     INTEGER NOT NULL,
+        url        TEXT NOT NULL,
+        branch     TEXT NOT NULL,
+        opened_by  TEXT NOT NULL
+    );
+    "#,
 ];

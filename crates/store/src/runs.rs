@@ -109,7 +109,7 @@ macro_rules! columns {
     () => {
         concat!("id, routine, trigger, scheduled_for, started_at, finished_at, status, reason, ", message_column!(), ", \
          exit_code, account, resets_at, attempts, duration_ms, cost_usd, session_id, report_path, agent, run_dir, sort_ms, made_up_by, notified, changes, \
-         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host, not_before_ms, wait_for_limit, denials, ignore_budget, premium_requests, event, remote_url, here")
+         input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, model, pruned_at, host, not_before_ms, wait_for_limit, denials, ignore_budget, premium_requests, event, remote_url, here, pull_request")
     };
 }
 const COLUMNS: &str = columns!();
@@ -460,6 +460,7 @@ fn row_to_record(row: &Row<'_>) -> rusqlite::Result<RunRecord> {
         denials: row.get::<_, String>(32).map(|d| serde_json::from_str(&d).unwrap_or_default())?,
         ignore_budget: row.get(33)?,
         here: row.get(37)?,
+        pull_request: row.get::<_, Option<String>>(38)?.and_then(|text| serde_json::from_str(&text).ok()),
         event: row.get::<_, Option<String>>(35)?.and_then(|text| match serde_json::from_str(&text) {
             Ok(e) => Some(e),
             Err(e) => {

@@ -135,7 +135,7 @@ mod tests {
         store.insert_run(&run).unwrap();
         store.conn().execute("UPDATE runs SET changes = json('{\"push\":{\"remote\":\"origin\",\"state\":\"pending\",\"tries\":0}}') WHERE id = 'r1'", []).unwrap();
         let (notice, post) = (Channel::Notify.push_failed(), Channel::Webhook("team".into()).push_failed());
-        let failed = Push { remote: "origin".into(), state: PushState::Failed, tries: 3, error: Some("refused".into()), at: Some(now) };
+        let failed = Push { remote: "origin".into(), state: PushState::Failed, onto: None, tries: 3, error: Some("refused".into()), at: Some(now) };
         store.give_up_push("r1", &failed, "refused", &[notice.clone(), post.clone()], now).unwrap();
         assert_eq!(store.delivery_state("r1", &notice).unwrap(), Some(Delivery::Pending));
         // The receiver refused it; retried by hand while the push is still failed: sent again.

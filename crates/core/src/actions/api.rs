@@ -81,6 +81,8 @@ pub struct Api {
     base: String,
     token: String,
     pub repo: String,
+    /// What the token needs for what this client does, said when GitHub refuses it (403).
+    needs: &'static str,
 }
 
 impl Api {
@@ -88,14 +90,19 @@ impl Api {
     pub fn new(base: &str, token: String, repo: &str) -> Api {
         // Redirects are followed by hand: a log's download address must not get the token.
         let http = ureq::AgentBuilder::new().timeout_connect(Duration::from_secs(10)).timeout(Duration::from_secs(60)).redirects(0).user_agent(concat!("nightshift/", env!("CARGO_PKG_VERSION"))).build();
-        Api { http, base: base.trim_end_matches('/').to_string(), token, repo: repo.to_string() }
+        Api { http, base: base.trim_end_matches('/').to_string(), token, repo: repo.to_string(), needs: "the `actions` and `secrets` write permissions (a fine-grained token) or the `repo` and `workflow` scopes" }
     }
 
-    fn url(&self, path: &str) -> String {
+    /// The same client for pull requests (`push.pr`): a refusal says what the token needs for them.
+    pub fn for_pull_requests(base: &str, token: String, repo: &str) -> Api {
+        Api { needs: "the `pull_requests` and `contents` write permissions (a fine-grained token) or the `repo` scope", ..Api::new(base, token, repo) }
+    }
+
+    pub(super) fn url(&self, path: &str) -> String {
         format!("{}/repos/{}{path}", self.base, self.repo)
     }
 
-    fn request(&self, method: &str, url: &str) -> ureq::Request {
+    pub(super) fn request(&self, method: &str, url: &str) -> ureq::Request {
         self.http
             .request(method, url)
             .set("Authorization", &format!("Bearer {}", self.token))
@@ -103,21 +110,21 @@ impl Api {
             .set("X-GitHub-Api-Version", "2022-11-28")
     }
 
-    fn send(&self, request: ureq::Request, body: Option<&Value>, what: &str) -> Answer<ureq::Response> {
+    pub(super) fn send(&self, request: ureq::Request, body: Option<&Value>, what: &str) -> Answer<ureq::Response> {
         let result = match body {
             Some(b) => request.send_json(b.clone()),
             None => request.call(),
         };
         match result {
             Ok(r) => Ok(r),
-            Err(ureq::Error::Status(status, r)) => Err(trouble(status, r, what, &self.repo)),
+            Err(ureq::Error::Status(status, r)) => Err(trouble(status, r, what, &self.repo, self.needs)),
             Err(ureq::Error::Transport(t)) => Err(Trouble::Passing { words: format!("could not reach GitHub ({}) to {what}: {t}", self.base), retry_at: None }),
         }
     }
 
     /// A GET, asked again twice (after ½ s, then 1½ s) while GitHub's answer is a passing one
     /// without a time to wait for: a blip is not worth a failed try.
-    fn get(&self, url: &str, what: &str) -> Answer<ureq::Response> {
+    pub(super) fn get(&self, url: &str, what: &str) -> Answer<ureq::Response> {
         let mut waits = [Duration::from_millis(500), Duration::from_millis(1500)].into_iter();
         loop {
             match self.send(self.request("GET", url), None, what) {
@@ -127,7 +134,7 @@ impl Api {
         }
     }
 
-    fn json(&self, r: ureq::Response, what: &str) -> Answer<Value> {
+    pub(super) fn json(&self, r: ureq::Response, what: &str) -> Answer<Value> {
         r.into_json::<Value>().map_err(|e| Trouble::Passing { words: format!("GitHub's answer to {what} could not be read: {e}"), retry_at: None })
     }
 
@@ -188,7 +195,7 @@ impl Api {
         let r = match (r.status(), r.header("Location").map(str::to_string)) {
             (300..=399, Some(to)) => match self.http.get(&to).call() {
                 Ok(r) => r,
-                Err(ureq::Error::Status(status, r)) => return Err(trouble(status, r, &what, &self.repo)),
+                Err(ureq::Error::Status(status, r)) => return Err(trouble(status, r, &what, &self.repo, self.needs)),
                 Err(ureq::Error::Transport(t)) => return Err(Trouble::Passing { words: format!("could not download the log of job {job}: {t}"), retry_at: None }),
             },
             _ => r,
@@ -257,7 +264,7 @@ impl Api {
 }
 
 /// GitHub's error answer in words a user can act on.
-fn trouble(status: u16, r: ureq::Response, what: &str, repo: &str) -> Trouble {
+fn trouble(status: u16, r: ureq::Response, what: &str, repo: &str, needs: &str) -> Trouble {
     let remaining = r.header("X-RateLimit-Remaining").and_then(|v| v.trim().parse::<u64>().ok());
     let reset = r.header("X-RateLimit-Reset").and_then(|v| v.trim().parse::<i64>().ok()).and_then(|s| DateTime::from_timestamp(s, 0));
     let retry_after = r.header("Retry-After").and_then(|v| v.trim().parse::<i64>().ok()).map(|s| Utc::now() + chrono::Duration::seconds(s));
@@ -269,9 +276,9 @@ fn trouble(status: u16, r: ureq::Response, what: &str, repo: &str) -> Trouble {
     }
     let hint = match status {
         401 => " — the GitHub token is not valid: store a new one with `nightshiftctl github set-token` (or set GH_TOKEN)".to_string(),
-        403 => format!(" — the token may not do this on {repo}: it needs the `actions` and `secrets` write permissions (a fine-grained token) or the `repo` and `workflow` scopes"),
-        404 => format!(" — {repo} or the workflow is not there, or the token cannot see it"),
-        422 => " — GitHub refused the request as it was sent (is the workflow on that ref, with `workflow_dispatch`?)".to_string(),
+        403 => format!(" — the token may not do this on {repo}: it needs {needs}"),
+        404 => format!(" — {repo} or what was asked for is not there, or the token cannot see it"),
+        422 => " — GitHub refused the request as it was sent".to_string(),
         _ => String::new(),
     };
     Trouble::Refused { status, words: format!("could not {what}: GitHub answered HTTP {status}{}{hint}", if said.is_empty() { String::new() } else { format!(" ({said})") }) }

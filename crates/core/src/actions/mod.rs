@@ -6,5 +6,6 @@
 pub mod api;
 pub mod dispatch;
 pub mod job_log;
+pub mod pulls;
 pub mod seal;
 pub mod workflow;

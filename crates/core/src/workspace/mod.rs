@@ -45,8 +45,10 @@ pub fn branch_name(routine: &str, run_id: &str) -> String {
 
 /// Set up the run's workspace. `Ok(None)`: nothing to track (no `cwd`, or a `cwd` run outside git
 /// — and a cwd run whose photograph fails only loses its summary, never its start). `Err`: a
-/// worktree could not be made; nothing of it is left behind.
-pub fn start(routine: &crate::routine::Routine, run_id: &str, run_dir: &Path, worktrees_dir: &Path) -> Result<Option<RunWorkspace>, String> {
+/// worktree could not be made; nothing of it is left behind. `onto`: the remote branch of the
+/// routine's open pull request — the worktree starts from its head (fetched from the push remote;
+/// the local branch when the fetch fails) and the run pushes onto it.
+pub fn start(routine: &crate::routine::Routine, run_id: &str, run_dir: &Path, worktrees_dir: &Path, onto: Option<&str>) -> Result<Option<RunWorkspace>, String> {
     use crate::routine::Workspace;
     let Some(cwd) = routine.cwd.as_deref() else {
         return match routine.workspace {
@@ -68,8 +70,13 @@ pub fn start(routine: &crate::routine::Routine, run_id: &str, run_dir: &Path, wo
             }
         }
         Workspace::Worktree { base, push } => {
-            let mut s = start_worktree(cwd, &routine.name, run_id, base.as_deref(), worktrees_dir)?;
-            s.push = push.clone();
+            let remote = push.as_ref().map(|p| p.remote.as_str());
+            let head = onto.zip(remote).and_then(|(branch, remote)| branch_head(cwd, remote, branch));
+            let from = head.as_deref().or(base.as_deref());
+            let mut s = start_worktree(cwd, &routine.name, run_id, from, worktrees_dir)?;
+            s.base_ref = base.clone();
+            s.push = push.as_ref().map(|p| p.remote.clone());
+            s.push_onto = head.and(onto.map(str::to_string));
             s
         }
     };
@@ -87,6 +94,14 @@ pub fn start(routine: &crate::routine::Routine, run_id: &str, run_dir: &Path, wo
 pub fn started(run_dir: &Path) -> Option<RunWorkspace> {
     let text = std::fs::read(run_dir.join(STATE_FILE)).ok()?;
     serde_json::from_slice(&text).ok()
+}
+
+/// The head of `branch` on `remote` (fetched now, bounded), else of the local branch of that name;
+/// `None` when neither is there (a branch deleted after its pull request was merged).
+fn branch_head(cwd: &Path, remote: &str, branch: &str) -> Option<String> {
+    let fetched = Git::new(cwd, &["fetch", "--quiet", "--no-tags", remote, &format!("refs/heads/{branch}")]).limit(git::PUSH_LIMIT).run().is_ok();
+    let rev = if fetched { "FETCH_HEAD".to_string() } else { format!("refs/heads/{branch}") };
+    Git::new(cwd, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]).run().ok().map(|s| s.trim().to_string()).filter(|s| !s.is_empty())
 }
 
 fn top_and_base(cwd: &Path, rev: &str) -> Result<(PathBuf, String, Option<String>), String> {
@@ -107,7 +122,7 @@ fn start_cwd(cwd: &Path, run_dir: &Path) -> Result<RunWorkspace, String> {
     let (repo, _, base) = top_and_base(cwd, "HEAD")?;
     let branch = Git::new(&repo, &["symbolic-ref", "--quiet", "--short", "HEAD"]).run().ok();
     let start_tree = Some(photograph(&repo, run_dir, base.as_deref())?);
-    Ok(RunWorkspace { kind: WorkspaceKind::Cwd, repo, dir: cwd.to_path_buf(), worktree: None, branch, base, base_ref: None, start_tree, push: None })
+    Ok(RunWorkspace { kind: WorkspaceKind::Cwd, repo, dir: cwd.to_path_buf(), worktree: None, branch, base, base_ref: None, start_tree, push: None, push_onto: None })
 }
 
 fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str>, worktrees_dir: &Path) -> Result<RunWorkspace, String> {
@@ -149,6 +164,7 @@ fn start_worktree(cwd: &Path, routine: &str, run_id: &str, base_ref: Option<&str
         base_ref: base_ref.map(str::to_string),
         start_tree: None,
         push: None,
+        push_onto: None,
     })
 }
 
@@ -243,7 +259,7 @@ pub fn finish(started: &RunWorkspace, routine: &str, run_id: &str, status: RunSt
         removed: 0,
         worktree: started.worktree.as_ref().map(|p| p.display().to_string()),
         worktree_removed_at: None,
-        push: started.push.as_ref().map(|remote| Push { remote: remote.clone(), state: PushState::Pending, tries: 0, error: None, at: None }),
+        push: started.push.as_ref().map(|remote| Push { remote: remote.clone(), state: PushState::Pending, onto: started.push_onto.clone(), tries: 0, error: None, at: None }),
         error: None,
     };
     let result = match started.kind {
@@ -341,8 +357,8 @@ fn commits(repo: &Path, from: &str, head: &str, ours: Option<&str>) -> Result<Ve
 /// Push the run's branch to `remote` (bounded, never prompting). The error says why in git's
 /// and the remote's own words: the rejection (`[remote rejected] (pre-receive hook declined)`)
 /// and what the remote printed.
-pub fn push(repo: &Path, remote: &str, branch: &str) -> Result<(), String> {
-    let spec = format!("refs/heads/{branch}:refs/heads/{branch}");
+pub fn push(repo: &Path, remote: &str, branch: &str, onto: Option<&str>) -> Result<(), String> {
+    let spec = format!("refs/heads/{branch}:refs/heads/{}", onto.unwrap_or(branch));
     let out = Git::new(repo, &["push", "--porcelain", remote, &spec]).limit(git::PUSH_LIMIT).output()?;
     if out.ok() {
         return Ok(());

@@ -171,9 +171,47 @@ pub enum Workspace {
     #[default]
     Cwd,
     /// In a git worktree of `cwd`'s repository of its own, on branch
-    /// `nightshift/<routine>/<run-id>` from `base` (default: the repository's `HEAD`); pushed to
-    /// `push` after the run.
-    Worktree { base: Option<String>, push: Option<String> },
+    /// `nightshift/<routine>/<run-id>` from `base` (default: the repository's `HEAD`); pushed as
+    /// `push` says after the run.
+    Worktree { base: Option<String>, push: Option<PushSpec> },
+}
+
+impl Workspace {
+    /// Where its runs' branches are pushed, and whether a pull request follows.
+    pub fn push(&self) -> Option<&PushSpec> {
+        match self {
+            Workspace::Worktree { push, .. } => push.as_ref(),
+            Workspace::Cwd => None,
+        }
+    }
+}
+
+/// `push:` — a remote's name (`push: origin`), or a mapping that also opens a pull request:
+/// `push: {remote: origin, pr: draft, base: main, title: "…", labels: […], reviewers: […]}`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct PushSpec {
+    pub remote: String,
+    /// `pr:` — a pull request after a run with changes: `draft`, `ready`, or none (`off`).
+    pub pr: Option<PrKind>,
+    /// `pr_per_run: true` — one pull request per run instead of one open per routine.
+    pub pr_per_run: bool,
+    /// The pull request's base branch (default: the worktree's `base:`, else the repository's
+    /// default branch as GitHub says).
+    pub base: Option<String>,
+    /// Its title, with the prompt's placeholders (`{date}`); default: the report's first line.
+    pub title: Option<String>,
+    pub labels: Vec<String>,
+    pub reviewers: Vec<String>,
+    /// `owner/name` on GitHub; default: read from the remote's URL.
+    pub repo: Option<String>,
+}
+
+/// Whether a pull request is opened as a draft.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrKind {
+    Draft,
+    Ready,
 }
 
 /// Which account(s) a run may use.

@@ -32,6 +32,10 @@ pub struct RunWorkspace {
     /// A cwd run's working tree at the start, as a tree object.
     pub start_tree: Option<String>,
     pub push: Option<String>,
+    /// The remote branch this run continues and pushes onto: its routine's open pull request's
+    /// (`push.pr`, one open per routine); `None`: its own branch.
+    #[serde(default)]
+    pub push_onto: Option<String>,
 }
 
 /// What a run changed — part of the run record (`changes`, `null` for a run outside git).
@@ -100,11 +104,33 @@ pub struct FileChange {
     pub removed: Option<u64>,
 }
 
+/// The pull request a worktree run's branch went to (`push.pr`): opened by this run, or the
+/// routine's open one it pushed onto and updated — or why there is none.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
+pub struct PullRequest {
+    /// `pending` (after the push), `opened`, `updated`, `none` (the run changed nothing), `failed`.
+    pub state: String,
+    pub number: Option<u64>,
+    pub url: Option<String>,
+    /// `owner/name`.
+    pub repo: Option<String>,
+    /// Why it failed, or why there is none — in words, with what to do.
+    pub error: Option<String>,
+    pub tries: u32,
+    #[serde(serialize_with = "crate::words::ser_opt_time", default)]
+    pub at: Option<DateTime<Utc>>,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct Push {
     pub remote: String,
     pub state: PushState,
+    /// The remote branch it goes to when it is not the run's own: the routine's open pull
+    /// request's branch, which this run continued (`push.pr`, one open per routine).
+    #[serde(default)]
+    pub onto: Option<String>,
     pub tries: u32,
     pub error: Option<String>,
     #[serde(serialize_with = "crate::words::ser_opt_time", default)]

@@ -3,7 +3,7 @@
 mod changes;
 mod usage;
 
-pub use changes::{Changes, Commit, CommitBy, FileChange, Push, PushState, RunWorkspace, WorkspaceKind};
+pub use changes::{Changes, Commit, CommitBy, FileChange, PullRequest, Push, PushState, RunWorkspace, WorkspaceKind};
 pub use usage::Usage;
 
 use crate::words::{ser_opt_time, string_enum, Agent};
@@ -145,6 +145,8 @@ string_enum!(
 pub enum Channel {
     Notify,
     Push,
+    /// The pull request that follows a pushed branch (`push.pr`).
+    PullRequest,
     Webhook(String),
     Ping(PingEvent),
     /// The run's branch could not be pushed: told over the notification or one webhook.
@@ -169,6 +171,7 @@ impl Channel {
         match word {
             "notify" => Some(Channel::Notify),
             "push" => Some(Channel::Push),
+            "pull_request" => Some(Channel::PullRequest),
             _ => match word.strip_prefix(Channel::PING) {
                 Some(event) => PingEvent::parse(event).map(Channel::Ping),
                 None => word.strip_prefix(Channel::WEBHOOK).filter(|n| !n.is_empty()).map(|n| Channel::Webhook(n.to_string())),
@@ -196,6 +199,7 @@ impl std::fmt::Display for Channel {
         match self {
             Channel::Notify => f.write_str("notify"),
             Channel::Push => f.write_str("push"),
+            Channel::PullRequest => f.write_str("pull_request"),
             Channel::Webhook(name) => write!(f, "{}{name}", Channel::WEBHOOK),
             Channel::Ping(event) => write!(f, "{}{}", Channel::PING, event.as_str()),
             Channel::PushFailed(inner) => write!(f, "{}{inner}", Channel::PUSH_FAILED),
@@ -434,6 +438,10 @@ pub struct RunRecord {
     /// The GitHub or Linear event that fired it (trigger `event`): `{source, name, action, repo,
     /// number, title, url, branch, sender, delivery}`.
     pub event: Option<crate::incoming::Event>,
+    /// A worktree run's pull request (`push.pr`): `{state, number, url, repo, error, tries, at}`;
+    /// `null` when its routine opens none.
+    #[serde(default)]
+    pub pull_request: Option<PullRequest>,
 }
 
 impl Trigger {
@@ -515,6 +523,7 @@ impl RunRecord {
             ignore_budget: false,
             here: false,
             event: None,
+            pull_request: None,
         }
     }
 }

@@ -11,6 +11,7 @@
 //! is in [`actions`].
 
 pub mod actions;
+mod pulls;
 pub use actions::ActionsRepo;
 
 use axum::extract::{Path, Query, State as Axum};
@@ -75,7 +76,9 @@ impl FakeGithub {
         }));
         let app = Router::new()
             .route("/repos/{owner}/{repo}/events", get(events))
-            .route("/repos/{owner}/{repo}/{kind}/{number}", get(object))
+            .route("/repos/{owner}/{repo}/{kind}/{number}", get(object).patch(pulls::update))
+            .route("/repos/{owner}/{repo}/pulls", post(pulls::create))
+            .route("/repos/{owner}/{repo}/{kind}/{number}/{what}", post(pulls::add_to))
             .route("/repos/{owner}/{repo}", get(actions::repository))
             .route("/repos/{owner}/{repo}/actions/workflows/{workflow}/dispatches", post(actions::dispatch))
             .route("/repos/{owner}/{repo}/actions/workflows/{workflow}/runs", get(actions::list_runs))

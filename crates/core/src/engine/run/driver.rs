@@ -255,7 +255,9 @@ impl Driver {
             if matches!(routine.workspace, crate::routine::Workspace::Worktree { .. }) {
                 crate::engine::upkeep::housekeeping::make_room(&core, &id);
             }
-            let started = crate::workspace::start(&routine, &id, &run_dir, &worktrees)?;
+            // `push.pr`, one open per routine: its open pull request's branch is continued.
+            let onto = crate::engine::upkeep::pull_requests::continued_branch(&core, &routine);
+            let started = crate::workspace::start(&routine, &id, &run_dir, &worktrees, onto.as_deref())?;
             // Counted among the worktrees that exist from now on (`max_worktrees`).
             if let Some(path) = started.as_ref().and_then(|s| s.worktree.as_ref()) {
                 if let Err(e) = core.store.set_worktree(&id, &path.display().to_string()) {

@@ -68,7 +68,14 @@ pub(crate) async fn push_due(core: &Arc<Core>) -> Option<DateTime<Utc>> {
     }
 }
 
+/// The pushes due, then the pull requests they owe (`push.pr`); when the next of either is due.
 fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>> {
+    let next_push = push_each_due(core)?;
+    let next_pr = super::pull_requests::open_due(core)?;
+    Ok(next_push.into_iter().chain(next_pr).min())
+}
+
+fn push_each_due(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>> {
     loop {
         let now = Utc::now();
         let due = core.store.lease_due(&Channel::Push, now, now + Span::from_std(LEASE).unwrap_or_default(), 8)?;
@@ -87,7 +94,7 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                 core.store.settle_delivery(&entry.run_id, &Channel::Push, Delivery::NotNeeded, Some("the run has no branch to push"), now)?;
                 continue;
             };
-            let result = workspace::push(std::path::Path::new(&changes.repo), &push.remote, &branch).map_err(|e| core.redactor.redact(&e));
+            let result = workspace::push(std::path::Path::new(&changes.repo), &push.remote, &branch, push.onto.as_deref()).map_err(|e| core.redactor.redact(&e));
             let now = Utc::now();
             push.tries = entry.attempts + 1;
             push.at = Some(now);
@@ -100,6 +107,8 @@ fn push_due_blocking(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>>
                     core.store.settle_delivery(&entry.run_id, &Channel::Push, Delivery::Delivered, None, now)?;
                     // (`push RUN` after it gave up: what was still to be told of the failure is not.)
                     core.store.withdraw_push_failed(&entry.run_id, now)?;
+                    // `push.pr`: its pull request follows.
+                    super::pull_requests::owe_after_push(core, &entry.run_id, &routine, now)?;
                 }
                 Err(e) => match core.push_backoff.get(entry.attempts as usize) {
                     Some(wait) => {

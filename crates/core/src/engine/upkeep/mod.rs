@@ -3,4 +3,5 @@
 //! runs' files removed, their rows kept).
 
 pub(crate) mod housekeeping;
+pub(crate) mod pull_requests;
 pub(crate) mod retention;

@@ -71,8 +71,10 @@ pub(super) fn workspace<'n>(
         }
     });
     let base = get("base").and_then(|n| cx.string(n, "base"));
-    let push = get("push").and_then(|n| cx.string(n, "push"));
-    for (key, value) in [("base", &base), ("push", &push)] {
+    let push = get("push").map(|n| push_spec(cx, n));
+    // (A mapping without `remote` was said to need one.)
+    let remote = push.as_ref().map(|p| p.remote.clone()).filter(|r| !r.is_empty() || matches!(get("push"), Some(Node::Scalar { .. })));
+    for (key, value) in [("base", &base), ("push", &remote)] {
         let Some(value) = value else { continue };
         if kind != Some(true) {
             cx.err(key_pos(key), format!("`{key}` only applies to `workspace: worktree`"));
@@ -101,6 +103,59 @@ pub(super) fn workspace<'n>(
         Some(_) => {}
     }
     Workspace::Worktree { base, push }
+}
+
+/// `push:` — a remote's name, or `{remote, pr, pr_per_run, base, title, labels, reviewers, repo}`.
+fn push_spec(cx: &mut Cx<'_>, node: &Node) -> crate::routine::PushSpec {
+    use crate::routine::{PrKind, PushSpec};
+    if let Node::Scalar { value, .. } = node {
+        return PushSpec { remote: value.clone(), ..PushSpec::default() };
+    }
+    let example = "push: {remote: origin, pr: draft}";
+    let mut spec = PushSpec::default();
+    let mut remote_given = false;
+    for (key, value, _) in cx.sub_keys(node, "push", &["remote", "pr", "pr_per_run", "base", "title", "labels", "reviewers", "repo"], example) {
+        match key {
+            "remote" => {
+                remote_given = true;
+                spec.remote = cx.string(value, "push.remote").unwrap_or_default();
+            }
+            "pr" => match cx.string(value, "push.pr").as_deref().map(str::trim) {
+                Some("draft") => spec.pr = Some(PrKind::Draft),
+                Some("ready") => spec.pr = Some(PrKind::Ready),
+                Some("off") => spec.pr = None,
+                Some(other) => cx.err(value.pos(), format!("unknown `push.pr: {other}` (expected draft, ready or off)")),
+                None => {}
+            },
+            "pr_per_run" => spec.pr_per_run = cx.boolean(value, "push.pr_per_run").unwrap_or(false),
+            "base" => spec.base = branch_word(cx, value, "push.base"),
+            "title" => spec.title = cx.string(value, "push.title").filter(|t| !t.trim().is_empty()),
+            "labels" => spec.labels = cx.string_list(value, "push.labels"),
+            "reviewers" => spec.reviewers = cx.string_list(value, "push.reviewers"),
+            "repo" => {
+                let text = cx.string(value, "push.repo").unwrap_or_default();
+                match text.split_once('/') {
+                    Some((owner, name)) if !owner.is_empty() && !name.is_empty() && !name.contains('/') && text.chars().all(|c| c.is_ascii_alphanumeric() || "-_./".contains(c)) => spec.repo = Some(text),
+                    _ => cx.err(value.pos(), format!("`push.repo: {text}` must be owner/name, as in github.com/owner/name")),
+                }
+            }
+            _ => {}
+        }
+    }
+    if !remote_given {
+        cx.err(node.pos(), format!("`push` needs `remote` (which remote to push to): {example}"));
+    }
+    spec
+}
+
+/// A branch name for `key`, or a located error.
+fn branch_word(cx: &mut Cx<'_>, node: &Node, key: &str) -> Option<String> {
+    let text = cx.string(node, key)?;
+    if text.is_empty() || text.starts_with('-') || text.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        cx.err(node.pos(), format!("`{key}` must be a branch name (no spaces, not starting with '-')"));
+        return None;
+    }
+    Some(text)
 }
 
 /// `host:` or `hosts:`, `remote_cwd:` (agents-cli's `remoteCwd:` too) and `hostStrategy:`

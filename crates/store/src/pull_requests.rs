@@ -1,0 +1,73 @@
+//! Pull requests (`push.pr`): the one a run's branch went to (on the run's row, `pull_request`),
+//! and the one each routine keeps open (`routine_prs`) — the next run of the routine continues its
+//! branch instead of opening a second, until it is merged or closed.
+
+use super::Store;
+use crate::error::Result;
+use rusqlite::{params, OptionalExtension};
+
+/// The pull request a routine keeps open.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoutinePr {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: u64,
+    pub url: String,
+    /// Its head branch, on the remote.
+    pub branch: String,
+    /// The run that opened it.
+    pub opened_by: String,
+}
+
+impl Store {
+    /// Record run `run_id`'s pull request as it stands.
+    pub fn set_pull_request(&self, run_id: &str, pr: &crate::run::PullRequest) -> Result<()> {
+        let json = serde_json::to_string(pr).unwrap_or_default();
+        self.conn().prepare_cached("UPDATE runs SET pull_request = ?2 WHERE id = ?1")?.execute(params![run_id, json])?;
+        Ok(())
+    }
+
+    /// The pull request `routine` keeps open, if it has one on record.
+    pub fn routine_pr(&self, routine: &str) -> Result<Option<RoutinePr>> {
+        Ok(self
+            .conn()
+            .prepare_cached("SELECT repo, number, url, branch, opened_by FROM routine_prs WHERE routine = ?1")?
+            .query_row([routine], |r| Ok(RoutinePr { repo: r.get(0)?, number: r.get::<_, i64>(1)? as u64, url: r.get(2)?, branch: r.get(3)?, opened_by: r.get(4)? }))
+            .optional()?)
+    }
+
+    /// `routine` keeps `pr` open from now on (in place of any earlier one).
+    pub fn keep_routine_pr(&self, routine: &str, pr: &RoutinePr) -> Result<()> {
+        self.conn()
+            .prepare_cached("INSERT OR REPLACE INTO routine_prs (routine, repo, number, url, branch, opened_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
+            .execute(params![routine, pr.repo, pr.number as i64, pr.url, pr.branch, pr.opened_by])?;
+        Ok(())
+    }
+
+    /// `routine`'s pull request `number` is merged or closed: the next run opens a fresh one.
+    pub fn forget_routine_pr(&self, routine: &str, number: u64) -> Result<()> {
+        self.conn().prepare_cached("DELETE FROM routine_prs WHERE routine = ?1 AND number = ?2")?.execute(params![routine, number as i64])?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RoutinePr;
+    use crate::Store;
+
+    #[test]
+    fn a_routine_keeps_one_pull_request_until_it_is_forgotten() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("db")).unwrap();
+        assert_eq!(store.routine_pr("deps").unwrap(), None);
+        let pr = |n: u64| RoutinePr { repo: "acme/app".into(), number: n, url: format!("https://github.com/acme/app/pull/{n}"), branch: "nightshift/deps/r1".into(), opened_by: "r1".into() };
+        store.keep_routine_pr("deps", &pr(1)).unwrap();
+        store.keep_routine_pr("deps", &pr(2)).unwrap();
+        assert_eq!(store.routine_pr("deps").unwrap(), Some(pr(2)), "one per routine");
+        store.forget_routine_pr("deps", 1).unwrap();
+        assert_eq!(store.routine_pr("deps").unwrap(), Some(pr(2)), "only the one named");
+        store.forget_routine_pr("deps", 2).unwrap();
+        assert_eq!(store.routine_pr("deps").unwrap(), None);
+    }
+}
