@@ -249,10 +249,15 @@ pub fn asks_sentence(asks: &[Ask], tz: chrono_tz::Tz) -> Option<String> {
 /// `Bash(git push origin fix/deps)`: the tool and the gist of its input, shortened — shown to the
 /// user as text, never run or rendered.
 pub fn ask_words(tool: &str, input: &str) -> String {
-    let value: serde_json::Value = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
-    let gist = ["command", "file_path", "path", "url", "pattern"].iter().find_map(|k| value.get(*k).and_then(|v| v.as_str())).map(str::to_string).unwrap_or_else(|| input.to_string());
-    let gist: String = gist.chars().filter(|c| !c.is_control()).take(120).collect();
+    let gist: String = ask_gist(input).chars().filter(|c| !c.is_control()).take(120).collect();
     format!("{tool}({gist})")
+}
+
+/// What an ask is about, whole: the command, file, URL or pattern of its input (JSON), else the
+/// input itself (a refusal an agent reported as text).
+pub(crate) fn ask_gist(input: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
+    ["command", "file_path", "path", "url", "pattern"].iter().find_map(|k| value.get(*k).and_then(|v| v.as_str())).map(str::to_string).unwrap_or_else(|| input.to_string())
 }
 
 #[cfg(test)]

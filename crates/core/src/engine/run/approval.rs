@@ -86,7 +86,9 @@ pub(crate) fn widen(guard: &mut Guard, ask: &Ask) {
         }
         return;
     }
-    let rule = crate::engine::ask_words(&ask.tool, &ask.input);
+    // The whole call (not its shortened words): a long command is allowed as itself, not as
+    // whatever starts like it.
+    let rule = format!("{}({})", ask.tool, crate::engine::approvals::ask_gist(&ask.input).trim());
     if !guard.approved.contains(&rule) {
         guard.approved.push(rule);
     }
@@ -195,7 +197,10 @@ mod tests {
         widen(&mut guard, &ask("run_shell_command", "touch /tmp/x"));
         widen(&mut guard, &ask("Bash", "{\"command\":\"git push origin fix/deps\"}"));
         widen(&mut guard, &ask("Network", "registry.npmjs.org:443"));
-        assert_eq!(guard.approved, vec!["run_shell_command(touch /tmp/x)", "Bash(git push origin fix/deps)"]);
+        let long = format!("echo {}", "x".repeat(300));
+        widen(&mut guard, &ask("run_shell_command", &long));
+        assert_eq!(guard.approved.last(), Some(&format!("run_shell_command({long})")), "the whole command, never a prefix of its words");
+        assert_eq!(guard.approved[..2], ["run_shell_command(touch /tmp/x)", "Bash(git push origin fix/deps)"]);
         assert_eq!(guard.allow_hosts, vec!["registry.npmjs.org:443"]);
         assert_eq!(guard.allow_tools, Some(vec!["read_file".to_string()]), "the routine's own rules are untouched");
     }
