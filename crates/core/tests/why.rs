@@ -365,3 +365,31 @@ async fn a_slot_that_asked_says_how_it_was_answered() {
     assert!(of("pushed").ends_with(" · Bash(git push origin fix/deps) — approved (phone, Mon 7 Dec 02:14)"), "{}", of("pushed"));
     assert!(of("blocked").ends_with(" · Bash(npm install) — refused; approve by Mon 7 Dec 02:44 to rerun with it allowed"), "{}", of("blocked"));
 }
+
+/// A slot of a routine that opens pull requests (`push.pr`) says which one its branch went to,
+/// or why there is none.
+#[tokio::test]
+async fn a_slot_says_which_pull_request_its_branch_went_to() {
+    let th = TestHome::new();
+    let project = th.path().join("project");
+    nightshift_testkit::git::init_repo(&project, &[("README.md", "# app\n")]);
+    th.routine("deps", &format!("schedule: \"* * * * *\"\ntimezone: UTC\nworkspace: worktree\ncwd: {}\npush: {{remote: origin, pr: draft, repo: acme/app}}\ncommand: \"true\"\n", project.display()));
+    let now = at("2026-12-07T02:20:30Z");
+    let r = Rig::new(th, now, "");
+    let db = rusqlite::Connection::open(r.th.path().join("nightshift.db")).unwrap();
+    let t = nightshift_core::words::fmt_time;
+    db.execute("INSERT INTO routine_state (routine, first_seen, checked_until) VALUES ('deps', ?1, ?2)", rusqlite::params![t(&at("2026-12-07T02:10:00Z")), t(&now)]).unwrap();
+    let pr = |state: &str, number: Option<u64>, error: Option<&str>| serde_json::json!({"state": state, "number": number, "url": number.map(|n| format!("https://github.com/acme/app/pull/{n}")), "repo": "acme/app", "error": error, "tries": 1, "at": null}).to_string();
+    for (id, slot, pull) in [("first", "2026-12-07T02:14:00Z", pr("opened", Some(3), None)), ("second", "2026-12-07T02:15:00Z", pr("updated", Some(3), None)), ("quiet", "2026-12-07T02:16:00Z", pr("none", None, Some("the run changed nothing: no pull request opened")))] {
+        db.execute(
+            "INSERT INTO runs (id, routine, trigger, agent, sort_ms, scheduled_for, status, run_dir, pull_request) VALUES (?1, 'deps', 'schedule', 'command', ?2, ?3, 'completed', '/x', ?4)",
+            rusqlite::params![id, at(slot).timestamp_millis(), slot, pull],
+        )
+        .unwrap();
+    }
+    let why = r.why("deps", 1);
+    let of = |id: &str| why.lines.iter().find(|l| l.run_id.as_deref() == Some(id)).map(|l| l.sentence.to_string()).unwrap();
+    assert!(of("first").ends_with(" · pull request #3 opened (https://github.com/acme/app/pull/3)"), "{}", of("first"));
+    assert!(of("second").ends_with(" · pull request #3 updated (https://github.com/acme/app/pull/3)"), "{}", of("second"));
+    assert!(of("quiet").ends_with(" · no pull request: the run changed nothing: no pull request opened"), "{}", of("quiet"));
+}

@@ -27,6 +27,14 @@ impl Store {
         Ok(())
     }
 
+    /// The pull requests of `routine`'s runs in `[from, until]` (by their place in time), by run.
+    pub fn pull_requests_between(&self, routine: &str, from: chrono::DateTime<chrono::Utc>, until: chrono::DateTime<chrono::Utc>) -> Result<Vec<(String, crate::run::PullRequest)>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached("SELECT id, pull_request FROM runs WHERE routine = ?1 AND sort_ms >= ?2 AND sort_ms <= ?3 AND pull_request IS NOT NULL")?;
+        let rows = stmt.query_map(params![routine, from.timestamp_millis(), until.timestamp_millis()], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+        Ok(rows.filter_map(|r| r.ok()).filter_map(|(id, json)| Some((id, serde_json::from_str(&json).ok()?))).collect())
+    }
+
     /// The pull request `routine` keeps open, if it has one on record.
     pub fn routine_pr(&self, routine: &str) -> Result<Option<RoutinePr>> {
         Ok(self

@@ -239,6 +239,15 @@ pub fn why_with(engine: &Engine, set: &RoutineSet, around: &Surroundings, name: 
         _ => Vec::new(),
     };
     let mut lines = evidence.explain(store, name, &slots, start, now)?;
+    // A worktree run with `push.pr` says which pull request its branch went to.
+    if r.workspace.push().is_some_and(|s| s.pr.is_some()) {
+        let pulls: std::collections::HashMap<String, crate::run::PullRequest> = store.pull_requests_between(name, start, now)?.into_iter().collect();
+        for line in lines.iter_mut() {
+            if let Some(pr) = line.run_id.as_ref().and_then(|id| pulls.get(id)) {
+                line.sentence = format!("{} · {}", line.sentence, pull_request_words(pr)).into();
+            }
+        }
+    }
     // A run that asked (`on_denial: ask`) says what it asked and how it was answered.
     let asks = store.asks_of_routine(name)?;
     if !asks.is_empty() {
@@ -371,3 +380,15 @@ fn fate_word(f: Fate) -> &'static str {
 }
 
 pub use crate::words::local_day_time;
+
+/// "pull request #3 opened (https://github.com/acme/app/pull/3)", "… updated …", "no pull request:
+/// <why>" — a slot's pull request in `why`'s words.
+fn pull_request_words(pr: &crate::run::PullRequest) -> String {
+    let which = pr.number.map(|n| format!("#{n} ")).unwrap_or_default();
+    let url = pr.url.as_deref().map(|u| format!(" ({u})")).unwrap_or_default();
+    match pr.state.as_str() {
+        "opened" | "updated" => format!("pull request {which}{}{url}", pr.state),
+        "pending" => "pull request pending".to_string(),
+        _ => format!("no pull request: {}", pr.error.as_deref().unwrap_or(&pr.state)),
+    }
+}
