@@ -14,6 +14,15 @@ use std::time::{Duration, Instant};
 /// The tests here share one X display and find the window by its title: one app at a time.
 static ONE_APP_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
+/// The size of the X window titled `title` (its largest, as `xwininfo -tree` lists them).
+fn window_size(title: &str) -> Option<(u32, u32)> {
+    window_titles()
+        .lines()
+        .filter(|l| l.contains(&format!("\"{title}\": (")))
+        .filter_map(|l| l.split_whitespace().find(|w| w.contains('x') && w.contains('+')).and_then(|g| g.split('+').next()).and_then(|wh| wh.split_once('x')).and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?))))
+        .max_by_key(|(w, h): &(u32, u32)| w * h)
+}
+
 fn window_titles() -> String {
     Command::new("xwininfo")
         .args(["-root", "-tree"])
@@ -244,6 +253,12 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     tray.click(&bus.address, "Start at login");
     wait_until_or_explain("the autostart entry to go", 30, explain, || !autostart.exists());
 
+    // Resized by the user (the first opening is 920×640): remembered when it closes.
+    assert_eq!(window_size("Nightshift"), Some((920, 640)), "{}", window_titles());
+    let resized = Command::new("/usr/bin/python3").arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/resize_window.py")).args(["Nightshift", "1000", "700"]).status().unwrap();
+    assert!(resized.success(), "could not resize the window (python3-xlib)");
+    wait_until_or_explain("the window at its new size", 30, explain, || window_size("Nightshift") == Some((1000, 700)));
+
     // A run goes on while the window closes: WebKit's web process ends with the window, the app
     // stays.
     second_launch(&home, &bus, &["--run-now", "slow"]);
@@ -257,6 +272,10 @@ fn the_window_is_a_webview_of_the_app_that_hosts_the_engine() {
     tray.click(&bus.address, "Open Nightshift");
     wait_until_or_explain("the window from the tray", 30, explain, || window_titles().contains("\"Nightshift\": ("));
     assert_eq!(window_pid("Nightshift"), Some(pid));
+    // Where it was left: the size it was given, kept in the home (written as it closed).
+    wait_until_or_explain("the window at its remembered size", 30, explain, || window_size("Nightshift") == Some((1000, 700)));
+    let kept: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(home.join("window-state.json")).unwrap()).unwrap();
+    assert_eq!((kept["main"]["width"].as_u64(), kept["main"]["height"].as_u64()), (Some(1000), Some(700)), "{kept}");
     // A second launch while it is up raises it: no second window.
     let raised = log_text().matches("raised the window that is up").count();
     second_launch(&home, &bus, &[]);

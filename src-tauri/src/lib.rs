@@ -105,6 +105,8 @@ pub fn run() {
         .plugin(tauri_plugin_autostart::init(tauri_plugin_autostart::MacosLauncher::LaunchAgent, Some(vec![MINIMIZED])))
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_opener::init())
+        // The window opens where it was left (size, place, maximized — not whether it shows).
+        .plugin(window::remembered(&home))
         .invoke_handler(window::invoke_handler())
         .on_window_event(|window, event| {
             if let tauri::WindowEvent::Destroyed = event {

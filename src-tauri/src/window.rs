@@ -102,17 +102,38 @@ fn build<R: Runtime>(app: &AppHandle<R>, open: &Open, opened: SystemTime) -> tau
             }
         })
         .title("Nightshift")
+        // The first time; then where it was left (`remembered`).
         .inner_size(920.0, 640.0)
         .min_inner_size(560.0, 420.0)
         .build()
         .map(|_| ())
 }
 
-/// The window closed (and was destroyed): on macOS the Dock icon goes with it, and what the
-/// webview freed in this process is handed back to the system once WebKit has torn it down.
-pub fn closed<R: Runtime>(_app: &AppHandle<R>) {
+/// What of the window is remembered between openings (not whether it shows: the tray decides).
+fn remembered_flags() -> tauri_plugin_window_state::StateFlags {
+    use tauri_plugin_window_state::StateFlags;
+    StateFlags::SIZE | StateFlags::POSITION | StateFlags::MAXIMIZED
+}
+
+/// Tauri's window-state plugin, keeping the window's size and place in the home's own folder
+/// (`window-state.json`) rather than one file per user: each home — and each test's — opens its
+/// own window where it was left.
+pub fn remembered<R: Runtime>(home: &nightshift_core::Home) -> tauri::plugin::TauriPlugin<R> {
+    let file = home.data_dir().join("window-state.json");
+    tauri_plugin_window_state::Builder::default().with_state_flags(remembered_flags()).with_filename(file.to_string_lossy()).build()
+}
+
+/// The window closed (and was destroyed): where it was is written now — the app lives on in the
+/// tray and may be stopped without an orderly exit (a logout) —; on macOS the Dock icon goes with
+/// it, and what the webview freed in this process is handed back to the system once WebKit has
+/// torn it down.
+pub fn closed<R: Runtime>(app: &AppHandle<R>) {
+    use tauri_plugin_window_state::AppHandleExt;
+    if let Err(e) = app.save_window_state(remembered_flags()) {
+        tracing::warn!(error = %e, "could not keep where the window was");
+    }
     #[cfg(target_os = "macos")]
-    let _ = _app.set_activation_policy(tauri::ActivationPolicy::Accessory);
+    let _ = app.set_activation_policy(tauri::ActivationPolicy::Accessory);
     tracing::info!("the window closed");
     tauri::async_runtime::spawn(async {
         tokio::time::sleep(std::time::Duration::from_secs(2)).await;
