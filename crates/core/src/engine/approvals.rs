@@ -8,6 +8,7 @@ use crate::error::{Error, ErrorCode, Result};
 use crate::events::EngineEvent;
 use crate::run::RunRecord;
 use crate::store::Ask;
+pub use super::run::approval::ask_words;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
@@ -244,20 +245,6 @@ pub fn ask_outcome(a: &Ask, tz: chrono_tz::Tz) -> String {
 /// The approvals of a run in one sentence (`why`, the report): each ask and its answer, joined.
 pub fn asks_sentence(asks: &[Ask], tz: chrono_tz::Tz) -> Option<String> {
     (!asks.is_empty()).then(|| asks.iter().map(|a| ask_outcome(a, tz)).collect::<Vec<_>>().join("; "))
-}
-
-/// `Bash(git push origin fix/deps)`: the tool and the gist of its input, shortened — shown to the
-/// user as text, never run or rendered.
-pub fn ask_words(tool: &str, input: &str) -> String {
-    let gist: String = ask_gist(input).chars().filter(|c| !c.is_control()).take(120).collect();
-    format!("{tool}({gist})")
-}
-
-/// What an ask is about, whole: the command, file, URL or pattern of its input (JSON), else the
-/// input itself (a refusal an agent reported as text).
-pub(crate) fn ask_gist(input: &str) -> String {
-    let value: serde_json::Value = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
-    ["command", "file_path", "path", "url", "pattern"].iter().find_map(|k| value.get(*k).and_then(|v| v.as_str())).map(str::to_string).unwrap_or_else(|| input.to_string())
 }
 
 #[cfg(test)]

@@ -35,7 +35,7 @@ pub(crate) fn needs_approval(run: &LiveRun, outcome: &mut Outcome, held: &[Ask])
     if askable.is_empty() && held.is_empty() || !matches!(outcome.status(), RunStatus::Completed | RunStatus::Failed) {
         return;
     }
-    let mut calls: Vec<String> = held.iter().map(|a| crate::engine::ask_words(&a.tool, &a.input)).collect();
+    let mut calls: Vec<String> = held.iter().map(|a| ask_words(&a.tool, &a.input)).collect();
     calls.extend(askable.iter().map(Denial::words));
     let listed = calls.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
     let more = if calls.len() > 3 { format!(" and {} more", calls.len() - 3) } else { String::new() };
@@ -88,7 +88,7 @@ pub(crate) fn widen(guard: &mut Guard, ask: &Ask) {
     }
     // The whole call (not its shortened words): a long command is allowed as itself, not as
     // whatever starts like it.
-    let rule = format!("{}({})", ask.tool, crate::engine::approvals::ask_gist(&ask.input).trim());
+    let rule = format!("{}({})", ask.tool, ask_gist(&ask.input).trim());
     if !guard.approved.contains(&rule) {
         guard.approved.push(rule);
     }
@@ -109,7 +109,7 @@ impl Approved {
     pub(crate) fn of(store: &crate::store::Store, rerun: &RunRecord) -> Option<(Approved, Vec<Ask>)> {
         let asks = store.asks_rerun_by(&rerun.id).ok().filter(|a| !a.is_empty())?;
         let blocked = store.get_run(&asks[0].run_id).ok();
-        let calls = asks.iter().map(|a| crate::engine::ask_words(&a.tool, &a.input)).collect();
+        let calls = asks.iter().map(|a| ask_words(&a.tool, &a.input)).collect();
         let approved = Approved { session: blocked.as_ref().and_then(|b| b.session_id.clone()), account: blocked.and_then(|b| b.account), calls };
         Some((approved, asks))
     }
@@ -123,6 +123,20 @@ impl Approved {
             false => format!("Note: an earlier run of this task was refused {calls}; the user has approved it for this run. Before doing anything again, check what was already done, and do not repeat it."),
         }
     }
+}
+
+/// `Bash(git push origin fix/deps)`: the tool and the gist of its input, shortened — shown to the
+/// user as text, never run or rendered.
+pub fn ask_words(tool: &str, input: &str) -> String {
+    let gist: String = ask_gist(input).chars().filter(|c| !c.is_control()).take(120).collect();
+    format!("{tool}({gist})")
+}
+
+/// What an ask is about, whole: the command, file, URL or pattern of its input (JSON), else the
+/// input itself (a refusal an agent reported as text).
+pub(crate) fn ask_gist(input: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(input).unwrap_or(serde_json::Value::Null);
+    ["command", "file_path", "path", "url", "pattern"].iter().find_map(|k| value.get(*k).and_then(|v| v.as_str())).map(str::to_string).unwrap_or_else(|| input.to_string())
 }
 
 #[cfg(test)]
