@@ -348,6 +348,32 @@ async fn approved_after_the_run_from_the_desktop_notification() {
     common::stop(daemon);
 }
 
+/// An approval whose process stopped before it started the rerun (here: written into the
+/// database by a process that then went away): the daemon's scheduler starts it, once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approval_whose_process_stopped_is_rerun_by_the_daemon() {
+    if require_agent_cli("gemini").is_none() {
+        return;
+    }
+    let (_fake, th, marker, _, _) = asking_home("").await;
+    let (blocked, _) = run_wait(&th, "triage").await;
+    assert_eq!(blocked["reason"], "needs_approval", "{blocked:#}");
+    let store = nightshift_core::store::Store::open(&th.path().join("nightshift.db")).unwrap();
+    let ask = store.asks_of(blocked["id"].as_str().unwrap()).unwrap().remove(0);
+    assert!(store.answer_ask(&ask.id, "allow", false, "phone", chrono::Utc::now()).unwrap());
+    drop(store);
+    let daemon = common::start_daemon(&th);
+    let mut rerun = serde_json::Value::Null;
+    nightshift_testkit::wait_until("the daemon's rerun to end", std::time::Duration::from_secs(60), || {
+        rerun = common::runs(&th).into_iter().find(|r| r["trigger"] == "approval").unwrap_or_default();
+        matches!(rerun["status"].as_str(), Some(s) if s != "queued" && s != "running")
+    });
+    assert_eq!(rerun["status"], "completed", "{rerun:#}");
+    assert!(marker.exists());
+    assert_eq!(common::runs(&th).iter().filter(|r| r["trigger"] == "approval").count(), 1, "one rerun");
+    common::stop(daemon);
+}
+
 /// Run `id`'s record once it is final (the CLI that started it has returned; the next command
 /// settles it), within a minute.
 async fn settled(th: &TestHome, id: &str) -> serde_json::Value {
