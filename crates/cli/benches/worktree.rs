@@ -80,7 +80,7 @@ fn main() {
         let run_dir = tmp.path().join("runs").join(&id);
         std::fs::create_dir_all(&run_dir).unwrap();
         let t = Instant::now();
-        let started = nightshift_core::workspace::start(&routine, &id, &run_dir, &tmp.path().join("worktrees")).unwrap().unwrap();
+        let started = nightshift_core::workspace::start(&routine, &id, &run_dir, &tmp.path().join("worktrees"), None).unwrap().unwrap();
         ours_add.push(t.elapsed());
         let wt = started.worktree.clone().unwrap();
         let t = Instant::now();
