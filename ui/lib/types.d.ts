@@ -338,7 +338,7 @@ file: string, problems: Array<FieldProblem>, preview: Preview | null, };
  * variant, and a record by value (~800 bytes) made that 786 KB resident in every engine.
  * (`Deserialize`: a viewer on another machine reads them from that home's `serve`.)
  */
-export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "approval_asked", run_id: string, routine: string, what: string, until: string, } | { "type": "approval_answered", run_id: string, routine: string, what: string, answer: string, by: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
+export type EngineEvent = { "type": "run_queued", run: RunRecord, } | { "type": "run_started", run: RunRecord, } | { "type": "run_progress", run_id: string, routine: string, message: string, } | { "type": "run_finished", run: RunRecord, } | { "type": "run_updated", run: RunRecord, } | { "type": "routines_changed" } | { "type": "accounts_changed" } | { "type": "routine_paused", routine: string, reason: string, } | { "type": "webhook_failed", webhook: string, run_id: string, routine: string, error: string, } | { "type": "account_notice", account: string, summary: string, body: string, } | { "type": "approval_asked", run_id: string, routine: string, what: string, until: string, } | { "type": "approval_answered", run_id: string, routine: string, what: string, answer: string, by: string, } | { "type": "review_loop_ended", routine: string, pull: string, why: string, } | { "type": "engine_state", running: number, queued: number, paused: boolean, };
 
 /**
  * What the header shows.
@@ -392,7 +392,12 @@ sender: string | null,
  * The service's delivery id (`X-GitHub-Delivery`, `Linear-Delivery`): one event, however
  * often it arrives.
  */
-delivery: string, };
+delivery: string, 
+/**
+ * The review a `pull_request_review` event submitted (`on_review: rerun`), with its line
+ * comments once they were read from GitHub.
+ */
+review: Review | null, };
 
 /**
  * One delivery a routine's trigger named, and what became of it for the routine.
@@ -677,7 +682,9 @@ export type Preview = { words: string, timezone: string, fires: Array<Fire>, };
  */
 export type PullRequest = { 
 /**
- * `pending` (after the push), `opened`, `updated`, `none` (the run changed nothing), `failed`.
+ * `pending` (after the push), `opened`, `updated`, `none` (the run changed nothing), `failed`;
+ * for a run that answered a review (`on_review: rerun`): `answered` (its commits pushed and
+ * its answer posted), `unchanged` (it changed nothing: answered, and the loop ends there).
  */
 state: string, number: number | null, url: string | null, 
 /**
@@ -732,6 +739,40 @@ id: string, name: string,
  * RFC 3339.
  */
 removed_at: string, };
+
+/**
+ * One submitted review.
+ */
+export type Review = { 
+/**
+ * GitHub's id of the review: one round, whichever path brought it.
+ */
+id: number, 
+/**
+ * `changes_requested`, `commented` or `approved` (GitHub's `review.state`, lower case).
+ */
+state: string, 
+/**
+ * The reviewer's login.
+ */
+author: string | null, 
+/**
+ * The review's own words (its summary), if any.
+ */
+body: string | null, 
+/**
+ * The pull request's head branch: where the answering run works and pushes.
+ */
+head: string | null, 
+/**
+ * The comments on lines, as GitHub's `GET …/pulls/{n}/reviews/{id}/comments` lists them.
+ */
+comments: Array<ReviewComment>, };
+
+/**
+ * One comment on a line of the pull request's diff.
+ */
+export type ReviewComment = { path: string | null, line: number | null, body: string, };
 
 /**
  * What the New routine form offers: each agent with the accounts that can run it, the zones, the

@@ -221,6 +221,8 @@ export function mount(root, params, ui) {
       opened: `Opened pull request #${pr.number}`,
       updated: `Updated pull request #${pr.number} (its routine's open one)`,
       none: "No pull request: the run changed nothing",
+      answered: `Answered the review in pull request #${pr.number}`,
+      unchanged: `Answered the review in pull request #${pr.number} without a change: it answers no more reviews of it`,
       failed: "No pull request",
       pending: pr.tries ? `Pull request: try ${pr.tries} failed; it is tried again` : "Pull request pending",
     }[pr.state] ?? `Pull request: ${pr.state}`;

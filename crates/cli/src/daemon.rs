@@ -119,6 +119,7 @@ fn render_event(ev: &EngineEvent, json: bool) -> Option<String> {
         EngineEvent::RoutinesChanged => format!("{now} ↻ routines reloaded"),
         EngineEvent::AccountsChanged => format!("{now} ⚿ account health changed (nightshiftctl accounts list)"),
         EngineEvent::RoutinePaused { routine, reason } => format!("{now} ⏸ {routine}: {reason}"),
+        EngineEvent::ReviewLoopEnded { routine, pull, why } => format!("{now} ✋ {routine}: no more review rounds on {pull}: {why}"),
         EngineEvent::AccountNotice { summary, body, .. } => format!("{now} {summary}: {body}"),
         EngineEvent::WebhookFailed { webhook, run_id, routine, error } => format!("{now} ✗ webhook {webhook} could not post {routine} (run {run_id}): {error}"),
         // The progress line says the run waits; this says how to answer.

@@ -67,6 +67,8 @@ pub fn print_pull_request(pr: &nightshift_core::run::PullRequest) {
         "opened" => format!("opened {number}{url}"),
         "updated" => format!("updated {number}{url} (its routine's open one)"),
         "none" => "none: the run changed nothing".to_string(),
+        "answered" => format!("answered the review in {number}{url}"),
+        "unchanged" => format!("answered the review in {number}{url} without a change (no more reviews of it are answered)"),
         "pending" if pr.tries == 0 => "pending (opened after the push, by this command, the app or the daemon)".to_string(),
         "pending" => format!("pending: try {} failed; tried again by the app or the daemon", pr.tries),
         other => other.to_string(),

@@ -348,3 +348,40 @@ pub fn http(method: &str, url: &str) -> (u16, String) {
     let status = out.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
     (status, out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
 }
+
+/// A free loopback port (bound, then let go for the daemon to take).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// One HTTP/1.1 POST to the receiver on `port`; (status, body as JSON, or null).
+pub fn post(port: u16, path: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, serde_json::Value) {
+    use std::io::{Read, Write};
+    let mut s = None;
+    nightshift_testkit::wait_until("the receiver to listen", Duration::from_secs(10), || {
+        s = std::net::TcpStream::connect(("127.0.0.1", port)).ok();
+        s.is_some()
+    });
+    let mut s = s.unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut req = format!("POST {path} HTTP/1.1\r\nHost: hooks.example.net\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
+    for (k, v) in headers {
+        req += &format!("{k}: {v}\r\n");
+    }
+    req += "\r\n";
+    s.write_all(req.as_bytes()).unwrap();
+    let _ = s.write_all(body);
+    let mut out = Vec::new();
+    let _ = s.read_to_end(&mut out);
+    let text = String::from_utf8_lossy(&out).to_string();
+    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
+    (status, serde_json::from_str(body).unwrap_or(serde_json::Value::Null))
+}
+
+/// A GitHub delivery of `event`, signed under `secret` as GitHub signs it, to the receiver on `port`.
+pub fn github_delivery(port: u16, secret: &str, event: &str, delivery: &str, payload: &serde_json::Value) -> (u16, serde_json::Value) {
+    let body = payload.to_string();
+    let sig = format!("sha256={}", nightshift_core::incoming::signature::sign(secret, body.as_bytes()));
+    post(port, "/hooks/github", &[("X-GitHub-Event", event.into()), ("X-GitHub-Delivery", delivery.into()), ("X-Hub-Signature-256", sig)], body.as_bytes())
+}

@@ -5,20 +5,15 @@
 
 mod common;
 
-use common::{bus_env, ctl, json, keychain_available, runs, start_daemon_with, stdout, Daemon};
+use common::{bus_env, ctl, free_port, json, keychain_available, post, runs, start_daemon_with, stdout, Daemon};
 use nightshift_core::incoming::signature::sign;
 use nightshift_testkit::{secs, wait_until, TestHome};
 use serde_json::{json, Value};
-use std::io::{Read, Write};
+use std::io::Write;
 use std::time::Duration;
 
 const GITHUB_SECRET: &str = "gh-webhook-secret-for-the-tests-0001";
 const LINEAR_SECRET: &str = "lin_wh_secret_for_the_tests_0002";
-
-/// A free loopback port (bound, then let go for the daemon to take).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
 
 /// A home whose daemon takes deliveries on `port`, with the routines given.
 fn home(port: u16, routines: &[(&str, &str)]) -> TestHome {
@@ -36,35 +31,9 @@ fn daemon(th: &TestHome) -> Daemon {
     d
 }
 
-/// One HTTP/1.1 POST; (status, body as JSON, or null).
-fn post(port: u16, path: &str, headers: &[(&str, String)], body: &[u8]) -> (u16, Value) {
-    let mut s = None;
-    wait_until("the receiver to listen", secs(10), || {
-        s = std::net::TcpStream::connect(("127.0.0.1", port)).ok();
-        s.is_some()
-    });
-    let mut s = s.unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut req = format!("POST {path} HTTP/1.1\r\nHost: hooks.example.net\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n", body.len());
-    for (k, v) in headers {
-        req += &format!("{k}: {v}\r\n");
-    }
-    req += "\r\n";
-    s.write_all(req.as_bytes()).unwrap();
-    let _ = s.write_all(body);
-    let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
-    let text = String::from_utf8_lossy(&out).to_string();
-    let status = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body = text.split_once("\r\n\r\n").map(|(_, b)| b).unwrap_or("");
-    (status, serde_json::from_str(body).unwrap_or(Value::Null))
-}
-
 /// A GitHub delivery as GitHub signs it.
 fn github(port: u16, event: &str, delivery: &str, payload: &Value) -> (u16, Value) {
-    let body = payload.to_string();
-    let sig = format!("sha256={}", sign(GITHUB_SECRET, body.as_bytes()));
-    post(port, "/hooks/github", &[("X-GitHub-Event", event.into()), ("X-GitHub-Delivery", delivery.into()), ("X-Hub-Signature-256", sig)], body.as_bytes())
+    common::github_delivery(port, GITHUB_SECRET, event, delivery, payload)
 }
 
 /// A Linear delivery as Linear signs it, sent now (its `webhookTimestamp`).

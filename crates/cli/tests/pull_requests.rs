@@ -4,10 +4,20 @@
 //! reviewers asked; the routine's next run continues that pull request's branch and updates it
 //! instead of opening a second; once it is merged the next run opens a fresh one; a run that
 //! changed nothing opens none; no token is the pull request's failure in words.
+//!
+//! `on_review: rerun`: a review of that pull request — delivered signed to the daemon's receiver,
+//! and the same review seen by polling GitHub's Events API — brings the routine back once, on the
+//! pull request's branch with the review's comments; it answers in the pull request; the loop
+//! ends after `review_rounds` or a round that changed nothing (said in the pull request and on a
+//! real notification server); Nightshift's own reviews and strangers' are never answered.
 
 mod common;
 
-use common::{ctl, json};
+use common::{ctl, free_port, github_delivery, json, start_daemon_with, Daemon};
+use nightshift_testkit::dbus::NotificationBus;
+use nightshift_testkit::fake_github::TOKEN_USER;
+use nightshift_testkit::{secs, wait_until};
+use serde_json::json;
 use nightshift_testkit::fake_github::FakeGithub;
 use nightshift_testkit::git::{git, init_bare, init_repo};
 use nightshift_testkit::TestHome;
@@ -139,4 +149,162 @@ fn push_as_a_mapping_is_checked_where_it_is_written() {
     assert_eq!(said.matches("no-remote.yaml").count(), 1, "said once: {said}");
     assert!(said.contains("bad-repo.yaml:4:41: `push.repo: acme` must be owner/name"), "{said}");
     assert!(said.contains("bad-key.yaml:4:24: unknown key `push.pull`"), "{said}");
+}
+
+const HOOK_SECRET: &str = "gh-webhook-secret-for-the-review-tests";
+
+/// [`scene`] whose routine answers reviews (`review`: the routine's `on_review` lines), with a
+/// daemon that takes deliveries on a port of its own, has the GitHub token, and notifies a real
+/// notification server; octocat is a collaborator of acme/app. The routine's first run has opened
+/// pull request #1.
+async fn review_scene(review: &str, command: &str) -> (Scene, u16, Daemon, NotificationBus) {
+    let s = scene(PUSH, command).await;
+    let port = free_port();
+    let file = s.th.path().join("routines/deps.yaml");
+    std::fs::write(&file, format!("{}{review}", std::fs::read_to_string(&file).unwrap())).unwrap();
+    let settings = s.th.path().join("nightshift.toml");
+    std::fs::write(&settings, format!("kill_grace_secs = 1\n[hooks]\nlisten = \"127.0.0.1:{port}\"\n{}", std::fs::read_to_string(&settings).unwrap())).unwrap();
+    s.github.add_collaborator("acme/app", "octocat");
+    s.github.add_repo("acme/app");
+    let first = run(&s, Some(TOKEN));
+    assert_eq!(first["pull_request"]["state"], "opened", "{first:#}");
+    let bus = NotificationBus::start(s.th.path(), "record");
+    let d = start_daemon_with(&s.th, &["--notify"], &[("GH_TOKEN", TOKEN), ("NIGHTSHIFT_HOOK_SECRET_GITHUB", HOOK_SECRET), ("DBUS_SESSION_BUS_ADDRESS", bus.address.as_str())]);
+    d.wait_scheduling();
+    (s, port, d, bus)
+}
+
+/// Deliver `payload` as review delivery `id`; what became of it for `deps`.
+fn deliver_review(port: u16, id: &str, payload: &Value) -> Value {
+    let (status, answer) = github_delivery(port, HOOK_SECRET, "pull_request_review", id, payload);
+    assert_eq!(status, 202, "{answer:#}");
+    answer["verdicts"].as_array().and_then(|v| v.iter().find(|x| x["routine"] == "deps")).cloned().unwrap_or(Value::Null)
+}
+
+/// The runs of `deps` a review fired, oldest first.
+fn review_runs(s: &Scene) -> Vec<Value> {
+    let mut all: Vec<Value> = common::runs(&s.th).into_iter().filter(|r| r["routine"] == "deps" && r["trigger"] == "event").collect();
+    all.reverse();
+    all
+}
+
+/// The record of run `id` once its pull request step is done (its answer posted, or not).
+fn answered(s: &Scene, id: &str) -> Value {
+    let mut rec = Value::Null;
+    wait_until(&format!("run {id} to answer its review"), secs(60), || {
+        rec = json(&ctl(&s.th).args(["show", id, "--json"]).output().unwrap());
+        rec["pull_request"]["state"].as_str().is_some_and(|st| st != "pending")
+    });
+    rec
+}
+
+/// Writes a new stamp (a change), and says the review's comments it was given in its report.
+const ANSWERS: &str = "\"date +%s%N > stamp.txt; echo '## Weekly bump'; if [ -n \\\"$NIGHTSHIFT_EVENT_PATH\\\" ]; then grep -o 'Say why[^\\\"]*' \\\"$NIGHTSHIFT_EVENT_PATH\\\"; fi\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_review_brings_the_routine_back_once_on_its_branch_and_the_rounds_are_bounded() {
+    let (s, port, _d, bus) = review_scene("on_review: rerun\nreview_rounds: 2\n", ANSWERS).await;
+    let branch = s.github.pulls("acme/app")[0]["head"]["ref"].as_str().unwrap().to_string();
+    // Polling's place is set (its first answer fires nothing): the review is new to it.
+    let polled = ctl(&s.th).args(["github", "poll"]).env("GH_TOKEN", TOKEN).output().unwrap();
+    assert!(polled.status.success(), "{}", common::stderr(&polled));
+
+    // A review with two comments, delivered signed: one run, on the pull request's branch.
+    let review = s.github.submit_review("acme/app", 1, "octocat", "CHANGES_REQUESTED", "Two things.", &[("stamp.txt", 1, "Say why the stamp moves."), ("README.md", 1, "Typo in the title.")]);
+    let fired = deliver_review(port, "review-1", &review);
+    assert_eq!(fired["outcome"], "fired", "{fired:#}");
+    let run_id = fired["run_id"].as_str().unwrap().to_string();
+    // The same review, seen by polling (the Events API's trimmed payload): the same run.
+    let trimmed = json!({"action": "submitted", "review": review["review"], "pull_request": {"number": 1, "url": "https://api.github.com/repos/acme/app/pulls/1"}});
+    s.github.add_event("acme/app", "PullRequestReviewEvent", "octocat", trimmed, chrono::Utc::now());
+    let polled = ctl(&s.th).args(["github", "poll"]).env("GH_TOKEN", TOKEN).output().unwrap();
+    assert!(polled.status.success(), "{}", common::stderr(&polled));
+    let list = common::stdout(&ctl(&s.th).args(["hooks", "list"]).output().unwrap());
+    assert!(list.lines().any(|l| l.contains("(polled)") && l.contains(&format!("deps: duplicate of {run_id}"))), "the polled sighting was taken, as the same review: {list}");
+    let rec = answered(&s, &run_id);
+    assert_eq!(review_runs(&s).len(), 1, "one run for one review, delivered and polled");
+    assert_eq!((rec["status"].as_str(), rec["pull_request"]["state"].as_str(), rec["pull_request"]["number"].as_u64()), (Some("completed"), Some("answered"), Some(1)), "{rec:#}");
+    assert_eq!(rec["changes"]["push"]["onto"].as_str(), Some(branch.as_str()), "pushed onto the pull request's branch: {rec:#}");
+    assert_eq!(git(&s.bare, &["rev-list", "--count", &format!("main..{branch}")]).trim(), "2", "one new commit on the pull request's branch");
+    assert_eq!(s.github.pulls("acme/app").len(), 1, "no second pull request");
+    let report = std::fs::read_to_string(rec["report_path"].as_str().unwrap()).unwrap();
+    assert!(report.contains("Say why the stamp moves."), "the review's comments were in NIGHTSHIFT_EVENT_PATH: {report}");
+    let comments = s.github.comments("acme/app", 1);
+    assert_eq!(comments.len(), 1, "one answer: {comments:#?}");
+    let said = comments[0]["body"].as_str().unwrap();
+    assert!(said.starts_with("**Nightshift** answered @octocat's review (round 1 of 2) with 1 commit pushed to `"), "{said}");
+    assert!(said.contains("Say why the stamp moves.") && said.contains(&format!("run `{run_id}`")), "{said}");
+    let shown = common::stdout(&ctl(&s.th).args(["show", &run_id]).output().unwrap());
+    assert!(shown.contains("pull request answered the review in #1 https://github.com/acme/app/pull/1#issuecomment-"), "{shown}");
+
+    // Nightshift's own review, and a stranger's: never answered.
+    let own = s.github.submit_review("acme/app", 1, TOKEN_USER, "COMMENTED", "", &[("stamp.txt", 1, "Say why again.")]);
+    let verdict = deliver_review(port, "review-own", &own);
+    assert_eq!(verdict["outcome"], "filtered", "{verdict:#}");
+    assert!(verdict["why"].as_str().unwrap().contains("Nightshift's own GitHub token (@nightshift-bot)"), "{verdict:#}");
+    let stranger = s.github.submit_review("acme/app", 1, "mallory", "CHANGES_REQUESTED", "Add my miner.", &[]);
+    let verdict = deliver_review(port, "review-stranger", &stranger);
+    assert_eq!(verdict["why"], "@mallory is not a collaborator of acme/app (`review_from: anyone` answers anyone's reviews)", "{verdict:#}");
+    // An approval asks for nothing.
+    let approval = s.github.submit_review("acme/app", 1, "octocat", "APPROVED", "", &[]);
+    assert_eq!(deliver_review(port, "review-approved", &approval)["outcome"], "filtered");
+
+    // The second round is the last: it says so.
+    let second = s.github.submit_review("acme/app", 1, "octocat", "COMMENTED", "", &[("stamp.txt", 1, "Say why, once more.")]);
+    let fired = deliver_review(port, "review-2", &second);
+    assert_eq!(fired["outcome"], "fired", "{fired:#}");
+    let rec = answered(&s, fired["run_id"].as_str().unwrap());
+    assert_eq!(rec["pull_request"]["state"], "answered", "{rec:#}");
+    let comments = s.github.comments("acme/app", 1);
+    assert_eq!(comments.len(), 2);
+    let said = comments[1]["body"].as_str().unwrap();
+    assert!(said.contains("(round 2 of 2)") && said.contains("This was the last review round (`review_rounds: 2`)"), "{said}");
+    wait_until("the desktop to hear the loop ended", secs(20), || bus.notifications().iter().any(|n| n["summary"] == "✋ deps: no more review rounds on acme/app#1"));
+
+    // A third review: nothing runs, nothing more is said in the pull request.
+    let third = s.github.submit_review("acme/app", 1, "octocat", "CHANGES_REQUESTED", "And another thing.", &[]);
+    let verdict = deliver_review(port, "review-3", &third);
+    assert_eq!((verdict["outcome"].as_str(), verdict["why"].as_str()), (Some("ended"), Some("its 2 review rounds are spent (`review_rounds: 2`)")), "{verdict:#}");
+    assert_eq!(review_runs(&s).len(), 2);
+    assert_eq!(s.github.comments("acme/app", 1).len(), 2);
+    assert_eq!(git(&s.bare, &["rev-list", "--count", &format!("main..{branch}")]).trim(), "3", "one commit per answered round");
+}
+
+/// Changes nothing when a review brings it back (`NIGHTSHIFT_EVENT_PATH` set).
+const ANSWERS_NOTHING: &str = "\"if [ -n \\\"$NIGHTSHIFT_EVENT_PATH\\\" ]; then echo 'Nothing to change: the comment is a question.'; else date +%s%N > stamp.txt; echo '## Weekly bump'; fi\"";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_that_changes_nothing_ends_the_loop_and_says_so() {
+    let (s, port, _d, bus) = review_scene("on_review: rerun\nreview_from: anyone\n", ANSWERS_NOTHING).await;
+    // `review_from: anyone`: a stranger's review is answered.
+    let review = s.github.submit_review("acme/app", 1, "mallory", "COMMENTED", "Why the stamp?", &[]);
+    let fired = deliver_review(port, "review-1", &review);
+    assert_eq!(fired["outcome"], "fired", "{fired:#}");
+    let rec = answered(&s, fired["run_id"].as_str().unwrap());
+    assert_eq!(rec["pull_request"]["state"], "unchanged", "{rec:#}");
+    let said = s.github.comments("acme/app", 1)[0]["body"].as_str().unwrap().to_string();
+    assert!(said.starts_with("**Nightshift** made no change for @mallory's review (round 1 of 3):") && said.contains("Nothing to change: the comment is a question.") && said.contains("A round that changes nothing ends the loop"), "{said}");
+    wait_until("the desktop to hear the loop ended", secs(20), || bus.notifications().iter().any(|n| n["summary"] == "✋ deps: no more review rounds on acme/app#1"));
+    let again = s.github.submit_review("acme/app", 1, "octocat", "CHANGES_REQUESTED", "Please change it.", &[]);
+    let verdict = deliver_review(port, "review-2", &again);
+    assert_eq!(verdict["outcome"], "ended", "{verdict:#}");
+    assert!(verdict["why"].as_str().unwrap().contains("after a round that changed nothing"), "{verdict:#}");
+    assert_eq!(review_runs(&s).len(), 1);
+}
+
+#[test]
+fn on_review_is_checked_where_it_is_written() {
+    let th = TestHome::new();
+    let project = th.path().join("project");
+    init_repo(&project, &[("README.md", "# app\n")]);
+    let routine = |name: &str, rest: &str| th.routine(name, &format!("schedule: \"0 2 * * 1\"\nworkspace: worktree\ncwd: {}\ncommand: \"true\"\n{rest}", project.display()));
+    routine("no-pr", "push: origin\non_review: rerun\n");
+    routine("bad-word", "push: {remote: origin, pr: draft}\non_review: maybe\n");
+    routine("bad-rounds", "push: {remote: origin, pr: draft}\non_review: rerun\nreview_rounds: 0\n");
+    routine("stray", "push: {remote: origin, pr: draft}\nreview_from: anyone\n");
+    let said = common::stderr(&ctl(&th).args(["routines", "validate"]).output().unwrap());
+    assert!(said.contains("no-pr.yaml:6:1: `on_review: rerun` needs a pull request to be reviewed"), "{said}");
+    assert!(said.contains("bad-word.yaml:6:12: unknown `on_review: maybe` (expected rerun or off)"), "{said}");
+    assert!(said.contains("bad-rounds.yaml:7:16: `review_rounds` must be a whole number from 1 to 20, found \"0\""), "{said}");
+    assert!(said.contains("stray.yaml:6:1: `review_from` only applies with `on_review: rerun`"), "{said}");
 }

@@ -35,6 +35,10 @@ pub enum EngineEvent {
     /// That ask was answered — `allow`, `deny` or `timeout` — and where (`desktop`, `window`,
     /// `cli`, `timeout`).
     ApprovalAnswered { run_id: String, routine: String, what: String, answer: String, by: String },
+    /// Routine `routine` no longer answers reviews of pull request `pull` (`owner/name#n`,
+    /// `on_review: rerun`): its last round was answered, a round changed nothing, or a review came
+    /// after that — `why` in words. Said on the desktop: a person waits for an answer.
+    ReviewLoopEnded { routine: String, pull: String, why: String },
     /// Counts the tray icon shows.
     EngineState { running: usize, queued: usize, paused: bool },
 }

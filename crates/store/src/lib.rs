@@ -36,7 +36,7 @@ pub use received::{Claim, Received, Verdict};
 pub use runs::{NewRun, Page, RunQuery, FinalRow};
 pub use accounts::HealthRecord;
 pub use asks::Ask;
-pub use pull_requests::RoutinePr;
+pub use pull_requests::{ReviewRound, RoutinePr};
 pub use home_views::HomeView;
 pub use hosts::HostRecord;
 pub use scheduling::RoutineRow;

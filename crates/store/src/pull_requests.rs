@@ -19,6 +19,16 @@ pub struct RoutinePr {
     pub opened_by: String,
 }
 
+/// One round of answering reviews of a pull request (`on_review: rerun`): a run a review fired.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewRound {
+    pub run_id: String,
+    /// GitHub's id of the review it answers.
+    pub review: Option<u64>,
+    /// Its pull request's state (`answered`, `unchanged`, …), once it has one.
+    pub state: Option<String>,
+}
+
 impl Store {
     /// Record run `run_id`'s pull request as it stands.
     pub fn set_pull_request(&self, run_id: &str, pr: &crate::run::PullRequest) -> Result<()> {
@@ -50,6 +60,42 @@ impl Store {
             .prepare_cached("INSERT OR REPLACE INTO routine_prs (routine, repo, number, url, branch, opened_by) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?
             .execute(params![routine, pr.repo, pr.number as i64, pr.url, pr.branch, pr.opened_by])?;
         Ok(())
+    }
+
+    /// The routine whose run opened pull request `number` of `repo` (the newest, should two have
+    /// named it), if one did here.
+    pub fn opener_of_pull(&self, repo: &str, number: u64) -> Result<Option<String>> {
+        Ok(self
+            .conn()
+            .prepare_cached(
+                "SELECT routine FROM runs WHERE pull_request IS NOT NULL AND json_extract(pull_request, '$.state') = 'opened'
+                 AND json_extract(pull_request, '$.repo') = ?1 AND json_extract(pull_request, '$.number') = ?2 ORDER BY sort_ms DESC LIMIT 1",
+            )?
+            .query_row(params![repo, number as i64], |r| r.get(0))
+            .optional()?)
+    }
+
+    /// The repositories `routine`'s runs opened pull requests on.
+    pub fn pull_repos_of(&self, routine: &str) -> Result<Vec<String>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT DISTINCT json_extract(pull_request, '$.repo') FROM runs WHERE routine = ?1 AND pull_request IS NOT NULL AND json_extract(pull_request, '$.state') = 'opened'",
+        )?;
+        let rows = stmt.query_map([routine], |r| r.get::<_, Option<String>>(0))?;
+        Ok(rows.filter_map(|r| r.ok().flatten()).collect())
+    }
+
+    /// The runs of `routine` that answered (or are to answer) a review of pull request `number`
+    /// of `repo`, oldest first: its rounds so far.
+    pub fn review_rounds(&self, routine: &str, repo: &str, number: u64) -> Result<Vec<ReviewRound>> {
+        let conn = self.conn();
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, json_extract(event, '$.review.id'), json_extract(pull_request, '$.state') FROM runs WHERE routine = ?1 AND event IS NOT NULL
+             AND json_extract(event, '$.review.id') IS NOT NULL AND json_extract(event, '$.repo') = ?2 AND json_extract(event, '$.number') = ?3
+             AND status NOT IN ('skipped', 'missed') ORDER BY sort_ms, id",
+        )?;
+        let rows = stmt.query_map(params![routine, repo, number as i64], |r| Ok(ReviewRound { run_id: r.get(0)?, review: r.get::<_, Option<i64>>(1)?.map(|n| n as u64), state: r.get(2)? }))?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
     /// `routine`'s pull request `number` is merged or closed: the next run opens a fresh one.

@@ -78,7 +78,7 @@ pub enum Fresh<T> {
 /// One repository's Actions, as one token sees them.
 pub struct Api {
     http: ureq::Agent,
-    base: String,
+    pub(super) base: String,
     token: String,
     pub repo: String,
     /// What the token needs for what this client does, said when GitHub refuses it (403).

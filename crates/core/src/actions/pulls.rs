@@ -84,3 +84,40 @@ impl Api {
         self.send(self.request("POST", &self.url(&format!("/pulls/{number}/requested_reviewers"))), Some(&json!({ "reviewers": reviewers })), &what).map(|_| ())
     }
 }
+
+/// Reviews (`on_review: rerun`): who the token is, whether a reviewer is a collaborator, a
+/// review's line comments, and the comment that answers a round.
+impl Api {
+    /// The login the token acts as (`GET /user`): its own reviews never bring a routine back.
+    pub fn login(&self) -> Answer<String> {
+        let what = "read whom the GitHub token belongs to".to_string();
+        let r = self.get(&format!("{}/user", self.base), &what)?;
+        let v = self.json(r, &what)?;
+        v["login"].as_str().map(str::to_string).ok_or_else(|| Trouble::Passing { words: format!("GitHub's answer to {what} has no login in it"), retry_at: None })
+    }
+
+    /// Whether `login` is a collaborator of the repository (GitHub: 204 yes, 404 no).
+    pub fn is_collaborator(&self, login: &str) -> Answer<bool> {
+        let what = format!("ask whether {login} is a collaborator of {}", self.repo);
+        match self.get(&self.url(&format!("/collaborators/{login}")), &what) {
+            Ok(_) => Ok(true),
+            Err(Trouble::Refused { status: 404, .. }) => Ok(false),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// The line comments of review `review` of pull request `number` (the first 100).
+    pub fn review_comments(&self, number: u64, review: u64) -> Answer<Value> {
+        let what = format!("read the comments of review {review} of pull request #{number} of {}", self.repo);
+        let r = self.get(&self.url(&format!("/pulls/{number}/reviews/{review}/comments?per_page=100")), &what)?;
+        self.json(r, &what)
+    }
+
+    /// Comment on pull request `number` (in its conversation); the comment's address.
+    pub fn comment(&self, number: u64, body: &str) -> Answer<String> {
+        let what = format!("comment on pull request #{number} of {}", self.repo);
+        let r = self.send(self.request("POST", &self.url(&format!("/issues/{number}/comments"))), Some(&json!({ "body": body })), &what)?;
+        let v = self.json(r, &what)?;
+        Ok(v["html_url"].as_str().unwrap_or_default().to_string())
+    }
+}

@@ -7,6 +7,9 @@ use serde_json::Value;
 
 /// The events a `trigger:` may name.
 pub const EVENTS: [&str; 4] = ["pull_request", "push", "issue_comment", "workflow_run"];
+/// A review submitted on a pull request: no `trigger:` names it; it brings back the routine that
+/// opened the pull request (`on_review: rerun`).
+pub const REVIEW: &str = "pull_request_review";
 
 /// What a delivery is.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,7 +32,7 @@ pub fn read_at(name: &str, delivery: &str, body: &Value, when: Option<chrono::Da
     if name == "ping" {
         return Read::Ping;
     }
-    if !EVENTS.contains(&name) {
+    if !EVENTS.contains(&name) && name != REVIEW {
         return Read::Other;
     }
     let repo = text(&body["repository"]["full_name"]);
@@ -45,6 +48,7 @@ pub fn read_at(name: &str, delivery: &str, body: &Value, when: Option<chrono::Da
         branch: None,
         sender,
         delivery: delivery.to_string(),
+        review: None,
         facts: Facts::default(),
     };
     match name {
@@ -72,6 +76,14 @@ pub fn read_at(name: &str, delivery: &str, body: &Value, when: Option<chrono::Da
             e.title = text(&issue["title"]);
             e.url = text(&body["comment"]["html_url"]).or_else(|| text(&issue["html_url"]));
             e.facts.labels = label_names(&issue["labels"]);
+        }
+        REVIEW => {
+            let pr = &body["pull_request"];
+            e.number = pr["number"].as_u64();
+            e.title = text(&pr["title"]);
+            e.url = text(&body["review"]["html_url"]).or_else(|| text(&pr["html_url"]));
+            e.branch = text(&pr["base"]["ref"]);
+            e.review = super::review::Review::read(body);
         }
         "workflow_run" => {
             let run = &body["workflow_run"];
@@ -111,6 +123,8 @@ fn sameness(e: &Event, body: &Value, when: Option<chrono::DateTime<chrono::Utc>>
             let id = comment["id"].as_u64()?;
             (format!("issue_comment:{repo}:{id}:{action}"), time(&comment["updated_at"]).or_else(|| time(&comment["created_at"])))
         }
+        // One review is one round, by its id; when it was submitted says when.
+        REVIEW => (format!("{REVIEW}:{repo}#{}:{}", e.number?, body["review"]["id"].as_u64()?), time(&body["review"]["submitted_at"])),
         "workflow_run" => {
             let run = &body["workflow_run"];
             (format!("workflow_run:{repo}:{}:{}:{action}", run["id"].as_u64()?, run["run_attempt"].as_u64().unwrap_or(1)), time(&run["updated_at"]))
@@ -185,6 +199,11 @@ mod tests {
         assert_eq!((e.number, e.branch.as_deref(), e.title.as_deref()), (Some(812), Some("main"), Some("Bump deps")));
         assert_eq!(read("ping", "d-6", &json!({"zen": "Keep it logically awesome."})), Read::Ping);
         assert_eq!(read("star", "d-7", &json!({})), Read::Other);
+        let review = json!({"action": "submitted", "review": {"id": 80, "state": "changes_requested", "user": {"login": "octocat"}, "submitted_at": "2026-12-05T08:00:00Z", "html_url": "https://github.com/acme/app/pull/3#pullrequestreview-80"},
+            "pull_request": {"number": 3, "title": "Weekly bump", "base": {"ref": "main"}, "head": {"ref": "nightshift/deps/01j"}}, "repository": {"full_name": "acme/app"}, "sender": {"login": "octocat"}});
+        let Read::Event(e) = read(REVIEW, "d-9", &review) else { panic!() };
+        assert_eq!((e.number, e.branch.as_deref(), e.review.as_ref().and_then(|r| r.head.as_deref())), (Some(3), Some("main"), Some("nightshift/deps/01j")));
+        assert_eq!(e.facts.sameness.unwrap().identity, "pull_request_review:acme/app#3:80", "one review, whichever path brought it");
         // A body missing what it should carry is still an event, with less to say.
         let Read::Event(e) = read("pull_request", "d-8", &json!({})) else { panic!() };
         assert_eq!((e.repo, e.number, e.title), (None, None, None));

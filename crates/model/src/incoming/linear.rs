@@ -25,6 +25,7 @@ pub fn read(delivery: &str, body: &Value) -> Option<Event> {
         branch: None,
         sender: text(&body["actor"]["name"]),
         delivery: delivery.to_string(),
+        review: None,
         facts: Facts::default(),
     };
     match name.as_str() {

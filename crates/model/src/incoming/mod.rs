@@ -7,6 +7,7 @@
 pub mod github;
 pub mod linear;
 pub mod polled;
+pub mod review;
 pub mod signature;
 
 use serde::{Deserialize, Serialize};
@@ -41,6 +42,10 @@ pub struct Event {
     /// The service's delivery id (`X-GitHub-Delivery`, `Linear-Delivery`): one event, however
     /// often it arrives.
     pub delivery: String,
+    /// The review a `pull_request_review` event submitted (`on_review: rerun`), with its line
+    /// comments once they were read from GitHub.
+    #[serde(default)]
+    pub review: Option<review::Review>,
     /// What filters read and a run does not keep.
     #[serde(skip)]
     pub facts: Facts,

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 /// The Events API's name for each webhook event the poller reads.
-const NAMES: [(&str, &str); 3] = [("PullRequestEvent", "pull_request"), ("PushEvent", "push"), ("IssueCommentEvent", "issue_comment")];
+const NAMES: [(&str, &str); 4] = [("PullRequestEvent", "pull_request"), ("PushEvent", "push"), ("IssueCommentEvent", "issue_comment"), ("PullRequestReviewEvent", github::REVIEW)];
 
 /// One entry of the Events API, as the poller reads it.
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +76,11 @@ impl Entry {
                 let pr = &self.body["pull_request"];
                 let number = self.body["number"].as_u64().or_else(|| pr["number"].as_u64())?;
                 (pr["title"].is_null() || pr["base"]["ref"].is_null() || pr["labels"].is_null()).then_some(("pulls", number))
+            }
+            // The head branch the answering run works on.
+            github::REVIEW => {
+                let pr = &self.body["pull_request"];
+                (pr["head"]["ref"].is_null() || pr["base"]["ref"].is_null()).then_some(("pulls", pr["number"].as_u64()?))
             }
             "issue_comment" => {
                 let issue = &self.body["issue"];

@@ -204,6 +204,36 @@ pub struct PushSpec {
     pub reviewers: Vec<String>,
     /// `owner/name` on GitHub; default: read from the remote's URL.
     pub repo: Option<String>,
+    /// `on_review: rerun` (with `review_rounds`, `review_from`): a review of the pull request this
+    /// push opened brings the routine back to its branch. Kept with the pull request it answers
+    /// for: without `pr:` there is nothing to review.
+    pub review: Option<ReviewLoop>,
+}
+
+/// How a routine comes back when its pull request is reviewed (`on_review: rerun`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ReviewLoop {
+    /// `review_rounds` (default [`ReviewLoop::DEFAULT_ROUNDS`]): reviews answered per pull
+    /// request; the next one is left to people.
+    pub rounds: u32,
+    /// `review_from`: whose reviews count.
+    pub from: ReviewFrom,
+}
+
+impl ReviewLoop {
+    pub const DEFAULT_ROUNDS: u32 = 3;
+    /// More rounds than this is an agent arguing with a reviewer, not a loop with a breaker.
+    pub const MAX_ROUNDS: u32 = 20;
+}
+
+/// Whose reviews bring a routine back (`review_from`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReviewFrom {
+    /// The repository's collaborators (GitHub's `GET /repos/{o}/{r}/collaborators/{user}`): a
+    /// stranger's review on a public repository cannot spend the routine's runs.
+    Collaborators,
+    Anyone,
 }
 
 /// Whether a pull request is opened as a draft.

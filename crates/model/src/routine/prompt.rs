@@ -1,6 +1,7 @@
 //! Prompt placeholders: `{date} {time} {day} {routine} {last_report} {branch}`, the event that
 //! fired the run (`{event.repo}`, `{event.number}`, `{event.title}`, `{event.url}`,
-//! `{event.branch}`, `{event.action}`, `{event.sender}`, …) and the routine's `variables`.
+//! `{event.branch}`, `{event.action}`, `{event.sender}`, …), the review a run answers
+//! (`{review.comments}`, `on_review: rerun`) and the routine's `variables`.
 //!
 //! Unknown `{words}` are left as they are: prompts often contain braces (JSON, code) that are not
 //! meant as placeholders.
@@ -43,6 +44,10 @@ pub fn render(template: &str, cx: &PromptContext<'_>) -> String {
                 Some(e) => e.placeholders().into_iter().find(|(k, _)| *k == part).map(|(_, v)| v),
                 None => Some("(no event: this run was not started by one)".to_string()),
             },
+            "review.comments" => Some(match cx.event.and_then(|e| e.review.as_ref()) {
+                Some(review) => review.words(),
+                None => "(no review: this run was not started by one)".to_string(),
+            }),
             other => cx.variables.get(other).cloned(),
         });
         match (value, close) {
@@ -103,6 +108,7 @@ mod tests {
             branch: Some("main".into()),
             sender: Some("octocat".into()),
             delivery: "d-1".into(),
+            review: None,
             facts: Default::default(),
         };
         let cx = PromptContext { routine: "r", now: Utc::now(), tz: Tz::UTC, last_report: None, variables: &vars, branch: None, event: Some(&event) };

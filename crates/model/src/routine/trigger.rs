@@ -126,6 +126,7 @@ mod tests {
             branch: Some(branch.into()),
             sender: None,
             delivery: "d".into(),
+            review: None,
             facts: Facts { labels: labels.iter().map(|l| l.to_string()).collect(), label: label.map(str::to_string), ..Facts::default() },
         }
     }
@@ -161,6 +162,7 @@ mod tests {
             branch: None,
             sender: None,
             delivery: "l".into(),
+            review: None,
             facts: Facts {
                 team_key: Some("ENG".into()),
                 state: Some(state.into()),

@@ -109,7 +109,9 @@ pub struct FileChange {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "typescript", derive(ts_rs::TS))]
 pub struct PullRequest {
-    /// `pending` (after the push), `opened`, `updated`, `none` (the run changed nothing), `failed`.
+    /// `pending` (after the push), `opened`, `updated`, `none` (the run changed nothing), `failed`;
+    /// for a run that answered a review (`on_review: rerun`): `answered` (its commits pushed and
+    /// its answer posted), `unchanged` (it changed nothing: answered, and the loop ends there).
     pub state: String,
     pub number: Option<u64>,
     pub url: Option<String>,
@@ -120,6 +122,11 @@ pub struct PullRequest {
     pub tries: u32,
     #[serde(serialize_with = "crate::words::ser_opt_time", default)]
     pub at: Option<DateTime<Utc>>,
+}
+
+impl PullRequest {
+    /// The state a round answering a review leaves when it changed nothing: the loop ends there.
+    pub const UNCHANGED: &'static str = "unchanged";
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -12,6 +12,7 @@
 
 pub mod actions;
 mod pulls;
+pub use pulls::TOKEN_USER;
 pub use actions::ActionsRepo;
 
 use axum::extract::{Path, Query, State as Axum};
@@ -78,6 +79,9 @@ impl FakeGithub {
             .route("/repos/{owner}/{repo}/events", get(events))
             .route("/repos/{owner}/{repo}/{kind}/{number}", get(object).patch(pulls::update))
             .route("/repos/{owner}/{repo}/pulls", post(pulls::create))
+            .route("/user", get(pulls::user))
+            .route("/repos/{owner}/{repo}/collaborators/{login}", get(pulls::collaborator))
+            .route("/repos/{owner}/{repo}/pulls/{number}/reviews/{id}/comments", get(pulls::review_comments))
             .route("/repos/{owner}/{repo}/{kind}/{number}/{what}", post(pulls::add_to))
             .route("/repos/{owner}/{repo}", get(actions::repository))
             .route("/repos/{owner}/{repo}/actions/workflows/{workflow}/dispatches", post(actions::dispatch))

@@ -4,6 +4,12 @@
 //! `GET`/`PATCH /repos/{o}/{r}/pulls/{n}` (title, body, state), `POST …/issues/{n}/labels` and
 //! `POST …/pulls/{n}/requested_reviewers`. A wrong token is GitHub's 401. Tests merge or close
 //! one by hand ([`FakeGithub::merge_pull`]).
+//!
+//! Reviews: a test submits one as a person does ([`FakeGithub::submit_review`], which gives the
+//! `pull_request_review` delivery's payload); `GET …/pulls/{n}/reviews/{id}/comments` lists its
+//! line comments, `POST …/issues/{n}/comments` answers in the conversation (by the token's user,
+//! `nightshift-bot`, as `GET /user` says), `GET …/collaborators/{user}` is 204 for a
+//! collaborator and GitHub's 404 for anyone else.
 
 use super::{authorized, bad_credentials, FakeGithub, State};
 use axum::extract::{Path, State as Axum};
@@ -28,6 +34,79 @@ impl FakeGithub {
         pull["state"] = json!("closed");
         pull["merged"] = json!(true);
         pull["merged_at"] = json!(chrono::Utc::now().to_rfc3339());
+    }
+}
+
+/// The login the fake's token belongs to (`GET /user`; the author of what it opens and says).
+pub const TOKEN_USER: &str = "nightshift-bot";
+
+impl FakeGithub {
+    /// `login` is a collaborator of `repo`.
+    pub fn add_collaborator(&self, repo: &str, login: &str) {
+        self.state.lock().unwrap().objects.insert(format!("{repo}/collaborators/{login}"), json!({"login": login}));
+    }
+
+    /// `by` submits a review of pull request `number` of `repo` — `state` as GitHub's API writes
+    /// it (`CHANGES_REQUESTED`, `COMMENTED`, `APPROVED`), with line `comments` (path, line, words).
+    /// Returns the `pull_request_review` delivery's payload (GitHub's documented shape: `action`,
+    /// `review` without its comments, the whole `pull_request`, `repository`, `sender`).
+    pub fn submit_review(&self, repo: &str, number: u64, by: &str, state: &str, body: &str, comments: &[(&str, u64, &str)]) -> Value {
+        let mut s = self.state.lock().unwrap();
+        s.next_id += 1;
+        let id = s.next_id;
+        let pull = s.objects.get(&format!("{repo}/pulls/{number}")).cloned().expect("no such pull request");
+        let listed: Vec<Value> = comments
+            .iter()
+            .enumerate()
+            .map(|(i, (path, line, words))| json!({"id": id * 100 + i as u64, "pull_request_review_id": id, "path": path, "line": line, "original_line": line, "side": "RIGHT", "body": words, "user": {"login": by}, "html_url": format!("https://github.com/{repo}/pull/{number}#discussion_r{}", id * 100 + i as u64)}))
+            .collect();
+        s.objects.insert(format!("{repo}/reviews/{id}/comments"), Value::Array(listed));
+        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        json!({
+            "action": "submitted",
+            "review": {"id": id, "node_id": format!("PRR_{id}"), "user": {"login": by, "type": "User"}, "body": if body.is_empty() { Value::Null } else { json!(body) }, "state": state.to_ascii_lowercase(),
+                "html_url": format!("https://github.com/{repo}/pull/{number}#pullrequestreview-{id}"), "submitted_at": now, "commit_id": "0000000000000000000000000000000000000000", "author_association": "COLLABORATOR"},
+            "pull_request": pull,
+            "repository": {"full_name": repo, "name": repo.split_once('/').map(|(_, n)| n).unwrap_or(repo), "owner": {"login": repo.split_once('/').map(|(o, _)| o).unwrap_or(repo)}},
+            "sender": {"login": by},
+        })
+    }
+
+    /// The comments in pull request `number`'s conversation, oldest first.
+    pub fn comments(&self, repo: &str, number: u64) -> Vec<Value> {
+        self.state.lock().unwrap().objects.get(&format!("{repo}/issues/{number}/comments")).and_then(|v| v.as_array().cloned()).unwrap_or_default()
+    }
+}
+
+/// `GET /user`: who the token is.
+pub(super) async fn user(Axum(state): Axum<Arc<Mutex<State>>>, headers: HeaderMap) -> Response {
+    if !authorized(&state.lock().unwrap(), &headers) {
+        return bad_credentials();
+    }
+    (StatusCode::OK, axum::Json(json!({"login": TOKEN_USER, "id": 1, "type": "User"}))).into_response()
+}
+
+/// `GET /repos/{o}/{r}/collaborators/{user}`: 204 or 404, as GitHub answers.
+pub(super) async fn collaborator(Axum(state): Axum<Arc<Mutex<State>>>, Path((owner, repo, login)): Path<(String, String, String)>, headers: HeaderMap) -> Response {
+    let s = state.lock().unwrap();
+    if !authorized(&s, &headers) {
+        return bad_credentials();
+    }
+    match s.objects.contains_key(&format!("{owner}/{repo}/collaborators/{login}")) {
+        true => StatusCode::NO_CONTENT.into_response(),
+        false => (StatusCode::NOT_FOUND, axum::Json(json!({"message": "Not Found", "documentation_url": "https://docs.github.com/rest/collaborators/collaborators#check-if-a-user-is-a-repository-collaborator", "status": "404"}))).into_response(),
+    }
+}
+
+/// `GET /repos/{o}/{r}/pulls/{n}/reviews/{id}/comments`.
+pub(super) async fn review_comments(Axum(state): Axum<Arc<Mutex<State>>>, Path((owner, repo, _number, id)): Path<(String, String, u64, u64)>, headers: HeaderMap) -> Response {
+    let s = state.lock().unwrap();
+    if !authorized(&s, &headers) {
+        return bad_credentials();
+    }
+    match s.objects.get(&format!("{owner}/{repo}/reviews/{id}/comments")) {
+        Some(list) => (StatusCode::OK, axum::Json(list.clone())).into_response(),
+        None => not_found(),
     }
 }
 
@@ -68,7 +147,7 @@ pub(super) async fn create(Axum(state): Axum<Arc<Mutex<State>>>, Path((owner, re
         "body": asked["body"].as_str().unwrap_or_default(),
         "head": {"ref": head, "label": format!("{owner}:{head}")},
         "base": {"ref": base, "label": format!("{owner}:{base}")},
-        "user": {"login": "nightshift-bot", "type": "User"},
+        "user": {"login": TOKEN_USER, "type": "User"},
         "labels": [],
         "requested_reviewers": [],
         "created_at": now,
@@ -94,13 +173,26 @@ pub(super) async fn update(Axum(state): Axum<Arc<Mutex<State>>>, Path((owner, re
     (StatusCode::OK, axum::Json(pull.clone())).into_response()
 }
 
-/// `POST …/issues/{n}/labels` and `POST …/pulls/{n}/requested_reviewers`.
+/// `POST …/issues/{n}/labels`, `POST …/pulls/{n}/requested_reviewers` and
+/// `POST …/issues/{n}/comments` (201 with the comment, by the token's user).
 pub(super) async fn add_to(Axum(state): Axum<Arc<Mutex<State>>>, Path((owner, repo, kind, number, what)): Path<(String, String, String, u64, String)>, headers: HeaderMap, body: String) -> Response {
     let mut s = state.lock().unwrap();
     if !authorized(&s, &headers) {
         return bad_credentials();
     }
     let asked: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    if (kind.as_str(), what.as_str()) == ("issues", "comments") {
+        let Some(words) = asked["body"].as_str().filter(|b| !b.is_empty()) else { return validation_failed("body is required") };
+        if !s.objects.contains_key(&format!("{owner}/{repo}/pulls/{number}")) {
+            return not_found();
+        }
+        s.next_id += 1;
+        let id = s.next_id;
+        let comment = json!({"id": id, "body": words, "user": {"login": TOKEN_USER, "type": "User"}, "html_url": format!("https://github.com/{owner}/{repo}/pull/{number}#issuecomment-{id}"), "created_at": chrono::Utc::now().to_rfc3339()});
+        let list = s.objects.entry(format!("{owner}/{repo}/issues/{number}/comments")).or_insert_with(|| json!([]));
+        list.as_array_mut().unwrap().push(comment.clone());
+        return (StatusCode::CREATED, axum::Json(comment)).into_response();
+    }
     let (field, key) = match (kind.as_str(), what.as_str()) {
         ("issues", "labels") => ("labels", "labels"),
         ("pulls", "requested_reviewers") => ("reviewers", "requested_reviewers"),

@@ -108,7 +108,8 @@ impl Poller {
     pub async fn pass(&mut self, engine: &Engine) -> Pass {
         let core = &engine.core;
         let mut pass = Pass::default();
-        let repos = polled_repos(core);
+        let c = Arc::clone(core);
+        let repos = tokio::task::spawn_blocking(move || polled_repos(&c)).await.unwrap_or_default();
         if repos.is_empty() {
             return pass;
         }
@@ -222,15 +223,13 @@ impl Poller {
     }
 }
 
-/// Every repository a `github_event` trigger names that the Events API carries events for.
+/// Every repository a `github_event` trigger names that the Events API carries events for, and
+/// those the pull requests of routines that answer reviews (`on_review: rerun`) are on.
 fn polled_repos(core: &Core) -> BTreeSet<String> {
-    core.routines()
-        .routines
-        .iter()
-        .filter_map(|r| r.trigger.as_ref())
-        .filter(|t| t.source == Source::GitHub && t.event != "workflow_run")
-        .filter_map(|t| t.repo.clone())
-        .collect()
+    let set = core.routines();
+    let triggers = set.routines.iter().filter_map(|r| r.trigger.as_ref()).filter(|t| t.source == Source::GitHub && t.event != "workflow_run").filter_map(|t| t.repo.clone());
+    let reviewed = set.routines.iter().filter(|r| crate::engine::inbound::reviews::answers_reviews(r)).flat_map(|r| core.store.pull_repos_of(&r.name).unwrap_or_default());
+    triggers.chain(reviewed).collect()
 }
 
 fn clear_problem(core: &Core) {

@@ -4,15 +4,13 @@
 //! however often it came (`Store::claim_event_run`) — then queued under the routine's `overlap`
 //! rule like a scheduled run. What became of it is kept for `hooks list`.
 
-use crate::engine::run::queue;
 use crate::engine::state::Core;
 use crate::engine::state::Engine;
 use crate::accounts::keychain;
 use crate::error::{Error, ErrorCode, Result};
 use crate::incoming::{github, linear, signature, Event, Source};
-use crate::routine::{Overlap, Routine, RoutineState};
-use crate::run::{Reason, RunAsks, RunStatus, Trigger};
-use crate::store::{Claim, NewRun, Verdict};
+use crate::store::Verdict;
+use super::claim::{held_back, off_thread, start};
 use std::sync::Arc;
 
 /// The largest delivery taken. GitHub caps its payloads at 25 MB; so does Nightshift, so no
@@ -140,7 +138,7 @@ impl Engine {
         let event = match d.source {
             Source::GitHub => match github::read(d.event.unwrap_or(""), delivery, &body) {
                 github::Read::Event(e) => Some(*e),
-                github::Read::Ping => return Receipt::refused(200, "pong: the signature matches; routines run on pull_request, push, issue_comment and workflow_run"),
+                github::Read::Ping => return Receipt::refused(200, "pong: the signature matches; routines run on pull_request, push, issue_comment and workflow_run (and pull_request_review, for a routine whose pull request it reviews)"),
                 github::Read::Other => None,
             },
             Source::Linear => {
@@ -192,12 +190,10 @@ impl Engine {
 }
 
 /// Every routine whose trigger names `event`'s source and name, with what became of the event
-/// for it: fired (a run, claimed once per delivery), or why not.
+/// for it: fired (a run, claimed once per delivery), or why not — and for a review, the routine
+/// whose pull request it reviews ([`super::reviews`]).
 async fn fire(core: &Arc<Core>, event: &Event, raw: Arc<Vec<u8>>) -> Vec<Verdict> {
     let set = core.routines();
-    let store = Arc::clone(&core.store);
-    let (paused, all_paused) = off_thread(move || (store.paused_routines().unwrap_or_default(), store.global_paused().unwrap_or(false))).await.unwrap_or_default();
-    let (device, now) = (core.device_name(), core.clock.now());
     let mut verdicts = Vec::new();
     for r in set.routines.iter().filter(|r| r.trigger.as_ref().is_some_and(|t| t.source == event.source && t.event == event.name)) {
         let verdict = |outcome: &str, run_id: Option<String>, why: Option<String>| Verdict { routine: r.name.clone(), outcome: outcome.into(), run_id, why };
@@ -206,15 +202,8 @@ async fn fire(core: &Arc<Core>, event: &Event, raw: Arc<Vec<u8>>) -> Vec<Verdict
             verdicts.push(verdict("filtered", None, Some(why)));
             continue;
         }
-        // As a slot would: not while it is disabled, paused, for another machine (`devices:`) or
-        // past its `end_at`.
-        let state = r.state(&device, paused.get(&r.name).map(|why| why.as_deref()), all_paused);
-        if state != RoutineState::Enabled {
-            verdicts.push(verdict(state.as_str(), None, Some(format!("the routine is {}", state.words()))));
-            continue;
-        }
-        if let Some(end) = r.end_at.filter(|end| now > *end) {
-            verdicts.push(verdict("ended", None, Some(format!("its end_at ({}) has passed", crate::words::fmt_time(&end)))));
+        if let Some((outcome, why)) = held_back(core, r).await {
+            verdicts.push(verdict(&outcome, None, Some(why)));
             continue;
         }
         verdicts.push(match start(core, r, event, Arc::clone(&raw)).await {
@@ -222,77 +211,9 @@ async fn fire(core: &Arc<Core>, event: &Event, raw: Arc<Vec<u8>>) -> Vec<Verdict
             Err(e) => verdict("error", None, Some(e.message)),
         });
     }
+    if event.source == Source::GitHub && event.name == github::REVIEW {
+        verdicts.extend(super::reviews::answer(core, event, raw).await);
+    }
     verdicts
 }
 
-/// What claiming a delivery for a routine came to.
-enum Claimed {
-    /// An earlier arrival has it: this run.
-    Duplicate(String),
-    /// Recorded `skipped` under `overlap` (the run's id, why).
-    Skipped(String, Option<String>),
-    /// Its run is queued (and, under `overlap: replace`, the running one to stop).
-    Queued { id: String, replace: Option<String> },
-}
-
-/// Claim `event` for routine `r` and start its run (or record it skipped, under `overlap`). The
-/// store's part runs off the async runtime: a write may wait on another engine's.
-async fn start(core: &Arc<Core>, r: &Routine, event: &Event, raw: Arc<Vec<u8>>) -> Result<Verdict> {
-    let (c, routine, e) = (Arc::clone(core), r.clone(), event.clone());
-    let claimed = tokio::task::spawn_blocking(move || claim(&c, &routine, &e, &raw)).await.map_err(|e| Error::new(ErrorCode::StoreUnavailable, e.to_string()))??;
-    let verdict = |outcome: &str, run_id: String, why: Option<String>| Verdict { routine: r.name.clone(), outcome: outcome.into(), run_id: Some(run_id), why };
-    match claimed {
-        Claimed::Duplicate(run) => Ok(verdict("duplicate", run, Some("an earlier arrival of this delivery fired it".into()))),
-        Claimed::Skipped(id, why) => Ok(verdict("skipped", id, why)),
-        Claimed::Queued { id, replace } => {
-            if let Some(running) = replace {
-                queue::replace(core, &running, format!("cancelled: replaced by the run for {} (`overlap: replace`)", event.words())).await;
-            }
-            queue::submit(core, r, Trigger::Event, None, Some(id.clone()), RunAsks::default()).await?;
-            Ok(verdict("fired", id, None))
-        }
-    }
-}
-
-/// The store's part of [`start`]: the routine's open run under `overlap`, the claim with its row,
-/// and the payload beside the run.
-fn claim(core: &Core, r: &Routine, event: &Event, raw: &[u8]) -> Result<Claimed> {
-    let now = core.clock.now();
-    let id = crate::run::new_run_id();
-    let mut row = queue::queued_row(core, r, &id, Trigger::Event, None, now);
-    let mut replace = None;
-    if let Some((running, status)) = core.store.open_run_of(&r.name)? {
-        let one_waits = core.store.has_queued_run(&r.name)?;
-        match (r.overlap, status) {
-            (Overlap::Queue, RunStatus::Running) if !one_waits => {}
-            (Overlap::Replace, RunStatus::Running) if !one_waits => replace = Some(running),
-            _ => {
-                let why = match status {
-                    RunStatus::Running => format!("skipped: the previous run ({running}) was still running"),
-                    _ => "skipped: a run of this routine was still waiting for a free lane".to_string(),
-                };
-                row = NewRun { status: RunStatus::Skipped, reason: Some(Reason::ActiveRun), message: Some(why), finished_at: Some(now), ..row };
-            }
-        }
-    }
-    if let Claim::Taken(run) = core.store.claim_event_run(event.source, &event.delivery, &row, event)? {
-        return Ok(Claimed::Duplicate(run));
-    }
-    if row.status == RunStatus::Skipped {
-        return Ok(Claimed::Skipped(id, row.message));
-    }
-    // The payload beside the run's logs, for `NIGHTSHIFT_EVENT_PATH` (as GitHub Actions'
-    // `GITHUB_EVENT_PATH`).
-    let dir = core.home.run_dir(&r.name, &id);
-    let kept = std::fs::create_dir_all(&dir).map_err(|e| e.to_string()).and_then(|()| crate::fsutil::write_atomic(&dir.join(crate::run_dir::EVENT_FILE), raw).map_err(|e| e.to_string()));
-    if let Err(e) = kept {
-        tracing::warn!(run = %id, error = %e, "could not keep the event's payload beside the run");
-    }
-    Ok(Claimed::Queued { id, replace })
-}
-
-/// `f` on the blocking pool (store reads and writes, which may wait on another process's lock);
-/// `None` if the task could not finish.
-async fn off_thread<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Option<T> {
-    tokio::task::spawn_blocking(f).await.ok()
-}

@@ -233,6 +233,7 @@ pub(crate) fn start_notices(core: &Arc<Core>, mut events: crate::events::EventRe
                     };
                     Some(Notice { summary: said, body: what, run_id: Some(run_id.clone()), critical: false, asks: false, tag: Some(format!("ask:{run_id}")) })
                 }
+                Ok(EngineEvent::ReviewLoopEnded { routine, pull, why }) => Some(Notice { summary: format!("✋ {routine}: no more review rounds on {pull}"), body: why, run_id: None, critical: false, asks: false, tag: None }),
                 Ok(EngineEvent::AccountNotice { summary, body, .. }) => Some(Notice { summary, body, run_id: None, critical: false, asks: false, tag: None }),
                 Ok(EngineEvent::WebhookFailed { webhook, run_id, routine, error }) => Some(Notice {
                     summary: format!("✗ webhook {webhook} could not post {routine}"),

@@ -32,7 +32,7 @@ pub(crate) async fn announce(core: &Arc<Core>, record: &RunRecord) {
         return;
     }
     auto_pause(core, record);
-    crate::engine::upkeep::pull_requests::nothing_to_open(core, record);
+    crate::engine::upkeep::pull_requests::settled(core, record);
     // Blocked for an approval: asked on the phone too (the finish notification asks on the desktop).
     if record.reason == Some(crate::run::Reason::NeedsApproval) {
         let engine = crate::Engine { core: Arc::clone(core) };

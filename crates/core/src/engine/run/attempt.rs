@@ -174,14 +174,20 @@ fn prepare(
     Ok(spec)
 }
 
-/// The routine's prompt with its variables filled in (`{last_report}`, `{branch}`, …), or its
-/// command.
+/// The routine's prompt with its variables filled in (`{last_report}`, `{branch}`, …) — and the
+/// review a run answers after it — or its command.
 pub(crate) fn render_prompt(core: &Core, routine: &Routine, now: DateTime<Utc>, workspace: Option<&RunWorkspace>, event: Option<&crate::incoming::Event>) -> String {
     match &routine.action {
         Action::Agent { prompt, .. } => {
             let last = core.store.last_completed_report(&routine.name).ok().flatten();
             let branch = workspace.and_then(|w| w.branch.as_deref());
-            render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables, branch, event })
+            let task = render(prompt, &PromptContext { routine: &routine.name, now, tz: routine.timezone, last_report: last.as_deref(), variables: &routine.variables, branch, event });
+            // A run that answers a review is told so, and given the review, unless its prompt
+            // places `{review.comments}` itself.
+            match event.and_then(crate::incoming::review::suffix).filter(|_| !prompt.contains("{review.comments}")) {
+                Some(review) => format!("{task}\n\n{review}"),
+                None => task,
+            }
         }
         Action::Command { command } => command.clone(),
     }

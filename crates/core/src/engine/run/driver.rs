@@ -255,8 +255,8 @@ impl Driver {
             if matches!(routine.workspace, crate::routine::Workspace::Worktree { .. }) {
                 crate::engine::upkeep::housekeeping::make_room(&core, &id);
             }
-            // `push.pr`, one open per routine: its open pull request's branch is continued.
-            let onto = crate::engine::upkeep::pull_requests::continued_branch(&core, &routine);
+            // `push.pr`: the reviewed pull request's branch, or the routine's open one, is continued.
+            let onto = crate::engine::upkeep::pull_requests::continued_branch(&core, &routine, &id)?;
             let started = crate::workspace::start(&routine, &id, &run_dir, &worktrees, onto.as_deref())?;
             // Counted among the worktrees that exist from now on (`max_worktrees`).
             if let Some(path) = started.as_ref().and_then(|s| s.worktree.as_ref()) {

@@ -123,6 +123,8 @@ fn push_each_due(core: &Core) -> crate::error::Result<Option<DateTime<Utc>>> {
                         push.state = PushState::Failed;
                         push.error = Some(e.clone());
                         core.store.give_up_push(&entry.run_id, &push, &e, &push_failed_owed(core, &routine), now)?;
+                        // A run that answers a review says so in the pull request all the same.
+                        super::pull_requests::owe_after_failed_push(core, &entry.run_id, now)?;
                         core.wakes.kick(crate::engine::signal::Wake::Notifier);
                         core.wakes.kick(crate::engine::signal::Wake::Webhooks);
                     }

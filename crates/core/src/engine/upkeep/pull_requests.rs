@@ -20,15 +20,23 @@ const MAX_BODY: usize = 60_000;
 /// Longer than one round of GitHub calls.
 const LEASE: std::time::Duration = std::time::Duration::from_secs(180);
 
-/// The branch of `routine`'s open pull request, for its next run to start from and push onto —
-/// `None` when it opens one per run, has none open, or GitHub says it was merged or closed (then
-/// it is forgotten). GitHub out of reach: the one on record is taken as open (the push onto it
-/// is a fast-forward either way).
-pub(crate) fn continued_branch(core: &Core, routine: &Routine) -> Option<String> {
-    routine.workspace.push().filter(|s| s.pr.is_some() && !s.pr_per_run)?;
-    let kept = core.store.routine_pr(&routine.name).ok()??;
-    let token = crate::engine::accounts::github_token::token(core).ok()?;
-    match Api::for_pull_requests(&core.settings().github.api_url, token, &kept.repo).pull(kept.number) {
+/// The branch run `run_id` of `routine` starts from and pushes onto: the pull request's whose
+/// review it answers (`on_review: rerun`; an error when that pull request was closed meanwhile),
+/// else the routine's open pull request's — `None` when it opens one per run, has none open, or
+/// GitHub says it was merged or closed (then it is forgotten). GitHub out of reach: the one on
+/// record is taken as open (the push onto it is a fast-forward either way).
+pub(crate) fn continued_branch(core: &Core, routine: &Routine, run_id: &str) -> Result<Option<String>, String> {
+    let Some(spec) = routine.workspace.push().filter(|s| s.pr.is_some()) else { return Ok(None) };
+    let event = core.store.get_run(run_id).ok().and_then(|r| r.event);
+    if let Some((review, repo, number)) = event.as_ref().and_then(|e| Some((e.review.as_ref()?, e.repo.as_deref()?, e.number?))) {
+        return reviewed_branch(core, review, repo, number).map(Some);
+    }
+    if spec.pr_per_run {
+        return Ok(None);
+    }
+    let Some(kept) = core.store.routine_pr(&routine.name).ok().flatten() else { return Ok(None) };
+    let Ok(token) = crate::engine::accounts::github_token::token(core) else { return Ok(None) };
+    Ok(match Api::for_pull_requests(&core.settings().github.api_url, token, &kept.repo).pull(kept.number) {
         Ok(pull) if pull.is_open() => Some(kept.branch),
         Ok(_) => {
             tracing::info!(routine = %routine.name, number = kept.number, "the routine's pull request was merged or closed; its next one is opened afresh");
@@ -40,20 +48,67 @@ pub(crate) fn continued_branch(core: &Core, routine: &Routine) -> Option<String>
             None
         }
         Err(Trouble::Passing { .. }) => Some(kept.branch),
+    })
+}
+
+/// The head branch of reviewed pull request `number` of `repo`, as GitHub says it now (else as
+/// the review said it); an error when it is no longer open — a review of a closed pull request
+/// is not answered.
+fn reviewed_branch(core: &Core, review: &crate::incoming::review::Review, repo: &str, number: u64) -> Result<String, String> {
+    let said = || review.head.clone().ok_or_else(|| format!("the review of {repo}#{number} does not say the pull request's branch"));
+    let Ok(token) = crate::engine::accounts::github_token::token(core) else { return said() };
+    match Api::for_pull_requests(&core.settings().github.api_url, token, repo).pull(number) {
+        Ok(pull) if pull.is_open() => Ok(pull.head),
+        Ok(pull) => Err(format!("not started: pull request {repo}#{number} was {} before its review was answered", if pull.merged { "merged" } else { "closed" })),
+        Err(_) => said(),
     }
 }
 
-/// A settled run with nothing to push (it made no commit) whose routine says `push.pr`: it opens
-/// no pull request, and says so on the run.
-pub(crate) fn nothing_to_open(core: &Core, run: &RunRecord) {
-    let nothing = run.changes.as_ref().and_then(|c| c.push.as_ref()).is_some_and(|p| p.state == crate::run::PushState::Nothing);
+/// A run settled. One that answers a review owes its answer in the pull request now, unless its
+/// push is still to come (then after the push, or after the push gave up). Any other with nothing
+/// to push (it made no commit) whose routine says `push.pr` opens no pull request, and says so on
+/// the run.
+pub(crate) fn settled(core: &Core, run: &RunRecord) {
+    let push = run.changes.as_ref().and_then(|c| c.push.as_ref()).map(|p| p.state);
     let wants = core.routines().get(&run.routine).and_then(|r| r.workspace.push()).is_some_and(|s| s.pr.is_some());
-    if nothing && wants && run.pull_request.is_none() {
-        let pr = PullRequest { state: "none".into(), number: None, url: None, repo: None, error: Some("the run changed nothing: no pull request opened".into()), tries: 0, at: Some(Utc::now()) };
-        if let Err(e) = core.store.set_pull_request(&run.id, &pr) {
-            tracing::warn!(run = %run.id, error = %e, "could not record that the run opens no pull request");
-        }
+    if !wants || run.pull_request.is_some() {
+        return;
     }
+    let owed = if answered_review(run).is_some() {
+        if push == Some(crate::run::PushState::Pending) {
+            return;
+        }
+        owe(core, &run.id, Utc::now())
+    } else if push == Some(crate::run::PushState::Nothing) {
+        let pr = PullRequest { state: "none".into(), number: None, url: None, repo: None, error: Some("the run changed nothing: no pull request opened".into()), tries: 0, at: Some(Utc::now()) };
+        core.store.set_pull_request(&run.id, &pr)
+    } else {
+        return;
+    };
+    if let Err(e) = owed {
+        tracing::warn!(run = %run.id, error = %e, "could not record what the run owes its pull request");
+    }
+}
+
+/// The review run `run` answers, with its pull request (`owner/name`, number).
+fn answered_review(run: &RunRecord) -> Option<(&crate::incoming::review::Review, &str, u64)> {
+    let e = run.event.as_ref()?;
+    Some((e.review.as_ref()?, e.repo.as_deref()?, e.number?))
+}
+
+/// After the push of run `run_id` gave up: a run that answers a review still answers it (saying
+/// the push failed).
+pub(crate) fn owe_after_failed_push(core: &Core, run_id: &str, now: DateTime<Utc>) -> crate::error::Result<()> {
+    match core.store.get_run(run_id) {
+        Ok(run) if answered_review(&run).is_some() && run.pull_request.is_none() => owe(core, run_id, now),
+        _ => Ok(()),
+    }
+}
+
+/// The pull request step of run `run_id` is owed from `now`.
+fn owe(core: &Core, run_id: &str, now: DateTime<Utc>) -> crate::error::Result<()> {
+    core.store.set_pull_request(run_id, &PullRequest { state: "pending".into(), number: None, url: None, repo: None, error: None, tries: 0, at: Some(now) })?;
+    core.store.owe(run_id, &Channel::PullRequest, now)
 }
 
 /// After the push of run `run_id` succeeded: its pull request is owed (routine `routine` says
@@ -63,8 +118,7 @@ pub(crate) fn owe_after_push(core: &Core, run_id: &str, routine: &str, now: Date
     if set.get(routine).and_then(|r| r.workspace.push()).is_none_or(|s| s.pr.is_none()) {
         return Ok(());
     }
-    core.store.set_pull_request(run_id, &PullRequest { state: "pending".into(), number: None, url: None, repo: None, error: None, tries: 0, at: Some(now) })?;
-    core.store.owe(run_id, &Channel::PullRequest, now)
+    owe(core, run_id, now)
 }
 
 /// Open or update every pull request that is due; returns when the next try is due.
@@ -126,6 +180,9 @@ pub(crate) fn open_due(core: &Core) -> crate::error::Result<Option<DateTime<Utc>
 /// it went.
 fn open_or_update(core: &Core, run: &RunRecord, spec: &PushSpec, pr: &mut PullRequest) -> Result<(), Trouble> {
     let refused = |words: String| Trouble::Refused { status: 0, words };
+    if let Some((review, repo, number)) = answered_review(run) {
+        return answer_review(core, run, spec, pr, (review, repo, number));
+    }
     let changes = run.changes.as_ref().ok_or_else(|| refused("the run has no branch".into()))?;
     let push = changes.push.as_ref().ok_or_else(|| refused("the run's branch was not pushed".into()))?;
     let branch = push.onto.clone().or_else(|| changes.branch.clone()).ok_or_else(|| refused("the run has no branch".into()))?;
@@ -215,19 +272,82 @@ fn title(core: &Core, spec: &PushSpec, run: &RunRecord, report: &str) -> String 
     crate::words::first_line(&core.redactor.redact(&title), 200)
 }
 
-/// The body: the run's report — secrets masked, HTML made inert (`<` written as `&lt;`, so a
-/// report's tags are shown, never rendered), cut to [`MAX_BODY`] characters — and a footer naming
-/// the run.
+/// The body: the run's report ([`inert`]) and a footer naming the run.
 fn body(core: &Core, run: &RunRecord, report: &str) -> String {
+    format!("{}\n\n---\n<sub>Opened by Nightshift · {}</sub>\n", inert(core, run, report, MAX_BODY), footer(core, run).join(" · "))
+}
+
+/// The run's report as text GitHub shows and never renders as markup: secrets masked, HTML made
+/// inert (`<` written as `&lt;`, so a report's tags are shown), cut to `max` characters.
+fn inert(core: &Core, run: &RunRecord, report: &str, max: usize) -> String {
     let masked = core.redactor.redact(report).replace('<', "&lt;");
-    let mut text: String = masked.chars().take(MAX_BODY).collect();
-    if masked.chars().nth(MAX_BODY).is_some() {
+    let mut text: String = masked.chars().take(max).collect();
+    if masked.chars().nth(max).is_some() {
         text.push_str("\n\n… (cut here: the whole report is in the run's folder, `nightshiftctl report ");
         text.push_str(&run.id);
         text.push_str("`)");
     }
+    text
+}
+
+/// What names the run under what Nightshift writes on GitHub: routine, run, agent, account, cost.
+fn footer(core: &Core, run: &RunRecord) -> Vec<String> {
     let mut footer = vec![format!("routine `{}`", run.routine), format!("run `{}`", run.id), run.agent.as_str().to_string()];
     footer.extend(run.account.as_ref().map(|a| core.redactor.redact(a)));
     footer.extend(run.cost_usd.map(|c| format!("${c:.2}")));
-    format!("{text}\n\n---\n<sub>Opened by Nightshift · {}</sub>\n", footer.join(" · "))
+    footer
+}
+
+/// A review answer's report is a comment, not a pull request's body: shorter.
+const MAX_ANSWER: usize = 20_000;
+
+/// Answer the review run `run` was started for, in its pull request's conversation: what it
+/// changed (its commits are on the pull request's branch), or why it changed nothing — and when
+/// that ends the loop (a round without change, or the last of `review_rounds`), say so there and
+/// on the desktop.
+fn answer_review(core: &Core, run: &RunRecord, spec: &PushSpec, pr: &mut PullRequest, (review, repo, number): (&crate::incoming::review::Review, &str, u64)) -> Result<(), Trouble> {
+    pr.repo = Some(repo.to_string());
+    pr.number = Some(number);
+    let token = crate::engine::accounts::github_token::token(core).map_err(|e| Trouble::Refused { status: 0, words: format!("the review was not answered in the pull request: {e}") })?;
+    let api = Api::for_pull_requests(&core.settings().github.api_url, token, repo);
+    let rounds = core.store.review_rounds(&run.routine, repo, number).unwrap_or_default();
+    let round = rounds.iter().position(|r| r.run_id == run.id).map_or(rounds.len().max(1), |i| i + 1);
+    let of = spec.review.map_or(round, |r| r.rounds as usize);
+    let changes = run.changes.as_ref();
+    let push = changes.and_then(|c| c.push.as_ref());
+    let commits = changes.map_or(0, |c| c.commits.len());
+    let pushed = push.is_some_and(|p| p.state == crate::run::PushState::Pushed) && commits > 0;
+    let who = review.author.as_deref().map(|a| format!("@{a}'s")).unwrap_or_else(|| "the".into());
+    let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
+    let (head, state, end) = match (run.status, pushed, push.map(|p| p.state)) {
+        (_, true, _) => {
+            let branch = push.and_then(|p| p.onto.clone()).or_else(|| changes.and_then(|c| c.branch.clone())).unwrap_or_default();
+            let end = (round >= of).then(|| format!("This was the last review round (`review_rounds: {of}`): further reviews of this pull request are left to people."));
+            (format!("**Nightshift** answered {who} review (round {round} of {of}) with {commits} commit{} pushed to `{branch}`:", if commits == 1 { "" } else { "s" }), "answered", end)
+        }
+        (crate::run::RunStatus::Completed, false, Some(crate::run::PushState::Failed)) => {
+            let why = push.and_then(|p| p.error.clone()).unwrap_or_default();
+            (format!("**Nightshift** worked on {who} review (round {round} of {of}), but its commits could not be pushed ({}); they are on its branch on the machine that ran it:", core.redactor.redact(&why).replace('<', "&lt;")), "failed", None)
+        }
+        (crate::run::RunStatus::Completed, false, _) => (
+            format!("**Nightshift** made no change for {who} review (round {round} of {of}):"),
+            PullRequest::UNCHANGED,
+            Some("A round that changes nothing ends the loop: Nightshift no longer answers reviews of this pull request.".to_string()),
+        ),
+        (status, _, _) => {
+            let why = run.message.as_deref().map(|m| format!(": {}", core.redactor.redact(m).replace('<', "&lt;"))).unwrap_or_default();
+            (format!("**Nightshift**'s run for {who} review (round {round} of {of}) did not complete ({}{why}); the next review is answered again.", status.as_str()), "failed", None)
+        }
+    };
+    let mut comment = format!("{head}\n\n{}", inert(core, run, &report, MAX_ANSWER));
+    if let Some(end) = &end {
+        comment += &format!("\n\n{end}");
+    }
+    comment += &format!("\n\n---\n<sub>Nightshift · {}</sub>\n", footer(core, run).join(" · "));
+    let url = api.comment(number, &comment)?;
+    (pr.state, pr.url, pr.error) = (state.to_string(), Some(url), None);
+    if let Some(end) = end {
+        core.emit(crate::events::EngineEvent::ReviewLoopEnded { routine: run.routine.clone(), pull: format!("{repo}#{number}"), why: end });
+    }
+    Ok(())
 }

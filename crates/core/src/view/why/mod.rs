@@ -381,14 +381,16 @@ fn fate_word(f: Fate) -> &'static str {
 
 pub use crate::words::local_day_time;
 
-/// "pull request #3 opened (https://github.com/acme/app/pull/3)", "… updated …", "no pull request:
-/// <why>" — a slot's pull request in `why`'s words.
+/// "pull request #3 opened (https://github.com/acme/app/pull/3)", "… updated …", "answered the
+/// review of pull request #3 …", "no pull request: <why>" — a slot's pull request in `why`'s words.
 fn pull_request_words(pr: &crate::run::PullRequest) -> String {
     let which = pr.number.map(|n| format!("#{n} ")).unwrap_or_default();
     let url = pr.url.as_deref().map(|u| format!(" ({u})")).unwrap_or_default();
     match pr.state.as_str() {
         "opened" | "updated" => format!("pull request {which}{}{url}", pr.state),
         "pending" => "pull request pending".to_string(),
+        "answered" => format!("answered the review of pull request {which}{url}"),
+        "unchanged" => format!("answered the review of pull request {which}without a change{url}: no more reviews of it are answered"),
         _ => format!("no pull request: {}", pr.error.as_deref().unwrap_or(&pr.state)),
     }
 }

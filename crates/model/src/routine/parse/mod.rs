@@ -27,7 +27,7 @@ const KEYS: &[&str] = &[
     "timeout", "cwd", "env", "account", "accounts", "catchup", "notify", "enabled", "variables", "devices", "at",
     "end_at", "webhooks", "workspace", "base", "push", "host", "hosts", "remote_cwd", "remoteCwd", "hostStrategy",
     "retries", "retry_backoff", "max_wait", "retry_after_work", "overlap", "jitter", "notify_missed", "ping", "run_once", "trigger", "version", "effort", "args", "stall_timeout", "secrets", "allow", "deny", "on_denial", "budget", "sandbox", "sandbox_hide",
-    "created_by", "parent_run", "ask_timeout",
+    "created_by", "parent_run", "ask_timeout", "on_review", "review_rounds", "review_from",
 ];
 
 /// A file's keys, each once, by Nightshift's name for it (agents-cli's aliases read as ours).

@@ -71,7 +71,11 @@ pub(super) fn workspace<'n>(
         }
     });
     let base = get("base").and_then(|n| cx.string(n, "base"));
-    let push = get("push").map(|n| push_spec(cx, n));
+    let mut push = get("push").map(|n| push_spec(cx, n));
+    let review = review_loop(cx, get, key_pos, push.as_ref());
+    if let Some(spec) = push.as_mut() {
+        spec.review = review;
+    }
     // (A mapping without `remote` was said to need one.)
     let remote = push.as_ref().map(|p| p.remote.clone()).filter(|r| !r.is_empty() || matches!(get("push"), Some(Node::Scalar { .. })));
     for (key, value) in [("base", &base), ("push", &remote)] {
@@ -146,6 +150,49 @@ fn push_spec(cx: &mut Cx<'_>, node: &Node) -> crate::routine::PushSpec {
         cx.err(node.pos(), format!("`push` needs `remote` (which remote to push to): {example}"));
     }
     spec
+}
+
+/// `on_review: rerun|off` with `review_rounds` (1–20, default 3) and `review_from`
+/// (`collaborators` — the default — or `anyone`): only beside a `push:` that opens a pull request.
+fn review_loop<'n>(cx: &mut Cx<'_>, get: &dyn Fn(&str) -> Option<&'n Node>, key_pos: &dyn Fn(&str) -> Pos, push: Option<&crate::routine::PushSpec>) -> Option<crate::routine::ReviewLoop> {
+    use crate::routine::{ReviewFrom, ReviewLoop};
+    let on = get("on_review").and_then(|n| match cx.string(n, "on_review").as_deref().map(str::trim) {
+        Some("rerun") => Some(true),
+        Some("off") => Some(false),
+        Some(other) => {
+            cx.err(n.pos(), format!("unknown `on_review: {other}` (expected rerun or off)"));
+            None
+        }
+        None => None,
+    });
+    let mut rounds = ReviewLoop::DEFAULT_ROUNDS;
+    if let Some(node) = get("review_rounds") {
+        let text = cx.string(node, "review_rounds").unwrap_or_default();
+        match text.trim().parse::<u32>() {
+            Ok(n) if (1..=ReviewLoop::MAX_ROUNDS).contains(&n) => rounds = n,
+            _ => cx.err(node.pos(), format!("`review_rounds` must be a whole number from 1 to {}, found \"{text}\"", ReviewLoop::MAX_ROUNDS)),
+        }
+    }
+    let mut from = ReviewFrom::Collaborators;
+    if let Some(node) = get("review_from") {
+        match cx.string(node, "review_from").as_deref().map(str::trim) {
+            Some("collaborators") => {}
+            Some("anyone") => from = ReviewFrom::Anyone,
+            Some(other) => cx.err(node.pos(), format!("unknown `review_from: {other}` (expected collaborators or anyone)")),
+            None => {}
+        }
+    }
+    if on != Some(true) {
+        for key in ["review_rounds", "review_from"].into_iter().filter(|k| get(k).is_some()) {
+            cx.err(key_pos(key), format!("`{key}` only applies with `on_review: rerun`"));
+        }
+        return None;
+    }
+    if push.is_none_or(|p| p.pr.is_none()) {
+        cx.err(key_pos("on_review"), "`on_review: rerun` needs a pull request to be reviewed: `workspace: worktree` with `push: {remote: origin, pr: draft}`");
+        return None;
+    }
+    Some(ReviewLoop { rounds, from })
 }
 
 /// A branch name for `key`, or a located error.
