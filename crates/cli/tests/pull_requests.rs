@@ -16,6 +16,7 @@ mod common;
 use common::{ctl, free_port, github_delivery, json, start_daemon_with, Daemon};
 use nightshift_testkit::dbus::NotificationBus;
 use nightshift_testkit::fake_github::TOKEN_USER;
+use nightshift_testkit::webhook_receiver::{Answer, WebhookReceiver};
 use nightshift_testkit::{secs, wait_until};
 use serde_json::json;
 use nightshift_testkit::fake_github::FakeGithub;
@@ -157,13 +158,14 @@ const HOOK_SECRET: &str = "gh-webhook-secret-for-the-review-tests";
 /// daemon that takes deliveries on a port of its own, has the GitHub token, and notifies a real
 /// notification server; octocat is a collaborator of acme/app. The routine's first run has opened
 /// pull request #1.
-async fn review_scene(review: &str, command: &str) -> (Scene, u16, Daemon, NotificationBus) {
+async fn review_scene(review: &str, command: &str) -> (Scene, u16, Daemon, NotificationBus, WebhookReceiver) {
     let s = scene(PUSH, command).await;
     let port = free_port();
+    let hook = WebhookReceiver::start(vec![Answer::Accept], None).await;
     let file = s.th.path().join("routines/deps.yaml");
     std::fs::write(&file, format!("{}{review}", std::fs::read_to_string(&file).unwrap())).unwrap();
     let settings = s.th.path().join("nightshift.toml");
-    std::fs::write(&settings, format!("kill_grace_secs = 1\n[hooks]\nlisten = \"127.0.0.1:{port}\"\n{}", std::fs::read_to_string(&settings).unwrap())).unwrap();
+    std::fs::write(&settings, format!("kill_grace_secs = 1\n[hooks]\nlisten = \"127.0.0.1:{port}\"\n[[webhooks]]\nname = \"team\"\nurl = \"{}\"\non = \"all\"\n{}", hook.url(), std::fs::read_to_string(&settings).unwrap())).unwrap();
     s.github.add_collaborator("acme/app", "octocat");
     s.github.add_repo("acme/app");
     let first = run(&s, Some(TOKEN));
@@ -171,7 +173,12 @@ async fn review_scene(review: &str, command: &str) -> (Scene, u16, Daemon, Notif
     let bus = NotificationBus::start(s.th.path(), "record");
     let d = start_daemon_with(&s.th, &["--notify"], &[("GH_TOKEN", TOKEN), ("NIGHTSHIFT_HOOK_SECRET_GITHUB", HOOK_SECRET), ("DBUS_SESSION_BUS_ADDRESS", bus.address.as_str())]);
     d.wait_scheduling();
-    (s, port, d, bus)
+    (s, port, d, bus, hook)
+}
+
+/// The `pull_request` posts webhook `team` took for run `id` (its JSON bodies).
+fn pull_request_posts(hook: &WebhookReceiver, id: &str) -> Vec<Value> {
+    hook.received().iter().filter_map(|r| serde_json::from_str::<Value>(&r.body).ok()).filter(|b| b["event"] == "pull_request" && b["run_id"] == id).collect()
 }
 
 /// Deliver `payload` as review delivery `id`; what became of it for `deps`.
@@ -203,8 +210,13 @@ const ANSWERS: &str = "\"date +%s%N > stamp.txt; echo '## Weekly bump'; if [ -n 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_review_brings_the_routine_back_once_on_its_branch_and_the_rounds_are_bounded() {
-    let (s, port, _d, bus) = review_scene("on_review: rerun\nreview_rounds: 2\n", ANSWERS).await;
+    let (s, port, _d, bus, hook) = review_scene("on_review: rerun\nreview_rounds: 2\n", ANSWERS).await;
     let branch = s.github.pulls("acme/app")[0]["head"]["ref"].as_str().unwrap().to_string();
+    // The webhook hears of the pull request the first run opened, with its address.
+    let opener = common::runs(&s.th).into_iter().find(|r| r["routine"] == "deps").unwrap()["id"].as_str().unwrap().to_string();
+    wait_until("the webhook's post of the opened pull request", secs(20), || !pull_request_posts(&hook, &opener).is_empty());
+    let post = &pull_request_posts(&hook, &opener)[0];
+    assert_eq!(post["excerpt"], "pull request #1 opened: https://github.com/acme/app/pull/1", "{post:#}");
     // Polling's place is set (its first answer fires nothing): the review is new to it.
     let polled = ctl(&s.th).args(["github", "poll"]).env("GH_TOKEN", TOKEN).output().unwrap();
     assert!(polled.status.success(), "{}", common::stderr(&polled));
@@ -234,8 +246,19 @@ async fn a_review_brings_the_routine_back_once_on_its_branch_and_the_rounds_are_
     let said = comments[0]["body"].as_str().unwrap();
     assert!(said.starts_with("**Nightshift** answered @octocat's review (round 1 of 2) with 1 commit pushed to `"), "{said}");
     assert!(said.contains("Say why the stamp moves.") && said.contains(&format!("run `{run_id}`")), "{said}");
+    // The webhook hears of the answer with its address (the run's finish post went out before it).
+    wait_until("the webhook's pull_request post", secs(20), || !pull_request_posts(&hook, &run_id).is_empty());
+    let post = &pull_request_posts(&hook, &run_id)[0];
+    assert_eq!((post["pull_request"]["state"].as_str(), post["pull_request"]["number"].as_u64()), (Some("answered"), Some(1)), "{post:#}");
+    assert!(post["excerpt"].as_str().unwrap().starts_with("review answered in pull request #1: https://github.com/acme/app/pull/1#issuecomment-"), "{post:#}");
     let shown = common::stdout(&ctl(&s.th).args(["show", &run_id]).output().unwrap());
     assert!(shown.contains("pull request answered the review in #1 https://github.com/acme/app/pull/1#issuecomment-"), "{shown}");
+
+    // Nightshift's own answer, delivered back as GitHub sends it, fires nothing.
+    let own_comment = json!({"action": "created", "issue": {"number": 1, "title": "Weekly bump", "pull_request": {"url": "https://api.github.com/repos/acme/app/pulls/1"}},
+        "comment": comments[0].clone(), "repository": {"full_name": "acme/app"}, "sender": {"login": TOKEN_USER}});
+    let (status, answer) = github_delivery(port, HOOK_SECRET, "issue_comment", "own-comment", &own_comment);
+    assert_eq!((status, answer["verdicts"].as_array().map(Vec::len)), (202, Some(0)), "{answer:#}");
 
     // Nightshift's own review, and a stranger's: never answered.
     let own = s.github.submit_review("acme/app", 1, TOKEN_USER, "COMMENTED", "", &[("stamp.txt", 1, "Say why again.")]);
@@ -275,7 +298,7 @@ const ANSWERS_NOTHING: &str = "\"if [ -n \\\"$NIGHTSHIFT_EVENT_PATH\\\" ]; then 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_that_changes_nothing_ends_the_loop_and_says_so() {
-    let (s, port, _d, bus) = review_scene("on_review: rerun\nreview_from: anyone\n", ANSWERS_NOTHING).await;
+    let (s, port, _d, bus, _hook) = review_scene("on_review: rerun\nreview_from: anyone\n", ANSWERS_NOTHING).await;
     // `review_from: anyone`: a stranger's review is answered.
     let review = s.github.submit_review("acme/app", 1, "mallory", "COMMENTED", "Why the stamp?", &[]);
     let fired = deliver_review(port, "review-1", &review);

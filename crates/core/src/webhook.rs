@@ -53,11 +53,13 @@ pub struct Request {
 }
 
 /// What a post tells of a run: that it ended, or — later, on its own — that its branch could not
-/// be pushed after every try (`event` in the JSON payload).
+/// be pushed after every try, or that its pull request was opened, updated or answered in
+/// (`event` in the JSON payload).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
     RunFinished,
     PushFailed,
+    PullRequest,
 }
 
 impl Event {
@@ -65,7 +67,24 @@ impl Event {
         match self {
             Event::RunFinished => "run_finished",
             Event::PushFailed => "push_failed",
+            Event::PullRequest => "pull_request",
         }
+    }
+}
+
+/// "pull request #3 opened: https://github.com/acme/app/pull/3" — the run's pull request in a
+/// post's words.
+fn pull_request_words(run: &RunRecord) -> String {
+    let Some(pr) = run.pull_request.as_ref() else { return "no pull request".into() };
+    let number = pr.number.map(|n| format!(" #{n}")).unwrap_or_default();
+    let what = match pr.state.as_str() {
+        "answered" => format!("review answered in pull request{number}"),
+        "unchanged" => format!("review answered in pull request{number} without a change"),
+        state => format!("pull request{number} {state}"),
+    };
+    match pr.url.as_deref() {
+        Some(url) => format!("{what}: {url}"),
+        None => what,
     }
 }
 
@@ -95,10 +114,13 @@ pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Op
     let excerpt = match event {
         Event::RunFinished => excerpt(report.or(run.message.as_deref()).unwrap_or("")),
         Event::PushFailed => excerpt(push_error),
+        // Nightshift's own words and GitHub's address for it: not untrusted text, its link kept.
+        Event::PullRequest => pull_request_words(run),
     };
     let title = match event {
         Event::RunFinished => format!("{} {} · {}", mark(run.status), run.routine, status_words(run)),
         Event::PushFailed => format!("✗ {} · push failed", run.routine),
+        Event::PullRequest => format!("↗ {} · {}", run.routine, pull_request_words(run).split(": ").next().unwrap_or_default()),
     };
     let (content_type, body, mut headers) = match hook.format {
         WebhookFormat::Json => {
@@ -145,6 +167,7 @@ pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Op
             let what = match event {
                 Event::RunFinished => status_words(run),
                 Event::PushFailed => "push failed".to_string(),
+                Event::PullRequest => pull_request_words(run).split(": ").next().unwrap_or_default().to_string(),
             };
             // Header values are ASCII: the title without the mark.
             let mut headers = vec![
@@ -152,6 +175,10 @@ pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Op
                 ("Tags".to_string(), if failed { "warning".into() } else { "white_check_mark".into() }),
                 ("Priority".to_string(), if failed { "high".into() } else { "default".into() }),
             ];
+            // A tap opens the pull request.
+            if let Some(url) = run.pull_request.as_ref().and_then(|p| p.url.as_deref()).filter(|_| event == Event::PullRequest) {
+                headers.push(("Click".to_string(), url.to_string()));
+            }
             // ntfy's action buttons call the links back (POST), as `[approvals] ntfy` does.
             if let Some(links) = approval {
                 headers.push(("Actions".to_string(), format!("http, Approve, {}, method=POST, clear=true; http, Deny, {}, method=POST, clear=true", links.approve, links.deny)));
@@ -164,6 +191,7 @@ pub fn request(hook: &WebhookSettings, event: Event, run: &RunRecord, report: Op
     let key = match event {
         Event::RunFinished => run.id.clone(),
         Event::PushFailed => format!("{}-push_failed", run.id),
+        Event::PullRequest => format!("{}-pull_request", run.id),
     };
     headers.push(("Idempotency-Key".into(), key));
     headers.push(("X-Nightshift-Webhook".into(), hook.name.clone()));

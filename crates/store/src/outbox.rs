@@ -189,7 +189,7 @@ impl Store {
     /// Webhook deliveries, newest run first; `failed_only`: those that gave up (`not_delivered`).
     pub fn webhook_deliveries(&self, failed_only: bool, limit: usize) -> Result<Vec<DeliveryRow>> {
         let filter = if failed_only { "AND o.state = 'not_delivered'" } else { "" };
-        self.delivery_rows(&format!("WHERE (o.channel LIKE 'webhook:%' OR o.channel LIKE 'push_failed:webhook:%') {filter} ORDER BY o.finished_ms DESC, o.run_id DESC, o.channel LIMIT ?1"), params![limit as i64])
+        self.delivery_rows(&format!("WHERE (o.channel LIKE 'webhook:%' OR o.channel LIKE 'push_failed:webhook:%' OR o.channel LIKE 'pull_request:webhook:%') {filter} ORDER BY o.finished_ms DESC, o.run_id DESC, o.channel LIMIT ?1"), params![limit as i64])
     }
 
     fn delivery_rows(&self, tail: &str, args: impl rusqlite::Params) -> Result<Vec<DeliveryRow>> {
@@ -226,14 +226,15 @@ impl Store {
     /// Try a delivery again from the start (after "not delivered", or now instead of later).
     /// Returns how many entries were reset (`channel` `None`: all of the run's webhooks). A
     /// webhook's news of a failed push goes with its post, but only while the push is still
-    /// failed (once the branch is pushed it is no longer news).
+    /// failed (once the branch is pushed it is no longer news); its news of the pull request goes
+    /// with it too.
     pub fn reset_delivery(&self, run_id: &str, channel: Option<&Channel>) -> Result<usize> {
         let n = self.conn().prepare_cached(
             "UPDATE outbox SET state = 'pending', attempts = 0, next_at_ms = 0, lease_until_ms = NULL
              WHERE run_id = ?1 AND state IN ('pending', 'not_delivered')
-               AND (channel LIKE 'webhook:%'
+               AND (channel LIKE 'webhook:%' OR channel LIKE 'pull_request:webhook:%'
                     OR (channel LIKE 'push_failed:webhook:%' AND (SELECT json_extract(changes, '$.push.state') FROM runs WHERE id = ?1) = 'failed'))
-               AND (?2 IS NULL OR channel = ?2 OR channel = 'push_failed:' || ?2)",
+               AND (?2 IS NULL OR channel = ?2 OR channel = 'push_failed:' || ?2 OR channel = 'pull_request:' || ?2)",
         )?
         .execute(params![run_id, channel])?;
         Ok(n)

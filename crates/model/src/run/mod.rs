@@ -140,7 +140,8 @@ string_enum!(
 /// What an outbox entry delivers: a run's finish notification, a worktree run's branch push, one
 /// webhook's post, one of the routine's heartbeat pings, or — its push failed after every try —
 /// that news over the notification or a webhook. Stored and sent as `notify`, `push`,
-/// `webhook:<name>`, `ping:start`, `ping:end`, `push_failed:notify`, `push_failed:webhook:<name>`.
+/// `webhook:<name>`, `ping:start`, `ping:end`, `push_failed:notify`, `push_failed:webhook:<name>`,
+/// `pull_request:webhook:<name>`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Channel {
     Notify,
@@ -151,6 +152,9 @@ pub enum Channel {
     Ping(PingEvent),
     /// The run's branch could not be pushed: told over the notification or one webhook.
     PushFailed(Box<Channel>),
+    /// The run's pull request was opened, updated or answered in (`push.pr`): told over one
+    /// webhook, with its address — the run's finish post went out before it existed.
+    PullRequestNews(Box<Channel>),
 }
 
 string_enum!(
@@ -162,11 +166,15 @@ impl Channel {
     const WEBHOOK: &'static str = "webhook:";
     const PING: &'static str = "ping:";
     const PUSH_FAILED: &'static str = "push_failed:";
+    const PULL_REQUEST_NEWS: &'static str = "pull_request:";
 
     /// The channel stored as `word`; `None` for a word Nightshift does not write.
     pub fn parse(word: &str) -> Option<Channel> {
         if let Some(inner) = word.strip_prefix(Channel::PUSH_FAILED) {
             return Channel::parse(inner).filter(|c| matches!(c, Channel::Notify | Channel::Webhook(_))).map(|c| Channel::PushFailed(Box::new(c)));
+        }
+        if let Some(inner) = word.strip_prefix(Channel::PULL_REQUEST_NEWS) {
+            return Channel::parse(inner).filter(|c| matches!(c, Channel::Webhook(_))).map(|c| Channel::PullRequestNews(Box::new(c)));
         }
         match word {
             "notify" => Some(Channel::Notify),
@@ -183,7 +191,7 @@ impl Channel {
     pub fn webhook(&self) -> Option<&str> {
         match self {
             Channel::Webhook(name) => Some(name),
-            Channel::PushFailed(inner) => inner.webhook(),
+            Channel::PushFailed(inner) | Channel::PullRequestNews(inner) => inner.webhook(),
             _ => None,
         }
     }
@@ -191,6 +199,11 @@ impl Channel {
     /// The news of a failed push over this channel.
     pub fn push_failed(self) -> Channel {
         Channel::PushFailed(Box::new(self))
+    }
+
+    /// The news of the run's pull request over this channel.
+    pub fn pull_request_news(self) -> Channel {
+        Channel::PullRequestNews(Box::new(self))
     }
 }
 
@@ -203,6 +216,7 @@ impl std::fmt::Display for Channel {
             Channel::Webhook(name) => write!(f, "{}{name}", Channel::WEBHOOK),
             Channel::Ping(event) => write!(f, "{}{}", Channel::PING, event.as_str()),
             Channel::PushFailed(inner) => write!(f, "{}{inner}", Channel::PUSH_FAILED),
+            Channel::PullRequestNews(inner) => write!(f, "{}{inner}", Channel::PULL_REQUEST_NEWS),
         }
     }
 }
@@ -548,6 +562,8 @@ mod tests {
             Channel::Ping(PingEvent::End),
             Channel::Notify.push_failed(),
             Channel::Webhook("ops:night".into()).push_failed(),
+            Channel::PullRequest,
+            Channel::Webhook("team".into()).pull_request_news(),
         ];
         for c in all {
             assert_eq!(Channel::parse(&c.to_string()), Some(c.clone()), "{c}");
@@ -556,5 +572,8 @@ mod tests {
         assert_eq!(Channel::Webhook("team".into()).push_failed().webhook(), Some("team"));
         assert_eq!(Channel::parse("push_failed:push"), None);
         assert_eq!(Channel::parse("push_failed:push_failed:notify"), None);
+        assert_eq!(Channel::Webhook("team".into()).pull_request_news().to_string(), "pull_request:webhook:team");
+        assert_eq!(Channel::Webhook("team".into()).pull_request_news().webhook(), Some("team"));
+        assert_eq!(Channel::parse("pull_request:notify"), None, "a pull request's news goes to webhooks only");
     }
 }

@@ -60,6 +60,7 @@ pub(crate) fn start(core: &Arc<Core>) {
                 if started.insert(hook.name.clone()) {
                     deliverer(&core, webhook::channel(&hook.name));
                     deliverer(&core, webhook::channel(&hook.name).push_failed());
+                    deliverer(&core, webhook::channel(&hook.name).pull_request_news());
                 }
             }
             tokio::select! {
@@ -90,6 +91,7 @@ pub(crate) async fn once(core: &Arc<Core>, limit: Duration) {
         for hook in &core.settings().webhooks {
             pass(core, &agent, &webhook::channel(&hook.name)).await;
             pass(core, &agent, &webhook::channel(&hook.name).push_failed()).await;
+            pass(core, &agent, &webhook::channel(&hook.name).pull_request_news()).await;
         }
     };
     let _ = tokio::time::timeout(limit, all).await;
@@ -191,7 +193,11 @@ fn deliver(core: &Arc<Core>, agent: &ureq::Agent, entry: &OutboxEntry) {
             let run = masked(core, run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| core.redactor.redact(&r));
             let secret = secret(core, name);
-            let event = if matches!(entry.channel, Channel::PushFailed(_)) { webhook::Event::PushFailed } else { webhook::Event::RunFinished };
+            let event = match entry.channel {
+                Channel::PushFailed(_) => webhook::Event::PushFailed,
+                Channel::PullRequestNews(_) => webhook::Event::PullRequest,
+                _ => webhook::Event::RunFinished,
+            };
             let approval = approval_links(core, &run);
             let req = webhook::request(hook, event, &run, report.as_deref(), approval.as_ref(), &core.device_name(), secret.as_deref(), Utc::now().timestamp());
             webhook::send(agent, &req)

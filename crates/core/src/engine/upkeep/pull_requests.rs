@@ -148,6 +148,7 @@ pub(crate) fn open_due(core: &Core) -> crate::error::Result<Option<DateTime<Utc>
                     tracing::info!(run = %run.id, state = %pr.state, number = ?pr.number, "the run's pull request");
                     core.store.set_pull_request(&run.id, &pr)?;
                     core.store.settle_delivery(&run.id, &Channel::PullRequest, Delivery::Delivered, None, Utc::now())?;
+                    owe_news(core, &run, &pr)?;
                 }
                 Err(trouble) => {
                     let words = core.redactor.redact(trouble.words());
@@ -174,6 +175,23 @@ pub(crate) fn open_due(core: &Core) -> crate::error::Result<Option<DateTime<Utc>
             crate::engine::signal::wake(core);
         }
     }
+}
+
+/// The routine's webhooks that hear of its completed runs hear of its pull request too: the run's
+/// finish post went out before there was one.
+fn owe_news(core: &Core, run: &RunRecord, pr: &PullRequest) -> crate::error::Result<()> {
+    if pr.url.is_none() {
+        return Ok(());
+    }
+    let listed = core.routines().get(&run.routine).map(|r| r.webhooks.clone()).unwrap_or_default();
+    let owed = crate::webhook::owed(false, &listed, &core.settings());
+    for channel in &owed {
+        core.store.owe(&run.id, &channel.clone().pull_request_news(), Utc::now())?;
+    }
+    if !owed.is_empty() {
+        core.wakes.kick(crate::engine::signal::Wake::Webhooks);
+    }
+    Ok(())
 }
 
 /// Open the run's pull request, or update the routine's open one it pushed onto; `pr` says how
