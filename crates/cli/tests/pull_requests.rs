@@ -36,6 +36,11 @@ struct Scene {
 /// A project pushed to a bare remote `origin`, a routine `deps` that writes `stamp.txt` and
 /// prints `report` (its report), pushing with `push` — and the fake GitHub as `[github] api_url`.
 async fn scene(push: &str, command: &str) -> Scene {
+    scene_doing(push, &format!("command: {command}\n")).await
+}
+
+/// [`scene`] whose routine does `action` (its `command:` or `agent:` lines).
+async fn scene_doing(push: &str, action: &str) -> Scene {
     let th = TestHome::new();
     let project = th.path().join("project");
     let bare = th.path().join("origin.git");
@@ -45,7 +50,7 @@ async fn scene(push: &str, command: &str) -> Scene {
     git(&project, &["push", "-q", "origin", "main"]);
     let github = FakeGithub::start(TOKEN).await;
     std::fs::write(th.path().join("nightshift.toml"), format!("[github]\napi_url = \"{}\"\n", github.url())).unwrap();
-    th.routine("deps", &format!("schedule: \"0 2 * * 1\"\nworkspace: worktree\ncwd: {}\npush: {push}\ncommand: {command}\n", project.display()));
+    th.routine("deps", &format!("schedule: \"0 2 * * 1\"\nworkspace: worktree\ncwd: {}\npush: {push}\n{action}", project.display()));
     Scene { th, bare, github }
 }
 
@@ -158,8 +163,8 @@ const HOOK_SECRET: &str = "gh-webhook-secret-for-the-review-tests";
 /// daemon that takes deliveries on a port of its own, has the GitHub token, and notifies a real
 /// notification server; octocat is a collaborator of acme/app. The routine's first run has opened
 /// pull request #1.
-async fn review_scene(review: &str, command: &str) -> (Scene, u16, Daemon, NotificationBus, WebhookReceiver) {
-    let s = scene(PUSH, command).await;
+async fn review_scene(review: &str, action: &str) -> (Scene, u16, Daemon, NotificationBus, WebhookReceiver) {
+    let s = scene_doing(PUSH, action).await;
     let port = free_port();
     let hook = WebhookReceiver::start(vec![Answer::Accept], None).await;
     let file = s.th.path().join("routines/deps.yaml");
@@ -210,7 +215,7 @@ const ANSWERS: &str = "\"date +%s%N > stamp.txt; echo '## Weekly bump'; if [ -n 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_review_brings_the_routine_back_once_on_its_branch_and_the_rounds_are_bounded() {
-    let (s, port, _d, bus, hook) = review_scene("on_review: rerun\nreview_rounds: 2\n", ANSWERS).await;
+    let (s, port, _d, bus, hook) = review_scene("on_review: rerun\nreview_rounds: 2\n", &format!("command: {ANSWERS}\n")).await;
     let branch = s.github.pulls("acme/app")[0]["head"]["ref"].as_str().unwrap().to_string();
     // The webhook hears of the pull request the first run opened, with its address.
     let opener = common::runs(&s.th).into_iter().find(|r| r["routine"] == "deps").unwrap()["id"].as_str().unwrap().to_string();
@@ -298,7 +303,7 @@ const ANSWERS_NOTHING: &str = "\"if [ -n \\\"$NIGHTSHIFT_EVENT_PATH\\\" ]; then 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_round_that_changes_nothing_ends_the_loop_and_says_so() {
-    let (s, port, _d, bus, _hook) = review_scene("on_review: rerun\nreview_from: anyone\n", ANSWERS_NOTHING).await;
+    let (s, port, _d, bus, _hook) = review_scene("on_review: rerun\nreview_from: anyone\n", &format!("command: {ANSWERS_NOTHING}\n")).await;
     // `review_from: anyone`: a stranger's review is answered.
     let review = s.github.submit_review("acme/app", 1, "mallory", "COMMENTED", "Why the stamp?", &[]);
     let fired = deliver_review(port, "review-1", &review);
@@ -313,6 +318,35 @@ async fn a_round_that_changes_nothing_ends_the_loop_and_says_so() {
     assert_eq!(verdict["outcome"], "ended", "{verdict:#}");
     assert!(verdict["why"].as_str().unwrap().contains("after a round that changed nothing"), "{verdict:#}");
     assert_eq!(review_runs(&s).len(), 1);
+}
+
+/// The real Claude Code CLI answers a review: its prompt is the task, then what it answers and
+/// the review's words and line comments, quoted; its commit lands on the pull request's branch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_real_claude_cli_is_told_the_review_it_answers() {
+    if nightshift_testkit::home::require_claude_cli().is_none() {
+        return;
+    }
+    let fake = nightshift_testkit::FakeAnthropic::start(None).await;
+    let call = json!({"command": "date +%s%N >> stamp.txt", "description": "move the stamp"});
+    fake.set("tok-review-rounds", nightshift_testkit::Reply::ToolCall { tool: "Bash".into(), input: call, text: "## Stamp moved\n\nThe stamp moves so the bump is visible.".into() });
+    let agent = format!(
+        "agent: claude\nmode: edit\nallow: {{tools: [Bash]}}\nprompt: Move the stamp.\ntimeout: 2m\nenv:\n  CLAUDE_CODE_MAX_RETRIES: \"0\"\n  ANTHROPIC_BASE_URL: {}\n  CLAUDE_CODE_OAUTH_TOKEN: tok-review-rounds\n",
+        fake.url()
+    );
+    let (s, port, _d, _bus, _hook) = review_scene("on_review: rerun\n", &agent).await;
+    let branch = s.github.pulls("acme/app")[0]["head"]["ref"].as_str().unwrap().to_string();
+    let review = s.github.submit_review("acme/app", 1, "octocat", "CHANGES_REQUESTED", "One thing.", &[("stamp.txt", 1, "Say why the stamp moves.")]);
+    let fired = deliver_review(port, "review-claude", &review);
+    assert_eq!(fired["outcome"], "fired", "{fired:#}");
+    let rec = answered(&s, fired["run_id"].as_str().unwrap());
+    assert_eq!((rec["status"].as_str(), rec["pull_request"]["state"].as_str()), (Some("completed"), Some("answered")), "{rec:#}");
+    assert_eq!(git(&s.bare, &["rev-list", "--count", &format!("main..{branch}")]).trim(), "2", "its commit on the pull request's branch");
+    let asked: Vec<String> = fake.requests().iter().map(|r| r.body["messages"].to_string()).collect();
+    let told = asked.iter().find(|m| m.contains("This run answers a review of pull request acme/app#1")).unwrap_or_else(|| panic!("no request carried the review: {asked:#?}"));
+    assert!(told.contains("Move the stamp.") && told.contains("Review by @octocat (changes requested):") && told.contains("> One thing.") && told.contains("`stamp.txt:1`:") && told.contains("> Say why the stamp moves."), "{told}");
+    let said = s.github.comments("acme/app", 1)[0]["body"].as_str().unwrap().to_string();
+    assert!(said.contains("The stamp moves so the bump is visible."), "{said}");
 }
 
 #[test]
