@@ -9,12 +9,18 @@ caller's descriptor is closed (the inhibitor released):
     {"inhibit": {"what": "sleep", "who": "Nightshift", "why": "...", "mode": "block"}, "id": 1}
     {"released": 1}
 
+It also says the machine is about to sleep and has woken, as logind's PrepareForSleep signal does:
+SIGUSR1 sends PrepareForSleep(true), SIGUSR2 PrepareForSleep(false), each logged once sent:
+
+    {"prepare_for_sleep": true}
+
     logind.py OUT.jsonl
 
 Needs Debian's python3-dbus and python3-gi (/usr/bin/python3).
 """
 import json
 import os
+import signal
 import sys
 
 import dbus
@@ -53,10 +59,27 @@ class Manager(dbus.service.Object):
         os.close(write_end)
         return handed
 
+    @dbus.service.signal("org.freedesktop.login1.Manager", signature="b")
+    def PrepareForSleep(self, start):
+        pass
+
 
 dbus.mainloop.glib.DBusGMainLoop(set_as_default=True)
 bus = dbus.SessionBus()
 name = dbus.service.BusName("org.freedesktop.login1", bus)
 manager = Manager(bus)
+
+
+def prepare_for_sleep(start):
+    def send():
+        manager.PrepareForSleep(dbus.Boolean(start))
+        log({"prepare_for_sleep": start})
+        return True
+
+    return send
+
+
+GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR1, prepare_for_sleep(True))
+GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR2, prepare_for_sleep(False))
 log({"ready": True})
 GLib.MainLoop().run()

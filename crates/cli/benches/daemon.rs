@@ -6,6 +6,10 @@
 //! home, one-shot commands as whole processes (medians of 7): `routines list` and `run NAME --wait`
 //! of a routine running `true`, beside the same on a home with one routine (the fixed cost of a
 //! process that opens the database). `NIGHTSHIFT_BENCH_QUICK=1` measures 5 s instead of 60 s.
+//!
+//! Wake-ups are counted too (context switches of all its threads over the window). With
+//! `NIGHTSHIFT_BENCH_MAIN_BIN=<an older nightshiftctl>` (e.g. main's build before a change) that
+//! binary is measured in the same run, on the same home, beside this one.
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -25,10 +29,12 @@ fn main() {
             window,
         );
         let base = measure(Command::new(std::env::current_exe().unwrap()).arg("--baseline-poller").env("NIGHTSHIFT_HOME", home.path()), window);
+        let main = std::env::var_os("NIGHTSHIFT_BENCH_MAIN_BIN").map(|bin| measure(Command::new(bin).arg("daemon").env("NIGHTSHIFT_HOME", home.path()), window));
         println!("Idle scheduler with {n} routines over {} s ({})", window.as_secs(), if quick { "quick" } else { "full" });
-        println!("{:<28} {:>12} {:>12} {:>12}", "", "CPU time", "RSS now", "RSS peak");
-        for (name, m) in [("baseline: 1 s poller", base), ("nightshiftctl daemon", ours)] {
-            println!("{:<28} {:>9.2} ms {:>9.1} MB {:>9.1} MB", name, m.cpu_ns as f64 / 1e6, m.rss_kb as f64 / 1024.0, m.hwm_kb as f64 / 1024.0);
+        println!("{:<34} {:>12} {:>12} {:>12} {:>12}", "", "CPU time", "wake-ups", "RSS now", "RSS peak");
+        let rows = [("baseline: 1 s poller", Some(base)), ("nightshiftctl daemon, main's build", main), ("nightshiftctl daemon", Some(ours))];
+        for (name, m) in rows.into_iter().filter_map(|(name, m)| Some((name, m?))) {
+            println!("{:<34} {:>9.2} ms {:>12} {:>9.1} MB {:>9.1} MB", name, m.cpu_ns as f64 / 1e6, m.switches, m.rss_kb as f64 / 1024.0, m.hwm_kb as f64 / 1024.0);
         }
         let one = tempfile::tempdir().unwrap();
         write_routines(one.path(), 1);
@@ -66,6 +72,7 @@ fn write_routines(home: &std::path::Path, n: usize) {
 
 struct Measure {
     cpu_ns: u64,
+    switches: u64,
     rss_kb: u64,
     hwm_kb: u64,
 }
@@ -74,11 +81,11 @@ struct Measure {
 fn measure(cmd: &mut Command, window: Duration) -> Measure {
     let mut child: Child = cmd.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    let cpu = nightshift_testkit::bench::cpu_ns_over(child.id(), window);
+    let seen = nightshift_testkit::bench::activity_over(child.id(), window);
     let (rss_kb, hwm_kb) = nightshift_testkit::bench::memory_kb(child.id());
     let _ = child.kill();
     let _ = child.wait();
-    Measure { cpu_ns: cpu, rss_kb, hwm_kb }
+    Measure { cpu_ns: seen.cpu_ns, switches: seen.switches, rss_kb, hwm_kb }
 }
 
 /// The baseline: every second, re-read all routine files, compute next fires, query the store.

@@ -6,6 +6,12 @@ use std::sync::Mutex;
 pub trait Clock: Send + Sync + 'static {
     /// The current wall-clock time.
     fn now(&self) -> DateTime<Utc>;
+
+    /// Whether this is the system's wall clock, which the kernel's wall timers follow (a
+    /// scheduler waiting for a slot may then sleep until it, not look every few seconds).
+    fn is_system(&self) -> bool {
+        false
+    }
 }
 
 /// The real wall clock.
@@ -15,6 +21,10 @@ pub struct SystemClock;
 impl Clock for SystemClock {
     fn now(&self) -> DateTime<Utc> {
         Utc::now()
+    }
+
+    fn is_system(&self) -> bool {
+        true
     }
 }
 

@@ -74,8 +74,23 @@ pub fn fmt(d: Duration) -> String {
 /// counts from zero — so threads coming and going never make the sum shrink, and what is lost is
 /// at most one sample's worth of a thread's last 50 ms.
 pub fn cpu_ns_over(pid: u32, window: std::time::Duration) -> u64 {
+    activity_over(pid, window).cpu_ns
+}
+
+/// What a process did over a window, summed over its threads (those that start or end in it too).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Activity {
+    /// CPU time (`schedstat`), in ns.
+    pub cpu_ns: u64,
+    /// Context switches (`voluntary_ctxt_switches` + `nonvoluntary_ctxt_switches`): each time a
+    /// thread was woken and ran, at least one — the wake-ups a battery pays for.
+    pub switches: u64,
+}
+
+/// [`cpu_ns_over`], with the context switches of the same threads over the same window.
+pub fn activity_over(pid: u32, window: std::time::Duration) -> Activity {
     use std::collections::HashMap;
-    let threads = || -> HashMap<u32, u64> {
+    let threads = || -> HashMap<u32, (u64, u64)> {
         std::fs::read_dir(format!("/proc/{pid}/task"))
             .into_iter()
             .flatten()
@@ -83,7 +98,9 @@ pub fn cpu_ns_over(pid: u32, window: std::time::Duration) -> u64 {
             .filter_map(|t| {
                 let tid = t.file_name().to_str()?.parse().ok()?;
                 let ns = std::fs::read_to_string(t.path().join("schedstat")).ok()?.split_whitespace().next()?.parse().ok()?;
-                Some((tid, ns))
+                let status = std::fs::read_to_string(t.path().join("status")).ok()?;
+                let field = |name: &str| status.lines().find(|l| l.starts_with(name)).and_then(|l| l.split_whitespace().nth(1)).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+                Some((tid, (ns, field("voluntary_ctxt_switches:") + field("nonvoluntary_ctxt_switches:"))))
             })
             .collect()
     };
@@ -91,10 +108,15 @@ pub fn cpu_ns_over(pid: u32, window: std::time::Duration) -> u64 {
     let mut last = start.clone();
     let until = std::time::Instant::now() + window;
     while std::time::Instant::now() < until {
+        // Sampled coarsely: the sampler's own reads must not be what the process is measured by
+        // (it only reads /proc; the process is not woken by it).
         std::thread::sleep(std::time::Duration::from_millis(50).min(until.saturating_duration_since(std::time::Instant::now())));
         last.extend(threads());
     }
-    last.iter().map(|(tid, ns)| ns.saturating_sub(start.get(tid).copied().unwrap_or(0))).sum()
+    last.iter().fold(Activity::default(), |a, (tid, (ns, sw))| {
+        let (ns0, sw0) = start.get(tid).copied().unwrap_or((0, 0));
+        Activity { cpu_ns: a.cpu_ns + ns.saturating_sub(ns0), switches: a.switches + sw.saturating_sub(sw0) }
+    })
 }
 
 /// A process's resident memory now and at its peak, in KiB (`VmRSS`, `VmHWM`).

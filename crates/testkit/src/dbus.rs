@@ -285,6 +285,16 @@ impl Logind {
         std::fs::read_to_string(&self.log).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     }
 
+    /// Say the machine is about to sleep (`going`: `PrepareForSleep(true)`) or has woken
+    /// (`PrepareForSleep(false)`), as logind does; returns once the signal is sent.
+    pub fn prepare_for_sleep(&self, going: bool) {
+        let sent = |lines: &[serde_json::Value]| lines.iter().filter(|v| v.get("prepare_for_sleep").is_some()).count();
+        let before = sent(&self.lines());
+        // SAFETY: a signal to the stand-in's own process, which handles both.
+        unsafe { libc::kill(self.server.id() as i32, if going { libc::SIGUSR1 } else { libc::SIGUSR2 }) };
+        crate::wait_until("the stand-in logind to send PrepareForSleep", crate::secs(10), || sent(&self.lines()) > before);
+    }
+
     /// Every `Inhibit` call's arguments (what, who, why, mode), in order.
     pub fn inhibits(&self) -> Vec<serde_json::Value> {
         self.lines().into_iter().filter_map(|v| v.get("inhibit").cloned()).collect()

@@ -1,8 +1,8 @@
 //! The evidence a scheduler leaves for `why`: when it was alive and awake on this machine, and how
 //! its routines' files changed over time.
 //!
-//! * **Presence** is one row per stretch: started, last seen (updated on every pass, ≤ 30 s
-//!   apart), and how it ended. A pass that finds more wall-clock time gone by than monotonic time
+//! * **Presence** is one row per stretch: started, last seen (updated on every pass — at rest ≤ 10
+//!   minutes apart, see the scheduler), and how it ended. A pass that finds more wall-clock time gone by than monotonic time
 //!   knows the machine slept (monotonic clocks stop during suspend): the stretch ends `asleep` at
 //!   the last pass before and a new one starts now. A clean stop ends it `stopped`; a killed
 //!   process leaves it open, and its last-seen time says when it was last alive. Kept compactly:
@@ -27,8 +27,10 @@ pub(crate) enum Alive {
     Unknown,
 }
 
-/// A presence stretch counts until this long after its last sighting (passes are ≤ 30 s apart).
-pub(crate) const SEEN_SLACK_SECS: i64 = 45;
+/// A presence stretch counts until this long after its last sighting: passes are at most
+/// [`crate::engine::signal::FALLBACK`] apart at rest (≤ 30 s where the scheduler has no wall-clock
+/// timer), so a killed scheduler's absence is dated from its last pass and told once this is past.
+pub(crate) const SEEN_SLACK_SECS: i64 = crate::engine::signal::FALLBACK.as_secs() as i64 + 60;
 
 /// Whether a scheduler was there at `t`, from this machine's stretches of presence (oldest
 /// first); absent in words with the stretch of time, in `tz`.
@@ -97,6 +99,15 @@ impl Presence {
         match core.store.presence_start(device, &who, now) {
             Ok(id) => self.stretch = Some(Stretch { id, wall: now, mono }),
             Err(e) => tracing::debug!(error = %e, "could not record the scheduler's presence"),
+        }
+    }
+
+    /// The machine is going to sleep now (logind said so): the stretch ends `asleep` now; the
+    /// next pass — on waking — starts a new one.
+    pub fn asleep(&mut self, core: &Core) {
+        if let Some(s) = self.stretch.take() {
+            let _ = core.store.presence_seen(s.id, core.clock.now());
+            let _ = core.store.presence_end(s.id, PresenceEnd::Asleep);
         }
     }
 

@@ -171,6 +171,27 @@ fn watch_files(files: Vec<PathBuf>, what: &str, on_change: impl Fn() + Send + 's
 /// due later: the wall clock may jump (suspend, a clock change) while it waits.
 pub(crate) const LONGEST_WAIT: std::time::Duration = std::time::Duration::from_secs(300);
 
+/// The longest a loop at rest — nothing due, nothing to hear of — goes without looking: the
+/// scheduler's pass (the presence record `why` reads), the usage probe and the GitHub poller with
+/// nothing to do. Everything else wakes them when it happens.
+pub const FALLBACK: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Sleep `wait`, or until the settings are read anew (they change `AccountsChanged` and
+/// `RoutinesChanged` together) — for a loop whose work the settings decide.
+pub(crate) async fn sleep_or_settings_change(changes: &mut crate::events::EventReceiver, wait: std::time::Duration) {
+    let deadline = tokio::time::Instant::now() + wait;
+    loop {
+        tokio::select! {
+            _ = tokio::time::sleep_until(deadline) => return,
+            event = changes.recv() => match event {
+                Ok(crate::events::EngineEvent::AccountsChanged) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Closed) => return tokio::time::sleep_until(deadline).await,
+            },
+        }
+    }
+}
+
 /// An outbox deliverer's loop (notifications, each webhook): run `pass` now, then again when
 /// `kick` is notified or when the next entry it reported comes due. Idle is idle: with nothing
 /// pending, only a kick wakes it. The wake-up is registered before each pass, so a kick during a

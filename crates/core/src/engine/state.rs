@@ -46,6 +46,9 @@ pub(crate) struct Core {
     /// The runs this engine follows and who waits for them: each run's cancel signal, the note
     /// its cancel carries and its waiters, in one registry ([`followed`]).
     pub(crate) runs: Arc<followed::Followed>,
+    /// Where logind is reached (`None`: the system bus): its sleep inhibitors, and its word that
+    /// the machine is about to sleep or has woken.
+    pub(crate) logind_bus: Option<String>,
     /// This process, as the owner recorded on the runs it supervises.
     pub identity: (u32, String),
     pub dispatcher_started: std::sync::atomic::AtomicBool,

@@ -23,10 +23,16 @@ pub(crate) fn start(core: &Arc<Core>) -> crate::engine::signal::AbortOnDrop {
     let core = Arc::clone(core);
     crate::engine::signal::AbortOnDrop::spawn(async move {
         let http = crate::webhook::agent();
+        let mut changes = core.events.subscribe();
         loop {
-            let (c, h) = (Arc::clone(&core), http.clone());
-            let _ = tokio::task::spawn_blocking(move || probe_due(&c, &h)).await;
-            tokio::time::sleep(std::time::Duration::from_secs(60)).await;
+            // No account opted in: nothing to do until the settings change.
+            let wanted = core.settings().accounts.iter().any(|a| a.usage_probe);
+            if wanted {
+                let (c, h) = (Arc::clone(&core), http.clone());
+                let _ = tokio::task::spawn_blocking(move || probe_due(&c, &h)).await;
+            }
+            let look = if wanted { std::time::Duration::from_secs(60) } else { crate::engine::signal::FALLBACK };
+            crate::engine::signal::sleep_or_settings_change(&mut changes, look).await;
         }
     })
 }

@@ -25,18 +25,18 @@ pub use crate::engine::accounts::github_token::TOKEN_USER;
 use crate::engine::accounts::github_token::token;
 /// The Events API gives at most this many pages of 100 (300 entries).
 const MAX_PAGES: usize = 3;
-/// How long to wait, with polling off, before looking at the settings again.
-const IDLE: Duration = Duration::from_secs(30);
 
 /// Poll for as long as the returned handle lives (polling follows the settings as they change:
-/// `[github] poll` set later starts it, unset stops it).
+/// `[github] poll` set later starts it, unset stops it; with it off, only a change of the settings
+/// — or the fallback look — wakes the loop).
 pub(crate) fn start(engine: &Engine) -> AbortOnDrop {
     let engine = engine.clone();
     AbortOnDrop::spawn(async move {
         let mut poller = Poller::default();
+        let mut changes = engine.core.events.subscribe();
         loop {
             let Some(every) = engine.core.settings().github.poll() else {
-                tokio::time::sleep(IDLE).await;
+                crate::engine::signal::sleep_or_settings_change(&mut changes, crate::engine::signal::FALLBACK).await;
                 continue;
             };
             let pass = poller.pass(&engine).await;

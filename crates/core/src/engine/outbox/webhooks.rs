@@ -38,7 +38,8 @@ const LEASE: Duration = Duration::from_secs(30);
 const LONGEST_RETRY_AFTER: Duration = Duration::from_secs(3600);
 
 /// Start one deliverer per configured webhook, and one for each webhook added to
-/// `nightshift.toml` later (looked for whenever the deliverers are woken, and every minute). Call
+/// `nightshift.toml` later (looked for whenever the deliverers are woken: the settings' reread
+/// wakes them). Call
 /// once, inside a runtime.
 pub(crate) fn start(core: &Arc<Core>) {
     {
@@ -63,10 +64,8 @@ pub(crate) fn start(core: &Arc<Core>) {
                     deliverer(&core, webhook::channel(&hook.name).pull_request_news());
                 }
             }
-            tokio::select! {
-                _ = notified => {}
-                _ = tokio::time::sleep(Duration::from_secs(60)) => {}
-            }
+            // A webhook added to nightshift.toml: the settings' reread kicks this.
+            notified.await;
         }
     });
 }

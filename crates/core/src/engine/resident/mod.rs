@@ -3,6 +3,8 @@
 
 pub(crate) mod held;
 pub mod scheduler;
+pub(crate) mod sleep_watch;
+pub(crate) mod wall_timer;
 
 use crate::engine::signal::AbortOnDrop;
 use crate::engine::state::Engine;

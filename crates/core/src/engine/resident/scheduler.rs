@@ -3,9 +3,13 @@
 //!
 //! * **Time** comes from the engine's [`Clock`](crate::Clock). [`Scheduler::tick`] does one pass at
 //!   "now"; tests drive it with a manual clock and never sleep for a schedule.
-//! * **Timers that survive sleep**: the loop sleeps until the next fire in slices of at most
-//!   30 s and re-reads the *wall* clock after each. Monotonic timers stop during suspend, so a plain
-//!   `sleep(until_next)` would fire hours late; a slice re-checks within 30 s of waking.
+//! * **Timers that survive sleep, and wake only when something is due**: the loop sleeps until the
+//!   next fire on a kernel *wall-clock* timer ([`super::wall_timer`]: it fires at that time after a
+//!   suspend too, and wakes early when the clock is stepped), or — for nothing due — at most
+//!   [`FALLBACK`] (the presence record's beat, a wake-up that could not be heard). A plain
+//!   monotonic `sleep(until_next)` would fire hours late after a suspend. Without a wall timer
+//!   (another platform, a test's manual clock) the wait is sliced: the clock is looked at every
+//!   30 s.
 //! * **Catch-up**: each routine's state remembers up to when its slots were evaluated
 //!   (`checked_until`). Slots after that — the engine was off or the machine asleep — are due now:
 //!   the newest runs once (trigger `catchup`, or `schedule` when it is less than 90 s late), the
@@ -35,8 +39,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// The longest the loop sleeps before re-reading the wall clock.
-pub const SLICE: Duration = Duration::from_secs(30);
+/// Without a wall-clock timer, the longest the loop sleeps before re-reading the wall clock.
+pub const SLICE: Duration = super::wall_timer::SLICE;
+/// With one, the longest it sleeps with nothing due: a pass then extends the presence record
+/// `why` reads and adopts what a process that could not wake us left behind.
+pub const FALLBACK: Duration = crate::engine::signal::FALLBACK;
 /// How far back missed slots are looked for.
 pub const LOOKBACK_DAYS: i64 = 7;
 /// A slot fired at most this late counts as on time (trigger `schedule`, not `catchup`).
@@ -175,27 +182,16 @@ impl Scheduler {
         };
         let mut _wake_watcher = watch_wakes();
         self.core().emit_state();
+        let timer = super::wall_timer::WallTimer::new(self.core().clock.is_system());
+        tracing::debug!(wall_timer = timer.is_whole(), "the scheduler sleeps until what is due");
+        let mut sleeps = super::sleep_watch::watch(self.core().logind_bus.clone());
         loop {
-            if let Err(e) = self.tick().await {
-                tracing::error!(error = %e, "scheduler pass failed; retrying at the next wake");
-            }
-            // Runs (and queued runs) whose engine is gone — e.g. `nightshiftctl run` without
-            // --wait, or a CLI that was killed — are adopted here, so they end up recorded.
-            if let Err(e) = self.engine.recover(crate::engine::run::recovery::RecoveryMode::Adopt).await {
-                tracing::warn!(error = %e, "could not adopt orphaned runs");
-            }
-            // An approval given where its rerun could not start (the process stopped first).
-            if let Err(e) = self.engine.start_approved_reruns().await {
-                tracing::warn!(error = %e, "could not start the reruns approvals asked for");
-            }
+            self.pass().await;
             let now = self.core().clock.now();
-            let wait = self
-                .next_fire(now)
-                .and_then(|t| (t - now).to_std().ok())
-                .map(|d| d.min(SLICE))
-                .unwrap_or(SLICE);
+            let fallback = now + chrono::Duration::from_std(FALLBACK).unwrap_or_default();
+            let at = self.next_fire(now).map_or(fallback, |t| t.min(fallback));
             tokio::select! {
-                _ = self.sleep_watching_others(wait) => {}
+                _ = self.sleep_watching_others(&timer, at) => {}
                 Some(()) = changes.recv() => {
                     tokio::time::sleep(DEBOUNCE).await;
                     while changes.try_recv().is_ok() {}
@@ -221,6 +217,20 @@ impl Scheduler {
                     while wakes.try_recv().is_ok() {}
                 }
                 _ = self.core().wakes.of(crate::engine::signal::Wake::Scheduler).notified() => {}
+                // logind: the machine goes to sleep. Its stretch of presence ends now, and no pass
+                // happens until it wakes (a pass would start a new stretch before the suspend, and
+                // a slot due in the seconds before it would fire into it). logind says it woke —
+                // also when a suspend was called off — else the fallback look ends the wait.
+                Some(said) = sleeps.recv() => {
+                    if said == super::sleep_watch::Sleep::Going {
+                        self.presence.lock().unwrap_or_else(|e| e.into_inner()).asleep(self.core());
+                        tokio::select! {
+                            _ = async { while sleeps.recv().await == Some(super::sleep_watch::Sleep::Going) {} } => {}
+                            _ = tokio::time::sleep(FALLBACK) => {}
+                            _ = shutdown.notified() => return,
+                        }
+                    }
+                }
                 _ = shutdown.notified() => {
                     self.presence.lock().unwrap_or_else(|e| e.into_inner()).stop(self.core());
                     return;
@@ -231,23 +241,40 @@ impl Scheduler {
 }
 
 impl Scheduler {
-    /// Sleep `wait`; while runs of other processes are open (a CLI's run, or one it left queued
-    /// as it returned), look every second whether their engine is gone and take them over — a
-    /// process that exits cannot wake us, and its work must not wait for the next slice.
-    async fn sleep_watching_others(&self, wait: Duration) {
-        let deadline = tokio::time::Instant::now() + wait;
+    /// One wake-up's work: the pass, then what other processes left behind — runs whose engine is
+    /// gone (`nightshiftctl run` without --wait, a CLI that was killed) adopted, so they end up
+    /// recorded, and approvals given where their rerun could not start.
+    async fn pass(&self) {
+        if let Err(e) = self.tick().await {
+            tracing::error!(error = %e, "scheduler pass failed; retrying at the next wake");
+        }
+        if let Err(e) = self.engine.recover(crate::engine::run::recovery::RecoveryMode::Adopt).await {
+            tracing::warn!(error = %e, "could not adopt orphaned runs");
+        }
+        if let Err(e) = self.engine.start_approved_reruns().await {
+            tracing::warn!(error = %e, "could not start the reruns approvals asked for");
+        }
+    }
+
+    /// Sleep until `at` on the wall clock (or the clock is stepped); while runs of other
+    /// processes are open (a CLI's run, or one it left queued as it returned), look every second
+    /// whether their engine is gone and take them over — a process that exits cannot wake us, and
+    /// its work must not wait for the next pass.
+    async fn sleep_watching_others(&self, timer: &super::wall_timer::WallTimer, at: DateTime<Utc>) {
         loop {
             let core = Arc::clone(self.core());
             let me = core.identity.clone();
             let others = tokio::task::spawn_blocking(move || core.store.open_runs_of_others((me.0, &me.1)).unwrap_or(0)).await.unwrap_or(0);
+            let now = self.core().clock.now();
             if others == 0 {
-                tokio::time::sleep_until(deadline).await;
+                if let super::wall_timer::Woke::ClockStepped = timer.wait_until(at, now).await {
+                    tracing::info!("the wall clock was set: working out what is due again");
+                }
                 return;
             }
-            let next = (tokio::time::Instant::now() + OTHERS_POLL).min(deadline);
-            tokio::time::sleep_until(next).await;
-            if next >= deadline {
-                return;
+            tokio::select! {
+                _ = timer.wait_until(at, now) => return,
+                _ = tokio::time::sleep(OTHERS_POLL) => {}
             }
             if let Err(e) = self.engine.recover(crate::engine::run::recovery::RecoveryMode::Adopt).await {
                 tracing::warn!(error = %e, "could not adopt orphaned runs");
