@@ -370,8 +370,9 @@ async fn the_run_detail_shows_its_webhook_deliveries() {
 }
 
 /// A worktree run's changes in its detail: the summary line, the branch with Copy, the files with
-/// +/− (a hostile file name stays text), the commits, and a refused push that "Push again" pushes
-/// once the remote takes it.
+/// +/− (a hostile file name stays text), the commits, a refused push that "Push again" pushes
+/// once the remote takes it, and then the pull request the app opens (`push.pr`, on the fake
+/// GitHub) with its link.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_run_detail_shows_what_a_worktree_run_changed() {
     let Some((_one, scene)) = Scene::bootstrapped().await else { return };
@@ -382,13 +383,16 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
     init_bare(&remote);
     git(&repo, &["remote", "add", "origin", remote.to_str().unwrap()]);
     refuse_pushes(&remote, "frozen");
+    const TOKEN: &str = "ghp_UiPullRequestToken000000000000000001";
+    let github = nightshift_testkit::FakeGithub::start(TOKEN).await;
+    std::fs::write(home.join("nightshift.toml"), format!("{}\n[github]\napi_url = \"{}\"\n", std::fs::read_to_string(home.join("nightshift.toml")).unwrap_or_default(), github.url())).unwrap();
     let command = "printf 'three\\\\n' >> notes.txt; echo x > '<img src=x onerror=window.__pwned=5>.txt'";
     std::fs::write(
         home.join("routines/wt.yaml"),
-        format!("name: wt\nschedule: \"0 3 1 1 *\"\nnotify: never\ncwd: {}\nworkspace: worktree\npush: origin\ncommand: \"{command}\"\n", repo.display()),
+        format!("name: wt\nschedule: \"0 3 1 1 *\"\nnotify: never\ncwd: {}\nworkspace: worktree\npush: {{remote: origin, pr: draft, base: main, repo: acme/app}}\ncommand: \"{command}\"\n", repo.display()),
     )
     .unwrap();
-    let Some((driver, c)) = scene.open(&[]).await else { return };
+    let Some((driver, c)) = scene.open(&[("GH_TOKEN", TOKEN)]).await else { return };
     text(&c, "#routines tr[data-routine='wt']").await;
     let id = run_now_from_routines(&c, "wt").await;
     wait_status(&c, "completed", 20).await;
@@ -408,6 +412,11 @@ async fn the_run_detail_shows_what_a_worktree_run_changed() {
     click(&c, "#push-again").await;
     until(&c, "the push", "return document.getElementById('changes-push')?.dataset.state === 'pushed'", 20).await;
     assert_eq!(git(&remote, &["rev-parse", &branch]), git(&repo, &["rev-parse", &branch]));
+    // The pull request follows the push, and its line links to it.
+    let pr = until(&c, "the pull request", "const p = document.getElementById('changes-pr'); return p && p.dataset.state === 'opened' && p.textContent", 20).await;
+    assert!(pr.as_str().unwrap().starts_with("Opened pull request #1"), "{pr}");
+    assert_eq!(js(&c, "return document.getElementById('pull-request-link').getAttribute('href')").await, json!("https://github.com/acme/app/pull/1"));
+    assert_eq!(github.pulls("acme/app")[0]["head"]["ref"], json!(branch));
     close(c).await;
     drop(driver);
 }
