@@ -298,6 +298,20 @@ async fn a_review_brings_the_routine_back_once_on_its_branch_and_the_rounds_are_
     assert_eq!(git(&s.bare, &["rev-list", "--count", &format!("main..{branch}")]).trim(), "3", "one commit per answered round");
 }
 
+/// Two reviews delivered at the same moment with one round left: one run, the other told the
+/// rounds are spent (the count is taken in the claim's own transaction).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_reviews_at_once_take_the_last_round_once() {
+    let (s, port, _d, _bus, _hook) = review_scene("on_review: rerun\nreview_rounds: 1\n", &format!("command: {ANSWERS}\n")).await;
+    let first = s.github.submit_review("acme/app", 1, "octocat", "CHANGES_REQUESTED", "First thing.", &[]);
+    let second = s.github.submit_review("acme/app", 1, "octocat", "CHANGES_REQUESTED", "Second thing.", &[]);
+    let (a, b) = (std::thread::spawn(move || deliver_review(port, "review-a", &first)), std::thread::spawn(move || deliver_review(port, "review-b", &second)));
+    let mut outcomes: Vec<String> = [a.join().unwrap(), b.join().unwrap()].iter().map(|v| v["outcome"].as_str().unwrap_or("?").to_string()).collect();
+    outcomes.sort();
+    assert_eq!(outcomes, ["ended", "fired"]);
+    assert_eq!(review_runs(&s).len(), 1);
+}
+
 /// Changes nothing when a review brings it back (`NIGHTSHIFT_EVENT_PATH` set).
 const ANSWERS_NOTHING: &str = "\"if [ -n \\\"$NIGHTSHIFT_EVENT_PATH\\\" ]; then echo 'Nothing to change: the comment is a question.'; else date +%s%N > stamp.txt; echo '## Weekly bump'; fi\"";
 

@@ -54,14 +54,20 @@ pub enum Claim {
     Claimed,
     /// An earlier arrival claimed it, for this run.
     Taken(String),
+    /// A review's run, refused: the routine has answered this many reviews of the pull request
+    /// already (`review_rounds`).
+    Spent(usize),
 }
 
 impl Store {
     /// Claim delivery `delivery` of `source` for `row`'s routine by writing `row` (its run, with
     /// `event`) — or learn which run has it already: this delivery's, or the same event's by the
     /// other path (`event`'s [`crate::incoming::Sameness`]). One transaction: never a run without
-    /// its claim, never two runs for one event and routine (also across processes).
-    pub fn claim_event_run(&self, source: Source, delivery: &str, row: &NewRun, event: &Event) -> Result<Claim> {
+    /// its claim, never two runs for one event and routine (also across processes). A review's
+    /// run (`event.review`) with `rounds` is refused once the routine has that many runs for
+    /// reviews of the pull request — counted in the same transaction, so two reviews at once
+    /// cannot both take the last round.
+    pub fn claim_event_run(&self, source: Source, delivery: &str, row: &NewRun, event: &Event, rounds: Option<u32>) -> Result<Claim> {
         let mut conn = self.conn();
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
         // The same event by the other path (a delivery and a polled entry): one identity, close
@@ -74,6 +80,21 @@ impl Store {
                 .optional()?;
             if let Some(run) = earlier {
                 return Ok(Claim::Taken(run));
+            }
+        }
+        if let (Some(max), Some(repo), Some(number), true) = (rounds, event.repo.as_deref(), event.number, event.review.is_some()) {
+            let delivered: Option<String> = tx.prepare_cached("SELECT run_id FROM event_runs WHERE routine = ?1 AND source = ?2 AND delivery = ?3")?.query_row(params![row.routine, source.as_str(), delivery], |r| r.get(0)).optional()?;
+            if let Some(run) = delivered {
+                return Ok(Claim::Taken(run));
+            }
+            let answered: i64 = tx
+                .prepare_cached(
+                    "SELECT count(*) FROM runs WHERE routine = ?1 AND event IS NOT NULL AND json_extract(event, '$.review.id') IS NOT NULL
+                     AND json_extract(event, '$.repo') = ?2 AND json_extract(event, '$.number') = ?3 AND status NOT IN ('skipped', 'missed')",
+                )?
+                .query_row(params![row.routine, repo, number as i64], |r| r.get(0))?;
+            if answered as u64 >= u64::from(max) {
+                return Ok(Claim::Spent(answered as usize));
             }
         }
         let claimed = tx

@@ -31,6 +31,8 @@ enum Claimed {
     Duplicate(String),
     /// Recorded `skipped` under `overlap` (the run's id, why).
     Skipped(String, Option<String>),
+    /// A review's run refused: its routine's `review_rounds` for the pull request are spent.
+    Spent(usize),
     /// Its run is queued (and, under `overlap: replace`, the running one to stop).
     Queued { id: String, replace: Option<String> },
 }
@@ -44,6 +46,7 @@ pub(super) async fn start(core: &Arc<Core>, r: &Routine, event: &Event, raw: Arc
     match claimed {
         Claimed::Duplicate(run) => Ok(verdict("duplicate", run, Some("an earlier arrival of this delivery fired it".into()))),
         Claimed::Skipped(id, why) => Ok(verdict("skipped", id, why)),
+        Claimed::Spent(n) => Ok(Verdict { routine: r.name.clone(), outcome: "ended".into(), run_id: None, why: Some(format!("its {n} review rounds are spent (`review_rounds: {n}`)")) }),
         Claimed::Queued { id, replace } => {
             if let Some(running) = replace {
                 queue::replace(core, &running, format!("cancelled: replaced by the run for {} (`overlap: replace`)", event.words())).await;
@@ -61,9 +64,13 @@ fn claim(core: &Core, r: &Routine, event: &Event, raw: &[u8]) -> Result<Claimed>
     let id = crate::run::new_run_id();
     let mut row = queue::queued_row(core, r, &id, Trigger::Event, None, now);
     let mut replace = None;
+    // A review waits its turn behind a run of its routine (it is a person's request, not a slot
+    // to drop); `overlap: replace` still replaces.
+    let review = r.workspace.push().and_then(|p| p.review).filter(|_| event.review.is_some());
+    let overlap = if review.is_some() && r.overlap == Overlap::Skip { Overlap::Queue } else { r.overlap };
     if let Some((running, status)) = core.store.open_run_of(&r.name)? {
         let one_waits = core.store.has_queued_run(&r.name)?;
-        match (r.overlap, status) {
+        match (overlap, status) {
             (Overlap::Queue, RunStatus::Running) if !one_waits => {}
             (Overlap::Replace, RunStatus::Running) if !one_waits => replace = Some(running),
             _ => {
@@ -75,8 +82,10 @@ fn claim(core: &Core, r: &Routine, event: &Event, raw: &[u8]) -> Result<Claimed>
             }
         }
     }
-    if let Claim::Taken(run) = core.store.claim_event_run(event.source, &event.delivery, &row, event)? {
-        return Ok(Claimed::Duplicate(run));
+    match core.store.claim_event_run(event.source, &event.delivery, &row, event, review.map(|l| l.rounds))? {
+        Claim::Taken(run) => return Ok(Claimed::Duplicate(run)),
+        Claim::Spent(n) => return Ok(Claimed::Spent(n)),
+        Claim::Claimed => {}
     }
     if row.status == RunStatus::Skipped {
         return Ok(Claimed::Skipped(id, row.message));
