@@ -35,7 +35,10 @@ impl Awake {
         let tx = wishes.get_or_insert_with(|| {
             let (tx, rx) = mpsc::channel();
             let bus = self.bus.clone();
-            std::thread::Builder::new().name("nightshift-awake".into()).spawn(move || worker(rx, bus)).ok();
+            // The engine's runtime, when there is one: zbus then does its I/O there, not on
+            // `async-io`'s pool (whose idle threads wake every 500 ms for the life of the process).
+            let runtime = tokio::runtime::Handle::try_current().ok();
+            std::thread::Builder::new().name("nightshift-awake".into()).spawn(move || worker(rx, bus, runtime)).ok();
             tx
         });
         let _ = tx.send(awake);
@@ -44,7 +47,7 @@ impl Awake {
 
 /// Applies the latest wish; holds the inhibitor while wanted. Ends (releasing it) when the
 /// engine is gone.
-fn worker(wishes: mpsc::Receiver<bool>, bus: Option<String>) {
+fn worker(wishes: mpsc::Receiver<bool>, bus: Option<String>, runtime: Option<tokio::runtime::Handle>) {
     let mut held: Option<Inhibitor> = None;
     let mut said = false;
     while let Ok(mut awake) = wishes.recv() {
@@ -52,7 +55,7 @@ fn worker(wishes: mpsc::Receiver<bool>, bus: Option<String>) {
             awake = later;
         }
         match (awake, held.is_some()) {
-            (true, false) => match inhibit(bus.as_deref()) {
+            (true, false) => match inhibit(bus.as_deref(), runtime.as_ref()) {
                 Ok(inhibitor) => {
                     tracing::info!("keeping the machine awake while runs go (keep_awake)");
                     held = Some(inhibitor);
@@ -76,23 +79,34 @@ fn worker(wishes: mpsc::Receiver<bool>, bus: Option<String>) {
 type Inhibitor = zbus::zvariant::OwnedFd;
 
 #[cfg(target_os = "linux")]
-fn inhibit(bus: Option<&str>) -> Result<Inhibitor, String> {
-    let builder = match bus {
-        Some(address) => zbus::blocking::connection::Builder::address(address),
-        None => zbus::blocking::connection::Builder::system(),
+fn inhibit(bus: Option<&str>, runtime: Option<&tokio::runtime::Handle>) -> Result<Inhibitor, String> {
+    let asked = async {
+        let builder = match bus {
+            Some(address) => zbus::connection::Builder::address(address),
+            None => zbus::connection::Builder::system(),
+        };
+        let conn = match builder.map(|b| b.method_timeout(ANSWER_WITHIN)) {
+            Ok(b) => b.build().await,
+            Err(e) => Err(e),
+        }
+        .map_err(|e| format!("no connection to logind: {e}"))?;
+        let reply = conn
+            .call_method(Some("org.freedesktop.login1"), "/org/freedesktop/login1", Some("org.freedesktop.login1.Manager"), "Inhibit", &("sleep", "Nightshift", "a routine is running", "block"))
+            .await
+            .map_err(|e| format!("logind refused the sleep inhibitor: {e}"))?;
+        reply.body().deserialize::<zbus::zvariant::OwnedFd>().map_err(|e| format!("logind answered without a descriptor: {e}"))
     };
-    let conn = builder.and_then(|b| b.method_timeout(ANSWER_WITHIN).build()).map_err(|e| format!("no connection to logind: {e}"))?;
-    let reply = conn
-        .call_method(Some("org.freedesktop.login1"), "/org/freedesktop/login1", Some("org.freedesktop.login1.Manager"), "Inhibit", &("sleep", "Nightshift", "a routine is running", "block"))
-        .map_err(|e| format!("logind refused the sleep inhibitor: {e}"))?;
-    reply.body().deserialize::<zbus::zvariant::OwnedFd>().map_err(|e| format!("logind answered without a descriptor: {e}"))
+    match runtime {
+        Some(rt) => rt.block_on(asked),
+        None => zbus::block_on(asked),
+    }
 }
 
 #[cfg(not(target_os = "linux"))]
 type Inhibitor = ();
 
 #[cfg(not(target_os = "linux"))]
-fn inhibit(_bus: Option<&str>) -> Result<Inhibitor, String> {
+fn inhibit(_bus: Option<&str>, _runtime: Option<&tokio::runtime::Handle>) -> Result<Inhibitor, String> {
     let _ = ANSWER_WITHIN;
     Err("keeping the machine awake is not built for this platform yet".into())
 }
