@@ -37,6 +37,14 @@ impl NotTaken {
     }
 }
 
+/// How long a lock whose recorded holder is dead is waited for.
+const DEAD_HOLDER_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The pid in a holder's words ("nightshiftctl daemon (pid 4242)").
+fn holder_pid(holder: &str) -> Option<u32> {
+    holder.rsplit_once("(pid ")?.1.strip_suffix(')')?.parse().ok()
+}
+
 impl SchedulerLock {
     /// Take the lock for `who` (e.g. "nightshiftctl daemon"), or an error that says who has it.
     pub fn acquire(home: &Home, who: &str) -> Result<SchedulerLock> {
@@ -55,8 +63,22 @@ impl SchedulerLock {
             .open(&path)
             .map_err(|e| NotTaken::Failed(Error::io("open", &path, &e)))?;
         // SAFETY: flock on a file descriptor we own.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(NotTaken::Held { holder: Self::holder(home).unwrap_or_else(|| "another process".to_string()) });
+        let locked = || unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
+        if !locked() {
+            // Held, but its holder is gone (killed a moment ago): what still holds it is a process
+            // it was starting (between fork and exec a child shares the descriptor), which lets go
+            // within moments. Waited for, briefly — a daemon restarted right after a kill takes over.
+            let holder = Self::holder(home);
+            let gone = holder.as_deref().and_then(holder_pid).is_some_and(|pid| !crate::runner::process::same_process_alive(pid, None));
+            let deadline = std::time::Instant::now() + DEAD_HOLDER_WAIT;
+            let mut taken = false;
+            while gone && !taken && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                taken = locked();
+            }
+            if !taken {
+                return Err(NotTaken::Held { holder: holder.unwrap_or_else(|| "another process".to_string()) });
+            }
         }
         let _ = file.set_len(0);
         let _ = file.seek(SeekFrom::Start(0));
@@ -100,6 +122,35 @@ mod tests {
         assert!(err.message.starts_with("the first (pid "), "{}", err.message);
         drop(first);
         assert!(SchedulerLock::take(&home, "the second").is_ok());
+    }
+
+    /// A daemon killed a moment ago may leave the lock held by a child it was starting (its
+    /// descriptor shared until the child's exec): the next daemon waits for it, not refusing.
+    #[test]
+    fn a_lock_whose_holder_is_dead_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = Home::at(dir.path());
+        std::fs::create_dir_all(home.data_dir()).unwrap();
+        let path = home.data_dir().join("scheduler.lock");
+        // The recorded holder: a process that has ended.
+        let mut dead = std::process::Command::new("true").spawn().unwrap();
+        let pid = dead.id();
+        dead.wait().unwrap();
+        std::fs::write(&path, format!("nightshiftctl daemon (pid {pid})")).unwrap();
+        // What still holds it, for a moment: `flock` holding the file while `sleep` runs.
+        let mut holder = std::process::Command::new("flock").arg(&path).args(["sleep", "3"]).spawn().unwrap();
+        let held = (0..1000).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            // SAFETY: a probe on a descriptor we own, released at once.
+            let f = std::fs::File::open(&path).unwrap();
+            let busy = unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0;
+            busy
+        });
+        assert!(held, "flock never took the file");
+        assert!(SchedulerLock::take(&home, "the next").is_ok(), "taken once the leftover let go");
+        holder.wait().unwrap();
+        assert_eq!(holder_pid("nightshiftctl daemon (pid 4242)"), Some(4242));
+        assert_eq!(holder_pid("another process"), None);
     }
 
     #[test]
