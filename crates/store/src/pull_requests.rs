@@ -29,6 +29,12 @@ pub struct ReviewRound {
     pub state: Option<String>,
 }
 
+/// What makes a run a round of routine `?1` answering reviews of pull request `?3` of `?2`: a
+/// review fired it, and it was not recorded skipped or missed. Counted where a claim is refused
+/// (`Store::claim_event_run`) and listed for the rounds so far — one definition for both.
+pub(crate) const ROUNDS: &str = "routine = ?1 AND event IS NOT NULL AND json_extract(event, '$.review.id') IS NOT NULL
+     AND json_extract(event, '$.repo') = ?2 AND json_extract(event, '$.number') = ?3 AND status NOT IN ('skipped', 'missed')";
+
 impl Store {
     /// Record run `run_id`'s pull request as it stands.
     pub fn set_pull_request(&self, run_id: &str, pr: &crate::run::PullRequest) -> Result<()> {
@@ -89,11 +95,7 @@ impl Store {
     /// of `repo`, oldest first: its rounds so far.
     pub fn review_rounds(&self, routine: &str, repo: &str, number: u64) -> Result<Vec<ReviewRound>> {
         let conn = self.conn();
-        let mut stmt = conn.prepare_cached(
-            "SELECT id, json_extract(event, '$.review.id'), json_extract(pull_request, '$.state') FROM runs WHERE routine = ?1 AND event IS NOT NULL
-             AND json_extract(event, '$.review.id') IS NOT NULL AND json_extract(event, '$.repo') = ?2 AND json_extract(event, '$.number') = ?3
-             AND status NOT IN ('skipped', 'missed') ORDER BY sort_ms, id",
-        )?;
+        let mut stmt = conn.prepare_cached(&format!("SELECT id, json_extract(event, '$.review.id'), json_extract(pull_request, '$.state') FROM runs WHERE {ROUNDS} ORDER BY sort_ms, id"))?;
         let rows = stmt.query_map(params![routine, repo, number as i64], |r| Ok(ReviewRound { run_id: r.get(0)?, review: r.get::<_, Option<i64>>(1)?.map(|n| n as u64), state: r.get(2)? }))?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }

@@ -88,10 +88,7 @@ impl Store {
                 return Ok(Claim::Taken(run));
             }
             let answered: i64 = tx
-                .prepare_cached(
-                    "SELECT count(*) FROM runs WHERE routine = ?1 AND event IS NOT NULL AND json_extract(event, '$.review.id') IS NOT NULL
-                     AND json_extract(event, '$.repo') = ?2 AND json_extract(event, '$.number') = ?3 AND status NOT IN ('skipped', 'missed')",
-                )?
+                .prepare_cached(&format!("SELECT count(*) FROM runs WHERE {}", crate::pull_requests::ROUNDS))?
                 .query_row(params![row.routine, repo, number as i64], |r| r.get(0))?;
             if answered as u64 >= u64::from(max) {
                 return Ok(Claim::Spent(answered as usize));
