@@ -3,8 +3,10 @@
 //!
 //! Measured here, median of 5 runs, each on a fresh home:
 //! - at rest with the window never opened (started as at login, `--minimized`, 10 s quiet): the
-//!   app's RSS, PSS and anonymous memory; its CPU over a quiet minute;
-//! - after the window was opened and closed (10 s quiet): the same, and the CPU over a quiet minute;
+//!   app's private memory (USS: its pages no other process maps, clean or dirty — what a system
+//!   monitor shows as the app's memory), RSS, PSS and anonymous memory; its CPU and wake-ups
+//!   (context switches, all threads) over a quiet minute, twice;
+//! - after the window was opened and closed (10 s quiet): the same;
 //! - with the window open: the whole tree (the app and WebKit's processes);
 //! - from closing the window to WebKit's web process being gone.
 //!
@@ -64,23 +66,24 @@ fn main() {
 
     // At rest with the window never opened, started as at login on an existing home; the cold
     // start to the tray icon.
-    let (mut never, mut cold_tray, mut cpu_never) = (Vec::new(), Vec::new(), None);
+    let (mut never, mut cold_tray, mut cpu_never) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..5 {
         let home = tmp.path().join(format!("never-{i}"));
         nightshift_core::Home::at(&home).bootstrap().unwrap();
+        quiet(&home);
         std::thread::sleep(Duration::from_secs(1)); // the previous app's item is gone
         let t0 = now_s();
         let app = launch(&home).arg("--minimized").stderr(Stdio::null()).spawn().unwrap();
         cold_tray.push(((wait_registered(t0) - t0) * 1000.0) as u64);
         std::thread::sleep(Duration::from_secs(10));
         never.push(memory(app.id()));
-        if i == 4 {
-            cpu_never = Some(cpu_per_quiet_minute(app.id()));
+        if i >= 3 {
+            cpu_never.push(quiet_minute(app.id()));
         }
         stop(app);
     }
 
-    let (mut rest, mut open_tree, mut gone_ms, mut cpu_after) = (Vec::new(), Vec::new(), Vec::new(), None);
+    let (mut rest, mut open_tree, mut gone_ms, mut cpu_after) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let (mut first_ms, mut tray_open_ms, mut reopen_ms, mut in_app_ms) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for i in 0..5 {
         let home = tmp.path().join(format!("rest-{i}"));
@@ -89,6 +92,7 @@ fn main() {
         let (app, first) = start(&launch(&home), &log);
         first_ms.push(first);
         wait_registered(t0);
+        quiet(&home);
         std::thread::sleep(Duration::from_secs(5));
         open_tree.push(tree_kb(app.id(), "/status", "VmRSS:"));
         let web = web_processes(app.id());
@@ -103,8 +107,8 @@ fn main() {
         wait_closed(&log, 1);
         std::thread::sleep(Duration::from_secs(10));
         rest.push(memory(app.id()));
-        if i == 4 {
-            cpu_after = Some(cpu_per_quiet_minute(app.id()));
+        if i >= 3 {
+            cpu_after.push(quiet_minute(app.id()));
         }
         // Reopen from the tray's "Open Nightshift" (this app's item), then close it again and
         // reopen with a second launch.
@@ -137,16 +141,18 @@ fn main() {
     };
     println!("{app_bin} ({} MB)", std::fs::metadata(app_bin).map(|m| m.len() / 1_000_000).unwrap_or(0));
     println!("Tray app memory, median of 5 (each run a fresh home; 10 s quiet before reading)");
-    println!("{:<54} {:>9} {:>9} {:>11}", "", "RSS", "PSS", "anonymous");
+    println!("{:<54} {:>13} {:>9} {:>9} {:>11}", "", "private (USS)", "RSS", "PSS", "anonymous");
     for (what, runs) in [("at rest, the window never opened", &never), ("at rest, after the window was opened and closed", &rest)] {
-        let (rss, rss_all) = median(runs.iter().map(|r| r.0).collect());
-        let (pss, _) = median(runs.iter().map(|r| r.1).collect());
-        let (anon, _) = median(runs.iter().map(|r| r.2).collect());
-        println!("{what:<54} {:>9} {:>9} {:>11}   (RSS of all 5: {rss_all:?} kB)", mb(rss), mb(pss), mb(anon));
+        let (uss, uss_all) = median(runs.iter().map(|r| r.uss).collect());
+        let (rss, _) = median(runs.iter().map(|r| r.rss).collect());
+        let (pss, _) = median(runs.iter().map(|r| r.pss).collect());
+        let (anon, _) = median(runs.iter().map(|r| r.anonymous).collect());
+        println!("{what:<54} {:>13} {:>9} {:>9} {:>11}   (USS of all 5: {uss_all:?} kB)", mb(uss), mb(rss), mb(pss), mb(anon));
     }
     let (open, open_all) = median(open_tree);
     println!("{:<54} {:>9}   ({open_all:?} kB)", "the window open (the app and WebKit's processes)", mb(open));
-    println!("CPU over a quiet minute: {} ms with the window never opened, {} ms after it was closed", cpu_never.unwrap_or(0), cpu_after.unwrap_or(0));
+    let minutes = |v: &[nightshift_testkit::bench::Activity]| v.iter().map(|a| format!("{:.2} ms / {} wake-ups", a.cpu_ns as f64 / 1e6, a.switches)).collect::<Vec<_>>().join(", ");
+    println!("A quiet minute (CPU / wake-ups, all threads; two minutes each): window never opened {}; after it was closed {}", minutes(&cpu_never), minutes(&cpu_after));
     let (gone, gone_all) = median(gone_ms);
     println!("window closed (the close request sent) → WebKit's web process gone: {gone} ms (median of 5; {gone_all:?})");
     let (first, first_all) = median(first_ms);
@@ -165,16 +171,32 @@ fn main() {
     println!("cold start to the tray icon: {cold} ms (median of 5; {cold_all:?})");
 }
 
-/// The app's (RSS, PSS, anonymous) in kB.
-fn memory(pid: u32) -> (u64, u64, u64) {
-    (kb(pid, "/status", "VmRSS:"), kb(pid, "/smaps_rollup", "Pss:"), kb(pid, "/smaps_rollup", "Anonymous:"))
+/// The app's memory, in kB, each figure named as the kernel names it.
+struct Memory {
+    /// Pages only this process maps (`Private_Clean` + `Private_Dirty`): what it would give back
+    /// if it ended — the figure a system monitor shows as a process's memory.
+    uss: u64,
+    rss: u64,
+    pss: u64,
+    anonymous: u64,
+}
+
+fn memory(pid: u32) -> Memory {
+    let rollup = |key| kb(pid, "/smaps_rollup", key);
+    Memory { uss: rollup("Private_Clean:") + rollup("Private_Dirty:"), rss: kb(pid, "/status", "VmRSS:"), pss: rollup("Pss:"), anonymous: rollup("Anonymous:") }
 }
 
 /// The CPU `pid` used over the next quiet minute, in ms.
-fn cpu_per_quiet_minute(pid: u32) -> u64 {
-    let before = cpu_ticks(pid);
-    std::thread::sleep(Duration::from_secs(60));
-    (cpu_ticks(pid) - before) * 1000 / ticks_per_second()
+/// The example routine `hello` runs every hour on the hour: off, so no quiet minute holds a run.
+fn quiet(home: &Path) {
+    let file = home.join("routines").join("hello.yaml");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    std::fs::write(&file, format!("enabled: false\n{text}")).unwrap();
+}
+
+/// The app's CPU and wake-ups over a quiet minute, every thread counted (`/proc/PID/task`).
+fn quiet_minute(pid: u32) -> nightshift_testkit::bench::Activity {
+    nightshift_testkit::bench::activity_over(pid, Duration::from_secs(60))
 }
 
 /// WebKit's web processes under the app (the window's page).
@@ -299,19 +321,6 @@ fn tail(log: &Path) -> String {
 fn stop(mut c: Child) {
     unsafe { libc::kill(c.id() as i32, libc::SIGTERM) };
     let _ = c.wait();
-}
-
-/// utime + stime of `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> u64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let after = stat.rsplit(')').next().unwrap();
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
-}
-
-fn ticks_per_second() -> u64 {
-    // SAFETY: sysconf has no preconditions.
-    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }).max(1) as u64
 }
 
 /// A `key: N kB` figure from /proc/PID/`file`.

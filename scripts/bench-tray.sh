@@ -1,19 +1,21 @@
 #!/bin/sh
-# The tray benchmark (benches/tray_idle.rs) of this tree's release build, side by side with an
-# earlier design's own tray benchmark in the same run — by default d4813b5, the last two-binary
-# design (a resident without WebKit and a window process). Both are built the same way (a release
-# build with Tauri's custom protocol, as the packages are) and measured one after the other on this
-# machine, under one Xvfb. Prints both tables.
+# The tray benchmark (benches/tray_idle.rs) measuring this tree's release build and, in the same
+# run with the same bench, an earlier revision's release build — by default 254c5a7, main before
+# the at-rest work (the app as it was when the scheduler still looked every 30 s; that revision
+# only added the window's remembered place and the bench's own waits). Both are built the way the
+# packages are (a release build with Tauri's custom protocol: fat LTO) and measured one after the
+# other on this machine, under one Xvfb. Prints both tables.
 #
 #   scripts/bench-tray.sh [BASELINE_REV]
 #
-# Needs what scripts/test.sh installs (Xvfb, python3-xlib, dbus, gnome-keyring not required).
+# The baseline must log "the window closed" when its window goes (254c5a7 and later): the bench
+# waits on that word. Needs what scripts/test.sh installs (Xvfb, python3-xlib, dbus).
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
 . scripts/lib.sh
 need_cargo
-BASE=${1:-d4813b5}
+BASE=${1:-254c5a7}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 OLD="$TARGET/bench-baseline-$BASE"
 
@@ -22,20 +24,19 @@ rm -rf "$OLD/src"
 mkdir -p "$OLD/src"
 git archive "$BASE" | tar -x -C "$OLD/src"
 
-build() { # DIR TARGET_DIR: the release app and the tray bench
-  (cd "$1" && CARGO_TARGET_DIR="$2" cargo build --release --locked --features tauri/custom-protocol --bins \
-    && CARGO_TARGET_DIR="$2" cargo bench --locked -p nightshift --bench tray_idle --no-run)
+release() { # DIR TARGET_DIR: the release app, as packaged
+  (cd "$1" && CARGO_TARGET_DIR="$2" cargo build --release --locked --features tauri/custom-protocol --bin nightshift)
 }
 echo "==> building the baseline ($BASE)"
-build "$OLD/src" "$OLD/target"
+release "$OLD/src" "$OLD/target"
 echo "==> building this tree"
-build "$ROOT" "$TARGET"
+release "$ROOT" "$TARGET"
+cargo bench --locked -p nightshift --bench tray_idle --no-run
 
-run() { # DIR TARGET_DIR LABEL
+run() { # APP_BIN LABEL
   echo
-  echo "==> tray bench: $3"
-  (cd "$1" && NIGHTSHIFT_APP_BIN="$2/release/nightshift" CARGO_TARGET_DIR="$2" xvfb-run -a -s "-screen 0 1280x800x24" \
-    cargo bench --locked -p nightshift --bench tray_idle)
+  echo "==> tray bench: $2"
+  NIGHTSHIFT_APP_BIN="$1" xvfb-run -a -s "-screen 0 1280x800x24" cargo bench --locked -p nightshift --bench tray_idle
 }
-run "$OLD/src" "$OLD/target" "baseline $BASE (two binaries: resident + window process)"
-run "$ROOT" "$TARGET" "this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', with uncommitted changes'))"
+run "$OLD/target/release/nightshift" "baseline $BASE (main before the at-rest work)"
+run "$TARGET/release/nightshift" "this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', with uncommitted changes'))"

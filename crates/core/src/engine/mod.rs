@@ -47,7 +47,7 @@ mod hosts;
 mod live_settings;
 mod problems;
 mod state;
-mod signal;
+pub(crate) mod signal;
 mod watch;
 
 pub use authoring::{Removed, RoutineSource, Written};

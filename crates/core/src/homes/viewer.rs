@@ -94,17 +94,10 @@ pub fn start(engine: &Engine, notifier: Arc<dyn Notifier>) -> Viewers {
                     (home.url.clone(), tokio::spawn(async move { follow(engine, sender, name, news).await }))
                 });
             }
-            // A settings change is announced (`AccountsChanged`); look again then, or in a minute —
-            // not on every run event of this home.
-            let _ = tokio::time::timeout(Duration::from_secs(60), async {
-                loop {
-                    match events.recv().await {
-                        Ok(EngineEvent::AccountsChanged) | Err(_) => return,
-                        Ok(_) => {}
-                    }
-                }
-            })
-            .await;
+            // A settings change is announced (`AccountsChanged`); look again then — not on every
+            // run event of this home, and with nothing changing only at the engine's fallback beat
+            // (an app at rest is not woken each minute to find the same list).
+            crate::engine::signal::sleep_or_settings_change(&mut events, crate::engine::signal::FALLBACK).await;
         }
     });
     Viewers { task, news }
