@@ -1,0 +1,177 @@
+//! The promises, each stated once as a check the simulation runs after every step (with no run
+//! open). docs/guarantees.md names each promise by the check that keeps it.
+//!
+//! The checks read the store's SQLite file directly (their own read-only connection), and the
+//! slots a routine owes are worked out here with croner itself — not with the engine's own slot
+//! arithmetic, which is among what is checked.
+
+use super::world::{FileState, SimRoutine, World};
+use chrono::{DateTime, Duration, Utc};
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
+use std::collections::HashMap;
+
+/// How far back the scheduler makes up slots (its `LOOKBACK_DAYS`), and the margin either side
+/// within which the oracle asks neither "exactly one" nor "none".
+const LOOKBACK: i64 = 7;
+const MARGIN_SECS: i64 = 60;
+/// A slot fired at most this late is on time (`schedule`), later a `catchup`.
+const ON_TIME_SECS: i64 = 90;
+
+/// A promise broken: which one, and what was seen.
+#[derive(Debug)]
+pub struct Broken {
+    pub invariant: &'static str,
+    pub detail: String,
+}
+
+fn broken(invariant: &'static str, detail: String) -> Result<(), Broken> {
+    Err(Broken { invariant, detail })
+}
+
+/// What the checks have already looked at (the store only grows, so each step reads what is new).
+pub struct Checker {
+    db: Connection,
+    pub rows_seen: i64,
+    ledger_seen: usize,
+    crons: HashMap<String, croner::Cron>,
+    /// Run ids the ledger named, with what the agent did last.
+    pub agent_did: HashMap<String, String>,
+}
+
+impl Checker {
+    pub fn new(world: &World) -> Checker {
+        let db = Connection::open_with_flags(world.db_path(), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).unwrap();
+        db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+        Checker { db, rows_seen: 0, ledger_seen: 0, crons: HashMap::new(), agent_did: HashMap::new() }
+    }
+
+    /// Every check, after a step (no run open).
+    pub fn after_step(&mut self, world: &World) -> Result<(), Broken> {
+        self.nothing_left_open()?;
+        self.verdicts_and_slots(world)?;
+        self.never_final_twice(world)
+    }
+
+    /// `settled`: with every engine idle, no run is queued or running — nothing waits forever,
+    /// nothing was lost between a claim and its start (a killed engine's queued runs included).
+    fn nothing_left_open(&self) -> Result<(), Broken> {
+        let open: Option<(String, String, String)> = self.db.query_row("SELECT id, routine, status FROM runs WHERE status IN ('queued', 'running') LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional().unwrap();
+        match open {
+            Some((id, routine, status)) => broken("settled", format!("run {id} of {routine} is still {status} with every engine idle")),
+            None => Ok(()),
+        }
+    }
+
+    /// New rows and ledger lines: `one_row_per_slot`, `verdict_is_the_agents`.
+    fn verdicts_and_slots(&mut self, world: &World) -> Result<(), Broken> {
+        for (id, plan) in world.ledger().into_iter().skip(self.ledger_seen) {
+            self.ledger_seen += 1;
+            self.agent_did.insert(id, plan);
+        }
+        let mut stmt = self.db.prepare("SELECT rowid, id, routine, scheduled_for, status, reason FROM runs WHERE rowid > ?1 ORDER BY rowid").unwrap();
+        type Row = (i64, String, String, Option<String>, String, Option<String>);
+        let rows: Vec<Row> = stmt
+            .query_map(params![self.rows_seen], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        drop(stmt);
+        for (rowid, id, routine, slot, status, reason) in rows {
+            self.rows_seen = self.rows_seen.max(rowid);
+            if let Some(slot) = &slot {
+                let n: i64 = self.db.query_row("SELECT COUNT(*) FROM runs WHERE routine = ?1 AND scheduled_for = ?2", params![routine, slot], |r| r.get(0)).unwrap();
+                if n != 1 {
+                    return broken("one_row_per_slot", format!("{routine}'s slot {slot} has {n} rows (the newest: {id}, {status})"));
+                }
+            }
+            let did = self.agent_did.get(&id);
+            let expected = match did.map(String::as_str) {
+                None => None,
+                Some("0") | Some("big") => Some("completed"),
+                Some(_) => Some("failed"),
+            };
+            let ran = matches!(status.as_str(), "completed" | "failed" | "timed_out");
+            match (expected, ran) {
+                (Some(want), _) if want != status => return broken("verdict_is_the_agents", format!("run {id} of {routine}: the agent did {:?}, the record says {status} ({reason:?})", did.unwrap())),
+                (None, true) => return broken("verdict_is_the_agents", format!("run {id} of {routine} is {status} ({reason:?}) but its agent never ran")),
+                _ => {}
+            }
+        }
+        // A ledger line whose run has no row at all: a run that ran and was lost.
+        for id in self.agent_did.keys() {
+            let found: Option<String> = self.db.query_row("SELECT status FROM runs WHERE id = ?1", params![id], |r| r.get(0)).optional().unwrap();
+            if found.is_none() {
+                return broken("verdict_is_the_agents", format!("the agent ran as {id}, and no run record has that id"));
+            }
+        }
+        Ok(())
+    }
+
+    /// `on_time_or_catchup`: a run a pass at `t` fired for a slot is `schedule` when the slot is at
+    /// most 90 s old, `catchup` when older, and never for a slot still ahead.
+    pub fn fired_at(&self, fired: &[(String, String, nightshift_core::Trigger)], t: DateTime<Utc>) -> Result<(), Broken> {
+        for (routine, id, trigger) in fired {
+            let slot: Option<String> = self.db.query_row("SELECT scheduled_for FROM runs WHERE id = ?1", params![id], |r| r.get(0)).unwrap();
+            let Some(slot) = slot else { continue };
+            let late = (t - DateTime::parse_from_rfc3339(&slot).unwrap().with_timezone(&Utc)).num_seconds();
+            let said = if late <= ON_TIME_SECS { nightshift_core::Trigger::Schedule } else { nightshift_core::Trigger::Catchup };
+            if *trigger != said || late < 0 {
+                return broken("on_time_or_catchup", format!("run {id} of {routine} for {slot} was fired {late} s after its slot, trigger {}", trigger.as_str()));
+            }
+        }
+        Ok(())
+    }
+
+    /// `final_once`: no run's end was announced twice (by one engine, or by a killed one and the
+    /// one that adopted its run).
+    fn never_final_twice(&self, world: &World) -> Result<(), Broken> {
+        let finished = world.finished.lock().unwrap();
+        match finished.iter().find(|(_, n)| **n > 1) {
+            Some((id, n)) => broken("final_once", format!("run {id}'s end was announced {n} times")),
+            None => Ok(()),
+        }
+    }
+
+    /// After a pass at `t` (every engine's, and the runs settled): `each_slot_once` — every slot a
+    /// live routine's schedule had since the oracle last looked, and within the look-back, has
+    /// exactly one row (a run, a missed or skipped record); `lookback_bound` — none older.
+    /// A routine whose file just became live owes the slots after this pass.
+    pub fn after_pass(&mut self, routines: &mut [SimRoutine], t: DateTime<Utc>) -> Result<(), Broken> {
+        for r in routines.iter_mut() {
+            let from = r.covered_until.unwrap_or(t).max(r.live_since.unwrap_or(t));
+            // Paused by the user or by the engine (failures in a row): the store says which.
+            let paused: bool = self.db.query_row("SELECT paused FROM routine_state WHERE routine = ?1", params![r.name], |row| row.get(0)).optional().unwrap().unwrap_or(false);
+            if r.file != FileState::Live || paused {
+                r.live_since = None;
+            } else if r.live_since.is_none() {
+                r.live_since = Some(t);
+            } else if t > from {
+                self.owed_slots(r, from, t)?;
+            }
+            r.covered_until = Some(r.covered_until.map_or(t, |c| c.max(t)));
+        }
+        Ok(())
+    }
+
+    fn owed_slots(&mut self, r: &SimRoutine, from: DateTime<Utc>, t: DateTime<Utc>) -> Result<(), Broken> {
+        let cron = self.crons.entry(r.expr.clone()).or_insert_with(|| croner::parser::CronParser::builder().seconds(croner::parser::Seconds::Optional).build().parse(&r.expr).unwrap()).clone();
+        let mut at = from.with_timezone(&r.tz);
+        for _ in 0..5000 {
+            let Ok(next) = cron.find_next_occurrence(&at, false) else { break };
+            let slot = next.with_timezone(&Utc);
+            if slot > t {
+                break;
+            }
+            at = next;
+            let n: i64 = self.db.query_row("SELECT COUNT(*) FROM runs WHERE routine = ?1 AND scheduled_for = ?2", params![r.name, nightshift_core::words::fmt_time(&slot)], |row| row.get(0)).unwrap();
+            let age = t - slot;
+            if age < Duration::days(LOOKBACK) - Duration::seconds(MARGIN_SECS) && n != 1 {
+                return broken("each_slot_once", format!("{} ({} {}) slot {slot} has {n} rows at the pass of {t}", r.name, r.expr, r.tz));
+            }
+            if age > Duration::days(LOOKBACK) + Duration::seconds(MARGIN_SECS) && n != 0 {
+                return broken("lookback_bound", format!("{} slot {slot} is older than the look-back at the pass of {t} and has {n} rows", r.name));
+            }
+        }
+        Ok(())
+    }
+}

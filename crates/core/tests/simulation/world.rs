@@ -1,0 +1,229 @@
+//! The simulated world around the real engine: one home, a clock only the simulation moves,
+//! routines whose files it edits, breaks and removes, a stand-in agent whose outcome it draws, and
+//! engines it starts, kills and doubles.
+//!
+//! What is real: the engine (scheduler, queue, lanes, settle, recovery), its SQLite store, the
+//! run processes (each run is a real `/bin/sh` process tree under the engine's wrapper). What is
+//! stood in for, and why that keeps it honest:
+//! - **a process's death** is the end of the tokio runtime its engine runs on
+//!   (`shutdown_background`): every task of it stops at once, mid-await, and its run processes live
+//!   on — as when the app is killed. Each engine has its own identity (pid, start), so the next one
+//!   sees the dead one's runs as orphans, exactly as it sees a killed process's;
+//! - **time** is a [`ManualClock`] only the simulation moves, so the decisions checked never read
+//!   the wall clock; the run processes take real milliseconds, and every check waits until no run
+//!   is open, so their pace decides nothing the invariants look at;
+//! - **a suspend** is time passing without a pass (logind's signal is drilled with the real
+//!   D-Bus in tests/awake.rs); **a clock step** is the clock set back or forward between passes.
+
+use super::invariants::Broken;
+use super::rng::Rng;
+use chrono::{DateTime, Duration, Utc};
+use nightshift_core::events::EngineEvent;
+use nightshift_core::{Engine, EngineOptions, ManualClock, RecoveryMode, Scheduler};
+use nightshift_testkit::TestHome;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+/// How long (real time) runs may take to settle after a pass before `settled` is broken.
+const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Schedules the routines are drawn from: daily, several a day, weekdays, weekly, monthly, once a
+/// year, a leap day, and the hours DST skips or repeats in Europe and America.
+pub const SCHEDULES: &[&str] = &["0 9 * * *", "30 2 * * *", "0 */6 * * *", "15 1 * * 1-5", "0 3 * * 0", "0 12 1 * *", "0 0 1 1 *", "0 2 29 2 *", "45 23 * * *", "30 1 * * *"];
+/// Zones with DST both ways, a half-hour DST (Lord Howe), none, and a half-hour offset.
+pub const ZONES: &[&str] = &["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "America/Sao_Paulo"];
+/// What the stand-in agent does, drawn per routine: exit codes, a crash, a lot of output.
+pub const OUTCOMES: &[&str] = &["0", "0", "0", "0", "1", "3", "crash", "big"];
+
+/// A routine file as the simulation last wrote it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum FileState {
+    Live,
+    Paused,
+    Invalid,
+    Removed,
+}
+
+#[derive(Clone, Debug)]
+pub struct SimRoutine {
+    pub name: String,
+    pub expr: String,
+    pub tz: chrono_tz::Tz,
+    pub file: FileState,
+    /// The clock at the first pass after its file last became live: slots after it are owed.
+    pub live_since: Option<DateTime<Utc>>,
+    /// Up to when its slots were checked by the oracle (the latest pass's time).
+    pub covered_until: Option<DateTime<Utc>>,
+}
+
+/// One engine: its runtime (its "process"), the engine and its scheduler, and the run ids whose
+/// end it announced.
+pub struct Incarnation {
+    pub rt: tokio::runtime::Runtime,
+    pub engine: Engine,
+    pub sched: Arc<Scheduler>,
+}
+
+pub struct World {
+    pub rng: Rng,
+    pub th: TestHome,
+    pub sim_dir: PathBuf,
+    pub clock: Arc<ManualClock>,
+    pub engine: Option<Incarnation>,
+    pub routines: Vec<SimRoutine>,
+    /// How many engines were started (each its own identity).
+    started: u32,
+    /// Every `RunFinished` heard, by run id, from every engine.
+    pub finished: Arc<Mutex<HashMap<String, u32>>>,
+    /// The highest the clock has been.
+    pub latest: DateTime<Utc>,
+    /// A unique modification time for each file write (two writes within one kernel tick would
+    /// otherwise look alike to a reader keyed on mtime and length).
+    writes: u64,
+}
+
+/// The stand-in agent: it says what it was told to do (the plan the simulation drew for its
+/// routine) in the ledger before doing it, one line per try.
+/// (The simulation's folder is written into it: runs get only an allow-listed environment.)
+const AGENT: &str = r#"SIM_DIR="@SIM_DIR@"
+plan=$(cat "$SIM_DIR/plan/$NIGHTSHIFT_ROUTINE" 2>/dev/null || echo 0)
+echo "$NIGHTSHIFT_RUN_ID $plan" >> "$SIM_DIR/ledger"
+case "$plan" in
+  crash) kill -9 $$ ;;
+  big) head -c 300000 /dev/zero | tr '\0' x; echo; exit 0 ;;
+  *) exit "$plan" ;;
+esac"#;
+
+impl World {
+    pub fn new(seed: u64, routines: usize) -> World {
+        let mut rng = Rng::new(seed);
+        let th = TestHome::new();
+        let sim_dir = th.path().join("sim");
+        std::fs::create_dir_all(sim_dir.join("plan")).unwrap();
+        std::fs::write(sim_dir.join("ledger"), "").unwrap();
+        th.script("sim-agent", &AGENT.replace("@SIM_DIR@", &sim_dir.display().to_string()));
+        // A start somewhere in 2027–2030 (a leap year among them), at a drawn minute.
+        let start = DateTime::parse_from_rfc3339("2027-01-01T00:00:00Z").unwrap().with_timezone(&Utc) + Duration::minutes(rng.between(0, 4 * 365 * 24 * 60));
+        let clock = Arc::new(ManualClock::new(start));
+        let routines = (0..routines)
+            .map(|i| SimRoutine {
+                name: format!("r{i:02}"),
+                expr: rng.pick(SCHEDULES).to_string(),
+                tz: rng.pick(ZONES).parse().unwrap(),
+                file: FileState::Live,
+                live_since: None,
+                covered_until: None,
+            })
+            .collect();
+        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), latest: start, writes: 0 };
+        for i in 0..world.routines.len() {
+            world.write_routine(i);
+            world.draw_plan(i);
+        }
+        world
+    }
+
+    pub fn now(&self) -> DateTime<Utc> {
+        nightshift_core::Clock::now(&*self.clock)
+    }
+
+    pub fn set_clock(&mut self, t: DateTime<Utc>) {
+        self.clock.set(t);
+        self.latest = self.latest.max(t);
+    }
+
+    /// Start an engine on the home, as the app or the daemon does: open, adopt what a dead one
+    /// left, then its scheduler.
+    pub fn start_engine(&mut self) -> Incarnation {
+        self.started += 1;
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let mut opts = EngineOptions::for_test(self.th.path())
+            .settings("kill_grace_secs = 1\nmax_parallel = 8\n")
+            .clock(self.clock.clone())
+            .path_first(&self.th.bin_dir());
+        opts.identity = (std::process::id(), format!("simulated-engine#{}", self.started));
+        let engine = rt.block_on(async { opts.open() });
+        let finished = Arc::clone(&self.finished);
+        let mut events = engine.subscribe();
+        rt.spawn(async move {
+            while let Ok(event) = events.recv().await {
+                if let EngineEvent::RunFinished { run } = event {
+                    *finished.lock().unwrap().entry(run.id.clone()).or_default() += 1;
+                }
+            }
+        });
+        rt.block_on(engine.recover(RecoveryMode::Adopt)).unwrap();
+        let sched = rt.block_on(async { Scheduler::new(engine.clone()) });
+        Incarnation { rt, engine, sched }
+    }
+
+    /// The engine dies: every task stops where it is; its run processes go on.
+    pub fn kill(incarnation: Incarnation) {
+        let Incarnation { rt, engine, sched } = incarnation;
+        // Not dropped in an orderly way: forgotten, as a killed process's memory is.
+        std::mem::forget(sched);
+        std::mem::forget(engine);
+        rt.shutdown_background();
+    }
+
+    /// Wait until no run of the home is queued or running (`settled`). The bound is real time and
+    /// generous — a run here is a shell printing a line — so only a run nobody will ever start or
+    /// settle reaches it.
+    pub fn settle(&self, incarnation: &Incarnation) -> Result<(), Broken> {
+        let deadline = std::time::Instant::now() + SETTLE_WITHIN;
+        loop {
+            let open = incarnation.engine.activity().map(|a| (a.running, a.queued)).unwrap_or((1, 0));
+            if open == (0, 0) {
+                return Ok(());
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(Broken { invariant: "settled", detail: format!("{} running and {} queued runs {SETTLE_WITHIN:?} after the pass", open.0, open.1) });
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+    }
+
+    fn path(&self, i: usize) -> PathBuf {
+        self.th.path().join("routines").join(format!("{}.yaml", self.routines[i].name))
+    }
+
+    /// Write routine `i`'s file as its state says (or remove it), with a modification time of
+    /// its own.
+    pub fn write_routine(&mut self, i: usize) {
+        let r = &self.routines[i];
+        let path = self.path(i);
+        let body = match r.file {
+            FileState::Removed => {
+                let _ = std::fs::remove_file(&path);
+                return;
+            }
+            FileState::Invalid => format!("schedule: \"99 {}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\n", r.expr, r.tz),
+            FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\n", r.expr, r.tz),
+            FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\n", r.expr, r.tz),
+        };
+        std::fs::write(&path, body).unwrap();
+        self.writes += 1;
+        let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000 + self.writes);
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
+    }
+
+    /// Draw what routine `i`'s stand-in agent does on its next run.
+    pub fn draw_plan(&mut self, i: usize) {
+        let plan = *self.rng.pick(OUTCOMES);
+        std::fs::write(self.sim_dir.join("plan").join(&self.routines[i].name), plan).unwrap();
+    }
+
+    /// The ledger's lines: (run id, what the agent did), in the order the tries wrote them.
+    pub fn ledger(&self) -> Vec<(String, String)> {
+        std::fs::read_to_string(self.sim_dir.join("ledger"))
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once(' ').map(|(id, plan)| (id.to_string(), plan.to_string())))
+            .collect()
+    }
+
+    pub fn db_path(&self) -> PathBuf {
+        nightshift_core::Home::at(self.th.path()).db_path()
+    }
+}
