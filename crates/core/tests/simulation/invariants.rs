@@ -122,6 +122,47 @@ impl Checker {
         Ok(())
     }
 
+    /// `why_accounts_for_every_slot`: `why` over the last two days of routine `r` puts each slot of
+    /// its schedule (as croner counts them, since the routine was first seen) on a line, never says
+    /// "no record", and makes every record of a slot in the window a line of its own.
+    pub fn why_explains(&mut self, engine: &nightshift_core::Engine, r: &SimRoutine) -> Result<(), Broken> {
+        use nightshift_core::view::why::{why, Fate};
+        let told = why(engine, &r.name, 2).map_err(|e| Broken { invariant: "why_accounts_for_every_slot", detail: format!("why {} failed: {}", r.name, e.message) })?;
+        if let Some(line) = told.lines.iter().find(|l| l.fate == Fate::NoRecord) {
+            return broken("why_accounts_for_every_slot", format!("why {} says {} slot(s) at {} have no record: {}", r.name, line.slots, line.at, line.sentence));
+        }
+        let cron = self.crons.entry(r.expr.clone()).or_insert_with(|| croner::parser::CronParser::builder().seconds(croner::parser::Seconds::Optional).build().parse(&r.expr).unwrap()).clone();
+        // Slots before the routine was first seen are not its (why says so in a note).
+        let first_seen: Option<String> = self.db.query_row("SELECT first_seen FROM routine_state WHERE routine = ?1", params![r.name], |row| row.get(0)).optional().unwrap();
+        let known = first_seen.map(|t| DateTime::parse_from_rfc3339(&t).unwrap().with_timezone(&Utc)).unwrap_or(told.until).max(told.from);
+        // Each slot of its schedule in the window (after its start: why's window is (from, until])
+        // is on a line. (More lines than slots is no fault: a record of a schedule since edited is
+        // a line too, and so is a record exactly at the window's start.)
+        let mut at = known.with_timezone(&r.tz);
+        while let Ok(next) = cron.find_next_occurrence(&at, false) {
+            let slot = next.with_timezone(&Utc);
+            if slot > told.until {
+                break;
+            }
+            if !told.lines.iter().any(|l| l.from <= slot && slot <= l.at) {
+                return broken("why_accounts_for_every_slot", format!("why {} ({} {}) over {}–{} has no line for the slot {slot}: {:?}", r.name, r.expr, r.tz, told.from, told.until, told.lines.iter().map(|l| (l.at, l.slots, l.fate)).collect::<Vec<_>>()));
+            }
+            at = next;
+        }
+        let mut stmt = self.db.prepare("SELECT id, scheduled_for FROM runs WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3").unwrap();
+        let rows: Vec<(String, String)> = stmt
+            .query_map(params![r.name, nightshift_core::words::fmt_time(&told.from), nightshift_core::words::fmt_time(&told.until)], |row| Ok((row.get(0)?, row.get(1)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        for (id, slot) in rows {
+            if !told.lines.iter().any(|l| l.run_id.as_deref() == Some(id.as_str())) {
+                return broken("why_accounts_for_every_slot", format!("why {} has no line for its record {id} of the slot {slot}", r.name));
+            }
+        }
+        Ok(())
+    }
+
     /// `final_once`: no run's end was announced twice (by one engine, or by a killed one and the
     /// one that adopted its run).
     fn never_final_twice(&self, world: &World) -> Result<(), Broken> {

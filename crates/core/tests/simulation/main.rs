@@ -190,7 +190,22 @@ impl Sim {
         let t = self.world.now();
         self.checker.fired_at(&report.fired, t)?;
         self.world.settle(self.engine())?;
-        self.checker.after_pass(&mut self.world.routines, t)
+        self.checker.after_pass(&mut self.world.routines, t)?;
+        self.why_some()
+    }
+
+    /// `why` for two routines drawn from the seed (every routine, over a simulated year).
+    fn why_some(&mut self) -> Result<(), Broken> {
+        for _ in 0..2 {
+            let i = self.world.rng.between(0, self.world.routines.len() as i64 - 1) as usize;
+            let r = self.world.routines[i].clone();
+            // (A removed file has no `why`; a broken one's schedule cannot be read — why says so.)
+            if matches!(r.file, FileState::Live | FileState::Paused) {
+                let e = self.world.engine.as_ref().expect("an engine is up");
+                self.checker.why_explains(&e.engine, &r)?;
+            }
+        }
+        Ok(())
     }
 
     /// The engine stops (killed or quit), time passes — sometimes past the look-back — and a new
