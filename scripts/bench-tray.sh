@@ -9,7 +9,8 @@
 #   scripts/bench-tray.sh [BASELINE_REV]
 #
 # The baseline must log "the window closed" when its window goes (254c5a7 and later): the bench
-# waits on that word. Needs what scripts/test.sh installs (Xvfb, python3-xlib, dbus).
+# waits on that word. Needs what scripts/test.sh installs (Xvfb, python3-xlib, dbus). Its X display
+# is looked for from :150 up, away from the test suite's, so the two can run side by side.
 set -eu
 cd "$(dirname "$0")/.."
 ROOT=$(pwd)
@@ -36,7 +37,7 @@ cargo bench --locked -p nightshift --bench tray_idle --no-run
 run() { # APP_BIN LABEL
   echo
   echo "==> tray bench: $2"
-  NIGHTSHIFT_APP_BIN="$1" xvfb-run -a -s "-screen 0 1280x800x24" cargo bench --locked -p nightshift --bench tray_idle
+  NIGHTSHIFT_APP_BIN="$1" xvfb-run -a -n 150 -s "-screen 0 1280x800x24" cargo bench --locked -p nightshift --bench tray_idle
 }
 run "$OLD/target/release/nightshift" "baseline $BASE (main before the at-rest work)"
 run "$TARGET/release/nightshift" "this tree ($(git rev-parse --short HEAD)$(git diff --quiet || echo ', with uncommitted changes'))"

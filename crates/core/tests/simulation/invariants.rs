@@ -88,6 +88,7 @@ impl Checker {
             let expected = match did.map(String::as_str) {
                 None => None,
                 Some("0") | Some("big") => Some("completed"),
+                Some("hang") => Some("timed_out"),
                 Some(_) => Some("failed"),
             };
             let ran = matches!(status.as_str(), "completed" | "failed" | "timed_out");

@@ -52,6 +52,9 @@ struct Report {
     days: i64,
     steps: u64,
     runs: usize,
+    /// Of those, how many hung until their timeout, and how many killed themselves.
+    hung: usize,
+    crashed: usize,
     rows: usize,
     seconds: f64,
 }
@@ -60,11 +63,13 @@ impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         write!(
             f,
-            "seed {}: {} simulated days in {} steps, {} runs of the stand-in agent, {} slot records; {:.1} s, {:.1} simulated days per second",
+            "seed {}: {} simulated days in {} steps, {} runs of the stand-in agent ({} hung until their timeout, {} killed themselves), {} slot records; {:.1} s, {:.1} simulated days per second",
             self.seed,
             self.days,
             self.steps,
             self.runs,
+            self.hung,
+            self.crashed,
             self.rows,
             self.seconds,
             self.days as f64 / self.seconds
@@ -98,10 +103,12 @@ fn simulate(seed: u64, days: i64, routines: usize) -> Result<Report, String> {
     }
     let rows = sim.checker.rows_seen as usize;
     let runs = sim.checker.agent_did.len();
+    let did = |what: &str| sim.checker.agent_did.values().filter(|d| *d == what).count();
+    let (hung, crashed) = (did("hang"), did("crash"));
     if let Some(engine) = sim.world.engine.take() {
         stop(engine);
     }
-    Ok(Report { seed, days, steps: sim.steps, runs, rows, seconds: began.elapsed().as_secs_f64() })
+    Ok(Report { seed, days, steps: sim.steps, runs, hung, crashed, rows, seconds: began.elapsed().as_secs_f64() })
 }
 
 /// An orderly stop (the app quitting), with no run open.

@@ -33,6 +33,9 @@ const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
 pub const SCHEDULES: &[&str] = &["0 9 * * *", "30 2 * * *", "0 */6 * * *", "15 1 * * 1-5", "0 3 * * 0", "0 12 1 * *", "0 0 1 1 *", "0 2 29 2 *", "45 23 * * *", "30 1 * * *"];
 /// Zones with DST both ways, a half-hour DST (Lord Howe), none, and a half-hour offset.
 pub const ZONES: &[&str] = &["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "America/Sao_Paulo"];
+/// How often in a thousand draws the stand-in agent hangs (each hang costs its routine's
+/// `timeout:`, 2 s, of real time).
+const HANG_PER_MILLE: i64 = 8;
 /// What the stand-in agent does, drawn per routine: exit codes, a crash, a lot of output.
 pub const OUTCOMES: &[&str] = &["0", "0", "0", "0", "1", "3", "crash", "big"];
 
@@ -92,6 +95,7 @@ echo "$NIGHTSHIFT_RUN_ID $plan" >> "$SIM_DIR/ledger"
 case "$plan" in
   crash) kill -9 $$ ;;
   big) head -c 300000 /dev/zero | tr '\0' x; echo; exit 0 ;;
+  hang) echo 0 > "$SIM_DIR/plan/$NIGHTSHIFT_ROUTINE"; exec sleep 60 ;;
   *) exit "$plan" ;;
 esac"#;
 
@@ -158,20 +162,26 @@ impl World {
         Incarnation { rt, engine, sched }
     }
 
-    /// The engine dies: every task stops where it is; its run processes go on.
+    /// The engine dies: every task stops at its next await; its run processes go on. A blocking
+    /// call already in flight (a store write on tokio's blocking pool) is let finish first — a
+    /// thread the runtime cannot stop would otherwise go on writing for a "dead" engine, which no
+    /// killed process does; dying right after such a call is a moment a real kill can land on too.
     pub fn kill(incarnation: Incarnation) {
         let Incarnation { rt, engine, sched } = incarnation;
         // Not dropped in an orderly way: forgotten, as a killed process's memory is.
         std::mem::forget(sched);
         std::mem::forget(engine);
-        rt.shutdown_background();
+        rt.shutdown_timeout(std::time::Duration::from_secs(10));
     }
 
-    /// Wait until no run of the home is queued or running (`settled`). The bound is real time and
-    /// generous — a run here is a shell printing a line — so only a run nobody will ever start or
-    /// settle reaches it.
+    /// Wait until no run of the home is queued or running (`settled`), adopting the runs of
+    /// engines that are gone meanwhile, as the scheduler's loop does while others' runs are open
+    /// (it looks every second; here every 100 ms). The bound is real time and generous — a run here
+    /// is a shell printing a line, or one timed out after 2 s — so only a run nobody will ever
+    /// start or settle reaches it.
     pub fn settle(&self, incarnation: &Incarnation) -> Result<(), Broken> {
         let deadline = std::time::Instant::now() + SETTLE_WITHIN;
+        let mut adopted_at = std::time::Instant::now();
         loop {
             let open = incarnation.engine.activity().map(|a| (a.running, a.queued)).unwrap_or((1, 0));
             if open == (0, 0) {
@@ -179,6 +189,10 @@ impl World {
             }
             if std::time::Instant::now() > deadline {
                 return Err(Broken { invariant: "settled", detail: format!("{} running and {} queued runs {SETTLE_WITHIN:?} after the pass", open.0, open.1) });
+            }
+            if adopted_at.elapsed() > std::time::Duration::from_millis(100) {
+                incarnation.rt.block_on(incarnation.engine.recover(RecoveryMode::Adopt)).expect("adopting");
+                adopted_at = std::time::Instant::now();
             }
             std::thread::sleep(std::time::Duration::from_millis(2));
         }
@@ -198,9 +212,9 @@ impl World {
                 let _ = std::fs::remove_file(&path);
                 return;
             }
-            FileState::Invalid => format!("schedule: \"99 {}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\n", r.expr, r.tz),
-            FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\n", r.expr, r.tz),
-            FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\n", r.expr, r.tz),
+            FileState::Invalid => format!("schedule: \"99 {}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
         };
         std::fs::write(&path, body).unwrap();
         self.writes += 1;
@@ -208,9 +222,10 @@ impl World {
         std::fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
     }
 
-    /// Draw what routine `i`'s stand-in agent does on its next run.
+    /// Draw what routine `i`'s stand-in agent does on its next run. Rarely it hangs (once: it
+    /// puts its plan back to 0), and its routine's `timeout:` ends it — in real time, so seldom.
     pub fn draw_plan(&mut self, i: usize) {
-        let plan = *self.rng.pick(OUTCOMES);
+        let plan = if self.rng.between(0, 999) < HANG_PER_MILLE { "hang" } else { *self.rng.pick(OUTCOMES) };
         std::fs::write(self.sim_dir.join("plan").join(&self.routines[i].name), plan).unwrap();
     }
 
