@@ -184,10 +184,15 @@ impl TrayHost {
         TrayHost { host, log }
     }
 
-    /// The tray's item as last read (`None` before the app's item registered).
+    /// The tray's item as last read (`None` before the app's item registered): the item that
+    /// registered last — a read of an item of an app that quit, logged after a newer app's
+    /// registration (its last signals), is not it.
     fn last(&self) -> Option<serde_json::Value> {
         let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        text.lines().rev().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|v| v.get("menu").is_some())
+        let lines: Vec<serde_json::Value> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let newest = lines.iter().rev().find_map(|v| v["registered"].as_str().map(str::to_string));
+        let is_newest = |v: &serde_json::Value| newest.as_deref().is_none_or(|n| Some(n) == v["service"].as_str().zip(v["path"].as_str()).map(|(s, p)| format!("{s}{p}")).as_deref());
+        lines.into_iter().rev().find(|v| v.get("menu").is_some() && is_newest(v))
     }
 
     /// The tray's menu as last read (`None` before the app's item registered).
