@@ -233,8 +233,10 @@ mod tests {
         };
         let talk = |at: u16, said: &str| {
             let mut c = std::net::TcpStream::connect(("127.0.0.1", at)).unwrap();
-            c.write_all(said.as_bytes()).unwrap();
-            c.shutdown(std::net::Shutdown::Write).unwrap();
+            // A refused connection may be closed before the client is done writing (seen once in
+            // CI: shutdown found it gone, ENOTCONN): what it was answered is what is asserted.
+            let _ = c.write_all(said.as_bytes());
+            let _ = c.shutdown(std::net::Shutdown::Write);
             let mut out = String::new();
             let _ = c.read_to_string(&mut out);
             out
