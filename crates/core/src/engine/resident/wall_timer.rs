@@ -163,7 +163,7 @@ mod tests {
     use super::*;
 
     #[tokio::test]
-    async fn a_wall_timer_fires_at_its_instant_and_at_once_for_one_past() {
+    async fn a_wall_timer_fires_at_its_instant_at_once_for_one_past_and_early_on_a_clock_step() {
         let timer = WallTimer::new(true);
         assert!(timer.is_whole());
         let now = Utc::now();
@@ -175,5 +175,52 @@ mod tests {
         assert_eq!(timer.wait_until(now - chrono::Duration::hours(1), now).await, Woke::Due);
         assert!(started.elapsed() < SLICE, "an instant an hour past fires at once, not after a wait");
         assert!(!WallTimer::new(false).is_whole(), "a clock that is not the system's is followed by slices");
+        // In the same test, after the waits above: a step of the clock is felt by every such
+        // timer on the machine, and would end those waits early.
+        a_step_of_the_wall_clock_ends_a_wait_early(&timer).await;
+    }
+
+    /// A wait an hour long ends as soon as the wall clock is stepped. The step is the clock set to
+    /// what it reads — a step of microseconds, harmless to everything else on the machine, which
+    /// the kernel still announces to every `TFD_TIMER_CANCEL_ON_SET` timer — made every 200 ms
+    /// until the wait ends (so a slow start of the wait cannot miss it). Setting the clock needs
+    /// `CAP_SYS_TIME` (CI runs as root); without it the test says so and checks nothing more.
+    async fn a_step_of_the_wall_clock_ends_a_wait_early(timer: &WallTimer) {
+        let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let mut stepper = {
+            let done = std::sync::Arc::clone(&done);
+            tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+                while !done.load(std::sync::atomic::Ordering::SeqCst) {
+                    std::thread::sleep(Duration::from_millis(200));
+                    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+                    // SAFETY: plain syscalls on a local timespec.
+                    if unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) } != 0 || unsafe { libc::clock_settime(libc::CLOCK_REALTIME, &now) } != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            })
+        };
+        let now = Utc::now();
+        let wait = tokio::time::timeout(Duration::from_secs(60), timer.wait_until(now + chrono::Duration::hours(1), now));
+        // The wait's end, or the stepper's failure (it stops at its first refused step).
+        let mut stepped = None;
+        let woke = tokio::select! {
+            woke = wait => Some(woke),
+            ended = &mut stepper => {
+                stepped = Some(ended.unwrap());
+                None
+            }
+        };
+        done.store(true, std::sync::atomic::Ordering::SeqCst);
+        let stepped = match stepped {
+            Some(ended) => ended,
+            None => stepper.await.unwrap(),
+        };
+        match stepped {
+            Err(e) if e.raw_os_error() == Some(libc::EPERM) => eprintln!("not checked: setting the clock needs CAP_SYS_TIME ({e})"),
+            Err(e) => panic!("could not step the clock: {e}"),
+            Ok(()) => assert_eq!(woke, Some(Ok(Woke::ClockStepped)), "a wait of an hour ends at a clock step, within a minute"),
+        }
     }
 }
