@@ -186,7 +186,6 @@ fn memory(pid: u32) -> Memory {
     Memory { uss: rollup("Private_Clean:") + rollup("Private_Dirty:"), rss: kb(pid, "/status", "VmRSS:"), pss: rollup("Pss:"), anonymous: rollup("Anonymous:") }
 }
 
-/// The CPU `pid` used over the next quiet minute, in ms.
 /// The example routine `hello` runs every hour on the hour: off, so no quiet minute holds a run.
 fn quiet(home: &Path) {
     let file = home.join("routines").join("hello.yaml");

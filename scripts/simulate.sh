@@ -27,14 +27,17 @@ done
 # The test profile scripts/test.sh builds: the pace is set by the store and the run processes (most of
 # a step is SQLite and fork/exec), not by optimization.
 cargo test --locked -p nightshift-core --test simulation --no-run
+simulate() { # SEED: one seed's simulation (the test exits non-zero at a broken promise)
+  SIM_SEED=$1 SIM_DAYS=$DAYS SIM_ROUTINES=$ROUTINES cargo test --locked -q -p nightshift-core --test simulation -- --ignored --exact explore --nocapture
+}
 if [ -n "$SEED" ]; then
-  SIM_SEED=$SEED SIM_DAYS=$DAYS SIM_ROUTINES=$ROUTINES exec cargo test --locked -q -p nightshift-core --test simulation -- --ignored --exact explore --nocapture
+  simulate "$SEED"
+  exit
 fi
 END=""
 [ -n "$MINUTES" ] && END=$(( $(date +%s) + MINUTES * 60 ))
 while :; do
   SEED=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
-  SIM_SEED=$SEED SIM_DAYS=$DAYS SIM_ROUTINES=$ROUTINES cargo test --locked -q -p nightshift-core --test simulation -- --ignored --exact explore --nocapture \
-    || { echo "seed $SEED broke a promise: replay with scripts/simulate.sh --seed $SEED --days $DAYS --routines $ROUTINES" >&2; exit 1; }
+  simulate "$SEED" || { echo "seed $SEED broke a promise: replay with scripts/simulate.sh --seed $SEED --days $DAYS --routines $ROUTINES" >&2; exit 1; }
   { [ -z "$END" ] || [ "$(date +%s)" -ge "$END" ]; } && break
 done

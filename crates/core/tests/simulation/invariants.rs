@@ -32,7 +32,8 @@ fn broken(invariant: &'static str, detail: String) -> Result<(), Broken> {
 pub struct Checker {
     db: Connection,
     pub rows_seen: i64,
-    ledger_seen: usize,
+    /// How far into the agent's ledger (bytes) the checks have read.
+    ledger_read: u64,
     crons: HashMap<String, croner::Cron>,
     /// Run ids the ledger named, with what the agent did last.
     pub agent_did: HashMap<String, String>,
@@ -42,7 +43,7 @@ impl Checker {
     pub fn new(world: &World) -> Checker {
         let db = Connection::open_with_flags(world.db_path(), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).unwrap();
         db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
-        Checker { db, rows_seen: 0, ledger_seen: 0, crons: HashMap::new(), agent_did: HashMap::new() }
+        Checker { db, rows_seen: 0, ledger_read: 0, crons: HashMap::new(), agent_did: HashMap::new() }
     }
 
     /// Every check, after a step (no run open).
@@ -64,8 +65,15 @@ impl Checker {
 
     /// New rows and ledger lines: `one_row_per_slot`, `verdict_is_the_agents`.
     fn verdicts_and_slots(&mut self, world: &World) -> Result<(), Broken> {
-        for (id, plan) in world.ledger().into_iter().skip(self.ledger_seen) {
-            self.ledger_seen += 1;
+        // New ledger lines. A run's row is written before its process starts, so a line whose run
+        // has no row at all is a run that ran and was lost.
+        let (lines, read) = world.ledger_after(self.ledger_read);
+        self.ledger_read = read;
+        for (id, plan) in lines {
+            let found: Option<String> = self.db.query_row("SELECT status FROM runs WHERE id = ?1", params![id], |r| r.get(0)).optional().unwrap();
+            if found.is_none() {
+                return broken("verdict_is_the_agents", format!("the agent ran as {id}, and no run record has that id"));
+            }
             self.agent_did.insert(id, plan);
         }
         let mut stmt = self.db.prepare("SELECT rowid, id, routine, scheduled_for, status, reason FROM runs WHERE rowid > ?1 ORDER BY rowid").unwrap();
@@ -79,7 +87,7 @@ impl Checker {
         for (rowid, id, routine, slot, status, reason) in rows {
             self.rows_seen = self.rows_seen.max(rowid);
             if let Some(slot) = &slot {
-                let n: i64 = self.db.query_row("SELECT COUNT(*) FROM runs WHERE routine = ?1 AND scheduled_for = ?2", params![routine, slot], |r| r.get(0)).unwrap();
+                let n = self.rows_at(&routine, slot);
                 if n != 1 {
                     return broken("one_row_per_slot", format!("{routine}'s slot {slot} has {n} rows (the newest: {id}, {status})"));
                 }
@@ -98,19 +106,19 @@ impl Checker {
                 _ => {}
             }
         }
-        // A ledger line whose run has no row at all: a run that ran and was lost.
-        for id in self.agent_did.keys() {
-            let found: Option<String> = self.db.query_row("SELECT status FROM runs WHERE id = ?1", params![id], |r| r.get(0)).optional().unwrap();
-            if found.is_none() {
-                return broken("verdict_is_the_agents", format!("the agent ran as {id}, and no run record has that id"));
-            }
-        }
         Ok(())
     }
 
-    /// `on_time_or_catchup`: a run a pass at `t` fired for a slot is `schedule` when the slot is at
-    /// most 90 s old, `catchup` when older, and never for a slot still ahead.
-    pub fn fired_at(&self, fired: &[(String, String, nightshift_core::Trigger)], t: DateTime<Utc>) -> Result<(), Broken> {
+    /// What a pass at `t` fired (or two engines' passes at that instant): `no_burst` — at most one
+    /// run of a routine (catch-up makes up the newest slot only); `on_time_or_catchup` — a run for
+    /// a slot is `schedule` when the slot is at most 90 s old, `catchup` when older, and never for
+    /// a slot still ahead.
+    pub fn fired(&self, fired: &[(String, String, nightshift_core::Trigger)], t: DateTime<Utc>) -> Result<(), Broken> {
+        let mut names: Vec<&str> = fired.iter().map(|f| f.0.as_str()).collect();
+        names.sort();
+        if let Some(w) = names.windows(2).find(|w| w[0] == w[1]) {
+            return broken("no_burst", format!("the pass (or two engines' passes at one instant) fired {} twice", w[0]));
+        }
         for (routine, id, trigger) in fired {
             let slot: Option<String> = self.db.query_row("SELECT scheduled_for FROM runs WHERE id = ?1", params![id], |r| r.get(0)).unwrap();
             let Some(slot) = slot else { continue };
@@ -132,23 +140,16 @@ impl Checker {
         if let Some(line) = told.lines.iter().find(|l| l.fate == Fate::NoRecord) {
             return broken("why_accounts_for_every_slot", format!("why {} says {} slot(s) at {} have no record: {}", r.name, line.slots, line.at, line.sentence));
         }
-        let cron = self.crons.entry(r.expr.clone()).or_insert_with(|| croner::parser::CronParser::builder().seconds(croner::parser::Seconds::Optional).build().parse(&r.expr).unwrap()).clone();
         // Slots before the routine was first seen are not its (why says so in a note).
         let first_seen: Option<String> = self.db.query_row("SELECT first_seen FROM routine_state WHERE routine = ?1", params![r.name], |row| row.get(0)).optional().unwrap();
         let known = first_seen.map(|t| DateTime::parse_from_rfc3339(&t).unwrap().with_timezone(&Utc)).unwrap_or(told.until).max(told.from);
         // Each slot of its schedule in the window (after its start: why's window is (from, until])
         // is on a line. (More lines than slots is no fault: a record of a schedule since edited is
         // a line too, and so is a record exactly at the window's start.)
-        let mut at = known.with_timezone(&r.tz);
-        while let Ok(next) = cron.find_next_occurrence(&at, false) {
-            let slot = next.with_timezone(&Utc);
-            if slot > told.until {
-                break;
-            }
+        for slot in self.slots(r, known, told.until) {
             if !told.lines.iter().any(|l| l.from <= slot && slot <= l.at) {
                 return broken("why_accounts_for_every_slot", format!("why {} ({} {}) over {}–{} has no line for the slot {slot}: {:?}", r.name, r.expr, r.tz, told.from, told.until, told.lines.iter().map(|l| (l.at, l.slots, l.fate)).collect::<Vec<_>>()));
             }
-            at = next;
         }
         let mut stmt = self.db.prepare("SELECT id, scheduled_for FROM runs WHERE routine = ?1 AND scheduled_for >= ?2 AND scheduled_for <= ?3").unwrap();
         let rows: Vec<(String, String)> = stmt
@@ -196,16 +197,8 @@ impl Checker {
     }
 
     fn owed_slots(&mut self, r: &SimRoutine, from: DateTime<Utc>, t: DateTime<Utc>) -> Result<(), Broken> {
-        let cron = self.crons.entry(r.expr.clone()).or_insert_with(|| croner::parser::CronParser::builder().seconds(croner::parser::Seconds::Optional).build().parse(&r.expr).unwrap()).clone();
-        let mut at = from.with_timezone(&r.tz);
-        for _ in 0..5000 {
-            let Ok(next) = cron.find_next_occurrence(&at, false) else { break };
-            let slot = next.with_timezone(&Utc);
-            if slot > t {
-                break;
-            }
-            at = next;
-            let n: i64 = self.db.query_row("SELECT COUNT(*) FROM runs WHERE routine = ?1 AND scheduled_for = ?2", params![r.name, nightshift_core::words::fmt_time(&slot)], |row| row.get(0)).unwrap();
+        for slot in self.slots(r, from, t) {
+            let n = self.rows_at(&r.name, &nightshift_core::words::fmt_time(&slot));
             let age = t - slot;
             if age < Duration::days(LOOKBACK) - Duration::seconds(MARGIN_SECS) && n != 1 {
                 return broken("each_slot_once", format!("{} ({} {}) slot {slot} has {n} rows at the pass of {t}", r.name, r.expr, r.tz));
@@ -215,5 +208,27 @@ impl Checker {
             }
         }
         Ok(())
+    }
+
+    /// The slots of `r`'s schedule after `after` up to `until`, worked out with croner itself
+    /// (parsed once per expression), at most 5000.
+    fn slots(&mut self, r: &SimRoutine, after: DateTime<Utc>, until: DateTime<Utc>) -> Vec<DateTime<Utc>> {
+        let cron = self.crons.entry(r.expr.clone()).or_insert_with(|| croner::parser::CronParser::builder().seconds(croner::parser::Seconds::Optional).build().parse(&r.expr).unwrap());
+        let mut at = after.with_timezone(&r.tz);
+        let mut slots = Vec::new();
+        while let Ok(next) = cron.find_next_occurrence(&at, false) {
+            let slot = next.with_timezone(&Utc);
+            if slot > until || slots.len() == 5000 {
+                break;
+            }
+            slots.push(slot);
+            at = next;
+        }
+        slots
+    }
+
+    /// How many records `routine` has for the slot `slot` (as the store writes times).
+    fn rows_at(&self, routine: &str, slot: &str) -> i64 {
+        self.db.query_row("SELECT COUNT(*) FROM runs WHERE routine = ?1 AND scheduled_for = ?2", params![routine, slot], |r| r.get(0)).unwrap()
     }
 }

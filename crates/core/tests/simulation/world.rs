@@ -60,8 +60,7 @@ pub struct SimRoutine {
     pub covered_until: Option<DateTime<Utc>>,
 }
 
-/// One engine: its runtime (its "process"), the engine and its scheduler, and the run ids whose
-/// end it announced.
+/// One engine: its runtime (its "process"), the engine and its scheduler.
 pub struct Incarnation {
     pub rt: tokio::runtime::Runtime,
     pub engine: Engine,
@@ -79,8 +78,6 @@ pub struct World {
     started: u32,
     /// Every `RunFinished` heard, by run id, from every engine.
     pub finished: Arc<Mutex<HashMap<String, u32>>>,
-    /// The highest the clock has been.
-    pub latest: DateTime<Utc>,
     /// A unique modification time for each file write (two writes within one kernel tick would
     /// otherwise look alike to a reader keyed on mtime and length).
     writes: u64,
@@ -120,7 +117,7 @@ impl World {
                 covered_until: None,
             })
             .collect();
-        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), latest: start, writes: 0 };
+        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0 };
         for i in 0..world.routines.len() {
             world.write_routine(i);
             world.draw_plan(i);
@@ -132,9 +129,9 @@ impl World {
         nightshift_core::Clock::now(&*self.clock)
     }
 
-    pub fn set_clock(&mut self, t: DateTime<Utc>) {
-        self.clock.set(t);
-        self.latest = self.latest.max(t);
+    /// A routine drawn from the seed.
+    pub fn any_routine(&mut self) -> usize {
+        self.rng.between(0, self.routines.len() as i64 - 1) as usize
     }
 
     /// Start an engine on the home, as the app or the daemon does: open, adopt what a dead one
@@ -160,6 +157,14 @@ impl World {
         rt.block_on(engine.recover(RecoveryMode::Adopt)).unwrap();
         let sched = rt.block_on(async { Scheduler::new(engine.clone()) });
         Incarnation { rt, engine, sched }
+    }
+
+    /// An orderly stop (the app quitting), with no run open.
+    pub fn stop(incarnation: Incarnation) {
+        let Incarnation { rt, engine, sched } = incarnation;
+        drop(sched);
+        drop(engine);
+        rt.shutdown_timeout(std::time::Duration::from_secs(5));
     }
 
     /// The engine dies: every task stops at its next await; its run processes go on. A blocking
@@ -229,13 +234,17 @@ impl World {
         std::fs::write(self.sim_dir.join("plan").join(&self.routines[i].name), plan).unwrap();
     }
 
-    /// The ledger's lines: (run id, what the agent did), in the order the tries wrote them.
-    pub fn ledger(&self) -> Vec<(String, String)> {
-        std::fs::read_to_string(self.sim_dir.join("ledger"))
-            .unwrap()
-            .lines()
-            .filter_map(|l| l.split_once(' ').map(|(id, plan)| (id.to_string(), plan.to_string())))
-            .collect()
+    /// The ledger's whole lines after byte `offset`: (run id, what the agent did), in the order
+    /// the tries wrote them, and the offset after the last whole line.
+    pub fn ledger_after(&self, offset: u64) -> (Vec<(String, String)>, u64) {
+        use std::io::{Read, Seek};
+        let mut file = std::fs::File::open(self.sim_dir.join("ledger")).unwrap();
+        file.seek(std::io::SeekFrom::Start(offset)).unwrap();
+        let mut text = String::new();
+        file.read_to_string(&mut text).unwrap();
+        let whole = text.rfind('\n').map_or(0, |i| i + 1);
+        let lines = text[..whole].lines().filter_map(|l| l.split_once(' ').map(|(id, plan)| (id.to_string(), plan.to_string()))).collect();
+        (lines, offset + whole as u64)
     }
 
     pub fn db_path(&self) -> PathBuf {
