@@ -675,6 +675,45 @@ async fn an_outage_is_tried_again_and_a_retry_still_waiting_at_the_next_slot_is_
     assert_eq!(line.sentence, "ran — failed after a retry; not tried again: superseded by the run for 2026-12-02 10:00 UTC");
 }
 
+/// A retry due while the machine was off is not tried after the routine's next slot has come
+/// (the rule its wait was planned by): the engine that starts later settles it, saying so, and the
+/// newest slot is made up — found by the simulation (seed 1), where the new engine's first
+/// dispatch started the day-old retry and the newest slot was skipped behind it.
+#[tokio::test]
+async fn a_retry_that_was_due_while_the_machine_was_off_gives_way_to_the_slot_that_came_since() {
+    let th = TestHome::new();
+    let tries = th.path().join("tries");
+    // It fails its first try only.
+    th.script("flaky", &format!("echo try >> {0}; [ $(wc -l < {0}) -ge 2 ]", tries.display()));
+    th.routine("every2h", "schedule: \"20 */2 * * *\"\ntimezone: UTC\ncommand: flaky\nretries: 1\nretry_backoff: 1h\n");
+    let r = rig_with(th, at("2026-12-02T02:19:00Z"), "");
+    r.tick_at(at("2026-12-02T02:19:00Z")).await;
+    r.tick_at(at("2026-12-02T02:20:00Z")).await;
+    let first = || r.rows("every2h").into_iter().next().unwrap();
+    wait_until_async("the first try to fail and wait", secs(20), || first().status == RunStatus::Queued && first().attempts.len() == 1).await;
+    assert!(first().due_at.unwrap() < at("2026-12-02T04:20:00Z"), "planned before the next slot: {:?}", first());
+    // The machine is off from 02:21 until 13:17 the next day; the engine starts and dispatches
+    // what is due before its scheduler's first pass.
+    r.clock.set(at("2026-12-03T13:17:00Z"));
+    r.engine.recover(nightshift_core::RecoveryMode::Adopt).await.unwrap();
+    wait_until_async("the waiting run to be settled", secs(20), || first().status.is_final()).await;
+    let old = first();
+    assert_eq!((old.status, old.reason, old.attempts.len()), (RunStatus::Failed, Some(Reason::ExitNonzero), 1), "{old:?}");
+    let said = old.message.as_deref().unwrap();
+    assert!(said.contains("not tried again: its next try was due at 2026-12-02 0") && said.ends_with("and the routine's next slot (2026-12-02 04:20 UTC) came before it could start, which runs instead"), "{said}");
+    assert_eq!(std::fs::read_to_string(&tries).unwrap().lines().count(), 1, "the day-old retry never ran");
+    // The scheduler's first pass makes up the newest slot: it runs, nothing is skipped behind it.
+    let report = r.tick_at(at("2026-12-03T13:17:00Z")).await;
+    assert_eq!(report.fired.len(), 1, "{report:?}");
+    assert_eq!(report.fired[0].2, Trigger::Catchup);
+    r.settle().await;
+    let rows = r.rows("every2h");
+    let newest = rows.iter().find(|x| x.scheduled_for == Some(at("2026-12-03T12:20:00Z"))).unwrap();
+    assert_eq!(newest.status, RunStatus::Completed, "it ran: {newest:?}");
+    assert!(!rows.iter().any(|x| x.status == RunStatus::Skipped), "{rows:?}");
+    assert_eq!(std::fs::read_to_string(&tries).unwrap().lines().count(), 2);
+}
+
 /// `catchup: 1h`: after a 3-hour sleep the 02:00 report is not worth running; after a
 /// 30-minute one it is made up, once.
 #[tokio::test]

@@ -17,10 +17,10 @@ pub const DISPATCH_WINDOW: i64 = 64;
 /// The first `?1` waiting runs of each class, manual first, in arrival order: two ranges of the
 /// `runs_queue` index (no sort of the whole queue, however long it is).
 /// A run waiting for a time (a retry's backoff, a limit's reset) is not in it until then.
-const HEAD_OF_QUEUE: &str = "SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message, agent FROM runs
+const HEAD_OF_QUEUE: &str = "SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message, agent, not_before_ms FROM runs
                 WHERE status = 'queued' AND (trigger IN ('manual', 'cli')) = 1 AND COALESCE(not_before_ms, 0) <= ?2 ORDER BY rowid LIMIT ?1)
  UNION ALL
- SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message, agent FROM runs
+ SELECT * FROM (SELECT id, routine, trigger, owner_pid, owner_start, message, agent, not_before_ms FROM runs
                 WHERE status = 'queued' AND (trigger IN ('manual', 'cli')) = 0 AND COALESCE(not_before_ms, 0) <= ?2 ORDER BY rowid LIMIT ?1)";
 
 /// A queued row as a dispatch pass sees it.
@@ -34,6 +34,8 @@ pub struct QueuedRow {
     pub message: Option<String>,
     /// Who does its work (per-agent caps count it).
     pub agent: crate::words::Agent,
+    /// When a run that waited for a time (a retry, a limit's reset) was due to try again.
+    pub due_at: Option<DateTime<Utc>>,
 }
 
 /// A running row: the routine, the account whose lane it holds, and its agent.
@@ -62,7 +64,7 @@ pub struct HeldRun {
     pub account: String,
 }
 
-/// A row of `SELECT id, routine, trigger, owner_pid, owner_start, message, agent`.
+/// A row of `SELECT id, routine, trigger, owner_pid, owner_start, message, agent, not_before_ms`.
 fn queued_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRow> {
     Ok(QueuedRow {
         id: r.get(0)?,
@@ -72,6 +74,7 @@ fn queued_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<QueuedRow> {
         owner_start: r.get(4)?,
         message: r.get(5)?,
         agent: r.get(6)?,
+        due_at: r.get::<_, Option<i64>>(7)?.and_then(DateTime::from_timestamp_millis),
     })
 }
 
@@ -205,7 +208,7 @@ impl Store {
     pub fn queued_rows(&self) -> Result<Vec<QueuedRow>> {
         let conn = self.conn();
         let mut stmt = conn.prepare_cached(
-            "SELECT id, routine, trigger, owner_pid, owner_start, message, agent FROM runs WHERE status = 'queued' ORDER BY rowid",
+            "SELECT id, routine, trigger, owner_pid, owner_start, message, agent, not_before_ms FROM runs WHERE status = 'queued' ORDER BY rowid",
         )?;
         let rows = stmt.query_map([], queued_row)?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)

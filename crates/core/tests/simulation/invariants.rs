@@ -37,33 +37,65 @@ pub struct Checker {
     crons: HashMap<String, croner::Cron>,
     /// Run ids the ledger named, with what the agent did last.
     pub agent_did: HashMap<String, String>,
+    /// Runs that were waiting for a later try when last looked at.
+    waiting: Vec<String>,
+}
+
+type Row = (i64, String, String, Option<String>, String, Option<String>);
+
+fn row(r: &rusqlite::Row) -> rusqlite::Result<Row> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))
 }
 
 impl Checker {
     pub fn new(world: &World) -> Checker {
         let db = Connection::open_with_flags(world.db_path(), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).unwrap();
         db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
-        Checker { db, rows_seen: 0, ledger_read: 0, crons: HashMap::new(), agent_did: HashMap::new() }
+        Checker { db, rows_seen: 0, ledger_read: 0, crons: HashMap::new(), agent_did: HashMap::new(), waiting: Vec::new() }
     }
 
     /// Every check, after a step (no run open).
     pub fn after_step(&mut self, world: &World) -> Result<(), Broken> {
-        self.nothing_left_open()?;
+        self.nothing_left_open(world)?;
         self.verdicts_and_slots(world)?;
         self.never_final_twice(world)
     }
 
-    /// `settled`: with every engine idle, no run is queued or running — nothing waits forever,
-    /// nothing was lost between a claim and its start (a killed engine's queued runs included).
-    fn nothing_left_open(&self) -> Result<(), Broken> {
-        let open: Option<(String, String, String)> = self.db.query_row("SELECT id, routine, status FROM runs WHERE status IN ('queued', 'running') LIMIT 1", [], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?))).optional().unwrap();
-        match open {
-            Some((id, routine, status)) => broken("settled", format!("run {id} of {routine} is still {status} with every engine idle")),
-            None => Ok(()),
+    /// `settled`: with every engine idle, no run is running and none is queued but one waiting
+    /// for a later try's time — nothing waits forever, nothing was lost between a claim and its
+    /// start (a killed engine's queued runs included). `waits_end_in_time`: a run waiting for a
+    /// retry waits less than until its routine's next slot (that slot does the work instead).
+    fn nothing_left_open(&mut self, world: &World) -> Result<(), Broken> {
+        let now_ms = world.now().timestamp_millis();
+        let open: Option<(String, String, String)> = self
+            .db
+            .query_row("SELECT id, routine, status FROM runs WHERE status = 'running' OR (status = 'queued' AND COALESCE(not_before_ms, 0) <= ?1) LIMIT 1", [now_ms], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .optional()
+            .unwrap();
+        if let Some((id, routine, status)) = open {
+            return broken("settled", format!("run {id} of {routine} is still {status} with every engine idle"));
         }
+        let mut stmt = self.db.prepare("SELECT id, routine, scheduled_for, not_before_ms FROM runs WHERE status = 'queued' AND scheduled_for IS NOT NULL").unwrap();
+        let waiting: Vec<(String, String, String, i64)> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().map(Result::unwrap).collect();
+        drop(stmt);
+        for (id, routine, slot, due_ms) in waiting {
+            let Some(r) = world.routines.iter().find(|r| r.name == routine) else { continue };
+            let slot = DateTime::parse_from_rfc3339(&slot).unwrap().with_timezone(&Utc);
+            let due = DateTime::from_timestamp_millis(due_ms).unwrap();
+            // The schedule it was claimed under (a routine whose file was since edited is not
+            // held to its new one).
+            if r.file != FileState::Live || r.edited_after(slot) {
+                continue;
+            }
+            if let Some(next) = self.slots(r, slot, due).into_iter().next() {
+                return broken("waits_end_in_time", format!("run {id} of {routine} (slot {slot}) waits until {due}, past its next slot {next}"));
+            }
+        }
+        Ok(())
     }
 
-    /// New rows and ledger lines: `one_row_per_slot`, `verdict_is_the_agents`.
+    /// New ledger lines, new rows, and rows not final when last looked at: `one_row_per_slot`,
+    /// `verdict_is_the_agents`.
     fn verdicts_and_slots(&mut self, world: &World) -> Result<(), Broken> {
         // New ledger lines. A run's row is written before its process starts, so a line whose run
         // has no row at all is a run that ran and was lost.
@@ -77,12 +109,10 @@ impl Checker {
             self.agent_did.insert(id, plan);
         }
         let mut stmt = self.db.prepare("SELECT rowid, id, routine, scheduled_for, status, reason FROM runs WHERE rowid > ?1 ORDER BY rowid").unwrap();
-        type Row = (i64, String, String, Option<String>, String, Option<String>);
-        let rows: Vec<Row> = stmt
-            .query_map(params![self.rows_seen], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)))
-            .unwrap()
-            .map(Result::unwrap)
-            .collect();
+        let rows: Vec<Row> = stmt.query_map(params![self.rows_seen], row).unwrap().map(Result::unwrap).collect();
+        drop(stmt);
+        let mut stmt = self.db.prepare("SELECT rowid, id, routine, scheduled_for, status, reason FROM runs WHERE id = ?1").unwrap();
+        let waited: Vec<Row> = std::mem::take(&mut self.waiting).iter().map(|id| stmt.query_row([id], row).unwrap()).collect();
         drop(stmt);
         for (rowid, id, routine, slot, status, reason) in rows {
             self.rows_seen = self.rows_seen.max(rowid);
@@ -92,21 +122,34 @@ impl Checker {
                     return broken("one_row_per_slot", format!("{routine}'s slot {slot} has {n} rows (the newest: {id}, {status})"));
                 }
             }
-            let did = self.agent_did.get(&id);
-            let expected = match did.map(String::as_str) {
-                None => None,
-                Some("0") | Some("big") => Some("completed"),
-                Some("hang") => Some("timed_out"),
-                Some(_) => Some("failed"),
-            };
-            let ran = matches!(status.as_str(), "completed" | "failed" | "timed_out");
-            match (expected, ran) {
-                (Some(want), _) if want != status => return broken("verdict_is_the_agents", format!("run {id} of {routine}: the agent did {:?}, the record says {status} ({reason:?})", did.unwrap())),
-                (None, true) => return broken("verdict_is_the_agents", format!("run {id} of {routine} is {status} ({reason:?}) but its agent never ran")),
-                _ => {}
-            }
+            self.verdict(id, routine, status, reason)?;
+        }
+        for (_, id, routine, _, status, reason) in waited {
+            self.verdict(id, routine, status, reason)?;
         }
         Ok(())
+    }
+
+    /// A run's record says what its agent's last try did; one still waiting for a try is looked
+    /// at again after the next step.
+    fn verdict(&mut self, id: String, routine: String, status: String, reason: Option<String>) -> Result<(), Broken> {
+        if status == "queued" {
+            self.waiting.push(id);
+            return Ok(());
+        }
+        let did = self.agent_did.get(&id);
+        let expected = match did.map(String::as_str) {
+            None => None,
+            Some("0") | Some("big") => Some("completed"),
+            Some("hang") => Some("timed_out"),
+            Some(_) => Some("failed"),
+        };
+        let ran = matches!(status.as_str(), "completed" | "failed" | "timed_out");
+        match (expected, ran) {
+            (Some(want), _) if want != status => broken("verdict_is_the_agents", format!("run {id} of {routine}: the agent did {:?}, the record says {status} ({reason:?})", did.unwrap())),
+            (None, true) => broken("verdict_is_the_agents", format!("run {id} of {routine} is {status} ({reason:?}) but its agent never ran")),
+            _ => Ok(()),
+        }
     }
 
     /// What a pass at `t` fired (or two engines' passes at that instant): `no_burst` — at most one

@@ -282,6 +282,7 @@ impl Sim {
 
     /// A routine's file edited: a new schedule or zone, paused, broken, removed, or back to live.
     fn edit(&mut self) {
+        let now = self.world.now();
         let w = &mut self.world;
         let i = w.any_routine();
         let to = match w.rng.between(0, 9) {
@@ -300,6 +301,7 @@ impl Sim {
         r.file = to;
         // Whatever it was, the oracle owes nothing of it until the pass after the edit.
         r.live_since = None;
+        r.edited_at = Some(now);
         w.write_routine(i);
         self.engine().sched.reload();
         self.say(format!("routine file edited, {what}"));

@@ -28,14 +28,17 @@ use std::sync::{Arc, Mutex};
 /// How long (real time) runs may take to settle after a pass before `settled` is broken.
 const SETTLE_WITHIN: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Schedules the routines are drawn from: daily, several a day, weekdays, weekly, monthly, once a
+/// Schedules the routines are drawn from: daily, every two hours, several a day, weekdays, weekly, monthly, once a
 /// year, a leap day, and the hours DST skips or repeats in Europe and America.
-pub const SCHEDULES: &[&str] = &["0 9 * * *", "30 2 * * *", "0 */6 * * *", "15 1 * * 1-5", "0 3 * * 0", "0 12 1 * *", "0 0 1 1 *", "0 2 29 2 *", "45 23 * * *", "30 1 * * *"];
+pub const SCHEDULES: &[&str] = &["0 9 * * *", "30 2 * * *", "0 */6 * * *", "15 1 * * 1-5", "0 3 * * 0", "0 12 1 * *", "0 0 1 1 *", "0 2 29 2 *", "45 23 * * *", "30 1 * * *", "20 */2 * * *"];
 /// Zones with DST both ways, a half-hour DST (Lord Howe), none, and a half-hour offset.
 pub const ZONES: &[&str] = &["UTC", "Europe/Berlin", "America/New_York", "Australia/Lord_Howe", "Asia/Kolkata", "America/Sao_Paulo"];
 /// How often in a thousand draws the stand-in agent hangs (each hang costs its routine's
 /// `timeout:`, 2 s, of real time).
 const HANG_PER_MILLE: i64 = 8;
+/// Retry policies drawn for a routine: short and long backoffs (at most 1h, doubling), whose tries
+/// can reach past a two-hourly routine's next slot (that try is never made: the slot does the work).
+pub const RETRIES: &[(u32, &str)] = &[(1, "5m"), (2, "20m"), (3, "1h")];
 /// What the stand-in agent does, drawn per routine: exit codes, a crash, a lot of output.
 pub const OUTCOMES: &[&str] = &["0", "0", "0", "0", "1", "3", "crash", "big"];
 
@@ -58,6 +61,19 @@ pub struct SimRoutine {
     pub live_since: Option<DateTime<Utc>>,
     /// Up to when its slots were checked by the oracle (the latest pass's time).
     pub covered_until: Option<DateTime<Utc>>,
+    /// `retries:` and `retry_backoff:`, when its file sets them: a failed or timed-out try waits
+    /// in the queue for its next (a command is tried again only when its routine asks).
+    pub retry: Option<(u32, &'static str)>,
+    /// When the simulation last edited its file.
+    pub edited_at: Option<DateTime<Utc>>,
+}
+
+impl SimRoutine {
+    /// Whether its file was edited after `t` (what was decided under the file before is not held
+    /// to the file now).
+    pub fn edited_after(&self, t: DateTime<Utc>) -> bool {
+        self.edited_at.is_some_and(|e| e >= t)
+    }
 }
 
 /// One engine: its runtime (its "process"), the engine and its scheduler.
@@ -115,6 +131,8 @@ impl World {
                 file: FileState::Live,
                 live_since: None,
                 covered_until: None,
+                retry: rng.chance(40).then(|| *rng.pick(RETRIES)),
+                edited_at: None,
             })
             .collect();
         let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0 };
@@ -179,21 +197,31 @@ impl World {
         rt.shutdown_timeout(std::time::Duration::from_secs(10));
     }
 
-    /// Wait until no run of the home is queued or running (`settled`), adopting the runs of
-    /// engines that are gone meanwhile, as the scheduler's loop does while others' runs are open
-    /// (it looks every second; here every 100 ms). The bound is real time and generous — a run here
-    /// is a shell printing a line, or one timed out after 2 s — so only a run nobody will ever
-    /// start or settle reaches it.
+    /// Wait until no run of the home is running or due to start (`settled`) — a run waiting for
+    /// a retry's time stays queued until a pass at or after it — adopting the runs of engines
+    /// that are gone meanwhile, as the scheduler's loop does while others' runs are open (it looks
+    /// every second; here every 100 ms). The bound is real time and generous — a run here is a
+    /// shell printing a line, or one timed out after 2 s — so only a run nobody will ever start or
+    /// settle reaches it.
     pub fn settle(&self, incarnation: &Incarnation) -> Result<(), Broken> {
         let deadline = std::time::Instant::now() + SETTLE_WITHIN;
         let mut adopted_at = std::time::Instant::now();
+        let db = rusqlite::Connection::open_with_flags(self.db_path(), rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
+        db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
+        let now_ms = self.now().timestamp_millis();
         loop {
-            let open = incarnation.engine.activity().map(|a| (a.running, a.queued)).unwrap_or((1, 0));
+            let open: (i64, i64) = db
+                .query_row(
+                    "SELECT COUNT(*) FILTER (WHERE status = 'running'), COUNT(*) FILTER (WHERE status = 'queued' AND COALESCE(not_before_ms, 0) <= ?1) FROM runs WHERE status IN ('queued', 'running')",
+                    [now_ms],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .unwrap();
             if open == (0, 0) {
                 return Ok(());
             }
             if std::time::Instant::now() > deadline {
-                return Err(Broken { invariant: "settled", detail: format!("{} running and {} queued runs {SETTLE_WITHIN:?} after the pass", open.0, open.1) });
+                return Err(Broken { invariant: "settled", detail: format!("{} running and {} queued runs due {SETTLE_WITHIN:?} after the pass", open.0, open.1) });
             }
             if adopted_at.elapsed() > std::time::Duration::from_millis(100) {
                 incarnation.rt.block_on(incarnation.engine.recover(RecoveryMode::Adopt)).expect("adopting");
@@ -212,6 +240,7 @@ impl World {
     pub fn write_routine(&mut self, i: usize) {
         let r = &self.routines[i];
         let path = self.path(i);
+        let retry = r.retry.map(|(n, backoff)| format!("retries: {n}\nretry_backoff: {backoff}\n")).unwrap_or_default();
         let body = match r.file {
             FileState::Removed => {
                 let _ = std::fs::remove_file(&path);
@@ -221,7 +250,7 @@ impl World {
             FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
             FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
         };
-        std::fs::write(&path, body).unwrap();
+        std::fs::write(&path, body + &retry).unwrap();
         self.writes += 1;
         let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000 + self.writes);
         std::fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();

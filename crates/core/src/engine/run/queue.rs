@@ -278,7 +278,7 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
     }
     let core2 = Arc::clone(core);
     let result = tokio::task::spawn_blocking(move || claim(&core2)).await;
-    let Claimed { starts: claimed, set, own_waiting: waiting, next_due, overflow } = match result {
+    let Claimed { starts: claimed, set, own_waiting: waiting, next_due, overflow, overdue } = match result {
         Ok(Ok(r)) => {
             if core.problems.clear(&crate::engine::problems::About::Dispatch) {
                 core.emit_state();
@@ -297,9 +297,12 @@ async fn pass(core: &Arc<Core>) -> (usize, Option<DateTime<Utc>>) {
         }
     };
     // A pass that found nothing due changed nothing the faces show.
-    let claimed_any = !claimed.is_empty() || waiting > 0 || !overflow.is_empty();
+    let claimed_any = !claimed.is_empty() || waiting > 0 || !overflow.is_empty() || !overdue.is_empty();
     for (id, why) in overflow {
         skip_queued(core, &id, why).await;
+    }
+    for (id, why) in overdue {
+        supersede_waiting(core, &id, &why).await;
     }
     for (id, account) in claimed {
         let Ok(rec) = core.store.get_run(&id) else { continue };
@@ -341,6 +344,9 @@ struct Claimed {
     next_due: Option<DateTime<Utc>>,
     /// (run id, why) of runs past their agent's `max_queued`, to settle `skipped · queue_full`.
     overflow: Vec<(String, String)>,
+    /// (run id, why) of waiting runs whose routine's next slot came after their try was due and
+    /// before it could start (the machine was off or asleep): that slot does the work instead.
+    overdue: Vec<(String, String)>,
 }
 /// An owner (pid, start time) and whether it is alive, as asked once per pass.
 type OwnerSeen = ((Option<u32>, Option<String>), bool);
@@ -366,6 +372,8 @@ fn claim(core: &Core) -> Result<Claimed> {
     };
     let mut own_waiting = 0;
     let mut overflow = Vec::new();
+    let mut overdue = Vec::new();
+    let now = core.clock.now();
     let mut live_owner: Vec<OwnerSeen> = Vec::new();
     let room = headroom_by_account(core);
     let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
@@ -379,7 +387,8 @@ fn claim(core: &Core) -> Result<Claimed> {
             live_owner.push((key, a));
             a
         };
-        let eligible: Vec<&crate::store::QueuedRow> = queued.iter().filter(|q| alive(q.owner_pid, &q.owner_start)).collect();
+        let (eligible, late): (Vec<&crate::store::QueuedRow>, Vec<_>) = queued.iter().filter(|q| alive(q.owner_pid, &q.owner_start)).partition(|q| overdue_by(&set, q, now).is_none());
+        overdue = late.into_iter().filter_map(|q| Some((q.id.clone(), overdue_by(&set, q, now)?))).collect();
         let waiting: Vec<Waiting> = eligible
             .iter()
             .map(|q| Waiting {
@@ -412,7 +421,18 @@ fn claim(core: &Core) -> Result<Claimed> {
             .collect();
         Claims { starts: decision.starts.into_iter().map(|s| (s.id, s.account)).collect(), notes }
     })?;
-    Ok(Claimed { starts: claimed, set, own_waiting, next_due, overflow })
+    Ok(Claimed { starts: claimed, set, own_waiting, next_due, overflow, overdue })
+}
+
+/// Why a run that waited for a time is not tried any more: its routine's next slot after the try
+/// was due has come (the rule a retry is planned by — never later than the next slot — kept when
+/// the machine was off or asleep at the try's time). `None`: it may start.
+fn overdue_by(set: &RoutineSet, q: &crate::store::QueuedRow, now: DateTime<Utc>) -> Option<String> {
+    let due = q.due_at?;
+    let routine = set.get(&q.routine)?;
+    let slot = routine.next_slot(due).filter(|slot| *slot <= now)?;
+    let local = |t: DateTime<Utc>| t.with_timezone(&routine.timezone).format("%Y-%m-%d %H:%M %Z").to_string();
+    Some(format!("not tried again: its next try was due at {}, and the routine's next slot ({}) came before it could start, which runs instead", local(due), local(slot)))
 }
 
 /// Cancel a queued run (of any process on this home). `true` if it was still queued.
