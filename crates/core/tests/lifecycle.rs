@@ -265,12 +265,18 @@ fn flaky(refuse: usize) -> Arc<Flaky> {
 async fn a_refused_notification_is_retried_and_shown_once() {
     let th = TestHome::new();
     th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo all green\n");
-    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), "", &[]);
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let engine = engine(&th, clock.clone(), "", &[]);
     let notifier = flaky(2);
     engine.enable_notifications(notifier.clone());
     let rec = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
     let id = rec.id.clone();
-    wait_for_async("the notification to be delivered", secs(10), || (engine.store().get_run(&id).unwrap().notified.map(|d| d.as_str()) == Some("delivered")).then_some(())).await;
+    // A retry is due by the engine's clock: it moves on while the test looks.
+    wait_for_async("the notification to be delivered", secs(10), || {
+        clock.advance(chrono::Duration::milliseconds(200));
+        (engine.store().get_run(&id).unwrap().notified.map(|d| d.as_str()) == Some("delivered")).then_some(())
+    })
+    .await;
     let shown = notifier.shown.lock().unwrap().clone();
     assert_eq!(shown.len(), 1, "{shown:?}");
     assert!(shown[0].summary.starts_with("✓ report · "));
@@ -283,14 +289,19 @@ async fn a_refused_notification_is_retried_and_shown_once() {
 async fn a_notification_that_never_gets_through_is_recorded_as_not_delivered() {
     let th = TestHome::new();
     th.routine("report", "schedule: \"0 * * * *\"\nnotify: always\ncommand: echo all green\n");
-    let engine = engine(&th, Arc::new(ManualClock::new(Utc::now())), "", &[]);
+    let clock = Arc::new(ManualClock::new(Utc::now()));
+    let engine = engine(&th, clock.clone(), "", &[]);
     engine.enable_notifications(flaky(usize::MAX));
     let t0 = std::time::Instant::now();
     let rec = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
     assert!(t0.elapsed() < Std::from_secs(3), "settling never waits for notifications");
     assert_eq!(rec.notified.map(|d| d.as_str()), Some("pending"));
     let id = rec.id.clone();
-    wait_for_async("the last try", secs(10), || (engine.store().get_run(&id).unwrap().notified.map(|d| d.as_str()) == Some("not_delivered")).then_some(())).await;
+    wait_for_async("the last try", secs(10), || {
+        clock.advance(chrono::Duration::milliseconds(200));
+        (engine.store().get_run(&id).unwrap().notified.map(|d| d.as_str()) == Some("not_delivered")).then_some(())
+    })
+    .await;
     assert_eq!(engine.store().delivery_error(&id, &nightshift_core::run::Channel::Notify).unwrap().as_deref(), Some("the notification server refused: org.freedesktop.Notifications.Error: refused"));
 }
 

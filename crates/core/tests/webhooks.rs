@@ -179,3 +179,33 @@ async fn a_conflict_is_a_delivery_and_a_retry_after_holds_the_webhooks_other_del
     assert!(engine.problems().is_empty(), "{:?}", engine.problems());
     assert_eq!(has_it.received().len(), 3, "one try each, no retry: {:?}", has_it.received().len());
 }
+
+/// The clock steps forward (or the machine sleeps) while a post is in flight: its lease runs out
+/// by the clock, and the next pass — kicked by another run's end — must not post it a second
+/// time. It did: the same deliverer leased and sent it again while the first send still waited
+/// for its answer (found by the simulation's clock jumps, with `crates/desktop/tests/quiet.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_in_flight_when_the_clock_steps_past_its_lease_is_sent_once() {
+    let th = TestHome::new();
+    // A run's first post is answered after 2 s; any later one at once.
+    let hook = WebhookReceiver::start(vec![Answer::Hang(Duration::from_secs(2)), Answer::Accept], None).await;
+    th.routine("report", "schedule: \"0 3 * * *\"\ncommand: \"true\"\nwebhooks: [team]\n");
+    let clock = Arc::new(nightshift_core::ManualClock::new(chrono::Utc::now()));
+    let mut opts = EngineOptions::for_test(th.path()).settings(&format!("[[webhooks]]\nname = \"team\"\nurl = \"{}\"\n", hook.url())).clock(clock.clone());
+    opts.webhook_backoff = vec![Duration::from_millis(100); 5];
+    let engine = opts.open();
+    engine.enable_webhooks();
+    let first = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    // (The receiver records a request when it answers: in flight is its outbox entry leased.)
+    let db = rusqlite::Connection::open(nightshift_core::Home::at(th.path()).db_path()).unwrap();
+    let leased = || db.query_row("SELECT lease_until_ms IS NOT NULL FROM outbox WHERE run_id = ?1 AND channel = 'webhook:team'", [&first.id], |r| r.get::<_, bool>(0)).unwrap_or(false);
+    wait_until_async("the first post to be in flight", secs(10), leased).await;
+    assert!(hook.received().is_empty(), "not answered yet");
+    // An hour passes by the clock mid-send; another run ends and wakes the deliverer.
+    clock.advance(chrono::Duration::hours(1));
+    let second = engine.run_now("report", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    wait_until_async("both runs accepted", secs(10), || hook.accepted().len() == 2).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await; // the first send's answer, and anything after it
+    let posts = |id: &str| hook.received().iter().filter(|r| r.key == id).count();
+    assert_eq!((posts(&first.id), posts(&second.id)), (1, 1), "{:#?}", hook.received());
+}

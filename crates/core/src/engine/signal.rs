@@ -196,7 +196,7 @@ pub(crate) async fn sleep_or_settings_change(changes: &mut crate::events::EventR
 /// `kick` is notified or when the next entry it reported comes due. Idle is idle: with nothing
 /// pending, only a kick wakes it. The wake-up is registered before each pass, so a kick during a
 /// pass — `notify_waiters` included — is not lost.
-pub(crate) async fn deliver_forever<F, Fut>(kick: &tokio::sync::Notify, mut pass: F)
+pub(crate) async fn deliver_forever<F, Fut>(clock: &dyn crate::Clock, kick: &tokio::sync::Notify, mut pass: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Option<chrono::DateTime<chrono::Utc>>>,
@@ -205,7 +205,8 @@ where
         let notified = kick.notified();
         match pass().await {
             Some(next) => {
-                let wait = (next - chrono::Utc::now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
+                // Due times are the engine clock's (the outbox's leases and retries are).
+                let wait = (next - clock.now()).to_std().unwrap_or_default().min(LONGEST_WAIT);
                 tokio::select! {
                     _ = notified => {}
                     _ = tokio::time::sleep(wait) => {}

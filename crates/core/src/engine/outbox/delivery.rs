@@ -34,7 +34,7 @@ pub(crate) fn start(core: &Arc<Core>, sender: Arc<BoundedSender>) {
         let kick = Arc::clone(&core);
         let _watcher = crate::engine::signal::watch_wake_file(&core, Vec::new(), move || kick.wakes.kick(Wake::Notifier));
         // Kicked by a run settled here, or by the wake file touched by another process.
-        crate::engine::signal::deliver_forever(core.wakes.of(Wake::Notifier), || pass(&core, &sender)).await;
+        crate::engine::signal::deliver_forever(&*core.clock, core.wakes.of(Wake::Notifier), || pass(&core, &sender)).await;
     });
 }
 
@@ -56,18 +56,18 @@ async fn pass(core: &Arc<Core>, sender: &Arc<BoundedSender>) -> Option<chrono::D
         Ok(Ok(next)) => next,
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "could not deliver notifications; trying again later");
-            Some(Utc::now() + Span::seconds(10))
+            Some(core.clock.now() + Span::seconds(10))
         }
         Err(e) => {
             tracing::error!(error = %e, "notification delivery panicked");
-            Some(Utc::now() + Span::seconds(10))
+            Some(core.clock.now() + Span::seconds(10))
         }
     }
 }
 
 fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Option<chrono::DateTime<Utc>>> {
     loop {
-        let now = Utc::now();
+        let now = core.clock.now();
         let due = core.store.lease_due(&Channel::Notify, now, now + Span::from_std(LEASE).unwrap_or_default(), 50)?;
         if due.is_empty() {
             return core.store.next_delivery_due(&Channel::Notify);
@@ -110,7 +110,7 @@ fn deliver_due(core: &Core, sender: &BoundedSender) -> crate::error::Result<Opti
 fn deliver_push_failures(core: &Core, sender: &BoundedSender) -> crate::error::Result<Option<chrono::DateTime<Utc>>> {
     let channel = Channel::Notify.push_failed();
     loop {
-        let now = Utc::now();
+        let now = core.clock.now();
         let due = core.store.lease_due(&channel, now, now + Span::from_std(LEASE).unwrap_or_default(), 50)?;
         if due.is_empty() {
             return core.store.next_delivery_due(&channel);
@@ -171,7 +171,7 @@ fn quiet_notice_of(core: &Core, set: &crate::routine::RoutineSet, run: &RunRecor
 /// Record one try: `success` on Ok, else a retry after the backoff — or, after the last try,
 /// `not_delivered` with the reason.
 fn record(core: &Core, entry: &OutboxEntry, result: Result<(), String>, success: Delivery) -> crate::error::Result<()> {
-    let now = Utc::now();
+    let now = core.clock.now();
     match result {
         Ok(()) => core.store.settle_delivery(&entry.run_id, &entry.channel, success, None, now),
         Err(e) => match core.delivery_backoff.get(entry.attempts as usize) {

@@ -75,7 +75,7 @@ fn deliverer(core: &Arc<Core>, channel: Channel) {
     let core = Arc::clone(core);
     tokio::spawn(async move {
         let agent = webhook::agent();
-        crate::engine::signal::deliver_forever(core.wakes.of(Wake::Webhooks), || pass(&core, &agent, &channel)).await;
+        crate::engine::signal::deliver_forever(&*core.clock, core.wakes.of(Wake::Webhooks), || pass(&core, &agent, &channel)).await;
     });
 }
 
@@ -106,10 +106,12 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Optio
         return Some(until);
     }
     let mut sends = tokio::task::JoinSet::new();
+    // The entries (run ids: one channel) this pass is sending now.
+    let in_flight: Arc<std::sync::Mutex<std::collections::HashSet<String>>> = Default::default();
     let mut unreadable = false;
     loop {
         let free = if held_until(core, channel).is_some() { 0 } else { CONCURRENT - sends.len() };
-        let now = Utc::now();
+        let now = core.clock.now();
         let (core2, ch) = (Arc::clone(core), channel.clone());
         let due = match free {
             0 => Ok(Ok(Vec::new())),
@@ -128,8 +130,16 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Optio
             }
         };
         for entry in due {
-            let (core, agent) = (Arc::clone(core), agent.clone());
-            sends.spawn_blocking(move || deliver(&core, &agent, &entry));
+            // Its lease ran out while this pass still sends it (the clock stepped or the machine
+            // slept mid-send): the send in flight records it; a second would post it twice.
+            if !in_flight.lock().unwrap_or_else(|e| e.into_inner()).insert(entry.run_id.clone()) {
+                continue;
+            }
+            let (core, agent, in_flight) = (Arc::clone(core), agent.clone(), Arc::clone(&in_flight));
+            sends.spawn_blocking(move || {
+                deliver(&core, &agent, &entry);
+                in_flight.lock().unwrap_or_else(|e| e.into_inner()).remove(&entry.run_id);
+            });
         }
         if sends.is_empty() && unreadable {
             return Some(now + Span::seconds(10));
@@ -149,7 +159,7 @@ async fn pass(core: &Arc<Core>, agent: &ureq::Agent, channel: &Channel) -> Optio
         let kicked = core.wakes.of(Wake::Webhooks).notified();
         let (core2, ch) = (Arc::clone(core), channel.clone());
         let next = tokio::task::spawn_blocking(move || core2.store.next_delivery_due(&ch)).await.ok().and_then(Result::ok).flatten();
-        let wait = next.map_or(crate::engine::signal::LONGEST_WAIT, |n| (n - Utc::now()).to_std().unwrap_or_default()).min(crate::engine::signal::LONGEST_WAIT);
+        let wait = next.map_or(crate::engine::signal::LONGEST_WAIT, |n| (n - core.clock.now()).to_std().unwrap_or_default()).min(crate::engine::signal::LONGEST_WAIT);
         tokio::select! {
             _ = sends.join_next() => {}
             _ = tokio::time::sleep(wait.max(Duration::from_millis(10))) => {}
@@ -169,7 +179,7 @@ fn held_until(core: &Core, channel: &Channel) -> Option<chrono::DateTime<Utc>> {
     let mut holds = core.webhook_holds.lock().unwrap_or_else(|e| e.into_inner());
     let key = hold_key(channel);
     match holds.get(&key) {
-        Some(until) if *until > Utc::now() => Some(*until),
+        Some(until) if *until > core.clock.now() => Some(*until),
         Some(_) => {
             holds.remove(&key);
             None
@@ -187,7 +197,7 @@ fn deliver(core: &Arc<Core>, agent: &ureq::Agent, entry: &OutboxEntry) {
     let outcome = match (core.settings().webhook(name), core.store.get_run(&entry.run_id)) {
         (None, _) => Err(Failure::Refused(format!("no webhook named \"{name}\" in nightshift.toml any more"))),
         (_, Err(_)) => Err(Failure::Refused("the run no longer exists".into())),
-        (Some(_), Ok(run)) if super::delivery::told_already(core, &run, &entry.channel, Utc::now()).unwrap_or(false) => return,
+        (Some(_), Ok(run)) if super::delivery::told_already(core, &run, &entry.channel, core.clock.now()).unwrap_or(false) => return,
         (Some(hook), Ok(run)) => {
             let run = masked(core, run);
             let report = run.report_path.as_ref().and_then(|p| std::fs::read_to_string(p).ok()).map(|r| core.redactor.redact(&r));
@@ -198,7 +208,7 @@ fn deliver(core: &Arc<Core>, agent: &ureq::Agent, entry: &OutboxEntry) {
                 _ => webhook::Event::RunFinished,
             };
             let approval = approval_links(core, &run);
-            let req = webhook::request(hook, event, &run, report.as_deref(), approval.as_ref(), &core.device_name(), secret.as_deref(), Utc::now().timestamp());
+            let req = webhook::request(hook, event, &run, report.as_deref(), approval.as_ref(), &core.device_name(), secret.as_deref(), core.clock.now().timestamp());
             webhook::send(agent, &req)
         }
     };
@@ -233,7 +243,7 @@ fn deliver_ping(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry, event: Pi
     let run = core.store.get_run(&entry.run_id);
     let routine = run.as_ref().map(|r| r.routine.clone()).unwrap_or_default();
     let url = core.routines().get(&routine).and_then(|r| r.ping.clone());
-    let now = Utc::now();
+    let now = core.clock.now();
     let outcome = match (run, url) {
         (Err(_), _) => Err(Failure::Refused("the run no longer exists".into())),
         (Ok(_), None) => {
@@ -259,7 +269,7 @@ fn deliver_ping(core: &Core, agent: &ureq::Agent, entry: &OutboxEntry, event: Pi
 /// refusal or a day, `not_delivered` — said once in the engine's problems.
 /// (`name`: the webhook's, or `ping start` / `ping end`; `who` says it in a sentence.)
 fn record(core: &Core, entry: &OutboxEntry, name: &str, who: &str, outcome: Result<(), Failure>) -> crate::error::Result<()> {
-    let now = Utc::now();
+    let now = core.clock.now();
     let problem_key = crate::engine::problems::About::Delivery(entry.channel.clone());
     match outcome {
         Ok(()) => {
