@@ -50,6 +50,12 @@ struct State {
     seen: Vec<Received>,
     per_key: HashMap<String, usize>,
     accepted: HashMap<String, usize>,
+    /// While set, every request gets this answer instead of its script's (a receiver down).
+    outage: Option<Answer>,
+    /// Requests not accepted, per key.
+    refused: HashMap<String, usize>,
+    /// Only count requests, keep none (a long simulation posts tens of thousands).
+    counting_only: bool,
 }
 
 pub struct WebhookReceiver {
@@ -89,6 +95,27 @@ impl WebhookReceiver {
     /// How many times each run (key) was accepted (answered 2xx).
     pub fn accepted(&self) -> HashMap<String, usize> {
         self.state.lock().unwrap().accepted.clone()
+    }
+
+    /// How many times `key` was accepted (answered 2xx).
+    pub fn accepted_of(&self, key: &str) -> usize {
+        self.state.lock().unwrap().accepted.get(key).copied().unwrap_or(0)
+    }
+
+    /// How many requests for `key` were not accepted (an error status, a dropped connection).
+    pub fn refused_of(&self, key: &str) -> usize {
+        self.state.lock().unwrap().refused.get(key).copied().unwrap_or(0)
+    }
+
+    /// Count requests per key from now on, and keep none (`received` stays as it is).
+    pub fn count_only(&self) {
+        self.state.lock().unwrap().counting_only = true;
+    }
+
+    /// Answer every request with `answer` from now on (a receiver that went down: `Status(503)`,
+    /// `Close`), whatever the script says; `None`: back to the script.
+    pub fn set_outage(&self, answer: Option<Answer>) {
+        self.state.lock().unwrap().outage = answer;
     }
 }
 
@@ -135,7 +162,7 @@ async fn serve_one(mut conn: tokio::net::TcpStream, st: Arc<Mutex<State>>, secre
         let n = s.per_key.entry(key.clone()).or_default();
         let answer = script[(*n).min(script.len() - 1)].clone();
         *n += 1;
-        answer
+        s.outage.clone().unwrap_or(answer)
     };
     let status = match &answer {
         Answer::Accept | Answer::Hang(_) => 200,
@@ -151,8 +178,12 @@ async fn serve_one(mut conn: tokio::net::TcpStream, st: Arc<Mutex<State>>, secre
         let duplicate = (200..300).contains(&status) && s.accepted.contains_key(&key);
         if (200..300).contains(&status) {
             *s.accepted.entry(key.clone()).or_default() += 1;
+        } else {
+            *s.refused.entry(key.clone()).or_default() += 1;
         }
-        s.seen.push(Received { line, key, headers, body, signature_ok, answer: answer.clone(), duplicate, at: std::time::Instant::now() });
+        if !s.counting_only {
+            s.seen.push(Received { line, key, headers, body, signature_ok, answer: answer.clone(), duplicate, at: std::time::Instant::now() });
+        }
         duplicate
     };
     let _ = duplicate;

@@ -8,11 +8,14 @@
 //! seed replays the same steps (`scripts/simulate.sh --seed N --days D`). CI runs the seeds below;
 //! `scripts/simulate.sh` runs new ones for as long as asked and prints simulated days per second.
 
+mod deliveries;
 mod invariants;
+mod receivers;
 mod rng;
 mod world;
 
 use chrono::Duration;
+use deliveries::Deliveries;
 use invariants::{Broken, Checker};
 use world::{FileState, Incarnation, World, SCHEDULES, ZONES};
 
@@ -56,6 +59,9 @@ struct Report {
     hung: usize,
     crashed: usize,
     rows: usize,
+    /// Notices the stand-in notification server showed, posts the webhook receiver accepted.
+    shown: usize,
+    posted: usize,
     seconds: f64,
 }
 
@@ -63,7 +69,7 @@ impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         write!(
             f,
-            "seed {}: {} simulated days in {} steps, {} runs of the stand-in agent ({} hung until their timeout, {} killed themselves), {} slot records; {:.1} s, {:.1} simulated days per second",
+            "seed {}: {} simulated days in {} steps, {} runs of the stand-in agent ({} hung until their timeout, {} killed themselves), {} slot records, {} notices shown, {} webhook posts accepted; {:.1} s, {:.1} simulated days per second",
             self.seed,
             self.days,
             self.steps,
@@ -71,6 +77,8 @@ impl std::fmt::Display for Report {
             self.hung,
             self.crashed,
             self.rows,
+            self.shown,
+            self.posted,
             self.seconds,
             self.days as f64 / self.seconds
         )
@@ -108,12 +116,14 @@ fn simulate(seed: u64, days: i64, routines: usize) -> Result<Report, String> {
     if let Some(engine) = sim.world.engine.take() {
         World::stop(engine);
     }
-    Ok(Report { seed, days, steps: sim.steps, runs, hung, crashed, rows, seconds: began.elapsed().as_secs_f64() })
+    let (shown, posted) = (sim.world.receivers.desktop.shown(), sim.world.receivers.hook.accepted().len());
+    Ok(Report { seed, days, steps: sim.steps, runs, hung, crashed, rows, shown, posted, seconds: began.elapsed().as_secs_f64() })
 }
 
 struct Sim {
     world: World,
     checker: Checker,
+    deliveries: Deliveries,
     steps: u64,
     /// The last steps, said in words, for a failure's report.
     trail: Vec<String>,
@@ -125,7 +135,8 @@ impl Sim {
         let engine = world.start_engine();
         world.engine = Some(engine);
         let checker = Checker::new(&world);
-        Sim { world, checker, steps: 0, trail: Vec::new() }
+        let deliveries = Deliveries::new(&world);
+        Sim { world, checker, deliveries, steps: 0, trail: Vec::new() }
     }
 
     fn say(&mut self, what: String) {
@@ -142,6 +153,9 @@ impl Sim {
     /// One step of the world, drawn from the seed, then every check.
     fn step(&mut self) -> Result<(), Broken> {
         self.steps += 1;
+        if self.world.receivers.count_down() {
+            self.say("the notification server and the webhook receiver are back".into());
+        }
         let w = &mut self.world;
         for _ in 0..3 {
             let i = w.any_routine();
@@ -167,7 +181,8 @@ impl Sim {
             72..=78 => self.downtime()?,
             79..=83 => self.killed_mid_run()?,
             84..=88 => self.two_engines()?,
-            89..=92 => self.pause_or_resume(),
+            89..=91 => self.pause_or_resume(),
+            92..=94 => self.receivers_down(),
             _ => self.edit(),
         }
         self.checker.after_step(&self.world)
@@ -187,8 +202,30 @@ impl Sim {
         let t = self.world.now();
         self.checker.fired(&report.fired, t)?;
         self.world.settle(self.engine())?;
+        self.deliver(None)?;
         self.checker.after_pass(&mut self.world.routines, t)?;
         self.why_some()
+    }
+
+    /// What the outbox owes, delivered by the running engine and `also` at once (two deliverers
+    /// on one home share it by leases), then checked against what the receivers took.
+    fn deliver(&mut self, also: Option<&Incarnation>) -> Result<(), Broken> {
+        let engines: Vec<&Incarnation> = self.world.engine.iter().chain(also).collect();
+        let desktop = std::sync::Arc::clone(&self.world.receivers.desktop);
+        let tasks: Vec<_> = engines
+            .iter()
+            .map(|e| {
+                let (engine, desktop) = (e.engine.clone(), std::sync::Arc::clone(&desktop));
+                e.rt.spawn(async move {
+                    engine.deliver_notifications_now(desktop).await;
+                    engine.deliver_webhooks_now(std::time::Duration::from_secs(60)).await;
+                })
+            })
+            .collect();
+        for (task, e) in tasks.into_iter().zip(&engines) {
+            e.rt.block_on(task).expect("a delivery pass");
+        }
+        self.deliveries.after_delivery(&self.world, self.world.now())
     }
 
     /// `why` for two routines drawn from the seed (every routine, over a simulated year).
@@ -235,6 +272,7 @@ impl Sim {
         let engine = self.world.start_engine();
         self.world.engine = Some(engine);
         self.world.settle(self.engine())?;
+        self.deliver(None)?;
         let t = self.world.now();
         self.checker.after_pass(&mut self.world.routines, t)?;
         self.pass()
@@ -255,6 +293,7 @@ impl Sim {
         self.checker.fired(&both, self.world.now())?;
         self.world.settle(&second)?;
         self.world.settle(self.engine())?;
+        self.deliver(Some(&second))?;
         if self.world.rng.chance(50) {
             World::kill(second);
         } else {
@@ -277,6 +316,25 @@ impl Sim {
         } else {
             let done = self.engine().engine.set_routine_paused(&name, true);
             self.say(format!("the user pauses {name}: {}", if done.is_ok() { "paused" } else { "refused" }));
+        }
+    }
+
+    /// The notification server or the webhook receiver goes down (refusing, or answering 503s,
+    /// or dropping connections) for one to eight steps — minutes to days.
+    fn receivers_down(&mut self) {
+        let w = &mut self.world;
+        if w.receivers.down_for > 0 {
+            return;
+        }
+        w.receivers.down_for = w.rng.between(1, 8) as u32;
+        let steps = w.receivers.down_for;
+        if w.rng.chance(50) {
+            w.receivers.set_desktop_down(true);
+            self.say(format!("the notification server goes down for {steps} steps"));
+        } else {
+            let answer = if w.rng.chance(50) { nightshift_testkit::Answer::Status(503) } else { nightshift_testkit::Answer::Close };
+            self.say(format!("the webhook receiver goes down for {steps} steps ({answer:?})"));
+            self.world.receivers.set_hook_down(Some(answer));
         }
     }
 

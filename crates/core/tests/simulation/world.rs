@@ -16,6 +16,7 @@
 //!   D-Bus in tests/awake.rs); **a clock step** is the clock set back or forward between passes.
 
 use super::invariants::Broken;
+use super::receivers::Receivers;
 use super::rng::Rng;
 use chrono::{DateTime, Duration, Utc};
 use nightshift_core::events::EngineEvent;
@@ -66,6 +67,9 @@ pub struct SimRoutine {
     pub retry: Option<(u32, &'static str)>,
     /// When the simulation last edited its file.
     pub edited_at: Option<DateTime<Utc>>,
+    /// `catchup:` when its file sets it (`false`, or a lateness bound): the slots it does not make
+    /// up are `missed`, told once per stretch.
+    pub catchup: Option<&'static str>,
 }
 
 impl SimRoutine {
@@ -97,6 +101,8 @@ pub struct World {
     /// A unique modification time for each file write (two writes within one kernel tick would
     /// otherwise look alike to a reader keyed on mtime and length).
     writes: u64,
+    /// Where the notices and webhook posts go.
+    pub receivers: Receivers,
 }
 
 /// The stand-in agent: it says what it was told to do (the plan the simulation drew for its
@@ -133,9 +139,11 @@ impl World {
                 covered_until: None,
                 retry: rng.chance(40).then(|| *rng.pick(RETRIES)),
                 edited_at: None,
+                catchup: rng.chance(25).then(|| *rng.pick(&["false", "3h"])),
             })
             .collect();
-        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0 };
+        let receivers = Receivers::start();
+        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0, receivers };
         for i in 0..world.routines.len() {
             world.write_routine(i);
             world.draw_plan(i);
@@ -158,7 +166,7 @@ impl World {
         self.started += 1;
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let mut opts = EngineOptions::for_test(self.th.path())
-            .settings("kill_grace_secs = 1\nmax_parallel = 8\n")
+            .settings(&format!("kill_grace_secs = 1\nmax_parallel = 8\n[[webhooks]]\nname = \"sim\"\nurl = \"{}\"\n", self.receivers.hook.url()))
             .clock(self.clock.clone())
             .path_first(&self.th.bin_dir());
         opts.identity = (std::process::id(), format!("simulated-engine#{}", self.started));
@@ -240,15 +248,16 @@ impl World {
     pub fn write_routine(&mut self, i: usize) {
         let r = &self.routines[i];
         let path = self.path(i);
-        let retry = r.retry.map(|(n, backoff)| format!("retries: {n}\nretry_backoff: {backoff}\n")).unwrap_or_default();
+        // Every run and every quiet slot owes a notice and a post.
+        let retry = r.retry.map(|(n, backoff)| format!("retries: {n}\nretry_backoff: {backoff}\n")).unwrap_or_default() + "webhooks: [sim]\nnotify_missed: true\n" + &r.catchup.map(|c| format!("catchup: {c}\n")).unwrap_or_default();
         let body = match r.file {
             FileState::Removed => {
                 let _ = std::fs::remove_file(&path);
                 return;
             }
-            FileState::Invalid => format!("schedule: \"99 {}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
-            FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
-            FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: never\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Invalid => format!("schedule: \"99 {}\"\ntimezone: {}\ncommand: sim-agent\nnotify: always\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: always\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: always\ntimeout: 2s\n", r.expr, r.tz),
         };
         std::fs::write(&path, body + &retry).unwrap();
         self.writes += 1;
