@@ -714,6 +714,45 @@ async fn a_retry_that_was_due_while_the_machine_was_off_gives_way_to_the_slot_th
     assert_eq!(std::fs::read_to_string(&tries).unwrap().lines().count(), 2);
 }
 
+/// A run that only ever waited for its account's limit to reset — its agent never started — and
+/// is superseded by the next slot ends `blocked · rate_limited`, not `failed`: nothing ran. (It
+/// ended `failed`, found by the simulation, whose oracle holds that a failed run's agent ran.)
+#[tokio::test]
+async fn a_run_that_only_waited_for_a_limit_and_was_superseded_is_blocked_not_failed() {
+    let th = TestHome::new();
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    let tries = th.path().join("tries");
+    // Every try meets the five-hour limit, which resets at 09:30 (the real CLI's stream).
+    let reset = at("2026-12-02T09:30:00Z").timestamp();
+    // work@ is busy with a long run; me@ meets the five-hour limit, which resets at 09:30 (the
+    // real CLI's stream).
+    th.script(
+        "claude",
+        &format!("case \"$CLAUDE_CODE_OAUTH_TOKEN\" in tok-work-for-tests) exec sleep 60;; esac\necho try >> {}; sed 's/1796004000/{reset}/g' {}/unified.jsonl; exit 1", tries.display(), fx.display()),
+    );
+    th.routine("busy", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: go\naccount: work@acme.dev\ntimeout: 2m\n");
+    th.routine("limited", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: go\naccount: me@home.dev\n");
+    th.routine("hourly", "schedule: \"0 * * * *\"\ntimezone: UTC\nagent: claude\nprompt: go\naccounts: [work@acme.dev, me@home.dev]\n");
+    let r = rig_with(th, at("2026-12-02T08:50:00Z"), "max_parallel = 4\n[[accounts]]\nemail = \"work@acme.dev\"\n[[accounts]]\nemail = \"me@home.dev\"\n");
+    let busy = r.engine.run_now("busy", Trigger::Manual).await.unwrap();
+    let manual = r.engine.run_now("limited", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((manual.status, manual.reason), (RunStatus::Failed, Some(Reason::RateLimited)), "{manual:?}");
+    // 09:00: the slot's run finds no account that can run, and waits for the reset.
+    r.tick_at(at("2026-12-02T08:59:00Z")).await;
+    r.tick_at(at("2026-12-02T09:00:00Z")).await;
+    let slot = || r.rows("hourly").into_iter().find(|x| x.scheduled_for == Some(at("2026-12-02T09:00:00Z"))).unwrap();
+    wait_until_async("the slot's run to wait for the reset", secs(20), || slot().status == RunStatus::Queued && slot().due_at.is_some()).await;
+    assert_eq!(slot().attempts.iter().map(|a| a.status).collect::<Vec<_>>(), [RunStatus::Blocked], "a wait is a try that did not run: {:?}", slot());
+    // The machine sleeps through 09:30; at 10:00 the new slot does the work instead.
+    r.tick_at(at("2026-12-02T10:00:00Z")).await;
+    wait_until_async("the waiting run to be superseded", secs(20), || slot().status.is_final()).await;
+    let old = slot();
+    assert_eq!((old.status, old.reason), (RunStatus::Blocked, Some(Reason::RateLimited)), "{old:?}");
+    assert!(old.message.as_deref().unwrap().ends_with("not tried again: superseded by the run for 2026-12-02 10:00 UTC"), "{old:?}");
+    assert_eq!(std::fs::read_to_string(&tries).unwrap().lines().count(), 1, "only the manual run's agent ran");
+    assert!(r.engine.cancel(&busy.id).await);
+}
+
 /// `catchup: 1h`: after a 3-hour sleep the 02:00 report is not worth running; after a
 /// 30-minute one it is made up, once.
 #[tokio::test]

@@ -24,7 +24,7 @@ pub struct Broken {
     pub detail: String,
 }
 
-fn broken(invariant: &'static str, detail: String) -> Result<(), Broken> {
+pub fn broken(invariant: &'static str, detail: String) -> Result<(), Broken> {
     Err(Broken { invariant, detail })
 }
 
@@ -75,10 +75,11 @@ impl Checker {
         if let Some((id, routine, status)) = open {
             return broken("settled", format!("run {id} of {routine} is still {status} with every engine idle"));
         }
-        let mut stmt = self.db.prepare("SELECT id, routine, scheduled_for, not_before_ms FROM runs WHERE status = 'queued' AND scheduled_for IS NOT NULL").unwrap();
-        let waiting: Vec<(String, String, String, i64)> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))).unwrap().map(Result::unwrap).collect();
+        let mut stmt = self.db.prepare("SELECT id, routine, scheduled_for, not_before_ms, message, attempts FROM runs WHERE status = 'queued' AND scheduled_for IS NOT NULL").unwrap();
+        type Waiting = (String, String, String, i64, Option<String>, String);
+        let waiting: Vec<Waiting> = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?))).unwrap().map(Result::unwrap).collect();
         drop(stmt);
-        for (id, routine, slot, due_ms) in waiting {
+        for (id, routine, slot, due_ms, message, attempts) in waiting {
             let Some(r) = world.routines.iter().find(|r| r.name == routine) else { continue };
             let slot = DateTime::parse_from_rfc3339(&slot).unwrap().with_timezone(&Utc);
             let due = DateTime::from_timestamp_millis(due_ms).unwrap();
@@ -86,6 +87,15 @@ impl Checker {
             // held to its new one).
             if r.file != FileState::Live || r.edited_after(slot) {
                 continue;
+            }
+            // A wait for a limit's reset ends within `max_wait` of the run's first try.
+            if let (Some((_, max_wait)), true) = (r.agent, message.as_deref().is_some_and(|m| m.contains("waiting for the rate limit"))) {
+                let tries: serde_json::Value = serde_json::from_str(&attempts).unwrap();
+                let first = tries[0]["started_at"].as_str().map(|t| DateTime::parse_from_rfc3339(t).unwrap().with_timezone(&Utc));
+                let bound = Duration::from_std(humantime::parse_duration(max_wait).unwrap()).unwrap() + Duration::seconds(1);
+                if let Some(first) = first.filter(|f| due - *f > bound) {
+                    return broken("holds_end_by_their_bound", format!("run {id} of {routine} waits for a limit until {due}, more than `max_wait: {max_wait}` after its first try at {first}"));
+                }
             }
             if let Some(next) = self.slots(r, slot, due).into_iter().next() {
                 return broken("waits_end_in_time", format!("run {id} of {routine} (slot {slot}) waits until {due}, past its next slot {next}"));
@@ -140,7 +150,7 @@ impl Checker {
         let did = self.agent_did.get(&id);
         let expected = match did.map(String::as_str) {
             None => None,
-            Some("0") | Some("big") => Some("completed"),
+            Some("0") | Some("big") | Some("ok") => Some("completed"),
             Some("hang") => Some("timed_out"),
             Some(_) => Some("failed"),
         };

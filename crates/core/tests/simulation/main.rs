@@ -55,13 +55,17 @@ struct Report {
     days: i64,
     steps: u64,
     runs: usize,
-    /// Of those, how many hung until their timeout, and how many killed themselves.
+    /// Of those, how many hung until their timeout, and how many killed themselves; tries of the
+    /// stand-in Claude that met a limit, or an overloaded API.
     hung: usize,
     crashed: usize,
+    limited: usize,
+    overloaded: usize,
     rows: usize,
     /// Notices the stand-in notification server showed, posts the webhook receiver accepted.
     shown: usize,
     posted: usize,
+    locked_out: usize,
     seconds: f64,
 }
 
@@ -69,16 +73,19 @@ impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         write!(
             f,
-            "seed {}: {} simulated days in {} steps, {} runs of the stand-in agent ({} hung until their timeout, {} killed themselves), {} slot records, {} notices shown, {} webhook posts accepted; {:.1} s, {:.1} simulated days per second",
+            "seed {}: {} simulated days in {} steps, {} runs of the stand-in agent ({} hung until their timeout, {} killed themselves; {} Claude tries met a limit, {} an overloaded API), {} slot records, {} notices shown, {} webhook posts accepted, {} passes failed on a locked database; {:.1} s, {:.1} simulated days per second",
             self.seed,
             self.days,
             self.steps,
             self.runs,
             self.hung,
             self.crashed,
+            self.limited,
+            self.overloaded,
             self.rows,
             self.shown,
             self.posted,
+            self.locked_out,
             self.seconds,
             self.days as f64 / self.seconds
         )
@@ -112,12 +119,12 @@ fn simulate(seed: u64, days: i64, routines: usize) -> Result<Report, String> {
     let rows = sim.checker.rows_seen as usize;
     let runs = sim.checker.agent_did.len();
     let did = |what: &str| sim.checker.agent_did.values().filter(|d| *d == what).count();
-    let (hung, crashed) = (did("hang"), did("crash"));
+    let (hung, crashed, limited, overloaded) = (did("hang"), did("crash"), did("limit"), did("overloaded"));
     if let Some(engine) = sim.world.engine.take() {
         World::stop(engine);
     }
     let (shown, posted) = (sim.world.receivers.desktop.shown(), sim.world.receivers.hook.accepted().len());
-    Ok(Report { seed, days, steps: sim.steps, runs, hung, crashed, rows, shown, posted, seconds: began.elapsed().as_secs_f64() })
+    Ok(Report { seed, days, steps: sim.steps, runs, hung, crashed, limited, overloaded, rows, shown, posted, locked_out: sim.locked_out, seconds: began.elapsed().as_secs_f64() })
 }
 
 struct Sim {
@@ -125,6 +132,8 @@ struct Sim {
     checker: Checker,
     deliveries: Deliveries,
     steps: u64,
+    /// Passes that met the database locked past the busy timeout (and failed, saying so).
+    locked_out: usize,
     /// The last steps, said in words, for a failure's report.
     trail: Vec<String>,
 }
@@ -136,7 +145,7 @@ impl Sim {
         world.engine = Some(engine);
         let checker = Checker::new(&world);
         let deliveries = Deliveries::new(&world);
-        Sim { world, checker, deliveries, steps: 0, trail: Vec::new() }
+        Sim { world, checker, deliveries, steps: 0, locked_out: 0, trail: Vec::new() }
     }
 
     fn say(&mut self, what: String) {
@@ -155,6 +164,9 @@ impl Sim {
         self.steps += 1;
         if self.world.receivers.count_down() {
             self.say("the notification server and the webhook receiver are back".into());
+        }
+        for account in self.world.lift_limits() {
+            self.say(format!("{account}'s limit has reset"));
         }
         let w = &mut self.world;
         for _ in 0..3 {
@@ -181,8 +193,10 @@ impl Sim {
             72..=78 => self.downtime()?,
             79..=83 => self.killed_mid_run()?,
             84..=88 => self.two_engines()?,
-            89..=91 => self.pause_or_resume(),
-            92..=94 => self.receivers_down(),
+            89..=90 => self.pause_or_resume(),
+            91 => self.locked_pass()?,
+            92..=93 => self.receivers_down(),
+            94..=96 => self.limit_reached(),
             _ => self.edit(),
         }
         self.checker.after_step(&self.world)
@@ -278,6 +292,46 @@ impl Sim {
         self.pass()
     }
 
+    /// Another program holds the database locked (`BEGIN EXCLUSIVE`) while the engine passes:
+    /// for up to 1.5 s, or past the store's 10-second busy timeout (each of the pass's writes
+    /// waits its own 10 s, so an 11-second lock is waited out too). A pass that does fail on a
+    /// lock must say so (`locked_said`), and the next pass makes up what it could not do — seen
+    /// with 35-second locks, which cost too much real time for CI's seeds.
+    fn locked_pass(&mut self) -> Result<(), Broken> {
+        let w = &mut self.world;
+        let minutes = w.rng.between(1, 180);
+        let hold = std::time::Duration::from_millis(if w.rng.chance(15) { 11_000 } else { w.rng.between(20, 1500) as u64 });
+        self.advance(Duration::minutes(minutes), format!("{minutes} min, a pass while another program holds the database locked for {hold:?}"));
+        let (db, (locked, unlock)) = (self.world.db_path(), std::sync::mpsc::channel());
+        let holder = std::thread::spawn(move || {
+            let conn = rusqlite::Connection::open(db).unwrap();
+            conn.execute_batch("BEGIN EXCLUSIVE").unwrap();
+            locked.send(()).unwrap();
+            std::thread::sleep(hold);
+            conn.execute_batch("COMMIT").unwrap();
+        });
+        unlock.recv().unwrap();
+        let e = self.engine();
+        let passed = e.rt.block_on(e.sched.tick());
+        holder.join().unwrap();
+        match passed {
+            Ok(report) => {
+                self.checker.fired(&report.fired, self.world.now())?;
+                e.rt.block_on(e.engine.recover(nightshift_core::RecoveryMode::Adopt)).expect("adopting");
+                self.world.settle(self.engine())?;
+                self.deliver(None)?;
+                let t = self.world.now();
+                self.checker.after_pass(&mut self.world.routines, t)
+            }
+            Err(err) if err.message.contains("locked") || err.message.contains("busy") => {
+                self.locked_out += 1;
+                self.say(format!("the pass failed: {}", err.message));
+                self.world.settle(self.engine())
+            }
+            Err(err) => invariants::broken("locked_said", format!("a pass that met a locked database failed with {:?}: {}", err.code, err.message)),
+        }
+    }
+
     /// A second engine on the same home (a daemon beside the app): both pass at the same instant.
     fn two_engines(&mut self) -> Result<(), Broken> {
         let minutes = self.world.rng.between(1, 240);
@@ -336,6 +390,17 @@ impl Sim {
             self.say(format!("the webhook receiver goes down for {steps} steps ({answer:?})"));
             self.world.receivers.set_hook_down(Some(answer));
         }
+    }
+
+    /// A Claude account meets its five-hour limit, resetting in 20 minutes to 16 hours: its runs
+    /// fail over to the other account of their pool, or wait for the reset within `max_wait` and
+    /// before their next slot, or end `rate_limited`.
+    fn limit_reached(&mut self) {
+        let w = &mut self.world;
+        let account = *w.rng.pick(world::ACCOUNTS);
+        let reset = w.now() + Duration::minutes(w.rng.between(20, 16 * 60));
+        w.limit_account(account, reset);
+        self.say(format!("{account} meets its limit, which resets at {reset}"));
     }
 
     /// A routine's file edited: a new schedule or zone, paused, broken, removed, or back to live.

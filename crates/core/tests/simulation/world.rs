@@ -42,6 +42,13 @@ const HANG_PER_MILLE: i64 = 8;
 pub const RETRIES: &[(u32, &str)] = &[(1, "5m"), (2, "20m"), (3, "1h")];
 /// What the stand-in agent does, drawn per routine: exit codes, a crash, a lot of output.
 pub const OUTCOMES: &[&str] = &["0", "0", "0", "0", "1", "3", "crash", "big"];
+/// The Claude accounts of the home (their tokens come from the engine's environment).
+pub const ACCOUNTS: &[&str] = &["a@sim.dev", "b@sim.dev"];
+/// What an agent routine may take: one account pinned, or both as a failover pool.
+pub const POOLS: &[&[&str]] = &[&["a@sim.dev"], &["b@sim.dev"], &["a@sim.dev", "b@sim.dev"]];
+/// What the API answers an agent routine's try when its account is not at a limit: success, or
+/// overloaded (529, tried again after a backoff) — replayed from the real CLI's recorded streams.
+pub const AGENT_OUTCOMES: &[&str] = &["ok", "ok", "ok", "overloaded"];
 
 /// A routine file as the simulation last wrote it.
 #[derive(Clone, Debug, PartialEq)]
@@ -67,6 +74,9 @@ pub struct SimRoutine {
     pub retry: Option<(u32, &'static str)>,
     /// When the simulation last edited its file.
     pub edited_at: Option<DateTime<Utc>>,
+    /// An agent routine's accounts (`account:` one, or `accounts:` a failover pool), and its
+    /// `max_wait:` for a limit's reset; `None`: a command.
+    pub agent: Option<(&'static [&'static str], &'static str)>,
     /// `catchup:` when its file sets it (`false`, or a lateness bound): the slots it does not make
     /// up are `missed`, told once per stretch.
     pub catchup: Option<&'static str>,
@@ -103,6 +113,8 @@ pub struct World {
     writes: u64,
     /// Where the notices and webhook posts go.
     pub receivers: Receivers,
+    /// Accounts at a limit, and when it resets.
+    pub limits: HashMap<String, DateTime<Utc>>,
 }
 
 /// The stand-in agent: it says what it was told to do (the plan the simulation drew for its
@@ -118,6 +130,25 @@ case "$plan" in
   *) exit "$plan" ;;
 esac"#;
 
+/// The stand-in Claude Code: the real CLI's recorded stdout for what the simulation drew — an
+/// account at its limit answers the unified 429 with that limit's reset (`sim/limit/<token>`, the
+/// epoch written in), else the routine's plan (success, or 529 overloaded). One ledger line per try.
+const CLAUDE: &str = r#"SIM_DIR="@SIM_DIR@"; F="@FIXTURES@"
+limit="$SIM_DIR/limit/$CLAUDE_CODE_OAUTH_TOKEN"
+if [ -e "$limit" ]; then plan=limit; else plan=$(cat "$SIM_DIR/plan/$NIGHTSHIFT_ROUTINE" 2>/dev/null || echo ok); fi
+echo "$NIGHTSHIFT_RUN_ID $plan" >> "$SIM_DIR/ledger"
+case "$plan" in
+  limit) sed "s/1796004000/$(cat "$limit")/g" "$F/unified.jsonl"; exit 1 ;;
+  overloaded) cat "$F/529.jsonl"; exit 1 ;;
+  *) cat "$F/success.jsonl" ;;
+esac"#;
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.332");
+
+/// The token of account `email` (as the engine's environment gives it): `tok-a` for `a@sim.dev`.
+pub fn token_of(email: &str) -> String {
+    format!("tok-{}", &email[..1])
+}
+
 impl World {
     pub fn new(seed: u64, routines: usize) -> World {
         let mut rng = Rng::new(seed);
@@ -126,6 +157,8 @@ impl World {
         std::fs::create_dir_all(sim_dir.join("plan")).unwrap();
         std::fs::write(sim_dir.join("ledger"), "").unwrap();
         th.script("sim-agent", &AGENT.replace("@SIM_DIR@", &sim_dir.display().to_string()));
+        th.script("claude", &CLAUDE.replace("@SIM_DIR@", &sim_dir.display().to_string()).replace("@FIXTURES@", FIXTURES));
+        std::fs::create_dir_all(sim_dir.join("limit")).unwrap();
         // A start somewhere in 2027–2030 (a leap year among them), at a drawn minute.
         let start = DateTime::parse_from_rfc3339("2027-01-01T00:00:00Z").unwrap().with_timezone(&Utc) + Duration::minutes(rng.between(0, 4 * 365 * 24 * 60));
         let clock = Arc::new(ManualClock::new(start));
@@ -140,10 +173,11 @@ impl World {
                 retry: rng.chance(40).then(|| *rng.pick(RETRIES)),
                 edited_at: None,
                 catchup: rng.chance(25).then(|| *rng.pick(&["false", "3h"])),
+                agent: rng.chance(40).then(|| (*rng.pick(POOLS), *rng.pick(&["1h", "6h"]))),
             })
             .collect();
         let receivers = Receivers::start();
-        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0, receivers };
+        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0, receivers, limits: HashMap::new() };
         for i in 0..world.routines.len() {
             world.write_routine(i);
             world.draw_plan(i);
@@ -166,9 +200,16 @@ impl World {
         self.started += 1;
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let mut opts = EngineOptions::for_test(self.th.path())
-            .settings(&format!("kill_grace_secs = 1\nmax_parallel = 8\n[[webhooks]]\nname = \"sim\"\nurl = \"{}\"\n", self.receivers.hook.url()))
+            .settings(&format!(
+                "kill_grace_secs = 1\nmax_parallel = 8\n[[webhooks]]\nname = \"sim\"\nurl = \"{}\"\n{}",
+                self.receivers.hook.url(),
+                ACCOUNTS.iter().map(|a| format!("[[accounts]]\nemail = \"{a}\"\n")).collect::<String>()
+            ))
             .clock(self.clock.clone())
             .path_first(&self.th.bin_dir());
+        for a in ACCOUNTS {
+            opts = opts.env(&format!("CLAUDE_CODE_OAUTH_TOKEN_{}", a.to_uppercase().replace('@', "_AT_").replace('.', "_DOT_")), &token_of(a));
+        }
         opts.identity = (std::process::id(), format!("simulated-engine#{}", self.started));
         let engine = rt.block_on(async { opts.open() });
         let finished = Arc::clone(&self.finished);
@@ -250,14 +291,19 @@ impl World {
         let path = self.path(i);
         // Every run and every quiet slot owes a notice and a post.
         let retry = r.retry.map(|(n, backoff)| format!("retries: {n}\nretry_backoff: {backoff}\n")).unwrap_or_default() + "webhooks: [sim]\nnotify_missed: true\n" + &r.catchup.map(|c| format!("catchup: {c}\n")).unwrap_or_default();
+        let what = match r.agent {
+            None => "command: sim-agent\n".to_string(),
+            Some(([one], max_wait)) => format!("agent: claude\nprompt: go\naccount: {one}\nmax_wait: {max_wait}\n"),
+            Some((pool, max_wait)) => format!("agent: claude\nprompt: go\naccounts: [{}]\nmax_wait: {max_wait}\n", pool.join(", ")),
+        };
         let body = match r.file {
             FileState::Removed => {
                 let _ = std::fs::remove_file(&path);
                 return;
             }
-            FileState::Invalid => format!("schedule: \"99 {}\"\ntimezone: {}\ncommand: sim-agent\nnotify: always\ntimeout: 2s\n", r.expr, r.tz),
-            FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: always\ntimeout: 2s\n", r.expr, r.tz),
-            FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\ncommand: sim-agent\nnotify: always\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Invalid => format!("schedule: \"99 {}\"\ntimezone: {}\n{what}notify: always\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Paused => format!("enabled: false\nschedule: \"{}\"\ntimezone: {}\n{what}notify: always\ntimeout: 2s\n", r.expr, r.tz),
+            FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\n{what}notify: always\ntimeout: 2s\n", r.expr, r.tz),
         };
         std::fs::write(&path, body + &retry).unwrap();
         self.writes += 1;
@@ -268,8 +314,32 @@ impl World {
     /// Draw what routine `i`'s stand-in agent does on its next run. Rarely it hangs (once: it
     /// puts its plan back to 0), and its routine's `timeout:` ends it — in real time, so seldom.
     pub fn draw_plan(&mut self, i: usize) {
-        let plan = if self.rng.between(0, 999) < HANG_PER_MILLE { "hang" } else { *self.rng.pick(OUTCOMES) };
+        let plan = if self.routines[i].agent.is_some() {
+            *self.rng.pick(AGENT_OUTCOMES)
+        } else if self.rng.between(0, 999) < HANG_PER_MILLE {
+            "hang"
+        } else {
+            *self.rng.pick(OUTCOMES)
+        };
         std::fs::write(self.sim_dir.join("plan").join(&self.routines[i].name), plan).unwrap();
+    }
+
+    /// Account `email` meets its five-hour limit, which resets at `reset`: every try on it is
+    /// answered the unified 429 with that reset until the simulation's clock passes it.
+    pub fn limit_account(&mut self, email: &str, reset: DateTime<Utc>) {
+        std::fs::write(self.sim_dir.join("limit").join(token_of(email)), reset.timestamp().to_string()).unwrap();
+        self.limits.insert(email.to_string(), reset);
+    }
+
+    /// Limits whose reset the clock has passed are gone.
+    pub fn lift_limits(&mut self) -> Vec<String> {
+        let now = self.now();
+        let over: Vec<String> = self.limits.iter().filter(|(_, reset)| **reset <= now).map(|(a, _)| a.clone()).collect();
+        for a in &over {
+            let _ = std::fs::remove_file(self.sim_dir.join("limit").join(token_of(a)));
+            self.limits.remove(a);
+        }
+        over
     }
 
     /// The ledger's whole lines after byte `offset`: (run id, what the agent did), in the order

@@ -192,7 +192,9 @@ impl Driver {
                 // Every account it may use is limited: wait for the first reset, like a try that
                 // met the limit itself.
                 if reason == Reason::RateLimited {
-                    let limited = Outcome { resets_at, ..Outcome::failed(reason, message.clone()) };
+                    // Recorded as a try that was `blocked`: nothing ran (a run that only ever
+                    // waited so ends `blocked`, not `failed`).
+                    let limited = Outcome { resets_at, status: Some(RunStatus::Blocked), ..Outcome::failed(reason, message.clone()) };
                     if let Some(later) = self.later(&limited, false, account.clone(), n) {
                         return later;
                     }
@@ -201,7 +203,7 @@ impl Driver {
             }
             // Off the user's reserve: wait for the window's reset, saying so in those words.
             AccountPlan::Held { message, account, resets_at } => {
-                let limited = Outcome { resets_at, ..Outcome::failed(Reason::RateLimited, message.clone()) };
+                let limited = Outcome { resets_at, status: Some(RunStatus::Blocked), ..Outcome::failed(Reason::RateLimited, message.clone()) };
                 match self.later(&limited, false, Some(account.clone()), n) {
                     Some(State::Later { at, .. }) => State::Later { at, note: format!("{message}; it waits until then") },
                     Some(state) => state,
@@ -299,7 +301,7 @@ impl Driver {
                     // Settled as `interrupted` the way a try that was not retried is (`settle_reason`).
                     self.settle_reason = Some(Reason::Interrupted);
                     let mut ended = RunEnd::new(Ending::Exited(None));
-                    ended.outcome = Some(retry::ending_of(Some(&earlier), &note));
+                    ended.outcome = Some(retry::ending_of(std::slice::from_ref(&earlier), &note));
                     ended.attempts = std::mem::take(&mut self.attempts);
                     ended.account = email;
                     return State::Settling(ended);
@@ -475,9 +477,9 @@ impl Driver {
             Ok(Ok(true)) => {}
             other => {
                 tracing::error!(run = %self.live.id, result = ?other.map(|r| r.map_err(|e| e.message)), "could not put the run back in the queue; settling it as it ended");
-                let last = self.attempts.pop();
                 let mut ended = RunEnd::new(Ending::Exited(None));
-                ended.outcome = Some(retry::ending_of(last.as_ref(), "not tried again: the run could not be put back in the queue"));
+                ended.outcome = Some(retry::ending_of(&self.attempts, "not tried again: the run could not be put back in the queue"));
+                self.attempts.pop();
                 ended.attempts = std::mem::take(&mut self.attempts);
                 return Err(ended);
             }

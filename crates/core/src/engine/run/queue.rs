@@ -507,7 +507,7 @@ pub(crate) async fn supersede_waiting(core: &Arc<Core>, id: &str, why: &str) {
     let mut ended = finalize::RunEnd::new(Ending::Exited(None));
     ended.only_if_queued = true;
     ended.account = last.and_then(|a| a.account.clone());
-    ended.outcome = Some(super::retry::ending_of(last, why));
+    ended.outcome = Some(super::retry::ending_of(&rec.attempts, why));
     ended.attempts = rec.attempts.clone();
     tracing::info!(run = %id, routine = %rec.routine, %why, "a waiting run is superseded by a new slot");
     finalize::settle(core, &live, ended, None).await;
