@@ -753,6 +753,38 @@ async fn a_run_that_only_waited_for_a_limit_and_was_superseded_is_blocked_not_fa
     assert!(r.engine.cancel(&busy.id).await);
 }
 
+/// A pool run whose one account's sign-in was refused and whose other is busy waits for the busy
+/// one, and runs on it — it was started at once, found no account and ended `blocked ·
+/// auth_preflight` (found by the simulation: a retry meeting another routine's run on the good
+/// account).
+#[tokio::test]
+async fn a_pool_run_waits_for_its_busy_account_rather_than_being_blocked_on_a_revoked_one() {
+    let th = TestHome::new();
+    let fx = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/claude-2.1.332");
+    // me@'s login is gone; work@ works, and "busy" keeps it for two seconds.
+    th.script(
+        "claude",
+        &format!(
+            "case \"$CLAUDE_CODE_OAUTH_TOKEN\" in tok-me-for-tests) cat {f}/logged-out.jsonl; exit 1;; esac\n[ \"$NIGHTSHIFT_ROUTINE\" = busy ] && sleep 2\ncat {f}/success.jsonl\n",
+            f = fx.display()
+        ),
+    );
+    th.routine("busy", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: go\naccount: work@acme.dev\n");
+    th.routine("mine", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: go\naccount: me@home.dev\n");
+    th.routine("pool", "schedule: \"0 3 * * *\"\nagent: claude\nprompt: go\naccounts: [me@home.dev, work@acme.dev]\n");
+    let r = rig_with(th, at("2026-12-02T08:50:00Z"), "max_parallel = 4\n[[accounts]]\nemail = \"work@acme.dev\"\n[[accounts]]\nemail = \"me@home.dev\"\n");
+    let mine = r.engine.run_now("mine", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((mine.status, mine.reason), (RunStatus::Failed, Some(Reason::AuthFailed)), "me@ is found revoked: {mine:?}");
+    let busy = r.engine.run_now("busy", Trigger::Manual).await.unwrap();
+    wait_until_async("work@ to be busy", secs(10), || r.rows("busy").first().is_some_and(|x| x.status == RunStatus::Running)).await;
+    let pool = r.engine.run_now("pool", Trigger::Manual).await.unwrap();
+    let queued = r.engine.store().get_run(&pool.id).unwrap();
+    assert_eq!(queued.status, RunStatus::Queued, "it waits for work@: {queued:?}");
+    let done = pool.wait().await.unwrap();
+    assert_eq!((done.status, done.account.as_deref()), (RunStatus::Completed, Some("work@acme.dev")), "{done:?}");
+    assert_eq!(busy.wait().await.unwrap().status, RunStatus::Completed);
+}
+
 /// `catchup: 1h`: after a 3-hour sleep the 02:00 report is not worth running; after a
 /// 30-minute one it is made up, once.
 #[tokio::test]

@@ -5,7 +5,7 @@
 //! slots a routine owes are worked out here with croner itself — not with the engine's own slot
 //! arithmetic, which is among what is checked.
 
-use super::world::{FileState, SimRoutine, World};
+use super::world::{self, FileState, SimRoutine, World};
 use chrono::{DateTime, Duration, Utc};
 use rusqlite::{params, Connection, OpenFlags, OptionalExtension};
 use std::collections::HashMap;
@@ -39,6 +39,8 @@ pub struct Checker {
     pub agent_did: HashMap<String, String>,
     /// Runs that were waiting for a later try when last looked at.
     waiting: Vec<String>,
+    /// Tries on a revoked account, per (account, revocation).
+    tries_while_revoked: HashMap<(String, u32), u32>,
 }
 
 type Row = (i64, String, String, Option<String>, String, Option<String>);
@@ -51,7 +53,7 @@ impl Checker {
     pub fn new(world: &World) -> Checker {
         let db = Connection::open_with_flags(world.db_path(), OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX).unwrap();
         db.busy_timeout(std::time::Duration::from_secs(10)).unwrap();
-        Checker { db, rows_seen: 0, ledger_read: 0, crons: HashMap::new(), agent_did: HashMap::new(), waiting: Vec::new() }
+        Checker { db, rows_seen: 0, ledger_read: 0, crons: HashMap::new(), agent_did: HashMap::new(), waiting: Vec::new(), tries_while_revoked: HashMap::new() }
     }
 
     /// Every check, after a step (no run open).
@@ -116,6 +118,16 @@ impl Checker {
             if found.is_none() {
                 return broken("verdict_is_the_agents", format!("the agent ran as {id}, and no run record has that id"));
             }
+            // `revoked_blocks_runs`: a revoked login is found out by one try; after it, no run
+            // starts on that account until a new login.
+            if let Some(who) = plan.strip_prefix("logged-out-") {
+                let email = world::ACCOUNTS.iter().find(|a| a.starts_with(who)).unwrap();
+                let n = self.tries_while_revoked.entry((email.to_string(), world.revocations.get(*email).copied().unwrap_or(0))).or_default();
+                *n += 1;
+                if *n > 1 {
+                    return broken("revoked_blocks_runs", format!("run {id} tried {email} while its login was revoked, after another try had found that out"));
+                }
+            }
             self.agent_did.insert(id, plan);
         }
         let mut stmt = self.db.prepare("SELECT rowid, id, routine, scheduled_for, status, reason FROM runs WHERE rowid > ?1 ORDER BY rowid").unwrap();
@@ -151,10 +163,16 @@ impl Checker {
         let expected = match did.map(String::as_str) {
             None => None,
             Some("0") | Some("big") | Some("ok") => Some("completed"),
+            Some(p) if p.starts_with("logged-out") => Some("failed"),
             Some("hang") => Some("timed_out"),
             Some(_) => Some("failed"),
         };
         let ran = matches!(status.as_str(), "completed" | "failed" | "timed_out");
+        // A run ends as its last try did; a last try that could not start (no account free, its
+        // sign-in refused) is `blocked`, whatever an earlier try did.
+        if status == "blocked" {
+            return Ok(());
+        }
         match (expected, ran) {
             (Some(want), _) if want != status => broken("verdict_is_the_agents", format!("run {id} of {routine}: the agent did {:?}, the record says {status} ({reason:?})", did.unwrap())),
             (None, true) => broken("verdict_is_the_agents", format!("run {id} of {routine} is {status} ({reason:?}) but its agent never ran")),

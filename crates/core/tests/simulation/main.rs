@@ -196,7 +196,8 @@ impl Sim {
             89..=90 => self.pause_or_resume(),
             91 => self.locked_pass()?,
             92..=93 => self.receivers_down(),
-            94..=96 => self.limit_reached(),
+            94..=95 => self.limit_reached(),
+            96 => self.revoked_or_logged_in(),
             _ => self.edit(),
         }
         self.checker.after_step(&self.world)
@@ -401,6 +402,19 @@ impl Sim {
         let reset = w.now() + Duration::minutes(w.rng.between(20, 16 * 60));
         w.limit_account(account, reset);
         self.say(format!("{account} meets its limit, which resets at {reset}"));
+    }
+
+    /// A Claude account's login is revoked — or, when one is, a new login brings it back.
+    fn revoked_or_logged_in(&mut self) {
+        let w = &mut self.world;
+        let account = *w.rng.pick(world::ACCOUNTS);
+        if w.is_revoked(account) {
+            w.log_in(account);
+            self.say(format!("{account} logs in again"));
+        } else {
+            w.revoke(account);
+            self.say(format!("{account}'s login is revoked"));
+        }
     }
 
     /// A routine's file edited: a new schedule or zone, paused, broken, removed, or back to live.

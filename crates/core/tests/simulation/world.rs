@@ -115,6 +115,9 @@ pub struct World {
     pub receivers: Receivers,
     /// Accounts at a limit, and when it resets.
     pub limits: HashMap<String, DateTime<Utc>>,
+    /// How many times each account's login was revoked, and how many new logins there were.
+    pub revocations: HashMap<String, u32>,
+    logins: u32,
 }
 
 /// The stand-in agent: it says what it was told to do (the plan the simulation drew for its
@@ -131,13 +134,19 @@ case "$plan" in
 esac"#;
 
 /// The stand-in Claude Code: the real CLI's recorded stdout for what the simulation drew — an
-/// account at its limit answers the unified 429 with that limit's reset (`sim/limit/<token>`, the
-/// epoch written in), else the routine's plan (success, or 529 overloaded). One ledger line per try.
+/// account whose login was revoked answers as a logged-out CLI does (`sim/revoked/<a|b>`), one at
+/// its limit the unified 429 with that limit's reset (`sim/limit/<token>`, the epoch written in),
+/// else the routine's plan (success, or 529 overloaded). One ledger line per try.
 const CLAUDE: &str = r#"SIM_DIR="@SIM_DIR@"; F="@FIXTURES@"
-limit="$SIM_DIR/limit/$CLAUDE_CODE_OAUTH_TOKEN"
-if [ -e "$limit" ]; then plan=limit; else plan=$(cat "$SIM_DIR/plan/$NIGHTSHIFT_ROUTINE" 2>/dev/null || echo ok); fi
+# Which account: its token, or (after a new login) its config folder.
+case "$CLAUDE_CODE_OAUTH_TOKEN $CLAUDE_CONFIG_DIR" in *tok-a*|*a-at-sim.dev*) who=a ;; *tok-b*|*b-at-sim.dev*) who=b ;; *) who=none ;; esac
+limit="$SIM_DIR/limit/tok-$who"
+if [ -e "$SIM_DIR/revoked/$who" ]; then plan=logged-out-$who
+elif [ -e "$limit" ]; then plan=limit
+else plan=$(cat "$SIM_DIR/plan/$NIGHTSHIFT_ROUTINE" 2>/dev/null || echo ok); fi
 echo "$NIGHTSHIFT_RUN_ID $plan" >> "$SIM_DIR/ledger"
 case "$plan" in
+  logged-out-*) cat "$F/logged-out.jsonl"; exit 1 ;;
   limit) sed "s/1796004000/$(cat "$limit")/g" "$F/unified.jsonl"; exit 1 ;;
   overloaded) cat "$F/529.jsonl"; exit 1 ;;
   *) cat "$F/success.jsonl" ;;
@@ -159,6 +168,7 @@ impl World {
         th.script("sim-agent", &AGENT.replace("@SIM_DIR@", &sim_dir.display().to_string()));
         th.script("claude", &CLAUDE.replace("@SIM_DIR@", &sim_dir.display().to_string()).replace("@FIXTURES@", FIXTURES));
         std::fs::create_dir_all(sim_dir.join("limit")).unwrap();
+        std::fs::create_dir_all(sim_dir.join("revoked")).unwrap();
         // A start somewhere in 2027–2030 (a leap year among them), at a drawn minute.
         let start = DateTime::parse_from_rfc3339("2027-01-01T00:00:00Z").unwrap().with_timezone(&Utc) + Duration::minutes(rng.between(0, 4 * 365 * 24 * 60));
         let clock = Arc::new(ManualClock::new(start));
@@ -177,7 +187,7 @@ impl World {
             })
             .collect();
         let receivers = Receivers::start();
-        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0, receivers, limits: HashMap::new() };
+        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0, receivers, limits: HashMap::new(), revocations: HashMap::new(), logins: 0 };
         for i in 0..world.routines.len() {
             world.write_routine(i);
             world.draw_plan(i);
@@ -329,6 +339,28 @@ impl World {
     pub fn limit_account(&mut self, email: &str, reset: DateTime<Utc>) {
         std::fs::write(self.sim_dir.join("limit").join(token_of(email)), reset.timestamp().to_string()).unwrap();
         self.limits.insert(email.to_string(), reset);
+    }
+
+    /// Account `email`'s login is revoked (a password change, a session ended elsewhere): every
+    /// try on it is answered as a logged-out CLI's.
+    pub fn revoke(&mut self, email: &str) {
+        std::fs::write(self.sim_dir.join("revoked").join(&email[..1]), "").unwrap();
+        *self.revocations.entry(email.to_string()).or_default() += 1;
+    }
+
+    /// A new login of account `email` (`claude /login` writes its credentials file): it works
+    /// again, and the engine makes up the runs its sign-in held.
+    pub fn log_in(&mut self, email: &str) {
+        let _ = std::fs::remove_file(self.sim_dir.join("revoked").join(&email[..1]));
+        self.logins += 1;
+        let dir = self.th.path().join("accounts/claude").join(email.replace('@', "-at-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let login = format!(r#"{{"claudeAiOauth":{{"accessToken":"fresh-login-{:04}","refreshToken":"r","expiresAt":99999999999999,"scopes":["user:inference"]}}}}"#, self.logins);
+        std::fs::write(dir.join(".credentials.json"), login).unwrap();
+    }
+
+    pub fn is_revoked(&self, email: &str) -> bool {
+        self.sim_dir.join("revoked").join(&email[..1]).exists()
     }
 
     /// Limits whose reset the clock has passed are gone.

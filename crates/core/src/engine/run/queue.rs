@@ -195,20 +195,31 @@ pub(crate) fn queued_row(core: &Core, routine: &Routine, id: &str, trigger: Trig
     }
 }
 
-/// The accounts a run of `routine` could use ([`Routine::candidate_accounts`]), the one with the
-/// most headroom in its tightest usage window first (ties keep the listed order), so the lanes
-/// set that one aside for it; empty when it uses none. `room` is [`headroom_by_account`]'s, read
-/// before the dispatch transaction (which holds the store).
-pub(crate) fn candidate_accounts(core: &Core, routine: &Routine, room: &std::collections::HashMap<String, f64>) -> Vec<String> {
+/// The accounts a run of `routine` could use ([`Routine::candidate_accounts`]) but those whose
+/// sign-in was refused (revoked: a run would only be blocked on them, so it waits for a lane of
+/// another one — none left, it starts and its preflight says why), the one with the most headroom
+/// in its tightest usage window first (ties keep the listed order), so the lanes set that one
+/// aside for it; empty when it uses none. `room` is [`account_room`]'s, read before the dispatch
+/// transaction (which holds the store).
+pub(crate) fn candidate_accounts(core: &Core, routine: &Routine, room: &AccountRoom) -> Vec<String> {
     let configured: Vec<String> = core.accounts().into_iter().filter(|a| Some(a.agent) == routine.agent().cli()).map(|a| a.email).collect();
     let mut order = routine.candidate_accounts(&configured, None).unwrap_or_default();
-    order.sort_by(|a, b| room.get(b).unwrap_or(&100.0).total_cmp(room.get(a).unwrap_or(&100.0)));
+    order.retain(|a| !room.refused.contains(a));
+    order.sort_by(|a, b| room.headroom.get(b).unwrap_or(&100.0).total_cmp(room.headroom.get(a).unwrap_or(&100.0)));
     order
 }
 
-/// Every configured account's headroom ([`crate::engine::accounts::headroom`]) as its windows stand now.
-pub(crate) fn headroom_by_account(core: &Core) -> std::collections::HashMap<String, f64> {
-    core.accounts().into_iter().map(|a| (a.email.clone(), crate::engine::accounts::headroom(&core.windows(&a.email)))).collect()
+/// Every configured account as the lanes weigh it: its headroom ([`crate::engine::accounts::headroom`])
+/// as its windows stand now, and whether its sign-in was refused (its last verdict blocks runs).
+pub(crate) struct AccountRoom {
+    headroom: std::collections::HashMap<String, f64>,
+    refused: std::collections::HashSet<String>,
+}
+
+pub(crate) fn account_room(core: &Core) -> AccountRoom {
+    let accounts = core.accounts();
+    let refused = accounts.iter().filter(|a| core.store.account_health(&a.email).ok().flatten().is_some_and(|h| h.verdict.blocks())).map(|a| a.email.clone()).collect();
+    AccountRoom { headroom: accounts.into_iter().map(|a| (a.email.clone(), crate::engine::accounts::headroom(&core.windows(&a.email)))).collect(), refused }
 }
 
 /// Make sure this engine's dispatcher runs a pass soon (starting it on first use).
@@ -375,7 +386,7 @@ fn claim(core: &Core) -> Result<Claimed> {
     let mut overdue = Vec::new();
     let now = core.clock.now();
     let mut live_owner: Vec<OwnerSeen> = Vec::new();
-    let room = headroom_by_account(core);
+    let room = account_room(core);
     let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
         // Rows of owners that are gone do not hold lanes until an engine adopts them.
         let mut alive = |pid: Option<u32>, start: &Option<String>| -> bool {

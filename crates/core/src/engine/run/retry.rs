@@ -154,16 +154,14 @@ pub(crate) fn with_note(message: Option<&str>, note: &str) -> String {
     }
 }
 
-/// How a run ends that is not tried again after `tries` (its recorded tries): the ending of
-/// its last try that ran — a wait for a free account is a try too, recorded `blocked`, and a run
-/// none of whose tries ran ends `blocked` — with the last try's words and `note` saying why there
-/// is no further one.
+/// How a run ends that is not tried again after `tries` (its recorded tries): as its last try
+/// did — a wait for a free account is a try that did not start, recorded `blocked`, so a run
+/// whose last try could not start ends `blocked` — with `note` saying why there is no further one.
 pub(crate) fn ending_of(tries: &[Attempt], note: &str) -> Outcome {
     let last = tries.last();
-    let ran = tries.iter().rev().find(|a| a.status != RunStatus::Blocked).or(last);
     Outcome {
-        status: Some(ran.map_or(RunStatus::Failed, |a| a.status)),
-        reason: ran.and_then(|a| a.reason),
+        status: Some(last.map_or(RunStatus::Failed, |a| a.status)),
+        reason: last.and_then(|a| a.reason),
         message: Some(with_note(last.and_then(|a| a.message.as_deref()), note)),
         resets_at: last.and_then(|a| a.resets_at),
         ..Outcome::default()
