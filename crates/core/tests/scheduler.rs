@@ -785,6 +785,33 @@ async fn a_pool_run_waits_for_its_busy_account_rather_than_being_blocked_on_a_re
     assert_eq!(busy.wait().await.unwrap().status, RunStatus::Completed);
 }
 
+/// A routine resumed after the clock was set back owes the slots after the resume, by the
+/// clock — also one a pass made while it was paused had already looked at before the step back.
+/// That slot had no record at all, and `why` said Nightshift was running and recorded nothing
+/// (found by the simulation).
+#[tokio::test]
+async fn a_resume_after_the_clock_was_set_back_owes_the_slots_after_it() {
+    let r = rig(&[("every2h", "schedule: \"20 */2 * * *\"\ntimezone: UTC\ncommand: \"true\"\n")], at("2026-12-02T21:00:00Z"));
+    r.tick_at(at("2026-12-02T21:00:00Z")).await;
+    r.engine.set_routine_paused("every2h", true).unwrap();
+    // 22:20 passes while it is paused: nothing is owed.
+    assert!(r.tick_at(at("2026-12-02T22:20:00Z")).await.fired.is_empty());
+    // The clock is set back 18 minutes; the user resumes it at 22:02.
+    r.tick_at(at("2026-12-02T22:02:00Z")).await;
+    r.engine.set_routine_paused("every2h", false).unwrap();
+    // The next pass is at 00:25: the 22:20 slot came after the resume, so it is one of the
+    // slots made up (the newest runs, the older is missed).
+    let report = r.tick_at(at("2026-12-03T00:25:00Z")).await;
+    assert_eq!((report.fired.len(), report.missed), (1, 1), "{report:?}");
+    r.settle().await;
+    let rows = r.rows("every2h");
+    let slot = |t: &str| rows.iter().find(|x| x.scheduled_for == Some(at(t))).map(|x| (x.status, x.reason));
+    assert_eq!(slot("2026-12-02T22:20:00Z"), Some((RunStatus::Missed, Some(Reason::Superseded))), "{rows:?}");
+    assert_eq!(slot("2026-12-03T00:20:00Z"), Some((RunStatus::Completed, None)), "{rows:?}");
+    let why = nightshift_core::view::why::why(&r.engine, "every2h", 1).unwrap();
+    assert!(!why.lines.iter().any(|l| l.fate == nightshift_core::view::why::Fate::NoRecord), "{:?}", why.lines);
+}
+
 /// `catchup: 1h`: after a 3-hour sleep the 02:00 report is not worth running; after a
 /// 30-minute one it is made up, once.
 #[tokio::test]

@@ -105,6 +105,19 @@ impl Store {
             let event = if paused { RoutineEvent::Paused } else { RoutineEvent::Resumed };
             self.add_routine_event(routine, event, reason, now)?;
         }
+        if was && !paused {
+            self.owe_slots_after(Some(routine), now)?;
+        }
+        Ok(())
+    }
+
+    /// A resume owes the slots after it, by the clock: a pass made while paused at a later clock
+    /// time (before the clock was set back) does not keep them checked. (A slot that has a
+    /// record keeps it: a slot is claimed once.)
+    fn owe_slots_after(&self, routine: Option<&str>, now: DateTime<Utc>) -> Result<()> {
+        self.conn()
+            .prepare_cached("UPDATE routine_state SET checked_until = ?2 WHERE (?1 IS NULL OR routine = ?1) AND checked_until > ?2")?
+            .execute(params![routine, fmt_time(&now)])?;
         Ok(())
     }
 
@@ -148,8 +161,12 @@ impl Store {
 
     /// Pause or resume every routine (remembered as an event of `*` for `why`).
     pub fn set_global_paused(&self, paused: bool, now: DateTime<Utc>) -> Result<()> {
-        if self.global_paused()? != paused {
+        let was = self.global_paused()?;
+        if was != paused {
             self.add_routine_event("*", if paused { RoutineEvent::Paused } else { RoutineEvent::Resumed }, None, now)?;
+        }
+        if was && !paused {
+            self.owe_slots_after(None, now)?;
         }
         self.set_flag("paused", if paused { "1" } else { "0" })
     }

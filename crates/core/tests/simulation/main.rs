@@ -107,6 +107,9 @@ fn simulate(seed: u64, days: i64, routines: usize) -> Result<Report, String> {
     if let Err(b) = result {
         // The home stays for a look (its database, run folders, the agent's ledger in sim/).
         let home = sim.world.th.path().display().to_string();
+        if let Some(engine) = sim.world.engine.take() {
+            World::kill(engine);
+        }
         std::mem::forget(sim);
         return Err(format!(
             "the simulation broke `{}` at step {} (seed {seed}): {}\nthe last steps:\n  {}\nthe home is kept at {home}\nreplay: scripts/simulate.sh --seed {seed} --days {days} --routines {routines}",
@@ -141,7 +144,7 @@ struct Sim {
 impl Sim {
     fn new(seed: u64, routines: usize) -> Sim {
         let mut world = World::new(seed, routines);
-        let engine = world.start_engine();
+        let engine = world.start_engine().unwrap_or_else(|b| panic!("{}: {}", b.invariant, b.detail));
         world.engine = Some(engine);
         let checker = Checker::new(&world);
         let deliveries = Deliveries::new(&world);
@@ -198,6 +201,7 @@ impl Sim {
             92..=93 => self.receivers_down(),
             94..=95 => self.limit_reached(),
             96 => self.revoked_or_logged_in(),
+            97 => self.settings_edited()?,
             _ => self.edit(),
         }
         self.checker.after_step(&self.world)
@@ -270,7 +274,7 @@ impl Sim {
             World::stop(engine);
         }
         self.advance(Duration::hours(hours), format!("the engine {} for {hours} h, then started again", if killed { "killed" } else { "quit" }));
-        let engine = self.world.start_engine();
+        let engine = self.world.start_engine()?;
         self.world.engine = Some(engine);
         self.pass()
     }
@@ -284,7 +288,7 @@ impl Sim {
         let report = engine.rt.block_on(engine.sched.tick()).expect("a pass");
         self.checker.fired(&report.fired, self.world.now())?;
         World::kill(engine);
-        let engine = self.world.start_engine();
+        let engine = self.world.start_engine()?;
         self.world.engine = Some(engine);
         self.world.settle(self.engine())?;
         self.deliver(None)?;
@@ -337,7 +341,7 @@ impl Sim {
     fn two_engines(&mut self) -> Result<(), Broken> {
         let minutes = self.world.rng.between(1, 240);
         self.advance(Duration::minutes(minutes), format!("{minutes} min, two engines pass at once"));
-        let second = self.world.start_engine();
+        let second = self.world.start_engine()?;
         let first = self.engine();
         let (a, b) = (first.sched.clone(), second.sched.clone());
         let ha = first.rt.spawn(async move { a.tick().await });
@@ -414,6 +418,34 @@ impl Sim {
         } else {
             w.revoke(account);
             self.say(format!("{account}'s login is revoked"));
+        }
+    }
+
+    /// `nightshift.toml` edited: `max_parallel` changed (1, 2 or 8 lanes), or broken by a bad
+    /// edit, or fixed. The engine reads it at once, as its file watch makes it: a broken file keeps
+    /// the last good settings and is one of the home's problems, saying where
+    /// (`bad_settings_located`); an engine started meanwhile refuses to, saying where.
+    fn settings_edited(&mut self) -> Result<(), Broken> {
+        let w = &mut self.world;
+        let f = &mut w.settings_file;
+        let what = if f.broken || w.rng.chance(30) {
+            f.broken = !f.broken;
+            if f.broken { "broken by a bad edit".to_string() } else { "fixed".to_string() }
+        } else {
+            f.max_parallel = *w.rng.pick(&[1, 2, 8]);
+            format!("max_parallel = {}", f.max_parallel)
+        };
+        let broken = f.broken;
+        w.write_settings();
+        self.say(format!("nightshift.toml edited: {what}"));
+        let e = self.engine();
+        e.sched.settings_changed();
+        let problems = e.engine.problems();
+        let said = problems.iter().find(|p| p.contains("nightshift.toml:") && p.contains("the previous settings stay in effect"));
+        match (broken, said) {
+            (true, None) => invariants::broken("bad_settings_located", format!("nightshift.toml is broken and the problems say {problems:?}")),
+            (false, Some(p)) => invariants::broken("bad_settings_located", format!("nightshift.toml is fixed and the problems still say {p}")),
+            _ => Ok(()),
         }
     }
 

@@ -5,10 +5,11 @@
 //! What is real: the engine (scheduler, queue, lanes, settle, recovery), its SQLite store, the
 //! run processes (each run is a real `/bin/sh` process tree under the engine's wrapper). What is
 //! stood in for, and why that keeps it honest:
-//! - **a process's death** is the end of the tokio runtime its engine runs on
-//!   (`shutdown_background`): every task of it stops at once, mid-await, and its run processes live
-//!   on — as when the app is killed. Each engine has its own identity (pid, start), so the next one
-//!   sees the dead one's runs as orphans, exactly as it sees a killed process's;
+//! - **a process's death** is the end of the tokio runtime its engine runs on: every task of it
+//!   stops at its next await, and its run processes live on — as when the app is killed. Each
+//!   engine's identity (pid, start time) is a real process of its own (a `sleep`) that lives
+//!   exactly as long as the engine, so a live engine is seen alive by the others and a killed
+//!   one's runs are orphans to the next, exactly as a killed process's are;
 //! - **time** is a [`ManualClock`] only the simulation moves, so the decisions checked never read
 //!   the wall clock; the run processes take real milliseconds, and every check waits until no run
 //!   is open, so their pace decides nothing the invariants look at;
@@ -90,11 +91,30 @@ impl SimRoutine {
     }
 }
 
-/// One engine: its runtime (its "process"), the engine and its scheduler.
+/// `nightshift.toml` as the simulation last wrote it.
+pub struct SettingsFile {
+    pub max_parallel: u32,
+    /// A bad edit left it unparsable.
+    pub broken: bool,
+}
+
+/// One engine: its runtime (its "process"), the engine and its scheduler, and the real process
+/// that stands for it to the others (its identity: see [`World::start_engine`]).
 pub struct Incarnation {
     pub rt: tokio::runtime::Runtime,
     pub engine: Engine,
     pub sched: Arc<Scheduler>,
+    alive: Identity,
+}
+
+/// The process that stands for an engine: ended when the engine is, or dropped.
+struct Identity(std::process::Child);
+
+impl Drop for Identity {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 pub struct World {
@@ -115,6 +135,8 @@ pub struct World {
     pub receivers: Receivers,
     /// Accounts at a limit, and when it resets.
     pub limits: HashMap<String, DateTime<Utc>>,
+    /// `nightshift.toml` as last written.
+    pub settings_file: SettingsFile,
     /// How many times each account's login was revoked, and how many new logins there were.
     pub revocations: HashMap<String, u32>,
     logins: u32,
@@ -187,7 +209,8 @@ impl World {
             })
             .collect();
         let receivers = Receivers::start();
-        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0, receivers, limits: HashMap::new(), revocations: HashMap::new(), logins: 0 };
+        let mut world = World { rng, th, sim_dir, clock, engine: None, routines, started: 0, finished: Default::default(), writes: 0, receivers, limits: HashMap::new(), settings_file: SettingsFile { max_parallel: 8, broken: false }, revocations: HashMap::new(), logins: 0 };
+        world.write_settings();
         for i in 0..world.routines.len() {
             world.write_routine(i);
             world.draw_plan(i);
@@ -206,21 +229,28 @@ impl World {
 
     /// Start an engine on the home, as the app or the daemon does: open, adopt what a dead one
     /// left, then its scheduler.
-    pub fn start_engine(&mut self) -> Incarnation {
+    pub fn start_engine(&mut self) -> Result<Incarnation, Broken> {
         self.started += 1;
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let mut opts = EngineOptions::for_test(self.th.path())
-            .settings(&format!(
-                "kill_grace_secs = 1\nmax_parallel = 8\n[[webhooks]]\nname = \"sim\"\nurl = \"{}\"\n{}",
-                self.receivers.hook.url(),
-                ACCOUNTS.iter().map(|a| format!("[[accounts]]\nemail = \"{a}\"\n")).collect::<String>()
-            ))
-            .clock(self.clock.clone())
-            .path_first(&self.th.bin_dir());
-        for a in ACCOUNTS {
-            opts = opts.env(&format!("CLAUDE_CODE_OAUTH_TOKEN_{}", a.to_uppercase().replace('@', "_AT_").replace('.', "_DOT_")), &token_of(a));
+        // A bad edit of nightshift.toml stops a start, saying where (`bad_settings_located`);
+        // the user fixes it and starts again.
+        if self.settings_file.broken {
+            match rt.block_on(async { Engine::open(self.options()) }) {
+                Err(e) if e.message.contains("nightshift.toml:") => {}
+                Err(e) => return Err(Broken { invariant: "bad_settings_located", detail: format!("a start on a broken nightshift.toml said {:?}: {}", e.code, e.message) }),
+                Ok(_) => return Err(Broken { invariant: "bad_settings_located", detail: "an engine started on a broken nightshift.toml".into() }),
+            }
+            self.settings_file.broken = false;
+            self.write_settings();
         }
-        opts.identity = (std::process::id(), format!("simulated-engine#{}", self.started));
+        // Its identity is a real process of its own (a `sleep`), alive exactly as long as this
+        // engine: the others see it alive while it is — sharing this test's pid, two live engines
+        // took each other for dead and adopted each other's runs — and dead once it is killed.
+        let alive = std::process::Command::new("sleep").arg("1000000").spawn().expect("a process to stand for the engine");
+        let start = nightshift_core::runner::process::process_start_time(alive.id()).expect("its start time");
+        let mut opts = self.options();
+        opts.identity = (alive.id(), start);
+        let alive = Identity(alive);
         let engine = rt.block_on(async { opts.open() });
         let finished = Arc::clone(&self.finished);
         let mut events = engine.subscribe();
@@ -233,15 +263,50 @@ impl World {
         });
         rt.block_on(engine.recover(RecoveryMode::Adopt)).unwrap();
         let sched = rt.block_on(async { Scheduler::new(engine.clone()) });
-        Incarnation { rt, engine, sched }
+        Ok(Incarnation { rt, engine, sched, alive })
+    }
+
+    /// The next engine's options: the simulation's clock, the stand-ins first on its PATH, the
+    /// accounts' tokens in its environment, an identity of its own.
+    fn options(&self) -> EngineOptions {
+        let mut opts = EngineOptions::for_test(self.th.path()).clock(self.clock.clone()).path_first(&self.th.bin_dir());
+        for a in ACCOUNTS {
+            opts = opts.env(&format!("CLAUDE_CODE_OAUTH_TOKEN_{}", a.to_uppercase().replace('@', "_AT_").replace('.', "_DOT_")), &token_of(a));
+        }
+        opts
+    }
+
+    /// Write `nightshift.toml` as `settings_file` says: its webhook and accounts, `max_parallel`,
+    /// and — after a bad edit — an array never closed (a located parse error).
+    pub fn write_settings(&mut self) {
+        let f = &self.settings_file;
+        let text = format!(
+            "kill_grace_secs = 1\nmax_parallel = {}\n[[webhooks]]\nname = \"sim\"\nurl = \"{}\"\n{}{}",
+            f.max_parallel,
+            self.receivers.hook.url(),
+            ACCOUNTS.iter().map(|a| format!("[[accounts]]\nemail = \"{a}\"\n")).collect::<String>(),
+            if f.broken { "[[accounts]]\nemail = [\"never closed\"\n" } else { "" }
+        );
+        let path = self.th.path().join("nightshift.toml");
+        std::fs::write(&path, text).unwrap();
+        self.stamp(&path);
+    }
+
+    /// Give the file just written a modification time of its own (two writes within one kernel
+    /// tick would otherwise look alike to a reader keyed on mtime and length).
+    fn stamp(&mut self, path: &std::path::Path) {
+        self.writes += 1;
+        let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000 + self.writes);
+        std::fs::File::options().write(true).open(path).unwrap().set_modified(mtime).unwrap();
     }
 
     /// An orderly stop (the app quitting), with no run open.
     pub fn stop(incarnation: Incarnation) {
-        let Incarnation { rt, engine, sched } = incarnation;
+        let Incarnation { rt, engine, sched, alive } = incarnation;
         drop(sched);
         drop(engine);
         rt.shutdown_timeout(std::time::Duration::from_secs(5));
+        drop(alive);
     }
 
     /// The engine dies: every task stops at its next await; its run processes go on. A blocking
@@ -249,11 +314,12 @@ impl World {
     /// thread the runtime cannot stop would otherwise go on writing for a "dead" engine, which no
     /// killed process does; dying right after such a call is a moment a real kill can land on too.
     pub fn kill(incarnation: Incarnation) {
-        let Incarnation { rt, engine, sched } = incarnation;
+        let Incarnation { rt, engine, sched, alive } = incarnation;
         // Not dropped in an orderly way: forgotten, as a killed process's memory is.
         std::mem::forget(sched);
         std::mem::forget(engine);
         rt.shutdown_timeout(std::time::Duration::from_secs(10));
+        drop(alive);
     }
 
     /// Wait until no run of the home is running or due to start (`settled`) — a run waiting for
@@ -316,9 +382,7 @@ impl World {
             FileState::Live => format!("schedule: \"{}\"\ntimezone: {}\n{what}notify: always\ntimeout: 2s\n", r.expr, r.tz),
         };
         std::fs::write(&path, body + &retry).unwrap();
-        self.writes += 1;
-        let mtime = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000 + self.writes);
-        std::fs::File::options().write(true).open(&path).unwrap().set_modified(mtime).unwrap();
+        self.stamp(&path);
     }
 
     /// Draw what routine `i`'s stand-in agent does on its next run. Rarely it hangs (once: it

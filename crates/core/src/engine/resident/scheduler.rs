@@ -111,6 +111,13 @@ impl Scheduler {
         self.core().emit(EngineEvent::RoutinesChanged);
     }
 
+    /// `nightshift.toml` changed: read it now (not within a second) — an invalid file keeps the
+    /// last good settings and becomes one of the home's problems — then the routines under it.
+    pub fn settings_changed(&self) {
+        self.core().settings_file_changed();
+        self.reload();
+    }
+
     /// One pass at the clock's now: fire what is due, record what was missed, make up held
     /// work; then start what fits.
     pub async fn tick(&self) -> Result<TickReport> {
@@ -204,8 +211,7 @@ impl Scheduler {
                     while settings_changes.try_recv().is_ok() {}
                     // Watched again before it is read: a change from now on is not missed.
                     _settings_watcher = watch_settings(&settings_path, settings_tx.clone());
-                    self.core().settings_file_changed();
-                    self.reload();
+                    self.settings_changed();
                     _wake_watcher = watch_wakes();
                     _watcher = watch_folders();
                 }
