@@ -1,8 +1,9 @@
-//! A year of nights in a minute or two: a seeded simulation that drives the real engine — its
-//! scheduler, queue, lanes, settle and recovery, its SQLite store, real run processes — through
-//! clock jumps and steps back, suspends, DST in six zones, engines killed mid-run and restarted,
-//! two engines on one home, and routine files edited, paused, broken and removed, checking every
-//! promise in `invariants` after each step.
+//! A year of nights in a couple of minutes: a seeded simulation that drives the real engine — its
+//! scheduler, queue, lanes, retries, holds, settle, outbox and recovery, its SQLite store, real run
+//! processes — through clock jumps and steps back, suspends, DST in six zones, engines killed
+//! mid-run and restarted, two engines on one home, routine files and `nightshift.toml` edited and
+//! broken, Claude accounts at their limits and revoked, receivers down and the database locked,
+//! checking every promise in `invariants` and `deliveries` after each step.
 //!
 //! A failure prints its seed, its step and the promise, with the steps that led there; the same
 //! seed replays the same steps (`scripts/simulate.sh --seed N --days D`). CI runs the seeds below;

@@ -1,10 +1,13 @@
 //! The simulated world around the real engine: one home, a clock only the simulation moves,
-//! routines whose files it edits, breaks and removes, a stand-in agent whose outcome it draws, and
-//! engines it starts, kills and doubles.
+//! routines and a `nightshift.toml` whose files it edits, breaks and removes, stand-in agents (a
+//! command, and a Claude CLI replaying the real one's recorded streams) whose outcomes it draws,
+//! accounts it limits and revokes, receivers it takes down, and engines it starts, kills and
+//! doubles.
 //!
-//! What is real: the engine (scheduler, queue, lanes, settle, recovery), its SQLite store, the
-//! run processes (each run is a real `/bin/sh` process tree under the engine's wrapper). What is
-//! stood in for, and why that keeps it honest:
+//! What is real: the engine (scheduler, queue, lanes, retries, settle, outbox, recovery), its
+//! SQLite store, the run processes (each run is a real `/bin/sh` process tree under the engine's
+//! wrapper), the webhook posts (HTTP over loopback). What is stood in for, and why that keeps it
+//! honest:
 //! - **a process's death** is the end of the tokio runtime its engine runs on: every task of it
 //!   stops at its next await, and its run processes live on — as when the app is killed. Each
 //!   engine's identity (pid, start time) is a real process of its own (a `sleep`) that lives
