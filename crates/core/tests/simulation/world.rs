@@ -44,7 +44,8 @@ const HANG_PER_MILLE: i64 = 8;
 /// Retry policies drawn for a routine: short and long backoffs (at most 1h, doubling), whose tries
 /// can reach past a two-hourly routine's next slot (that try is never made: the slot does the work).
 pub const RETRIES: &[(u32, &str)] = &[(1, "5m"), (2, "20m"), (3, "1h")];
-/// What the stand-in agent does, drawn per routine: exit codes, a crash, a lot of output.
+/// What the stand-in agent does, drawn per routine: exit codes, a crash mid-write (50 KB of output,
+/// then SIGKILL), a lot of output.
 pub const OUTCOMES: &[&str] = &["0", "0", "0", "0", "1", "3", "crash", "big"];
 /// The Claude accounts of the home (their tokens come from the engine's environment).
 pub const ACCOUNTS: &[&str] = &["a@sim.dev", "b@sim.dev"];
@@ -152,7 +153,7 @@ const AGENT: &str = r#"SIM_DIR="@SIM_DIR@"
 plan=$(cat "$SIM_DIR/plan/$NIGHTSHIFT_ROUTINE" 2>/dev/null || echo 0)
 echo "$NIGHTSHIFT_RUN_ID $plan" >> "$SIM_DIR/ledger"
 case "$plan" in
-  crash) kill -9 $$ ;;
+  crash) head -c 50000 /dev/zero | tr "\0" y; kill -9 $$ ;;
   big) head -c 300000 /dev/zero | tr '\0' x; echo; exit 0 ;;
   hang) echo 0 > "$SIM_DIR/plan/$NIGHTSHIFT_ROUTINE"; exec sleep 60 ;;
   *) exit "$plan" ;;
