@@ -1,8 +1,9 @@
 #!/bin/sh
 # The seeded simulation (crates/core/tests/simulation) on new seeds: the real engine, its SQLite
 # store and real run processes driven through clock jumps, suspends, DST, killed and doubled
-# engines and edited routine files, every promise checked after each step. A failure prints its
-# seed, step and promise, keeps the home, and replays exactly with the same --seed.
+# engines, edited and broken routine files and settings, accounts at their limits and revoked,
+# receivers down and the database locked, every promise checked after each step. A failure prints
+# its seed, step and promise, keeps the home, and replays with the same --seed (the same steps).
 #
 #   scripts/simulate.sh                         one new seed, a simulated year
 #   scripts/simulate.sh --seed 42 --days 730    that seed (a replay), two simulated years

@@ -272,3 +272,46 @@ async fn a_remote_run_whose_end_is_home_is_settled_and_its_host_files_removed() 
     // Settled once: another pass finds nothing.
     assert!(engine.recover(RecoveryMode::Adopt).await.unwrap().is_empty());
 }
+
+/// A run on an account that a killed engine left is settled by the next one — and the account's
+/// health hears how it ended, as its own engine's would have: a logged-out CLI makes the account
+/// revoked, so the next run on it is blocked before it starts. (It was not: the next run started on
+/// the revoked login again — found by the simulation.)
+#[tokio::test]
+async fn an_adopted_run_that_found_its_login_revoked_marks_the_account_revoked() {
+    let th = TestHome::new();
+    th.routine("job", "schedule: \"0 * * * *\"\nagent: claude\nprompt: go\naccount: me@x.dev\n");
+    let engine = EngineOptions::for_test(th.path()).settings("[[accounts]]\nemail = \"me@x.dev\"\n").env("CLAUDE_CODE_OAUTH_TOKEN_ME_AT_X_DOT_DEV", "tok-me").open();
+    let run_dir = th.path().join("runs/job/r9");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.332/logged-out.jsonl");
+    let mut p = spawn_sh(&run_dir, &format!("cat {fixture}; exit 1")).await;
+    p.child.wait().await.unwrap();
+    engine
+        .store()
+        .insert_run(&NewRun {
+            id: "r9".into(),
+            routine: "job".into(),
+            trigger: Trigger::Schedule,
+            agent: nightshift_core::words::Agent::parse("claude").unwrap(),
+            status: RunStatus::Running,
+            reason: None,
+            message: None,
+            finished_at: None,
+            scheduled_for: None,
+            started_at: Some(Utc::now()),
+            account: Some("me@x.dev".into()),
+            run_dir: run_dir.display().to_string(),
+            owner: Some(dead_owner()),
+            sort_at: Utc::now(),
+        })
+        .unwrap();
+    engine.store().set_process("r9", p.pid, p.start_time.as_deref()).unwrap();
+    engine.recover(RecoveryMode::Adopt).await.unwrap();
+    let rec = engine.store().get_run("r9").unwrap();
+    assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::AuthFailed)), "{rec:?}");
+    let health = engine.store().account_health("me@x.dev").unwrap().expect("a verdict");
+    assert_eq!(health.verdict.as_str(), "revoked", "{health:?}");
+    assert_eq!(health.run_id.as_deref(), Some("r9"));
+    let next = engine.run_now("job", Trigger::Manual).await.unwrap().wait().await.unwrap();
+    assert_eq!((next.status, next.reason), (RunStatus::Blocked, Some(Reason::AuthPreflight)), "{next:?}");
+}

@@ -45,6 +45,19 @@ enum Found {
     Requeued(String),
 }
 
+/// Settle a run another engine started, and let its account's health hear how it ended, as its
+/// own engine would have (a revoked login, a limit, a sign-in that worked): without it, the next
+/// run on a revoked account was started again (found by the simulation).
+async fn settle_adopted(core: &Arc<Core>, live: &LiveRun, ended: RunEnd, following: Option<crate::engine::followed::Following>) {
+    let account = ended.account.clone();
+    let settled = finalize::settle(core, live, ended, following).await;
+    if let (Some(account), Some(record), true) = (account, settled.record, settled.made_final) {
+        let outcome = crate::agents::Outcome { status: Some(record.status), reason: record.reason, message: record.message.clone(), resets_at: record.resets_at, ..Default::default() };
+        let core = Arc::clone(core);
+        let _ = tokio::task::spawn_blocking(move || crate::engine::accounts::record_outcome(&core, &account, &record.id, &outcome)).await;
+    }
+}
+
 pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<String>> {
     // Store reads, routine files and /proc: all off the async workers.
     let (found, adopted_queued) = {
@@ -67,7 +80,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                     let mut ended = RunEnd::new(ending);
                     ended.account = account;
                     ended.finished_at = Some(process::ended_at(&live.run_dir).unwrap_or_else(|| core.clock.now()));
-                    finalize::settle(&core, &live, ended, Some(following)).await;
+                    settle_adopted(&core, &live, ended, Some(following)).await;
                 });
             }
             Found::Remote { live, proc, account } => {
@@ -83,7 +96,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                     }
                     let mut ended = RunEnd::new(ending);
                     ended.account = account;
-                    finalize::settle(&core, &live, ended, Some(following)).await;
+                    settle_adopted(&core, &live, ended, Some(following)).await;
                 });
             }
             Found::Gone { live, ending, account, leftover } => {
@@ -93,7 +106,7 @@ pub(crate) async fn recover(core: &Arc<Core>, mode: RecoveryMode) -> Result<Vec<
                 // The run ended when its process did, not now (it may have been hours ago).
                 ended.finished_at = process::ended_at(&live.run_dir);
                 // Its process is gone and nothing follows it: settled from its files.
-                finalize::settle(core, &live, ended, None).await;
+                settle_adopted(core, &live, ended, None).await;
                 handled.push(live.id.clone());
                 if let Some(proc) = leftover {
                     // Over SSH, in the background: recovery never waits on a host.
