@@ -30,6 +30,11 @@ fn orphan_row(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option
 
 /// Insert a `running` row supervised by `owner`.
 fn owned_row(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option<(u32, Option<String>)>, owner: (u32, String)) -> std::path::PathBuf {
+    row_on(engine, th, id, agent, pid, owner, None)
+}
+
+/// Insert a `running` row supervised by `owner`, on `account`.
+fn row_on(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option<(u32, Option<String>)>, owner: (u32, String), account: Option<&str>) -> std::path::PathBuf {
     let run_dir = th.path().join("runs/job").join(id);
     std::fs::create_dir_all(&run_dir).unwrap();
     engine
@@ -45,7 +50,7 @@ fn owned_row(engine: &Engine, th: &TestHome, id: &str, agent: &str, pid: Option<
             finished_at: None,
             scheduled_for: None,
             started_at: Some(Utc::now()),
-            account: None,
+            account: account.map(str::to_string),
             run_dir: run_dir.display().to_string(),
             owner: Some(owner),
             sort_at: Utc::now(),
@@ -286,26 +291,7 @@ async fn an_adopted_run_that_found_its_login_revoked_marks_the_account_revoked()
     let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/claude-2.1.332/logged-out.jsonl");
     let mut p = spawn_sh(&run_dir, &format!("cat {fixture}; exit 1")).await;
     p.child.wait().await.unwrap();
-    engine
-        .store()
-        .insert_run(&NewRun {
-            id: "r9".into(),
-            routine: "job".into(),
-            trigger: Trigger::Schedule,
-            agent: nightshift_core::words::Agent::parse("claude").unwrap(),
-            status: RunStatus::Running,
-            reason: None,
-            message: None,
-            finished_at: None,
-            scheduled_for: None,
-            started_at: Some(Utc::now()),
-            account: Some("me@x.dev".into()),
-            run_dir: run_dir.display().to_string(),
-            owner: Some(dead_owner()),
-            sort_at: Utc::now(),
-        })
-        .unwrap();
-    engine.store().set_process("r9", p.pid, p.start_time.as_deref()).unwrap();
+    row_on(&engine, &th, "r9", "claude", Some((p.pid, p.start_time.clone())), dead_owner(), Some("me@x.dev"));
     engine.recover(RecoveryMode::Adopt).await.unwrap();
     let rec = engine.store().get_run("r9").unwrap();
     assert_eq!((rec.status, rec.reason), (RunStatus::Failed, Some(Reason::AuthFailed)), "{rec:?}");
