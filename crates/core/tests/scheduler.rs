@@ -810,6 +810,14 @@ async fn a_resume_after_the_clock_was_set_back_owes_the_slots_after_it() {
     assert_eq!(slot("2026-12-03T00:20:00Z"), Some((RunStatus::Completed, None)), "{rows:?}");
     let why = nightshift_core::view::why::why(&r.engine, "every2h", 1).unwrap();
     assert!(!why.lines.iter().any(|l| l.fate == nightshift_core::view::why::Fate::NoRecord), "{:?}", why.lines);
+    // Resumed at the very instant of a slot a paused pass had just looked at: that slot is owed.
+    r.engine.set_routine_paused("every2h", true).unwrap();
+    assert!(r.tick_at(at("2026-12-03T02:20:00Z")).await.fired.is_empty());
+    r.engine.set_routine_paused("every2h", false).unwrap();
+    let report = r.tick_at(at("2026-12-03T02:25:00Z")).await;
+    assert_eq!(report.fired.len(), 1, "{report:?}");
+    r.settle().await;
+    assert!(r.rows("every2h").iter().any(|x| x.scheduled_for == Some(at("2026-12-03T02:20:00Z"))));
 }
 
 /// `catchup: 1h`: after a 3-hour sleep the 02:00 report is not worth running; after a

@@ -112,6 +112,12 @@ impl Store {
         Ok(())
     }
 
+    /// The newest routine event's number (0: none yet): a pause or resume anywhere on the home —
+    /// by any process — changes it.
+    pub fn routine_events_upto(&self) -> Result<i64> {
+        Ok(self.conn().prepare_cached("SELECT COALESCE(MAX(id), 0) FROM routine_events")?.query_row([], |r| r.get(0))?)
+    }
+
     /// The latest of these kinds of event for `routine`, if any.
     pub fn last_routine_event(&self, routine: &str, kinds: &[RoutineEvent]) -> Result<Option<EventRow>> {
         let list = kinds.iter().map(|k| format!("'{}'", k.as_str())).collect::<Vec<_>>().join(",");

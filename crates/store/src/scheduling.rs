@@ -111,13 +111,14 @@ impl Store {
         Ok(())
     }
 
-    /// A resume owes the slots after it, by the clock: a pass made while paused at a later clock
-    /// time (before the clock was set back) does not keep them checked. (A slot that has a
-    /// record keeps it: a slot is claimed once.)
+    /// A resume owes the slots from its instant on, by the clock: a pass made while paused at that
+    /// instant, or at a later clock time (before the clock was set back), does not keep them
+    /// checked. (A slot that has a record keeps it: a slot is claimed once.)
     fn owe_slots_after(&self, routine: Option<&str>, now: DateTime<Utc>) -> Result<()> {
+        let before = now - chrono::Duration::milliseconds(1);
         self.conn()
             .prepare_cached("UPDATE routine_state SET checked_until = ?2 WHERE (?1 IS NULL OR routine = ?1) AND checked_until > ?2")?
-            .execute(params![routine, fmt_time(&now)])?;
+            .execute(params![routine, fmt_time(&before)])?;
         Ok(())
     }
 

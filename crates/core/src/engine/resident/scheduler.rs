@@ -70,8 +70,11 @@ pub struct Scheduler {
     /// Shared with the engine's catalog (never copied).
     routines: Mutex<Arc<RoutineSet>>,
     /// Each evaluated routine's next slot (`None`: none ahead). A pass skips routines whose next
-    /// slot is still ahead, so an idle pass costs nothing per routine; a reload forgets all.
+    /// slot is still ahead, so an idle pass costs nothing per routine; a reload forgets all, and so
+    /// does a pause or resume (by any process: a resume owes slots from its instant on).
     next_slots: Mutex<HashMap<String, Option<DateTime<Utc>>>>,
+    /// The newest routine event (pause, resume) the remembered next slots were worked out after.
+    events_seen: Mutex<i64>,
     /// When this scheduler was alive and awake, as recorded for `why`.
     presence: Mutex<crate::engine::presence::Presence>,
 }
@@ -80,7 +83,7 @@ impl Scheduler {
     pub fn new(engine: Engine) -> Arc<Scheduler> {
         let routines = engine.core.routines();
         crate::engine::presence::record_file_states(&engine.core, &routines);
-        Arc::new(Scheduler { engine, routines: Mutex::new(routines), next_slots: Mutex::new(HashMap::new()), presence: Default::default() })
+        Arc::new(Scheduler { engine, routines: Mutex::new(routines), next_slots: Mutex::new(HashMap::new()), events_seen: Mutex::new(0), presence: Default::default() })
     }
 
     fn core(&self) -> &Arc<Core> {
@@ -125,7 +128,15 @@ impl Scheduler {
         let set = self.current();
         let device = self.engine.device_name();
         self.presence.lock().unwrap_or_else(|e| e.into_inner()).beat(&core, &device);
-        let next_slots = std::mem::take(&mut *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut next_slots = std::mem::take(&mut *self.next_slots.lock().unwrap_or_else(|e| e.into_inner()));
+        // Paused or resumed since: the remembered next slots may hide slots now owed.
+        if let Ok(latest) = core.store.routine_events_upto() {
+            let mut seen = self.events_seen.lock().unwrap_or_else(|e| e.into_inner());
+            if *seen != latest {
+                next_slots.clear();
+                *seen = latest;
+            }
+        }
         let (report, finals, queued, next_slots, superseded, replaced) = {
             let core = Arc::clone(&core);
             tokio::task::spawn_blocking(move || Pass { core: &core, set: &set, device: &device, claims: Vec::new(), owes: HashMap::new(), superseded: Vec::new(), replaced: Vec::new(), next_slots }.run())
