@@ -168,9 +168,10 @@ impl Checker {
             Some(_) => Some("failed"),
         };
         let ran = matches!(status.as_str(), "completed" | "failed" | "timed_out");
-        // A run ends as its last try did; a last try that could not start (no account free, its
-        // sign-in refused) is `blocked`, whatever an earlier try did.
-        if status == "blocked" {
+        // A run ends as its last try did; a last try that could not start is `blocked` (no
+        // account free, its sign-in refused) or `failed · spawn_failed` (its routine broke or went
+        // while it was queued), whatever an earlier try did.
+        if status == "blocked" || reason.as_deref() == Some("spawn_failed") {
             return Ok(());
         }
         match (expected, ran) {
