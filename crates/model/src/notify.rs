@@ -183,24 +183,29 @@ pub fn summary_for(runs: &[RunRecord]) -> Notice {
     }
 }
 
-/// Sends notifications through a [`Notifier`] without ever blocking the caller longer than
-/// [`SEND_TIMEOUT`]: each send runs on a thread of its own. While an earlier send still hangs
-/// (a server that owns the name but never answers), no new thread is started — that try fails
-/// at once. A broken server is logged once.
+/// Sends notifications through a [`Notifier`] one at a time, each bounded by [`SEND_TIMEOUT`] on
+/// a thread of its own: a send waits for the one before it (at most that long), then goes. While
+/// an earlier send still hangs (a server that owns the name but never answers), no new thread is
+/// started — that try fails at once. A broken server is logged once. (Sends that overlapped used to
+/// fail as if the first hung: a live notice — a limit's reset — sent while a finish notification
+/// was on its way was lost.)
 pub struct BoundedSender {
     notifier: Arc<dyn Notifier>,
     hung: Arc<std::sync::atomic::AtomicBool>,
+    /// Held for the length of one bounded send.
+    one_at_a_time: Mutex<()>,
     warned: Mutex<bool>,
 }
 
 impl BoundedSender {
     pub fn new(notifier: Arc<dyn Notifier>) -> Self {
-        BoundedSender { notifier, hung: Default::default(), warned: Mutex::new(false) }
+        BoundedSender { notifier, hung: Default::default(), one_at_a_time: Mutex::new(()), warned: Mutex::new(false) }
     }
 
-    /// Send one notice; `Err` says why it was not shown.
+    /// Send one notice (blocking: at most twice [`SEND_TIMEOUT`]); `Err` says why it was not shown.
     pub fn send(&self, notice: Notice) -> Result<(), String> {
         use std::sync::atomic::Ordering;
+        let _turn = self.one_at_a_time.lock().unwrap_or_else(|e| e.into_inner());
         if self.hung.load(Ordering::SeqCst) {
             return Err("the notification server has not answered an earlier notification yet".into());
         }
@@ -229,6 +234,44 @@ impl BoundedSender {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Shows each notice after `delay`, counting them.
+    struct Slow(Duration, Mutex<usize>);
+
+    impl Notifier for Slow {
+        fn send(&self, _: &Notice) -> Result<(), String> {
+            std::thread::sleep(self.0);
+            *self.1.lock().unwrap() += 1;
+            Ok(())
+        }
+    }
+
+    fn notice() -> Notice {
+        Notice { summary: "s".into(), body: "b".into(), run_id: None, critical: false, asks: false, tag: None }
+    }
+
+    #[test]
+    fn overlapping_sends_both_go_through_one_after_the_other() {
+        let slow = Arc::new(Slow(Duration::from_millis(300), Mutex::new(0)));
+        let sender = Arc::new(BoundedSender::new(slow.clone()));
+        let other = Arc::clone(&sender);
+        let first = std::thread::spawn(move || other.send(notice()));
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(sender.send(notice()), Ok(()), "the second waits its turn");
+        assert_eq!(first.join().unwrap(), Ok(()));
+        assert_eq!(*slow.1.lock().unwrap(), 2);
+    }
+
+    #[test]
+    fn a_send_after_one_that_hung_fails_at_once() {
+        let hanging = Arc::new(Slow(SEND_TIMEOUT + Duration::from_secs(10), Mutex::new(0)));
+        let sender = BoundedSender::new(hanging);
+        let err = sender.send(notice()).unwrap_err();
+        assert!(err.contains("did not answer within"), "{err}");
+        let t0 = std::time::Instant::now();
+        assert_eq!(sender.send(notice()).unwrap_err(), "the notification server has not answered an earlier notification yet");
+        assert!(t0.elapsed() < Duration::from_secs(1), "at once");
+    }
 
     fn record(status: RunStatus, reason: Option<Reason>, trigger: Trigger) -> RunRecord {
         RunRecord {

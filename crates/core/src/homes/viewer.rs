@@ -260,7 +260,9 @@ async fn tell(engine: &Engine, client: &HomeClient, sender: &Arc<BoundedSender>,
         notices
     };
     for notice in notices {
-        if let Err(e) = sender.send(notice) {
+        // Off the async workers: a send waits its turn behind another (at most a few seconds).
+        let sender = Arc::clone(sender);
+        if let Ok(Err(e)) = tokio::task::spawn_blocking(move || sender.send(notice)).await {
             tracing::warn!(home = %name, error = %e, "could not show a finish notification of another home");
         }
     }
