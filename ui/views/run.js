@@ -51,13 +51,21 @@ export function mount(root, params, ui) {
   let timer = null;
   let stopped = false;
 
+  // Reads can overlap (an approval's answer and the run's end, a moment apart) and their answers
+  // come back in any order: only the newest read renders — an older answer once put a finished
+  // run back to "running".
+  let reads = 0;
+
   async function load() {
+    const mine = ++reads;
     try {
       const detail = await call("get_run", { id });
+      if (mine !== reads) return detail;
       run = detail.run;
       render(detail);
       return detail;
     } catch (e) {
+      if (mine !== reads) return null;
       replace(head, h("h2", { id: "run-title" }, "Run not found"));
       replace(explanation, h("p", { id: "run-summary" }, errorText(e)));
       return null;
