@@ -387,7 +387,7 @@ fn claim(core: &Core) -> Result<Claimed> {
     let now = core.clock.now();
     let mut live_owner: Vec<OwnerSeen> = Vec::new();
     let room = account_room(core);
-    let claimed = core.store.dispatch(me, core.clock.now(), |queued, running| {
+    let claimed = core.store.dispatch(me, now, |queued, running| {
         // Rows of owners that are gone do not hold lanes until an engine adopts them.
         let mut alive = |pid: Option<u32>, start: &Option<String>| -> bool {
             let key = (pid, start.clone());
@@ -398,8 +398,13 @@ fn claim(core: &Core) -> Result<Claimed> {
             live_owner.push((key, a));
             a
         };
-        let (eligible, late): (Vec<&crate::store::QueuedRow>, Vec<_>) = queued.iter().filter(|q| alive(q.owner_pid, &q.owner_start)).partition(|q| overdue_by(&set, q, now).is_none());
-        overdue = late.into_iter().filter_map(|q| Some((q.id.clone(), overdue_by(&set, q, now)?))).collect();
+        let mut eligible: Vec<&crate::store::QueuedRow> = Vec::new();
+        for q in queued.iter().filter(|q| alive(q.owner_pid, &q.owner_start)) {
+            match overdue_by(&set, q, now) {
+                Some(why) => overdue.push((q.id.clone(), why)),
+                None => eligible.push(q),
+            }
+        }
         let waiting: Vec<Waiting> = eligible
             .iter()
             .map(|q| Waiting {
